@@ -1,0 +1,82 @@
+package dev.tandem.common;
+
+import com.dynatrace.hash4j.hashing.Hasher64;
+import com.dynatrace.hash4j.hashing.Hashing;
+
+/**
+ * Block hashing shared by engine, mocker and router (DESIGN.md, "Block hashing"; compatible with
+ * Dynamo). Only full blocks are hashed.
+ *
+ * <ul>
+ *   <li>local hash = XXH3-64 (seed 1337) over the block's token ids, each a little-endian u32;
+ *   <li>sequence hash: {@code seq[0] = local[0]}, {@code seq[i] = XXH3-64(seed 1337, LE u64
+ *       [seq[i-1], local[i]])}.
+ * </ul>
+ *
+ * <p>Stateless and thread-safe.
+ */
+public final class BlockHasher {
+  /** The seed Dynamo uses for both hashes. */
+  public static final long SEED = 1337L;
+
+  private static final Hasher64 XXH3 = Hashing.xxh3_64(SEED);
+
+  private BlockHasher() {}
+
+  /** XXH3-64 (seed 1337) of raw bytes; exposed for the golden-value test. */
+  public static long hashBytes(byte[] bytes) {
+    return XXH3.hashBytesToLong(bytes);
+  }
+
+  /** Local hash of {@code length} tokens starting at {@code from}, each as a little-endian u32. */
+  public static long localHash(int[] tokens, int from, int length) {
+    byte[] bytes = new byte[length * 4];
+    for (int i = 0; i < length; i++) {
+      int t = tokens[from + i];
+      bytes[4 * i] = (byte) t;
+      bytes[4 * i + 1] = (byte) (t >>> 8);
+      bytes[4 * i + 2] = (byte) (t >>> 16);
+      bytes[4 * i + 3] = (byte) (t >>> 24);
+    }
+    return XXH3.hashBytesToLong(bytes);
+  }
+
+  /** Chains a block's local hash onto its parent's sequence hash. */
+  public static long chain(long parentSequenceHash, long localHash) {
+    byte[] bytes = new byte[16];
+    putLongLe(bytes, 0, parentSequenceHash);
+    putLongLe(bytes, 8, localHash);
+    return XXH3.hashBytesToLong(bytes);
+  }
+
+  /** Local hashes of every full block of {@code tokens}. */
+  public static long[] localHashes(int[] tokens, int blockSize) {
+    int blocks = tokens.length / blockSize;
+    long[] out = new long[blocks];
+    for (int b = 0; b < blocks; b++) {
+      out[b] = localHash(tokens, b * blockSize, blockSize);
+    }
+    return out;
+  }
+
+  /** Sequence hashes of every full block of {@code tokens}. */
+  public static long[] sequenceHashes(int[] tokens, int blockSize) {
+    return chainAll(localHashes(tokens, blockSize));
+  }
+
+  /** Sequence hashes from local hashes. */
+  public static long[] chainAll(long[] localHashes) {
+    long[] out = new long[localHashes.length];
+    for (int i = 0; i < localHashes.length; i++) {
+      out[i] = i == 0 ? localHashes[0] : chain(out[i - 1], localHashes[i]);
+    }
+    return out;
+  }
+
+  private static void putLongLe(byte[] bytes, int at, long v) {
+    for (int i = 0; i < 8; i++) {
+      bytes[at + i] = (byte) (v >>> (8 * i));
+    }
+  }
+
+}
