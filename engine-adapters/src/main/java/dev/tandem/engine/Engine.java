@@ -1,0 +1,53 @@
+package dev.tandem.engine;
+
+import dev.tandem.common.KvEvent;
+import java.util.List;
+
+/**
+ * The engine SPI that workers drive: requests go in, each {@link #step()} advances every scheduled
+ * sequence by one iteration of continuous batching and returns what it produced.
+ *
+ * <p>Threading: an engine is owned by one thread (the worker's engine loop). No method is
+ * thread-safe; callers marshal requests, aborts and snapshots onto that thread. KV events reach the
+ * sink on that thread too, in event-id order.
+ */
+public interface Engine extends AutoCloseable {
+  /** What this engine serves and how its KV cache is laid out. */
+  EngineInfo info();
+
+  /** Receives every KV event from now on; replaces any earlier sink. */
+  void setEventSink(KvEventSink sink);
+
+  /**
+   * Queues a request.
+   *
+   * @throws IllegalArgumentException if the request can never be served (too long for the context
+   *     window or for the whole KV pool); nothing is allocated then
+   */
+  void add(EngineRequest request);
+
+  /**
+   * Aborts a request wherever it is; its KV blocks return to the pool.
+   *
+   * @return false if no such request is queued or running
+   */
+  boolean abort(String requestId);
+
+  /** True while any request is queued or running. */
+  boolean hasWork();
+
+  /** Runs one iteration; returns one output per request that produced tokens or finished. */
+  List<RequestOutput> step();
+
+  /** Current load and KV usage. */
+  EngineLoad load();
+
+  /**
+   * The whole prefix cache as events: a {@link KvEvent.Cleared} followed by stored events that
+   * rebuild it, all carrying the id of the last event emitted so far.
+   */
+  List<KvEvent> cacheSnapshot();
+
+  @Override
+  default void close() {}
+}

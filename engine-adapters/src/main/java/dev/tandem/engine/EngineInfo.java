@@ -1,0 +1,43 @@
+package dev.tandem.engine;
+
+import java.util.Set;
+
+/**
+ * What an engine serves: model name and limits, KV layout, and the request features it honours
+ * (anything else is refused by the frontend with a 400, never silently ignored).
+ */
+public record EngineInfo(
+    String engineName,
+    String modelName,
+    int blockSize,
+    int totalKvBlocks,
+    int vocabSize,
+    int maxContextLength,
+    long kvBytesPerToken,
+    Set<Feature> features,
+    int[] eosTokenIds) {
+
+  public EngineInfo {
+    features = Set.copyOf(features);
+    eosTokenIds = eosTokenIds.clone();
+  }
+
+  /** Request features an engine may or may not honour. */
+  public enum Feature {
+    TEMPERATURE,
+    TOP_P,
+    TOP_K,
+    MIN_P,
+    SEED,
+    PRESENCE_PENALTY,
+    FREQUENCY_PENALTY,
+    REPETITION_PENALTY,
+    LOGPROBS,
+    STOP_TOKEN_IDS;
+
+    /** The name used on the wire and in error messages. */
+    public String wireName() {
+      return name().toLowerCase(java.util.Locale.ROOT);
+    }
+  }
+}

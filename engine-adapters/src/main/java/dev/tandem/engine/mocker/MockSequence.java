@@ -1,0 +1,117 @@
+package dev.tandem.engine.mocker;
+
+import dev.tandem.common.BlockHasher;
+import dev.tandem.engine.EngineRequest;
+import java.util.Arrays;
+
+/**
+ * One request inside the mocker: its tokens (prompt, then generated), the KV blocks it holds, how
+ * many tokens' KV exist, and the sequence hashes of its full blocks. Owned by the engine thread.
+ */
+final class MockSequence {
+  final EngineRequest request;
+  final int promptLength;
+  final long drawSeed;
+  private int[] tokens; // prompt then generated; [0, length)
+  private int length;
+  private int[] blocks = new int[8]; // block ids; [0, blockCount)
+  private int blockCount;
+  private long[] sequenceHashes = new long[8]; // of committed (cached) full blocks
+  private long[] localHashes = new long[8];
+  private int hashedBlocks;
+  int computedTokens; // tokens whose KV exist
+  int cachedTokens = -1; // prefix-cache hit at first admission; -1 before admission
+  int generated;
+
+  MockSequence(EngineRequest request, long drawSeed) {
+    this.request = request;
+    this.promptLength = request.promptTokens().length;
+    this.tokens = Arrays.copyOf(request.promptTokens(), promptLength + 16);
+    this.length = promptLength;
+    this.drawSeed = drawSeed;
+  }
+
+  String id() {
+    return request.requestId();
+  }
+
+  int length() {
+    return length;
+  }
+
+  int[] tokens() {
+    return tokens;
+  }
+
+  /** Tokens still to run through the model before the next token can be drawn. */
+  int pendingTokens() {
+    return length - computedTokens;
+  }
+
+  boolean inPrefill() {
+    return computedTokens < promptLength;
+  }
+
+  void append(int token) {
+    if (length == tokens.length) {
+      tokens = Arrays.copyOf(tokens, tokens.length * 2);
+    }
+    tokens[length++] = token;
+    generated++;
+  }
+
+  int blockCount() {
+    return blockCount;
+  }
+
+  int[] blocks() {
+    return blocks;
+  }
+
+  void addBlock(int id) {
+    if (blockCount == blocks.length) {
+      blocks = Arrays.copyOf(blocks, blocks.length * 2);
+    }
+    blocks[blockCount++] = id;
+  }
+
+  void clearBlocks() {
+    blockCount = 0;
+    hashedBlocks = 0;
+    computedTokens = 0;
+  }
+
+  int hashedBlocks() {
+    return hashedBlocks;
+  }
+
+  long[] sequenceHashes() {
+    return sequenceHashes;
+  }
+
+  long[] localHashes() {
+    return localHashes;
+  }
+
+  /** Hashes full blocks up to {@code fullBlocks}; returns the index of the first new one. */
+  int hashFullBlocks(int fullBlocks, int blockSize) {
+    int first = hashedBlocks;
+    if (fullBlocks > sequenceHashes.length) {
+      int n = Math.max(fullBlocks, sequenceHashes.length * 2);
+      sequenceHashes = Arrays.copyOf(sequenceHashes, n);
+      localHashes = Arrays.copyOf(localHashes, n);
+    }
+    for (int b = hashedBlocks; b < fullBlocks; b++) {
+      long local = BlockHasher.localHash(tokens, b * blockSize, blockSize);
+      localHashes[b] = local;
+      sequenceHashes[b] = b == 0 ? local : BlockHasher.chain(sequenceHashes[b - 1], local);
+    }
+    hashedBlocks = Math.max(hashedBlocks, fullBlocks);
+    return first;
+  }
+
+  /** Sequence hashes of every full block of the current tokens, for prefix lookup. */
+  long[] allFullBlockHashes(int blockSize) {
+    return BlockHasher.sequenceHashes(Arrays.copyOf(tokens, length), blockSize);
+  }
+}
