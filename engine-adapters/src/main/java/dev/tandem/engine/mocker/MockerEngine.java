@@ -39,10 +39,14 @@ public final class MockerEngine implements Engine {
   private final ArrayDeque<MockSequence> waiting = new ArrayDeque<>();
   private final List<MockSequence> running = new ArrayList<>();
   private final Map<String, MockSequence> byId = new HashMap<>();
+  private final int maxContextLength;
 
   public MockerEngine(MockerConfig config) {
     this.config = config;
     this.pool = new BlockPool(config.totalKvBlocks(), config.blockSize());
+    // Like vLLM, never admit a context the whole pool could not hold: a lone sequence always fits.
+    this.maxContextLength =
+        (int) Math.min(config.maxContextLength(), (long) config.totalKvBlocks() * config.blockSize());
     this.info =
         new EngineInfo(
             "mocker",
@@ -50,7 +54,7 @@ public final class MockerEngine implements Engine {
             config.blockSize(),
             config.totalKvBlocks(),
             config.vocabSize(),
-            config.maxContextLength(),
+            maxContextLength,
             config.kvBytesPerToken(),
             EnumSet.of(
                 EngineInfo.Feature.TEMPERATURE,
@@ -83,24 +87,17 @@ public final class MockerEngine implements Engine {
     if (byId.containsKey(request.requestId())) {
       throw new IllegalArgumentException("request id " + request.requestId() + " is in use");
     }
-    if ((long) prompt + 1 > config.maxContextLength()) {
+    if ((long) prompt + maxTokens > maxContextLength) {
       throw new IllegalArgumentException(
-          "prompt of "
+          "this model's maximum context length is "
+              + maxContextLength
+              + " tokens; the request asks for "
+              + ((long) prompt + maxTokens)
+              + " ("
               + prompt
-              + " tokens leaves no room in the context window of "
-              + config.maxContextLength());
-    }
-    long needed = ceilDiv(Math.min((long) prompt + maxTokens, config.maxContextLength()));
-    if (needed > config.totalKvBlocks()) {
-      throw new IllegalArgumentException(
-          "request needs "
-              + needed
-              + " KV blocks (prompt "
-              + prompt
-              + " + max_tokens "
+              + " in the prompt, "
               + maxTokens
-              + "); the pool holds "
-              + config.totalKvBlocks());
+              + " to generate)");
     }
     if (!config.chunkedPrefill() && prompt > config.maxBatchedTokens()) {
       throw new IllegalArgumentException(
@@ -333,7 +330,7 @@ public final class MockerEngine implements Engine {
       }
     }
     if (seq.generated >= seq.request.stop().maxTokens()
-        || seq.length() >= config.maxContextLength()) {
+        || seq.length() >= maxContextLength) {
       return FinishReason.LENGTH;
     }
     return null;

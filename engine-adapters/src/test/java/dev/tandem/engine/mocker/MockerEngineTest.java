@@ -189,9 +189,12 @@ class MockerEngineTest {
   @Test
   void refusesRequestsThatCanNeverFit() {
     MockerEngine e = new MockerEngine(config().withPool(4, 16).withMaxContextLength(1000));
-    assertThrows(IllegalArgumentException.class, () -> e.add(greedy("big", prompt(60, 7), 10)));
-    assertThrows(IllegalArgumentException.class, () -> e.add(greedy("ctx", prompt(1000, 7), 1)));
-    assertFalse(e.hasWork());
+    assertEquals(64, e.info().maxContextLength(), "the context is capped at what the pool holds");
+    var big = assertThrows(IllegalArgumentException.class, () -> e.add(greedy("big", prompt(60, 7), 10)));
+    assertTrue(big.getMessage().contains("maximum context length is 64"), big.getMessage());
+    e.add(greedy("fits", prompt(60, 7), 4));
+    Map<String, RequestOutput> last = new HashMap<>();
+    assertEquals(4, runToCompletion(e, last).get("fits").size());
   }
 
   @Test

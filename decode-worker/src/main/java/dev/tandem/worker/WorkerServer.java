@@ -1,0 +1,116 @@
+package dev.tandem.worker;
+
+import dev.tandem.common.WorkerId;
+import dev.tandem.engine.Engine;
+import dev.tandem.engine.ModelFiles;
+import dev.tandem.proto.worker.v1.WorkerRole;
+import io.grpc.Server;
+import io.grpc.netty.NettyServerBuilder;
+import java.io.IOException;
+import java.io.UncheckedIOException;
+import java.net.InetSocketAddress;
+import java.util.concurrent.Executors;
+import java.util.concurrent.ScheduledExecutorService;
+import java.util.concurrent.TimeUnit;
+import org.slf4j.Logger;
+import org.slf4j.LoggerFactory;
+
+/**
+ * A running worker: an engine on its loop thread, its KV event log, and the worker API on a gRPC
+ * port. Closing it stops the server, then the loop, then the engine.
+ */
+public final class WorkerServer implements AutoCloseable {
+  private static final Logger log = LoggerFactory.getLogger(WorkerServer.class);
+
+  /** How a worker is started. Port 0 picks a free port. */
+  public record Config(
+      String host, int port, WorkerId workerId, WorkerRole role, ModelFiles modelFiles, int eventRingCapacity) {
+    public static Config local(WorkerId workerId) {
+      return new Config(
+          "127.0.0.1", 0, workerId, WorkerRole.WORKER_ROLE_AGGREGATED, ModelFiles.bundledQwen3(), 10_000);
+    }
+  }
+
+  private final Config config;
+  private final EngineLoop loop;
+  private final KvEventLog events;
+  private final Server server;
+  private final ScheduledExecutorService timer;
+
+  private WorkerServer(Config config, Engine engine) {
+    this.config = config;
+    this.events = new KvEventLog(config.eventRingCapacity());
+    this.loop = new EngineLoop(engine, events);
+    this.timer =
+        Executors.newSingleThreadScheduledExecutor(
+            Thread.ofPlatform().name("worker-load-timer").daemon().factory());
+    WorkerService service =
+        new WorkerService(config.workerId(), config.role(), loop, events, config.modelFiles(), timer);
+    this.server =
+        NettyServerBuilder.forAddress(new InetSocketAddress(config.host(), config.port()))
+            .addService(service)
+            .build();
+  }
+
+  /** Starts a worker serving {@code engine}; the worker owns the engine from now on. */
+  public static WorkerServer start(Config config, Engine engine) {
+    WorkerServer worker = new WorkerServer(config, engine);
+    worker.loop.start();
+    try {
+      worker.server.start();
+    } catch (IOException e) {
+      worker.close();
+      throw new UncheckedIOException(
+          "cannot listen on " + config.host() + ":" + config.port() + ": " + e.getMessage(), e);
+    }
+    log.info(
+        "worker {} ({}, engine {}, model {}) listening on {}:{}",
+        config.workerId(),
+        config.role(),
+        engine.info().engineName(),
+        engine.info().modelName(),
+        config.host(),
+        worker.port());
+    return worker;
+  }
+
+  public int port() {
+    return server.getPort();
+  }
+
+  /** {@code host:port} to give frontends. */
+  public String address() {
+    return config.host() + ":" + port();
+  }
+
+  public WorkerId workerId() {
+    return config.workerId();
+  }
+
+  public EngineLoop loop() {
+    return loop;
+  }
+
+  public KvEventLog events() {
+    return events;
+  }
+
+  public void awaitTermination() throws InterruptedException {
+    server.awaitTermination();
+  }
+
+  @Override
+  public void close() {
+    server.shutdown();
+    try {
+      if (!server.awaitTermination(5, TimeUnit.SECONDS)) {
+        server.shutdownNow();
+      }
+    } catch (InterruptedException e) {
+      Thread.currentThread().interrupt();
+      server.shutdownNow();
+    }
+    timer.shutdownNow();
+    loop.close();
+  }
+}
