@@ -1,0 +1,58 @@
+#!/usr/bin/env python3
+"""Renders chat-template test cases with Jinja2 set up as Hugging Face transformers sets it up
+(trim_blocks, lstrip_blocks, loopcontrols, Python tojson, raise_exception, strftime_now), and writes
+the expected outputs that ChatTemplateTest compares the Java renderer against.
+
+Usage (from the repo root; needs python3 with jinja2):
+  python3 frontend/src/test/python/render_chat_golden.py
+"""
+import json
+import pathlib
+
+import jinja2
+import jinja2.ext
+from jinja2.sandbox import ImmutableSandboxedEnvironment
+
+ROOT = pathlib.Path(__file__).resolve().parents[1] / "resources"
+TOKENIZER_CONFIG = (pathlib.Path(__file__).resolve().parents[4] / "engine-adapters/src/main/resources"
+                    / "dev/tandem/engine/models/qwen3-tokenizer/tokenizer_config.json")
+
+
+def environment():
+    def raise_exception(message):
+        raise jinja2.exceptions.TemplateError(message)
+
+    def tojson(x, ensure_ascii=False, indent=None, separators=None, sort_keys=False):
+        return json.dumps(x, ensure_ascii=ensure_ascii, indent=indent, separators=separators, sort_keys=sort_keys)
+
+    env = ImmutableSandboxedEnvironment(trim_blocks=True, lstrip_blocks=True, extensions=[jinja2.ext.loopcontrols])
+    env.filters["tojson"] = tojson
+    env.globals["raise_exception"] = raise_exception
+    return env
+
+
+def render_all(template_source, cases, bos="", eos=""):
+    template = environment().from_string(template_source)
+    out = {}
+    for case in cases:
+        ctx = dict(case.get("kwargs", {}))
+        ctx.update(messages=case["messages"], add_generation_prompt=case["add_generation_prompt"],
+                   bos_token=bos, eos_token=eos)
+        if case.get("tools"):
+            ctx["tools"] = case["tools"]
+        out[case["name"]] = template.render(**ctx)
+    return out
+
+
+def main():
+    config = json.loads(TOKENIZER_CONFIG.read_text())
+    cases = json.loads((ROOT / "chat/cases.json").read_text())
+    expected = render_all(config["chat_template"], cases, eos=config["eos_token"])
+    (ROOT / "chat/qwen3_expected.json").write_text(json.dumps(expected, indent=1, ensure_ascii=False) + "\n")
+    compat_cases = json.loads((ROOT / "chat/compat_cases.json").read_text())
+    compat = render_all((ROOT / "chat/compat_template.jinja").read_text(), compat_cases)
+    (ROOT / "chat/compat_expected.json").write_text(json.dumps(compat, indent=1, ensure_ascii=False) + "\n")
+
+
+if __name__ == "__main__":
+    main()

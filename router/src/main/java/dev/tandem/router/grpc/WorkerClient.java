@@ -1,0 +1,224 @@
+package dev.tandem.router.grpc;
+
+import dev.tandem.common.WorkerId;
+import dev.tandem.proto.worker.v1.DescribeRequest;
+import dev.tandem.proto.worker.v1.GenerateChunk;
+import dev.tandem.proto.worker.v1.GenerateRequest;
+import dev.tandem.proto.worker.v1.LoadReport;
+import dev.tandem.proto.worker.v1.ModelCard;
+import dev.tandem.proto.worker.v1.ModelCardRequest;
+import dev.tandem.proto.worker.v1.WatchLoadRequest;
+import dev.tandem.proto.worker.v1.WorkerGrpc;
+import dev.tandem.proto.worker.v1.WorkerRegistration;
+import dev.tandem.router.WorkerLoad;
+import io.grpc.ManagedChannel;
+import io.grpc.StatusRuntimeException;
+import io.grpc.netty.NettyChannelBuilder;
+import io.grpc.stub.ClientCallStreamObserver;
+import io.grpc.stub.ClientResponseObserver;
+import io.grpc.stub.StreamObserver;
+import java.time.Duration;
+import java.util.concurrent.ScheduledExecutorService;
+import java.util.concurrent.TimeUnit;
+import java.util.concurrent.atomic.AtomicBoolean;
+import java.util.concurrent.atomic.AtomicInteger;
+import org.slf4j.Logger;
+import org.slf4j.LoggerFactory;
+
+/**
+ * The router's connection to one worker: its registration, generation streams, and a load watch
+ * that also tells whether the worker is reachable.
+ *
+ * <p>Thread-safe.
+ */
+public final class WorkerClient implements AutoCloseable {
+  private static final Logger log = LoggerFactory.getLogger(WorkerClient.class);
+  /** The model card carries the tokenizer (over 10 MB for Qwen3). */
+  private static final int MAX_MESSAGE_BYTES = 256 << 20;
+
+  /** Receives one generation's chunks, on a gRPC thread. */
+  public interface GenerationListener {
+    void onChunk(GenerateChunk chunk);
+
+    void onError(Throwable error);
+
+    void onCompleted();
+  }
+
+  /** A generation in flight; {@link #cancel} aborts it on the worker. */
+  public interface GenerationCall {
+    void cancel(String reason);
+  }
+
+  private final String address;
+  private final ManagedChannel channel;
+  private final WorkerRegistration registration;
+  private final AtomicInteger routedActive = new AtomicInteger();
+  private volatile LoadReport lastLoad;
+  private volatile boolean reachable = true;
+  private volatile boolean closed;
+
+  private WorkerClient(String address, ManagedChannel channel, WorkerRegistration registration) {
+    this.address = address;
+    this.channel = channel;
+    this.registration = registration;
+    this.lastLoad = LoadReport.newBuilder().setWorkerId(registration.getWorkerId()).build();
+  }
+
+  /**
+   * Connects and fetches the worker's registration.
+   *
+   * @throws IllegalStateException naming the address if the worker does not answer in time
+   */
+  public static WorkerClient connect(String address, Duration timeout) {
+    ManagedChannel channel =
+        NettyChannelBuilder.forTarget(address)
+            .usePlaintext()
+            .maxInboundMessageSize(MAX_MESSAGE_BYTES)
+            .build();
+    try {
+      WorkerRegistration registration =
+          WorkerGrpc.newBlockingStub(channel)
+              .withWaitForReady()
+              .withDeadlineAfter(timeout.toMillis(), TimeUnit.MILLISECONDS)
+              .describe(DescribeRequest.getDefaultInstance());
+      return new WorkerClient(address, channel, registration);
+    } catch (StatusRuntimeException e) {
+      channel.shutdownNow();
+      throw new IllegalStateException(
+          "worker at " + address + " did not answer within " + timeout + ": " + e.getStatus(), e);
+    }
+  }
+
+  public String address() {
+    return address;
+  }
+
+  public WorkerId workerId() {
+    return new WorkerId(registration.getWorkerId());
+  }
+
+  public WorkerRegistration registration() {
+    return registration;
+  }
+
+  public boolean reachable() {
+    return reachable && !closed;
+  }
+
+  public int routedActiveRequests() {
+    return routedActive.get();
+  }
+
+  /** The load as a selector sees it. */
+  public WorkerLoad load() {
+    LoadReport r = lastLoad;
+    return new WorkerLoad(
+        workerId(),
+        routedActive.get(),
+        r.getActiveRequests(),
+        r.getWaitingRequests(),
+        r.getKvBlocksUsed(),
+        r.getKvBlocksTotal());
+  }
+
+  public LoadReport lastLoadReport() {
+    return lastLoad;
+  }
+
+  /** Fetches the model card (tokenizer files included). */
+  public ModelCard modelCard(Duration timeout) {
+    return WorkerGrpc.newBlockingStub(channel)
+        .withDeadlineAfter(timeout.toMillis(), TimeUnit.MILLISECONDS)
+        .getModelCard(ModelCardRequest.getDefaultInstance());
+  }
+
+  /** Starts a generation; the listener hears every chunk, then completion or an error. */
+  public GenerationCall generate(GenerateRequest request, GenerationListener listener) {
+    routedActive.incrementAndGet();
+    AtomicBoolean finished = new AtomicBoolean();
+    Runnable finish =
+        () -> {
+          if (finished.compareAndSet(false, true)) {
+            routedActive.decrementAndGet();
+          }
+        };
+    var observer =
+        new ClientResponseObserver<GenerateRequest, GenerateChunk>() {
+          private volatile ClientCallStreamObserver<GenerateRequest> call;
+
+          @Override
+          public void beforeStart(ClientCallStreamObserver<GenerateRequest> requestStream) {
+            this.call = requestStream;
+          }
+
+          @Override
+          public void onNext(GenerateChunk chunk) {
+            listener.onChunk(chunk);
+          }
+
+          @Override
+          public void onError(Throwable error) {
+            finish.run();
+            listener.onError(error);
+          }
+
+          @Override
+          public void onCompleted() {
+            finish.run();
+            listener.onCompleted();
+          }
+        };
+    WorkerGrpc.newStub(channel).generate(request, observer);
+    return reason -> {
+      ClientCallStreamObserver<GenerateRequest> call = observer.call;
+      if (call != null && !finished.get()) {
+        call.cancel(reason, null);
+      }
+      finish.run();
+    };
+  }
+
+  /** Watches the worker's load; a broken stream marks it unreachable and is retried. */
+  void watchLoad(ScheduledExecutorService timer, Duration interval) {
+    if (closed) {
+      return;
+    }
+    WorkerGrpc.newStub(channel)
+        .watchLoad(
+            WatchLoadRequest.newBuilder().setIntervalMs((int) interval.toMillis()).build(),
+            new StreamObserver<>() {
+              @Override
+              public void onNext(LoadReport report) {
+                lastLoad = report;
+                if (!reachable) {
+                  log.info("worker {} at {} is reachable again", workerId(), address);
+                }
+                reachable = true;
+              }
+
+              @Override
+              public void onError(Throwable error) {
+                if (closed) {
+                  return;
+                }
+                if (reachable) {
+                  log.warn("worker {} at {} is unreachable: {}", workerId(), address, error.toString());
+                }
+                reachable = false;
+                timer.schedule(() -> watchLoad(timer, interval), 1, TimeUnit.SECONDS);
+              }
+
+              @Override
+              public void onCompleted() {
+                onError(new IllegalStateException("load stream ended"));
+              }
+            });
+  }
+
+  @Override
+  public void close() {
+    closed = true;
+    channel.shutdownNow();
+  }
+}
