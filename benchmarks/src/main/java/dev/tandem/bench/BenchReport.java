@@ -1,0 +1,110 @@
+package dev.tandem.bench;
+
+import com.fasterxml.jackson.databind.ObjectMapper;
+import com.fasterxml.jackson.databind.node.ObjectNode;
+import java.util.ArrayList;
+import java.util.Arrays;
+import java.util.List;
+import java.util.Locale;
+
+/** Percentiles and throughput of a run, as text and as JSON. */
+public record BenchReport(
+    BenchConfig config,
+    int requests,
+    int failures,
+    List<String> sampleErrors,
+    double durationS,
+    long outputTokens,
+    long promptTokens,
+    long cachedTokens,
+    Stats ttftMs,
+    Stats itlMs,
+    Stats e2eMs,
+    Stats overheadMs) {
+
+  /** Mean and percentiles of one latency; NaN when there were no samples. */
+  public record Stats(int count, double mean, double p50, double p90, double p99, double max) {
+    static Stats of(List<Double> values) {
+      double[] v = values.stream().mapToDouble(Double::doubleValue).sorted().toArray();
+      if (v.length == 0) {
+        return new Stats(0, Double.NaN, Double.NaN, Double.NaN, Double.NaN, Double.NaN);
+      }
+      return new Stats(v.length, Arrays.stream(v).average().orElseThrow(), pct(v, 50), pct(v, 90), pct(v, 99), v[v.length - 1]);
+    }
+
+    private static double pct(double[] sorted, double p) {
+      double rank = p / 100 * (sorted.length - 1);
+      int lo = (int) Math.floor(rank);
+      int hi = (int) Math.ceil(rank);
+      return sorted[lo] + (sorted[hi] - sorted[lo]) * (rank - lo);
+    }
+  }
+
+  static BenchReport of(BenchConfig config, List<RequestResult> results, double durationS) {
+    List<Double> ttft = new ArrayList<>();
+    List<Double> itl = new ArrayList<>();
+    List<Double> e2e = new ArrayList<>();
+    List<Double> overhead = new ArrayList<>();
+    List<String> errors = new ArrayList<>();
+    long out = 0;
+    long prompt = 0;
+    long cached = 0;
+    int failures = 0;
+    for (RequestResult r : results) {
+      if (!r.ok()) {
+        failures++;
+        if (errors.size() < 5) {
+          errors.add(r.error());
+        }
+        continue;
+      }
+      if (r.ttftMs() >= 0) {
+        ttft.add(r.ttftMs());
+        if (r.workerTtftMs() >= 0) {
+          overhead.add(r.ttftMs() - r.workerTtftMs());
+        }
+      }
+      itl.addAll(r.itlMs());
+      e2e.add(r.e2eMs());
+      out += r.outputTokens();
+      prompt += r.promptTokens();
+      cached += r.cachedTokens();
+    }
+    return new BenchReport(
+        config, results.size(), failures, errors, durationS, out, prompt, cached,
+        Stats.of(ttft), Stats.of(itl), Stats.of(e2e), Stats.of(overhead));
+  }
+
+  public String text() {
+    StringBuilder sb = new StringBuilder();
+    sb.append(String.format(Locale.ROOT, "requests %d (failed %d) in %.2f s: %.2f req/s, %.1f output tok/s%n",
+        requests, failures, durationS, (requests - failures) / durationS, outputTokens / durationS));
+    sb.append(String.format(Locale.ROOT, "prompt tokens %d, cached %d (%.1f%%)%n",
+        promptTokens, cachedTokens, promptTokens == 0 ? 0.0 : 100.0 * cachedTokens / promptTokens));
+    sb.append(String.format(Locale.ROOT, "%-26s %8s %8s %8s %8s %8s%n", "latency (ms)", "mean", "p50", "p90", "p99", "max"));
+    line(sb, "TTFT", ttftMs);
+    line(sb, "ITL", itlMs);
+    line(sb, "end-to-end", e2eMs);
+    line(sb, "TTFT - worker TTFT", overheadMs);
+    for (String e : sampleErrors) {
+      sb.append("error: ").append(e).append('\n');
+    }
+    return sb.toString();
+  }
+
+  private static void line(StringBuilder sb, String name, Stats s) {
+    sb.append(String.format(Locale.ROOT, "%-26s %8.3f %8.3f %8.3f %8.3f %8.3f%n", name, s.mean(), s.p50(), s.p90(), s.p99(), s.max()));
+  }
+
+  public String json() {
+    ObjectMapper mapper = new ObjectMapper();
+    ObjectNode root = mapper.valueToTree(this);
+    root.put("request_throughput", (requests - failures) / durationS);
+    root.put("output_token_throughput", outputTokens / durationS);
+    try {
+      return mapper.writerWithDefaultPrettyPrinter().writeValueAsString(root);
+    } catch (com.fasterxml.jackson.core.JsonProcessingException e) {
+      throw new IllegalStateException(e);
+    }
+  }
+}

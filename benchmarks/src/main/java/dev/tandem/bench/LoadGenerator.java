@@ -1,0 +1,199 @@
+package dev.tandem.bench;
+
+import com.fasterxml.jackson.databind.JsonNode;
+import com.fasterxml.jackson.databind.ObjectMapper;
+import com.fasterxml.jackson.databind.node.ArrayNode;
+import com.fasterxml.jackson.databind.node.ObjectNode;
+import java.io.BufferedReader;
+import java.io.InputStream;
+import java.io.InputStreamReader;
+import java.net.URI;
+import java.net.http.HttpClient;
+import java.net.http.HttpRequest;
+import java.net.http.HttpResponse;
+import java.nio.charset.StandardCharsets;
+import java.time.Duration;
+import java.util.ArrayList;
+import java.util.List;
+import java.util.Random;
+import java.util.concurrent.ExecutorService;
+import java.util.concurrent.Executors;
+import java.util.concurrent.Future;
+import java.util.concurrent.Semaphore;
+import java.util.concurrent.TimeUnit;
+
+/**
+ * A load generator speaking the OpenAI HTTP API with streaming: sends a workload at fixed
+ * concurrency or Poisson arrivals and measures TTFT, inter-token latency and end-to-end latency of
+ * every request on the client side. Requests ask the server for timing ({@code "tandem":
+ * {"timing": true}}) so the report can also give the frontend's overhead: client TTFT minus the
+ * worker's own TTFT.
+ */
+public final class LoadGenerator {
+  private static final ObjectMapper JSON = new ObjectMapper();
+
+  private final BenchConfig config;
+  private final HttpClient client;
+
+  public LoadGenerator(BenchConfig config) {
+    this.config = config;
+    this.client =
+        HttpClient.newBuilder()
+            .version(HttpClient.Version.HTTP_1_1)
+            .connectTimeout(Duration.ofSeconds(10))
+            .executor(Executors.newVirtualThreadPerTaskExecutor())
+            .build();
+  }
+
+  /** Asks the server which model it serves. */
+  public static String servedModel(URI base) throws Exception {
+    HttpClient c = HttpClient.newBuilder().version(HttpClient.Version.HTTP_1_1).build();
+    HttpResponse<String> r =
+        c.send(HttpRequest.newBuilder(base.resolve("/v1/models")).GET().build(), HttpResponse.BodyHandlers.ofString());
+    if (r.statusCode() != 200) {
+      throw new IllegalStateException("GET /v1/models answered " + r.statusCode() + ": " + r.body());
+    }
+    return JSON.readTree(r.body()).path("data").path(0).path("id").asText();
+  }
+
+  public BenchReport run() throws InterruptedException {
+    List<int[]> prompts = Workload.prompts(config);
+    List<Future<RequestResult>> futures = new ArrayList<>();
+    long start = System.nanoTime();
+    try (ExecutorService pool = Executors.newVirtualThreadPerTaskExecutor()) {
+      if (config.requestRate() > 0) {
+        Random arrivals = new Random(config.seed() ^ 0x5DEECE66DL);
+        long next = System.nanoTime();
+        for (int[] prompt : prompts) {
+          long wait = next - System.nanoTime();
+          if (wait > 0) {
+            TimeUnit.NANOSECONDS.sleep(wait);
+          }
+          futures.add(pool.submit(() -> send(prompt)));
+          double gapS = -Math.log(1 - arrivals.nextDouble()) / config.requestRate();
+          next += (long) (gapS * 1e9);
+        }
+      } else {
+        Semaphore slots = new Semaphore(config.concurrency());
+        for (int[] prompt : prompts) {
+          slots.acquire();
+          futures.add(
+              pool.submit(
+                  () -> {
+                    try {
+                      return send(prompt);
+                    } finally {
+                      slots.release();
+                    }
+                  }));
+        }
+      }
+    }
+    double durationS = (System.nanoTime() - start) / 1e9;
+    List<RequestResult> results = new ArrayList<>();
+    for (Future<RequestResult> f : futures) {
+      try {
+        results.add(f.get());
+      } catch (java.util.concurrent.ExecutionException e) {
+        results.add(RequestResult.failed(e.getCause().toString(), -1));
+      }
+    }
+    return BenchReport.of(config, results, durationS);
+  }
+
+  private RequestResult send(int[] prompt) {
+    long t0 = System.nanoTime();
+    try {
+      HttpRequest request =
+          HttpRequest.newBuilder(config.url().resolve(config.endpoint().equals("chat") ? "/v1/chat/completions" : "/v1/completions"))
+              .timeout(config.timeout())
+              .header("Content-Type", "application/json")
+              .POST(HttpRequest.BodyPublishers.ofByteArray(JSON.writeValueAsBytes(body(prompt))))
+              .build();
+      HttpResponse<InputStream> response = client.send(request, HttpResponse.BodyHandlers.ofInputStream());
+      if (response.statusCode() != 200) {
+        String text = new String(response.body().readAllBytes(), StandardCharsets.UTF_8);
+        return RequestResult.failed("HTTP " + response.statusCode() + ": " + text, ms(t0));
+      }
+      return readStream(response.body(), t0);
+    } catch (Exception e) {
+      return RequestResult.failed(e.toString(), ms(t0));
+    }
+  }
+
+  private ObjectNode body(int[] prompt) {
+    ObjectNode b = JSON.createObjectNode();
+    b.put("model", config.model());
+    if (config.endpoint().equals("chat")) {
+      ObjectNode m = b.putArray("messages").addObject();
+      m.put("role", "user");
+      m.put("content", Workload.words(prompt));
+    } else {
+      ArrayNode ids = b.putArray("prompt");
+      for (int id : prompt) {
+        ids.add(id);
+      }
+    }
+    b.put("max_tokens", config.outputTokens());
+    b.put("ignore_eos", true);
+    b.put("temperature", 0);
+    b.put("stream", true);
+    b.putObject("stream_options").put("include_usage", true);
+    b.putObject("tandem").put("timing", true);
+    return b;
+  }
+
+  private RequestResult readStream(InputStream body, long t0) throws Exception {
+    double ttft = -1;
+    long last = -1;
+    List<Double> itl = new ArrayList<>();
+    int promptTokens = 0;
+    int cached = 0;
+    int output = 0;
+    double workerTtft = -1;
+    List<String> workers = new ArrayList<>();
+    try (BufferedReader reader = new BufferedReader(new InputStreamReader(body, StandardCharsets.UTF_8))) {
+      String line;
+      while ((line = reader.readLine()) != null) {
+        if (!line.startsWith("data: ")) {
+          continue;
+        }
+        String data = line.substring(6);
+        if (data.equals("[DONE]")) {
+          break;
+        }
+        long now = System.nanoTime();
+        JsonNode chunk = JSON.readTree(data);
+        if (chunk.has("error")) {
+          return RequestResult.failed(chunk.get("error").path("message").asText(), ms(t0));
+        }
+        for (JsonNode choice : chunk.path("choices")) {
+          String text = choice.has("delta") ? choice.path("delta").path("content").asText("") : choice.path("text").asText("");
+          if (!text.isEmpty()) {
+            if (ttft < 0) {
+              ttft = (now - t0) / 1e6;
+            } else {
+              itl.add((now - last) / 1e6);
+            }
+            last = now;
+          }
+        }
+        if (chunk.hasNonNull("usage")) {
+          JsonNode u = chunk.get("usage");
+          promptTokens = u.path("prompt_tokens").asInt();
+          output = u.path("completion_tokens").asInt();
+          cached = u.path("prompt_tokens_details").path("cached_tokens").asInt();
+        }
+        if (chunk.has("tandem")) {
+          workerTtft = chunk.get("tandem").path("worker_ttft_ms").asDouble(-1);
+          chunk.get("tandem").path("worker_ids").forEach(w -> workers.add(w.asText()));
+        }
+      }
+    }
+    return new RequestResult(true, null, ttft, itl, ms(t0), output, promptTokens, cached, workerTtft, workers);
+  }
+
+  private static double ms(long t0) {
+    return (System.nanoTime() - t0) / 1e6;
+  }
+}

@@ -1,0 +1,74 @@
+package dev.tandem.cli;
+
+import dev.tandem.bench.BenchConfig;
+import dev.tandem.bench.BenchReport;
+import dev.tandem.bench.LoadGenerator;
+import java.net.URI;
+import java.nio.file.Files;
+import java.nio.file.Path;
+import java.time.Duration;
+import java.util.concurrent.Callable;
+import picocli.CommandLine.Command;
+import picocli.CommandLine.Option;
+
+@Command(
+    name = "bench",
+    mixinStandardHelpOptions = true,
+    description = "Load generator over the OpenAI streaming API: TTFT, ITL, end-to-end latency, throughput.")
+final class BenchCommand implements Callable<Integer> {
+  @Option(names = "--url", defaultValue = "http://127.0.0.1:8000", description = "Frontend base URL (default ${DEFAULT-VALUE}).")
+  URI url;
+
+  @Option(names = "--model", description = "Model name (default: the one /v1/models lists).")
+  String model;
+
+  @Option(names = "--endpoint", defaultValue = "completions", description = "completions (exact token-id prompts) or chat (default ${DEFAULT-VALUE}).")
+  String endpoint;
+
+  @Option(names = "--concurrency", defaultValue = "1", description = "Requests in flight at once (default ${DEFAULT-VALUE}).")
+  int concurrency;
+
+  @Option(names = "--request-rate", defaultValue = "0", description = "Poisson arrivals per second; overrides --concurrency when > 0.")
+  double requestRate;
+
+  @Option(names = "--num-requests", defaultValue = "100", description = "Requests to send (default ${DEFAULT-VALUE}).")
+  int numRequests;
+
+  @Option(names = "--input-tokens", defaultValue = "512", description = "Prompt length (default ${DEFAULT-VALUE}).")
+  int inputTokens;
+
+  @Option(names = "--output-tokens", defaultValue = "64", description = "Tokens generated per request, EOS ignored (default ${DEFAULT-VALUE}).")
+  int outputTokens;
+
+  @Option(names = "--prefixes", defaultValue = "0", description = "Shared-prefix workload: number of distinct prefixes (0: independent prompts).")
+  int prefixes;
+
+  @Option(names = "--prefix-repeats", defaultValue = "1", description = "Requests per prefix (default ${DEFAULT-VALUE}).")
+  int prefixRepeats;
+
+  @Option(names = "--prefix-tokens", defaultValue = "256", description = "Tokens in each shared prefix (default ${DEFAULT-VALUE}).")
+  int prefixTokens;
+
+  @Option(names = "--seed", defaultValue = "0", description = "Workload seed (default ${DEFAULT-VALUE}).")
+  long seed;
+
+  @Option(names = "--timeout-s", defaultValue = "600", description = "Per-request timeout in seconds (default ${DEFAULT-VALUE}).")
+  long timeoutS;
+
+  @Option(names = "--json", description = "Also write the report as JSON to this file.")
+  Path json;
+
+  @Override
+  public Integer call() throws Exception {
+    String served = model != null ? model : LoadGenerator.servedModel(url);
+    BenchConfig config =
+        new BenchConfig(url, served, endpoint, concurrency, requestRate, numRequests, inputTokens, outputTokens,
+            prefixes, prefixRepeats, prefixTokens, seed, Duration.ofSeconds(timeoutS));
+    BenchReport report = new LoadGenerator(config).run();
+    System.out.print(report.text());
+    if (json != null) {
+      Files.writeString(json, report.json());
+    }
+    return report.failures() == 0 ? 0 : 1;
+  }
+}

@@ -1,0 +1,55 @@
+package dev.tandem.cli;
+
+import dev.tandem.frontend.FrontendMetrics;
+import dev.tandem.frontend.ServedModel;
+import dev.tandem.frontend.http.FrontendServer;
+import dev.tandem.router.Selectors;
+import dev.tandem.router.grpc.Router;
+import dev.tandem.router.grpc.WorkerPool;
+import java.util.List;
+import java.util.concurrent.Callable;
+import picocli.CommandLine.Command;
+import picocli.CommandLine.Option;
+
+@Command(
+    name = "frontend",
+    mixinStandardHelpOptions = true,
+    description = "Runs the OpenAI-compatible HTTP frontend and router over workers given by address.")
+final class FrontendCommand implements Callable<Integer> {
+  @Option(names = "--worker", required = true, split = ",", description = "Worker gRPC address host:port; repeat or comma-separate for several.")
+  List<String> workers;
+
+  @Option(names = "--host", defaultValue = "${env:TANDEM_HOST:-0.0.0.0}", description = "HTTP address to bind (default ${DEFAULT-VALUE}).")
+  String host;
+
+  @Option(names = "--port", defaultValue = "${env:TANDEM_PORT:-8000}", description = "HTTP port (default ${DEFAULT-VALUE}).")
+  int port;
+
+  @Option(names = "--router-mode", defaultValue = "${env:TANDEM_ROUTER_MODE:-round-robin}", description = "Worker selection: round-robin or random (default ${DEFAULT-VALUE}).")
+  String routerMode;
+
+  @Option(names = "--block-size", defaultValue = "${env:TANDEM_BLOCK_SIZE:-16}", description = "The router's KV block size; workers with another are refused (default ${DEFAULT-VALUE}).")
+  int blockSize;
+
+  @Option(names = "--max-body-bytes", defaultValue = "33554432", description = "Largest request body accepted (default ${DEFAULT-VALUE}).")
+  int maxBodyBytes;
+
+  @Override
+  public Integer call() throws Exception {
+    var selector = Selectors.byName(routerMode);
+    WorkerPool pool = new WorkerPool(blockSize, LocalDeployment.CONNECT_TIMEOUT, LocalDeployment.LOAD_INTERVAL);
+    for (String address : workers) {
+      pool.add(address);
+    }
+    ServedModel model = ServedModel.fromWorker(pool.all().getFirst(), LocalDeployment.CONNECT_TIMEOUT);
+    FrontendServer server =
+        FrontendServer.start(new FrontendServer.Config(host, port, maxBodyBytes), model, new Router(pool, selector), new FrontendMetrics());
+    Runtime.getRuntime().addShutdownHook(new Thread(() -> {
+      server.close();
+      pool.close();
+    }));
+    System.out.println("frontend serving " + model.name() + " at http://" + host + ":" + server.port() + "/v1 over " + workers.size() + " worker(s)");
+    server.awaitClose();
+    return 0;
+  }
+}

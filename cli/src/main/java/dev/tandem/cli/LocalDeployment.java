@@ -1,0 +1,98 @@
+package dev.tandem.cli;
+
+import dev.tandem.common.WorkerId;
+import dev.tandem.engine.ModelFiles;
+import dev.tandem.engine.mocker.MockerConfig;
+import dev.tandem.engine.mocker.MockerEngine;
+import dev.tandem.frontend.FrontendMetrics;
+import dev.tandem.frontend.ServedModel;
+import dev.tandem.frontend.http.FrontendServer;
+import dev.tandem.proto.worker.v1.WorkerRole;
+import dev.tandem.router.WorkerSelector;
+import dev.tandem.router.grpc.Router;
+import dev.tandem.router.grpc.WorkerPool;
+import dev.tandem.worker.WorkerServer;
+import java.time.Duration;
+import java.util.ArrayList;
+import java.util.List;
+
+/**
+ * Every role in one process, as {@code tandem serve} runs it: mocker workers serving gRPC on
+ * loopback, a router over them, and the HTTP frontend. The pieces talk over the same gRPC API as
+ * separate processes do. Closing it stops the frontend, then the router, then the workers.
+ */
+public final class LocalDeployment implements AutoCloseable {
+  public static final Duration CONNECT_TIMEOUT = Duration.ofSeconds(30);
+  static final Duration LOAD_INTERVAL = Duration.ofMillis(500);
+
+  private final List<WorkerServer> workers;
+  private final WorkerPool pool;
+  private final FrontendServer frontend;
+  private final ServedModel model;
+
+  private LocalDeployment(List<WorkerServer> workers, WorkerPool pool, FrontendServer frontend, ServedModel model) {
+    this.workers = workers;
+    this.pool = pool;
+    this.frontend = frontend;
+    this.model = model;
+  }
+
+  /** What to start. */
+  public record Spec(
+      int workers,
+      MockerConfig mocker,
+      ModelFiles modelFiles,
+      WorkerSelector selector,
+      FrontendServer.Config frontend) {}
+
+  public static LocalDeployment start(Spec spec) {
+    List<WorkerServer> workers = new ArrayList<>();
+    WorkerPool pool = null;
+    try {
+      for (int i = 0; i < spec.workers(); i++) {
+        var config =
+            new WorkerServer.Config(
+                "127.0.0.1", 0, new WorkerId("worker-" + i), WorkerRole.WORKER_ROLE_AGGREGATED, spec.modelFiles(), 10_000);
+        workers.add(WorkerServer.start(config, new MockerEngine(spec.mocker())));
+      }
+      pool = new WorkerPool(spec.mocker().blockSize(), CONNECT_TIMEOUT, LOAD_INTERVAL);
+      for (WorkerServer w : workers) {
+        pool.add(w.address());
+      }
+      ServedModel model = ServedModel.fromWorker(pool.all().getFirst(), CONNECT_TIMEOUT);
+      FrontendServer frontend =
+          FrontendServer.start(spec.frontend(), model, new Router(pool, spec.selector()), new FrontendMetrics());
+      return new LocalDeployment(workers, pool, frontend, model);
+    } catch (RuntimeException e) {
+      if (pool != null) {
+        pool.close();
+      }
+      workers.forEach(WorkerServer::close);
+      throw e;
+    }
+  }
+
+  public int port() {
+    return frontend.port();
+  }
+
+  public List<WorkerServer> workers() {
+    return workers;
+  }
+
+  public ServedModel model() {
+    return model;
+  }
+
+  public FrontendServer frontend() {
+    return frontend;
+  }
+
+  @Override
+  public void close() {
+    frontend.close();
+    pool.close();
+    workers.forEach(WorkerServer::close);
+    model.tokenizer().close();
+  }
+}

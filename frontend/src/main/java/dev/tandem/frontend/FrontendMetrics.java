@@ -1,0 +1,104 @@
+package dev.tandem.frontend;
+
+import dev.tandem.router.grpc.WorkerClient;
+import dev.tandem.router.grpc.WorkerPool;
+import io.micrometer.core.instrument.Counter;
+import io.micrometer.core.instrument.Gauge;
+import io.micrometer.core.instrument.Timer;
+import io.micrometer.prometheusmetrics.PrometheusConfig;
+import io.micrometer.prometheusmetrics.PrometheusMeterRegistry;
+import java.time.Duration;
+import java.util.Set;
+import java.util.concurrent.ConcurrentHashMap;
+import java.util.concurrent.atomic.AtomicInteger;
+
+/** The frontend's meters on a Prometheus registry. Thread-safe. */
+public final class FrontendMetrics {
+  private final PrometheusMeterRegistry registry = new PrometheusMeterRegistry(PrometheusConfig.DEFAULT);
+  private final AtomicInteger inflight = new AtomicInteger();
+  private final Timer ttft;
+  private final Timer itl;
+  private final Timer duration;
+  private final Counter inputTokens;
+  private final Counter cachedTokens;
+  private final Counter outputTokens;
+  private final Counter disconnects;
+  private final Set<String> watchedWorkers = ConcurrentHashMap.newKeySet();
+
+  public FrontendMetrics() {
+    Gauge.builder(MetricNames.INFLIGHT_REQUESTS, inflight, AtomicInteger::get)
+        .description("HTTP generation requests in flight")
+        .register(registry);
+    ttft = latency(MetricNames.TIME_TO_FIRST_TOKEN, "time from request arrival to the first token sent");
+    itl = latency(MetricNames.INTER_TOKEN_LATENCY, "time between successive token chunks of a sequence");
+    duration = latency(MetricNames.REQUEST_DURATION, "time from request arrival to its last byte");
+    inputTokens = Counter.builder(MetricNames.INPUT_TOKENS).description("prompt tokens").register(registry);
+    cachedTokens =
+        Counter.builder(MetricNames.CACHED_TOKENS).description("prompt tokens found in a worker's KV cache").register(registry);
+    outputTokens = Counter.builder(MetricNames.OUTPUT_TOKENS).description("generated tokens").register(registry);
+    disconnects =
+        Counter.builder(MetricNames.CLIENT_DISCONNECTS).description("requests cancelled by a client going away").register(registry);
+  }
+
+  private Timer latency(String name, String description) {
+    return Timer.builder(name)
+        .description(description)
+        .publishPercentileHistogram()
+        .minimumExpectedValue(Duration.ofNanos(100_000))
+        .maximumExpectedValue(Duration.ofSeconds(120))
+        .register(registry);
+  }
+
+  /** Publishes each worker's reported load; call again after workers join. */
+  public void watchWorkers(WorkerPool pool) {
+    for (WorkerClient w : pool.all()) {
+      String id = w.workerId().value();
+      if (!watchedWorkers.add(id)) {
+        continue;
+      }
+      Gauge.builder(MetricNames.WORKER_ACTIVE_REQUESTS, w, c -> c.lastLoadReport().getActiveRequests())
+          .tag("worker", id).register(registry);
+      Gauge.builder(MetricNames.WORKER_KV_BLOCKS_USED, w, c -> c.lastLoadReport().getKvBlocksUsed())
+          .tag("worker", id).register(registry);
+      Gauge.builder(MetricNames.WORKER_KV_BLOCKS_TOTAL, w, c -> c.lastLoadReport().getKvBlocksTotal())
+          .tag("worker", id).register(registry);
+      Gauge.builder(MetricNames.WORKER_REACHABLE, w, c -> c.reachable() ? 1 : 0)
+          .tag("worker", id).register(registry);
+    }
+  }
+
+  public void requestFinished(String endpoint, int status) {
+    registry.counter(MetricNames.REQUESTS, "endpoint", endpoint, "status", Integer.toString(status)).increment();
+  }
+
+  public void inflightChange(int delta) {
+    inflight.addAndGet(delta);
+  }
+
+  public void ttft(long nanos) {
+    ttft.record(Duration.ofNanos(nanos));
+  }
+
+  public void itl(long nanos) {
+    itl.record(Duration.ofNanos(nanos));
+  }
+
+  public void duration(long nanos) {
+    duration.record(Duration.ofNanos(nanos));
+  }
+
+  public void tokens(long input, long cached, long output) {
+    inputTokens.increment(input);
+    cachedTokens.increment(cached);
+    outputTokens.increment(output);
+  }
+
+  public void disconnect() {
+    disconnects.increment();
+  }
+
+  /** The Prometheus text exposition. */
+  public String scrape() {
+    return registry.scrape();
+  }
+}

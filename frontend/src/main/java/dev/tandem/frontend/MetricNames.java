@@ -1,0 +1,36 @@
+package dev.tandem.frontend;
+
+/**
+ * Every metric the frontend publishes, in Micrometer's dotted form; Prometheus sees them as {@code
+ * tandem_frontend_<name>_<unit>} ({@code _total} on counters only).
+ */
+public final class MetricNames {
+  private MetricNames() {}
+
+  /** Counter, tags endpoint and status: tandem_frontend_requests_total. */
+  public static final String REQUESTS = "tandem.frontend.requests";
+  /** Timer: tandem_frontend_time_to_first_token_seconds. */
+  public static final String TIME_TO_FIRST_TOKEN = "tandem.frontend.time.to.first.token";
+  /** Timer: tandem_frontend_inter_token_latency_seconds. */
+  public static final String INTER_TOKEN_LATENCY = "tandem.frontend.inter.token.latency";
+  /** Timer: tandem_frontend_request_duration_seconds. */
+  public static final String REQUEST_DURATION = "tandem.frontend.request.duration";
+  /** Gauge: tandem_frontend_inflight_requests. */
+  public static final String INFLIGHT_REQUESTS = "tandem.frontend.inflight.requests";
+  /** Counter: tandem_frontend_input_tokens_total. */
+  public static final String INPUT_TOKENS = "tandem.frontend.input.tokens";
+  /** Counter: tandem_frontend_cached_tokens_total (prompt tokens served from a worker's cache). */
+  public static final String CACHED_TOKENS = "tandem.frontend.cached.tokens";
+  /** Counter: tandem_frontend_output_tokens_total. */
+  public static final String OUTPUT_TOKENS = "tandem.frontend.output.tokens";
+  /** Counter: tandem_frontend_client_disconnects_total (requests cancelled by the client). */
+  public static final String CLIENT_DISCONNECTS = "tandem.frontend.client.disconnects";
+  /** Gauge, tag worker: tandem_worker_active_requests as the worker last reported. */
+  public static final String WORKER_ACTIVE_REQUESTS = "tandem.worker.active.requests";
+  /** Gauge, tag worker: tandem_worker_kv_blocks_used. */
+  public static final String WORKER_KV_BLOCKS_USED = "tandem.worker.kv.blocks.used";
+  /** Gauge, tag worker: tandem_worker_kv_blocks_total. */
+  public static final String WORKER_KV_BLOCKS_TOTAL = "tandem.worker.kv.blocks.total";
+  /** Gauge, tag worker: 1 while the worker's load stream is up. */
+  public static final String WORKER_REACHABLE = "tandem.worker.reachable";
+}

@@ -1,0 +1,91 @@
+package dev.tandem.frontend.http;
+
+import dev.tandem.frontend.FrontendMetrics;
+import dev.tandem.frontend.ServedModel;
+import dev.tandem.router.grpc.Router;
+import io.netty.bootstrap.ServerBootstrap;
+import io.netty.channel.Channel;
+import io.netty.channel.ChannelInitializer;
+import io.netty.channel.ChannelOption;
+import io.netty.channel.EventLoopGroup;
+import io.netty.channel.MultiThreadIoEventLoopGroup;
+import io.netty.channel.nio.NioIoHandler;
+import io.netty.channel.socket.SocketChannel;
+import io.netty.channel.socket.nio.NioServerSocketChannel;
+import io.netty.handler.codec.http.HttpServerCodec;
+import java.net.InetSocketAddress;
+import org.slf4j.Logger;
+import org.slf4j.LoggerFactory;
+
+/** The OpenAI-compatible HTTP server. Closing it stops accepting and closes every connection. */
+public final class FrontendServer implements AutoCloseable {
+  private static final Logger log = LoggerFactory.getLogger(FrontendServer.class);
+
+  /** Where to listen and how large a request body may be. Port 0 picks a free port. */
+  public record Config(String host, int port, int maxBodyBytes) {
+    public static Config defaults() {
+      return new Config("0.0.0.0", 8000, 32 << 20);
+    }
+  }
+
+  private final EventLoopGroup boss;
+  private final EventLoopGroup workers;
+  private final Channel channel;
+
+  private FrontendServer(EventLoopGroup boss, EventLoopGroup workers, Channel channel) {
+    this.boss = boss;
+    this.workers = workers;
+    this.channel = channel;
+  }
+
+  public static FrontendServer start(Config config, ServedModel model, Router router, FrontendMetrics metrics) {
+    EventLoopGroup boss = new MultiThreadIoEventLoopGroup(1, NioIoHandler.newFactory());
+    EventLoopGroup workers = new MultiThreadIoEventLoopGroup(NioIoHandler.newFactory());
+    long created = System.currentTimeMillis() / 1000;
+    metrics.watchWorkers(router.pool());
+    try {
+      Channel channel =
+          new ServerBootstrap()
+              .group(boss, workers)
+              .channel(NioServerSocketChannel.class)
+              .option(ChannelOption.SO_BACKLOG, 1024)
+              .childOption(ChannelOption.TCP_NODELAY, true)
+              .childHandler(
+                  new ChannelInitializer<SocketChannel>() {
+                    @Override
+                    protected void initChannel(SocketChannel ch) {
+                      ch.pipeline()
+                          .addLast(new HttpServerCodec())
+                          .addLast(new JsonErrorAggregator(config.maxBodyBytes()))
+                          .addLast(new HttpApiHandler(model, router, metrics, created));
+                    }
+                  })
+              .bind(new InetSocketAddress(config.host(), config.port()))
+              .syncUninterruptibly()
+              .channel();
+      FrontendServer server = new FrontendServer(boss, workers, channel);
+      log.info("frontend serving {} on http://{}:{}", model.name(), config.host(), server.port());
+      return server;
+    } catch (RuntimeException e) {
+      boss.shutdownGracefully();
+      workers.shutdownGracefully();
+      throw new IllegalStateException(
+          "cannot listen on " + config.host() + ":" + config.port() + ": " + e.getMessage(), e);
+    }
+  }
+
+  public int port() {
+    return ((InetSocketAddress) channel.localAddress()).getPort();
+  }
+
+  public void awaitClose() throws InterruptedException {
+    channel.closeFuture().sync();
+  }
+
+  @Override
+  public void close() {
+    channel.close().syncUninterruptibly();
+    boss.shutdownGracefully().syncUninterruptibly();
+    workers.shutdownGracefully().syncUninterruptibly();
+  }
+}

@@ -1,0 +1,278 @@
+package dev.tandem.frontend.http;
+
+import com.fasterxml.jackson.databind.JsonNode;
+import com.fasterxml.jackson.databind.node.ArrayNode;
+import com.fasterxml.jackson.databind.node.ObjectNode;
+import dev.tandem.frontend.FrontendMetrics;
+import dev.tandem.frontend.ServedModel;
+import dev.tandem.frontend.model.ChatTemplate;
+import dev.tandem.frontend.openai.GenerationSpec;
+import dev.tandem.frontend.openai.RequestParser;
+import dev.tandem.frontend.openai.ResponseJson;
+import dev.tandem.router.grpc.Router;
+import dev.tandem.router.grpc.WorkerClient;
+import io.netty.buffer.ByteBufUtil;
+import io.netty.channel.ChannelFutureListener;
+import io.netty.channel.ChannelHandlerContext;
+import io.netty.channel.SimpleChannelInboundHandler;
+import io.netty.handler.codec.http.DefaultFullHttpResponse;
+import io.netty.handler.codec.http.FullHttpRequest;
+import io.netty.handler.codec.http.HttpHeaderNames;
+import io.netty.handler.codec.http.HttpMethod;
+import io.netty.handler.codec.http.HttpResponseStatus;
+import io.netty.handler.codec.http.HttpUtil;
+import io.netty.handler.codec.http.HttpVersion;
+import io.netty.handler.codec.http.QueryStringDecoder;
+import java.util.List;
+import java.util.Map;
+import org.slf4j.Logger;
+import org.slf4j.LoggerFactory;
+
+/**
+ * The HTTP API of DESIGN.md on one connection: OpenAI chat and text completions, models,
+ * tokenize/detokenize (vLLM's shapes), health, liveness and Prometheus metrics. One request at a
+ * time per connection: reading pauses while a generation streams.
+ *
+ * <p>Threading: runs on the connection's event loop.
+ */
+final class HttpApiHandler extends SimpleChannelInboundHandler<FullHttpRequest> {
+  private static final Logger log = LoggerFactory.getLogger(HttpApiHandler.class);
+  private static final Map<String, HttpMethod> ROUTES =
+      Map.of(
+          "/v1/chat/completions", HttpMethod.POST,
+          "/v1/completions", HttpMethod.POST,
+          "/v1/models", HttpMethod.GET,
+          "/tokenize", HttpMethod.POST,
+          "/detokenize", HttpMethod.POST,
+          "/health", HttpMethod.GET,
+          "/live", HttpMethod.GET,
+          "/metrics", HttpMethod.GET);
+
+  private final ServedModel model;
+  private final RequestParser parser;
+  private final Router router;
+  private final FrontendMetrics metrics;
+  private final long createdSeconds;
+  private GenerationRun current;
+
+  HttpApiHandler(ServedModel model, Router router, FrontendMetrics metrics, long createdSeconds) {
+    this.model = model;
+    this.parser = new RequestParser(model);
+    this.router = router;
+    this.metrics = metrics;
+    this.createdSeconds = createdSeconds;
+  }
+
+  @Override
+  protected void channelRead0(ChannelHandlerContext ctx, FullHttpRequest request) {
+    long start = System.nanoTime();
+    boolean keepAlive = HttpUtil.isKeepAlive(request);
+    String path = new QueryStringDecoder(request.uri()).path();
+    String endpoint = path.startsWith("/v1/") ? path.substring(4).replace('/', '_') : path.replaceFirst("^/", "");
+    try {
+      if (!request.decoderResult().isSuccess()) {
+        throw ApiException.invalid(null, "Malformed HTTP request: " + request.decoderResult().cause());
+      }
+      HttpMethod allowed = ROUTES.get(path);
+      if (allowed == null) {
+        throw new ApiException(404, "Invalid URL (" + request.method() + " " + path + ").", "invalid_request_error", null, "unknown_url");
+      }
+      if (!allowed.equals(request.method())) {
+        throw new ApiException(405, "Method " + request.method() + " is not allowed on " + path + "; use " + allowed + ".", "invalid_request_error", null, "method_not_allowed");
+      }
+      switch (path) {
+        case "/v1/chat/completions", "/v1/completions" -> {
+          ObjectNode body = RequestParser.parseBody(ByteBufUtil.getBytes(request.content()));
+          GenerationSpec spec = path.equals("/v1/chat/completions") ? parser.parseChat(body) : parser.parseCompletion(body);
+          generate(ctx, spec, keepAlive, start);
+          return;
+        }
+        case "/v1/models" -> reply(ctx, endpoint, 200, models(), keepAlive);
+        case "/tokenize" -> reply(ctx, endpoint, 200, tokenize(RequestParser.parseBody(ByteBufUtil.getBytes(request.content()))), keepAlive);
+        case "/detokenize" -> reply(ctx, endpoint, 200, detokenize(RequestParser.parseBody(ByteBufUtil.getBytes(request.content()))), keepAlive);
+        case "/health" -> health(ctx, endpoint, keepAlive);
+        case "/live" -> {
+          ObjectNode live = ResponseJson.JSON.createObjectNode().put("status", "live");
+          reply(ctx, endpoint, 200, live, keepAlive);
+        }
+        case "/metrics" -> {
+          HttpResponses.text(ctx, 200, metrics.scrape(), "text/plain; version=0.0.4; charset=utf-8", keepAlive)
+              .addListener(closeUnlessKeepAlive(keepAlive));
+          metrics.requestFinished(endpoint, 200);
+        }
+        default -> throw new IllegalStateException("unrouted " + path);
+      }
+    } catch (ApiException e) {
+      if (e.status() == 405) {
+        DefaultFullHttpResponse r = new DefaultFullHttpResponse(HttpVersion.HTTP_1_1, HttpResponseStatus.METHOD_NOT_ALLOWED,
+            io.netty.buffer.Unpooled.wrappedBuffer(ResponseJson.bytes(ResponseJson.error(e))));
+        r.headers().set(HttpHeaderNames.CONTENT_TYPE, "application/json");
+        r.headers().set(HttpHeaderNames.ALLOW, ROUTES.get(path).name());
+        r.headers().setInt(HttpHeaderNames.CONTENT_LENGTH, r.content().readableBytes());
+        HttpUtil.setKeepAlive(r, keepAlive);
+        ctx.writeAndFlush(r).addListener(closeUnlessKeepAlive(keepAlive));
+      } else {
+        HttpResponses.error(ctx, e, keepAlive).addListener(closeUnlessKeepAlive(keepAlive));
+      }
+      metrics.requestFinished(ROUTES.containsKey(path) ? endpoint : "unknown", e.status());
+    } catch (RuntimeException e) {
+      log.error("request {} {} failed", request.method(), path, e);
+      ApiException api = new ApiException(500, "Internal error: " + e.getMessage(), "server_error", null, null);
+      HttpResponses.error(ctx, api, false).addListener(ChannelFutureListener.CLOSE);
+      metrics.requestFinished(endpoint, 500);
+    }
+  }
+
+  private void generate(ChannelHandlerContext ctx, GenerationSpec spec, boolean keepAlive, long start) {
+    ctx.channel().config().setAutoRead(false);
+    GenerationRun run =
+        new GenerationRun(
+            ctx, spec, model, router, metrics, keepAlive, start,
+            () -> {
+              current = null;
+              ctx.channel().config().setAutoRead(true);
+            });
+    current = run;
+    try {
+      run.start();
+    } catch (ApiException e) {
+      current = null;
+      ctx.channel().config().setAutoRead(true);
+      throw e;
+    }
+  }
+
+  private void reply(ChannelHandlerContext ctx, String endpoint, int status, ObjectNode body, boolean keepAlive) {
+    HttpResponses.json(ctx, status, body, keepAlive).addListener(closeUnlessKeepAlive(keepAlive));
+    metrics.requestFinished(endpoint, status);
+  }
+
+  private static ChannelFutureListener closeUnlessKeepAlive(boolean keepAlive) {
+    return keepAlive ? f -> {} : ChannelFutureListener.CLOSE;
+  }
+
+  private ObjectNode models() {
+    ObjectNode root = ResponseJson.JSON.createObjectNode();
+    root.put("object", "list");
+    ObjectNode m = root.putArray("data").addObject();
+    m.put("id", model.name());
+    m.put("object", "model");
+    m.put("created", createdSeconds);
+    m.put("owned_by", "tandem");
+    m.put("root", model.name());
+    m.put("max_model_len", model.maxContextLength());
+    return root;
+  }
+
+  private void health(ChannelHandlerContext ctx, String endpoint, boolean keepAlive) {
+    ObjectNode root = ResponseJson.JSON.createObjectNode();
+    List<WorkerClient> all = router.pool().all();
+    long reachable = all.stream().filter(WorkerClient::reachable).count();
+    root.put("status", reachable > 0 ? "healthy" : "unhealthy");
+    root.put("model", model.name());
+    ArrayNode workers = root.putArray("workers");
+    for (WorkerClient w : all) {
+      ObjectNode o = workers.addObject();
+      o.put("id", w.workerId().value());
+      o.put("address", w.address());
+      o.put("reachable", w.reachable());
+      o.put("active_requests", w.lastLoadReport().getActiveRequests());
+      o.put("kv_blocks_used", w.lastLoadReport().getKvBlocksUsed());
+      o.put("kv_blocks_total", w.lastLoadReport().getKvBlocksTotal());
+    }
+    reply(ctx, endpoint, reachable > 0 ? 200 : 503, root, keepAlive);
+  }
+
+  private ObjectNode tokenize(ObjectNode body) {
+    JsonNode m = body.get("model");
+    if (m != null && !m.isNull() && !m.asText().equals(model.name())) {
+      throw new ApiException(404, "The model `" + m.asText() + "` does not exist.", "invalid_request_error", "model", "model_not_found");
+    }
+    int[] ids;
+    if (body.has("messages")) {
+      ObjectNode chat = body.deepCopy();
+      chat.put("model", model.name());
+      chat.remove("max_tokens");
+      chat.remove("max_completion_tokens");
+      chat.put("max_tokens", 1);
+      chat.remove("stream");
+      ids = tokenizeChat(chat);
+    } else if (body.has("prompt")) {
+      JsonNode p = body.get("prompt");
+      if (!p.isTextual()) {
+        throw ApiException.invalid("prompt", "Invalid type for 'prompt': expected a string.", "invalid_type");
+      }
+      JsonNode add = body.get("add_special_tokens");
+      ids = model.tokenizer().encode(p.asText(), add == null || add.asBoolean(true));
+    } else {
+      throw ApiException.invalid(null, "Provide either 'prompt' or 'messages'.", "missing_required_parameter");
+    }
+    ObjectNode root = ResponseJson.JSON.createObjectNode();
+    root.put("count", ids.length);
+    root.put("max_model_len", model.maxContextLength());
+    ArrayNode tokens = root.putArray("tokens");
+    for (int id : ids) {
+      tokens.add(id);
+    }
+    if (body.path("return_token_strs").asBoolean(false)) {
+      ArrayNode strs = root.putArray("token_strs");
+      for (int id : ids) {
+        strs.add(model.tokenizer().decode(new int[] {id}, false));
+      }
+    } else {
+      root.putNull("token_strs");
+    }
+    return root;
+  }
+
+  private int[] tokenizeChat(ObjectNode chat) {
+    // Same validation and rendering as a chat completion, without the context-window check.
+    try {
+      return parser.parseChat(chat).prompts().getFirst();
+    } catch (ApiException e) {
+      if ("context_length_exceeded".equals(e.code())) {
+        throw ApiException.invalid("messages", e.getMessage(), e.code());
+      }
+      throw e;
+    } catch (ChatTemplate.TemplateFailure e) {
+      throw ApiException.invalid("messages", e.getMessage());
+    }
+  }
+
+  private ObjectNode detokenize(ObjectNode body) {
+    JsonNode t = body.get("tokens");
+    if (t == null || !t.isArray()) {
+      throw ApiException.invalid("tokens", "'tokens' must be an array of token ids.", "invalid_type");
+    }
+    int[] ids = new int[t.size()];
+    for (int i = 0; i < ids.length; i++) {
+      JsonNode v = t.get(i);
+      if (!v.isIntegralNumber() || v.asLong() < 0 || v.asLong() >= model.vocabSize()) {
+        throw ApiException.invalid("tokens", "Token id " + v + " at position " + i + " is not in the vocabulary.");
+      }
+      ids[i] = v.asInt();
+    }
+    ObjectNode root = ResponseJson.JSON.createObjectNode();
+    root.put("prompt", model.tokenizer().decode(ids, false));
+    return root;
+  }
+
+  @Override
+  public void channelInactive(ChannelHandlerContext ctx) throws Exception {
+    if (current != null) {
+      current.clientGone();
+      current = null;
+    }
+    super.channelInactive(ctx);
+  }
+
+  @Override
+  public void exceptionCaught(ChannelHandlerContext ctx, Throwable cause) {
+    log.debug("connection {} failed", ctx.channel().remoteAddress(), cause);
+    if (current != null) {
+      current.clientGone();
+      current = null;
+    }
+    ctx.close();
+  }
+}

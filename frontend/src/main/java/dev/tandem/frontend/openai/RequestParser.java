@@ -1,0 +1,544 @@
+package dev.tandem.frontend.openai;
+
+import com.fasterxml.jackson.databind.JsonNode;
+import com.fasterxml.jackson.databind.ObjectMapper;
+import com.fasterxml.jackson.databind.node.ObjectNode;
+import dev.tandem.frontend.ServedModel;
+import dev.tandem.frontend.http.ApiException;
+import dev.tandem.frontend.model.ChatTemplate;
+import java.util.ArrayList;
+import java.util.LinkedHashMap;
+import java.util.List;
+import java.util.Map;
+import java.util.OptionalLong;
+import java.util.Set;
+
+/**
+ * Validates OpenAI chat and text completion requests and turns them into a {@link GenerationSpec}:
+ * every parameter checked for type and range, parameters the engine cannot honour refused with a
+ * 400 naming them, the prompt rendered and tokenized and checked against the context window.
+ *
+ * <p>Stateless apart from the served model; thread-safe.
+ */
+public final class RequestParser {
+  private static final ObjectMapper JSON = new ObjectMapper();
+  private static final Set<String> ROLES = Set.of("system", "developer", "user", "assistant", "tool");
+  private static final int MAX_N = 128;
+  private static final int MAX_STOP_STRINGS = 16;
+
+  private final ServedModel model;
+
+  public RequestParser(ServedModel model) {
+    this.model = model;
+  }
+
+  /** A parsed JSON body, or a 400 if it is not a JSON object. */
+  public static ObjectNode parseBody(byte[] body) {
+    JsonNode node;
+    try {
+      node = JSON.readTree(body);
+    } catch (java.io.IOException e) {
+      throw ApiException.invalid(
+          null,
+          "We could not parse the JSON body of your request: " + firstLine(e.getMessage()),
+          "invalid_json");
+    }
+    if (node == null || !node.isObject()) {
+      throw ApiException.invalid(null, "The request body must be a JSON object.", "invalid_json");
+    }
+    return (ObjectNode) node;
+  }
+
+  private static String firstLine(String s) {
+    if (s == null) {
+      return "malformed JSON";
+    }
+    int nl = s.indexOf('\n');
+    return nl < 0 ? s : s.substring(0, nl);
+  }
+
+  public GenerationSpec parseChat(ObjectNode body) {
+    checkModel(body);
+    List<Map<String, Object>> messages = messages(body);
+    List<Map<String, Object>> tools = tools(body);
+    Map<String, Object> kwargs = new LinkedHashMap<>();
+    JsonNode kw = body.get("chat_template_kwargs");
+    if (kw != null && !kw.isNull()) {
+      if (!kw.isObject()) {
+        throw typeError("chat_template_kwargs", "an object", kw);
+      }
+      kwargs.putAll(toJava(kw));
+    }
+    boolean addGenerationPrompt = bool(body, "add_generation_prompt", true);
+    if (body.has("logprobs") && bool(body, "logprobs", false)) {
+      requireFeature("logprobs", "logprobs");
+    }
+    if (body.has("top_logprobs") && !body.get("top_logprobs").isNull()) {
+      int top = integer(body, "top_logprobs", 0, 0, 20);
+      if (!bool(body, "logprobs", false)) {
+        throw ApiException.invalid("top_logprobs", "top_logprobs requires logprobs to be true.");
+      }
+      if (top > 0) {
+        requireFeature("top_logprobs", "logprobs");
+      }
+    }
+    String text;
+    try {
+      text = model.chatTemplate().render(messages, tools, addGenerationPrompt, kwargs);
+    } catch (ChatTemplate.TemplateFailure e) {
+      throw ApiException.invalid("messages", "The chat template rejected the conversation: " + e.getMessage());
+    }
+    int[] prompt = model.tokenizer().encode(text, false);
+    int maxTokens =
+        maxTokens(body, prompt.length, "messages", body.has("max_completion_tokens") ? "max_completion_tokens" : "max_tokens");
+    return common(body, GenerationSpec.Kind.CHAT, List.of(prompt), maxTokens);
+  }
+
+  public GenerationSpec parseCompletion(ObjectNode body) {
+    checkModel(body);
+    for (String unsupported : List.of("suffix")) {
+      JsonNode v = body.get(unsupported);
+      if (v != null && !v.isNull() && !(v.isTextual() && v.asText().isEmpty())) {
+        throw unsupported(unsupported, "is not supported yet");
+      }
+    }
+    if (bool(body, "echo", false)) {
+      throw unsupported("echo", "is not supported yet");
+    }
+    if (body.has("best_of") && !body.get("best_of").isNull()) {
+      int bestOf = integer(body, "best_of", 1, 1, MAX_N);
+      if (bestOf != integer(body, "n", 1, 1, MAX_N)) {
+        throw unsupported("best_of", "other than n is not supported");
+      }
+    }
+    JsonNode lp = body.get("logprobs");
+    if (lp != null && !lp.isNull()) {
+      integer(body, "logprobs", 0, 0, 5);
+      requireFeature("logprobs", "logprobs");
+    }
+    List<int[]> prompts = prompts(body);
+    int longest = prompts.stream().mapToInt(p -> p.length).max().orElse(0);
+    int maxTokens = maxTokens(body, longest, "prompt", "max_tokens");
+    if (!body.has("max_tokens") || body.get("max_tokens").isNull()) {
+      maxTokens = Math.min(maxTokens, 16); // OpenAI's default for completions
+    }
+    return common(body, GenerationSpec.Kind.COMPLETION, prompts, maxTokens);
+  }
+
+  private GenerationSpec common(ObjectNode body, GenerationSpec.Kind kind, List<int[]> prompts, int maxTokens) {
+    int n = integer(body, "n", 1, 1, MAX_N);
+    boolean stream = bool(body, "stream", false);
+    boolean includeUsage = false;
+    JsonNode so = body.get("stream_options");
+    if (so != null && !so.isNull()) {
+      if (!stream) {
+        throw ApiException.invalid(
+            "stream_options", "The 'stream_options' parameter is only allowed when 'stream' is enabled.");
+      }
+      if (!so.isObject()) {
+        throw typeError("stream_options", "an object", so);
+      }
+      includeUsage = bool((ObjectNode) so, "include_usage", false, "stream_options.include_usage");
+    }
+    rejectUnsupportedOptions(body);
+    GenerationSpec.Sampling sampling = sampling(body);
+    List<String> stops = stopStrings(body);
+    int[] stopIds = stopTokenIds(body);
+    boolean ignoreEos = bool(body, "ignore_eos", false);
+    boolean skipSpecial = bool(body, "skip_special_tokens", true);
+    boolean timing = false;
+    String pinned = null;
+    JsonNode t = body.get("tandem");
+    if (t != null && !t.isNull()) {
+      if (!t.isObject()) {
+        throw typeError("tandem", "an object", t);
+      }
+      timing = bool((ObjectNode) t, "timing", false, "tandem.timing");
+      JsonNode w = t.get("worker_id");
+      if (w != null && !w.isNull()) {
+        if (!w.isTextual()) {
+          throw typeError("tandem.worker_id", "a string", w);
+        }
+        pinned = w.asText();
+      }
+    }
+    return new GenerationSpec(
+        kind, model.name(), prompts, n, sampling, maxTokens, stops, stopIds, ignoreEos, skipSpecial,
+        stream, includeUsage, timing, pinned);
+  }
+
+  private void rejectUnsupportedOptions(ObjectNode body) {
+    JsonNode bias = body.get("logit_bias");
+    if (bias != null && !bias.isNull() && !(bias.isObject() && bias.isEmpty())) {
+      throw unsupported("logit_bias", "is not supported yet");
+    }
+    JsonNode rf = body.get("response_format");
+    if (rf != null && !rf.isNull()) {
+      String type = rf.path("type").asText("");
+      if (!type.equals("text")) {
+        throw unsupported("response_format", "of type '" + type + "' (structured output) is not supported yet");
+      }
+    }
+    JsonNode choice = body.get("tool_choice");
+    if (choice != null && !choice.isNull()) {
+      String c = choice.isTextual() ? choice.asText() : "named";
+      if (!c.equals("none") && !c.equals("auto")) {
+        throw unsupported("tool_choice", "'" + c + "' is not supported yet (forcing a tool call needs guided decoding); use auto or none");
+      }
+    }
+  }
+
+  private GenerationSpec.Sampling sampling(ObjectNode body) {
+    float temperature = number(body, "temperature", 1.0, 0.0, 2.0);
+    float topP = number(body, "top_p", 1.0, Double.MIN_VALUE, 1.0);
+    int topK = integer(body, "top_k", -1, -1, Integer.MAX_VALUE);
+    float minP = number(body, "min_p", 0.0, 0.0, 1.0);
+    float presence = number(body, "presence_penalty", 0.0, -2.0, 2.0);
+    float frequency = number(body, "frequency_penalty", 0.0, -2.0, 2.0);
+    float repetition = number(body, "repetition_penalty", 1.0, Double.MIN_VALUE, 2.0);
+    OptionalLong seed = OptionalLong.empty();
+    JsonNode s = body.get("seed");
+    if (s != null && !s.isNull()) {
+      if (!s.isIntegralNumber() || !s.canConvertToLong()) {
+        throw typeError("seed", "an integer", s);
+      }
+      seed = OptionalLong.of(s.asLong());
+      requireFeature("seed", "seed");
+    }
+    if (temperature > 0 && topP < 1f) {
+      requireFeature("top_p", "top_p");
+    }
+    if (temperature > 0 && topK > 0) {
+      requireFeature("top_k", "top_k");
+    }
+    if (minP > 0f) {
+      requireFeature("min_p", "min_p");
+    }
+    if (presence != 0f) {
+      requireFeature("presence_penalty", "presence_penalty");
+    }
+    if (frequency != 0f) {
+      requireFeature("frequency_penalty", "frequency_penalty");
+    }
+    if (repetition != 1f) {
+      requireFeature("repetition_penalty", "repetition_penalty");
+    }
+    return new GenerationSpec.Sampling(
+        temperature, topP, topK == 0 ? -1 : topK, minP, seed, presence, frequency, repetition);
+  }
+
+  private void requireFeature(String param, String feature) {
+    if (!model.supports(feature)) {
+      throw new ApiException(
+          400,
+          "'" + param + "' is not supported by this deployment's engine (" + model.engine() + ").",
+          "invalid_request_error",
+          param,
+          "unsupported_parameter");
+    }
+  }
+
+  private static ApiException unsupported(String param, String what) {
+    return new ApiException(
+        400, "'" + param + "' " + what + ".", "invalid_request_error", param, "unsupported_parameter");
+  }
+
+  private void checkModel(ObjectNode body) {
+    JsonNode m = body.get("model");
+    if (m == null || m.isNull()) {
+      throw ApiException.invalid("model", "You must provide a model parameter.", "missing_required_parameter");
+    }
+    if (!m.isTextual()) {
+      throw typeError("model", "a string", m);
+    }
+    if (!m.asText().equals(model.name())) {
+      throw new ApiException(
+          404,
+          "The model `" + m.asText() + "` does not exist. This server serves `" + model.name() + "`.",
+          "invalid_request_error",
+          "model",
+          "model_not_found");
+    }
+  }
+
+  private int maxTokens(ObjectNode body, int promptTokens, String promptParam, String param) {
+    int context = model.maxContextLength();
+    if (promptTokens >= context) {
+      throw ApiException.invalid(
+          promptParam,
+          "This model's maximum context length is "
+              + context
+              + " tokens. However, your request has "
+              + promptTokens
+              + " input tokens. Please reduce the length of the input.",
+          "context_length_exceeded");
+    }
+    JsonNode v = body.get(param);
+    if (v == null || v.isNull()) {
+      return context - promptTokens;
+    }
+    if (!v.isIntegralNumber() || !v.canConvertToInt()) {
+      throw typeError(param, "an integer", v);
+    }
+    int max = v.asInt();
+    if (max < 1) {
+      throw ApiException.invalid(param, "Invalid '" + param + "': integer below minimum value. Expected a value >= 1, but got " + max + " instead.", "integer_below_min_value");
+    }
+    if ((long) promptTokens + max > context) {
+      throw ApiException.invalid(
+          param,
+          "This model's maximum context length is "
+              + context
+              + " tokens. However, you requested "
+              + ((long) promptTokens + max)
+              + " tokens ("
+              + promptTokens
+              + " in the input, "
+              + max
+              + " in the completion). Please reduce the length of the input or the completion.",
+          "context_length_exceeded");
+    }
+    return max;
+  }
+
+  private List<Map<String, Object>> messages(ObjectNode body) {
+    JsonNode ms = body.get("messages");
+    if (ms == null || ms.isNull()) {
+      throw ApiException.invalid("messages", "Missing required parameter: 'messages'.", "missing_required_parameter");
+    }
+    if (!ms.isArray()) {
+      throw typeError("messages", "an array", ms);
+    }
+    if (ms.isEmpty()) {
+      throw ApiException.invalid("messages", "Invalid 'messages': empty array. Expected an array with minimum length 1, but got an empty array instead.", "empty_array");
+    }
+    List<Map<String, Object>> out = new ArrayList<>();
+    for (int i = 0; i < ms.size(); i++) {
+      String at = "messages[" + i + "]";
+      JsonNode m = ms.get(i);
+      if (!m.isObject()) {
+        throw typeError(at, "an object", m);
+      }
+      JsonNode role = m.get("role");
+      if (role == null || !role.isTextual() || !ROLES.contains(role.asText())) {
+        throw ApiException.invalid(at + ".role", "Invalid value for '" + at + ".role': expected one of system, developer, user, assistant, tool.");
+      }
+      Map<String, Object> message = toJava(m);
+      if (role.asText().equals("developer")) {
+        message.put("role", "system");
+      }
+      JsonNode content = m.get("content");
+      if (content == null || content.isNull()) {
+        if (!role.asText().equals("assistant") || !m.has("tool_calls")) {
+          throw ApiException.invalid(at + ".content", "Missing content in '" + at + "'.");
+        }
+        message.put("content", "");
+      } else if (content.isArray()) {
+        StringBuilder text = new StringBuilder();
+        for (int p = 0; p < content.size(); p++) {
+          JsonNode part = content.get(p);
+          if (!"text".equals(part.path("type").asText()) || !part.path("text").isTextual()) {
+            throw unsupported(at + ".content[" + p + "]", "of type '" + part.path("type").asText() + "' is not supported; only text parts are");
+          }
+          text.append(part.get("text").asText());
+        }
+        message.put("content", text.toString());
+      } else if (!content.isTextual()) {
+        throw typeError(at + ".content", "a string or an array of content parts", content);
+      }
+      out.add(message);
+    }
+    return out;
+  }
+
+  private List<Map<String, Object>> tools(ObjectNode body) {
+    JsonNode ts = body.get("tools");
+    if (ts == null || ts.isNull()) {
+      return null;
+    }
+    if (!ts.isArray()) {
+      throw typeError("tools", "an array", ts);
+    }
+    List<Map<String, Object>> out = new ArrayList<>();
+    for (int i = 0; i < ts.size(); i++) {
+      JsonNode t = ts.get(i);
+      if (!t.isObject() || !t.path("function").path("name").isTextual()) {
+        throw ApiException.invalid("tools[" + i + "]", "Each tool needs a function with a name.");
+      }
+      out.add(toJava(t));
+    }
+    return out;
+  }
+
+  private List<int[]> prompts(ObjectNode body) {
+    JsonNode p = body.get("prompt");
+    if (p == null || p.isNull()) {
+      throw ApiException.invalid("prompt", "Missing required parameter: 'prompt'.", "missing_required_parameter");
+    }
+    List<int[]> out = new ArrayList<>();
+    if (p.isTextual()) {
+      out.add(encode(p.asText(), "prompt"));
+    } else if (p.isArray() && !p.isEmpty() && p.get(0).isIntegralNumber()) {
+      out.add(tokenIds(p, "prompt"));
+    } else if (p.isArray() && !p.isEmpty()) {
+      for (int i = 0; i < p.size(); i++) {
+        JsonNode e = p.get(i);
+        String at = "prompt[" + i + "]";
+        if (e.isTextual()) {
+          out.add(encode(e.asText(), at));
+        } else if (e.isArray()) {
+          out.add(tokenIds(e, at));
+        } else {
+          throw typeError(at, "a string or an array of token ids", e);
+        }
+      }
+    } else {
+      throw typeError("prompt", "a non-empty string, array of strings, or array of token ids", p);
+    }
+    return out;
+  }
+
+  private int[] encode(String text, String param) {
+    int[] ids = model.tokenizer().encode(text, true);
+    if (ids.length == 0) {
+      throw ApiException.invalid(param, "The prompt is empty.");
+    }
+    return ids;
+  }
+
+  private int[] tokenIds(JsonNode array, String param) {
+    if (array.isEmpty()) {
+      throw ApiException.invalid(param, "The prompt is empty.");
+    }
+    int[] ids = new int[array.size()];
+    for (int i = 0; i < ids.length; i++) {
+      JsonNode t = array.get(i);
+      if (!t.isIntegralNumber() || t.asLong() < 0 || t.asLong() >= model.vocabSize()) {
+        throw ApiException.invalid(param, "Token id " + t + " at position " + i + " is not in the vocabulary [0, " + model.vocabSize() + ").");
+      }
+      ids[i] = t.asInt();
+    }
+    return ids;
+  }
+
+  private List<String> stopStrings(ObjectNode body) {
+    JsonNode s = body.get("stop");
+    if (s == null || s.isNull()) {
+      return List.of();
+    }
+    List<String> out = new ArrayList<>();
+    if (s.isTextual()) {
+      out.add(s.asText());
+    } else if (s.isArray()) {
+      for (JsonNode e : s) {
+        if (!e.isTextual()) {
+          throw typeError("stop", "a string or an array of strings", s);
+        }
+        out.add(e.asText());
+      }
+    } else {
+      throw typeError("stop", "a string or an array of strings", s);
+    }
+    if (out.size() > MAX_STOP_STRINGS) {
+      throw ApiException.invalid("stop", "At most " + MAX_STOP_STRINGS + " stop sequences are allowed.");
+    }
+    if (out.stream().anyMatch(String::isEmpty)) {
+      throw ApiException.invalid("stop", "Stop sequences must not be empty.");
+    }
+    return out;
+  }
+
+  private int[] stopTokenIds(ObjectNode body) {
+    JsonNode s = body.get("stop_token_ids");
+    if (s == null || s.isNull() || (s.isArray() && s.isEmpty())) {
+      return new int[0];
+    }
+    if (!s.isArray()) {
+      throw typeError("stop_token_ids", "an array of token ids", s);
+    }
+    requireFeature("stop_token_ids", "stop_token_ids");
+    return tokenIds(s, "stop_token_ids");
+  }
+
+  // ---- typed field access with OpenAI-style errors ----
+
+  private static ApiException typeError(String param, String expected, JsonNode got) {
+    return ApiException.invalid(
+        param,
+        "Invalid type for '" + param + "': expected " + expected + ", but got " + describe(got) + " instead.",
+        "invalid_type");
+  }
+
+  private static String describe(JsonNode n) {
+    if (n.isTextual()) {
+      return "a string";
+    }
+    if (n.isBoolean()) {
+      return "a boolean";
+    }
+    if (n.isNumber()) {
+      return n.isIntegralNumber() ? "an integer" : "a decimal";
+    }
+    if (n.isArray()) {
+      return "an array";
+    }
+    if (n.isObject()) {
+      return "an object";
+    }
+    return "null";
+  }
+
+  private static boolean bool(ObjectNode body, String field, boolean dflt) {
+    return bool(body, field, dflt, field);
+  }
+
+  private static boolean bool(ObjectNode body, String field, boolean dflt, String param) {
+    JsonNode v = body.get(field);
+    if (v == null || v.isNull()) {
+      return dflt;
+    }
+    if (!v.isBoolean()) {
+      throw typeError(param, "a boolean", v);
+    }
+    return v.asBoolean();
+  }
+
+  private static float number(ObjectNode body, String field, double dflt, double min, double max) {
+    JsonNode v = body.get(field);
+    if (v == null || v.isNull()) {
+      return (float) dflt;
+    }
+    if (!v.isNumber()) {
+      throw typeError(field, "a number", v);
+    }
+    double d = v.asDouble();
+    if (d < min || d > max || Double.isNaN(d)) {
+      String lo = min == Double.MIN_VALUE ? "> 0" : ">= " + min;
+      throw ApiException.invalid(
+          field, "Invalid '" + field + "': " + d + " is out of range; expected a value " + lo + " and <= " + max + ".", "invalid_value");
+    }
+    return (float) d;
+  }
+
+  private static int integer(ObjectNode body, String field, int dflt, int min, int max) {
+    JsonNode v = body.get(field);
+    if (v == null || v.isNull()) {
+      return dflt;
+    }
+    if (!v.isIntegralNumber() || !v.canConvertToInt()) {
+      throw typeError(field, "an integer", v);
+    }
+    int i = v.asInt();
+    if (i < min || i > max) {
+      throw ApiException.invalid(
+          field, "Invalid '" + field + "': " + i + " is out of range; expected a value between " + min + " and " + max + ".", "invalid_value");
+    }
+    return i;
+  }
+
+  @SuppressWarnings("unchecked")
+  static Map<String, Object> toJava(JsonNode node) {
+    return JSON.convertValue(node, LinkedHashMap.class);
+  }
+
+}

@@ -1,0 +1,113 @@
+package dev.tandem.frontend.openai;
+
+import com.fasterxml.jackson.core.JsonProcessingException;
+import com.fasterxml.jackson.databind.ObjectMapper;
+import com.fasterxml.jackson.databind.node.ArrayNode;
+import com.fasterxml.jackson.databind.node.ObjectNode;
+import dev.tandem.frontend.http.ApiException;
+import java.util.List;
+
+/**
+ * The JSON shapes of OpenAI's chat and text completion responses, streamed chunks and errors.
+ * Stateless.
+ */
+public final class ResponseJson {
+  public static final ObjectMapper JSON = new ObjectMapper();
+
+  private ResponseJson() {}
+
+  /** One finished choice. */
+  public record ChoiceResult(int index, String text, String finishReason) {}
+
+  /** Token counts for {@code usage}. */
+  public record Usage(long promptTokens, long completionTokens, long cachedTokens) {}
+
+  public static byte[] bytes(ObjectNode node) {
+    try {
+      return JSON.writeValueAsBytes(node);
+    } catch (JsonProcessingException e) {
+      throw new IllegalStateException(e);
+    }
+  }
+
+  public static ObjectNode error(ApiException e) {
+    ObjectNode root = JSON.createObjectNode();
+    ObjectNode err = root.putObject("error");
+    err.put("message", e.getMessage());
+    err.put("type", e.type());
+    err.put("param", e.param());
+    err.put("code", e.code());
+    return root;
+  }
+
+  private static ObjectNode envelope(GenerationSpec.Kind kind, boolean chunk, String id, long created, String model) {
+    ObjectNode n = JSON.createObjectNode();
+    n.put("id", id);
+    n.put(
+        "object",
+        kind == GenerationSpec.Kind.CHAT ? (chunk ? "chat.completion.chunk" : "chat.completion") : "text_completion");
+    n.put("created", created);
+    n.put("model", model);
+    return n;
+  }
+
+  /** A streamed chunk for one choice; null fields are left out of the delta. */
+  public static ObjectNode chunk(
+      GenerationSpec.Kind kind, String id, long created, String model, int index, String role, String text, String finishReason) {
+    ObjectNode n = envelope(kind, true, id, created, model);
+    ObjectNode choice = n.putArray("choices").addObject();
+    choice.put("index", index);
+    if (kind == GenerationSpec.Kind.CHAT) {
+      ObjectNode delta = choice.putObject("delta");
+      if (role != null) {
+        delta.put("role", role);
+      }
+      if (text != null) {
+        delta.put("content", text);
+      }
+    } else {
+      choice.put("text", text == null ? "" : text);
+    }
+    choice.putNull("logprobs");
+    choice.put("finish_reason", finishReason);
+    return n;
+  }
+
+  /** The final streamed chunk with usage and no choices (stream_options.include_usage). */
+  public static ObjectNode usageChunk(GenerationSpec.Kind kind, String id, long created, String model, Usage usage) {
+    ObjectNode n = envelope(kind, true, id, created, model);
+    n.putArray("choices");
+    n.set("usage", usage(usage));
+    return n;
+  }
+
+  public static ObjectNode response(
+      GenerationSpec.Kind kind, String id, long created, String model, List<ChoiceResult> choices, Usage usage) {
+    ObjectNode n = envelope(kind, false, id, created, model);
+    ArrayNode array = n.putArray("choices");
+    for (ChoiceResult c : choices) {
+      ObjectNode choice = array.addObject();
+      choice.put("index", c.index());
+      if (kind == GenerationSpec.Kind.CHAT) {
+        ObjectNode message = choice.putObject("message");
+        message.put("role", "assistant");
+        message.put("content", c.text());
+      } else {
+        choice.put("text", c.text());
+      }
+      choice.putNull("logprobs");
+      choice.put("finish_reason", c.finishReason());
+    }
+    n.set("usage", usage(usage));
+    return n;
+  }
+
+  public static ObjectNode usage(Usage u) {
+    ObjectNode n = JSON.createObjectNode();
+    n.put("prompt_tokens", u.promptTokens());
+    n.put("completion_tokens", u.completionTokens());
+    n.put("total_tokens", u.promptTokens() + u.completionTokens());
+    n.putObject("prompt_tokens_details").put("cached_tokens", u.cachedTokens());
+    return n;
+  }
+}
