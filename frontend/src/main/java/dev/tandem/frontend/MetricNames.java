@@ -29,8 +29,8 @@ public final class MetricNames {
   public static final String WORKER_ACTIVE_REQUESTS = "tandem.worker.active.requests";
   /** Gauge, tag worker: tandem_worker_kv_blocks_used. */
   public static final String WORKER_KV_BLOCKS_USED = "tandem.worker.kv.blocks.used";
-  /** Gauge, tag worker: tandem_worker_kv_blocks_total. */
-  public static final String WORKER_KV_BLOCKS_TOTAL = "tandem.worker.kv.blocks.total";
+  /** Gauge, tag worker: tandem_worker_kv_blocks_capacity (a gauge may not end in _total). */
+  public static final String WORKER_KV_BLOCKS_TOTAL = "tandem.worker.kv.blocks.capacity";
   /** Gauge, tag worker: 1 while the worker's load stream is up. */
   public static final String WORKER_REACHABLE = "tandem.worker.reachable";
 }

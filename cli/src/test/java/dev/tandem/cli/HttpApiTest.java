@@ -1,0 +1,225 @@
+package dev.tandem.cli;
+
+import static org.junit.jupiter.api.Assertions.assertEquals;
+import static org.junit.jupiter.api.Assertions.assertNotNull;
+import static org.junit.jupiter.api.Assertions.assertTrue;
+
+import com.fasterxml.jackson.databind.JsonNode;
+import com.fasterxml.jackson.databind.ObjectMapper;
+import dev.tandem.engine.mocker.TimingModel;
+import java.io.InputStream;
+import java.io.OutputStream;
+import java.net.Socket;
+import java.net.URI;
+import java.net.http.HttpClient;
+import java.net.http.HttpRequest;
+import java.net.http.HttpResponse;
+import java.nio.charset.StandardCharsets;
+import java.util.ArrayList;
+import java.util.List;
+import java.util.stream.Collectors;
+import java.util.stream.IntStream;
+import java.util.stream.Stream;
+import org.junit.jupiter.api.AfterAll;
+import org.junit.jupiter.api.BeforeAll;
+import org.junit.jupiter.api.Test;
+import org.junit.jupiter.params.ParameterizedTest;
+import org.junit.jupiter.params.provider.Arguments;
+import org.junit.jupiter.params.provider.MethodSource;
+
+/** The HTTP API over raw HTTP: SSE framing, the error contract, and the side endpoints. */
+class HttpApiTest {
+  private static final ObjectMapper JSON = new ObjectMapper();
+  private static final String M = TestDeployments.MODEL;
+  private static LocalDeployment deployment;
+  private static HttpClient http;
+  private static URI base;
+
+  @BeforeAll
+  static void start() {
+    deployment = TestDeployments.start(2, TimingModel.noDelay(), 1 << 20);
+    http = HttpClient.newBuilder().version(HttpClient.Version.HTTP_1_1).build();
+    base = URI.create("http://127.0.0.1:" + deployment.port());
+  }
+
+  @AfterAll
+  static void stop() {
+    http.close();
+    deployment.close();
+  }
+
+  private static HttpResponse<String> post(String path, String body) throws Exception {
+    return http.send(HttpRequest.newBuilder(base.resolve(path))
+        .header("Content-Type", "application/json")
+        .POST(HttpRequest.BodyPublishers.ofString(body)).build(), HttpResponse.BodyHandlers.ofString());
+  }
+
+  private static HttpResponse<String> get(String path) throws Exception {
+    return http.send(HttpRequest.newBuilder(base.resolve(path)).GET().build(), HttpResponse.BodyHandlers.ofString());
+  }
+
+  private static String ids(int n) {
+    return IntStream.range(0, n).mapToObj(i -> Integer.toString(1000 + i)).collect(Collectors.joining(",", "[", "]"));
+  }
+
+  @Test
+  void sseFramingEndsWithDoneAndCarriesUsage() throws Exception {
+    HttpResponse<String> r = post("/v1/chat/completions", """
+        {"model": "%s", "messages": [{"role": "user", "content": "hi"}], "max_tokens": 4,
+         "stream": true, "stream_options": {"include_usage": true}, "tandem": {"timing": true}}""".formatted(M));
+    assertEquals(200, r.statusCode());
+    assertTrue(r.headers().firstValue("content-type").orElseThrow().startsWith("text/event-stream"));
+    String body = r.body();
+    assertTrue(body.endsWith("data: [DONE]\n\n"), body);
+    String[] events = body.split("\n\n");
+    for (String e : events) {
+      assertTrue(e.startsWith("data: ") && !e.substring(6).contains("\n"), "bad event: " + e);
+    }
+    List<JsonNode> chunks = new ArrayList<>();
+    for (int i = 0; i < events.length - 1; i++) {
+      chunks.add(JSON.readTree(events[i].substring(6)));
+    }
+    assertEquals("assistant", chunks.getFirst().at("/choices/0/delta/role").asText());
+    assertEquals("chat.completion.chunk", chunks.getFirst().get("object").asText());
+    JsonNode finish = chunks.get(chunks.size() - 2);
+    assertEquals("length", finish.at("/choices/0/finish_reason").asText());
+    assertTrue(finish.at("/tandem/worker_ttft_ms").asDouble() >= 0);
+    assertEquals(1, finish.at("/tandem/worker_ids").size());
+    JsonNode usage = chunks.getLast();
+    assertEquals(0, usage.get("choices").size());
+    assertEquals(4, usage.at("/usage/completion_tokens").asInt());
+    assertTrue(usage.at("/usage/prompt_tokens_details/cached_tokens").isNumber());
+    TestDeployments.assertPoolsFull(deployment);
+  }
+
+  @Test
+  void completionsAcceptStringsListsAndTokenIds() throws Exception {
+    JsonNode batch = JSON.readTree(post("/v1/completions", """
+        {"model": "%s", "prompt": ["one", "two"], "max_tokens": 3, "n": 2}""".formatted(M)).body());
+    assertEquals(4, batch.get("choices").size());
+    assertEquals(List.of(0, 1, 2, 3), batch.get("choices").findValues("index").stream().map(JsonNode::asInt).toList());
+    JsonNode tokens = JSON.readTree(post("/v1/completions", """
+        {"model": "%s", "prompt": %s, "max_tokens": 2}""".formatted(M, ids(40))).body());
+    assertEquals(40, tokens.at("/usage/prompt_tokens").asInt());
+    JsonNode again = JSON.readTree(post("/v1/completions", """
+        {"model": "%s", "prompt": %s, "max_tokens": 2, "tandem": {"worker_id": "%s"}}""".formatted(M, ids(40),
+        tokens.path("tandem").isMissingNode() ? "worker-0" : "worker-0")).body());
+    assertEquals(40, again.at("/usage/prompt_tokens").asInt());
+    TestDeployments.assertPoolsFull(deployment);
+  }
+
+  @Test
+  void prefixCacheHitsAreReportedInUsageWhenPinnedToOneWorker() throws Exception {
+    String body = """
+        {"model": "%s", "prompt": %s, "max_tokens": 1, "tandem": {"worker_id": "worker-1"}}""".formatted(M, ids(100));
+    post("/v1/completions", body);
+    JsonNode second = JSON.readTree(post("/v1/completions", body).body());
+    assertEquals(96, second.at("/usage/prompt_tokens_details/cached_tokens").asInt(), second.toString());
+  }
+
+  static Stream<Arguments> badRequests() {
+    String chat = "/v1/chat/completions";
+    String msgs = "\"messages\": [{\"role\": \"user\", \"content\": \"hi\"}]";
+    return Stream.of(
+        Arguments.of("malformed JSON", chat, "{\"model\": ", 400, null, "invalid_json"),
+        Arguments.of("not an object", chat, "[1, 2]", 400, null, "invalid_json"),
+        Arguments.of("wrong type", chat, "{\"model\": \"" + M + "\", " + msgs + ", \"temperature\": \"hot\"}", 400, "temperature", "invalid_type"),
+        Arguments.of("unknown model", chat, "{\"model\": \"gpt-4o\", " + msgs + "}", 404, "model", "model_not_found"),
+        Arguments.of("missing model", chat, "{" + msgs + "}", 400, "model", "missing_required_parameter"),
+        Arguments.of("empty messages", chat, "{\"model\": \"" + M + "\", \"messages\": []}", 400, "messages", "empty_array"),
+        Arguments.of("bad role", chat, "{\"model\": \"" + M + "\", \"messages\": [{\"role\": \"bot\", \"content\": \"x\"}]}", 400, "messages[0].role", null),
+        Arguments.of("image part", chat, "{\"model\": \"" + M + "\", \"messages\": [{\"role\": \"user\", \"content\": [{\"type\": \"image_url\", \"image_url\": {\"url\": \"x\"}}]}]}", 400, "messages[0].content[0]", "unsupported_parameter"),
+        Arguments.of("max_tokens zero", chat, "{\"model\": \"" + M + "\", " + msgs + ", \"max_tokens\": 0}", 400, "max_tokens", "integer_below_min_value"),
+        Arguments.of("max_completion_tokens negative", chat, "{\"model\": \"" + M + "\", " + msgs + ", \"max_completion_tokens\": -3}", 400, "max_completion_tokens", "integer_below_min_value"),
+        Arguments.of("prompt longer than context", "/v1/completions", "{\"model\": \"" + M + "\", \"prompt\": " + ids(5000) + "}", 400, "prompt", "context_length_exceeded"),
+        Arguments.of("prompt plus max_tokens over context", "/v1/completions", "{\"model\": \"" + M + "\", \"prompt\": " + ids(4000) + ", \"max_tokens\": 200}", 400, "max_tokens", "context_length_exceeded"),
+        Arguments.of("token id outside vocabulary", "/v1/completions", "{\"model\": \"" + M + "\", \"prompt\": [1, 99999999]}", 400, "prompt", null),
+        Arguments.of("empty prompt", "/v1/completions", "{\"model\": \"" + M + "\", \"prompt\": \"\"}", 400, "prompt", null),
+        Arguments.of("stream_options without stream", chat, "{\"model\": \"" + M + "\", " + msgs + ", \"stream_options\": {\"include_usage\": true}}", 400, "stream_options", null),
+        Arguments.of("n zero", chat, "{\"model\": \"" + M + "\", " + msgs + ", \"n\": 0}", 400, "n", "invalid_value"),
+        Arguments.of("top_p zero", chat, "{\"model\": \"" + M + "\", " + msgs + ", \"top_p\": 0}", 400, "top_p", "invalid_value"),
+        Arguments.of("penalty the engine lacks", chat, "{\"model\": \"" + M + "\", " + msgs + ", \"presence_penalty\": 0.5}", 400, "presence_penalty", "unsupported_parameter"),
+        Arguments.of("structured output", chat, "{\"model\": \"" + M + "\", " + msgs + ", \"response_format\": {\"type\": \"json_object\"}}", 400, "response_format", "unsupported_parameter"),
+        Arguments.of("echo", "/v1/completions", "{\"model\": \"" + M + "\", \"prompt\": \"x\", \"echo\": true}", 400, "echo", "unsupported_parameter"),
+        Arguments.of("template raises", chat, "{\"model\": \"" + M + "\", \"messages\": [{\"role\": \"assistant\"}]}", 400, "messages[0].content", null),
+        Arguments.of("pinned worker unknown", chat, "{\"model\": \"" + M + "\", " + msgs + ", \"tandem\": {\"worker_id\": \"nobody\"}}", 400, "tandem.worker_id", null));
+  }
+
+  @ParameterizedTest(name = "{0}")
+  @MethodSource("badRequests")
+  void badInputGetsOpenAiErrorAndLosesNothing(String name, String path, String body, int status, String param, String code) throws Exception {
+    HttpResponse<String> r = post(path, body);
+    assertEquals(status, r.statusCode(), r.body());
+    JsonNode error = JSON.readTree(r.body()).get("error");
+    assertNotNull(error, r.body());
+    assertTrue(error.get("message").asText().length() > 10, r.body());
+    assertEquals("invalid_request_error", error.get("type").asText());
+    assertEquals(param, error.get("param").isNull() ? null : error.get("param").asText(), r.body());
+    if (code != null) {
+      assertEquals(code, error.get("code").asText(), r.body());
+    }
+    TestDeployments.assertPoolsFull(deployment);
+    // The server keeps serving on the same client.
+    assertEquals(200, post("/v1/completions", "{\"model\": \"" + M + "\", \"prompt\": \"ok\", \"max_tokens\": 1}").statusCode());
+  }
+
+  @Test
+  void unknownEndpointAndWrongMethod() throws Exception {
+    HttpResponse<String> notFound = get("/v1/nothing");
+    assertEquals(404, notFound.statusCode());
+    assertEquals("unknown_url", JSON.readTree(notFound.body()).at("/error/code").asText());
+    HttpResponse<String> wrong = get("/v1/chat/completions");
+    assertEquals(405, wrong.statusCode());
+    assertEquals("POST", wrong.headers().firstValue("allow").orElseThrow());
+    assertEquals("method_not_allowed", JSON.readTree(wrong.body()).at("/error/code").asText());
+  }
+
+  @Test
+  void bodyOverTheLimitIs413() throws Exception {
+    try (Socket s = new Socket("127.0.0.1", deployment.port())) {
+      OutputStream out = s.getOutputStream();
+      out.write(("POST /v1/chat/completions HTTP/1.1\r\nHost: x\r\nContent-Type: application/json\r\n"
+          + "Content-Length: " + (4 << 20) + "\r\n\r\n").getBytes(StandardCharsets.US_ASCII));
+      out.flush();
+      InputStream in = s.getInputStream();
+      String response = new String(in.readAllBytes(), StandardCharsets.UTF_8);
+      assertTrue(response.startsWith("HTTP/1.1 413"), response);
+      assertTrue(response.contains("\"code\":\"request_too_large\""), response);
+    }
+    assertEquals(200, get("/live").statusCode());
+  }
+
+  @Test
+  void tokenizeAndDetokenizeUseVllmShapes() throws Exception {
+    JsonNode t = JSON.readTree(post("/tokenize", "{\"prompt\": \"Hello, my dog is cute\"}").body());
+    assertEquals(6, t.get("count").asInt());
+    assertEquals(List.of(9707, 11, 847, 5562, 374, 18838), t.get("tokens").findValuesAsText("").isEmpty()
+        ? JSON.convertValue(t.get("tokens"), List.class) : null);
+    assertEquals(4096, t.get("max_model_len").asInt());
+    JsonNode d = JSON.readTree(post("/detokenize", "{\"tokens\": [9707, 11, 847, 5562, 374, 18838]}").body());
+    assertEquals("Hello, my dog is cute", d.get("prompt").asText());
+    JsonNode chat = JSON.readTree(post("/tokenize", "{\"messages\": [{\"role\": \"user\", \"content\": \"hi\"}]}").body());
+    // <|im_start|>user\nhi<|im_end|>\n<|im_start|>assistant\n
+    assertEquals(List.of(151644, 872, 198, 6023, 151645, 198, 151644, 77091, 198), JSON.convertValue(chat.get("tokens"), List.class));
+    assertEquals(400, post("/detokenize", "{\"tokens\": [-1]}").statusCode());
+  }
+
+  @Test
+  void healthLiveAndMetrics() throws Exception {
+    JsonNode health = JSON.readTree(get("/health").body());
+    assertEquals("healthy", health.get("status").asText());
+    assertEquals(2, health.get("workers").size());
+    assertEquals(200, get("/live").statusCode());
+    post("/v1/completions", "{\"model\": \"" + M + "\", \"prompt\": \"metrics\", \"max_tokens\": 2}");
+    String metrics = get("/metrics").body();
+    for (String name : List.of(
+        "tandem_frontend_requests_total{endpoint=\"completions\",status=\"200\"}",
+        "tandem_frontend_time_to_first_token_seconds_bucket",
+        "tandem_frontend_inter_token_latency_seconds_count",
+        "tandem_frontend_output_tokens_total",
+        "tandem_frontend_inflight_requests",
+        "tandem_worker_kv_blocks_capacity{worker=\"worker-0\"}")) {
+      assertTrue(metrics.contains(name), "missing " + name);
+    }
+  }
+}

@@ -1,0 +1,46 @@
+package dev.tandem.cli;
+
+import static org.junit.jupiter.api.Assertions.assertEquals;
+
+import dev.tandem.engine.ModelFiles;
+import dev.tandem.engine.mocker.MockerConfig;
+import dev.tandem.engine.mocker.TimingModel;
+import dev.tandem.frontend.http.FrontendServer;
+import dev.tandem.router.RoundRobinSelector;
+import dev.tandem.worker.WorkerServer;
+import java.util.concurrent.TimeUnit;
+
+/** Starts in-process deployments for tests and checks that KV pools are back to full. */
+final class TestDeployments {
+  static final String MODEL = MockerConfig.DEFAULT_MODEL_NAME;
+
+  private TestDeployments() {}
+
+  static LocalDeployment start(int workers, TimingModel timing, int maxBodyBytes) {
+    MockerConfig mocker = MockerConfig.defaults().withTiming(timing).withPool(2048, 16).withMaxContextLength(4096);
+    return LocalDeployment.start(
+        new LocalDeployment.Spec(
+            workers, mocker, ModelFiles.bundledQwen3(), new RoundRobinSelector(),
+            new FrontendServer.Config("127.0.0.1", 0, maxBodyBytes)));
+  }
+
+  static int usedBlocks(WorkerServer w) throws Exception {
+    return w.loop().call(e -> e.load().kvBlocksUsed()).get(5, TimeUnit.SECONDS);
+  }
+
+  static int activeRequests(WorkerServer w) throws Exception {
+    return w.loop().call(e -> e.load().runningRequests() + e.load().waitingRequests()).get(5, TimeUnit.SECONDS);
+  }
+
+  /** Every worker's pool is full again (waits briefly: cancellations are asynchronous). */
+  static void assertPoolsFull(LocalDeployment d) throws Exception {
+    long deadline = System.nanoTime() + TimeUnit.SECONDS.toNanos(5);
+    for (WorkerServer w : d.workers()) {
+      while ((usedBlocks(w) > 0 || activeRequests(w) > 0) && System.nanoTime() < deadline) {
+        Thread.sleep(10);
+      }
+      assertEquals(0, activeRequests(w), "requests left on " + w.workerId());
+      assertEquals(0, usedBlocks(w), "KV blocks still held on " + w.workerId());
+    }
+  }
+}
