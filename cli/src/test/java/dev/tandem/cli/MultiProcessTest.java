@@ -1,0 +1,111 @@
+package dev.tandem.cli;
+
+import static org.junit.jupiter.api.Assertions.assertEquals;
+import static org.junit.jupiter.api.Assertions.assertTrue;
+
+import com.fasterxml.jackson.databind.JsonNode;
+import com.fasterxml.jackson.databind.ObjectMapper;
+import java.io.IOException;
+import java.net.ServerSocket;
+import java.net.URI;
+import java.net.http.HttpClient;
+import java.net.http.HttpRequest;
+import java.net.http.HttpResponse;
+import java.nio.file.Files;
+import java.nio.file.Path;
+import java.util.ArrayList;
+import java.util.HashSet;
+import java.util.List;
+import java.util.Set;
+import java.util.concurrent.TimeUnit;
+import org.junit.jupiter.api.AfterEach;
+import org.junit.jupiter.api.Test;
+
+/** The frontend and two workers as separate processes on loopback, started through the CLI. */
+class MultiProcessTest {
+  private static final ObjectMapper JSON = new ObjectMapper();
+  private final List<Process> processes = new ArrayList<>();
+
+  @AfterEach
+  void stop() throws InterruptedException {
+    for (Process p : processes) {
+      p.destroy();
+    }
+    for (Process p : processes) {
+      if (!p.waitFor(10, TimeUnit.SECONDS)) {
+        p.destroyForcibly();
+      }
+    }
+  }
+
+  private static int freePort() throws IOException {
+    try (ServerSocket s = new ServerSocket(0)) {
+      return s.getLocalPort();
+    }
+  }
+
+  private Process tandem(Path log, String... args) throws IOException {
+    List<String> cmd = new ArrayList<>(List.of(
+        Path.of(System.getProperty("java.home"), "bin", "java").toString(),
+        "--add-modules", "jdk.incubator.vector", "--enable-native-access=ALL-UNNAMED",
+        "-cp", System.getProperty("java.class.path"), Main.class.getName()));
+    cmd.addAll(List.of(args));
+    Process p = new ProcessBuilder(cmd).redirectErrorStream(true).redirectOutput(log.toFile()).start();
+    processes.add(p);
+    return p;
+  }
+
+  @Test
+  void frontendRoutesAcrossTwoWorkerProcesses() throws Exception {
+    Path logs = Files.createTempDirectory("tandem-mp");
+    int w0 = freePort();
+    int w1 = freePort();
+    int http = freePort();
+    tandem(logs.resolve("w0.log"), "worker", "--port", Integer.toString(w0), "--worker-id", "proc-w0", "--speedup-ratio", "0");
+    tandem(logs.resolve("w1.log"), "worker", "--port", Integer.toString(w1), "--worker-id", "proc-w1", "--speedup-ratio", "0");
+    Process frontend = tandem(logs.resolve("fe.log"), "frontend", "--host", "127.0.0.1", "--port", Integer.toString(http),
+        "--worker", "127.0.0.1:" + w0 + ",127.0.0.1:" + w1);
+
+    HttpClient client = HttpClient.newBuilder().version(HttpClient.Version.HTTP_1_1).build();
+    URI base = URI.create("http://127.0.0.1:" + http);
+    long deadline = System.nanoTime() + TimeUnit.SECONDS.toNanos(60);
+    HttpResponse<String> health = null;
+    while (System.nanoTime() < deadline) {
+      assertTrue(frontend.isAlive(), () -> "frontend exited: " + read(logs.resolve("fe.log")));
+      try {
+        health = client.send(HttpRequest.newBuilder(base.resolve("/health")).build(), HttpResponse.BodyHandlers.ofString());
+        if (health.statusCode() == 200) {
+          break;
+        }
+      } catch (IOException notYet) {
+        // the frontend is still starting
+      }
+      Thread.sleep(200);
+    }
+    assertEquals(200, health.statusCode(), () -> read(logs.resolve("fe.log")));
+    assertEquals(2, JSON.readTree(health.body()).get("workers").size());
+
+    Set<String> workersSeen = new HashSet<>();
+    for (int i = 0; i < 4; i++) {
+      HttpResponse<String> r = client.send(HttpRequest.newBuilder(base.resolve("/v1/chat/completions"))
+          .POST(HttpRequest.BodyPublishers.ofString("""
+              {"model": "%s", "messages": [{"role": "user", "content": "request %d"}], "max_tokens": 4,
+               "tandem": {"timing": true}}""".formatted(TestDeployments.MODEL, i))).build(),
+          HttpResponse.BodyHandlers.ofString());
+      assertEquals(200, r.statusCode(), r.body());
+      JsonNode body = JSON.readTree(r.body());
+      assertEquals(4, body.at("/usage/completion_tokens").asInt());
+      body.at("/tandem/worker_ids").forEach(w -> workersSeen.add(w.asText()));
+    }
+    assertEquals(Set.of("proc-w0", "proc-w1"), workersSeen, "round-robin reaches both worker processes");
+  }
+
+  private static String read(Path p) {
+    try {
+      return Files.readString(p);
+    } catch (IOException e) {
+      return "(no log: " + e + ")";
+    }
+  }
+
+}
