@@ -20,7 +20,8 @@ public record BenchReport(
     Stats ttftMs,
     Stats itlMs,
     Stats e2eMs,
-    Stats overheadMs) {
+    Stats overheadMs,
+    Stats serverOverheadMs) {
 
   /** Mean and percentiles of one latency; NaN when there were no samples. */
   public record Stats(int count, double mean, double p50, double p90, double p99, double max) {
@@ -45,6 +46,7 @@ public record BenchReport(
     List<Double> itl = new ArrayList<>();
     List<Double> e2e = new ArrayList<>();
     List<Double> overhead = new ArrayList<>();
+    List<Double> serverOverhead = new ArrayList<>();
     List<String> errors = new ArrayList<>();
     long out = 0;
     long prompt = 0;
@@ -62,6 +64,9 @@ public record BenchReport(
         ttft.add(r.ttftMs());
         if (r.workerTtftMs() >= 0) {
           overhead.add(r.ttftMs() - r.workerTtftMs());
+          if (r.serverTtftMs() >= 0) {
+            serverOverhead.add(r.serverTtftMs() - r.workerTtftMs());
+          }
         }
       }
       itl.addAll(r.itlMs());
@@ -72,7 +77,7 @@ public record BenchReport(
     }
     return new BenchReport(
         config, results.size(), failures, errors, durationS, out, prompt, cached,
-        Stats.of(ttft), Stats.of(itl), Stats.of(e2e), Stats.of(overhead));
+        Stats.of(ttft), Stats.of(itl), Stats.of(e2e), Stats.of(overhead), Stats.of(serverOverhead));
   }
 
   public String text() {
@@ -86,6 +91,7 @@ public record BenchReport(
     line(sb, "ITL", itlMs);
     line(sb, "end-to-end", e2eMs);
     line(sb, "TTFT - worker TTFT", overheadMs);
+    line(sb, "frontend TTFT - worker", serverOverheadMs);
     for (String e : sampleErrors) {
       sb.append("error: ").append(e).append('\n');
     }

@@ -151,6 +151,7 @@ public final class LoadGenerator {
     int cached = 0;
     int output = 0;
     double workerTtft = -1;
+    double serverTtft = -1;
     List<String> workers = new ArrayList<>();
     try (BufferedReader reader = new BufferedReader(new InputStreamReader(body, StandardCharsets.UTF_8))) {
       String line;
@@ -186,11 +187,12 @@ public final class LoadGenerator {
         }
         if (chunk.has("tandem")) {
           workerTtft = chunk.get("tandem").path("worker_ttft_ms").asDouble(-1);
+          serverTtft = chunk.get("tandem").path("ttft_ms").asDouble(-1);
           chunk.get("tandem").path("worker_ids").forEach(w -> workers.add(w.asText()));
         }
       }
     }
-    return new RequestResult(true, null, ttft, itl, ms(t0), output, promptTokens, cached, workerTtft, workers);
+    return new RequestResult(true, null, ttft, itl, ms(t0), output, promptTokens, cached, workerTtft, serverTtft, workers);
   }
 
   private static double ms(long t0) {

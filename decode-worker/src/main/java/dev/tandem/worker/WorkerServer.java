@@ -49,6 +49,9 @@ public final class WorkerServer implements AutoCloseable {
     this.server =
         NettyServerBuilder.forAddress(new InetSocketAddress(config.host(), config.port()))
             .addService(service)
+            // Every handler only enqueues onto the engine loop or answers from memory: no blocking,
+            // so it runs on the transport thread without a hop through an executor.
+            .directExecutor()
             .build();
   }
 
