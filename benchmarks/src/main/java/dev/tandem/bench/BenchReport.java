@@ -104,7 +104,32 @@ public record BenchReport(
 
   public String json() {
     ObjectMapper mapper = new ObjectMapper();
-    ObjectNode root = mapper.valueToTree(this);
+    ObjectNode root = mapper.createObjectNode();
+    ObjectNode c = root.putObject("config");
+    c.put("url", config.url().toString());
+    c.put("model", config.model());
+    c.put("endpoint", config.endpoint());
+    c.put("concurrency", config.concurrency());
+    c.put("request_rate", config.requestRate());
+    c.put("requests", config.totalRequests());
+    c.put("input_tokens", config.inputTokens());
+    c.put("output_tokens", config.outputTokens());
+    c.put("prefixes", config.prefixes());
+    c.put("prefix_repeats", config.prefixRepeats());
+    c.put("prefix_tokens", config.prefixTokens());
+    c.put("seed", config.seed());
+    root.put("requests", requests);
+    root.put("failures", failures);
+    root.put("duration_s", durationS);
+    root.put("prompt_tokens", promptTokens);
+    root.put("cached_tokens", cachedTokens);
+    root.put("output_tokens", outputTokens);
+    root.set("ttft_ms", mapper.valueToTree(ttftMs));
+    root.set("itl_ms", mapper.valueToTree(itlMs));
+    root.set("e2e_ms", mapper.valueToTree(e2eMs));
+    root.set("overhead_ms", mapper.valueToTree(overheadMs));
+    root.set("frontend_overhead_ms", mapper.valueToTree(serverOverheadMs));
+    root.set("sample_errors", mapper.valueToTree(sampleErrors));
     root.put("request_throughput", (requests - failures) / durationS);
     root.put("output_token_throughput", outputTokens / durationS);
     try {

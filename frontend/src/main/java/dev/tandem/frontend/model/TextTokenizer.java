@@ -16,6 +16,7 @@ public final class TextTokenizer implements AutoCloseable {
   static {
     // DJL otherwise calls an EC2 metadata address at class load; this machine talks to no one.
     System.setProperty("OPT_OUT_TRACKING", "true");
+    System.setProperty("ai.djl.offline", "true");
   }
 
   private final HuggingFaceTokenizer tokenizer;

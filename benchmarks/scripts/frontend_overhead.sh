@@ -1,0 +1,27 @@
+#!/usr/bin/env bash
+# Frontend + router overhead: the client's TTFT minus the worker's own TTFT, with the mocker
+# engine, at concurrency 1, 8 and 32. Starts `tandem serve`, warms it up, runs `tandem bench`.
+#
+#   benchmarks/scripts/frontend_overhead.sh [OUT_DIR]        # mocker at zero delay (SPEEDUP=0)
+#   SPEEDUP=1 benchmarks/scripts/frontend_overhead.sh        # mocker at its real-time timing model
+set -euo pipefail
+cd "$(dirname "$0")/../.."
+out="${1:-target/bench/frontend-overhead-speedup${SPEEDUP:-0}}"
+port="${PORT:-8123}"
+mkdir -p "$out"
+./tandem serve --host 127.0.0.1 --port "$port" --speedup-ratio "${SPEEDUP:-0}" >"$out/serve.log" 2>&1 &
+pid=$!
+trap 'kill $pid 2>/dev/null || true' EXIT
+for _ in $(seq 120); do
+  curl -sf "http://127.0.0.1:$port/health" >/dev/null && break
+  sleep 0.5
+done
+url="http://127.0.0.1:$port"
+# Warm-up: let the JIT compile the serving path before measuring.
+./tandem bench --url "$url" --concurrency 8 --num-requests 3000 --input-tokens 128 --output-tokens 8 --seed 99 >/dev/null
+for c in 1 8 32; do
+  n=$((c * 200)); [ "$n" -lt 2000 ] && n=2000
+  echo "== concurrency $c ($n requests, 128 prompt tokens, 8 output tokens)"
+  ./tandem bench --url "$url" --concurrency "$c" --num-requests "$n" --input-tokens 128 --output-tokens 8 \
+    --seed "$c" --json "$out/c$c.json" | tee "$out/c$c.txt"
+done
