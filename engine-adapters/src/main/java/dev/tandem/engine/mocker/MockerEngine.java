@@ -161,10 +161,7 @@ public final class MockerEngine implements Engine {
       }
     }
     double used = (double) pool.usedBlocks() / pool.totalBlocks();
-    long nanos = config.timing().stepNanos(prefillTokens, decoding, used);
-    if (nanos > 0) {
-      LockSupport.parkNanos(nanos);
-    }
+    sleepFor(config.timing().stepNanos(prefillTokens, decoding, used));
 
     // Advance every scheduled sequence; those caught up draw their next token.
     List<RequestOutput> outputs = new ArrayList<>();
@@ -212,6 +209,14 @@ public final class MockerEngine implements Engine {
   @Override
   public List<KvEvent> cacheSnapshot() {
     return pool.snapshot();
+  }
+
+  /** Sleeps the whole modelled step: an unpark (a new request arriving) must not shorten it. */
+  private static void sleepFor(long nanos) {
+    long deadline = System.nanoTime() + nanos;
+    for (long left = nanos; left > 0; left = deadline - System.nanoTime()) {
+      LockSupport.parkNanos(left);
+    }
   }
 
   /** Schedules running sequences in order; returns true if it had to preempt one. */

@@ -198,6 +198,26 @@ class MockerEngineTest {
   }
 
   @Test
+  void stepTakesTheModelledTimeEvenWhenItsThreadIsUnparked() throws Exception {
+    // 1000-token prefill at speedup 10: (16.5 + 15.2 + 0.4) ms / 10 = 3.2 ms.
+    MockerEngine e = new MockerEngine(config().withTiming(new TimingModel(10)));
+    e.add(greedy("t", prompt(1000, 8), 1));
+    Thread stepper = Thread.currentThread();
+    Thread waker = Thread.ofPlatform().start(() -> {
+      for (int i = 0; i < 200; i++) {
+        java.util.concurrent.locks.LockSupport.unpark(stepper);
+        java.util.concurrent.locks.LockSupport.parkNanos(10_000);
+      }
+    });
+    long t0 = System.nanoTime();
+    e.step();
+    long took = System.nanoTime() - t0;
+    waker.join();
+    long modelled = new TimingModel(10).stepNanos(1000, 0, 0);
+    assertTrue(took >= modelled, "step took " + took + " ns, the model says " + modelled);
+  }
+
+  @Test
   void timingModelMatchesDynamoPolynomials() {
     assertEquals(16.50142 + 0.01518344 * 1000 + 4.209989e-7 * 1e6, TimingModel.prefillMs(1000), 1e-9);
     assertEquals(5.74, TimingModel.decodeMs(0), 1e-12);
