@@ -60,6 +60,9 @@ final class GenerationRun {
   private boolean done;
   private int finished;
   private long firstTokenNanos = -1;
+  private long itlCount;
+  private long itlSumNanos;
+  private long itlMaxNanos;
 
   /** One generated sequence. */
   private final class Choice {
@@ -246,7 +249,11 @@ final class GenerationRun {
         metrics.ttft(now - startNanos);
       }
       if (c.lastTokenNanos >= 0) {
-        metrics.itl(now - c.lastTokenNanos);
+        long gap = now - c.lastTokenNanos;
+        metrics.itl(gap);
+        itlCount++;
+        itlSumNanos += gap;
+        itlMaxNanos = Math.max(itlMaxNanos, gap);
       }
       c.lastTokenNanos = now;
       out.append(c.stops.add(c.detokenizer.add(token)));
@@ -379,6 +386,8 @@ final class GenerationRun {
     workers.forEach(ids::add);
     t.put("ttft_ms", firstTokenNanos < 0 ? -1 : (firstTokenNanos - startNanos) / 1e6);
     t.put("worker_ttft_ms", workerTtftUs < 0 ? -1 : workerTtftUs / 1e3);
+    t.put("itl_ms_mean", itlCount == 0 ? 0 : itlSumNanos / 1e6 / itlCount);
+    t.put("itl_ms_max", itlMaxNanos / 1e6);
     t.put("total_ms", (System.nanoTime() - startNanos) / 1e6);
     return t;
   }
@@ -437,6 +446,9 @@ final class GenerationRun {
   }
 
   private void writeEvent(ObjectNode node) {
+    if (spec.includeUsage() && !node.has("usage") && !node.has("error")) {
+      node.putNull("usage");
+    }
     byte[] json = ResponseJson.bytes(node);
     byte[] event = new byte[json.length + 8];
     System.arraycopy("data: ".getBytes(StandardCharsets.US_ASCII), 0, event, 0, 6);
