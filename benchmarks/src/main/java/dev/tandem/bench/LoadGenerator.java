@@ -4,26 +4,23 @@ import com.fasterxml.jackson.databind.JsonNode;
 import com.fasterxml.jackson.databind.ObjectMapper;
 import com.fasterxml.jackson.databind.node.ArrayNode;
 import com.fasterxml.jackson.databind.node.ObjectNode;
-import java.io.BufferedReader;
-import java.io.InputStream;
-import java.io.InputStreamReader;
 import java.net.URI;
 import java.net.http.HttpClient;
 import java.net.http.HttpRequest;
 import java.net.http.HttpResponse;
-import java.nio.charset.StandardCharsets;
-import java.time.Duration;
 import java.util.ArrayList;
 import java.util.List;
 import java.util.Random;
 import java.util.concurrent.ExecutorService;
 import java.util.concurrent.Executors;
 import java.util.concurrent.Future;
+import java.util.concurrent.ConcurrentLinkedQueue;
 import java.util.concurrent.Semaphore;
 import java.util.concurrent.TimeUnit;
 
 /**
- * A load generator speaking the OpenAI HTTP API with streaming: sends a workload at fixed
+ * A load generator speaking the OpenAI HTTP API with streaming (over {@link HttpConnection}, a
+ * lean HTTP/1.1 client): sends a workload at fixed
  * concurrency or Poisson arrivals and measures TTFT, inter-token latency and end-to-end latency of
  * every request on the client side. Requests ask the server for timing ({@code "tandem":
  * {"timing": true}}) so the report can also give the frontend's overhead: client TTFT minus the
@@ -33,16 +30,10 @@ public final class LoadGenerator {
   private static final ObjectMapper JSON = new ObjectMapper();
 
   private final BenchConfig config;
-  private final HttpClient client;
+  private final ConcurrentLinkedQueue<HttpConnection> idle = new ConcurrentLinkedQueue<>();
 
   public LoadGenerator(BenchConfig config) {
     this.config = config;
-    this.client =
-        HttpClient.newBuilder()
-            .version(HttpClient.Version.HTTP_1_1)
-            .connectTimeout(Duration.ofSeconds(10))
-            .executor(Executors.newVirtualThreadPerTaskExecutor())
-            .build();
   }
 
   /** Asks the server which model it serves. */
@@ -57,6 +48,17 @@ public final class LoadGenerator {
   }
 
   public BenchReport run() throws InterruptedException {
+    try {
+      return runWorkload();
+    } finally {
+      HttpConnection c;
+      while ((c = idle.poll()) != null) {
+        c.close();
+      }
+    }
+  }
+
+  private BenchReport runWorkload() throws InterruptedException {
     List<int[]> prompts = Workload.prompts(config);
     List<Future<RequestResult>> futures = new ArrayList<>();
     long start = System.nanoTime();
@@ -103,21 +105,99 @@ public final class LoadGenerator {
 
   private RequestResult send(int[] prompt) {
     long t0 = System.nanoTime();
+    HttpConnection connection = idle.poll();
     try {
-      HttpRequest request =
-          HttpRequest.newBuilder(config.url().resolve(config.endpoint().equals("chat") ? "/v1/chat/completions" : "/v1/completions"))
-              .timeout(config.timeout())
-              .header("Content-Type", "application/json")
-              .POST(HttpRequest.BodyPublishers.ofByteArray(JSON.writeValueAsBytes(body(prompt))))
-              .build();
-      HttpResponse<InputStream> response = client.send(request, HttpResponse.BodyHandlers.ofInputStream());
-      if (response.statusCode() != 200) {
-        String text = new String(response.body().readAllBytes(), StandardCharsets.UTF_8);
-        return RequestResult.failed("HTTP " + response.statusCode() + ": " + text, ms(t0));
+      if (connection == null) {
+        connection = new HttpConnection(config.url());
       }
-      return readStream(response.body(), t0);
+      byte[] json = JSON.writeValueAsBytes(body(prompt));
+      String path = config.endpoint().equals("chat") ? "/v1/chat/completions" : "/v1/completions";
+      StreamReader reader = new StreamReader(t0);
+      t0 = System.nanoTime();
+      reader.t0 = t0;
+      HttpConnection.Status status = connection.post(path, json, reader::line);
+      if (status.reusable()) {
+        idle.add(connection);
+      } else {
+        connection.close();
+      }
+      if (status.code() != 200) {
+        return RequestResult.failed("HTTP " + status.code() + ": " + status.errorBody(), ms(t0));
+      }
+      return reader.result();
     } catch (Exception e) {
+      if (connection != null) {
+        connection.close();
+      }
       return RequestResult.failed(e.toString(), ms(t0));
+    }
+  }
+
+  /** Parses one SSE response as its lines arrive. */
+  private static final class StreamReader {
+    long t0;
+    double ttft = -1;
+    long last = -1;
+    final List<Double> itl = new ArrayList<>();
+    int promptTokens;
+    int cached;
+    int output;
+    double workerTtft = -1;
+    double serverTtft = -1;
+    final List<String> workers = new ArrayList<>();
+    String error;
+    double e2e = -1;
+
+    StreamReader(long t0) {
+      this.t0 = t0;
+    }
+
+    boolean line(String line, long now) throws java.io.IOException {
+      if (!line.startsWith("data: ")) {
+        return true;
+      }
+      String data = line.substring(6);
+      if (data.equals("[DONE]")) {
+        e2e = (now - t0) / 1e6;
+        return true;
+      }
+      JsonNode chunk = JSON.readTree(data);
+      if (chunk.has("error")) {
+        error = chunk.get("error").path("message").asText();
+        return true;
+      }
+      for (JsonNode choice : chunk.path("choices")) {
+        String text =
+            choice.has("delta") ? choice.path("delta").path("content").asText("") : choice.path("text").asText("");
+        if (!text.isEmpty()) {
+          if (ttft < 0) {
+            ttft = (now - t0) / 1e6;
+          } else {
+            itl.add((now - last) / 1e6);
+          }
+          last = now;
+        }
+      }
+      if (chunk.hasNonNull("usage")) {
+        JsonNode u = chunk.get("usage");
+        promptTokens = u.path("prompt_tokens").asInt();
+        output = u.path("completion_tokens").asInt();
+        cached = u.path("prompt_tokens_details").path("cached_tokens").asInt();
+      }
+      if (chunk.has("tandem")) {
+        workerTtft = chunk.get("tandem").path("worker_ttft_ms").asDouble(-1);
+        serverTtft = chunk.get("tandem").path("ttft_ms").asDouble(-1);
+        chunk.get("tandem").path("worker_ids").forEach(w -> workers.add(w.asText()));
+      }
+      return true;
+    }
+
+    RequestResult result() {
+      if (error != null) {
+        return RequestResult.failed(error, e2e);
+      }
+      double end = e2e >= 0 ? e2e : (System.nanoTime() - t0) / 1e6;
+      return new RequestResult(true, null, ttft, itl, end, output, promptTokens, cached, workerTtft, serverTtft, workers);
     }
   }
 
@@ -141,58 +221,6 @@ public final class LoadGenerator {
     b.putObject("stream_options").put("include_usage", true);
     b.putObject("tandem").put("timing", true);
     return b;
-  }
-
-  private RequestResult readStream(InputStream body, long t0) throws Exception {
-    double ttft = -1;
-    long last = -1;
-    List<Double> itl = new ArrayList<>();
-    int promptTokens = 0;
-    int cached = 0;
-    int output = 0;
-    double workerTtft = -1;
-    double serverTtft = -1;
-    List<String> workers = new ArrayList<>();
-    try (BufferedReader reader = new BufferedReader(new InputStreamReader(body, StandardCharsets.UTF_8))) {
-      String line;
-      while ((line = reader.readLine()) != null) {
-        if (!line.startsWith("data: ")) {
-          continue;
-        }
-        String data = line.substring(6);
-        if (data.equals("[DONE]")) {
-          break;
-        }
-        long now = System.nanoTime();
-        JsonNode chunk = JSON.readTree(data);
-        if (chunk.has("error")) {
-          return RequestResult.failed(chunk.get("error").path("message").asText(), ms(t0));
-        }
-        for (JsonNode choice : chunk.path("choices")) {
-          String text = choice.has("delta") ? choice.path("delta").path("content").asText("") : choice.path("text").asText("");
-          if (!text.isEmpty()) {
-            if (ttft < 0) {
-              ttft = (now - t0) / 1e6;
-            } else {
-              itl.add((now - last) / 1e6);
-            }
-            last = now;
-          }
-        }
-        if (chunk.hasNonNull("usage")) {
-          JsonNode u = chunk.get("usage");
-          promptTokens = u.path("prompt_tokens").asInt();
-          output = u.path("completion_tokens").asInt();
-          cached = u.path("prompt_tokens_details").path("cached_tokens").asInt();
-        }
-        if (chunk.has("tandem")) {
-          workerTtft = chunk.get("tandem").path("worker_ttft_ms").asDouble(-1);
-          serverTtft = chunk.get("tandem").path("ttft_ms").asDouble(-1);
-          chunk.get("tandem").path("worker_ids").forEach(w -> workers.add(w.asText()));
-        }
-      }
-    }
-    return new RequestResult(true, null, ttft, itl, ms(t0), output, promptTokens, cached, workerTtft, serverTtft, workers);
   }
 
   private static double ms(long t0) {
