@@ -25,3 +25,7 @@ for c in 1 8 32; do
   ./tandem bench --url "$url" --concurrency "$c" --num-requests "$n" --input-tokens 128 --output-tokens 8 \
     --seed "$c" --json "$out/c$c.json" | tee "$out/c$c.txt"
 done
+kill $pid 2>/dev/null || true
+echo "== anchor: one gRPC hop to a zero-delay worker, same process, no HTTP"
+"${JAVA_HOME:-/usr/lib/jvm/temurin-25-jdk-amd64}/bin/java" -cp "cli/target/tandem-cli-0.1.0-SNAPSHOT.jar:cli/target/lib/*" \
+  dev.tandem.bench.GrpcRoundTrip 3000 2>/dev/null | tee "$out/grpc-floor.txt"
