@@ -3,12 +3,12 @@ package dev.tandem.cli;
 import dev.tandem.frontend.FrontendMetrics;
 import dev.tandem.frontend.ServedModel;
 import dev.tandem.frontend.http.FrontendServer;
-import dev.tandem.router.Selectors;
 import dev.tandem.router.grpc.Router;
 import dev.tandem.router.grpc.WorkerPool;
 import java.util.List;
 import java.util.concurrent.Callable;
 import picocli.CommandLine.Command;
+import picocli.CommandLine.Mixin;
 import picocli.CommandLine.Option;
 
 @Command(
@@ -25,8 +25,7 @@ final class FrontendCommand implements Callable<Integer> {
   @Option(names = "--port", defaultValue = "${env:TANDEM_PORT:-8000}", description = "HTTP port (default ${DEFAULT-VALUE}).")
   int port;
 
-  @Option(names = "--router-mode", defaultValue = "${env:TANDEM_ROUTER_MODE:-round-robin}", description = "Worker selection: round-robin or random (default ${DEFAULT-VALUE}).")
-  String routerMode;
+  @Mixin RouterOptions routerOptions;
 
   @Option(names = "--block-size", defaultValue = "${env:TANDEM_BLOCK_SIZE:-16}", description = "The router's KV block size; workers with another are refused (default ${DEFAULT-VALUE}).")
   int blockSize;
@@ -36,16 +35,17 @@ final class FrontendCommand implements Callable<Integer> {
 
   @Override
   public Integer call() throws Exception {
-    var selector = Selectors.byName(routerMode);
     WorkerPool pool = new WorkerPool(blockSize, LocalDeployment.CONNECT_TIMEOUT, LocalDeployment.LOAD_INTERVAL);
     for (String address : workers) {
       pool.add(address);
     }
     ServedModel model = ServedModel.fromWorker(pool.all().getFirst(), LocalDeployment.CONNECT_TIMEOUT);
+    Router router = Router.create(pool, routerOptions.config());
     FrontendServer server =
-        FrontendServer.start(new FrontendServer.Config(host, port, maxBodyBytes), model, new Router(pool, selector), new FrontendMetrics());
+        FrontendServer.start(new FrontendServer.Config(host, port, maxBodyBytes), model, router, new FrontendMetrics());
     Runtime.getRuntime().addShutdownHook(new Thread(() -> {
       server.close();
+      router.close();
       pool.close();
     }));
     System.out.println("frontend serving " + model.name() + " at http://" + host + ":" + server.port() + "/v1 over " + workers.size() + " worker(s)");

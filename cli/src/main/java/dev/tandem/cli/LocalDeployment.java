@@ -8,7 +8,6 @@ import dev.tandem.frontend.FrontendMetrics;
 import dev.tandem.frontend.ServedModel;
 import dev.tandem.frontend.http.FrontendServer;
 import dev.tandem.proto.worker.v1.WorkerRole;
-import dev.tandem.router.WorkerSelector;
 import dev.tandem.router.grpc.Router;
 import dev.tandem.router.grpc.WorkerPool;
 import dev.tandem.worker.WorkerServer;
@@ -27,12 +26,15 @@ public final class LocalDeployment implements AutoCloseable {
 
   private final List<WorkerServer> workers;
   private final WorkerPool pool;
+  private final Router router;
   private final FrontendServer frontend;
   private final ServedModel model;
 
-  private LocalDeployment(List<WorkerServer> workers, WorkerPool pool, FrontendServer frontend, ServedModel model) {
+  private LocalDeployment(
+      List<WorkerServer> workers, WorkerPool pool, Router router, FrontendServer frontend, ServedModel model) {
     this.workers = workers;
     this.pool = pool;
+    this.router = router;
     this.frontend = frontend;
     this.model = model;
   }
@@ -42,7 +44,7 @@ public final class LocalDeployment implements AutoCloseable {
       int workers,
       MockerConfig mocker,
       ModelFiles modelFiles,
-      WorkerSelector selector,
+      Router.Config router,
       FrontendServer.Config frontend) {}
 
   public static LocalDeployment start(Spec spec) {
@@ -52,7 +54,7 @@ public final class LocalDeployment implements AutoCloseable {
       for (int i = 0; i < spec.workers(); i++) {
         var config =
             new WorkerServer.Config(
-                "127.0.0.1", 0, new WorkerId("worker-" + i), WorkerRole.WORKER_ROLE_AGGREGATED, spec.modelFiles(), 10_000);
+                "127.0.0.1", 0, new WorkerId("worker-" + i), WorkerRole.WORKER_ROLE_AGGREGATED, spec.modelFiles(), 10_000, true);
         workers.add(WorkerServer.start(config, new MockerEngine(spec.mocker())));
       }
       pool = new WorkerPool(spec.mocker().blockSize(), CONNECT_TIMEOUT, LOAD_INTERVAL);
@@ -60,9 +62,9 @@ public final class LocalDeployment implements AutoCloseable {
         pool.add(w.address());
       }
       ServedModel model = ServedModel.fromWorker(pool.all().getFirst(), CONNECT_TIMEOUT);
-      FrontendServer frontend =
-          FrontendServer.start(spec.frontend(), model, new Router(pool, spec.selector()), new FrontendMetrics());
-      return new LocalDeployment(workers, pool, frontend, model);
+      Router router = Router.create(pool, spec.router());
+      FrontendServer frontend = FrontendServer.start(spec.frontend(), model, router, new FrontendMetrics());
+      return new LocalDeployment(workers, pool, router, frontend, model);
     } catch (RuntimeException e) {
       if (pool != null) {
         pool.close();
@@ -88,9 +90,14 @@ public final class LocalDeployment implements AutoCloseable {
     return frontend;
   }
 
+  public Router router() {
+    return router;
+  }
+
   @Override
   public void close() {
     frontend.close();
+    router.close();
     pool.close();
     workers.forEach(WorkerServer::close);
     model.tokenizer().close();

@@ -1,7 +1,6 @@
 package dev.tandem.cli;
 
 import dev.tandem.frontend.http.FrontendServer;
-import dev.tandem.router.Selectors;
 import java.util.concurrent.Callable;
 import picocli.CommandLine.Command;
 import picocli.CommandLine.Mixin;
@@ -30,8 +29,7 @@ final class ServeCommand implements Callable<Integer> {
   @Option(names = "--mode", defaultValue = "agg", description = "Serving mode: agg (default ${DEFAULT-VALUE}).")
   String mode;
 
-  @Option(names = "--router-mode", defaultValue = "${env:TANDEM_ROUTER_MODE:-round-robin}", description = "Worker selection: round-robin or random (default ${DEFAULT-VALUE}).")
-  String routerMode;
+  @Mixin RouterOptions router;
 
   @Option(names = "--max-body-bytes", defaultValue = "33554432", description = "Largest request body accepted (default ${DEFAULT-VALUE}).")
   int maxBodyBytes;
@@ -53,7 +51,7 @@ final class ServeCommand implements Callable<Integer> {
             workers,
             mocker.config(),
             mocker.modelFiles(),
-            Selectors.byName(routerMode),
+            router.config(),
             new FrontendServer.Config(host, port, maxBodyBytes));
     LocalDeployment deployment = LocalDeployment.start(spec);
     Runtime.getRuntime().addShutdownHook(new Thread(deployment::close));

@@ -32,6 +32,9 @@ final class WorkerCommand implements Callable<Integer> {
   @Option(names = "--event-ring", defaultValue = "10000", description = "KV events kept for replay (default ${DEFAULT-VALUE}).")
   int eventRing;
 
+  @Option(names = "--no-kv-events", description = "Publish no KV events (routers then detect it and route this worker approximately).")
+  boolean noKvEvents;
+
   @Mixin MockerOptions mocker;
 
   @Override
@@ -42,7 +45,7 @@ final class WorkerCommand implements Callable<Integer> {
           "--role " + role + " is not implemented yet: prefill and decode workers come with disaggregated serving; use --role agg");
     }
     String id = workerId == null ? "worker-" + host + "-" + port : workerId;
-    var config = new WorkerServer.Config(host, port, new WorkerId(id), WorkerRole.WORKER_ROLE_AGGREGATED, mocker.modelFiles(), eventRing);
+    var config = new WorkerServer.Config(host, port, new WorkerId(id), WorkerRole.WORKER_ROLE_AGGREGATED, mocker.modelFiles(), eventRing, !noKvEvents);
     WorkerServer worker = WorkerServer.start(config, new MockerEngine(mocker.config()));
     Runtime.getRuntime().addShutdownHook(new Thread(worker::close));
     System.out.println("worker " + id + " listening on " + worker.address());

@@ -6,7 +6,7 @@ import dev.tandem.engine.ModelFiles;
 import dev.tandem.engine.mocker.MockerConfig;
 import dev.tandem.engine.mocker.TimingModel;
 import dev.tandem.frontend.http.FrontendServer;
-import dev.tandem.router.RoundRobinSelector;
+import dev.tandem.router.grpc.Router;
 import dev.tandem.worker.WorkerServer;
 import java.util.concurrent.TimeUnit;
 
@@ -17,10 +17,14 @@ final class TestDeployments {
   private TestDeployments() {}
 
   static LocalDeployment start(int workers, TimingModel timing, int maxBodyBytes) {
+    return start(workers, timing, maxBodyBytes, Router.Config.of("round-robin"));
+  }
+
+  static LocalDeployment start(int workers, TimingModel timing, int maxBodyBytes, Router.Config router) {
     MockerConfig mocker = MockerConfig.defaults().withTiming(timing).withPool(2048, 16).withMaxContextLength(4096);
     return LocalDeployment.start(
         new LocalDeployment.Spec(
-            workers, mocker, ModelFiles.bundledQwen3(), new RoundRobinSelector(),
+            workers, mocker, ModelFiles.bundledQwen3(), router,
             new FrontendServer.Config("127.0.0.1", 0, maxBodyBytes)));
   }
 

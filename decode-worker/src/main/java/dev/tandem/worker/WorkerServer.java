@@ -22,12 +22,34 @@ import org.slf4j.LoggerFactory;
 public final class WorkerServer implements AutoCloseable {
   private static final Logger log = LoggerFactory.getLogger(WorkerServer.class);
 
-  /** How a worker is started. Port 0 picks a free port. */
+  /**
+   * How a worker is started. Port 0 picks a free port. {@code publishKvEvents} off makes the
+   * worker accept event subscriptions but never send anything, as a worker with events disabled
+   * would (for testing the router's detection of exactly that).
+   */
   public record Config(
-      String host, int port, WorkerId workerId, WorkerRole role, ModelFiles modelFiles, int eventRingCapacity) {
+      String host,
+      int port,
+      WorkerId workerId,
+      WorkerRole role,
+      ModelFiles modelFiles,
+      int eventRingCapacity,
+      boolean publishKvEvents) {
     public static Config local(WorkerId workerId) {
       return new Config(
-          "127.0.0.1", 0, workerId, WorkerRole.WORKER_ROLE_AGGREGATED, ModelFiles.bundledQwen3(), 10_000);
+          "127.0.0.1", 0, workerId, WorkerRole.WORKER_ROLE_AGGREGATED, ModelFiles.bundledQwen3(), 10_000, true);
+    }
+
+    public Config withPort(int port) {
+      return new Config(host, port, workerId, role, modelFiles, eventRingCapacity, publishKvEvents);
+    }
+
+    public Config withEventRing(int capacity) {
+      return new Config(host, port, workerId, role, modelFiles, capacity, publishKvEvents);
+    }
+
+    public Config withKvEvents(boolean publish) {
+      return new Config(host, port, workerId, role, modelFiles, eventRingCapacity, publish);
     }
   }
 
@@ -45,7 +67,7 @@ public final class WorkerServer implements AutoCloseable {
         Executors.newSingleThreadScheduledExecutor(
             Thread.ofPlatform().name("worker-load-timer").daemon().factory());
     WorkerService service =
-        new WorkerService(config.workerId(), config.role(), loop, events, config.modelFiles(), timer);
+        new WorkerService(config.workerId(), config.role(), loop, events, config.modelFiles(), timer, config.publishKvEvents());
     this.server =
         NettyServerBuilder.forAddress(new InetSocketAddress(config.host(), config.port()))
             .addService(service)

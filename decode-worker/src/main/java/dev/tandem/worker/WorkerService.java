@@ -58,6 +58,7 @@ public final class WorkerService extends WorkerGrpc.WorkerImplBase {
   private final KvEventLog events;
   private final ModelFiles modelFiles;
   private final ScheduledExecutorService timer;
+  private final boolean publishKvEvents;
 
   public WorkerService(
       WorkerId workerId,
@@ -65,13 +66,15 @@ public final class WorkerService extends WorkerGrpc.WorkerImplBase {
       EngineLoop loop,
       KvEventLog events,
       ModelFiles modelFiles,
-      ScheduledExecutorService timer) {
+      ScheduledExecutorService timer,
+      boolean publishKvEvents) {
     this.workerId = workerId;
     this.role = role;
     this.loop = loop;
     this.events = events;
     this.modelFiles = modelFiles;
     this.timer = timer;
+    this.publishKvEvents = publishKvEvents;
   }
 
   @Override
@@ -199,6 +202,9 @@ public final class WorkerService extends WorkerGrpc.WorkerImplBase {
   @Override
   public void subscribeKvEvents(KvEventsRequest request, StreamObserver<KvEventBatch> response) {
     var call = (ServerCallStreamObserver<KvEventBatch>) response;
+    if (!publishKvEvents) {
+      return; // events disabled: the stream stays open and silent
+    }
     KvEventLog.Subscriber subscriber =
         (batch, snapshot) -> {
           if (call.isCancelled()) {

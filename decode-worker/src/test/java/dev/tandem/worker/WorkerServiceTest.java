@@ -43,7 +43,7 @@ class WorkerServiceTest {
   private WorkerGrpc.WorkerBlockingStub start(TimingModel timing, int ringCapacity) {
     engine = new MockerEngine(MockerConfig.defaults().withTiming(timing).withPool(256, 16));
     var base = WorkerServer.Config.local(new WorkerId("w-test"));
-    var config = new WorkerServer.Config(base.host(), 0, base.workerId(), base.role(), base.modelFiles(), ringCapacity);
+    var config = base.withEventRing(ringCapacity);
     worker = WorkerServer.start(config, engine);
     channel = NettyChannelBuilder.forTarget(worker.address()).usePlaintext().maxInboundMessageSize(64 << 20).build();
     return WorkerGrpc.newBlockingStub(channel);

@@ -1,6 +1,5 @@
 package dev.tandem.router;
 
-import dev.tandem.common.WorkerId;
 import java.util.List;
 import java.util.random.RandomGenerator;
 
@@ -18,12 +17,12 @@ public final class RandomSelector implements WorkerSelector {
   }
 
   @Override
-  public WorkerId select(RoutingRequest request, List<WorkerLoad> candidates) {
+  public Selection select(RoutingRequest request, List<WorkerLoad> candidates) {
     RandomGenerator r =
         random instanceof java.util.concurrent.ThreadLocalRandom
             ? java.util.concurrent.ThreadLocalRandom.current()
             : random;
-    return candidates.get(r.nextInt(candidates.size())).workerId();
+    return Selection.of(candidates.get(r.nextInt(candidates.size())).workerId());
   }
 
   @Override

@@ -1,6 +1,5 @@
 package dev.tandem.router;
 
-import dev.tandem.common.WorkerId;
 import java.util.List;
 import java.util.concurrent.atomic.AtomicLong;
 
@@ -9,9 +8,9 @@ public final class RoundRobinSelector implements WorkerSelector {
   private final AtomicLong next = new AtomicLong();
 
   @Override
-  public WorkerId select(RoutingRequest request, List<WorkerLoad> candidates) {
+  public Selection select(RoutingRequest request, List<WorkerLoad> candidates) {
     int i = (int) Math.floorMod(next.getAndIncrement(), (long) candidates.size());
-    return candidates.get(i).workerId();
+    return Selection.of(candidates.get(i).workerId());
   }
 
   @Override

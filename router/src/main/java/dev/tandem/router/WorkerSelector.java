@@ -1,12 +1,10 @@
 package dev.tandem.router;
 
-import dev.tandem.common.WorkerId;
 import java.util.List;
 
 /**
  * Picks the worker for a request among the candidates that can serve it. Implementations are the
- * routing policies (round-robin, random; the KV-aware cost selector implements the same
- * interface). Plain values in, a worker id out.
+ * routing policies (round-robin, random, KV-aware cost). Plain values in, a selection out.
  *
  * <p>Implementations are thread-safe: frontends route from many threads at once.
  */
@@ -14,7 +12,7 @@ public interface WorkerSelector {
   /**
    * @param candidates never empty
    */
-  WorkerId select(RoutingRequest request, List<WorkerLoad> candidates);
+  Selection select(RoutingRequest request, List<WorkerLoad> candidates);
 
   /** The policy's name, as in {@code --router-mode}. */
   String name();

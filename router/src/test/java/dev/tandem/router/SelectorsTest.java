@@ -12,18 +12,18 @@ import java.util.SplittableRandom;
 import org.junit.jupiter.api.Test;
 
 class SelectorsTest {
-  private static final RoutingRequest REQUEST = new RoutingRequest("r", new int[] {1}, new long[0]);
+  private static final RoutingRequest REQUEST = new RoutingRequest("r", new int[] {1}, new long[0], 16);
   private static final List<WorkerLoad> THREE = List.of(load("a"), load("b"), load("c"));
 
   private static WorkerLoad load(String id) {
-    return new WorkerLoad(new WorkerId(id), 0, 0, 0, 0, 100);
+    return new WorkerLoad(new WorkerId(id), 0, 0, 0, 0, 0, 0, 100);
   }
 
   @Test
   void roundRobinCyclesThroughCandidates() {
     WorkerSelector s = new RoundRobinSelector();
     List<String> picked = java.util.stream.IntStream.range(0, 6)
-        .mapToObj(i -> s.select(REQUEST, THREE).value()).toList();
+        .mapToObj(i -> s.select(REQUEST, THREE).worker().value()).toList();
     assertEquals(List.of("a", "b", "c", "a", "b", "c"), picked);
   }
 
@@ -32,7 +32,7 @@ class SelectorsTest {
     WorkerSelector s = new RandomSelector(new SplittableRandom(7));
     Map<String, Integer> counts = new HashMap<>();
     for (int i = 0; i < 3000; i++) {
-      counts.merge(s.select(REQUEST, THREE).value(), 1, Integer::sum);
+      counts.merge(s.select(REQUEST, THREE).worker().value(), 1, Integer::sum);
     }
     assertEquals(3, counts.size());
     counts.values().forEach(n -> assertTrue(n > 800 && n < 1200, "share " + n + " of 3000"));
@@ -42,9 +42,8 @@ class SelectorsTest {
   void byNameKnowsThePoliciesAndRefusesOthersClearly() {
     assertEquals("round-robin", Selectors.byName("round-robin").name());
     assertEquals("random", Selectors.byName("RANDOM").name());
-    var kv = assertThrows(IllegalArgumentException.class, () -> Selectors.byName("kv"));
-    assertTrue(kv.getMessage().contains("not implemented yet"));
+    assertEquals("kv", Selectors.mode("KV"));
     var unknown = assertThrows(IllegalArgumentException.class, () -> Selectors.byName("fastest"));
-    assertTrue(unknown.getMessage().contains("known: round-robin, random"));
+    assertTrue(unknown.getMessage().contains("known: kv, round-robin, random"));
   }
 }

@@ -42,7 +42,7 @@ public final class FrontendServer implements AutoCloseable {
     EventLoopGroup boss = new MultiThreadIoEventLoopGroup(1, NioIoHandler.newFactory());
     EventLoopGroup workers = new MultiThreadIoEventLoopGroup(NioIoHandler.newFactory());
     long created = System.currentTimeMillis() / 1000;
-    metrics.watchWorkers(router.pool());
+    metrics.watchRouter(router);
     try {
       Channel channel =
           new ServerBootstrap()

@@ -79,6 +79,7 @@ final class GenerationRun {
     String workerId;
     long workerTtftUs = -1;
     long lastTokenNanos = -1;
+    int predictedOverlapBlocks;
 
     Choice(int index, int[] prompt) {
       this.index = index;
@@ -135,8 +136,9 @@ final class GenerationRun {
     try {
       for (Choice c : choices) {
         GenerateRequest request = request(c);
-        WorkerClient worker = pick(request);
-        c.call = worker.generate(request, listener(c));
+        Router.Routed routed = route(request);
+        c.predictedOverlapBlocks = routed.predictedOverlap().blocks();
+        c.call = routed.worker().generate(request, routed.prefillBlocks(), routed.decodeBlocks(), listener(c));
       }
     } catch (RuntimeException e) {
       cancelAll("routing failed");
@@ -162,16 +164,12 @@ final class GenerationRun {
     return new ApiException(500, "Routing failed: " + e.getMessage(), "server_error", null, null);
   }
 
-  private WorkerClient pick(GenerateRequest request) {
-    if (spec.pinnedWorker() == null) {
-      return router.choose(request);
+  private Router.Routed route(GenerateRequest request) {
+    try {
+      return router.route(request, spec.pinnedWorker());
+    } catch (IllegalArgumentException e) {
+      throw ApiException.invalid("tandem.worker_id", "No reachable worker has id '" + spec.pinnedWorker() + "'.");
     }
-    for (WorkerClient w : router.pool().reachable()) {
-      if (w.workerId().value().equals(spec.pinnedWorker())) {
-        return w;
-      }
-    }
-    throw ApiException.invalid("tandem.worker_id", "No reachable worker has id '" + spec.pinnedWorker() + "'.");
   }
 
   private GenerateRequest request(Choice c) {
@@ -353,6 +351,11 @@ final class GenerationRun {
       HttpResponses.json(ctx, 200, body, keepAlive).addListener(closeUnlessKeepAlive());
     }
     metrics.tokens(usage.promptTokens(), usage.cachedTokens(), usage.completionTokens());
+    long predicted = 0;
+    for (Choice c : choices) {
+      predicted += (long) c.predictedOverlapBlocks * router.pool().blockSize();
+    }
+    metrics.predictedOverlap(predicted);
     end(200);
   }
 

@@ -168,8 +168,19 @@ final class HttpApiHandler extends SimpleChannelInboundHandler<FullHttpRequest> 
     ObjectNode root = ResponseJson.JSON.createObjectNode();
     List<WorkerClient> all = router.pool().all();
     long reachable = all.stream().filter(WorkerClient::reachable).count();
-    root.put("status", reachable > 0 ? "healthy" : "unhealthy");
+    var silent = router.kv().map(kv -> kv.workersWithoutEvents()).orElse(java.util.Set.of());
+    root.put("status", reachable == 0 ? "unhealthy" : silent.isEmpty() ? "healthy" : "degraded");
     root.put("model", model.name());
+    root.put("router_mode", router.selector().name());
+    if (!silent.isEmpty()) {
+      ArrayNode degraded = root.putArray("degraded_workers");
+      for (var w : silent) {
+        degraded.addObject()
+            .put("id", w.value())
+            .put("reason", "sent prompts that must have stored KV blocks but published no KV events within "
+                + router.kv().orElseThrow().missingEventsWindow().toSeconds() + " s; routed approximately until its events resume");
+      }
+    }
     ArrayNode workers = root.putArray("workers");
     for (WorkerClient w : all) {
       ObjectNode o = workers.addObject();

@@ -1,25 +1,60 @@
 package dev.tandem.router.grpc;
 
 import dev.tandem.common.BlockHasher;
-import dev.tandem.common.WorkerId;
 import dev.tandem.proto.worker.v1.GenerateRequest;
+import dev.tandem.router.KvSelector;
 import dev.tandem.router.RoutingRequest;
+import dev.tandem.router.Selection;
+import dev.tandem.router.Selectors;
 import dev.tandem.router.WorkerLoad;
 import dev.tandem.router.WorkerSelector;
+import dev.tandem.router.index.Overlap;
+import java.time.Duration;
 import java.util.List;
+import java.util.Optional;
 
 /**
- * Sends each request to the worker its selector picks among the reachable workers.
+ * Sends each request to the worker its selector picks among the reachable workers, and accounts
+ * the request's prefill and decode blocks to that worker until they are done. In {@code kv} mode
+ * it also owns the KV index and its event subscriptions ({@link KvRouting}).
  *
  * <p>Thread-safe.
  */
-public final class Router {
+public final class Router implements AutoCloseable {
   private final WorkerPool pool;
   private final WorkerSelector selector;
+  private final KvRouting kv;
 
-  public Router(WorkerPool pool, WorkerSelector selector) {
+  /** How a router routes. */
+  public record Config(String mode, KvSelector.Weights weights, boolean useKvEvents, Duration missingEventsWindow) {
+    public static Config of(String mode) {
+      return new Config(mode, KvSelector.Weights.defaults(), true, Duration.ofSeconds(10));
+    }
+  }
+
+  /** Where a request goes and what the router expects there. */
+  public record Routed(WorkerClient worker, Overlap predictedOverlap, int prefillBlocks, int decodeBlocks) {}
+
+  private Router(WorkerPool pool, WorkerSelector selector, KvRouting kv) {
     this.pool = pool;
     this.selector = selector;
+    this.kv = kv;
+  }
+
+  /** A router over {@code pool}; in kv mode it subscribes to every worker's KV events. */
+  public static Router create(WorkerPool pool, Config config) {
+    String mode = Selectors.mode(config.mode());
+    if (!mode.equals(Selectors.KV)) {
+      return new Router(pool, Selectors.byName(mode), null);
+    }
+    KvRouting kv = new KvRouting(config.weights(), config.useKvEvents(), config.missingEventsWindow(), pool.timer());
+    pool.onJoin(kv::attach);
+    return new Router(pool, kv.selector(), kv);
+  }
+
+  /** A router with a given load-only selector (tests). */
+  public Router(WorkerPool pool, WorkerSelector selector) {
+    this(pool, selector, null);
   }
 
   public WorkerPool pool() {
@@ -30,31 +65,65 @@ public final class Router {
     return selector;
   }
 
-  /** The worker that gets this request. */
-  public WorkerClient choose(GenerateRequest request) {
+  /** The KV routing state, in kv mode. */
+  public Optional<KvRouting> kv() {
+    return Optional.ofNullable(kv);
+  }
+
+  /**
+   * Picks a worker ({@code pinnedWorker}, when given, must be reachable) and accounts the request
+   * to it.
+   *
+   * @throws NoWorkerAvailableException if no worker is reachable
+   * @throws IllegalArgumentException if the pinned worker is not reachable
+   */
+  public Routed route(GenerateRequest request, String pinnedWorker) {
     List<WorkerClient> candidates = pool.reachable();
     if (candidates.isEmpty()) {
       throw new NoWorkerAvailableException(
           pool.all().isEmpty() ? "no worker is registered" : "no worker is reachable");
     }
+    if (pinnedWorker != null) {
+      candidates = candidates.stream().filter(c -> c.workerId().value().equals(pinnedWorker)).toList();
+      if (candidates.isEmpty()) {
+        throw new IllegalArgumentException("no reachable worker has id '" + pinnedWorker + "'");
+      }
+    }
     int[] tokens = request.getTokenIdsList().stream().mapToInt(Integer::intValue).toArray();
     RoutingRequest routing =
         new RoutingRequest(
-            request.getRequestId(), tokens, BlockHasher.sequenceHashes(tokens, pool.blockSize()));
+            request.getRequestId(), tokens, BlockHasher.sequenceHashes(tokens, pool.blockSize()), pool.blockSize());
     List<WorkerLoad> loads = candidates.stream().map(WorkerClient::load).toList();
-    WorkerId chosen = selector.select(routing, loads);
+    Selection selection = selector.select(routing, loads);
+    WorkerClient chosen = null;
     for (WorkerClient c : candidates) {
-      if (c.workerId().equals(chosen)) {
-        return c;
+      if (c.workerId().equals(selection.worker())) {
+        chosen = c;
       }
     }
-    throw new IllegalStateException("selector " + selector.name() + " chose a non-candidate " + chosen);
+    if (chosen == null) {
+      throw new IllegalStateException("selector " + selector.name() + " chose a non-candidate " + selection.worker());
+    }
+    Overlap predicted = selection.predictedOverlap();
+    if (kv != null) {
+      kv.routed(chosen.workerId(), routing.blockHashes(), predicted.blocks());
+    }
+    int promptBlocks = routing.promptBlocks();
+    int prefill = Math.max(0, promptBlocks - predicted.blocks());
+    return new Routed(chosen, predicted, prefill, promptBlocks);
   }
 
   /** Routes and starts a generation. */
-  public WorkerClient.GenerationCall generate(
-      GenerateRequest request, WorkerClient.GenerationListener listener) {
-    return choose(request).generate(request, listener);
+  public WorkerClient.GenerationCall generate(GenerateRequest request, WorkerClient.GenerationListener listener) {
+    Routed r = route(request, null);
+    return r.worker().generate(request, r.prefillBlocks(), r.decodeBlocks(), listener);
+  }
+
+  @Override
+  public void close() {
+    if (kv != null) {
+      kv.close();
+    }
   }
 
   /** No worker can take a request now. */

@@ -4,6 +4,8 @@ import dev.tandem.common.WorkerId;
 import dev.tandem.proto.worker.v1.DescribeRequest;
 import dev.tandem.proto.worker.v1.GenerateChunk;
 import dev.tandem.proto.worker.v1.GenerateRequest;
+import dev.tandem.proto.worker.v1.KvEventBatch;
+import dev.tandem.proto.worker.v1.KvEventsRequest;
 import dev.tandem.proto.worker.v1.LoadReport;
 import dev.tandem.proto.worker.v1.ModelCard;
 import dev.tandem.proto.worker.v1.ModelCardRequest;
@@ -54,6 +56,8 @@ public final class WorkerClient implements AutoCloseable {
   private final ManagedChannel channel;
   private final WorkerRegistration registration;
   private final AtomicInteger routedActive = new AtomicInteger();
+  private final AtomicInteger routedPrefillBlocks = new AtomicInteger();
+  private final AtomicInteger routedDecodeBlocks = new AtomicInteger();
   private volatile LoadReport lastLoad;
   private volatile boolean reachable = true;
   private volatile boolean closed;
@@ -119,6 +123,8 @@ public final class WorkerClient implements AutoCloseable {
     return new WorkerLoad(
         workerId(),
         routedActive.get(),
+        routedPrefillBlocks.get(),
+        routedDecodeBlocks.get(),
         r.getActiveRequests(),
         r.getWaitingRequests(),
         r.getKvBlocksUsed(),
@@ -136,14 +142,35 @@ public final class WorkerClient implements AutoCloseable {
         .getModelCard(ModelCardRequest.getDefaultInstance());
   }
 
-  /** Starts a generation; the listener hears every chunk, then completion or an error. */
+  /** Starts a generation with no load accounted to it (tests, tools). */
   public GenerationCall generate(GenerateRequest request, GenerationListener listener) {
+    return generate(request, 0, 0, listener);
+  }
+
+  /**
+   * Starts a generation; the listener hears every chunk, then completion or an error. The router's
+   * own view of this worker's load carries {@code prefillBlocks} until the first chunk and {@code
+   * decodeBlocks} until the end.
+   */
+  public GenerationCall generate(
+      GenerateRequest request, int prefillBlocks, int decodeBlocks, GenerationListener listener) {
     routedActive.incrementAndGet();
+    routedPrefillBlocks.addAndGet(prefillBlocks);
+    routedDecodeBlocks.addAndGet(decodeBlocks);
+    AtomicBoolean prefilled = new AtomicBoolean();
     AtomicBoolean finished = new AtomicBoolean();
+    Runnable firstToken =
+        () -> {
+          if (prefilled.compareAndSet(false, true)) {
+            routedPrefillBlocks.addAndGet(-prefillBlocks);
+          }
+        };
     Runnable finish =
         () -> {
+          firstToken.run();
           if (finished.compareAndSet(false, true)) {
             routedActive.decrementAndGet();
+            routedDecodeBlocks.addAndGet(-decodeBlocks);
           }
         };
     var observer =
@@ -157,6 +184,7 @@ public final class WorkerClient implements AutoCloseable {
 
           @Override
           public void onNext(GenerateChunk chunk) {
+            firstToken.run();
             listener.onChunk(chunk);
           }
 
@@ -180,6 +208,11 @@ public final class WorkerClient implements AutoCloseable {
       }
       finish.run();
     };
+  }
+
+  /** Opens the worker's KV event stream (cancel through the calling gRPC context). */
+  void kvEvents(KvEventsRequest request, StreamObserver<KvEventBatch> observer) {
+    WorkerGrpc.newStub(channel).subscribeKvEvents(request, observer);
   }
 
   /** Watches the worker's load; a broken stream marks it unreachable and is retried. */

@@ -23,6 +23,7 @@ public final class WorkerPool implements AutoCloseable {
   private final Duration connectTimeout;
   private final Duration loadInterval;
   private final List<WorkerClient> workers = new CopyOnWriteArrayList<>();
+  private final List<java.util.function.Consumer<WorkerClient>> joinListeners = new CopyOnWriteArrayList<>();
   private final ScheduledExecutorService timer =
       Executors.newSingleThreadScheduledExecutor(
           Thread.ofPlatform().name("worker-pool-timer").daemon().factory());
@@ -75,6 +76,7 @@ public final class WorkerPool implements AutoCloseable {
     }
     workers.add(client);
     client.watchLoad(timer, loadInterval);
+    joinListeners.forEach(l -> l.accept(client));
     log.info(
         "registered worker {} at {} (engine {}, model {}, {} KV blocks of {})",
         reg.getWorkerId(),
@@ -84,6 +86,17 @@ public final class WorkerPool implements AutoCloseable {
         reg.getTotalKvBlocks(),
         reg.getBlockSize());
     return client;
+  }
+
+  /** Calls {@code listener} for every worker admitted from now on, and for those already in. */
+  public void onJoin(java.util.function.Consumer<WorkerClient> listener) {
+    joinListeners.add(listener);
+    workers.forEach(listener);
+  }
+
+  /** The timer the pool's clients use; routers share it for their own periodic work. */
+  ScheduledExecutorService timer() {
+    return timer;
   }
 
   public int blockSize() {

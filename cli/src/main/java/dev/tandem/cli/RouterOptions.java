@@ -1,0 +1,35 @@
+package dev.tandem.cli;
+
+import dev.tandem.router.KvSelector;
+import dev.tandem.router.grpc.Router;
+import java.time.Duration;
+import picocli.CommandLine.Option;
+
+/** How the router picks workers; shared by {@code serve} and {@code frontend}. */
+final class RouterOptions {
+  @Option(names = "--router-mode", defaultValue = "${env:TANDEM_ROUTER_MODE:-kv}", description = "kv (prefix-cache aware), round-robin or random (default ${DEFAULT-VALUE}).")
+  String mode;
+
+  @Option(names = "--router-temperature", defaultValue = "${env:TANDEM_ROUTER_TEMPERATURE:-0}", description = "0 picks the cheapest worker; T > 0 samples by cost (default ${DEFAULT-VALUE}).")
+  double temperature;
+
+  @Option(names = "--prefill-load-scale", defaultValue = "${env:TANDEM_PREFILL_LOAD_SCALE:-1.0}", description = "Weight of uncached prefill blocks in the cost (default ${DEFAULT-VALUE}).")
+  double prefillLoadScale;
+
+  @Option(names = "--active-request-weight", defaultValue = "${env:TANDEM_ACTIVE_REQUEST_WEIGHT:-1.0}", description = "Weight of in-flight requests in the cost (default ${DEFAULT-VALUE}).")
+  double activeRequestWeight;
+
+  @Option(names = "--no-kv-events", description = "Route by what the router sent where (TTL 120 s) instead of workers' KV events.")
+  boolean noKvEvents;
+
+  @Option(names = "--missing-events-window-s", defaultValue = "${env:TANDEM_MISSING_EVENTS_WINDOW_S:-10}", description = "A worker sent new blocks that publishes no KV events for this long is flagged and routed approximately (default ${DEFAULT-VALUE}).")
+  long missingEventsWindowS;
+
+  Router.Config config() {
+    return new Router.Config(
+        mode,
+        new KvSelector.Weights(prefillLoadScale, activeRequestWeight, temperature),
+        !noKvEvents,
+        Duration.ofSeconds(missingEventsWindowS));
+  }
+}

@@ -1,0 +1,115 @@
+package dev.tandem.router;
+
+import static org.junit.jupiter.api.Assertions.assertEquals;
+import static org.junit.jupiter.api.Assertions.assertTrue;
+
+import dev.tandem.common.BlockHasher;
+import dev.tandem.common.KvEvent;
+import dev.tandem.common.StorageTier;
+import dev.tandem.common.WorkerId;
+import dev.tandem.router.index.ApproximateIndex;
+import dev.tandem.router.index.Overlap;
+import dev.tandem.router.index.RadixIndex;
+import java.util.ArrayList;
+import java.util.HashMap;
+import java.util.List;
+import java.util.Map;
+import java.util.OptionalLong;
+import java.util.Set;
+import java.util.stream.IntStream;
+import org.junit.jupiter.api.Test;
+
+class KvSelectorTest {
+  private static final WorkerId A = new WorkerId("a");
+  private static final WorkerId B = new WorkerId("b");
+  private final RadixIndex index = new RadixIndex();
+  private final ApproximateIndex approximate = ApproximateIndex.withDefaults();
+
+  private static int[] tokens(int n, int salt) {
+    return IntStream.range(0, n).map(i -> salt * 100_000 + i).toArray();
+  }
+
+  private static RoutingRequest request(int[] tokens) {
+    return new RoutingRequest("r", tokens, BlockHasher.sequenceHashes(tokens, 16), 16);
+  }
+
+  private void cache(WorkerId w, int[] tokens) {
+    long[] local = BlockHasher.localHashes(tokens, 16);
+    long[] seq = BlockHasher.chainAll(local);
+    List<KvEvent.StoredBlock> blocks = new ArrayList<>();
+    for (int i = 0; i < seq.length; i++) {
+      blocks.add(new KvEvent.StoredBlock(seq[i], local[i]));
+    }
+    index.apply(w, new KvEvent.Stored(1, OptionalLong.empty(), blocks, StorageTier.DEVICE));
+  }
+
+  private static WorkerLoad idle(WorkerId w) {
+    return new WorkerLoad(w, 0, 0, 0, 0, 0, 0, 1000);
+  }
+
+  private KvSelector selector(double temperature, Set<WorkerId> approx) {
+    return new KvSelector(index, approximate, approx::contains, new KvSelector.Weights(1.0, 1.0, temperature));
+  }
+
+  @Test
+  void prefersTheWorkerHoldingThePrefix() {
+    int[] prompt = tokens(160, 1);
+    cache(B, prompt);
+    Selection s = selector(0, Set.of()).select(request(prompt), List.of(idle(A), idle(B)));
+    assertEquals(B, s.worker());
+    assertEquals(new Overlap(10, 0, 0), s.predictedOverlap());
+  }
+
+  @Test
+  void costMatchesTheFormula() {
+    int[] prompt = tokens(100, 2); // 7 blocks (6 full + 1 partial)
+    KvSelector s = selector(0, Set.of());
+    WorkerLoad busy = new WorkerLoad(A, 3, 4, 20, 0, 0, 0, 1000);
+    // 1.0 × max(7 + 4 − 2.75, 0) + (20 + 7) + 1.0 × 3
+    assertEquals(8.25 + 27 + 3, s.cost(request(prompt), busy, new Overlap(2, 1, 0)), 1e-9);
+    assertEquals(0 + 7 + 0, s.cost(request(prompt), idle(A), new Overlap(7, 0, 0)) - 0, 1e-9);
+  }
+
+  @Test
+  void loadOutweighsASmallOverlap() {
+    int[] prompt = tokens(64, 3); // 4 blocks
+    cache(B, prompt);
+    WorkerLoad loadedB = new WorkerLoad(B, 10, 0, 200, 0, 0, 0, 1000);
+    assertEquals(A, selector(0, Set.of()).select(request(prompt), List.of(idle(A), loadedB)).worker());
+  }
+
+  @Test
+  void tiesGoToTheWorkerWithFewerBlocksInUse() {
+    int[] prompt = tokens(32, 4);
+    WorkerLoad a = new WorkerLoad(A, 0, 0, 0, 0, 0, 500, 1000);
+    WorkerLoad b = new WorkerLoad(B, 0, 0, 0, 0, 0, 10, 1000);
+    for (int i = 0; i < 20; i++) {
+      assertEquals(B, selector(0, Set.of()).select(request(prompt), List.of(a, b)).worker());
+    }
+  }
+
+  @Test
+  void temperatureSpreadsChoicesTowardsCheaperWorkers() {
+    int[] prompt = tokens(320, 5);
+    cache(B, prompt);
+    Map<WorkerId, Integer> counts = new HashMap<>();
+    KvSelector hot = selector(1.0, Set.of());
+    for (int i = 0; i < 2000; i++) {
+      counts.merge(hot.select(request(prompt), List.of(idle(A), idle(B))).worker(), 1, Integer::sum);
+    }
+    // p(A) = e^-1 / (1 + e^-1) ≈ 0.27
+    assertTrue(counts.get(A) > 400 && counts.get(A) < 700, counts.toString());
+    assertTrue(counts.get(B) > counts.get(A));
+  }
+
+  @Test
+  void workersWithoutEventsAreScoredFromWhatTheRouterSentThem() {
+    int[] prompt = tokens(96, 6);
+    approximate.record(A, request(prompt).blockHashes());
+    Selection s = selector(0, Set.of(A)).select(request(prompt), List.of(idle(A), idle(B)));
+    assertEquals(A, s.worker());
+    assertEquals(6, s.predictedOverlap().blocks());
+    // Without the approximate flag the (empty) event index decides: a tie, broken by load or chance.
+    assertEquals(0, selector(0, Set.of()).select(request(prompt), List.of(idle(A))).predictedOverlap().blocks());
+  }
+}
