@@ -62,7 +62,8 @@ public final class KvRouting implements AutoCloseable {
     return selector;
   }
 
-  boolean scoredApproximately(WorkerId worker) {
+  /** True while {@code worker} is scored from routing decisions rather than its events. */
+  public boolean scoredApproximately(WorkerId worker) {
     return !useEvents || detector.isFlagged(worker);
   }
 

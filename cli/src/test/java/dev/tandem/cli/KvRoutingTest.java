@@ -1,0 +1,142 @@
+package dev.tandem.cli;
+
+import static org.junit.jupiter.api.Assertions.assertEquals;
+import static org.junit.jupiter.api.Assertions.assertTrue;
+
+import com.fasterxml.jackson.databind.JsonNode;
+import com.fasterxml.jackson.databind.ObjectMapper;
+import dev.tandem.common.WorkerId;
+import dev.tandem.engine.mocker.MockerConfig;
+import dev.tandem.engine.mocker.MockerEngine;
+import dev.tandem.engine.mocker.TimingModel;
+import dev.tandem.proto.worker.v1.GenerateChunk;
+import dev.tandem.proto.worker.v1.GenerateRequest;
+import dev.tandem.proto.worker.v1.StopConditions;
+import dev.tandem.router.KvSelector;
+import dev.tandem.router.grpc.Router;
+import dev.tandem.router.grpc.WorkerClient;
+import dev.tandem.router.grpc.WorkerPool;
+import dev.tandem.worker.WorkerServer;
+import java.net.URI;
+import java.net.http.HttpClient;
+import java.net.http.HttpRequest;
+import java.net.http.HttpResponse;
+import java.time.Duration;
+import java.util.HashSet;
+import java.util.List;
+import java.util.Set;
+import java.util.concurrent.CompletableFuture;
+import java.util.concurrent.TimeUnit;
+import java.util.function.BooleanSupplier;
+import java.util.stream.Collectors;
+import java.util.stream.IntStream;
+import org.junit.jupiter.api.Test;
+
+/** KV-aware routing over real workers: prefix affinity, snapshots for a new router, missing events. */
+class KvRoutingTest {
+  private static final ObjectMapper JSON = new ObjectMapper();
+
+  private static String ids(int n, int salt) {
+    return IntStream.range(0, n).mapToObj(i -> Integer.toString(1000 + salt * 997 + i)).collect(Collectors.joining(","));
+  }
+
+  private static void await(BooleanSupplier condition, String what) throws InterruptedException {
+    long deadline = System.nanoTime() + TimeUnit.SECONDS.toNanos(10);
+    while (!condition.getAsBoolean()) {
+      assertTrue(System.nanoTime() < deadline, "timed out waiting for " + what);
+      Thread.sleep(20);
+    }
+  }
+
+  @Test
+  void requestsSharingAPrefixLandOnTheWorkerThatCachesIt() throws Exception {
+    try (LocalDeployment d = TestDeployments.start(2, TimingModel.noDelay(), 1 << 20, Router.Config.of("kv"))) {
+      HttpClient http = HttpClient.newBuilder().version(HttpClient.Version.HTTP_1_1).build();
+      URI url = URI.create("http://127.0.0.1:" + d.port() + "/v1/completions");
+      for (int family = 0; family < 3; family++) {
+        Set<String> workers = new HashSet<>();
+        int cachedAfterFirst = Integer.MAX_VALUE;
+        for (int i = 0; i < 4; i++) {
+          String prompt = "[" + ids(256, family) + "," + ids(8, 100 + family * 10 + i) + "]";
+          String body = """
+              {"model": "%s", "prompt": %s, "max_tokens": 2, "tandem": {"timing": true}}""".formatted(TestDeployments.MODEL, prompt);
+          JsonNode r = JSON.readTree(http.send(HttpRequest.newBuilder(url).POST(HttpRequest.BodyPublishers.ofString(body)).build(),
+              HttpResponse.BodyHandlers.ofString()).body());
+          workers.add(r.at("/tandem/worker_ids/0").asText());
+          if (i > 0) {
+            cachedAfterFirst = Math.min(cachedAfterFirst, r.at("/usage/prompt_tokens_details/cached_tokens").asInt());
+          }
+          if (i == 0) {
+            // The family's 16 prefix blocks reach the router's index as stored events.
+            int expected = 16 * (family + 1);
+            await(() -> d.router().kv().orElseThrow().index().blockCount() >= expected, "stored events");
+          }
+        }
+        assertEquals(1, workers.size(), "family " + family + " went to " + workers);
+        assertEquals(256, cachedAfterFirst, "the shared 256-token prefix is served from cache");
+      }
+      String metrics = http.send(HttpRequest.newBuilder(URI.create("http://127.0.0.1:" + d.port() + "/metrics")).build(),
+          HttpResponse.BodyHandlers.ofString()).body();
+      assertTrue(metrics.contains("tandem_router_kv_hit_rate"), "hit-rate metric");
+      assertTrue(metrics.contains("tandem_router_kv_events_applied_total"), "events metric");
+    }
+  }
+
+  private static GenerateRequest request(String id, int prefixSalt, int n) {
+    GenerateRequest.Builder b = GenerateRequest.newBuilder().setRequestId(id).setStop(StopConditions.newBuilder().setMaxTokens(1));
+    IntStream.range(0, n).forEach(i -> b.addTokenIds(5000 + prefixSalt * 1000 + i));
+    return b.build();
+  }
+
+  private static void run(Router.Routed routed, GenerateRequest request) throws Exception {
+    CompletableFuture<Void> done = new CompletableFuture<>();
+    routed.worker().generate(request, routed.prefillBlocks(), routed.decodeBlocks(), new WorkerClient.GenerationListener() {
+      public void onChunk(GenerateChunk chunk) {}
+      public void onError(Throwable error) { done.completeExceptionally(error); }
+      public void onCompleted() { done.complete(null); }
+    });
+    done.get(10, TimeUnit.SECONDS);
+  }
+
+  @Test
+  void aNewRouterRebuildsItsIndexFromSnapshots() throws Exception {
+    MockerConfig mocker = MockerConfig.defaults().withTiming(TimingModel.noDelay()).withPool(512, 16);
+    try (WorkerServer w = WorkerServer.start(WorkerServer.Config.local(new WorkerId("snap")), new MockerEngine(mocker));
+        WorkerPool pool = new WorkerPool(16, Duration.ofSeconds(10), Duration.ofMillis(200))) {
+      pool.add(w.address());
+      try (Router first = Router.create(pool, Router.Config.of("kv"))) {
+        run(first.route(request("a", 1, 160), null), request("a", 1, 160));
+        await(() -> first.kv().orElseThrow().index().blockCount() == 10, "10 blocks in the first router");
+      }
+      try (Router second = Router.create(pool, Router.Config.of("kv"))) {
+        await(() -> second.kv().orElseThrow().index().blockCount() == 10, "10 blocks from the snapshot");
+        assertTrue(second.kv().orElseThrow().eventSnapshots() >= 1);
+        assertEquals(10, second.route(request("b", 1, 160), null).predictedOverlap().blocks());
+      }
+    }
+  }
+
+  @Test
+  void aWorkerThatPublishesNoEventsIsFlaggedAndRoutedApproximately() throws Exception {
+    MockerConfig mocker = MockerConfig.defaults().withTiming(TimingModel.noDelay()).withPool(512, 16);
+    try (WorkerServer silent = WorkerServer.start(WorkerServer.Config.local(new WorkerId("silent")).withKvEvents(false), new MockerEngine(mocker));
+        WorkerServer talking = WorkerServer.start(WorkerServer.Config.local(new WorkerId("talking")), new MockerEngine(mocker));
+        WorkerPool pool = new WorkerPool(16, Duration.ofSeconds(10), Duration.ofMillis(200))) {
+      pool.add(silent.address());
+      pool.add(talking.address());
+      var config = new Router.Config("kv", KvSelector.Weights.defaults(), true, Duration.ofMillis(500));
+      try (Router router = Router.create(pool, config)) {
+        var kv = router.kv().orElseThrow();
+        run(router.route(request("t", 2, 160), "talking"), request("t", 2, 160));
+        run(router.route(request("s", 3, 160), "silent"), request("s", 3, 160));
+        await(() -> kv.workersWithoutEvents().equals(Set.of(new WorkerId("silent"))), "the silent worker flagged");
+        assertTrue(kv.scoredApproximately(new WorkerId("silent")));
+        // Its prefix is known from routing alone, so the family still goes there.
+        Router.Routed again = router.route(request("s2", 3, 160), null);
+        assertEquals("silent", again.worker().workerId().value());
+        assertEquals(10, again.predictedOverlap().blocks());
+        assertEquals(List.of(), List.copyOf(kv.workersWithoutEvents().stream().filter(x -> x.value().equals("talking")).toList()));
+      }
+    }
+  }
+}
