@@ -21,7 +21,10 @@ public record BenchReport(
     Stats itlMs,
     Stats e2eMs,
     Stats overheadMs,
-    Stats serverOverheadMs) {
+    Stats serverOverheadMs,
+    Stats ttftHitMs,
+    Stats ttftMissMs,
+    java.util.SortedMap<String, Integer> workerShare) {
 
   /** Mean and percentiles of one latency; NaN when there were no samples. */
   public record Stats(int count, double mean, double p50, double p90, double p99, double max) {
@@ -47,6 +50,9 @@ public record BenchReport(
     List<Double> e2e = new ArrayList<>();
     List<Double> overhead = new ArrayList<>();
     List<Double> serverOverhead = new ArrayList<>();
+    List<Double> ttftHit = new ArrayList<>();
+    List<Double> ttftMiss = new ArrayList<>();
+    java.util.SortedMap<String, Integer> share = new java.util.TreeMap<>();
     List<String> errors = new ArrayList<>();
     long out = 0;
     long prompt = 0;
@@ -60,8 +66,11 @@ public record BenchReport(
         }
         continue;
       }
+      r.workerIds().forEach(w -> share.merge(w, 1, Integer::sum));
       if (r.ttftMs() >= 0) {
         ttft.add(r.ttftMs());
+        // A hit: at least half of the prompt came from a worker's prefix cache.
+        (2L * r.cachedTokens() >= r.promptTokens() && r.promptTokens() > 0 ? ttftHit : ttftMiss).add(r.ttftMs());
         if (r.workerTtftMs() >= 0) {
           overhead.add(r.ttftMs() - r.workerTtftMs());
           if (r.serverTtftMs() >= 0) {
@@ -77,7 +86,8 @@ public record BenchReport(
     }
     return new BenchReport(
         config, results.size(), failures, errors, durationS, out, prompt, cached,
-        Stats.of(ttft), Stats.of(itl), Stats.of(e2e), Stats.of(overhead), Stats.of(serverOverhead));
+        Stats.of(ttft), Stats.of(itl), Stats.of(e2e), Stats.of(overhead), Stats.of(serverOverhead),
+        Stats.of(ttftHit), Stats.of(ttftMiss), share);
   }
 
   public String text() {
@@ -86,12 +96,15 @@ public record BenchReport(
         requests, failures, durationS, (requests - failures) / durationS, outputTokens / durationS));
     sb.append(String.format(Locale.ROOT, "prompt tokens %d, cached %d (%.1f%%)%n",
         promptTokens, cachedTokens, promptTokens == 0 ? 0.0 : 100.0 * cachedTokens / promptTokens));
-    sb.append(String.format(Locale.ROOT, "%-26s %8s %8s %8s %8s %8s%n", "latency (ms)", "mean", "p50", "p90", "p99", "max"));
+    sb.append(String.format(Locale.ROOT, "%-30s %8s %8s %8s %8s %8s%n", "latency (ms)", "mean", "p50", "p90", "p99", "max"));
     line(sb, "TTFT", ttftMs);
     line(sb, "ITL", itlMs);
     line(sb, "end-to-end", e2eMs);
     line(sb, "TTFT - worker TTFT", overheadMs);
     line(sb, "frontend TTFT - worker", serverOverheadMs);
+    line(sb, "TTFT of hits (>= 50% cached)", ttftHitMs);
+    line(sb, "TTFT of misses", ttftMissMs);
+    sb.append("requests per worker: ").append(workerShare).append('\n');
     for (String e : sampleErrors) {
       sb.append("error: ").append(e).append('\n');
     }
@@ -99,7 +112,7 @@ public record BenchReport(
   }
 
   private static void line(StringBuilder sb, String name, Stats s) {
-    sb.append(String.format(Locale.ROOT, "%-26s %8.3f %8.3f %8.3f %8.3f %8.3f%n", name, s.mean(), s.p50(), s.p90(), s.p99(), s.max()));
+    sb.append(String.format(Locale.ROOT, "%-30s %8.3f %8.3f %8.3f %8.3f %8.3f%n", name, s.mean(), s.p50(), s.p90(), s.p99(), s.max()));
   }
 
   public String json() {
@@ -129,6 +142,10 @@ public record BenchReport(
     root.set("e2e_ms", mapper.valueToTree(e2eMs));
     root.set("overhead_ms", mapper.valueToTree(overheadMs));
     root.set("frontend_overhead_ms", mapper.valueToTree(serverOverheadMs));
+    root.set("ttft_hit_ms", mapper.valueToTree(ttftHitMs));
+    root.set("ttft_miss_ms", mapper.valueToTree(ttftMissMs));
+    root.set("worker_share", mapper.valueToTree(workerShare));
+    root.put("hit_rate", promptTokens == 0 ? 0 : (double) cachedTokens / promptTokens);
     root.set("sample_errors", mapper.valueToTree(sampleErrors));
     root.put("request_throughput", (requests - failures) / durationS);
     root.put("output_token_throughput", outputTokens / durationS);

@@ -117,6 +117,38 @@ class KvRoutingTest {
   }
 
   @Test
+  void routerReplicasConsumeAllEventsAndAgree() throws Exception {
+    MockerConfig mocker = MockerConfig.defaults().withTiming(TimingModel.noDelay()).withPool(512, 16);
+    try (WorkerServer w0 = WorkerServer.start(WorkerServer.Config.local(new WorkerId("r0")), new MockerEngine(mocker));
+        WorkerServer w1 = WorkerServer.start(WorkerServer.Config.local(new WorkerId("r1")), new MockerEngine(mocker));
+        WorkerPool poolA = new WorkerPool(16, Duration.ofSeconds(10), Duration.ofMillis(200));
+        WorkerPool poolB = new WorkerPool(16, Duration.ofSeconds(10), Duration.ofMillis(200))) {
+      for (WorkerPool p : List.of(poolA, poolB)) {
+        p.add(w0.address());
+        p.add(w1.address());
+      }
+      try (Router a = Router.create(poolA, Router.Config.of("kv"));
+          Router b = Router.create(poolB, Router.Config.of("kv"))) {
+        // Traffic only through replica A; replica B learns the same cache from the events.
+        for (int family = 0; family < 4; family++) {
+          GenerateRequest req = request("f" + family, 10 + family, 96);
+          run(a.route(req, family % 2 == 0 ? "r0" : "r1"), req);
+        }
+        await(() -> a.kv().orElseThrow().index().blockCount() == 24 && b.kv().orElseThrow().index().blockCount() == 24,
+            "both replicas index all 24 blocks");
+        for (int family = 0; family < 4; family++) {
+          GenerateRequest req = request("g" + family, 10 + family, 96);
+          Router.Routed ra = a.route(req, null);
+          Router.Routed rb = b.route(req, null);
+          assertEquals(ra.worker().workerId(), rb.worker().workerId(), "replicas agree on family " + family);
+          assertEquals(family % 2 == 0 ? "r0" : "r1", rb.worker().workerId().value());
+          assertEquals(6, rb.predictedOverlap().blocks());
+        }
+      }
+    }
+  }
+
+  @Test
   void aWorkerThatPublishesNoEventsIsFlaggedAndRoutedApproximately() throws Exception {
     MockerConfig mocker = MockerConfig.defaults().withTiming(TimingModel.noDelay()).withPool(512, 16);
     try (WorkerServer silent = WorkerServer.start(WorkerServer.Config.local(new WorkerId("silent")).withKvEvents(false), new MockerEngine(mocker));
