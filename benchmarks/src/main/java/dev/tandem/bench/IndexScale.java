@@ -86,7 +86,7 @@ public final class IndexScale {
     for (int i = 0; i < workers; i++) {
       loads.add(new WorkerLoad(ids[i], random.nextInt(8), random.nextInt(64), random.nextInt(2000), 0, 0, random.nextInt(10_000), 16_384));
     }
-    KvSelector selector = new KvSelector(index, ApproximateIndex.withDefaults(), w -> false, KvSelector.Weights.defaults());
+    KvSelector selector = new KvSelector(index, ApproximateIndex.withDefaults(), w -> false, index::blockCount, KvSelector.Weights.defaults());
 
     long sink = 0;
     double[] lookupUs = new double[decisions];

@@ -18,6 +18,8 @@ import java.util.HashSet;
 import java.util.List;
 import java.util.Set;
 import java.util.concurrent.TimeUnit;
+import java.util.stream.Collectors;
+import java.util.stream.IntStream;
 import org.junit.jupiter.api.AfterEach;
 import org.junit.jupiter.api.Test;
 
@@ -55,8 +57,8 @@ class MultiProcessTest {
     return p;
   }
 
-  @Test
-  void frontendRoutesAcrossTwoWorkerProcesses() throws Exception {
+  /** Starts two worker processes and a frontend process; returns the frontend's base URI once healthy. */
+  private URI startCluster(String routerMode) throws Exception {
     Path logs = Files.createTempDirectory("tandem-mp");
     int w0 = freePort();
     int w1 = freePort();
@@ -64,9 +66,7 @@ class MultiProcessTest {
     tandem(logs.resolve("w0.log"), "worker", "--port", Integer.toString(w0), "--worker-id", "proc-w0", "--speedup-ratio", "0");
     tandem(logs.resolve("w1.log"), "worker", "--port", Integer.toString(w1), "--worker-id", "proc-w1", "--speedup-ratio", "0");
     Process frontend = tandem(logs.resolve("fe.log"), "frontend", "--host", "127.0.0.1", "--port", Integer.toString(http),
-        "--worker", "127.0.0.1:" + w0 + ",127.0.0.1:" + w1, "--router-mode", "round-robin");
-
-    HttpClient client = HttpClient.newBuilder().version(HttpClient.Version.HTTP_1_1).build();
+        "--worker", "127.0.0.1:" + w0 + ",127.0.0.1:" + w1, "--router-mode", routerMode);
     URI base = URI.create("http://127.0.0.1:" + http);
     long deadline = System.nanoTime() + TimeUnit.SECONDS.toNanos(60);
     HttpResponse<String> health = null;
@@ -84,20 +84,53 @@ class MultiProcessTest {
     }
     assertEquals(200, health.statusCode(), () -> read(logs.resolve("fe.log")));
     assertEquals(2, JSON.readTree(health.body()).get("workers").size());
+    return base;
+  }
 
+  private final HttpClient client = HttpClient.newBuilder().version(HttpClient.Version.HTTP_1_1).build();
+
+  private JsonNode complete(URI base, String body) throws Exception {
+    HttpResponse<String> r = client.send(HttpRequest.newBuilder(base.resolve("/v1/completions"))
+        .POST(HttpRequest.BodyPublishers.ofString(body)).build(), HttpResponse.BodyHandlers.ofString());
+    assertEquals(200, r.statusCode(), r.body());
+    return JSON.readTree(r.body());
+  }
+
+  @Test
+  void frontendRoutesAcrossTwoWorkerProcesses() throws Exception {
+    URI base = startCluster("round-robin");
     Set<String> workersSeen = new HashSet<>();
     for (int i = 0; i < 4; i++) {
-      HttpResponse<String> r = client.send(HttpRequest.newBuilder(base.resolve("/v1/chat/completions"))
-          .POST(HttpRequest.BodyPublishers.ofString("""
-              {"model": "%s", "messages": [{"role": "user", "content": "request %d"}], "max_tokens": 4,
-               "tandem": {"timing": true}}""".formatted(TestDeployments.MODEL, i))).build(),
-          HttpResponse.BodyHandlers.ofString());
-      assertEquals(200, r.statusCode(), r.body());
-      JsonNode body = JSON.readTree(r.body());
+      JsonNode body = complete(base, """
+          {"model": "%s", "prompt": "request %d", "max_tokens": 4, "tandem": {"timing": true}}""".formatted(TestDeployments.MODEL, i));
       assertEquals(4, body.at("/usage/completion_tokens").asInt());
       body.at("/tandem/worker_ids").forEach(w -> workersSeen.add(w.asText()));
     }
     assertEquals(Set.of("proc-w0", "proc-w1"), workersSeen, "round-robin reaches both worker processes");
+  }
+
+  @Test
+  void kvRoutingKeepsEachPrefixFamilyOnOneWorkerProcess() throws Exception {
+    URI base = startCluster("kv");
+    Set<String> all = new HashSet<>();
+    for (int family = 0; family < 4; family++) {
+      Set<String> workers = new HashSet<>();
+      for (int i = 0; i < 3; i++) {
+        int base0 = 2000 + 1000 * family;
+        String prompt = IntStream.range(0, 200).mapToObj(t -> Integer.toString(base0 + t))
+            .collect(Collectors.joining(",")) + "," + (90_000 + i);
+        JsonNode body = complete(base, """
+            {"model": "%s", "prompt": [%s], "max_tokens": 2, "tandem": {"timing": true}}""".formatted(TestDeployments.MODEL, prompt));
+        body.at("/tandem/worker_ids").forEach(w -> workers.add(w.asText()));
+        if (i > 0) {
+          assertEquals(192, body.at("/usage/prompt_tokens_details/cached_tokens").asInt(), "family " + family + " request " + i);
+        }
+        Thread.sleep(100); // let the stored events of this request reach the frontend's router
+      }
+      assertEquals(1, workers.size(), "family " + family + " went to " + workers);
+      all.addAll(workers);
+    }
+    assertEquals(2, all.size(), "families spread over both workers: " + all);
   }
 
   private static String read(Path p) {

@@ -7,6 +7,7 @@ import java.util.List;
 import java.util.Map;
 import java.util.concurrent.ThreadLocalRandom;
 import java.util.function.Predicate;
+import java.util.function.ToIntFunction;
 import java.util.random.RandomGenerator;
 
 /**
@@ -19,7 +20,10 @@ import java.util.random.RandomGenerator;
  *
  * where prefill_blocks are the request's prompt blocks plus the prefill blocks the router still has
  * in flight on that worker, and decode_blocks the worker's in-flight decode blocks plus the
- * request's. Temperature 0 picks the minimum (ties: fewer KV blocks in use, then random);
+ * request's, as this router tracks them (exact and immediate). Of what workers report, only the
+ * requests waiting in their queue count (added to active requests): reports lag by up to their
+ * interval, and using reported blocks in use sent a prefix family away from the worker that had
+ * just finished its previous request (KvRoutingTest caught it). Temperature 0 picks the minimum (ties: fewer KV blocks in use, then random);
  * temperature T samples p ∝ exp(−(c − c_min) / ((c_max − c_min) · T)).
  *
  * <p>Overlaps come from the event-fed index, except for workers {@code useApproximate} names (no
@@ -39,11 +43,21 @@ public final class KvSelector implements WorkerSelector {
   private final PrefixIndex approximate;
   private final Predicate<WorkerId> useApproximate;
   private final Weights weights;
+  private final ToIntFunction<WorkerId> cachedBlocks;
 
-  public KvSelector(PrefixIndex events, PrefixIndex approximate, Predicate<WorkerId> useApproximate, Weights weights) {
+  /**
+   * @param cachedBlocks how many blocks a worker caches (breaks ties)
+   */
+  public KvSelector(
+      PrefixIndex events,
+      PrefixIndex approximate,
+      Predicate<WorkerId> useApproximate,
+      ToIntFunction<WorkerId> cachedBlocks,
+      Weights weights) {
     this.events = events;
     this.approximate = approximate;
     this.useApproximate = useApproximate;
+    this.cachedBlocks = cachedBlocks;
     this.weights = weights;
   }
 
@@ -57,7 +71,8 @@ public final class KvSelector implements WorkerSelector {
     int requestBlocks = request.promptBlocks();
     double prefill = Math.max(requestBlocks + load.routedPrefillBlocks() - overlap.credit(), 0);
     double decode = load.routedDecodeBlocks() + requestBlocks;
-    return weights.prefillLoadScale() * prefill + decode + weights.activeRequestWeight() * load.routedActiveRequests();
+    int active = load.routedActiveRequests() + load.reportedWaitingRequests();
+    return weights.prefillLoadScale() * prefill + decode + weights.activeRequestWeight() * active;
   }
 
   @Override
@@ -109,18 +124,20 @@ public final class KvSelector implements WorkerSelector {
     return new Selection(candidates.get(chosen).workerId(), overlaps[chosen]);
   }
 
-  private static int argmin(List<WorkerLoad> candidates, double[] costs, double min, RandomGenerator random) {
+  private int argmin(List<WorkerLoad> candidates, double[] costs, double min, RandomGenerator random) {
     int best = -1;
+    int bestCached = 0;
     int ties = 0;
     for (int i = 0; i < costs.length; i++) {
       if (costs[i] != min) {
         continue;
       }
-      if (best < 0 || candidates.get(i).kvBlocksUsed() < candidates.get(best).kvBlocksUsed()) {
+      int cached = cachedBlocks.applyAsInt(candidates.get(i).workerId());
+      if (best < 0 || cached < bestCached) {
         best = i;
+        bestCached = cached;
         ties = 1;
-      } else if (candidates.get(i).kvBlocksUsed() == candidates.get(best).kvBlocksUsed()
-          && random.nextInt(++ties) == 0) {
+      } else if (cached == bestCached && random.nextInt(++ties) == 0) {
         best = i; // reservoir sampling over equal candidates
       }
     }

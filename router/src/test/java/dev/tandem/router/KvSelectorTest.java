@@ -48,7 +48,7 @@ class KvSelectorTest {
   }
 
   private KvSelector selector(double temperature, Set<WorkerId> approx) {
-    return new KvSelector(index, approximate, approx::contains, new KvSelector.Weights(1.0, 1.0, temperature));
+    return new KvSelector(index, approximate, approx::contains, index::blockCount, new KvSelector.Weights(1.0, 1.0, temperature));
   }
 
   @Test
@@ -71,6 +71,15 @@ class KvSelectorTest {
   }
 
   @Test
+  void requestsWaitingInTheWorkersQueueCountAsActive() {
+    int[] prompt = tokens(100, 2); // 7 blocks
+    KvSelector s = selector(0, Set.of());
+    // The worker reports 2 running and 3 waiting (other replicas' work); blocks in use are not used.
+    WorkerLoad reported = new WorkerLoad(A, 1, 0, 10, 2, 3, 50, 1000);
+    assertEquals(7 + (10 + 7) + (1 + 3), s.cost(request(prompt), reported, Overlap.NONE), 1e-9);
+  }
+
+  @Test
   void loadOutweighsASmallOverlap() {
     int[] prompt = tokens(64, 3); // 4 blocks
     cache(B, prompt);
@@ -79,12 +88,11 @@ class KvSelectorTest {
   }
 
   @Test
-  void tiesGoToTheWorkerWithFewerBlocksInUse() {
+  void tiesGoToTheWorkerWithFewerCachedBlocks() {
+    cache(A, tokens(320, 9)); // A caches 20 blocks of an unrelated prefix
     int[] prompt = tokens(32, 4);
-    WorkerLoad a = new WorkerLoad(A, 0, 0, 0, 0, 0, 500, 1000);
-    WorkerLoad b = new WorkerLoad(B, 0, 0, 0, 0, 0, 10, 1000);
     for (int i = 0; i < 20; i++) {
-      assertEquals(B, selector(0, Set.of()).select(request(prompt), List.of(a, b)).worker());
+      assertEquals(B, selector(0, Set.of()).select(request(prompt), List.of(idle(A), idle(B))).worker());
     }
   }
 

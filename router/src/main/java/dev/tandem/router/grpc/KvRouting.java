@@ -37,7 +37,7 @@ public final class KvRouting implements AutoCloseable {
     this.useEvents = useEvents;
     this.timer = timer;
     this.detector = new MissingEventsDetector(missingEventsWindow.toNanos());
-    this.selector = new KvSelector(index, approximate, this::scoredApproximately, weights);
+    this.selector = new KvSelector(index, approximate, this::scoredApproximately, index::blockCount, weights);
     if (useEvents) {
       timer.scheduleAtFixedRate(this::checkEvents, 1, 1, java.util.concurrent.TimeUnit.SECONDS);
     }
