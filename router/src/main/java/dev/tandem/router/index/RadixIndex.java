@@ -3,12 +3,11 @@ package dev.tandem.router.index;
 import dev.tandem.common.KvEvent;
 import dev.tandem.common.StorageTier;
 import dev.tandem.common.WorkerId;
-import java.util.ArrayList;
+import it.unimi.dsi.fastutil.longs.Long2ObjectOpenHashMap;
+import it.unimi.dsi.fastutil.longs.LongIterator;
+import it.unimi.dsi.fastutil.longs.LongOpenHashSet;
 import java.util.HashMap;
-import java.util.HashSet;
-import java.util.List;
 import java.util.Map;
-import java.util.Set;
 import java.util.concurrent.atomic.AtomicLong;
 import java.util.concurrent.locks.ReentrantReadWriteLock;
 
@@ -21,36 +20,42 @@ import java.util.concurrent.locks.ReentrantReadWriteLock;
  * <p>Counted, not only logged: stored events whose parent the worker was not known to hold, and
  * removals of blocks the worker was not known to hold.
  *
+ * <p>Storage is primitive (fastutil open-addressing tables keyed by the 64-bit hash; workers as
+ * small ints), so a cached block costs one table entry plus one entry in its worker's set.
+ *
  * <p>Threading: events are applied under a write lock (one event stream per worker, any number of
  * workers); lookups take a read lock and may run concurrently.
  */
 public final class RadixIndex implements PrefixIndex {
+
   private final ReentrantReadWriteLock lock = new ReentrantReadWriteLock();
-  private final Map<Long, Holders> blocks = new HashMap<>();
-  private final Map<WorkerId, Set<Long>> byWorker = new HashMap<>();
+  private final Long2ObjectOpenHashMap<Holders> blocks = new Long2ObjectOpenHashMap<>();
+  private final Map<WorkerId, Integer> workerIndex = new HashMap<>();
+  private WorkerId[] workers = new WorkerId[16];
+  private LongOpenHashSet[] byWorker = new LongOpenHashSet[16];
   private final AtomicLong unknownParents = new AtomicLong();
   private final AtomicLong unknownRemovals = new AtomicLong();
   private final AtomicLong eventsApplied = new AtomicLong();
 
-  /** The workers holding one block; small, so arrays. */
+  /** The workers holding one block, as worker indices with their tier; usually one or two. */
   private static final class Holders {
-    WorkerId[] workers = new WorkerId[2];
-    StorageTier[] tiers = new StorageTier[2];
+    int[] workers = new int[1];
+    byte[] tiers = new byte[1];
     int size;
 
-    int indexOf(WorkerId w) {
+    int indexOf(int w) {
       for (int i = 0; i < size; i++) {
-        if (workers[i].equals(w)) {
+        if (workers[i] == w) {
           return i;
         }
       }
       return -1;
     }
 
-    void put(WorkerId w, StorageTier tier) {
+    void put(int w, StorageTier tier) {
       int i = indexOf(w);
       if (i >= 0) {
-        tiers[i] = tier;
+        tiers[i] = (byte) tier.ordinal();
         return;
       }
       if (size == workers.length) {
@@ -58,10 +63,10 @@ public final class RadixIndex implements PrefixIndex {
         tiers = java.util.Arrays.copyOf(tiers, size * 2);
       }
       workers[size] = w;
-      tiers[size++] = tier;
+      tiers[size++] = (byte) tier.ordinal();
     }
 
-    boolean remove(WorkerId w) {
+    boolean remove(int w) {
       int i = indexOf(w);
       if (i < 0) {
         return false;
@@ -69,10 +74,24 @@ public final class RadixIndex implements PrefixIndex {
       size--;
       workers[i] = workers[size];
       tiers[i] = tiers[size];
-      workers[size] = null;
-      tiers[size] = null;
       return true;
     }
+  }
+
+  private int indexOf(WorkerId worker) {
+    Integer i = workerIndex.get(worker);
+    if (i != null) {
+      return i;
+    }
+    int n = workerIndex.size();
+    if (n == workers.length) {
+      workers = java.util.Arrays.copyOf(workers, n * 2);
+      byWorker = java.util.Arrays.copyOf(byWorker, n * 2);
+    }
+    workers[n] = worker;
+    byWorker[n] = new LongOpenHashSet();
+    workerIndex.put(worker, n);
+    return n;
   }
 
   /** Applies one event of {@code worker}'s stream. */
@@ -80,34 +99,37 @@ public final class RadixIndex implements PrefixIndex {
     lock.writeLock().lock();
     try {
       eventsApplied.incrementAndGet();
+      int w = indexOf(worker);
+      LongOpenHashSet mine = byWorker[w];
       switch (event) {
         case KvEvent.Stored s -> {
-          Set<Long> mine = byWorker.computeIfAbsent(worker, k -> new HashSet<>());
           if (s.parentHash().isPresent() && !mine.contains(s.parentHash().getAsLong())) {
             unknownParents.incrementAndGet();
           }
           for (KvEvent.StoredBlock b : s.blocks()) {
-            blocks.computeIfAbsent(b.sequenceHash(), k -> new Holders()).put(worker, s.tier());
+            Holders holders = blocks.get(b.sequenceHash());
+            if (holders == null) {
+              holders = new Holders();
+              blocks.put(b.sequenceHash(), holders);
+            }
+            holders.put(w, s.tier());
             mine.add(b.sequenceHash());
           }
         }
         case KvEvent.Removed r -> {
-          Set<Long> mine = byWorker.get(worker);
           for (long h : r.sequenceHashes()) {
             Holders holders = blocks.get(h);
-            if (holders == null || !holders.remove(worker)) {
+            if (holders == null || !holders.remove(w)) {
               unknownRemovals.incrementAndGet();
               continue;
             }
             if (holders.size == 0) {
               blocks.remove(h);
             }
-            if (mine != null) {
-              mine.remove(h);
-            }
+            mine.remove(h);
           }
         }
-        case KvEvent.Cleared c -> dropWorker(worker);
+        case KvEvent.Cleared c -> dropWorker(w);
       }
     } finally {
       lock.writeLock().unlock();
@@ -118,59 +140,68 @@ public final class RadixIndex implements PrefixIndex {
   public void removeWorker(WorkerId worker) {
     lock.writeLock().lock();
     try {
-      dropWorker(worker);
+      Integer w = workerIndex.get(worker);
+      if (w != null) {
+        dropWorker(w);
+      }
     } finally {
       lock.writeLock().unlock();
     }
   }
 
-  private void dropWorker(WorkerId worker) {
-    Set<Long> mine = byWorker.remove(worker);
-    if (mine == null) {
-      return;
-    }
-    for (long h : mine) {
+  private void dropWorker(int w) {
+    LongOpenHashSet mine = byWorker[w];
+    for (LongIterator it = mine.iterator(); it.hasNext(); ) {
+      long h = it.nextLong();
       Holders holders = blocks.get(h);
-      if (holders != null && holders.remove(worker) && holders.size == 0) {
+      if (holders != null && holders.remove(w) && holders.size == 0) {
         blocks.remove(h);
       }
     }
+    byWorker[w] = new LongOpenHashSet();
   }
 
   @Override
   public Map<WorkerId, Overlap> overlaps(long[] sequenceHashes) {
-    Map<WorkerId, Overlap> result = new HashMap<>();
     if (sequenceHashes.length == 0) {
-      return result;
+      return Map.of();
     }
     lock.readLock().lock();
     try {
       Holders first = blocks.get(sequenceHashes[0]);
       if (first == null) {
-        return result;
+        return Map.of();
       }
-      // Workers still matching, with their per-tier counts so far.
-      List<WorkerId> active = new ArrayList<>();
-      Map<WorkerId, int[]> counts = new HashMap<>();
-      for (int i = 0; i < first.size; i++) {
-        active.add(first.workers[i]);
-        int[] c = new int[3];
-        c[first.tiers[i].ordinal()]++;
-        counts.put(first.workers[i], c);
+      // The workers still matching, with their per-tier counts; compacted as workers drop out.
+      int n = first.size;
+      int[] active = java.util.Arrays.copyOf(first.workers, n);
+      int[][] counts = new int[n][3];
+      for (int i = 0; i < n; i++) {
+        counts[i][first.tiers[i]]++;
       }
-      for (int b = 1; b < sequenceHashes.length && !active.isEmpty(); b++) {
+      int[] depthOf = new int[n]; // index into counts for each active slot
+      for (int i = 0; i < n; i++) {
+        depthOf[i] = i;
+      }
+      int live = n;
+      for (int b = 1; b < sequenceHashes.length && live > 0; b++) {
         Holders holders = blocks.get(sequenceHashes[b]);
-        for (var it = active.iterator(); it.hasNext(); ) {
-          WorkerId w = it.next();
-          int at = holders == null ? -1 : holders.indexOf(w);
-          if (at < 0) {
-            it.remove();
-          } else {
-            counts.get(w)[holders.tiers[at].ordinal()]++;
+        int kept = 0;
+        for (int i = 0; i < live; i++) {
+          int at = holders == null ? -1 : holders.indexOf(active[i]);
+          if (at >= 0) {
+            counts[depthOf[i]][holders.tiers[at]]++;
+            active[kept] = active[i];
+            depthOf[kept] = depthOf[i];
+            kept++;
           }
         }
+        live = kept;
       }
-      counts.forEach((w, c) -> result.put(w, new Overlap(c[0], c[1], c[2])));
+      Map<WorkerId, Overlap> result = new HashMap<>(n * 2);
+      for (int i = 0; i < n; i++) {
+        result.put(workers[first.workers[i]], new Overlap(counts[i][0], counts[i][1], counts[i][2]));
+      }
       return result;
     } finally {
       lock.readLock().unlock();
@@ -191,8 +222,8 @@ public final class RadixIndex implements PrefixIndex {
   public int blockCount(WorkerId worker) {
     lock.readLock().lock();
     try {
-      Set<Long> mine = byWorker.get(worker);
-      return mine == null ? 0 : mine.size();
+      Integer w = workerIndex.get(worker);
+      return w == null ? 0 : byWorker[w].size();
     } finally {
       lock.readLock().unlock();
     }
@@ -209,4 +240,5 @@ public final class RadixIndex implements PrefixIndex {
   public long eventsApplied() {
     return eventsApplied.get();
   }
+
 }
