@@ -90,7 +90,7 @@ class KvRoutingTest {
 
   private static void run(Router.Routed routed, GenerateRequest request) throws Exception {
     CompletableFuture<Void> done = new CompletableFuture<>();
-    routed.worker().generate(request, routed.prefillBlocks(), routed.decodeBlocks(), new WorkerClient.GenerationListener() {
+    routed.worker().generate(request, routed.reservation(), new WorkerClient.GenerationListener() {
       public void onChunk(GenerateChunk chunk) {}
       public void onError(Throwable error) { done.completeExceptionally(error); }
       public void onCompleted() { done.complete(null); }
@@ -111,7 +111,9 @@ class KvRoutingTest {
       try (Router second = Router.create(pool, Router.Config.of("kv"))) {
         await(() -> second.kv().orElseThrow().index().blockCount() == 10, "10 blocks from the snapshot");
         assertTrue(second.kv().orElseThrow().eventSnapshots() >= 1);
-        assertEquals(10, second.route(request("b", 1, 160), null).predictedOverlap().blocks());
+        Router.Routed b = second.route(request("b", 1, 160), null);
+        b.reservation().release();
+        assertEquals(10, b.predictedOverlap().blocks());
       }
     }
   }
@@ -140,6 +142,8 @@ class KvRoutingTest {
           GenerateRequest req = request("g" + family, 10 + family, 96);
           Router.Routed ra = a.route(req, null);
           Router.Routed rb = b.route(req, null);
+          ra.reservation().release();
+          rb.reservation().release();
           assertEquals(ra.worker().workerId(), rb.worker().workerId(), "replicas agree on family " + family);
           assertEquals(family % 2 == 0 ? "r0" : "r1", rb.worker().workerId().value());
           assertEquals(6, rb.predictedOverlap().blocks());
@@ -165,6 +169,7 @@ class KvRoutingTest {
         assertTrue(kv.scoredApproximately(new WorkerId("silent")));
         // Its prefix is known from routing alone, so the family still goes there.
         Router.Routed again = router.route(request("s2", 3, 160), null);
+        again.reservation().release();
         assertEquals("silent", again.worker().workerId().value());
         assertEquals(10, again.predictedOverlap().blocks());
         assertEquals(List.of(), List.copyOf(kv.workersWithoutEvents().stream().filter(x -> x.value().equals("talking")).toList()));

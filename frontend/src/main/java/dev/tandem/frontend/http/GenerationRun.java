@@ -138,7 +138,12 @@ final class GenerationRun {
         GenerateRequest request = request(c);
         Router.Routed routed = route(request);
         c.predictedOverlapBlocks = routed.predictedOverlap().blocks();
-        c.call = routed.worker().generate(request, routed.prefillBlocks(), routed.decodeBlocks(), listener(c));
+        try {
+          c.call = routed.worker().generate(request, routed.reservation(), listener(c));
+        } catch (RuntimeException e) {
+          routed.reservation().release();
+          throw e;
+        }
       }
     } catch (RuntimeException e) {
       cancelAll("routing failed");

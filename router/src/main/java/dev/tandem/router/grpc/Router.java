@@ -32,8 +32,11 @@ public final class Router implements AutoCloseable {
     }
   }
 
-  /** Where a request goes and what the router expects there. */
-  public record Routed(WorkerClient worker, Overlap predictedOverlap, int prefillBlocks, int decodeBlocks) {}
+  /**
+   * Where a request goes, what the router expects there, and the load it reserved there: pass
+   * the reservation to {@link WorkerClient#generate}, or release it if the request is not sent.
+   */
+  public record Routed(WorkerClient worker, Overlap predictedOverlap, WorkerClient.Reservation reservation) {}
 
   private Router(WorkerPool pool, WorkerSelector selector, KvRouting kv) {
     this.pool = pool;
@@ -93,30 +96,34 @@ public final class Router implements AutoCloseable {
     RoutingRequest routing =
         new RoutingRequest(
             request.getRequestId(), tokens, BlockHasher.sequenceHashes(tokens, pool.blockSize()), pool.blockSize());
-    List<WorkerLoad> loads = candidates.stream().map(WorkerClient::load).toList();
-    Selection selection = selector.select(routing, loads);
-    WorkerClient chosen = null;
-    for (WorkerClient c : candidates) {
-      if (c.workerId().equals(selection.worker())) {
-        chosen = c;
+    // Selection and reservation happen together, so that requests arriving at once see each
+    // other's load instead of all picking the same idle worker.
+    synchronized (this) {
+      List<WorkerLoad> loads = candidates.stream().map(WorkerClient::load).toList();
+      Selection selection = selector.select(routing, loads);
+      WorkerClient chosen = null;
+      for (WorkerClient c : candidates) {
+        if (c.workerId().equals(selection.worker())) {
+          chosen = c;
+        }
       }
+      if (chosen == null) {
+        throw new IllegalStateException("selector " + selector.name() + " chose a non-candidate " + selection.worker());
+      }
+      Overlap predicted = selection.predictedOverlap();
+      if (kv != null) {
+        kv.routed(chosen.workerId(), routing.blockHashes(), predicted.blocks());
+      }
+      int promptBlocks = routing.promptBlocks();
+      int prefill = Math.max(0, promptBlocks - predicted.blocks());
+      return new Routed(chosen, predicted, chosen.reserve(prefill, promptBlocks));
     }
-    if (chosen == null) {
-      throw new IllegalStateException("selector " + selector.name() + " chose a non-candidate " + selection.worker());
-    }
-    Overlap predicted = selection.predictedOverlap();
-    if (kv != null) {
-      kv.routed(chosen.workerId(), routing.blockHashes(), predicted.blocks());
-    }
-    int promptBlocks = routing.promptBlocks();
-    int prefill = Math.max(0, promptBlocks - predicted.blocks());
-    return new Routed(chosen, predicted, prefill, promptBlocks);
   }
 
   /** Routes and starts a generation. */
   public WorkerClient.GenerationCall generate(GenerateRequest request, WorkerClient.GenerationListener listener) {
     Routed r = route(request, null);
-    return r.worker().generate(request, r.prefillBlocks(), r.decodeBlocks(), listener);
+    return r.worker().generate(request, r.reservation(), listener);
   }
 
   @Override

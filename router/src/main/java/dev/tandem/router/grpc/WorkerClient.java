@@ -142,36 +142,64 @@ public final class WorkerClient implements AutoCloseable {
         .getModelCard(ModelCardRequest.getDefaultInstance());
   }
 
-  /** Starts a generation with no load accounted to it (tests, tools). */
+  /**
+   * Load the router has committed to this worker for one request: its prefill blocks until the
+   * first token, its decode blocks and one active request until the end. Both releases are
+   * idempotent.
+   */
+  public final class Reservation {
+    private final int prefillBlocks;
+    private final int decodeBlocks;
+    private final AtomicBoolean prefilled = new AtomicBoolean();
+    private final AtomicBoolean finished = new AtomicBoolean();
+
+    private Reservation(int prefillBlocks, int decodeBlocks) {
+      this.prefillBlocks = prefillBlocks;
+      this.decodeBlocks = decodeBlocks;
+      routedActive.incrementAndGet();
+      routedPrefillBlocks.addAndGet(prefillBlocks);
+      routedDecodeBlocks.addAndGet(decodeBlocks);
+    }
+
+    /** The first token arrived: the prefill is done. */
+    public void firstToken() {
+      if (prefilled.compareAndSet(false, true)) {
+        routedPrefillBlocks.addAndGet(-prefillBlocks);
+      }
+    }
+
+    /** The request ended (finished, failed or cancelled), or was never started. */
+    public void release() {
+      firstToken();
+      if (finished.compareAndSet(false, true)) {
+        routedActive.decrementAndGet();
+        routedDecodeBlocks.addAndGet(-decodeBlocks);
+      }
+    }
+  }
+
+  /** Commits load to this worker ahead of sending it a request. */
+  public Reservation reserve(int prefillBlocks, int decodeBlocks) {
+    return new Reservation(prefillBlocks, decodeBlocks);
+  }
+
+  /** Starts a generation with no load accounted to it beyond one active request (tests, tools). */
   public GenerationCall generate(GenerateRequest request, GenerationListener listener) {
-    return generate(request, 0, 0, listener);
+    return generate(request, reserve(0, 0), listener);
   }
 
   /**
-   * Starts a generation; the listener hears every chunk, then completion or an error. The router's
-   * own view of this worker's load carries {@code prefillBlocks} until the first chunk and {@code
-   * decodeBlocks} until the end.
+   * Starts a generation; the listener hears every chunk, then completion or an error. The
+   * reservation is released as the request progresses (prefill at the first chunk, the rest at the
+   * end).
    */
-  public GenerationCall generate(
-      GenerateRequest request, int prefillBlocks, int decodeBlocks, GenerationListener listener) {
-    routedActive.incrementAndGet();
-    routedPrefillBlocks.addAndGet(prefillBlocks);
-    routedDecodeBlocks.addAndGet(decodeBlocks);
-    AtomicBoolean prefilled = new AtomicBoolean();
+  public GenerationCall generate(GenerateRequest request, Reservation reservation, GenerationListener listener) {
     AtomicBoolean finished = new AtomicBoolean();
-    Runnable firstToken =
-        () -> {
-          if (prefilled.compareAndSet(false, true)) {
-            routedPrefillBlocks.addAndGet(-prefillBlocks);
-          }
-        };
+    Runnable firstToken = reservation::firstToken;
     Runnable finish =
         () -> {
-          firstToken.run();
-          if (finished.compareAndSet(false, true)) {
-            routedActive.decrementAndGet();
-            routedDecodeBlocks.addAndGet(-decodeBlocks);
-          }
+          finished.set(true);
+          reservation.release();
         };
     var observer =
         new ClientResponseObserver<GenerateRequest, GenerateChunk>() {
