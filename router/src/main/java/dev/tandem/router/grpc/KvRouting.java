@@ -37,7 +37,7 @@ public final class KvRouting implements AutoCloseable {
     this.useEvents = useEvents;
     this.timer = timer;
     this.detector = new MissingEventsDetector(missingEventsWindow.toNanos());
-    this.selector = new KvSelector(index, approximate, this::scoredApproximately, index::blockCount, weights);
+    this.selector = new KvSelector(index, approximate, this::scoredApproximately, this::cachedBlocks, weights);
     if (useEvents) {
       timer.scheduleAtFixedRate(this::checkEvents, 1, 1, java.util.concurrent.TimeUnit.SECONDS);
     }
@@ -60,6 +60,15 @@ public final class KvRouting implements AutoCloseable {
 
   KvSelector selector() {
     return selector;
+  }
+
+  /**
+   * Breaks cost ties: the blocks this router recently sent a worker. Not the event index's count —
+   * a worker whose events are missing looks empty there and would attract every new prefix until
+   * the detector flags it (the missing-events experiment measured 77 of 84 requests going to it).
+   */
+  private int cachedBlocks(WorkerId worker) {
+    return approximate.blockCount(worker);
   }
 
   /** True while {@code worker} is scored from routing decisions rather than its events. */

@@ -18,6 +18,7 @@ public final class ApproximateIndex implements PrefixIndex {
   private final int maxBlocks;
   private final LongSupplier clock;
   private final LinkedHashMap<Long, Map<WorkerId, Long>> expiries = new LinkedHashMap<>(1024, 0.75f, true);
+  private final Map<WorkerId, Integer> recordedBlocks = new HashMap<>();
 
   public ApproximateIndex(long ttlNanos, int maxBlocks, LongSupplier clock) {
     if (ttlNanos <= 0 || maxBlocks <= 0) {
@@ -36,18 +37,26 @@ public final class ApproximateIndex implements PrefixIndex {
   public synchronized void record(WorkerId worker, long[] sequenceHashes) {
     long expiry = clock.getAsLong() + ttlNanos;
     for (long h : sequenceHashes) {
-      expiries.computeIfAbsent(h, k -> new HashMap<>(2)).put(worker, expiry);
+      if (expiries.computeIfAbsent(h, k -> new HashMap<>(2)).put(worker, expiry) == null) {
+        recordedBlocks.merge(worker, 1, Integer::sum);
+      }
     }
     while (expiries.size() > maxBlocks) {
       var it = expiries.entrySet().iterator();
-      it.next();
+      it.next().getValue().keySet().forEach(w -> recordedBlocks.merge(w, -1, Integer::sum));
       it.remove();
     }
+  }
+
+  /** Blocks recorded for {@code worker} and not yet forgotten for size (expired ones included). */
+  public synchronized int blockCount(WorkerId worker) {
+    return recordedBlocks.getOrDefault(worker, 0);
   }
 
   /** Forgets a worker. */
   public synchronized void removeWorker(WorkerId worker) {
     expiries.values().removeIf(m -> m.remove(worker) != null && m.isEmpty());
+    recordedBlocks.remove(worker);
   }
 
   @Override

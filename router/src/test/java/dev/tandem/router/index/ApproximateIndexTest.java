@@ -30,5 +30,7 @@ class ApproximateIndexTest {
     assertEquals(3, idx.size());
     assertEquals(Map.of(), idx.overlaps(new long[] {1, 2}));
     assertEquals(Map.of(V, new Overlap(2, 0, 0)), idx.overlaps(new long[] {7, 8}));
+    assertEquals(1, idx.blockCount(W), "one of W's blocks was forgotten for size");
+    assertEquals(2, idx.blockCount(V));
   }
 }
