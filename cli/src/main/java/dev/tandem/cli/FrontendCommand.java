@@ -19,19 +19,12 @@ final class FrontendCommand implements Callable<Integer> {
   @Option(names = "--worker", required = true, split = ",", description = "Worker gRPC address host:port; repeat or comma-separate for several.")
   List<String> workers;
 
-  @Option(names = "--host", defaultValue = "${env:TANDEM_HOST:-0.0.0.0}", description = "HTTP address to bind (default ${DEFAULT-VALUE}).")
-  String host;
-
-  @Option(names = "--port", defaultValue = "${env:TANDEM_PORT:-8000}", description = "HTTP port (default ${DEFAULT-VALUE}).")
-  int port;
+  @Mixin HttpOptions http;
 
   @Mixin RouterOptions routerOptions;
 
   @Option(names = "--block-size", defaultValue = "${env:TANDEM_BLOCK_SIZE:-16}", description = "The router's KV block size; workers with another are refused (default ${DEFAULT-VALUE}).")
   int blockSize;
-
-  @Option(names = "--max-body-bytes", defaultValue = "33554432", description = "Largest request body accepted (default ${DEFAULT-VALUE}).")
-  int maxBodyBytes;
 
   @Override
   public Integer call() throws Exception {
@@ -42,13 +35,13 @@ final class FrontendCommand implements Callable<Integer> {
     ServedModel model = ServedModel.fromWorker(pool.all().getFirst(), LocalDeployment.CONNECT_TIMEOUT);
     Router router = Router.create(pool, routerOptions.config());
     FrontendServer server =
-        FrontendServer.start(new FrontendServer.Config(host, port, maxBodyBytes), model, router, new FrontendMetrics());
+        FrontendServer.start(http.config(), model, router, new FrontendMetrics());
     Runtime.getRuntime().addShutdownHook(new Thread(() -> {
       server.close();
       router.close();
       pool.close();
     }));
-    System.out.println("frontend serving " + model.name() + " at http://" + host + ":" + server.port() + "/v1 over " + workers.size() + " worker(s)");
+    System.out.println("frontend serving " + model.name() + " at http://" + http.host + ":" + server.port() + "/v1 over " + workers.size() + " worker(s)");
     server.awaitClose();
     return 0;
   }

@@ -14,12 +14,6 @@ import picocli.CommandLine.Option;
       "With no arguments: one mocker worker behind http://0.0.0.0:8000 serving the bundled Qwen3 tokenizer."
     })
 final class ServeCommand implements Callable<Integer> {
-  @Option(names = "--host", defaultValue = "${env:TANDEM_HOST:-0.0.0.0}", description = "HTTP address to bind (default ${DEFAULT-VALUE}).")
-  String host;
-
-  @Option(names = "--port", defaultValue = "${env:TANDEM_PORT:-8000}", description = "HTTP port (default ${DEFAULT-VALUE}).")
-  int port;
-
   @Option(names = "--workers", defaultValue = "${env:TANDEM_WORKERS:-1}", description = "Aggregated workers to start (default ${DEFAULT-VALUE}).")
   int workers;
 
@@ -29,10 +23,9 @@ final class ServeCommand implements Callable<Integer> {
   @Option(names = "--mode", defaultValue = "agg", description = "Serving mode: agg (default ${DEFAULT-VALUE}).")
   String mode;
 
-  @Mixin RouterOptions router;
+  @Mixin HttpOptions http;
 
-  @Option(names = "--max-body-bytes", defaultValue = "33554432", description = "Largest request body accepted (default ${DEFAULT-VALUE}).")
-  int maxBodyBytes;
+  @Mixin RouterOptions router;
 
   @Mixin MockerOptions mocker;
 
@@ -52,11 +45,11 @@ final class ServeCommand implements Callable<Integer> {
             mocker.config(),
             mocker.modelFiles(),
             router.config(),
-            new FrontendServer.Config(host, port, maxBodyBytes));
+            http.config());
     LocalDeployment deployment = LocalDeployment.start(spec);
     Runtime.getRuntime().addShutdownHook(new Thread(deployment::close));
     System.out.println(
-        "Tandem is serving " + deployment.model().name() + " at http://" + host + ":" + deployment.port() + "/v1 (Ctrl-C stops it)");
+        "Tandem is serving " + deployment.model().name() + " at http://" + http.host + ":" + deployment.port() + "/v1 (Ctrl-C stops it)");
     deployment.frontend().awaitClose();
     return 0;
   }
