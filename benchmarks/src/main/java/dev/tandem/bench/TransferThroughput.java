@@ -1,0 +1,72 @@
+package dev.tandem.bench;
+
+import dev.tandem.transfer.MemoryDescriptor;
+import dev.tandem.transfer.TransferAgent;
+import dev.tandem.transfer.local.LocalTransferAgent;
+import dev.tandem.transfer.tcp.TcpTransferAgent;
+import java.lang.foreign.Arena;
+import java.lang.foreign.MemorySegment;
+import java.time.Duration;
+import java.util.List;
+import java.util.Locale;
+import java.util.concurrent.TimeUnit;
+
+/**
+ * Transfer throughput per backend next to the limit of its link: {@code local} against a plain
+ * memory copy of the same size, measured in the same run; {@code tcp}'s limit is the loopback
+ * throughput iperf3 measures, which {@code benchmarks/scripts/transfer_throughput.sh} runs
+ * before and after. Reports the best of several repetitions.
+ *
+ * <p>Run: {@code java -cp "cli/target/tandem-cli-0.1.0-SNAPSHOT.jar:cli/target/lib/*"
+ * dev.tandem.bench.TransferThroughput}
+ */
+public final class TransferThroughput {
+  private TransferThroughput() {}
+
+  public static void main(String[] args) throws Exception {
+    long[] sizes = {1L << 20, 16L << 20, 64L << 20, 256L << 20};
+    try (Arena arena = Arena.ofShared()) {
+      MemorySegment src = arena.allocate(256L << 20, 64);
+      MemorySegment dst = arena.allocate(256L << 20, 64);
+      src.fill((byte) 7);
+      System.out.printf(Locale.ROOT, "%-8s %10s %14s %14s %8s%n", "backend", "size", "agent GB/s", "limit GB/s", "ratio");
+      try (LocalTransferAgent a = new LocalTransferAgent(); LocalTransferAgent b = new LocalTransferAgent()) {
+        for (long size : sizes) {
+          double limit = best(() -> MemorySegment.copy(src, 0, dst, 0, size), size);
+          double agent = best(() -> read(b, a.register(src.asSlice(0, size)), dst.asSlice(0, size)), size);
+          line("local", size, agent, limit);
+        }
+      }
+      try (TcpTransferAgent a = new TcpTransferAgent("127.0.0.1"); TcpTransferAgent b = new TcpTransferAgent("127.0.0.1")) {
+        for (long size : sizes) {
+          MemoryDescriptor d = a.register(src.asSlice(0, size));
+          double agent = best(() -> read(b, d, dst.asSlice(0, size)), size);
+          System.out.printf(Locale.ROOT, "%-8s %9dM %14.2f %14s%n", "tcp", size >> 20, agent, "(iperf3)");
+        }
+      }
+    }
+  }
+
+  private interface Run {
+    void run() throws Exception;
+  }
+
+  private static void read(TransferAgent reader, MemoryDescriptor d, MemorySegment into) throws Exception {
+    reader.read(List.of(d), List.of(into), Duration.ofSeconds(60), null).get(60, TimeUnit.SECONDS);
+  }
+
+  private static double best(Run run, long bytes) throws Exception {
+    double best = 0;
+    int reps = bytes >= (64L << 20) ? 6 : 30;
+    for (int i = 0; i < reps; i++) {
+      long t0 = System.nanoTime();
+      run.run();
+      best = Math.max(best, bytes / ((System.nanoTime() - t0) / 1e9) / 1e9);
+    }
+    return best;
+  }
+
+  private static void line(String backend, long size, double agent, double limit) {
+    System.out.printf(Locale.ROOT, "%-8s %9dM %14.2f %14.2f %7.0f%%%n", backend, size >> 20, agent, limit, 100 * agent / limit);
+  }
+}

@@ -1,0 +1,56 @@
+package dev.tandem.transfer;
+
+import java.lang.foreign.MemorySegment;
+import java.util.List;
+import java.util.Map;
+import java.util.concurrent.ConcurrentHashMap;
+import java.util.concurrent.atomic.AtomicLong;
+
+/**
+ * An agent's registered memory: region id → segment, with bounds checks. Shared by the backends.
+ * Thread-safe.
+ */
+public final class Regions {
+  private final Map<Long, MemorySegment> regions = new ConcurrentHashMap<>();
+  private final AtomicLong nextId = new AtomicLong(1);
+
+  public MemoryDescriptor add(String address, MemorySegment segment) {
+    long id = nextId.getAndIncrement();
+    regions.put(id, segment);
+    return new MemoryDescriptor(address, id, 0, segment.byteSize());
+  }
+
+  public void remove(MemoryDescriptor d) {
+    regions.remove(d.regionId());
+  }
+
+  /**
+   * The bytes a descriptor names.
+   *
+   * @throws IllegalArgumentException if the region is unknown or the range is outside it
+   */
+  public MemorySegment resolve(long regionId, long offset, long length) {
+    MemorySegment s = regions.get(regionId);
+    if (s == null) {
+      throw new IllegalArgumentException("region " + regionId + " is not registered");
+    }
+    if (offset < 0 || length < 0 || offset + length > s.byteSize()) {
+      throw new IllegalArgumentException(
+          "range [" + offset + ", " + (offset + length) + ") is outside region " + regionId + " of " + s.byteSize() + " bytes");
+    }
+    return s.asSlice(offset, length);
+  }
+
+  /** Checks that a read's two lists pair up. */
+  public static void checkPairs(List<MemoryDescriptor> remote, List<MemorySegment> local) {
+    if (remote.size() != local.size()) {
+      throw new IllegalArgumentException(remote.size() + " remote descriptors but " + local.size() + " local segments");
+    }
+    for (int i = 0; i < remote.size(); i++) {
+      if (remote.get(i).length() != local.get(i).byteSize()) {
+        throw new IllegalArgumentException(
+            "descriptor " + i + " has " + remote.get(i).length() + " bytes, its local segment " + local.get(i).byteSize());
+      }
+    }
+  }
+}

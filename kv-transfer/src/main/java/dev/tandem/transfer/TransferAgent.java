@@ -1,0 +1,53 @@
+package dev.tandem.transfer;
+
+import java.lang.foreign.MemorySegment;
+import java.time.Duration;
+import java.util.List;
+import java.util.concurrent.CompletableFuture;
+
+/**
+ * Moves bytes between processes the way NIXL does: an agent registers memory and hands out
+ * descriptors of it; a peer holding those descriptors reads them into its own memory.
+ *
+ * <p>Ownership: registering does not transfer ownership. The caller keeps the segment alive (its
+ * {@code Arena} open) until it deregisters it; reads in flight into a local segment need that
+ * segment alive until their future completes.
+ *
+ * <p>Thread-safe.
+ */
+public interface TransferAgent extends AutoCloseable {
+  /** The backend's name ({@code local}, {@code tcp}, ...). */
+  String backend();
+
+  /** How peers reach this agent; descriptors carry it. */
+  String address();
+
+  /**
+   * Registers memory for remote reads.
+   *
+   * @throws IllegalArgumentException if the backend cannot serve this segment (e.g. heap memory
+   *     where the backend needs native memory)
+   */
+  MemoryDescriptor register(MemorySegment segment);
+
+  /** Stops serving a region; reads of it fail from now on. */
+  void deregister(MemoryDescriptor region);
+
+  /**
+   * Reads {@code remote.get(i)} into {@code local.get(i)} for every i (equal lengths). The future
+   * completes when every byte has landed, or exceptionally on the first error, on the peer going
+   * away, or after {@code timeout}; it never hangs. {@code listener} (may be null) hears each
+   * descriptor as it completes.
+   */
+  CompletableFuture<Void> read(
+      List<MemoryDescriptor> remote, List<MemorySegment> local, Duration timeout, TransferListener listener);
+
+  @Override
+  void close();
+
+  /** Per-descriptor completion, e.g. to start work on a layer as soon as its KV has arrived. */
+  @FunctionalInterface
+  interface TransferListener {
+    void descriptorDone(int index);
+  }
+}

@@ -1,0 +1,7 @@
+/**
+ * The KV transfer agent (DESIGN.md, "KV transfer"): registered memory, descriptors, reads of
+ * remote descriptors into local memory with completion per descriptor, backends chosen through
+ * {@link dev.tandem.transfer.TransferBackendProvider}. Backends: {@code local} (same process) and
+ * {@code tcp} (Netty, sends straight from registered native memory).
+ */
+package dev.tandem.transfer;

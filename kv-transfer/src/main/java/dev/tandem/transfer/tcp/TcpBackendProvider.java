@@ -1,0 +1,27 @@
+package dev.tandem.transfer.tcp;
+
+import dev.tandem.transfer.TransferAgent;
+import dev.tandem.transfer.TransferBackendProvider;
+
+/** TCP through Netty: always available, works across machines; UCX outranks it where present. */
+public final class TcpBackendProvider implements TransferBackendProvider {
+  @Override
+  public String name() {
+    return "tcp";
+  }
+
+  @Override
+  public int priority() {
+    return 10;
+  }
+
+  @Override
+  public boolean isAvailable() {
+    return true;
+  }
+
+  @Override
+  public TransferAgent createAgent(String host) {
+    return new TcpTransferAgent(host);
+  }
+}
