@@ -90,14 +90,14 @@ public final class TcpTransferAgent implements TransferAgent {
       List<MemoryDescriptor> remote, List<MemorySegment> local, Duration timeout, TransferListener listener) {
     Regions.checkPairs(remote, local);
     List<CompletableFuture<Void>> parts = new ArrayList<>(remote.size());
+    List<CompletableFuture<Void>> reported = new ArrayList<>(remote.size());
     List<CompletableFuture<Void>> wire = new java.util.concurrent.CopyOnWriteArrayList<>();
     Map<String, List<Integer>> byPeer = new java.util.LinkedHashMap<>();
     for (int i = 0; i < remote.size(); i++) {
       CompletableFuture<Void> part = new CompletableFuture<>();
       int index = i;
-      if (listener != null) {
-        part.thenRun(() -> listener.descriptorDone(index));
-      }
+      // The read completes only after every descriptor has been reported.
+      reported.add(listener == null ? part : part.thenRun(() -> listener.descriptorDone(index)));
       parts.add(part);
       byPeer.computeIfAbsent(remote.get(i).agentAddress(), k -> new ArrayList<>()).add(i);
     }
@@ -121,7 +121,7 @@ public final class TcpTransferAgent implements TransferAgent {
         });
       }
     }));
-    CompletableFuture<Void> all = CompletableFuture.allOf(parts.toArray(CompletableFuture[]::new));
+    CompletableFuture<Void> all = CompletableFuture.allOf(reported.toArray(CompletableFuture[]::new));
     // Fail fast on the first error instead of waiting for the others.
     CompletableFuture<Void> result = new CompletableFuture<>();
     all.whenComplete((v, e) -> {
