@@ -8,7 +8,11 @@ import io.netty.channel.Channel;
 import io.netty.channel.ChannelInitializer;
 import io.netty.channel.ChannelOption;
 import io.netty.channel.EventLoopGroup;
+import io.netty.channel.IoHandlerFactory;
 import io.netty.channel.MultiThreadIoEventLoopGroup;
+import io.netty.channel.epoll.Epoll;
+import io.netty.channel.epoll.EpollIoHandler;
+import io.netty.channel.epoll.EpollServerSocketChannel;
 import io.netty.channel.nio.NioIoHandler;
 import io.netty.channel.socket.SocketChannel;
 import io.netty.channel.socket.nio.NioServerSocketChannel;
@@ -39,15 +43,18 @@ public final class FrontendServer implements AutoCloseable {
   }
 
   public static FrontendServer start(Config config, ServedModel model, Router router, FrontendMetrics metrics) {
-    EventLoopGroup boss = new MultiThreadIoEventLoopGroup(1, NioIoHandler.newFactory());
-    EventLoopGroup workers = new MultiThreadIoEventLoopGroup(NioIoHandler.newFactory());
+    // Linux's native epoll transport where it loads (fewer copies and syscalls), NIO elsewhere.
+    boolean epoll = Epoll.isAvailable();
+    IoHandlerFactory io = epoll ? EpollIoHandler.newFactory() : NioIoHandler.newFactory();
+    EventLoopGroup boss = new MultiThreadIoEventLoopGroup(1, io);
+    EventLoopGroup workers = new MultiThreadIoEventLoopGroup(io);
     long created = System.currentTimeMillis() / 1000;
     metrics.watchRouter(router);
     try {
       Channel channel =
           new ServerBootstrap()
               .group(boss, workers)
-              .channel(NioServerSocketChannel.class)
+              .channel(epoll ? EpollServerSocketChannel.class : NioServerSocketChannel.class)
               .option(ChannelOption.SO_BACKLOG, 1024)
               .childOption(ChannelOption.TCP_NODELAY, true)
               .childHandler(
@@ -64,7 +71,7 @@ public final class FrontendServer implements AutoCloseable {
               .syncUninterruptibly()
               .channel();
       FrontendServer server = new FrontendServer(boss, workers, channel);
-      log.info("frontend serving {} on http://{}:{}", model.name(), config.host(), server.port());
+      log.info("frontend serving {} on http://{}:{} ({} transport)", model.name(), config.host(), server.port(), epoll ? "epoll" : "nio");
       return server;
     } catch (RuntimeException e) {
       boss.shutdownGracefully();
