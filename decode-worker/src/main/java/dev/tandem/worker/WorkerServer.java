@@ -128,7 +128,7 @@ public final class WorkerServer implements AutoCloseable {
   public void close() {
     server.shutdown();
     try {
-      if (!server.awaitTermination(5, TimeUnit.SECONDS)) {
+      if (!server.awaitTermination(1, TimeUnit.SECONDS)) {
         server.shutdownNow();
       }
     } catch (InterruptedException e) {
