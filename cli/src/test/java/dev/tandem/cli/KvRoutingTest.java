@@ -173,6 +173,26 @@ class KvRoutingTest {
         assertEquals("silent", again.worker().workerId().value());
         assertEquals(10, again.predictedOverlap().blocks());
         assertEquals(List.of(), List.copyOf(kv.workersWithoutEvents().stream().filter(x -> x.value().equals("talking")).toList()));
+
+        // The frontend shows it: /health degraded, naming the worker; a metric per worker.
+        var model = dev.tandem.frontend.ServedModel.fromWorker(pool.all().getFirst(), Duration.ofSeconds(10));
+        try (var frontend = dev.tandem.frontend.http.FrontendServer.start(
+            new dev.tandem.frontend.http.FrontendServer.Config("127.0.0.1", 0, 1 << 20), model, router,
+            new dev.tandem.frontend.FrontendMetrics())) {
+          HttpClient http = HttpClient.newBuilder().version(HttpClient.Version.HTTP_1_1).build();
+          URI base = URI.create("http://127.0.0.1:" + frontend.port());
+          HttpResponse<String> health = http.send(HttpRequest.newBuilder(base.resolve("/health")).build(), HttpResponse.BodyHandlers.ofString());
+          assertEquals(200, health.statusCode());
+          JsonNode h = JSON.readTree(health.body());
+          assertEquals("degraded", h.get("status").asText());
+          assertEquals("silent", h.at("/degraded_workers/0/id").asText());
+          assertTrue(h.at("/degraded_workers/0/reason").asText().contains("no KV events"));
+          String metrics = http.send(HttpRequest.newBuilder(base.resolve("/metrics")).build(), HttpResponse.BodyHandlers.ofString()).body();
+          assertTrue(metrics.contains("tandem_router_worker_missing_kv_events{worker=\"silent\"} 1.0"), "missing-events metric");
+          assertTrue(metrics.contains("tandem_router_worker_missing_kv_events{worker=\"talking\"} 0.0"), "missing-events metric");
+        } finally {
+          model.tokenizer().close();
+        }
       }
     }
   }
