@@ -29,8 +29,9 @@ public final class ApproximateIndex implements PrefixIndex {
     this.clock = clock;
   }
 
+  /** TTL 120 s; at most 262,144 blocks (about 50 MB at roughly 200 bytes an entry). */
   public static ApproximateIndex withDefaults() {
-    return new ApproximateIndex(120L * 1_000_000_000L, 1_000_000, System::nanoTime);
+    return new ApproximateIndex(120L * 1_000_000_000L, 1 << 18, System::nanoTime);
   }
 
   /** Remembers that {@code worker} was sent (and so will cache) these blocks. */
