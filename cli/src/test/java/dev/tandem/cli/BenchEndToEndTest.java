@@ -28,8 +28,15 @@ class BenchEndToEndTest {
       assertTrue(fixed.itlMs().count() > 40 * 5 && fixed.itlMs().count() <= 40 * 7, fixed.text());
       assertTrue(fixed.overheadMs().p50() > 0);
 
+      // Poisson arrivals (overlapping requests): every one measured.
+      BenchReport poisson = new LoadGenerator(new BenchConfig(
+          url, model, "chat", 0, 200, 20, 96, 4, 0, 0, 0, 3, Duration.ofSeconds(30))).run();
+      assertEquals(0, poisson.failures(), poisson.text());
+      assertEquals(20, poisson.ttftMs().count());
+
+      // Shared prefixes one at a time, so each family's first request has stored its blocks.
       BenchReport prefixes = new LoadGenerator(new BenchConfig(
-          url, model, "chat", 0, 200, 0, 96, 4, 3, 4, 64, 2, Duration.ofSeconds(30))).run();
+          url, model, "chat", 1, 0, 0, 96, 4, 3, 4, 64, 2, Duration.ofSeconds(30))).run();
       assertEquals(0, prefixes.failures(), prefixes.text());
       assertEquals(12, prefixes.requests());
       // One worker: after each prefix's first request, its 64-token prefix (4 blocks) is cached.

@@ -161,12 +161,8 @@ public final class BlockPool {
     for (int i = from; i < to; i++) {
       int id = blockIds[i];
       long hash = sequenceHashes[i];
-      if (cached[id] && hashOf[id] == hash) {
-        flush(run, sequenceHashes, runStart);
-        runStart = i + 1;
-        continue;
-      }
-      if (blockByHash.containsKey(hash) || cached[id]) {
+      // Already cached (this block, or a duplicate elsewhere): ends the current run.
+      if (cached[id] || blockByHash.containsKey(hash)) {
         flush(run, sequenceHashes, runStart);
         runStart = i + 1;
         continue;

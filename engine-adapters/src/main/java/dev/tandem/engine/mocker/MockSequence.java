@@ -22,6 +22,8 @@ final class MockSequence {
   int computedTokens; // tokens whose KV exist
   int cachedTokens = -1; // prefix-cache hit at first admission; -1 before admission
   int generated;
+  private long[] lookupHashes;
+  private int lookupHashesLength = -1;
 
   MockSequence(EngineRequest request, long drawSeed) {
     this.request = request;
@@ -110,8 +112,15 @@ final class MockSequence {
     return first;
   }
 
-  /** Sequence hashes of every full block of the current tokens, for prefix lookup. */
+  /**
+   * Sequence hashes of every full block of the current tokens, for prefix lookup. Kept until the
+   * sequence grows: a request waiting for admission is looked up every step.
+   */
   long[] allFullBlockHashes(int blockSize) {
-    return BlockHasher.sequenceHashes(Arrays.copyOf(tokens, length), blockSize);
+    if (lookupHashes == null || lookupHashesLength != length) {
+      lookupHashes = BlockHasher.sequenceHashes(Arrays.copyOf(tokens, length), blockSize);
+      lookupHashesLength = length;
+    }
+    return lookupHashes;
   }
 }

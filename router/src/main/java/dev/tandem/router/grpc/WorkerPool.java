@@ -42,37 +42,10 @@ public final class WorkerPool implements AutoCloseable {
   public WorkerClient add(String address) {
     WorkerClient client = WorkerClient.connect(address, connectTimeout);
     WorkerRegistration reg = client.registration();
-    if (reg.getBlockSize() != blockSize) {
+    String refusal = refusal(reg, address);
+    if (refusal != null) {
       client.close();
-      throw new IllegalStateException(
-          "worker "
-              + reg.getWorkerId()
-              + " at "
-              + address
-              + " uses KV block size "
-              + reg.getBlockSize()
-              + " but this router uses "
-              + blockSize
-              + "; refusing it (prefix hashes would never match)");
-    }
-    for (WorkerClient other : workers) {
-      if (!other.registration().getModelName().equals(reg.getModelName())) {
-        client.close();
-        throw new IllegalStateException(
-            "worker "
-                + reg.getWorkerId()
-                + " at "
-                + address
-                + " serves "
-                + reg.getModelName()
-                + " but this pool serves "
-                + other.registration().getModelName());
-      }
-      if (other.workerId().equals(client.workerId())) {
-        client.close();
-        throw new IllegalStateException(
-            "worker id " + reg.getWorkerId() + " at " + address + " is already registered at " + other.address());
-      }
+      throw new IllegalStateException(refusal);
     }
     workers.add(client);
     client.watchLoad(timer, loadInterval);
@@ -97,6 +70,24 @@ public final class WorkerPool implements AutoCloseable {
   /** The timer the pool's clients use; routers share it for their own periodic work. */
   ScheduledExecutorService timer() {
     return timer;
+  }
+
+  /** Why a worker cannot join this pool, or null if it can. */
+  private String refusal(WorkerRegistration reg, String address) {
+    String who = "worker " + reg.getWorkerId() + " at " + address;
+    if (reg.getBlockSize() != blockSize) {
+      return who + " uses KV block size " + reg.getBlockSize() + " but this router uses " + blockSize
+          + "; refusing it (prefix hashes would never match)";
+    }
+    for (WorkerClient other : workers) {
+      if (!other.registration().getModelName().equals(reg.getModelName())) {
+        return who + " serves " + reg.getModelName() + " but this pool serves " + other.registration().getModelName();
+      }
+      if (other.workerId().value().equals(reg.getWorkerId())) {
+        return "worker id " + reg.getWorkerId() + " at " + address + " is already registered at " + other.address();
+      }
+    }
+    return null;
   }
 
   public int blockSize() {
