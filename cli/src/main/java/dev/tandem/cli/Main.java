@@ -9,7 +9,9 @@ import picocli.CommandLine.Command;
     mixinStandardHelpOptions = true,
     version = "tandem 0.1.0-SNAPSHOT",
     description = "Tandem: disaggregated LLM serving with an OpenAI-compatible API.",
-    subcommands = {ServeCommand.class, FrontendCommand.class, WorkerCommand.class, BenchCommand.class})
+    subcommands = {
+      ServeCommand.class, FrontendCommand.class, WorkerCommand.class, BenchCommand.class, ModelCommand.class
+    })
 public final class Main {
   public static void main(String[] args) {
     System.exit(commandLine().execute(args));

@@ -1,17 +1,17 @@
-package dev.tandem.engine.mocker;
+package dev.tandem.engine.sched;
 
 import dev.tandem.common.BlockHasher;
 import dev.tandem.engine.EngineRequest;
 import java.util.Arrays;
 
 /**
- * One request inside the mocker: its tokens (prompt, then generated), the KV blocks it holds, how
+ * One request inside an engine: its tokens (prompt, then generated), the KV blocks it holds, how
  * many tokens' KV exist, and the sequence hashes of its full blocks. Owned by the engine thread.
  */
-final class MockSequence {
+public final class Sequence {
   final EngineRequest request;
   final int promptLength;
-  final long drawSeed;
+  private Object engineState;
   private int[] tokens; // prompt then generated; [0, length)
   private int length;
   private int[] blocks = new int[8]; // block ids; [0, blockCount)
@@ -25,33 +25,62 @@ final class MockSequence {
   private long[] lookupHashes;
   private int lookupHashesLength = -1;
 
-  MockSequence(EngineRequest request, long drawSeed) {
+  Sequence(EngineRequest request) {
     this.request = request;
     this.promptLength = request.promptTokens().length;
     this.tokens = Arrays.copyOf(request.promptTokens(), promptLength + 16);
     this.length = promptLength;
-    this.drawSeed = drawSeed;
   }
 
-  String id() {
+  public String id() {
     return request.requestId();
   }
 
-  int length() {
+  public EngineRequest request() {
+    return request;
+  }
+
+  public int promptLength() {
+    return promptLength;
+  }
+
+  /** Prompt plus generated tokens so far. */
+  public int length() {
     return length;
   }
 
-  int[] tokens() {
+  /** The token buffer; entries [0, length()) are valid. */
+  public int[] tokens() {
     return tokens;
   }
 
+  /** Tokens generated so far. */
+  public int generated() {
+    return generated;
+  }
+
+  /** Tokens whose KV exist in this sequence's blocks. */
+  public int computedTokens() {
+    return computedTokens;
+  }
+
   /** Tokens still to run through the model before the next token can be drawn. */
-  int pendingTokens() {
+  public int pendingTokens() {
     return length - computedTokens;
   }
 
-  boolean inPrefill() {
+  public boolean inPrefill() {
     return computedTokens < promptLength;
+  }
+
+  /** Whatever the engine keeps per sequence (sampler state, a draw seed); null until set. */
+  @SuppressWarnings("unchecked")
+  public <T> T engineState() {
+    return (T) engineState;
+  }
+
+  public void setEngineState(Object state) {
+    this.engineState = state;
   }
 
   void append(int token) {
@@ -62,11 +91,12 @@ final class MockSequence {
     generated++;
   }
 
-  int blockCount() {
+  public int blockCount() {
     return blockCount;
   }
 
-  int[] blocks() {
+  /** Block ids in position order; entries [0, blockCount()) are valid. */
+  public int[] blocks() {
     return blocks;
   }
 

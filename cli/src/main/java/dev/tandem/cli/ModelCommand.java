@@ -1,0 +1,82 @@
+package dev.tandem.cli;
+
+import com.fasterxml.jackson.databind.ObjectMapper;
+import com.fasterxml.jackson.databind.node.ObjectNode;
+import dev.tandem.engine.model.DType;
+import dev.tandem.engine.model.ModelConfig;
+import dev.tandem.engine.model.ModelGenerator;
+import java.nio.file.Files;
+import java.nio.file.Path;
+import java.util.Locale;
+import java.util.concurrent.Callable;
+import picocli.CommandLine.ArgGroup;
+import picocli.CommandLine.Command;
+import picocli.CommandLine.Option;
+
+@Command(
+    name = "model",
+    mixinStandardHelpOptions = true,
+    description = "Model directories: create one with seeded random weights (no downloads needed).",
+    subcommands = {ModelCommand.Create.class})
+final class ModelCommand {
+
+  @Command(
+      name = "create",
+      mixinStandardHelpOptions = true,
+      description = {
+        "Writes a complete Hugging Face model directory: config.json, safetensors with seeded random weights, and the real Qwen3 tokenizer.",
+        "Shapes: tiny (the default model of `tandem serve`), llama-100m, llama-0.6b, qwen3-0.6b."
+      })
+  static final class Create implements Callable<Integer> {
+    static final class Source {
+      @Option(names = "--config", description = "A Hugging Face config.json to follow.")
+      Path config;
+
+      @Option(names = "--shape", description = "A named shape: tiny, llama-100m, llama-0.6b, qwen3-0.6b.")
+      String shape;
+    }
+
+    @ArgGroup(exclusive = true, multiplicity = "1")
+    Source source;
+
+    @Option(names = "--out", required = true, description = "Directory to write.")
+    Path out;
+
+    @Option(names = "--dtype", defaultValue = "bf16", description = "Weight type: bf16, f16 or f32 (default ${DEFAULT-VALUE}).")
+    String dtype;
+
+    @Option(names = "--seed", defaultValue = "0", description = "Random seed (default ${DEFAULT-VALUE}).")
+    long seed;
+
+    @Option(names = "--shard-bytes", defaultValue = "0", description = "Split weights into shards of about this many bytes (default: one file).")
+    long shardBytes;
+
+    @Override
+    public Integer call() throws Exception {
+      ObjectNode config =
+          source.config != null
+              ? (ObjectNode) new ObjectMapper().readTree(source.config.toFile())
+              : ModelGenerator.shape(source.shape);
+      DType type = parseDType(dtype);
+      if (Files.exists(out.resolve("config.json"))) {
+        throw new IllegalArgumentException(out + " already holds a model (config.json); choose another --out");
+      }
+      ModelGenerator.write(config, type, seed, out, shardBytes);
+      ModelConfig written = ModelConfig.read(out);
+      System.out.printf(
+          Locale.ROOT,
+          "wrote %s: %s, %d layers, hidden %d, vocab %d, %s weights%n",
+          out, written.architecture().hfName, written.numLayers(), written.hiddenSize(), written.vocabSize(), type);
+      return 0;
+    }
+  }
+
+  static DType parseDType(String s) {
+    return switch (s.toLowerCase(Locale.ROOT)) {
+      case "bf16", "bfloat16" -> DType.BF16;
+      case "f16", "fp16", "float16" -> DType.F16;
+      case "f32", "fp32", "float32" -> DType.F32;
+      default -> throw new IllegalArgumentException("--dtype must be bf16, f16 or f32, was " + s);
+    };
+  }
+}

@@ -1,0 +1,53 @@
+package dev.tandem.engine.builtin;
+
+import java.nio.file.Path;
+
+/**
+ * How to run a model with the built-in engine.
+ *
+ * @param modelDir a Hugging Face model directory (config.json, safetensors, tokenizer)
+ * @param modelName the name clients use; null: the directory's name
+ * @param compute compute backend name ("cpu", "scalar") or "auto"
+ * @param threads compute threads (0: all cores)
+ * @param kvCacheBytes memory for the paged KV cache; the block count follows from it
+ * @param maxContextLength 0: the model's max_position_embeddings
+ */
+public record BuiltinConfig(
+    Path modelDir,
+    String modelName,
+    String compute,
+    int threads,
+    int blockSize,
+    long kvCacheBytes,
+    int maxNumSeqs,
+    int maxBatchedTokens,
+    boolean chunkedPrefill,
+    int maxContextLength) {
+
+  public static final long DEFAULT_KV_CACHE_BYTES = 1L << 30;
+
+  /** Defaults for a model directory: cpu backend on all cores, 1 GiB of KV, 16-token blocks. */
+  public static BuiltinConfig of(Path modelDir) {
+    return new BuiltinConfig(modelDir, null, "auto", 0, 16, DEFAULT_KV_CACHE_BYTES, 64, 2048, true, 0);
+  }
+
+  public BuiltinConfig withCompute(String compute, int threads) {
+    return new BuiltinConfig(modelDir, modelName, compute, threads, blockSize, kvCacheBytes, maxNumSeqs, maxBatchedTokens, chunkedPrefill, maxContextLength);
+  }
+
+  public BuiltinConfig withKvCacheBytes(long kvCacheBytes) {
+    return new BuiltinConfig(modelDir, modelName, compute, threads, blockSize, kvCacheBytes, maxNumSeqs, maxBatchedTokens, chunkedPrefill, maxContextLength);
+  }
+
+  public BuiltinConfig withBatching(int maxNumSeqs, int maxBatchedTokens, boolean chunkedPrefill) {
+    return new BuiltinConfig(modelDir, modelName, compute, threads, blockSize, kvCacheBytes, maxNumSeqs, maxBatchedTokens, chunkedPrefill, maxContextLength);
+  }
+
+  public BuiltinConfig withModelName(String modelName) {
+    return new BuiltinConfig(modelDir, modelName, compute, threads, blockSize, kvCacheBytes, maxNumSeqs, maxBatchedTokens, chunkedPrefill, maxContextLength);
+  }
+
+  public BuiltinConfig withMaxContextLength(int maxContextLength) {
+    return new BuiltinConfig(modelDir, modelName, compute, threads, blockSize, kvCacheBytes, maxNumSeqs, maxBatchedTokens, chunkedPrefill, maxContextLength);
+  }
+}

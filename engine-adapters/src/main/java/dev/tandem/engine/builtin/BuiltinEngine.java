@@ -1,0 +1,191 @@
+package dev.tandem.engine.builtin;
+
+import dev.tandem.common.KvEvent;
+import dev.tandem.engine.Engine;
+import dev.tandem.engine.EngineInfo;
+import dev.tandem.engine.EngineLoad;
+import dev.tandem.engine.EngineRequest;
+import dev.tandem.engine.KvEventSink;
+import dev.tandem.engine.RequestOutput;
+import dev.tandem.engine.compute.ComputeBackend;
+import dev.tandem.engine.compute.ComputeBackends;
+import dev.tandem.engine.kv.BlockPool;
+import dev.tandem.engine.model.ModelConfig;
+import dev.tandem.engine.model.ModelFormatException;
+import dev.tandem.engine.model.ModelWeights;
+import dev.tandem.engine.sched.ScheduledBatch;
+import dev.tandem.engine.sched.Scheduler;
+import dev.tandem.engine.sched.SchedulerConfig;
+import dev.tandem.engine.sched.Sequence;
+import java.util.ArrayList;
+import java.util.Arrays;
+import java.util.EnumSet;
+import java.util.List;
+
+/**
+ * The built-in engine: a real transformer on a compute backend, with a paged KV cache, prefix reuse
+ * across requests, continuous batching with chunked prefill, and vLLM's sampling parameters.
+ *
+ * <p>Ownership: owns the mapped weights, the KV cache memory and the compute backend; {@link
+ * #close()} releases all three. Threading: owned by one thread (see {@link Engine}).
+ */
+public final class BuiltinEngine implements Engine {
+  private final ModelWeights weights;
+  private final ComputeBackend backend;
+  private final PagedKvCache cache;
+  private final Transformer transformer;
+  private final Scheduler scheduler;
+  private final Sampler sampler = new Sampler();
+  private final EngineInfo info;
+
+  /**
+   * Loads the model and allocates the KV cache.
+   *
+   * @throws ModelFormatException naming the file and field when the model cannot be loaded
+   */
+  public static BuiltinEngine open(BuiltinConfig config) {
+    ModelConfig model = ModelConfig.read(config.modelDir());
+    ModelWeights weights = ModelWeights.load(config.modelDir(), model);
+    try {
+      ComputeBackend backend = ComputeBackends.create(config.compute(), config.threads());
+      return new BuiltinEngine(weights, backend, config);
+    } catch (RuntimeException e) {
+      weights.close();
+      throw e;
+    }
+  }
+
+  public BuiltinEngine(ModelWeights weights, ComputeBackend backend, BuiltinConfig config) {
+    ModelConfig model = weights.config();
+    long blockBytes = 2L * model.numLayers() * config.blockSize() * model.kvDim() * Float.BYTES;
+    int blocks = (int) Math.min(Integer.MAX_VALUE, config.kvCacheBytes() / blockBytes);
+    if (blocks < 1) {
+      throw new IllegalArgumentException(
+          "KV cache of " + config.kvCacheBytes() + " bytes holds no block; one block of "
+              + config.blockSize() + " tokens needs " + blockBytes + " bytes");
+    }
+    this.weights = weights;
+    this.backend = backend;
+    this.cache = new PagedKvCache(model, blocks, config.blockSize());
+    this.transformer = new Transformer(weights, backend, config.blockSize());
+    int context =
+        config.maxContextLength() > 0 ? config.maxContextLength() : model.maxPositionEmbeddings();
+    this.scheduler =
+        new Scheduler(
+            new SchedulerConfig(
+                config.maxNumSeqs(), config.maxBatchedTokens(), config.chunkedPrefill(), context, model.eosTokenIds()),
+            new BlockPool(blocks, config.blockSize()));
+    String name =
+        config.modelName() != null ? config.modelName() : config.modelDir().getFileName().toString();
+    this.info =
+        new EngineInfo(
+            "builtin-" + backend.name(),
+            name,
+            config.blockSize(),
+            blocks,
+            model.vocabSize(),
+            scheduler.maxContextLength(),
+            model.kvBytesPerToken(),
+            EnumSet.of(
+                EngineInfo.Feature.TEMPERATURE,
+                EngineInfo.Feature.TOP_P,
+                EngineInfo.Feature.TOP_K,
+                EngineInfo.Feature.MIN_P,
+                EngineInfo.Feature.SEED,
+                EngineInfo.Feature.PRESENCE_PENALTY,
+                EngineInfo.Feature.FREQUENCY_PENALTY,
+                EngineInfo.Feature.REPETITION_PENALTY,
+                EngineInfo.Feature.STOP_TOKEN_IDS),
+            model.eosTokenIds());
+  }
+
+  @Override
+  public EngineInfo info() {
+    return info;
+  }
+
+  public ModelConfig modelConfig() {
+    return weights.config();
+  }
+
+  /** The block pool, for tests that assert it returns to full. */
+  public BlockPool pool() {
+    return scheduler.pool();
+  }
+
+  /** The KV cache's memory, for export and import of blocks. */
+  public PagedKvCache kvCache() {
+    return cache;
+  }
+
+  @Override
+  public void setEventSink(KvEventSink sink) {
+    scheduler.pool().setEventSink(sink);
+  }
+
+  @Override
+  public void add(EngineRequest request) {
+    for (int t : request.promptTokens()) {
+      if (t < 0 || t >= weights.config().vocabSize()) {
+        throw new IllegalArgumentException(
+            "prompt token id " + t + " is outside the model's vocabulary (0.." + (weights.config().vocabSize() - 1) + ")");
+      }
+    }
+    Sequence seq = scheduler.add(request);
+    seq.setEngineState(new Sampler.State(request.sampling(), request.promptTokens()));
+  }
+
+  @Override
+  public boolean abort(String requestId) {
+    return scheduler.abort(requestId);
+  }
+
+  @Override
+  public boolean hasWork() {
+    return scheduler.hasWork();
+  }
+
+  @Override
+  public List<RequestOutput> step() {
+    ScheduledBatch batch = scheduler.schedule();
+    if (batch.size() == 0) {
+      return List.of();
+    }
+    List<Transformer.Slice> slices = new ArrayList<>(batch.size());
+    for (int i = 0; i < batch.size(); i++) {
+      Sequence seq = batch.sequence(i);
+      slices.add(
+          new Transformer.Slice(
+              seq.tokens(),
+              seq.computedTokens(),
+              batch.tokens()[i],
+              seq.computedTokens(),
+              Arrays.copyOf(seq.blocks(), seq.blockCount()),
+              batch.drawsToken(i)));
+    }
+    float[][] logits = transformer.forward(slices, cache);
+    return scheduler.complete(batch, (i, seq) -> {
+      Sampler.State state = seq.engineState();
+      int token = sampler.sample(logits[i], seq.request().sampling(), state);
+      state.accept(token);
+      return token;
+    });
+  }
+
+  @Override
+  public EngineLoad load() {
+    return scheduler.load();
+  }
+
+  @Override
+  public List<KvEvent> cacheSnapshot() {
+    return scheduler.pool().snapshot();
+  }
+
+  @Override
+  public void close() {
+    backend.close();
+    cache.close();
+    weights.close();
+  }
+}

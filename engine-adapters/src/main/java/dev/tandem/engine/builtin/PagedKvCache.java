@@ -1,0 +1,79 @@
+package dev.tandem.engine.builtin;
+
+import dev.tandem.engine.model.ModelConfig;
+import java.lang.foreign.Arena;
+import java.lang.foreign.MemorySegment;
+import java.lang.foreign.ValueLayout;
+
+/**
+ * The KV cache's memory: per layer, one off-heap segment of keys and one of values, each {@code
+ * [block][slot][kvHead][headDim]} f32. Which block belongs to whom is the {@link
+ * dev.tandem.engine.kv.BlockPool}'s business; this class only stores bytes. One block of one layer
+ * is a contiguous byte range ({@link #keyBlock}, {@link #valueBlock}), which is what disaggregated
+ * serving moves.
+ *
+ * <p>Ownership: owns its memory (a shared arena) until {@link #close()}. Written and read by the
+ * engine thread and the compute backend's threads inside its calls.
+ */
+public final class PagedKvCache implements AutoCloseable {
+  private final Arena arena = Arena.ofShared();
+  private final int blocks;
+  private final int blockSize;
+  private final int kvDim;
+  private final MemorySegment[] keys; // per layer: (blocks × blockSize, kvDim)
+  private final MemorySegment[] values; // per layer: (blocks × blockSize, kvDim)
+
+  public PagedKvCache(ModelConfig config, int blocks, int blockSize) {
+    this.blocks = blocks;
+    this.blockSize = blockSize;
+    this.kvDim = config.kvDim();
+    long layerBytes = (long) blocks * blockSize * kvDim * Float.BYTES;
+    this.keys = new MemorySegment[config.numLayers()];
+    this.values = new MemorySegment[config.numLayers()];
+    for (int l = 0; l < keys.length; l++) {
+      keys[l] = arena.allocate(layerBytes, 64);
+      values[l] = arena.allocate(layerBytes, 64);
+    }
+  }
+
+  /** Bytes of one block in one layer, for keys or values alone. */
+  public long blockBytes() {
+    return (long) blockSize * kvDim * Float.BYTES;
+  }
+
+  public int blocks() {
+    return blocks;
+  }
+
+  public int layers() {
+    return keys.length;
+  }
+
+  public MemorySegment keys(int layer) {
+    return keys[layer];
+  }
+
+  public MemorySegment values(int layer) {
+    return values[layer];
+  }
+
+  public MemorySegment keyBlock(int layer, int block) {
+    return keys[layer].asSlice(block * blockBytes(), blockBytes());
+  }
+
+  public MemorySegment valueBlock(int layer, int block) {
+    return values[layer].asSlice(block * blockBytes(), blockBytes());
+  }
+
+  /** Stores one token's keys and values ({@code kvDim} floats each from the given rows). */
+  void write(int layer, int block, int slot, float[] k, float[] v, int rowOffset) {
+    long offset = ((long) block * blockSize + slot) * kvDim * Float.BYTES;
+    MemorySegment.copy(k, rowOffset, keys[layer], ValueLayout.JAVA_FLOAT_UNALIGNED, offset, kvDim);
+    MemorySegment.copy(v, rowOffset, values[layer], ValueLayout.JAVA_FLOAT_UNALIGNED, offset, kvDim);
+  }
+
+  @Override
+  public void close() {
+    arena.close();
+  }
+}

@@ -1,0 +1,139 @@
+package dev.tandem.engine.builtin;
+
+import dev.tandem.engine.SamplingParams;
+import java.util.Arrays;
+import java.util.SplittableRandom;
+import java.util.concurrent.ThreadLocalRandom;
+
+/**
+ * Picks a token from logits the way vLLM does: repetition penalty (prompt and output tokens),
+ * frequency and presence penalties (output tokens), then greedy argmax, or temperature → min-p →
+ * top-k → top-p and a draw from the sequence's own generator (seeded: reproducible).
+ *
+ * <p>Threading: one per engine, used on the engine thread.
+ */
+final class Sampler {
+  /** A sequence's sampling state: its random generator and how often it produced each token. */
+  static final class State {
+    private final SplittableRandom random;
+    private final it.unimi.dsi.fastutil.ints.Int2IntOpenHashMap outputCounts =
+        new it.unimi.dsi.fastutil.ints.Int2IntOpenHashMap();
+    private final it.unimi.dsi.fastutil.ints.IntOpenHashSet promptTokens =
+        new it.unimi.dsi.fastutil.ints.IntOpenHashSet();
+
+    State(SamplingParams params, int[] prompt) {
+      this.random = new SplittableRandom(params.seed().orElseGet(() -> ThreadLocalRandom.current().nextLong()));
+      if (params.repetitionPenalty() != 1f) {
+        for (int t : prompt) {
+          promptTokens.add(t);
+        }
+      }
+    }
+
+    void accept(int token) {
+      outputCounts.addTo(token, 1);
+    }
+  }
+
+  int sample(float[] logits, SamplingParams p, State state) {
+    applyPenalties(logits, p, state);
+    if (p.isGreedy()) {
+      return argmax(logits);
+    }
+    float inv = 1f / p.temperature();
+    float max = Float.NEGATIVE_INFINITY;
+    for (int i = 0; i < logits.length; i++) {
+      logits[i] *= inv;
+      max = Math.max(max, logits[i]);
+    }
+    // Unnormalised probabilities; min-p keeps tokens with p ≥ min_p · p_max.
+    float[] probs = logits; // reused in place
+    double minP = p.minP() > 0 ? p.minP() : 0;
+    for (int i = 0; i < probs.length; i++) {
+      float e = (float) Math.exp(logits[i] - max);
+      probs[i] = e < minP ? 0f : e; // p_max is exp(0) = 1 before normalisation
+    }
+    boolean topK = p.topK() > 0 && p.topK() < probs.length;
+    boolean topP = p.topP() < 1f;
+    if (topK || topP) {
+      keepTopKTopP(probs, topK ? p.topK() : probs.length, topP ? p.topP() : 1f);
+    }
+    double total = 0;
+    for (float v : probs) {
+      total += v;
+    }
+    double r = state.random.nextDouble() * total;
+    int last = 0;
+    for (int i = 0; i < probs.length; i++) {
+      if (probs[i] > 0) {
+        last = i;
+        r -= probs[i];
+        if (r < 0) {
+          return i;
+        }
+      }
+    }
+    return last;
+  }
+
+  private static void applyPenalties(float[] logits, SamplingParams p, State state) {
+    if (p.repetitionPenalty() != 1f) {
+      float rp = p.repetitionPenalty();
+      var seen = new it.unimi.dsi.fastutil.ints.IntOpenHashSet(state.promptTokens);
+      seen.addAll(state.outputCounts.keySet());
+      for (int t : seen) {
+        logits[t] = logits[t] > 0 ? logits[t] / rp : logits[t] * rp;
+      }
+    }
+    if (p.frequencyPenalty() != 0f || p.presencePenalty() != 0f) {
+      for (var e : state.outputCounts.int2IntEntrySet()) {
+        logits[e.getIntKey()] -= p.frequencyPenalty() * e.getIntValue() + p.presencePenalty();
+      }
+    }
+  }
+
+  static int argmax(float[] logits) {
+    int best = 0;
+    for (int i = 1; i < logits.length; i++) {
+      if (logits[i] > logits[best]) {
+        best = i;
+      }
+    }
+    return best;
+  }
+
+  /**
+   * Zeroes every probability outside the k largest, then outside the smallest prefix (largest
+   * first) whose mass reaches {@code topP} of the remaining total.
+   */
+  private static void keepTopKTopP(float[] probs, int k, float topP) {
+    int n = 0;
+    long[] packed = new long[probs.length];
+    for (int i = 0; i < probs.length; i++) {
+      if (probs[i] > 0) {
+        // Non-negative floats order like their bits; descending order via the complement.
+        packed[n++] = ((long) ~Float.floatToRawIntBits(probs[i]) << 32) | i;
+      }
+    }
+    Arrays.sort(packed, 0, n);
+    int keep = Math.min(k, n);
+    if (topP < 1f) {
+      double total = 0;
+      for (int j = 0; j < keep; j++) {
+        total += probs[(int) packed[j]];
+      }
+      double cum = 0;
+      int j = 0;
+      while (j < keep) {
+        cum += probs[(int) packed[j++]];
+        if (cum >= topP * total) {
+          break;
+        }
+      }
+      keep = j;
+    }
+    for (int j = keep; j < n; j++) {
+      probs[(int) packed[j]] = 0f;
+    }
+  }
+}

@@ -1,0 +1,208 @@
+package dev.tandem.engine.builtin;
+
+import dev.tandem.engine.compute.AttentionBatch;
+import dev.tandem.engine.compute.ComputeBackend;
+import dev.tandem.engine.model.LayerWeights;
+import dev.tandem.engine.model.ModelConfig;
+import dev.tandem.engine.model.ModelWeights;
+import java.util.List;
+
+/**
+ * The forward pass of a Llama / Qwen2 / Qwen3 decoder over a batch of sequences, each running some
+ * tokens at some positions (a prefill chunk or one decode token). KV of the new tokens are written
+ * into each sequence's blocks of the {@link PagedKvCache}; attention reads everything before them
+ * from there, so a cached prefix is simply blocks already present.
+ *
+ * <p>Threading: owned by the engine thread; buffers are reused between calls.
+ */
+public final class Transformer {
+  /**
+   * One sequence's share of a forward pass: {@code count} tokens from {@code tokens[from..]}, at
+   * positions {@code startPosition..}, KV in {@code blockTable}. Logits are computed for its last
+   * token when {@code wantLogits}.
+   */
+  public record Slice(
+      int[] tokens, int from, int count, int startPosition, int[] blockTable, boolean wantLogits) {}
+
+  private final ModelConfig config;
+  private final ModelWeights weights;
+  private final ComputeBackend backend;
+  private final float[] invFreq;
+  private final int blockSize;
+
+  // Activations, one row per token; grown on demand.
+  private float[] x = new float[0]; // (tokens, hidden) residual stream
+  private float[] xb = new float[0]; // (tokens, hidden) normalised input of a sub-layer
+  private float[] xb2 = new float[0]; // (tokens, hidden) sub-layer output
+  private float[] q = new float[0]; // (tokens, heads × headDim)
+  private float[] k = new float[0]; // (tokens, kvHeads × headDim)
+  private float[] v = new float[0]; // (tokens, kvHeads × headDim)
+  private float[] att = new float[0]; // (tokens, heads × headDim)
+  private float[] hb = new float[0]; // (tokens, intermediate) gate, then silu(gate) · up
+  private float[] hb2 = new float[0]; // (tokens, intermediate) up
+
+  public Transformer(ModelWeights weights, ComputeBackend backend, int blockSize) {
+    this.config = weights.config();
+    this.weights = weights;
+    this.backend = backend;
+    this.invFreq = RopeFrequencies.of(config);
+    this.blockSize = blockSize;
+  }
+
+  public ModelConfig config() {
+    return config;
+  }
+
+  /**
+   * Runs the slices through the model; returns logits {@code (vocab)} for each slice that wants
+   * them, in slice order (null for the others).
+   */
+  public float[][] forward(List<Slice> slices, PagedKvCache cache) {
+    int tokens = 0;
+    for (Slice s : slices) {
+      tokens += s.count();
+    }
+    ensureCapacity(tokens);
+    int hidden = config.hiddenSize();
+    int[] positions = new int[tokens];
+    int[][] tables = new int[tokens][];
+    int[] tokenIds = new int[tokens];
+    int t = 0;
+    for (Slice s : slices) {
+      for (int j = 0; j < s.count(); j++, t++) {
+        positions[t] = s.startPosition() + j;
+        tables[t] = s.blockTable();
+        tokenIds[t] = s.tokens()[s.from() + j];
+      }
+    }
+
+    // Token embeddings.
+    for (t = 0; t < tokens; t++) {
+      if (tokenIds[t] < 0 || tokenIds[t] >= config.vocabSize()) {
+        throw new IllegalArgumentException(
+            "token id " + tokenIds[t] + " is outside the vocabulary (" + config.vocabSize() + ")");
+      }
+      weights.embedding().row(tokenIds[t], x, t * hidden);
+    }
+
+    for (int l = 0; l < config.numLayers(); l++) {
+      attentionBlock(l, weights.layer(l), tokens, positions, tables, cache);
+      mlpBlock(weights.layer(l), tokens);
+    }
+    return logits(slices, tokens);
+  }
+
+  private void attentionBlock(
+      int l, LayerWeights w, int tokens, int[] positions, int[][] tables, PagedKvCache cache) {
+    int hidden = config.hiddenSize();
+    int kvDim = config.kvDim();
+    // Pre-norm, then q, k, v projections (+ bias for Qwen2).
+    backend.rmsNorm(x, xb, w.inputNorm(), config.rmsNormEps(), tokens, hidden);
+    backend.matmul(xb, tokens, w.q(), q);
+    backend.matmul(xb, tokens, w.k(), k);
+    backend.matmul(xb, tokens, w.v(), v);
+    addBias(q, w.qBias(), tokens);
+    addBias(k, w.kBias(), tokens);
+    addBias(v, w.vBias(), tokens);
+    // Qwen3: RMSNorm of each query and key head.
+    if (w.qNorm() != null) {
+      backend.rmsNorm(q, q, w.qNorm(), config.rmsNormEps(), tokens * config.numHeads(), config.headDim());
+      backend.rmsNorm(k, k, w.kNorm(), config.rmsNormEps(), tokens * config.numKvHeads(), config.headDim());
+    }
+    // Rotary positions.
+    backend.rope(q, tokens, config.numHeads(), config.headDim(), positions, invFreq);
+    backend.rope(k, tokens, config.numKvHeads(), config.headDim(), positions, invFreq);
+    // New keys and values into the paged cache, then attention over each sequence's cache.
+    for (int t = 0; t < tokens; t++) {
+      int p = positions[t];
+      cache.write(l, tables[t][p / blockSize], p % blockSize, k, v, t * kvDim);
+    }
+    backend.attention(
+        new AttentionBatch(
+            q, att, tokens, positions, tables, cache.keys(l), cache.values(l), blockSize,
+            config.numHeads(), config.numKvHeads(), config.headDim()));
+    // Output projection and residual.
+    backend.matmul(att, tokens, w.o(), xb2);
+    addBias(xb2, w.oBias(), tokens);
+    addInPlace(x, xb2, tokens * hidden);
+  }
+
+  private void mlpBlock(LayerWeights w, int tokens) {
+    int hidden = config.hiddenSize();
+    // Pre-norm, SwiGLU: down(silu(gate(x)) · up(x)), residual.
+    backend.rmsNorm(x, xb, w.postAttentionNorm(), config.rmsNormEps(), tokens, hidden);
+    backend.matmul(xb, tokens, w.gate(), hb);
+    backend.matmul(xb, tokens, w.up(), hb2);
+    backend.siluMul(hb, hb2, tokens * config.intermediateSize());
+    backend.matmul(hb, tokens, w.down(), xb2);
+    addInPlace(x, xb2, tokens * hidden);
+  }
+
+  /** Final norm and LM head, only for the last token of slices that want logits. */
+  private float[][] logits(List<Slice> slices, int tokens) {
+    int hidden = config.hiddenSize();
+    int wanted = 0;
+    for (Slice s : slices) {
+      wanted += s.wantLogits() ? 1 : 0;
+    }
+    float[][] result = new float[slices.size()][];
+    if (wanted == 0) {
+      return result;
+    }
+    float[] last = new float[wanted * hidden];
+    int row = 0;
+    int end = 0;
+    for (Slice s : slices) {
+      end += s.count();
+      if (s.wantLogits()) {
+        System.arraycopy(x, (end - 1) * hidden, last, row++ * hidden, hidden);
+      }
+    }
+    backend.rmsNorm(last, last, weights.finalNorm(), config.rmsNormEps(), wanted, hidden);
+    float[] all = new float[wanted * config.vocabSize()];
+    backend.matmul(last, wanted, weights.lmHead(), all);
+    row = 0;
+    for (int i = 0; i < slices.size(); i++) {
+      if (slices.get(i).wantLogits()) {
+        result[i] = java.util.Arrays.copyOfRange(all, row * config.vocabSize(), (row + 1) * config.vocabSize());
+        row++;
+      }
+    }
+    return result;
+  }
+
+  private static void addBias(float[] a, float[] bias, int rows) {
+    if (bias == null) {
+      return;
+    }
+    int n = bias.length;
+    for (int t = 0; t < rows; t++) {
+      for (int i = 0; i < n; i++) {
+        a[t * n + i] += bias[i];
+      }
+    }
+  }
+
+  private static void addInPlace(float[] a, float[] b, int n) {
+    for (int i = 0; i < n; i++) {
+      a[i] += b[i];
+    }
+  }
+
+  private void ensureCapacity(int tokens) {
+    int hidden = config.hiddenSize();
+    if (x.length >= tokens * hidden) {
+      return;
+    }
+    int n = Math.max(tokens, x.length / Math.max(1, hidden) * 2);
+    x = new float[n * hidden];
+    xb = new float[n * hidden];
+    xb2 = new float[n * hidden];
+    q = new float[n * config.qDim()];
+    att = new float[n * config.qDim()];
+    k = new float[n * config.kvDim()];
+    v = new float[n * config.kvDim()];
+    hb = new float[n * config.intermediateSize()];
+    hb2 = new float[n * config.intermediateSize()];
+  }
+}

@@ -1,0 +1,36 @@
+package dev.tandem.engine.compute;
+
+/**
+ * The kernels of a decoder transformer's forward pass. Activations are row-major {@code float[]}
+ * with one row per token; weights stay in their file's element type ({@link WeightMatrix}).
+ *
+ * <p>Threading: a backend may use its own threads inside a call; calls come from one thread (the
+ * engine's) and return when their output is complete.
+ */
+public interface ComputeBackend extends AutoCloseable {
+  String name();
+
+  /** {@code out[t·rows + r] = Σ_i x[t·cols + i] · w[r, i]} for {@code t < tokens}, {@code r < w.rows()}. */
+  void matmul(float[] x, int tokens, WeightMatrix w, float[] out);
+
+  /**
+   * Root-mean-square normalisation of each of {@code rows} rows of length {@code dim}: {@code
+   * out = x / sqrt(mean(x²) + eps) · weight}. {@code out} may be {@code x}.
+   */
+  void rmsNorm(float[] x, float[] out, float[] weight, float eps, int rows, int dim);
+
+  /**
+   * Rotary position embedding, Hugging Face layout (dimension i pairs with i + headDim/2): each of
+   * {@code heads} heads of row t is rotated by angles {@code positions[t] · invFreq[i]}.
+   */
+  void rope(float[] x, int rows, int heads, int headDim, int[] positions, float[] invFreq);
+
+  /** {@code gate[i] = silu(gate[i]) · up[i]} for {@code i < n}. */
+  void siluMul(float[] gate, float[] up, int n);
+
+  /** Causal attention over the paged KV cache; see {@link AttentionBatch}. */
+  void attention(AttentionBatch batch);
+
+  @Override
+  default void close() {}
+}

@@ -1,0 +1,19 @@
+package dev.tandem.engine.compute;
+
+/**
+ * Finds and creates a compute backend. Registered in {@code
+ * META-INF/services/dev.tandem.engine.compute.ComputeBackendProvider}.
+ */
+public interface ComputeBackendProvider {
+  /** The name users pass to {@code --compute}. */
+  String name();
+
+  /** Whether this backend can run here (hardware, native libraries). */
+  boolean isAvailable();
+
+  /** Higher wins when no backend is named. */
+  int priority();
+
+  /** Creates a backend using up to {@code threads} threads (0: all cores). */
+  ComputeBackend create(int threads);
+}

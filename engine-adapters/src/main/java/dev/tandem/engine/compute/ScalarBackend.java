@@ -1,0 +1,136 @@
+package dev.tandem.engine.compute;
+
+import java.lang.foreign.MemorySegment;
+import java.lang.foreign.ValueLayout;
+
+/**
+ * The reference backend: one thread, plain loops, sums in double. Slow and obviously right; every
+ * fast backend is checked against it ({@code ComputeBackendConformanceTest}).
+ */
+public final class ScalarBackend implements ComputeBackend {
+  private static final ValueLayout.OfFloat FLOAT = ValueLayout.JAVA_FLOAT_UNALIGNED;
+
+  @Override
+  public String name() {
+    return "scalar";
+  }
+
+  @Override
+  public void matmul(float[] x, int tokens, WeightMatrix w, float[] out) {
+    int rows = w.rows();
+    int cols = w.cols();
+    for (int t = 0; t < tokens; t++) {
+      for (int r = 0; r < rows; r++) {
+        double sum = 0;
+        for (int i = 0; i < cols; i++) {
+          sum += (double) x[t * cols + i] * w.get(r, i);
+        }
+        out[t * rows + r] = (float) sum;
+      }
+    }
+  }
+
+  @Override
+  public void rmsNorm(float[] x, float[] out, float[] weight, float eps, int rows, int dim) {
+    for (int t = 0; t < rows; t++) {
+      int base = t * dim;
+      double ss = 0;
+      for (int i = 0; i < dim; i++) {
+        ss += (double) x[base + i] * x[base + i];
+      }
+      double inv = 1.0 / Math.sqrt(ss / dim + eps);
+      for (int i = 0; i < dim; i++) {
+        out[base + i] = (float) (x[base + i] * inv * weight[i]);
+      }
+    }
+  }
+
+  @Override
+  public void rope(float[] x, int rows, int heads, int headDim, int[] positions, float[] invFreq) {
+    int half = headDim / 2;
+    for (int t = 0; t < rows; t++) {
+      for (int h = 0; h < heads; h++) {
+        int base = (t * heads + h) * headDim;
+        for (int i = 0; i < half; i++) {
+          double angle = (double) positions[t] * invFreq[i];
+          double cos = Math.cos(angle);
+          double sin = Math.sin(angle);
+          double a = x[base + i];
+          double b = x[base + i + half];
+          x[base + i] = (float) (a * cos - b * sin);
+          x[base + i + half] = (float) (b * cos + a * sin);
+        }
+      }
+    }
+  }
+
+  @Override
+  public void siluMul(float[] gate, float[] up, int n) {
+    for (int i = 0; i < n; i++) {
+      double g = gate[i];
+      gate[i] = (float) (g / (1 + Math.exp(-g)) * up[i]);
+    }
+  }
+
+  @Override
+  public void attention(AttentionBatch b) {
+    int headDim = b.headDim();
+    int group = b.numHeads() / b.numKvHeads();
+    double scale = 1.0 / Math.sqrt(headDim);
+    MemorySegment keys = b.keys();
+    MemorySegment values = b.values();
+    for (int t = 0; t < b.rows(); t++) {
+      int len = b.positions()[t] + 1;
+      double[] scores = new double[len];
+      for (int h = 0; h < b.numHeads(); h++) {
+        int g = h / group;
+        int qBase = (t * b.numHeads() + h) * headDim;
+        double max = Double.NEGATIVE_INFINITY;
+        for (int p = 0; p < len; p++) {
+          long off = b.cacheOffset(t, p, g);
+          double dot = 0;
+          for (int i = 0; i < headDim; i++) {
+            dot += (double) b.q()[qBase + i] * keys.get(FLOAT, off + (long) i * Float.BYTES);
+          }
+          scores[p] = dot * scale;
+          max = Math.max(max, scores[p]);
+        }
+        double sum = 0;
+        for (int p = 0; p < len; p++) {
+          scores[p] = Math.exp(scores[p] - max);
+          sum += scores[p];
+        }
+        for (int i = 0; i < headDim; i++) {
+          double acc = 0;
+          for (int p = 0; p < len; p++) {
+            acc += scores[p] * values.get(FLOAT, b.cacheOffset(t, p, g) + (long) i * Float.BYTES);
+          }
+          b.out()[qBase + i] = (float) (acc / sum);
+        }
+      }
+    }
+  }
+
+  /** Registers the scalar backend (priority 0: used only when asked for or alone). */
+  public static final class Provider implements ComputeBackendProvider {
+    @Override
+    public String name() {
+      return "scalar";
+    }
+
+    @Override
+    public boolean isAvailable() {
+      return true;
+    }
+
+    @Override
+    public int priority() {
+      return 0;
+    }
+
+    @Override
+    public ComputeBackend create(int threads) {
+      return new ScalarBackend();
+    }
+  }
+}

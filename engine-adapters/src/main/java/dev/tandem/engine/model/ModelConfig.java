@@ -1,0 +1,250 @@
+package dev.tandem.engine.model;
+
+import com.fasterxml.jackson.databind.JsonNode;
+import com.fasterxml.jackson.databind.ObjectMapper;
+import java.io.IOException;
+import java.nio.file.Files;
+import java.nio.file.Path;
+
+/**
+ * The transformer's shape, read from a Hugging Face {@code config.json}: LlamaForCausalLM,
+ * Qwen2ForCausalLM and Qwen3ForCausalLM (grouped-query attention, RoPE with optional Llama-3 or
+ * linear scaling, RMSNorm, SwiGLU, Qwen2's qkv bias, Qwen3's per-head q/k RMSNorm, tied
+ * embeddings).
+ *
+ * @param qkvBias q, k and v projections carry a bias (Qwen2 always; Llama and Qwen3 with
+ *     attention_bias)
+ * @param outputBias the output projection carries a bias (Llama and Qwen3 with attention_bias)
+ * @param qkNorm per-head RMSNorm of queries and keys before RoPE (Qwen3)
+ */
+public record ModelConfig(
+    Architecture architecture,
+    int hiddenSize,
+    int intermediateSize,
+    int numLayers,
+    int numHeads,
+    int numKvHeads,
+    int headDim,
+    int vocabSize,
+    float rmsNormEps,
+    double ropeTheta,
+    RopeScaling ropeScaling,
+    int maxPositionEmbeddings,
+    boolean tieWordEmbeddings,
+    boolean qkvBias,
+    boolean outputBias,
+    boolean qkNorm,
+    int[] eosTokenIds,
+    DType torchDtype) {
+
+  /** The architectures the built-in engine runs. */
+  public enum Architecture {
+    LLAMA("LlamaForCausalLM", "llama"),
+    QWEN2("Qwen2ForCausalLM", "qwen2"),
+    QWEN3("Qwen3ForCausalLM", "qwen3");
+
+    public final String hfName;
+    public final String modelType;
+
+    Architecture(String hfName, String modelType) {
+      this.hfName = hfName;
+      this.modelType = modelType;
+    }
+
+    static Architecture of(String hfName) {
+      for (Architecture a : values()) {
+        if (a.hfName.equals(hfName)) {
+          return a;
+        }
+      }
+      return null;
+    }
+  }
+
+  /**
+   * RoPE frequency scaling: none, linear (positions ÷ factor), or Llama 3's per-frequency rule.
+   */
+  public record RopeScaling(
+      String type, double factor, double lowFreqFactor, double highFreqFactor, int originalMaxPositions) {
+    public static final RopeScaling NONE = new RopeScaling("default", 1, 1, 1, 0);
+  }
+
+  public ModelConfig {
+    eosTokenIds = eosTokenIds.clone();
+  }
+
+  public int kvDim() {
+    return numKvHeads * headDim;
+  }
+
+  public int qDim() {
+    return numHeads * headDim;
+  }
+
+  /** Bytes of K and V per token with f32 cache entries. */
+  public long kvBytesPerToken() {
+    return 2L * numLayers * kvDim() * Float.BYTES;
+  }
+
+  /**
+   * Reads and checks {@code dir/config.json}.
+   *
+   * @throws ModelFormatException naming the file and the field that is missing, malformed or
+   *     unsupported
+   */
+  public static ModelConfig read(Path dir) {
+    Path file = dir.resolve("config.json");
+    if (!Files.isRegularFile(file)) {
+      throw new ModelFormatException(file + ": file does not exist");
+    }
+    JsonNode root;
+    try {
+      root = new ObjectMapper().readTree(file.toFile());
+    } catch (IOException e) {
+      throw new ModelFormatException(file + ": not valid JSON: " + e.getMessage());
+    }
+    return parse(file.toString(), root);
+  }
+
+  static ModelConfig parse(String file, JsonNode root) {
+    Fields f = new Fields(file, root);
+    JsonNode archs = root.path("architectures");
+    if (!archs.isArray() || archs.isEmpty()) {
+      throw new ModelFormatException(file + ": field 'architectures' is missing");
+    }
+    String archName = archs.get(0).asText();
+    Architecture arch = Architecture.of(archName);
+    if (arch == null) {
+      throw new ModelFormatException(
+          file + ": field 'architectures' names " + archName
+              + ", which the built-in engine does not run (supported: LlamaForCausalLM, Qwen2ForCausalLM, Qwen3ForCausalLM)");
+    }
+    String act = root.path("hidden_act").asText("silu");
+    if (!act.equals("silu")) {
+      throw new ModelFormatException(file + ": field 'hidden_act' is " + act + "; only silu is supported");
+    }
+    if (root.path("mlp_bias").asBoolean(false)) {
+      throw new ModelFormatException(file + ": field 'mlp_bias' is true; MLP biases are not supported");
+    }
+    if (root.path("use_sliding_window").asBoolean(false)) {
+      throw new ModelFormatException(
+          file + ": field 'use_sliding_window' is true; sliding-window attention is not supported");
+    }
+    int hidden = f.positiveInt("hidden_size");
+    int heads = f.positiveInt("num_attention_heads");
+    int kvHeads = root.has("num_key_value_heads") ? f.positiveInt("num_key_value_heads") : heads;
+    if (heads % kvHeads != 0) {
+      throw new ModelFormatException(
+          file + ": field 'num_key_value_heads' (" + kvHeads + ") must divide num_attention_heads (" + heads + ")");
+    }
+    int headDim;
+    if (root.hasNonNull("head_dim")) {
+      headDim = f.positiveInt("head_dim");
+    } else if (hidden % heads == 0) {
+      headDim = hidden / heads;
+    } else {
+      throw new ModelFormatException(file + ": field 'head_dim' is missing and hidden_size is not a multiple of the heads");
+    }
+    if (headDim % 2 != 0) {
+      throw new ModelFormatException(file + ": field 'head_dim' must be even for RoPE, was " + headDim);
+    }
+    boolean attentionBias = root.path("attention_bias").asBoolean(false);
+    return new ModelConfig(
+        arch,
+        hidden,
+        f.positiveInt("intermediate_size"),
+        f.positiveInt("num_hidden_layers"),
+        heads,
+        kvHeads,
+        headDim,
+        f.positiveInt("vocab_size"),
+        (float) f.positiveDouble("rms_norm_eps", 1e-6),
+        f.positiveDouble("rope_theta", 10_000),
+        ropeScaling(file, root.path("rope_scaling")),
+        root.path("max_position_embeddings").asInt(4096),
+        root.path("tie_word_embeddings").asBoolean(false),
+        arch == Architecture.QWEN2 || attentionBias,
+        arch != Architecture.QWEN2 && attentionBias,
+        arch == Architecture.QWEN3,
+        eosIds(file, root.path("eos_token_id")),
+        dtype(file, root.path("torch_dtype")));
+  }
+
+  private static RopeScaling ropeScaling(String file, JsonNode node) {
+    if (node.isMissingNode() || node.isNull()) {
+      return RopeScaling.NONE;
+    }
+    String type = node.path("rope_type").asText(node.path("type").asText("default"));
+    Fields f = new Fields(file + " rope_scaling", node);
+    return switch (type) {
+      case "default" -> RopeScaling.NONE;
+      case "linear" -> new RopeScaling("linear", f.positiveDouble("factor", Double.NaN), 1, 1, 0);
+      case "llama3" ->
+          new RopeScaling(
+              "llama3",
+              f.positiveDouble("factor", Double.NaN),
+              f.positiveDouble("low_freq_factor", Double.NaN),
+              f.positiveDouble("high_freq_factor", Double.NaN),
+              f.positiveInt("original_max_position_embeddings"));
+      default ->
+          throw new ModelFormatException(
+              file + ": field 'rope_scaling.rope_type' is " + type + "; supported: default, linear, llama3");
+    };
+  }
+
+  private static int[] eosIds(String file, JsonNode node) {
+    if (node.isMissingNode() || node.isNull()) {
+      return new int[0];
+    }
+    if (node.isInt()) {
+      return new int[] {node.asInt()};
+    }
+    if (node.isArray()) {
+      int[] ids = new int[node.size()];
+      for (int i = 0; i < ids.length; i++) {
+        ids[i] = node.get(i).asInt();
+      }
+      return ids;
+    }
+    throw new ModelFormatException(file + ": field 'eos_token_id' must be an integer or a list of integers");
+  }
+
+  private static DType dtype(String file, JsonNode node) {
+    if (node.isMissingNode() || node.isNull()) {
+      return DType.BF16;
+    }
+    try {
+      return DType.fromTorchName(node.asText());
+    } catch (IllegalArgumentException e) {
+      throw new ModelFormatException(file + ": field 'torch_dtype': " + e.getMessage());
+    }
+  }
+
+  /** Reads required numeric fields, naming the file and field when one is missing or wrong. */
+  private record Fields(String file, JsonNode root) {
+    int positiveInt(String name) {
+      JsonNode n = root.path(name);
+      if (n.isMissingNode() || n.isNull()) {
+        throw new ModelFormatException(file + ": field '" + name + "' is missing");
+      }
+      if (!n.canConvertToInt() || !n.isIntegralNumber() || n.asInt() <= 0) {
+        throw new ModelFormatException(file + ": field '" + name + "' must be a positive integer, was " + n);
+      }
+      return n.asInt();
+    }
+
+    double positiveDouble(String name, double fallback) {
+      JsonNode n = root.path(name);
+      if (n.isMissingNode() || n.isNull()) {
+        if (Double.isNaN(fallback)) {
+          throw new ModelFormatException(file + ": field '" + name + "' is missing");
+        }
+        return fallback;
+      }
+      if (!n.isNumber() || n.asDouble() <= 0) {
+        throw new ModelFormatException(file + ": field '" + name + "' must be a positive number, was " + n);
+      }
+      return n.asDouble();
+    }
+  }
+}

@@ -1,0 +1,188 @@
+package dev.tandem.engine.model;
+
+import com.fasterxml.jackson.databind.JsonNode;
+import com.fasterxml.jackson.databind.ObjectMapper;
+import dev.tandem.engine.compute.WeightMatrix;
+import java.io.IOException;
+import java.nio.file.Files;
+import java.nio.file.Path;
+import java.util.ArrayList;
+import java.util.Arrays;
+import java.util.HashMap;
+import java.util.Iterator;
+import java.util.LinkedHashSet;
+import java.util.List;
+import java.util.Map;
+import java.util.Set;
+
+/**
+ * Every weight of a model, checked against its config: {@code model.safetensors}, or the shards
+ * named by {@code model.safetensors.index.json}. Matrices point into the mapped files.
+ *
+ * <p>Ownership: owns the mapped files; {@link #close()} unmaps them, after which no weight may be
+ * read. Thread-safe (read-only).
+ */
+public final class ModelWeights implements AutoCloseable {
+  private final ModelConfig config;
+  private final List<SafetensorsFile> files;
+  private final WeightMatrix embedding; // (vocab, hidden)
+  private final LayerWeights[] layers;
+  private final float[] finalNorm; // (hidden)
+  private final WeightMatrix lmHead; // (vocab, hidden); the embedding when tied
+
+  private ModelWeights(ModelConfig config, List<SafetensorsFile> files, Lookup t) {
+    this.config = config;
+    this.files = files;
+    int hidden = config.hiddenSize();
+    this.embedding = t.matrix("model.embed_tokens.weight", config.vocabSize(), hidden);
+    this.layers = new LayerWeights[config.numLayers()];
+    for (int l = 0; l < layers.length; l++) {
+      String p = "model.layers." + l + ".";
+      boolean qkv = config.qkvBias();
+      layers[l] =
+          new LayerWeights(
+              t.vector(p + "input_layernorm.weight", hidden),
+              t.matrix(p + "self_attn.q_proj.weight", config.qDim(), hidden),
+              t.matrix(p + "self_attn.k_proj.weight", config.kvDim(), hidden),
+              t.matrix(p + "self_attn.v_proj.weight", config.kvDim(), hidden),
+              qkv ? t.vector(p + "self_attn.q_proj.bias", config.qDim()) : null,
+              qkv ? t.vector(p + "self_attn.k_proj.bias", config.kvDim()) : null,
+              qkv ? t.vector(p + "self_attn.v_proj.bias", config.kvDim()) : null,
+              config.qkNorm() ? t.vector(p + "self_attn.q_norm.weight", config.headDim()) : null,
+              config.qkNorm() ? t.vector(p + "self_attn.k_norm.weight", config.headDim()) : null,
+              t.matrix(p + "self_attn.o_proj.weight", hidden, config.qDim()),
+              config.outputBias() ? t.vector(p + "self_attn.o_proj.bias", hidden) : null,
+              t.vector(p + "post_attention_layernorm.weight", hidden),
+              t.matrix(p + "mlp.gate_proj.weight", config.intermediateSize(), hidden),
+              t.matrix(p + "mlp.up_proj.weight", config.intermediateSize(), hidden),
+              t.matrix(p + "mlp.down_proj.weight", hidden, config.intermediateSize()));
+    }
+    this.finalNorm = t.vector("model.norm.weight", hidden);
+    this.lmHead =
+        config.tieWordEmbeddings() && !t.has("lm_head.weight")
+            ? embedding
+            : t.matrix("lm_head.weight", config.vocabSize(), hidden);
+  }
+
+  /**
+   * Maps and checks the weights in {@code dir}.
+   *
+   * @throws ModelFormatException naming the file and tensor that is missing, corrupt or misshapen
+   */
+  public static ModelWeights load(Path dir, ModelConfig config) {
+    List<Path> paths = weightFiles(dir);
+    List<SafetensorsFile> files = new ArrayList<>();
+    try {
+      Map<String, Tensor> tensors = new HashMap<>();
+      for (Path path : paths) {
+        SafetensorsFile file = SafetensorsFile.open(path);
+        files.add(file);
+        tensors.putAll(file.tensors());
+      }
+      return new ModelWeights(config, List.copyOf(files), new Lookup(dir, paths, tensors));
+    } catch (RuntimeException e) {
+      files.forEach(SafetensorsFile::close);
+      throw e;
+    }
+  }
+
+  private static List<Path> weightFiles(Path dir) {
+    if (!Files.isDirectory(dir)) {
+      throw new ModelFormatException(dir + ": model directory does not exist");
+    }
+    Path index = dir.resolve("model.safetensors.index.json");
+    if (Files.isRegularFile(index)) {
+      JsonNode map;
+      try {
+        map = new ObjectMapper().readTree(index.toFile()).path("weight_map");
+      } catch (IOException e) {
+        throw new ModelFormatException(index + ": not valid JSON: " + e.getMessage());
+      }
+      if (!map.isObject() || map.isEmpty()) {
+        throw new ModelFormatException(index + ": field 'weight_map' is missing or empty");
+      }
+      Set<Path> shards = new LinkedHashSet<>();
+      for (Iterator<JsonNode> it = map.elements(); it.hasNext(); ) {
+        shards.add(dir.resolve(it.next().asText()));
+      }
+      for (Path shard : shards) {
+        if (!Files.isRegularFile(shard)) {
+          throw new ModelFormatException(index + ": names shard " + shard.getFileName() + ", which does not exist");
+        }
+      }
+      return List.copyOf(shards);
+    }
+    Path single = dir.resolve("model.safetensors");
+    if (!Files.isRegularFile(single)) {
+      throw new ModelFormatException(
+          dir + ": no model.safetensors and no model.safetensors.index.json (only safetensors weights are supported)");
+    }
+    return List.of(single);
+  }
+
+  public ModelConfig config() {
+    return config;
+  }
+
+  public WeightMatrix embedding() {
+    return embedding;
+  }
+
+  public LayerWeights layer(int l) {
+    return layers[l];
+  }
+
+  public float[] finalNorm() {
+    return finalNorm;
+  }
+
+  public WeightMatrix lmHead() {
+    return lmHead;
+  }
+
+  /** Bytes of weights read to decode one token (every matrix once; the embedding row is negligible). */
+  public long bytesReadPerToken() {
+    long n = lmHead.byteSize();
+    for (LayerWeights l : layers) {
+      n += l.q().byteSize() + l.k().byteSize() + l.v().byteSize() + l.o().byteSize()
+          + l.gate().byteSize() + l.up().byteSize() + l.down().byteSize();
+    }
+    return n;
+  }
+
+  @Override
+  public void close() {
+    files.forEach(SafetensorsFile::close);
+  }
+
+  /** Finds tensors by name and checks their shapes, naming the file on any mismatch. */
+  private record Lookup(Path dir, List<Path> files, Map<String, Tensor> tensors) {
+    boolean has(String name) {
+      return tensors.containsKey(name);
+    }
+
+    Tensor get(String name, long... shape) {
+      Tensor t = tensors.get(name);
+      if (t == null) {
+        throw new ModelFormatException(
+            dir + ": tensor '" + name + "' is missing (looked in "
+                + files.stream().map(p -> p.getFileName().toString()).toList() + ")");
+      }
+      if (!Arrays.equals(t.shape(), shape)) {
+        throw new ModelFormatException(
+            dir.resolve(t.file()) + ": tensor '" + name + "' has shape " + t.shapeString()
+                + "; config.json implies " + Arrays.toString(shape));
+      }
+      return t;
+    }
+
+    WeightMatrix matrix(String name, int rows, int cols) {
+      Tensor t = get(name, rows, cols);
+      return new WeightMatrix(name, t.dtype(), rows, cols, t.data());
+    }
+
+    float[] vector(String name, int n) {
+      return get(name, n).toFloats();
+    }
+  }
+}

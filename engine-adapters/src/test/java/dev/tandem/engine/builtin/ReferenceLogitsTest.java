@@ -1,0 +1,196 @@
+package dev.tandem.engine.builtin;
+
+import static org.junit.jupiter.api.Assertions.assertEquals;
+import static org.junit.jupiter.api.Assertions.assertTrue;
+
+import com.fasterxml.jackson.databind.JsonNode;
+import com.fasterxml.jackson.databind.ObjectMapper;
+import com.fasterxml.jackson.databind.node.ObjectNode;
+import dev.tandem.engine.compute.ComputeBackend;
+import dev.tandem.engine.compute.ScalarBackend;
+import dev.tandem.engine.compute.VectorBackend;
+import dev.tandem.engine.model.DType;
+import dev.tandem.engine.model.ModelConfig;
+import dev.tandem.engine.model.ModelGenerator;
+import dev.tandem.engine.model.ModelWeights;
+import java.io.InputStream;
+import java.nio.file.Files;
+import java.nio.file.Path;
+import java.security.MessageDigest;
+import java.util.ArrayList;
+import java.util.HexFormat;
+import java.util.List;
+import java.util.stream.Stream;
+import org.junit.jupiter.api.io.TempDir;
+import org.junit.jupiter.params.ParameterizedTest;
+import org.junit.jupiter.params.provider.Arguments;
+import org.junit.jupiter.params.provider.MethodSource;
+
+/**
+ * The engine's logits against an independent PyTorch implementation (src/test/python/
+ * reference_logits.py): for Llama (with Llama-3 RoPE scaling), Qwen2 (qkv bias) and Qwen3 (q/k
+ * norm, tied embeddings) in f32, bf16 and f16, after the prompt and after each of 20 greedy decode
+ * steps; alone, chunked, and batched with a second prompt that reuses the first one's cached prefix
+ * blocks. The fixture holds the weights' hash: the test regenerates the same model and proves it.
+ */
+class ReferenceLogitsTest {
+  private static final int BLOCK = 8;
+
+  static Stream<Arguments> fixtures() {
+    List<Arguments> all = new ArrayList<>();
+    for (String name : List.of("llama-f32", "llama-bf16", "qwen2-f32", "qwen3-f32", "qwen3-bf16", "qwen3-f16")) {
+      for (String backend : List.of("cpu", "scalar")) {
+        all.add(Arguments.of(name, backend));
+      }
+    }
+    return all.stream();
+  }
+
+  private static ComputeBackend backend(String name) {
+    return name.equals("cpu") ? new VectorBackend(2) : new ScalarBackend();
+  }
+
+  @ParameterizedTest(name = "{0} on {1}")
+  @MethodSource("fixtures")
+  void matchesPyTorch(String name, String backendName, @TempDir Path dir) throws Exception {
+    JsonNode fixture;
+    try (InputStream in = getClass().getResourceAsStream("/dev/tandem/engine/reference/" + name + ".json")) {
+      fixture = new ObjectMapper().readTree(in);
+    }
+    DType dtype = switch (fixture.get("dtype").asText()) {
+      case "f32" -> DType.F32;
+      case "bf16" -> DType.BF16;
+      default -> DType.F16;
+    };
+    double tolerance = dtype == DType.F32 ? 1e-4 : 1e-2;
+    ModelGenerator.write((ObjectNode) fixture.get("config"), dtype, fixture.get("seed").asLong(), dir, 0);
+    String sha = HexFormat.of().formatHex(
+        MessageDigest.getInstance("SHA-256").digest(Files.readAllBytes(dir.resolve("model.safetensors"))));
+    assertEquals(fixture.get("sha256").asText(), sha, "the generator wrote different weights than the fixture's");
+
+    Case a = Case.of(fixture.get("cases").get(0));
+    Case b = Case.of(fixture.get("cases").get(1));
+    ModelConfig config = ModelConfig.read(dir);
+    try (ModelWeights weights = ModelWeights.load(dir, config);
+        ComputeBackend backend = backend(backendName);
+        PagedKvCache cache = new PagedKvCache(config, 64, BLOCK)) {
+      Transformer model = new Transformer(weights, backend, BLOCK);
+
+      // Alone: the whole prompt in one pass, then 20 decode steps.
+      int[] tableA = blocks(0, 6);
+      float[] logits = model.forward(List.of(prefill(a, 0, a.prompt.length, tableA)), cache)[0];
+      assertClose(a.logits.get(0), logits, tolerance, name + " prefill");
+      decode(model, cache, List.of(a), List.of(tableA), tolerance, name + " alone");
+
+      // Chunked: the prompt in chunks of 5 tokens into fresh blocks gives the same logits.
+      int[] tableChunked = blocks(6, 6);
+      float[] last = null;
+      for (int from = 0; from < a.prompt.length; from += 5) {
+        int n = Math.min(5, a.prompt.length - from);
+        last = model.forward(List.of(prefill(a, from, n, tableChunked)), cache)[0];
+      }
+      assertClose(a.logits.get(0), last, tolerance, name + " chunked prefill");
+
+      // Batched with prefix reuse: B's first 16 tokens are A's, so B starts at position 16 on
+      // A's first two blocks, in the same passes as A.
+      int[] tableA2 = blocks(12, 6);
+      int[] tableB = {tableA2[0], tableA2[1], 30, 31, 32, 33};
+      float[][] both =
+          model.forward(
+              List.of(prefill(a, 0, a.prompt.length, tableA2), prefill(b, 16, b.prompt.length - 16, tableB)),
+              cache);
+      assertClose(a.logits.get(0), both[0], tolerance, name + " batched A");
+      assertClose(b.logits.get(0), both[1], tolerance, name + " batched B on A's prefix");
+      decode(model, cache, List.of(a, b), List.of(tableA2, tableB), tolerance, name + " batched");
+    }
+  }
+
+  private static Transformer.Slice prefill(Case c, int from, int n, int[] table) {
+    int[] all = c.allTokens();
+    return new Transformer.Slice(all, from, n, from, table, true);
+  }
+
+  /** Feeds the reference's greedy tokens one step at a time to every case at once. */
+  private static void decode(
+      Transformer model, PagedKvCache cache, List<Case> cases, List<int[]> tables, double tol, String what) {
+    for (int step = 0; step < cases.get(0).generated.length; step++) {
+      List<Transformer.Slice> slices = new ArrayList<>();
+      for (int i = 0; i < cases.size(); i++) {
+        Case c = cases.get(i);
+        int pos = c.prompt.length + step;
+        slices.add(new Transformer.Slice(c.allTokens(), pos, 1, pos, tables.get(i), true));
+      }
+      float[][] out = model.forward(slices, cache);
+      for (int i = 0; i < cases.size(); i++) {
+        Case c = cases.get(i);
+        assertClose(c.logits.get(step + 1), out[i], tol, what + " step " + (step + 1));
+        if (step + 1 < c.generated.length) {
+          assertGreedyAgrees(c, step + 1, out[i], what);
+        }
+      }
+    }
+  }
+
+  /** Where the reference's top two logits are clearly apart, the engine picks the same token. */
+  private static void assertGreedyAgrees(Case c, int step, float[] logits, String what) {
+    float[] ref = c.logits.get(step);
+    int best = Sampler.argmax(ref);
+    float second = Float.NEGATIVE_INFINITY;
+    for (int i = 0; i < ref.length; i++) {
+      if (i != best) {
+        second = Math.max(second, ref[i]);
+      }
+    }
+    if (ref[best] - second > 1e-3 * Math.abs(ref[best])) {
+      assertEquals(c.generated[step], Sampler.argmax(logits), what + ": greedy token at step " + step);
+    }
+  }
+
+  private static void assertClose(float[] expected, float[] actual, double tolerance, String what) {
+    assertEquals(expected.length, actual.length, what + ": vocabulary size");
+    double maxDiff = 0;
+    double scale = 0;
+    for (int i = 0; i < expected.length; i++) {
+      maxDiff = Math.max(maxDiff, Math.abs(expected[i] - actual[i]));
+      scale = Math.max(scale, Math.abs(expected[i]));
+    }
+    double rel = maxDiff / scale;
+    assertTrue(rel < tolerance, what + ": relative error " + rel + " ≥ " + tolerance);
+  }
+
+  private static int[] blocks(int first, int n) {
+    int[] t = new int[n];
+    for (int i = 0; i < n; i++) {
+      t[i] = first + i;
+    }
+    return t;
+  }
+
+  private record Case(int[] prompt, int[] generated, List<float[]> logits) {
+    static Case of(JsonNode n) {
+      List<float[]> logits = new ArrayList<>();
+      for (JsonNode row : n.get("logits")) {
+        float[] l = new float[row.size()];
+        for (int i = 0; i < l.length; i++) {
+          l[i] = (float) row.get(i).asDouble();
+        }
+        logits.add(l);
+      }
+      return new Case(ints(n.get("prompt")), ints(n.get("generated")), logits);
+    }
+
+    int[] allTokens() {
+      int[] all = java.util.Arrays.copyOf(prompt, prompt.length + generated.length);
+      System.arraycopy(generated, 0, all, prompt.length, generated.length);
+      return all;
+    }
+
+    private static int[] ints(JsonNode n) {
+      int[] out = new int[n.size()];
+      for (int i = 0; i < out.length; i++) {
+        out[i] = n.get(i).asInt();
+      }
+      return out;
+    }
+  }
+}

@@ -1,0 +1,27 @@
+#!/usr/bin/env bash
+# Regenerates the PyTorch reference fixtures that ReferenceLogitsTest compares the engine against.
+# Needs Debian's python3-torch (apt-get install -y python3-torch); CI does not run this, it uses the
+# committed fixtures. Each case: a tiny model written by `tandem model create` from configs/NAME.json
+# with a seed and dtype, then reference_logits.py on it.
+set -euo pipefail
+here="$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)"
+root="$(cd "$here/../../../.." && pwd)"
+out="$root/engine-adapters/src/test/resources/dev/tandem/engine/reference"
+work="$(mktemp -d)"
+trap 'rm -rf "$work"' EXIT
+mkdir -p "$out"
+# name config seed dtype
+cases=(
+  "llama-f32 llama 11 f32"
+  "llama-bf16 llama 12 bf16"
+  "qwen2-f32 qwen2 21 f32"
+  "qwen3-f32 qwen3 31 f32"
+  "qwen3-bf16 qwen3 32 bf16"
+  "qwen3-f16 qwen3 33 f16"
+)
+for c in "${cases[@]}"; do
+  read -r name config seed dtype <<<"$c"
+  "$root/tandem" model create --config "$here/configs/$config.json" --seed "$seed" --dtype "$dtype" --out "$work/$name" >/dev/null
+  /usr/bin/python3 "$here/reference_logits.py" "$out/$name.json" "$work/$name" "$seed" "$dtype"
+  echo "wrote $out/$name.json"
+done

@@ -1,0 +1,159 @@
+#!/usr/bin/python3
+"""Reference logits for Tandem's built-in engine, computed by an independent PyTorch implementation.
+
+For each model directory given (written by `tandem model create`), reads config.json and the
+safetensors weights with its own parser, runs the full causal forward pass in float32 (bf16/f16
+weights are widened exactly), and writes a JSON fixture: two prompts (the second shares the first's
+leading 16 tokens), 20 greedy decode steps for each, and the logits after the prompt and after each
+step. The Java test regenerates the model from the same config and seed, checks the weights' hash,
+and compares its logits.
+
+    python3 reference_logits.py OUT.json MODEL_DIR SEED DTYPE
+Needs Debian's python3-torch (1.13) and nothing else.
+"""
+import hashlib
+import json
+import math
+import struct
+import sys
+
+import torch
+
+STEPS = 20
+
+
+def load_safetensors(path):
+    with open(path, "rb") as f:
+        raw = f.read()
+    (n,) = struct.unpack("<Q", raw[:8])
+    header = json.loads(raw[8:8 + n])
+    data = raw[8 + n:]
+    out = {}
+    for name, t in header.items():
+        if name == "__metadata__":
+            continue
+        b, e = t["data_offsets"]
+        chunk = bytearray(data[b:e])
+        if t["dtype"] == "F32":
+            x = torch.frombuffer(chunk, dtype=torch.float32)
+        elif t["dtype"] == "BF16":
+            x = (torch.frombuffer(chunk, dtype=torch.int16).to(torch.int32) << 16).view(torch.float32)
+        elif t["dtype"] == "F16":
+            x = torch.frombuffer(chunk, dtype=torch.float16).to(torch.float32)
+        else:
+            raise ValueError(f"{path}: {name} has dtype {t['dtype']}")
+        out[name] = x.reshape(t["shape"]).clone()
+    return out, hashlib.sha256(raw).hexdigest()
+
+
+def inv_freq(cfg):
+    dim = cfg["head_dim"]
+    base = cfg.get("rope_theta", 10000.0)
+    f = 1.0 / (base ** (torch.arange(0, dim, 2, dtype=torch.float64) / dim))
+    rs = cfg.get("rope_scaling")
+    if rs:
+        kind = rs.get("rope_type", rs.get("type"))
+        if kind == "linear":
+            f = f / rs["factor"]
+        elif kind == "llama3":
+            factor, lo, hi = rs["factor"], rs["low_freq_factor"], rs["high_freq_factor"]
+            old = rs["original_max_position_embeddings"]
+            wavelen = 2 * math.pi / f
+            scaled = torch.where(wavelen > old / lo, f / factor, f)
+            smooth = (old / wavelen - lo) / (hi - lo)
+            smoothed = (1 - smooth) * scaled / factor + smooth * scaled
+            medium = (wavelen >= old / hi) & (wavelen <= old / lo)
+            f = torch.where(medium, smoothed, scaled)
+    return f
+
+
+def rms_norm(x, w, eps):
+    return x * torch.rsqrt(x.pow(2).mean(-1, keepdim=True) + eps) * w
+
+
+def rotate(x, pos, freqs):
+    # x: (heads, T, d); Hugging Face layout: dimension i pairs with i + d/2.
+    angles = pos[:, None].to(torch.float64) * freqs[None, :]
+    cos = torch.cat([angles.cos(), angles.cos()], -1).to(torch.float32)
+    sin = torch.cat([angles.sin(), angles.sin()], -1).to(torch.float32)
+    half = x.shape[-1] // 2
+    rot = torch.cat([-x[..., half:], x[..., :half]], -1)
+    return x * cos + rot * sin
+
+
+def forward(cfg, w, tokens):
+    arch = cfg["architectures"][0]
+    eps = cfg["rms_norm_eps"]
+    H, KV, D = cfg["num_attention_heads"], cfg["num_key_value_heads"], cfg["head_dim"]
+    T = len(tokens)
+    pos = torch.arange(T)
+    freqs = inv_freq(cfg)
+    x = w["model.embed_tokens.weight"][torch.tensor(tokens)]
+    mask = torch.full((T, T), float("-inf")).triu(1)
+    for l in range(cfg["num_hidden_layers"]):
+        p = f"model.layers.{l}."
+        h = rms_norm(x, w[p + "input_layernorm.weight"], eps)
+
+        def proj(name, inp):
+            y = inp @ w[p + name + ".weight"].T
+            if p + name + ".bias" in w:
+                y = y + w[p + name + ".bias"]
+            return y
+
+        q = proj("self_attn.q_proj", h).view(T, H, D).transpose(0, 1)
+        k = proj("self_attn.k_proj", h).view(T, KV, D).transpose(0, 1)
+        v = proj("self_attn.v_proj", h).view(T, KV, D).transpose(0, 1)
+        if arch == "Qwen3ForCausalLM":
+            q = rms_norm(q, w[p + "self_attn.q_norm.weight"], eps)
+            k = rms_norm(k, w[p + "self_attn.k_norm.weight"], eps)
+        q, k = rotate(q, pos, freqs), rotate(k, pos, freqs)
+        k = k.repeat_interleave(H // KV, 0)
+        v = v.repeat_interleave(H // KV, 0)
+        att = torch.softmax(q @ k.transpose(1, 2) / math.sqrt(D) + mask, -1) @ v
+        x = x + proj("self_attn.o_proj", att.transpose(0, 1).reshape(T, H * D))
+        h = rms_norm(x, w[p + "post_attention_layernorm.weight"], eps)
+        g = h @ w[p + "mlp.gate_proj.weight"].T
+        u = h @ w[p + "mlp.up_proj.weight"].T
+        x = x + (torch.nn.functional.silu(g) * u) @ w[p + "mlp.down_proj.weight"].T
+    x = rms_norm(x, w["model.norm.weight"], eps)
+    head = w.get("lm_head.weight", w["model.embed_tokens.weight"])
+    return x[-1] @ head.T
+
+
+def run(cfg, w, prompt):
+    tokens = list(prompt)
+    logits, generated = [], []
+    for step in range(STEPS + 1):
+        out = forward(cfg, w, tokens)
+        logits.append([float("%.7g" % float(v)) for v in out])
+        if step < STEPS:
+            nxt = int(torch.argmax(out))
+            generated.append(nxt)
+            tokens.append(nxt)
+    return {"prompt": prompt, "generated": generated, "logits": logits}
+
+
+def main():
+    out_path, model_dir, seed, dtype = sys.argv[1], sys.argv[2], int(sys.argv[3]), sys.argv[4]
+    torch.set_num_threads(2)
+    with open(f"{model_dir}/config.json") as f:
+        cfg = json.load(f)
+    w, digest = load_safetensors(f"{model_dir}/model.safetensors")
+    vocab = cfg["vocab_size"]
+    g = torch.Generator().manual_seed(seed)
+    a = torch.randint(0, vocab, (23,), generator=g).tolist()
+    b = a[:16] + torch.randint(0, vocab, (9,), generator=g).tolist()
+    fixture = {
+        "config": cfg,
+        "seed": seed,
+        "dtype": dtype,
+        "sha256": digest,
+        "torch": torch.__version__,
+        "cases": [run(cfg, w, a), run(cfg, w, b)],
+    }
+    with open(out_path, "w") as f:
+        json.dump(fixture, f)
+
+
+if __name__ == "__main__":
+    main()
