@@ -113,6 +113,11 @@ public final class BuiltinEngine implements Engine {
     return scheduler.pool();
   }
 
+  /** Sequences preempted by recompute so far. */
+  public long preemptions() {
+    return scheduler.preemptions();
+  }
+
   /** The KV cache's memory, for export and import of blocks. */
   public PagedKvCache kvCache() {
     return cache;
@@ -133,6 +138,62 @@ public final class BuiltinEngine implements Engine {
     }
     Sequence seq = scheduler.add(request);
     seq.setEngineState(new Sampler.State(request.sampling(), request.promptTokens()));
+  }
+
+  /**
+   * Keeps the request's KV blocks after it finishes (typically a prefill run with max_tokens 1) so
+   * that another engine can copy them; {@link #heldBlocks} lists them, {@link #releaseHeld} or
+   * {@link #abort} frees them.
+   */
+  public void holdKvOnFinish(String requestId) {
+    scheduler.retainOnFinish(requestId);
+  }
+
+  /** Block ids holding a finished, held request's KV in position order; null if none is held. */
+  public int[] heldBlocks(String requestId) {
+    Sequence seq = scheduler.retained(requestId);
+    return seq == null ? null : Arrays.copyOf(seq.blocks(), seq.blockCount());
+  }
+
+  public boolean releaseHeld(String requestId) {
+    return scheduler.releaseRetained(requestId);
+  }
+
+  /** Fills this engine's KV blocks with a prompt's keys and values computed elsewhere. */
+  @FunctionalInterface
+  public interface KvSource {
+    /**
+     * Copies block {@code index} (in position order) of one layer into the given destinations
+     * ({@link PagedKvCache#blockBytes()} bytes each).
+     */
+    void copy(int layer, int index, java.lang.foreign.MemorySegment keys, java.lang.foreign.MemorySegment values);
+  }
+
+  /**
+   * Continues a request whose prompt was prefilled elsewhere: blocks are allocated here, prompt
+   * blocks this engine already caches are reused, the rest are filled from {@code source} layer by
+   * layer, and the request decodes from {@code firstToken} on (which it does not emit again).
+   *
+   * @return the number of leading prompt blocks reused from this engine's cache (not copied)
+   * @throws IllegalStateException if the KV pool or batch has no room now
+   */
+  public int addPrefilled(EngineRequest request, int firstToken, KvSource source) {
+    Scheduler.Imported imported = scheduler.addImported(request, firstToken);
+    if (imported == null) {
+      throw new IllegalStateException("no room for request " + request.requestId() + " now (KV blocks or max_num_seqs)");
+    }
+    Sequence seq = imported.sequence();
+    Sampler.State state = new Sampler.State(request.sampling(), request.promptTokens());
+    state.accept(firstToken);
+    seq.setEngineState(state);
+    int[] blocks = seq.blocks();
+    for (int layer = 0; layer < cache.layers(); layer++) {
+      for (int i = imported.cachedBlocks(); i < seq.blockCount(); i++) {
+        source.copy(layer, i, cache.keyBlock(layer, blocks[i]), cache.valueBlock(layer, blocks[i]));
+      }
+    }
+    scheduler.commitImported(imported);
+    return imported.cachedBlocks();
   }
 
   @Override

@@ -5,7 +5,8 @@ package dev.tandem.engine.compute;
  * with one row per token; weights stay in their file's element type ({@link WeightMatrix}).
  *
  * <p>Threading: a backend may use its own threads inside a call; calls come from one thread (the
- * engine's) and return when their output is complete.
+ * engine's) and return when their output is complete. Weight and cache segments must be readable
+ * from any thread (a shared or global arena, or a mapped file).
  */
 public interface ComputeBackend extends AutoCloseable {
   String name();

@@ -35,6 +35,9 @@ public final class Scheduler {
   private final ArrayDeque<Sequence> waiting = new ArrayDeque<>();
   private final List<Sequence> running = new ArrayList<>();
   private final Map<String, Sequence> byId = new HashMap<>();
+  private final java.util.Set<String> retainOnFinish = new java.util.HashSet<>();
+  private final Map<String, Sequence> retained = new HashMap<>();
+  private long preemptions;
 
   public Scheduler(SchedulerConfig config, BlockPool pool) {
     this.config = config;
@@ -91,8 +94,86 @@ public final class Scheduler {
     return seq;
   }
 
+  /**
+   * Keeps a request's blocks referenced after it finishes, so that its KV can be read (by a decode
+   * worker pulling a prefill) until {@link #releaseRetained}.
+   */
+  public void retainOnFinish(String requestId) {
+    if (!byId.containsKey(requestId)) {
+      throw new IllegalArgumentException("no request " + requestId + " is queued or running");
+    }
+    retainOnFinish.add(requestId);
+  }
+
+  /** The finished, retained sequence of a request; null if none is retained under that id. */
+  public Sequence retained(String requestId) {
+    return retained.get(requestId);
+  }
+
+  /** Frees a retained sequence's blocks; false if none was retained under that id. */
+  public boolean releaseRetained(String requestId) {
+    Sequence seq = retained.remove(requestId);
+    if (seq == null) {
+      return false;
+    }
+    freeBlocks(seq);
+    return true;
+  }
+
+  /**
+   * Admits a request whose prompt KV were computed elsewhere, straight into the running set with
+   * {@code firstToken} already generated. It reuses whatever prefix of the prompt is cached here and
+   * allocates blocks for the rest; the caller fills blocks [{@link Imported#cachedBlocks()}, {@link
+   * Sequence#blockCount()}) with the prompt's KV and then calls {@link #commitImported}.
+   *
+   * @return null when the pool has no room now (nothing is allocated then)
+   * @throws IllegalArgumentException if the request can never be served
+   */
+  public Imported addImported(EngineRequest request, int firstToken) {
+    if (request.stop().maxTokens() < 2) {
+      throw new IllegalArgumentException("an imported request must still have tokens to generate");
+    }
+    if (running.size() >= config.maxNumSeqs()) {
+      return null;
+    }
+    Sequence seq = add(request);
+    waiting.remove(seq);
+    long[] hashes = seq.allFullBlockHashes(blockSize);
+    int cachedBlocks = pool.cachedPrefixLength(hashes);
+    int needed = ceilDiv(seq.promptLength);
+    if (pool.availableBlocks() - pool.evictableAmong(hashes, cachedBlocks) < needed - cachedBlocks) {
+      byId.remove(request.requestId());
+      return null;
+    }
+    for (int id : pool.acquireCached(hashes, cachedBlocks)) {
+      seq.addBlock(id);
+    }
+    seq.hashFullBlocks(cachedBlocks, blockSize);
+    if (!reserveBlocks(seq, seq.promptLength)) {
+      throw new IllegalStateException("block accounting is off: import could not allocate");
+    }
+    seq.cachedTokens = Math.min(cachedBlocks * blockSize, seq.promptLength);
+    return new Imported(seq, cachedBlocks, firstToken);
+  }
+
+  /** Marks an imported sequence's prompt KV as present and lets it decode from the next step. */
+  public void commitImported(Imported imported) {
+    Sequence seq = imported.sequence();
+    seq.computedTokens = seq.promptLength;
+    commitFullBlocks(seq);
+    seq.append(imported.firstToken());
+    running.add(seq);
+  }
+
+  /** A sequence admitted by {@link #addImported}, waiting for its KV. */
+  public record Imported(Sequence sequence, int cachedBlocks, int firstToken) {}
+
   /** Removes a request wherever it is and frees its blocks; false if unknown. */
   public boolean abort(String requestId) {
+    retainOnFinish.remove(requestId);
+    if (releaseRetained(requestId)) {
+      return true;
+    }
     Sequence seq = byId.remove(requestId);
     if (seq == null) {
       return false;
@@ -146,7 +227,11 @@ public final class Scheduler {
       if (finish != null) {
         running.remove(seq);
         byId.remove(seq.id());
-        freeBlocks(seq);
+        if (retainOnFinish.remove(seq.id())) {
+          retained.put(seq.id(), seq);
+        } else {
+          freeBlocks(seq);
+        }
       }
     }
     return outputs;
@@ -260,7 +345,13 @@ public final class Scheduler {
     }
   }
 
+  /** Sequences preempted by recompute so far. */
+  public long preemptions() {
+    return preemptions;
+  }
+
   private void preempt(Sequence seq) {
+    preemptions++;
     running.remove(seq);
     freeBlocks(seq);
     waiting.addFirst(seq);

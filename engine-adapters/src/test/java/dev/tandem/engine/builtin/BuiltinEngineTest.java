@@ -1,0 +1,248 @@
+package dev.tandem.engine.builtin;
+
+import static org.junit.jupiter.api.Assertions.assertEquals;
+import static org.junit.jupiter.api.Assertions.assertFalse;
+import static org.junit.jupiter.api.Assertions.assertNotEquals;
+import static org.junit.jupiter.api.Assertions.assertNotNull;
+import static org.junit.jupiter.api.Assertions.assertThrows;
+import static org.junit.jupiter.api.Assertions.assertTrue;
+
+import dev.tandem.common.KvEvent;
+import dev.tandem.engine.EngineRequest;
+import dev.tandem.engine.RequestOutput;
+import dev.tandem.engine.SamplingParams;
+import dev.tandem.engine.StopConditions;
+import dev.tandem.engine.model.DType;
+import java.lang.foreign.MemorySegment;
+import java.nio.file.Path;
+import java.util.ArrayList;
+import java.util.HashMap;
+import java.util.HashSet;
+import java.util.List;
+import java.util.Map;
+import java.util.OptionalLong;
+import java.util.stream.IntStream;
+import org.junit.jupiter.api.BeforeAll;
+import org.junit.jupiter.api.Test;
+import org.junit.jupiter.api.io.TempDir;
+
+class BuiltinEngineTest {
+  @TempDir static Path dir;
+  static Path model;
+
+  @BeforeAll
+  static void createModel() {
+    model = TestModels.tinyQwen3(dir.resolve("tiny"), DType.BF16);
+  }
+
+  private static BuiltinEngine engine(int kvBlocks, int maxBatchedTokens) {
+    long blockBytes = 2L * 2 * 16 * 32 * Float.BYTES; // layers × block × kvDim
+    BuiltinConfig c =
+        BuiltinConfig.of(model)
+            .withCompute("cpu", 2)
+            .withKvCacheBytes(kvBlocks * blockBytes)
+            .withBatching(16, maxBatchedTokens, true);
+    return BuiltinEngine.open(c);
+  }
+
+  private static int[] prompt(int length, int salt) {
+    return IntStream.range(0, length).map(i -> (i * 31 + salt * 17 + 3) % 250).toArray();
+  }
+
+  private static EngineRequest greedy(String id, int[] prompt, int maxTokens) {
+    return new EngineRequest(id, prompt, SamplingParams.greedy(), new StopConditions(maxTokens, new int[0], true));
+  }
+
+  private static EngineRequest sampled(String id, int[] prompt, int maxTokens, SamplingParams p) {
+    return new EngineRequest(id, prompt, p, new StopConditions(maxTokens, new int[0], true));
+  }
+
+  private static SamplingParams params(float temperature, float topP, int topK, float minP, Long seed,
+      float presence, float frequency, float repetition) {
+    return new SamplingParams(temperature, topP, topK, minP,
+        seed == null ? OptionalLong.empty() : OptionalLong.of(seed), presence, frequency, repetition, -1);
+  }
+
+  /** Runs until idle; returns each request's tokens. */
+  private static Map<String, List<Integer>> run(BuiltinEngine engine, Map<String, RequestOutput> last) {
+    Map<String, List<Integer>> out = new HashMap<>();
+    int steps = 0;
+    while (engine.hasWork()) {
+      for (RequestOutput o : engine.step()) {
+        for (int t : o.newTokens()) {
+          out.computeIfAbsent(o.requestId(), k -> new ArrayList<>()).add(t);
+        }
+        if (o.finished()) {
+          last.put(o.requestId(), o);
+        }
+      }
+      assertTrue(++steps < 5_000, "engine did not finish");
+    }
+    return out;
+  }
+
+  private static List<Integer> alone(EngineRequest request) {
+    try (BuiltinEngine e = engine(64, 512)) {
+      e.add(request);
+      return run(e, new HashMap<>()).get(request.requestId());
+    }
+  }
+
+  @Test
+  void greedyOutputIsTheSameAloneBatchedChunkedAndPreempted() {
+    int[] p1 = prompt(37, 1);
+    int[] p2 = prompt(21, 2);
+    int[] p3 = prompt(50, 3);
+    List<Integer> a1 = alone(greedy("a", p1, 12));
+    List<Integer> a2 = alone(greedy("b", p2, 12));
+    List<Integer> a3 = alone(greedy("c", p3, 12));
+    assertEquals(12, a1.size());
+    assertFalse(a1.equals(a2) && a2.equals(a3), "different prompts give different tokens");
+
+    // Batched together, with a 16-token budget: prefills are chunked and interleave with decode.
+    try (BuiltinEngine e = engine(64, 16)) {
+      e.add(greedy("a", p1, 12));
+      e.add(greedy("b", p2, 12));
+      e.add(greedy("c", p3, 12));
+      Map<String, List<Integer>> out = run(e, new HashMap<>());
+      assertEquals(a1, out.get("a"));
+      assertEquals(a2, out.get("b"));
+      assertEquals(a3, out.get("c"));
+      assertEquals(0, e.pool().usedBlocks(), "every block is back in the pool");
+    }
+
+    // Two 30-token prompts take 2 blocks each and both need a third at token 32; a pool of 5
+    // cannot give both, so one is preempted, recomputed later, and its tokens do not change.
+    int[] q1 = prompt(30, 11);
+    int[] q2 = prompt(31, 12);
+    List<Integer> b1 = alone(greedy("x", q1, 12));
+    List<Integer> b2 = alone(greedy("y", q2, 12));
+    try (BuiltinEngine e = engine(5, 512)) {
+      e.add(greedy("x", q1, 12));
+      e.add(greedy("y", q2, 12));
+      Map<String, List<Integer>> out = run(e, new HashMap<>());
+      assertEquals(b1, out.get("x"));
+      assertEquals(b2, out.get("y"));
+      assertTrue(e.preemptions() > 0, "the small pool forced a preemption");
+      assertEquals(0, e.pool().usedBlocks());
+    }
+  }
+
+  @Test
+  void aRepeatedPromptHitsThePrefixCacheAndGivesTheSameTokens() {
+    int[] p = prompt(40, 4);
+    try (BuiltinEngine e = engine(64, 512)) {
+      List<KvEvent> events = new ArrayList<>();
+      e.setEventSink(events::add);
+      e.add(greedy("first", p, 8));
+      Map<String, RequestOutput> last = new HashMap<>();
+      List<Integer> first = run(e, last).get("first");
+      assertEquals(0, last.get("first").cachedTokens());
+      assertTrue(events.stream().anyMatch(ev -> ev instanceof KvEvent.Stored), "stored events for full blocks");
+
+      e.add(greedy("second", p, 8));
+      List<Integer> second = run(e, last).get("second");
+      assertEquals(32, last.get("second").cachedTokens(), "two full blocks of the prompt were cached");
+      assertEquals(first, second);
+    }
+  }
+
+  @Test
+  void seededSamplingIsReproducibleAndSeedsDiffer() {
+    int[] p = prompt(20, 5);
+    SamplingParams s1 = params(1.0f, 1f, -1, 0f, 42L, 0f, 0f, 1f);
+    SamplingParams s2 = params(1.0f, 1f, -1, 0f, 43L, 0f, 0f, 1f);
+    List<Integer> x = alone(sampled("x", p, 16, s1));
+    assertEquals(x, alone(sampled("x", p, 16, s1)));
+    assertNotEquals(x, alone(sampled("x", p, 16, s2)));
+  }
+
+  @Test
+  void truncationParametersThatKeepOnlyTheTopTokenAreGreedy() {
+    int[] p = prompt(20, 6);
+    List<Integer> greedy = alone(greedy("g", p, 10));
+    assertEquals(greedy, alone(sampled("k", p, 10, params(1.5f, 1f, 1, 0f, 1L, 0f, 0f, 1f))), "top_k 1");
+    assertEquals(greedy, alone(sampled("m", p, 10, params(1.5f, 1f, -1, 1f, 2L, 0f, 0f, 1f))), "min_p 1");
+    assertEquals(greedy, alone(sampled("p", p, 10, params(1.5f, 1e-6f, -1, 0f, 3L, 0f, 0f, 1f))), "top_p ~0");
+  }
+
+  @Test
+  void penaltiesChangeWhatIsPicked() {
+    int[] p = prompt(20, 7);
+    List<Integer> greedy = alone(greedy("g", p, 30));
+    assertTrue(new HashSet<>(greedy).size() < greedy.size(), "plain greedy repeats itself on this model");
+    // A huge frequency penalty forbids any token twice; so does a huge presence penalty.
+    List<Integer> freq = alone(sampled("f", p, 30, params(0f, 1f, -1, 0f, null, 0f, 1000f, 1f)));
+    assertEquals(freq.size(), new HashSet<>(freq).size(), "frequency penalty: no repeats " + freq);
+    List<Integer> pres = alone(sampled("r", p, 30, params(0f, 1f, -1, 0f, null, 1000f, 0f, 1f)));
+    assertEquals(pres.size(), new HashSet<>(pres).size(), "presence penalty: no repeats " + pres);
+    List<Integer> rep = alone(sampled("q", p, 30, params(0f, 1f, -1, 0f, null, 0f, 0f, 1.5f)));
+    assertNotEquals(greedy, rep, "repetition penalty changes the greedy path");
+  }
+
+  @Test
+  void stopTokensEndTheRequest() {
+    int[] p = prompt(20, 8);
+    List<Integer> greedy = alone(greedy("g", p, 10));
+    int stop = greedy.get(3);
+    try (BuiltinEngine e = engine(64, 512)) {
+      e.add(new EngineRequest("s", p, SamplingParams.greedy(), new StopConditions(10, new int[] {stop}, true)));
+      Map<String, RequestOutput> last = new HashMap<>();
+      List<Integer> out = run(e, last).get("s");
+      assertEquals(greedy.subList(0, greedy.indexOf(stop) + 1), out);
+      assertEquals(RequestOutput.FinishReason.STOP, last.get("s").finishReason());
+    }
+  }
+
+  @Test
+  void abortFreesBlocksAndBadTokensAreRefused() {
+    try (BuiltinEngine e = engine(64, 512)) {
+      e.add(greedy("a", prompt(40, 9), 50));
+      e.step();
+      assertTrue(e.pool().usedBlocks() > 0);
+      assertTrue(e.abort("a"));
+      assertEquals(0, e.pool().usedBlocks());
+      var err = assertThrows(IllegalArgumentException.class, () -> e.add(greedy("b", new int[] {1, 256}, 4)));
+      assertTrue(err.getMessage().contains("256"), err.getMessage());
+      assertFalse(e.hasWork());
+    }
+  }
+
+  @Test
+  void kvCopiedToAnotherEngineContinuesTokenIdentically() {
+    int[] p = prompt(45, 10);
+    List<Integer> expected = alone(greedy("a", p, 16));
+    try (BuiltinEngine prefill = engine(64, 512);
+        BuiltinEngine decode = engine(64, 512)) {
+      // Prefill engine: one token, blocks held for the copy.
+      prefill.add(greedy("r", p, 1));
+      prefill.holdKvOnFinish("r");
+      int first = run(prefill, new HashMap<>()).get("r").getFirst();
+      assertEquals(expected.getFirst(), first);
+      int[] held = prefill.heldBlocks("r");
+      assertNotNull(held);
+      assertEquals(3, held.length);
+
+      PagedKvCache src = prefill.kvCache();
+      BuiltinEngine.KvSource copy = (layer, i, keys, values) -> {
+        MemorySegment.copy(src.keyBlock(layer, held[i]), 0, keys, 0, keys.byteSize());
+        MemorySegment.copy(src.valueBlock(layer, held[i]), 0, values, 0, values.byteSize());
+      };
+      assertEquals(0, decode.addPrefilled(greedy("r", p, 16), first, copy), "nothing cached on the decode side yet");
+      List<Integer> rest = run(decode, new HashMap<>()).get("r");
+      List<Integer> all = new ArrayList<>(List.of(first));
+      all.addAll(rest);
+      assertEquals(expected, all);
+
+      // A second copy of the same prompt reuses the two full blocks the decode engine now caches.
+      assertEquals(2, decode.addPrefilled(greedy("r2", p, 16), first, copy));
+      List<Integer> again = new ArrayList<>(List.of(first));
+      again.addAll(run(decode, new HashMap<>()).get("r2"));
+      assertEquals(expected, again);
+
+      assertTrue(prefill.releaseHeld("r"));
+      assertEquals(0, prefill.pool().usedBlocks());
+      assertEquals(0, decode.pool().usedBlocks());
+    }
+  }
+}

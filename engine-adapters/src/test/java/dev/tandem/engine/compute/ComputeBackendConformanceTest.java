@@ -1,0 +1,180 @@
+package dev.tandem.engine.compute;
+
+import static org.junit.jupiter.api.Assertions.assertTrue;
+
+import dev.tandem.engine.model.DType;
+import dev.tandem.engine.model.SafetensorsWriter;
+import java.lang.foreign.Arena;
+import java.lang.foreign.MemorySegment;
+import java.lang.foreign.ValueLayout;
+import java.util.Random;
+import org.junit.jupiter.api.AfterEach;
+import org.junit.jupiter.api.BeforeEach;
+import org.junit.jupiter.params.ParameterizedTest;
+import org.junit.jupiter.params.provider.CsvSource;
+import org.junit.jupiter.params.provider.EnumSource;
+import org.junit.jupiter.params.provider.ValueSource;
+
+/**
+ * Every kernel of a compute backend against {@link ScalarBackend} on fresh random inputs (a new
+ * seed each run, printed on failure). Sizes include odd ones so that vector tails run.
+ * Implementations extend this with {@link #create()}.
+ */
+abstract class ComputeBackendConformanceTest {
+  private final ScalarBackend reference = new ScalarBackend();
+  private final long seed = System.nanoTime();
+  private final Random random = new Random(seed);
+  private final Arena arena = Arena.ofShared();
+  private ComputeBackend backend;
+
+  protected abstract ComputeBackend create();
+
+  @BeforeEach
+  void open() {
+    backend = create();
+  }
+
+  @AfterEach
+  void close() {
+    backend.close();
+    arena.close();
+  }
+
+  @ParameterizedTest(name = "{0} tokens={1} rows={2} cols={3}")
+  @CsvSource({
+    "F32, 1, 33, 64", "F32, 3, 17, 67", "F32, 37, 40, 130",
+    "BF16, 1, 33, 64", "BF16, 5, 31, 71", "BF16, 64, 24, 256",
+    "F16, 1, 33, 64", "F16, 4, 9, 65", "F16, 33, 40, 128"
+  })
+  void matmul(DType dtype, int tokens, int rows, int cols) {
+    WeightMatrix w = matrix(dtype, rows, cols);
+    float[] x = randoms(tokens * cols, 1);
+    float[] expected = new float[tokens * rows];
+    float[] actual = new float[tokens * rows];
+    reference.matmul(x, tokens, w, expected);
+    backend.matmul(x, tokens, w, actual);
+    assertClose(expected, actual, 1e-5, "matmul " + dtype);
+  }
+
+  @ParameterizedTest(name = "f16 special values")
+  @ValueSource(shorts = {0x0000, (short) 0x8000, 0x0001, 0x03ff, 0x0400, 0x3c00, 0x7bff, 0x7c00, (short) 0xfc00, (short) 0xc000})
+  void f16SpecialValuesWiden(short bits) {
+    int cols = 64;
+    MemorySegment data = arena.allocate(cols * 2L);
+    for (int i = 0; i < cols; i++) {
+      data.setAtIndex(ValueLayout.JAVA_SHORT_UNALIGNED, i, i == 5 ? bits : 0);
+    }
+    WeightMatrix w = new WeightMatrix("w", DType.F16, 1, cols, data);
+    float[] x = new float[cols];
+    x[5] = 1f;
+    float[] out = new float[1];
+    backend.matmul(x, 1, w, out);
+    float expected = Float.float16ToFloat(bits);
+    assertTrue(Float.compare(expected, out[0]) == 0 || expected == out[0],
+        "f16 " + Integer.toHexString(bits & 0xffff) + " widened to " + out[0] + ", expected " + expected);
+  }
+
+  @ParameterizedTest(name = "rows={0} dim={1}")
+  @CsvSource({"1, 64", "7, 33", "40, 128"})
+  void rmsNorm(int rows, int dim) {
+    float[] x = randoms(rows * dim, 3);
+    float[] weight = randoms(dim, 1);
+    float[] expected = new float[rows * dim];
+    float[] actual = x.clone();
+    reference.rmsNorm(x, expected, weight, 1e-6f, rows, dim);
+    backend.rmsNorm(actual, actual, weight, 1e-6f, rows, dim);
+    assertClose(expected, actual, 1e-5, "rmsNorm");
+  }
+
+  @ParameterizedTest(name = "headDim={0}")
+  @ValueSource(ints = {16, 64, 128, 18})
+  void rope(int headDim) {
+    int rows = 9;
+    int heads = 3;
+    float[] x = randoms(rows * heads * headDim, 1);
+    int[] positions = new int[rows];
+    for (int t = 0; t < rows; t++) {
+      positions[t] = random.nextInt(5000);
+    }
+    float[] invFreq = new float[headDim / 2];
+    for (int i = 0; i < invFreq.length; i++) {
+      invFreq[i] = (float) Math.pow(10_000, -2.0 * i / headDim);
+    }
+    float[] expected = x.clone();
+    float[] actual = x.clone();
+    reference.rope(expected, rows, heads, headDim, positions, invFreq);
+    backend.rope(actual, rows, heads, headDim, positions, invFreq);
+    assertClose(expected, actual, 1e-5, "rope");
+  }
+
+  @ParameterizedTest(name = "n={0}")
+  @ValueSource(ints = {1, 31, 4096, 10_007})
+  void siluMul(int n) {
+    float[] gate = randoms(n, 4);
+    float[] up = randoms(n, 1);
+    float[] expected = gate.clone();
+    float[] actual = gate.clone();
+    reference.siluMul(expected, up, n);
+    backend.siluMul(actual, up, n);
+    assertClose(expected, actual, 1e-5, "siluMul");
+  }
+
+  @ParameterizedTest(name = "heads={0} kvHeads={1} headDim={2}")
+  @CsvSource({"4, 2, 16", "8, 8, 64", "6, 2, 20", "16, 4, 128"})
+  void attentionOverPagedCache(int heads, int kvHeads, int headDim) {
+    int blockSize = 4;
+    int blocks = 32;
+    int kvDim = kvHeads * headDim;
+    MemorySegment keys = arena.allocate((long) blocks * blockSize * kvDim * 4);
+    MemorySegment values = arena.allocate((long) blocks * blockSize * kvDim * 4);
+    for (long i = 0; i < keys.byteSize() / 4; i++) {
+      keys.setAtIndex(ValueLayout.JAVA_FLOAT, i, (float) random.nextGaussian() * 2);
+      values.setAtIndex(ValueLayout.JAVA_FLOAT, i, (float) random.nextGaussian());
+    }
+    // Two sequences on scattered blocks sharing their first block; rows at various positions.
+    int[] tableA = {3, 17, 5, 9, 22, 30};
+    int[] tableB = {3, 11, 12, 29};
+    int[] positions = {0, 3, 4, 13, 23, 2, 9, 15};
+    int[][] tables = {tableA, tableA, tableA, tableA, tableA, tableB, tableB, tableB};
+    int rows = positions.length;
+    float[] q = randoms(rows * heads * headDim, 1);
+    float[] expected = new float[q.length];
+    float[] actual = new float[q.length];
+    reference.attention(new AttentionBatch(q, expected, rows, positions, tables, keys, values, blockSize, heads, kvHeads, headDim));
+    backend.attention(new AttentionBatch(q, actual, rows, positions, tables, keys, values, blockSize, heads, kvHeads, headDim));
+    assertClose(expected, actual, 1e-5, "attention");
+  }
+
+  private WeightMatrix matrix(DType dtype, int rows, int cols) {
+    MemorySegment data = arena.allocate((long) rows * cols * dtype.bytes());
+    for (int i = 0; i < rows * cols; i++) {
+      float v = (float) random.nextGaussian();
+      switch (dtype) {
+        case F32 -> data.setAtIndex(ValueLayout.JAVA_FLOAT_UNALIGNED, i, v);
+        case F16 -> data.setAtIndex(ValueLayout.JAVA_SHORT_UNALIGNED, i, Float.floatToFloat16(v));
+        case BF16 -> data.setAtIndex(ValueLayout.JAVA_SHORT_UNALIGNED, i, SafetensorsWriter.toBf16(v));
+      }
+    }
+    return new WeightMatrix("w", dtype, rows, cols, data);
+  }
+
+  private float[] randoms(int n, double std) {
+    float[] a = new float[n];
+    for (int i = 0; i < n; i++) {
+      a[i] = (float) (random.nextGaussian() * std);
+    }
+    return a;
+  }
+
+  /** Max absolute difference relative to the largest expected magnitude. */
+  private void assertClose(float[] expected, float[] actual, double tolerance, String what) {
+    double maxDiff = 0;
+    double scale = 1e-30;
+    for (int i = 0; i < expected.length; i++) {
+      maxDiff = Math.max(maxDiff, Math.abs(expected[i] - actual[i]));
+      scale = Math.max(scale, Math.abs(expected[i]));
+    }
+    assertTrue(maxDiff / scale < tolerance,
+        what + " on " + backend.name() + ": relative error " + maxDiff / scale + " (seed " + seed + ")");
+  }
+}

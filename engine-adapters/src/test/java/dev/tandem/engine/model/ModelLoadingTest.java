@@ -1,0 +1,164 @@
+package dev.tandem.engine.model;
+
+import static org.junit.jupiter.api.Assertions.assertEquals;
+import static org.junit.jupiter.api.Assertions.assertThrows;
+import static org.junit.jupiter.api.Assertions.assertTrue;
+
+import com.fasterxml.jackson.databind.ObjectMapper;
+import com.fasterxml.jackson.databind.node.ObjectNode;
+import java.io.RandomAccessFile;
+import java.nio.ByteBuffer;
+import java.nio.ByteOrder;
+import java.nio.charset.StandardCharsets;
+import java.nio.file.Files;
+import java.nio.file.Path;
+import java.util.function.Consumer;
+import org.junit.jupiter.api.Test;
+import org.junit.jupiter.api.io.TempDir;
+
+/** Loading real model directories, and every way one can be broken: errors name file and field. */
+class ModelLoadingTest {
+  @TempDir Path dir;
+
+  private static ObjectNode tiny() {
+    return ModelGenerator.config("Qwen3ForCausalLM", "qwen3", 32, 48, 2, 4, 2, 8, 64, true);
+  }
+
+  private Path write(ObjectNode config, long shardBytes) throws Exception {
+    Path out = dir.resolve("m" + System.nanoTime());
+    ModelGenerator.write(config, DType.BF16, 1, out, shardBytes);
+    return out;
+  }
+
+  private static String loadError(Path model) {
+    return assertThrows(ModelFormatException.class, () -> {
+      try (ModelWeights w = ModelWeights.load(model, ModelConfig.read(model))) {
+        w.config();
+      }
+    }).getMessage();
+  }
+
+  private static void editConfig(Path model, Consumer<ObjectNode> edit) throws Exception {
+    ObjectMapper json = new ObjectMapper();
+    ObjectNode c = (ObjectNode) json.readTree(model.resolve("config.json").toFile());
+    edit.accept(c);
+    json.writeValue(model.resolve("config.json").toFile(), c);
+  }
+
+  @Test
+  void singleAndShardedFilesLoadTheSameWeights() throws Exception {
+    Path single = write(tiny(), 0);
+    Path sharded = write(tiny(), 20_000);
+    assertTrue(Files.exists(sharded.resolve("model.safetensors.index.json")));
+    try (var files = Files.list(sharded)) {
+      assertTrue(files.filter(f -> f.getFileName().toString().matches("model-\\d{5}-of-\\d{5}\\.safetensors")).count() >= 2);
+    }
+    try (ModelWeights a = ModelWeights.load(single, ModelConfig.read(single));
+        ModelWeights b = ModelWeights.load(sharded, ModelConfig.read(sharded))) {
+      assertEquals(a.layer(1).down().get(7, 3), b.layer(1).down().get(7, 3));
+      assertEquals(a.lmHead(), a.embedding(), "tied embeddings serve as the LM head");
+      assertEquals(ModelConfig.Architecture.QWEN3, a.config().architecture());
+    }
+  }
+
+  @Test
+  void configErrorsNameTheFileAndField() throws Exception {
+    Path m = write(tiny(), 0);
+    editConfig(m, c -> c.remove("hidden_size"));
+    String e = assertThrows(ModelFormatException.class, () -> ModelConfig.read(m)).getMessage();
+    assertTrue(e.contains("config.json") && e.contains("'hidden_size' is missing"), e);
+
+    editConfig(m, c -> c.putArray("architectures").add("MistralForCausalLM"));
+    e = assertThrows(ModelFormatException.class, () -> ModelConfig.read(m)).getMessage();
+    assertTrue(e.contains("MistralForCausalLM") && e.contains("LlamaForCausalLM"), e);
+
+    Path m2 = write(tiny(), 0);
+    editConfig(m2, c -> c.putObject("rope_scaling").put("rope_type", "yarn").put("factor", 4.0));
+    e = assertThrows(ModelFormatException.class, () -> ModelConfig.read(m2)).getMessage();
+    assertTrue(e.contains("rope_scaling.rope_type") && e.contains("yarn"), e);
+
+    Path m3 = write(tiny(), 0);
+    editConfig(m3, c -> c.put("num_key_value_heads", 3));
+    e = assertThrows(ModelFormatException.class, () -> ModelConfig.read(m3)).getMessage();
+    assertTrue(e.contains("num_key_value_heads"), e);
+
+    e = assertThrows(ModelFormatException.class, () -> ModelConfig.read(dir.resolve("nope"))).getMessage();
+    assertTrue(e.contains("nope") && e.contains("does not exist"), e);
+  }
+
+  @Test
+  void truncatedOrCorruptWeightsAreRefusedAtLoad() throws Exception {
+    Path m = write(tiny(), 0);
+    Path file = m.resolve("model.safetensors");
+    long size = Files.size(file);
+    try (RandomAccessFile raf = new RandomAccessFile(file.toFile(), "rw")) {
+      raf.setLength(size - 100);
+    }
+    String e = loadError(m);
+    assertTrue(e.contains("model.safetensors") && e.contains("truncated"), e);
+
+    try (RandomAccessFile raf = new RandomAccessFile(file.toFile(), "rw")) {
+      raf.seek(0);
+      raf.write(new byte[] {(byte) 0xff, (byte) 0xff, (byte) 0xff, (byte) 0xff, 0, 0, 0, 0});
+    }
+    e = loadError(m);
+    assertTrue(e.contains("model.safetensors") && e.contains("corrupt header length"), e);
+  }
+
+  @Test
+  void missingTensorsWrongShapesAndUnsupportedTypesAreNamed() throws Exception {
+    Path m = write(tiny(), 0);
+    editConfig(m, c -> c.put("intermediate_size", 40));
+    String e = loadError(m);
+    assertTrue(e.contains("model.safetensors") && e.contains("mlp.gate_proj.weight") && e.contains("[48, 32]"), e);
+
+    Path m2 = write(tiny(), 0);
+    editConfig(m2, c -> c.put("num_hidden_layers", 3));
+    e = loadError(m2);
+    assertTrue(e.contains("model.layers.2.") && e.contains("missing"), e);
+
+    Path m3 = dir.resolve("int8");
+    Files.createDirectories(m3);
+    new ObjectMapper().writeValue(m3.resolve("config.json").toFile(), tiny());
+    writeRaw(m3.resolve("model.safetensors"), "{\"w\":{\"dtype\":\"I8\",\"shape\":[4],\"data_offsets\":[0,4]}}", 4);
+    e = loadError(m3);
+    assertTrue(e.contains("'w'") && e.contains("I8"), e);
+
+    Path empty = dir.resolve("empty");
+    Files.createDirectories(empty);
+    new ObjectMapper().writeValue(empty.resolve("config.json").toFile(), tiny());
+    e = loadError(empty);
+    assertTrue(e.contains("no model.safetensors"), e);
+  }
+
+  /** A tensor past 2 GB into a (sparse) file is read correctly: offsets are longs throughout. */
+  @Test
+  void filesOverTwoGigabytesMap() throws Exception {
+    long offset = 3L << 30;
+    String header = "{\"pad\":{\"dtype\":\"BF16\",\"shape\":[" + offset / 2 + "],\"data_offsets\":[0," + offset
+        + "]},\"x\":{\"dtype\":\"F32\",\"shape\":[2],\"data_offsets\":[" + offset + "," + (offset + 8) + "]}}";
+    Path file = dir.resolve("big.safetensors");
+    writeRaw(file, header, offset + 8);
+    byte[] h = header.getBytes(StandardCharsets.UTF_8);
+    try (RandomAccessFile raf = new RandomAccessFile(file.toFile(), "rw")) {
+      raf.seek(8 + h.length + offset);
+      ByteBuffer b = ByteBuffer.allocate(8).order(ByteOrder.LITTLE_ENDIAN).putFloat(1.5f).putFloat(-2.25f);
+      raf.write(b.array());
+    }
+    try (SafetensorsFile f = SafetensorsFile.open(file)) {
+      Tensor x = f.tensors().get("x");
+      assertEquals(1.5f, x.get(0));
+      assertEquals(-2.25f, x.get(1));
+    }
+  }
+
+  /** A safetensors file with the given header and a sparse data section of {@code dataBytes}. */
+  private static void writeRaw(Path file, String header, long dataBytes) throws Exception {
+    byte[] h = header.getBytes(StandardCharsets.UTF_8);
+    try (RandomAccessFile raf = new RandomAccessFile(file.toFile(), "rw")) {
+      raf.write(ByteBuffer.allocate(8).order(ByteOrder.LITTLE_ENDIAN).putLong(h.length).array());
+      raf.write(h);
+      raf.setLength(8 + h.length + dataBytes);
+    }
+  }
+}
