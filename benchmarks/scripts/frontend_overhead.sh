@@ -9,7 +9,7 @@ cd "$(dirname "$0")/../.."
 out="${1:-target/bench/frontend-overhead-speedup${SPEEDUP:-0}}"
 port="${PORT:-8123}"
 mkdir -p "$out"
-./tandem serve --host 127.0.0.1 --port "$port" --speedup-ratio "${SPEEDUP:-0}" >"$out/serve.log" 2>&1 &
+./tandem serve --engine mocker --host 127.0.0.1 --port "$port" --speedup-ratio "${SPEEDUP:-0}" >"$out/serve.log" 2>&1 &
 pid=$!
 trap 'kill $pid 2>/dev/null || true' EXIT
 for _ in $(seq 120); do

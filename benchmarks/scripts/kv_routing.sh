@@ -32,7 +32,7 @@ if [[ " $sections " == *" repeated "* ]]; then
 for conc in 1 2; do
 for mode in kv round-robin random; do
   echo "== repeated prefixes, concurrency $conc, router $mode"
-  ./tandem serve --host 127.0.0.1 --port "$port" --workers 2 --kv-blocks 800 --router-mode "$mode" >"$out/serve-$mode.log" 2>&1 &
+  ./tandem serve --engine mocker --host 127.0.0.1 --port "$port" --workers 2 --kv-blocks 800 --router-mode "$mode" >"$out/serve-$mode.log" 2>&1 &
   pids+=($!); wait_health
   ./tandem bench --url "$url" $repeated --concurrency "$conc" --json "$out/repeated-c$conc-$mode.json" | tee "$out/repeated-c$conc-$mode.txt"
   stop_all
@@ -44,7 +44,7 @@ if [[ " $sections " == *" system "* ]]; then
 system="--prefixes 1 --prefix-repeats 240 --prefix-tokens 1000 --input-tokens 1100 --output-tokens 32 --concurrency 16 --seed 12"
 for mode in kv round-robin; do
   echo "== shared system prompt, 4 workers, router $mode"
-  ./tandem serve --host 127.0.0.1 --port "$port" --workers 4 --router-mode "$mode" >"$out/serve-system-$mode.log" 2>&1 &
+  ./tandem serve --engine mocker --host 127.0.0.1 --port "$port" --workers 4 --router-mode "$mode" >"$out/serve-system-$mode.log" 2>&1 &
   pids+=($!); wait_health
   ./tandem bench --url "$url" $system --json "$out/system-$mode.json" | tee "$out/system-$mode.txt"
   stop_all
@@ -53,8 +53,8 @@ fi
 
 if [[ " $sections " == *" missing "* ]]; then
 echo "== missing events: worker w1 publishes none (separate processes, window 5 s)"
-./tandem worker --port 9101 --worker-id w0 --kv-blocks 800 >"$out/w0.log" 2>&1 & pids+=($!)
-./tandem worker --port 9102 --worker-id w1 --kv-blocks 800 --no-kv-events >"$out/w1.log" 2>&1 & pids+=($!)
+./tandem worker --engine mocker --port 9101 --worker-id w0 --kv-blocks 800 >"$out/w0.log" 2>&1 & pids+=($!)
+./tandem worker --engine mocker --port 9102 --worker-id w1 --kv-blocks 800 --no-kv-events >"$out/w1.log" 2>&1 & pids+=($!)
 sleep 3
 ./tandem frontend --host 127.0.0.1 --port "$port" --worker 127.0.0.1:9101,127.0.0.1:9102 --missing-events-window-s 5 >"$out/frontend.log" 2>&1 &
 pids+=($!); wait_health

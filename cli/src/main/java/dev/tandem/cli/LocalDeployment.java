@@ -1,6 +1,7 @@
 package dev.tandem.cli;
 
 import dev.tandem.common.WorkerId;
+import dev.tandem.engine.Engine;
 import dev.tandem.engine.ModelFiles;
 import dev.tandem.engine.mocker.MockerConfig;
 import dev.tandem.engine.mocker.MockerEngine;
@@ -14,10 +15,11 @@ import dev.tandem.worker.WorkerServer;
 import java.time.Duration;
 import java.util.ArrayList;
 import java.util.List;
+import java.util.function.Supplier;
 
 /**
- * Every role in one process, as {@code tandem serve} runs it: mocker workers serving gRPC on
- * loopback, a router over them, and the HTTP frontend. The pieces talk over the same gRPC API as
+ * Every role in one process, as {@code tandem serve} runs it: workers (builtin or mocker engine)
+ * serving gRPC on loopback, a router over them, and the HTTP frontend. The pieces talk over the same gRPC API as
  * separate processes do. Closing it stops the frontend, then the router, then the workers.
  */
 public final class LocalDeployment implements AutoCloseable {
@@ -39,13 +41,21 @@ public final class LocalDeployment implements AutoCloseable {
     this.model = model;
   }
 
-  /** What to start. */
+  /** What to start: {@code workers} workers, each with an engine from {@code engines}. */
   public record Spec(
       int workers,
-      MockerConfig mocker,
+      Supplier<Engine> engines,
       ModelFiles modelFiles,
+      int blockSize,
       Router.Config router,
-      FrontendServer.Config frontend) {}
+      FrontendServer.Config frontend) {
+
+    /** Mocker workers. */
+    public static Spec mocker(
+        int workers, MockerConfig mocker, ModelFiles modelFiles, Router.Config router, FrontendServer.Config frontend) {
+      return new Spec(workers, () -> new MockerEngine(mocker), modelFiles, mocker.blockSize(), router, frontend);
+    }
+  }
 
   public static LocalDeployment start(Spec spec) {
     List<WorkerServer> workers = new ArrayList<>();
@@ -55,9 +65,9 @@ public final class LocalDeployment implements AutoCloseable {
         var config =
             new WorkerServer.Config(
                 "127.0.0.1", 0, new WorkerId("worker-" + i), WorkerRole.WORKER_ROLE_AGGREGATED, spec.modelFiles(), 10_000, true);
-        workers.add(WorkerServer.start(config, new MockerEngine(spec.mocker())));
+        workers.add(WorkerServer.start(config, spec.engines().get()));
       }
-      pool = new WorkerPool(spec.mocker().blockSize(), CONNECT_TIMEOUT, LOAD_INTERVAL);
+      pool = new WorkerPool(spec.blockSize(), CONNECT_TIMEOUT, LOAD_INTERVAL);
       for (WorkerServer w : workers) {
         pool.add(w.address());
       }

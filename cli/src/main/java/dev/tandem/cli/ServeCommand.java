@@ -11,14 +11,12 @@ import picocli.CommandLine.Option;
     mixinStandardHelpOptions = true,
     description = {
       "Runs every role in one process: workers, router and the OpenAI-compatible HTTP frontend.",
-      "With no arguments: one mocker worker behind http://0.0.0.0:8000 serving the bundled Qwen3 tokenizer."
+      "With no arguments: one builtin-engine worker with a tiny generated Qwen3-shaped model (created on first use) behind http://0.0.0.0:8000.",
+      "Serve a real model with --model DIR (a Hugging Face directory: config.json, *.safetensors, tokenizer.json)."
     })
 final class ServeCommand implements Callable<Integer> {
   @Option(names = "--workers", defaultValue = "${env:TANDEM_WORKERS:-1}", description = "Aggregated workers to start (default ${DEFAULT-VALUE}).")
   int workers;
-
-  @Option(names = "--engine", defaultValue = "${env:TANDEM_ENGINE:-mocker}", description = "Engine: mocker (default ${DEFAULT-VALUE}).")
-  String engine;
 
   @Option(names = "--mode", defaultValue = "agg", description = "Serving mode: agg (default ${DEFAULT-VALUE}).")
   String mode;
@@ -27,11 +25,10 @@ final class ServeCommand implements Callable<Integer> {
 
   @Mixin RouterOptions router;
 
-  @Mixin MockerOptions mocker;
+  @Mixin EngineOptions engine;
 
   @Override
   public Integer call() throws Exception {
-    Engines.requireMocker(engine);
     if (!mode.equals("agg")) {
       throw new IllegalArgumentException(
           "--mode " + mode + " is not implemented yet: disaggregated serving (prefill and decode pools) is planned; use --mode agg");
@@ -39,13 +36,10 @@ final class ServeCommand implements Callable<Integer> {
     if (workers < 1) {
       throw new IllegalArgumentException("--workers must be at least 1");
     }
+    EngineOptions.WorkerEngines engines = engine.resolve();
     var spec =
         new LocalDeployment.Spec(
-            workers,
-            mocker.config(),
-            mocker.modelFiles(),
-            router.config(),
-            http.config());
+            workers, engines.factory(), engines.modelFiles(), engines.blockSize(), router.config(), http.config());
     LocalDeployment deployment = LocalDeployment.start(spec);
     Runtime.getRuntime().addShutdownHook(new Thread(deployment::close));
     System.out.println(

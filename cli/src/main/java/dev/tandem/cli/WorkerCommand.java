@@ -1,7 +1,6 @@
 package dev.tandem.cli;
 
 import dev.tandem.common.WorkerId;
-import dev.tandem.engine.mocker.MockerEngine;
 import dev.tandem.proto.worker.v1.WorkerRole;
 import dev.tandem.worker.WorkerServer;
 import java.util.concurrent.Callable;
@@ -16,9 +15,6 @@ import picocli.CommandLine.Option;
 final class WorkerCommand implements Callable<Integer> {
   @Option(names = "--role", defaultValue = "${env:TANDEM_ROLE:-agg}", description = "agg (prefill and decode pools come with disaggregated serving; default ${DEFAULT-VALUE}).")
   String role;
-
-  @Option(names = "--engine", defaultValue = "${env:TANDEM_ENGINE:-mocker}", description = "Engine: mocker (default ${DEFAULT-VALUE}).")
-  String engine;
 
   @Option(names = "--host", defaultValue = "${env:TANDEM_WORKER_HOST:-127.0.0.1}", description = "gRPC address to bind (default ${DEFAULT-VALUE}).")
   String host;
@@ -35,18 +31,18 @@ final class WorkerCommand implements Callable<Integer> {
   @Option(names = "--no-kv-events", description = "Publish no KV events (routers then detect it and route this worker approximately).")
   boolean noKvEvents;
 
-  @Mixin MockerOptions mocker;
+  @Mixin EngineOptions engine;
 
   @Override
   public Integer call() throws Exception {
-    Engines.requireMocker(engine);
     if (!role.equals("agg")) {
       throw new IllegalArgumentException(
           "--role " + role + " is not implemented yet: prefill and decode workers come with disaggregated serving; use --role agg");
     }
     String id = workerId == null ? "worker-" + host + "-" + port : workerId;
-    var config = new WorkerServer.Config(host, port, new WorkerId(id), WorkerRole.WORKER_ROLE_AGGREGATED, mocker.modelFiles(), eventRing, !noKvEvents);
-    WorkerServer worker = WorkerServer.start(config, new MockerEngine(mocker.config()));
+    EngineOptions.WorkerEngines engines = engine.resolve();
+    var config = new WorkerServer.Config(host, port, new WorkerId(id), WorkerRole.WORKER_ROLE_AGGREGATED, engines.modelFiles(), eventRing, !noKvEvents);
+    WorkerServer worker = WorkerServer.start(config, engines.factory().get());
     Runtime.getRuntime().addShutdownHook(new Thread(worker::close));
     System.out.println("worker " + id + " listening on " + worker.address());
     worker.awaitTermination();

@@ -63,8 +63,8 @@ class MultiProcessTest {
     int w0 = freePort();
     int w1 = freePort();
     int http = freePort();
-    tandem(logs.resolve("w0.log"), "worker", "--port", Integer.toString(w0), "--worker-id", "proc-w0", "--speedup-ratio", "0");
-    tandem(logs.resolve("w1.log"), "worker", "--port", Integer.toString(w1), "--worker-id", "proc-w1", "--speedup-ratio", "0");
+    tandem(logs.resolve("w0.log"), "worker", "--engine", "mocker", "--port", Integer.toString(w0), "--worker-id", "proc-w0", "--speedup-ratio", "0");
+    tandem(logs.resolve("w1.log"), "worker", "--engine", "mocker", "--port", Integer.toString(w1), "--worker-id", "proc-w1", "--speedup-ratio", "0");
     Process frontend = tandem(logs.resolve("fe.log"), "frontend", "--host", "127.0.0.1", "--port", Integer.toString(http),
         "--worker", "127.0.0.1:" + w0 + ",127.0.0.1:" + w1, "--router-mode", routerMode);
     URI base = URI.create("http://127.0.0.1:" + http);

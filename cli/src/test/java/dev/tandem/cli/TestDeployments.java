@@ -23,7 +23,7 @@ final class TestDeployments {
   static LocalDeployment start(int workers, TimingModel timing, int maxBodyBytes, Router.Config router) {
     MockerConfig mocker = MockerConfig.defaults().withTiming(timing).withPool(2048, 16).withMaxContextLength(4096);
     return LocalDeployment.start(
-        new LocalDeployment.Spec(
+        LocalDeployment.Spec.mocker(
             workers, mocker, ModelFiles.bundledQwen3(), router,
             new FrontendServer.Config("127.0.0.1", 0, maxBodyBytes)));
   }

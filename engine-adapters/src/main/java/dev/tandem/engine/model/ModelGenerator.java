@@ -32,7 +32,8 @@ public final class ModelGenerator {
   /** The config.json of a named shape. */
   public static ObjectNode shape(String name) {
     return switch (name) {
-      case "tiny" -> config("Qwen3ForCausalLM", "qwen3", 64, 128, 2, 4, 2, 16, QWEN3_VOCAB, true);
+      // Larger initial weights than HF's 0.02 so that a tiny random model does not just echo its input.
+      case "tiny" -> config("Qwen3ForCausalLM", "qwen3", 64, 128, 2, 4, 2, 16, QWEN3_VOCAB, true).put("initializer_range", 0.3);
       case "llama-100m" -> config("LlamaForCausalLM", "llama", 512, 1536, 8, 8, 4, 64, QWEN3_VOCAB, true);
       case "llama-0.6b" -> config("LlamaForCausalLM", "llama", 1024, 3072, 28, 16, 8, 128, QWEN3_VOCAB, true);
       case "qwen3-0.6b" -> config("Qwen3ForCausalLM", "qwen3", 1024, 3072, 28, 16, 8, 128, QWEN3_VOCAB, true);

@@ -1,0 +1,145 @@
+package dev.tandem.cli;
+
+import dev.tandem.engine.Engine;
+import dev.tandem.engine.ModelFiles;
+import dev.tandem.engine.builtin.BuiltinConfig;
+import dev.tandem.engine.builtin.BuiltinEngine;
+import dev.tandem.engine.mocker.MockerConfig;
+import dev.tandem.engine.mocker.MockerEngine;
+import dev.tandem.engine.mocker.TimingModel;
+import java.nio.file.Path;
+import picocli.CommandLine.Option;
+
+/** Which engine a worker runs and its settings, shared by {@code serve} and {@code worker}. */
+final class EngineOptions {
+  @Option(
+      names = "--engine",
+      defaultValue = "${env:TANDEM_ENGINE:-builtin}",
+      description = "builtin (the Java transformer engine) or mocker (no model, a timing model; for router and load tests). Default ${DEFAULT-VALUE}.")
+  String engine;
+
+  @Option(
+      names = "--model",
+      defaultValue = "${env:TANDEM_MODEL}",
+      description = "Hugging Face model directory for the builtin engine (env TANDEM_MODEL; default: a tiny generated Qwen3-shaped model, created on first use under ~/.cache/tandem).")
+  Path model;
+
+  @Option(
+      names = {"--model-name", "--served-model-name"},
+      defaultValue = "${env:TANDEM_MODEL_NAME}",
+      description = "Model name clients use (env TANDEM_MODEL_NAME; default: the model directory's name, or " + MockerConfig.DEFAULT_MODEL_NAME + " for the mocker).")
+  String modelName;
+
+  @Option(names = "--compute", defaultValue = "${env:TANDEM_COMPUTE:-auto}", description = "Compute backend of the builtin engine: auto, cpu (Vector API) or scalar (reference). Default ${DEFAULT-VALUE}.")
+  String compute;
+
+  @Option(names = "--compute-threads", defaultValue = "${env:TANDEM_COMPUTE_THREADS:-0}", description = "Compute threads (0: all cores; default ${DEFAULT-VALUE}).")
+  int computeThreads;
+
+  @Option(names = "--kv-cache-memory", defaultValue = "${env:TANDEM_KV_CACHE_MEMORY:-1g}", description = "Memory for the builtin engine's KV cache, e.g. 512m, 4g (default ${DEFAULT-VALUE}).")
+  String kvCacheMemory;
+
+  @Option(
+      names = "--tokenizer",
+      defaultValue = "${env:TANDEM_TOKENIZER}",
+      description = "Mocker: Hugging Face model directory whose tokenizer.json and tokenizer_config.json to serve (env TANDEM_TOKENIZER; default: the bundled Qwen3 tokenizer).")
+  Path tokenizer;
+
+  @Option(
+      names = "--speedup-ratio",
+      defaultValue = "${env:TANDEM_SPEEDUP_RATIO:-1.0}",
+      description = "Mocker timing divided by this; 0 means no delay at all (env TANDEM_SPEEDUP_RATIO; default ${DEFAULT-VALUE}).")
+  double speedupRatio;
+
+  @Option(names = "--kv-blocks", defaultValue = "${env:TANDEM_KV_BLOCKS:-16384}", description = "Mocker: KV blocks per worker (default ${DEFAULT-VALUE}).")
+  int kvBlocks;
+
+  @Option(names = "--block-size", defaultValue = "${env:TANDEM_BLOCK_SIZE:-16}", description = "Tokens per KV block (default ${DEFAULT-VALUE}).")
+  int blockSize;
+
+  @Option(names = "--max-num-seqs", defaultValue = "${env:TANDEM_MAX_NUM_SEQS}", description = "Most sequences in one batch (default: 256 mocker, 64 builtin).")
+  Integer maxNumSeqs;
+
+  @Option(names = "--max-batched-tokens", defaultValue = "${env:TANDEM_MAX_BATCHED_TOKENS}", description = "Token budget of one engine step, i.e. the prefill chunk (default: 8192 mocker, 512 builtin).")
+  Integer maxBatchedTokens;
+
+  @Option(names = "--no-chunked-prefill", description = "Prefill each prompt in one step.")
+  boolean noChunkedPrefill;
+
+  @Option(names = "--max-context-length", defaultValue = "${env:TANDEM_MAX_CONTEXT_LENGTH}", description = "Context window in tokens (default: 32768 mocker, the model's max_position_embeddings builtin).")
+  Integer maxContextLength;
+
+  boolean isMocker() {
+    return switch (engine) {
+      case "mocker" -> true;
+      case "builtin" -> false;
+      default -> throw new IllegalArgumentException("unknown engine '" + engine + "'; known: builtin, mocker");
+    };
+  }
+
+  MockerConfig mockerConfig() {
+    return MockerConfig.defaults()
+        .withModelName(modelName != null ? modelName : MockerConfig.DEFAULT_MODEL_NAME)
+        .withPool(kvBlocks, blockSize)
+        .withBatching(
+            maxNumSeqs != null ? maxNumSeqs : 256,
+            maxBatchedTokens != null ? maxBatchedTokens : 8192,
+            !noChunkedPrefill)
+        .withMaxContextLength(maxContextLength != null ? maxContextLength : 32_768)
+        .withTiming(new TimingModel(speedupRatio));
+  }
+
+  /** The builtin engine's settings; resolves (and on first use creates) the default model. */
+  BuiltinConfig builtinConfig() {
+    Path dir = model != null ? model : DefaultModel.ensure();
+    return new BuiltinConfig(
+        dir,
+        modelName,
+        compute,
+        computeThreads,
+        blockSize,
+        parseBytes(kvCacheMemory),
+        maxNumSeqs != null ? maxNumSeqs : 64,
+        maxBatchedTokens != null ? maxBatchedTokens : 512,
+        !noChunkedPrefill,
+        maxContextLength != null ? maxContextLength : 0);
+  }
+
+  /** Everything one worker needs: its engine factory and the files of its model card. */
+  WorkerEngines resolve() {
+    if (isMocker()) {
+      MockerConfig config = mockerConfig();
+      ModelFiles files = tokenizer == null ? ModelFiles.bundledQwen3() : ModelFiles.fromDirectory(tokenizer);
+      return new WorkerEngines(() -> new MockerEngine(config), files, config.blockSize());
+    }
+    if (tokenizer != null) {
+      throw new IllegalArgumentException("--tokenizer is for the mocker; the builtin engine serves the tokenizer in --model");
+    }
+    BuiltinConfig config = builtinConfig();
+    return new WorkerEngines(() -> BuiltinEngine.open(config), ModelFiles.fromDirectory(config.modelDir()), config.blockSize());
+  }
+
+  /** How to make a worker's engine, the tokenizer files it serves, and its KV block size. */
+  record WorkerEngines(java.util.function.Supplier<Engine> factory, ModelFiles modelFiles, int blockSize) {}
+
+  static long parseBytes(String s) {
+    String t = s.trim().toLowerCase(java.util.Locale.ROOT);
+    long unit = 1;
+    char last = t.isEmpty() ? ' ' : t.charAt(t.length() - 1);
+    switch (last) {
+      case 'k' -> unit = 1L << 10;
+      case 'm' -> unit = 1L << 20;
+      case 'g' -> unit = 1L << 30;
+      default -> {}
+    }
+    try {
+      long n = Long.parseLong(unit == 1 ? t : t.substring(0, t.length() - 1));
+      if (n <= 0) {
+        throw new NumberFormatException();
+      }
+      return n * unit;
+    } catch (NumberFormatException e) {
+      throw new IllegalArgumentException("--kv-cache-memory must be a size like 512m or 4g, was " + s);
+    }
+  }
+}
