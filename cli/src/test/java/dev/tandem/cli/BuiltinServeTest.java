@@ -1,0 +1,118 @@
+package dev.tandem.cli;
+
+import static org.junit.jupiter.api.Assertions.assertEquals;
+import static org.junit.jupiter.api.Assertions.assertTrue;
+
+import com.fasterxml.jackson.databind.JsonNode;
+import com.fasterxml.jackson.databind.ObjectMapper;
+import dev.tandem.engine.builtin.BuiltinConfig;
+import dev.tandem.engine.builtin.BuiltinEngine;
+import dev.tandem.engine.model.DType;
+import dev.tandem.engine.model.ModelGenerator;
+import dev.tandem.engine.ModelFiles;
+import dev.tandem.frontend.http.FrontendServer;
+import dev.tandem.router.grpc.Router;
+import java.io.PrintWriter;
+import java.io.StringWriter;
+import java.net.URI;
+import java.net.http.HttpClient;
+import java.net.http.HttpRequest;
+import java.net.http.HttpResponse;
+import java.nio.file.Path;
+import org.junit.jupiter.api.AfterAll;
+import org.junit.jupiter.api.AfterEach;
+import org.junit.jupiter.api.BeforeAll;
+import org.junit.jupiter.api.Test;
+import org.junit.jupiter.api.io.TempDir;
+
+/** `tandem serve --model DIR` with the built-in engine, over real HTTP, on a generated model. */
+class BuiltinServeTest {
+  @TempDir static Path dir;
+  private static LocalDeployment deployment;
+  private static final HttpClient HTTP = HttpClient.newHttpClient();
+  private static final ObjectMapper JSON = new ObjectMapper();
+
+  @BeforeAll
+  static void start() throws Exception {
+    Path model = dir.resolve("tiny");
+    ModelGenerator.write(ModelGenerator.shape("tiny"), DType.BF16, 0, model, 0);
+    BuiltinConfig config = BuiltinConfig.of(model).withCompute("cpu", 2).withKvCacheBytes(64L << 20);
+    deployment = LocalDeployment.start(
+        new LocalDeployment.Spec(
+            1, () -> BuiltinEngine.open(config), ModelFiles.fromDirectory(model), 16,
+            Router.Config.of("kv"), new FrontendServer.Config("127.0.0.1", 0, 1 << 20)));
+  }
+
+  @AfterAll
+  static void stop() {
+    deployment.close();
+  }
+
+  @AfterEach
+  void poolsAreFull() throws Exception {
+    TestDeployments.assertPoolsFull(deployment);
+  }
+
+  private static HttpResponse<String> post(String path, String body) throws Exception {
+    return HTTP.send(
+        HttpRequest.newBuilder(URI.create("http://127.0.0.1:" + deployment.port() + path))
+            .header("content-type", "application/json")
+            .POST(HttpRequest.BodyPublishers.ofString(body))
+            .build(),
+        HttpResponse.BodyHandlers.ofString());
+  }
+
+  private static JsonNode chat(String extra) throws Exception {
+    String body = "{\"model\":\"tiny\",\"max_tokens\":12,\"messages\":[{\"role\":\"user\",\"content\":"
+        + "\"Write a long story about a lighthouse keeper who collects seashells and writes letters.\"}]" + extra + "}";
+    HttpResponse<String> r = post("/v1/chat/completions", body);
+    assertEquals(200, r.statusCode(), r.body());
+    return JSON.readTree(r.body());
+  }
+
+  @Test
+  void servesTheGeneratedModelByItsDirectoryName() throws Exception {
+    var r = HTTP.send(
+        HttpRequest.newBuilder(URI.create("http://127.0.0.1:" + deployment.port() + "/v1/models")).build(),
+        HttpResponse.BodyHandlers.ofString());
+    assertEquals("tiny", JSON.readTree(r.body()).at("/data/0/id").asText());
+  }
+
+  @Test
+  void greedyChatIsDeterministicAndTheRepeatHitsThePrefixCache() throws Exception {
+    JsonNode first = chat(",\"temperature\":0");
+    JsonNode second = chat(",\"temperature\":0");
+    String text = first.at("/choices/0/message/content").asText();
+    assertTrue(!text.isEmpty());
+    assertEquals(text, second.at("/choices/0/message/content").asText());
+    assertEquals(12, first.at("/usage/completion_tokens").asInt());
+    int prompt = second.at("/usage/prompt_tokens").asInt();
+    int cached = second.at("/usage/prompt_tokens_details/cached_tokens").asInt();
+    // Every full block of the prompt, keeping at least one token to compute.
+    assertEquals((prompt - 1) / 16 * 16, cached);
+  }
+
+  @Test
+  void everySamplingParameterTheFrontendAcceptsIsHonoured() throws Exception {
+    String sampled = ",\"temperature\":0.8,\"top_p\":0.9,\"top_k\":40,\"min_p\":0.05,\"seed\":7,"
+        + "\"presence_penalty\":0.5,\"frequency_penalty\":0.5,\"repetition_penalty\":1.1";
+    JsonNode a = chat(sampled);
+    JsonNode b = chat(sampled);
+    assertEquals(a.at("/choices/0/message/content").asText(), b.at("/choices/0/message/content").asText(), "same seed, same text");
+    HttpResponse<String> logprobs = post(
+        "/v1/chat/completions",
+        "{\"model\":\"tiny\",\"max_tokens\":2,\"logprobs\":true,\"messages\":[{\"role\":\"user\",\"content\":\"hi\"}]}");
+    assertEquals(400, logprobs.statusCode(), logprobs.body());
+    assertTrue(logprobs.body().contains("logprobs"), logprobs.body());
+  }
+
+  @Test
+  void aMissingModelDirectoryFailsAtStartupNamingIt() {
+    StringWriter err = new StringWriter();
+    var cl = Main.commandLine();
+    cl.setErr(new PrintWriter(err));
+    int code = cl.execute("serve", "--model", dir.resolve("no-such-model").toString(), "--port", "0");
+    assertEquals(2, code);
+    assertTrue(err.toString().contains("no-such-model") && err.toString().contains("does not exist"), err.toString());
+  }
+}
