@@ -17,7 +17,7 @@ import picocli.CommandLine.Option;
     name = "model",
     mixinStandardHelpOptions = true,
     description = "Model directories: create one with seeded random weights (no downloads needed).",
-    subcommands = {ModelCommand.Create.class})
+    subcommands = {ModelCommand.Create.class, ModelCommand.ExportGguf.class})
 final class ModelCommand {
 
   @Command(
@@ -67,6 +67,25 @@ final class ModelCommand {
           Locale.ROOT,
           "wrote %s: %s, %d layers, hidden %d, vocab %d, %s weights%n",
           out, written.architecture().hfName, written.numLayers(), written.hiddenSize(), written.vocabSize(), type);
+      return 0;
+    }
+  }
+
+  @Command(
+      name = "export-gguf",
+      mixinStandardHelpOptions = true,
+      description = "Writes a Llama model directory as a GGUF file for llama.cpp (same weights, same element type).")
+  static final class ExportGguf implements Callable<Integer> {
+    @Option(names = "--model", required = true, description = "Hugging Face model directory (LlamaForCausalLM).")
+    Path model;
+
+    @Option(names = "--out", required = true, description = "GGUF file to write.")
+    Path out;
+
+    @Override
+    public Integer call() throws Exception {
+      dev.tandem.engine.model.GgufExport.write(model, out);
+      System.out.printf(Locale.ROOT, "wrote %s (%d MB)%n", out, Files.size(out) >> 20);
       return 0;
     }
   }

@@ -113,6 +113,16 @@ public final class BuiltinEngine implements Engine {
     return scheduler.pool();
   }
 
+  /** Bytes of weights one decode step reads (every matrix once). */
+  public long bytesReadPerToken() {
+    return weights.bytesReadPerToken();
+  }
+
+  /** Bytes per element of the weight matrices (as stored). */
+  public int weightElementBytes() {
+    return weights.layer(0).q().dtype().bytes();
+  }
+
   /** Sequences preempted by recompute so far. */
   public long preemptions() {
     return scheduler.preemptions();

@@ -2,6 +2,7 @@ package dev.tandem.engine.builtin;
 
 import dev.tandem.engine.compute.AttentionBatch;
 import dev.tandem.engine.compute.ComputeBackend;
+import dev.tandem.engine.compute.WeightMatrix;
 import dev.tandem.engine.model.LayerWeights;
 import dev.tandem.engine.model.ModelConfig;
 import dev.tandem.engine.model.ModelWeights;
@@ -98,9 +99,7 @@ public final class Transformer {
     int kvDim = config.kvDim();
     // Pre-norm, then q, k, v projections (+ bias for Qwen2).
     backend.rmsNorm(x, xb, w.inputNorm(), config.rmsNormEps(), tokens, hidden);
-    backend.matmul(xb, tokens, w.q(), q);
-    backend.matmul(xb, tokens, w.k(), k);
-    backend.matmul(xb, tokens, w.v(), v);
+    backend.matmul(xb, tokens, new WeightMatrix[] {w.q(), w.k(), w.v()}, new float[][] {q, k, v});
     addBias(q, w.qBias(), tokens);
     addBias(k, w.kBias(), tokens);
     addBias(v, w.vBias(), tokens);
@@ -131,8 +130,7 @@ public final class Transformer {
     int hidden = config.hiddenSize();
     // Pre-norm, SwiGLU: down(silu(gate(x)) · up(x)), residual.
     backend.rmsNorm(x, xb, w.postAttentionNorm(), config.rmsNormEps(), tokens, hidden);
-    backend.matmul(xb, tokens, w.gate(), hb);
-    backend.matmul(xb, tokens, w.up(), hb2);
+    backend.matmul(xb, tokens, new WeightMatrix[] {w.gate(), w.up()}, new float[][] {hb, hb2});
     backend.siluMul(hb, hb2, tokens * config.intermediateSize());
     backend.matmul(hb, tokens, w.down(), xb2);
     addInPlace(x, xb2, tokens * hidden);

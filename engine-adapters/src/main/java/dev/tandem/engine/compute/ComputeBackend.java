@@ -15,6 +15,16 @@ public interface ComputeBackend extends AutoCloseable {
   void matmul(float[] x, int tokens, WeightMatrix w, float[] out);
 
   /**
+   * Several matmuls of the same input ({@code outs[m]} gets {@code x · ws[m]ᵀ}), e.g. the q, k and v
+   * projections; a backend may run them as one parallel job. All matrices have {@code x}'s width.
+   */
+  default void matmul(float[] x, int tokens, WeightMatrix[] ws, float[][] outs) {
+    for (int m = 0; m < ws.length; m++) {
+      matmul(x, tokens, ws[m], outs[m]);
+    }
+  }
+
+  /**
    * Root-mean-square normalisation of each of {@code rows} rows of length {@code dim}: {@code
    * out = x / sqrt(mean(x²) + eps) · weight}. {@code out} may be {@code x}.
    */

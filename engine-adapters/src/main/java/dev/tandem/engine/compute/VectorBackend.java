@@ -1,26 +1,24 @@
 package dev.tandem.engine.compute;
 
+import dev.tandem.engine.model.DType;
 import java.lang.foreign.MemorySegment;
 import java.nio.ByteOrder;
 import jdk.incubator.vector.FloatVector;
 import jdk.incubator.vector.IntVector;
-import jdk.incubator.vector.ShortVector;
 import jdk.incubator.vector.VectorMask;
 import jdk.incubator.vector.VectorOperators;
-import jdk.incubator.vector.VectorShape;
 import jdk.incubator.vector.VectorSpecies;
 
 /**
  * The {@code cpu} backend: Vector API kernels (the machine's preferred vector width) spread over
- * all cores. Weights are widened to f32 in registers as they are read: bf16 by a 16-bit shift, f16
- * by rebasing its exponent. Each kernel is prologue → vector body → scalar tail.
+ * all cores. Weights are widened to f32 in registers as they are read: bf16 by a 16-bit shift or
+ * mask, f16 by rebasing its exponent. Each kernel is prologue → vector body → scalar tail.
  *
  * <p>Threading: kernels run on the backend's own pool; one call at a time.
  */
 public final class VectorBackend implements ComputeBackend {
   private static final VectorSpecies<Float> F = FloatVector.SPECIES_PREFERRED;
   private static final int L = F.length();
-  private static final VectorSpecies<Short> S = VectorSpecies.of(short.class, VectorShape.forBitSize(L * 16));
   private static final VectorSpecies<Integer> I = VectorSpecies.of(int.class, F.vectorShape());
   private static final ByteOrder LE = ByteOrder.LITTLE_ENDIAN;
   /** Tokens per tile in matmul: the tile's activations stay in cache while the weights stream. */
@@ -44,15 +42,75 @@ public final class VectorBackend implements ComputeBackend {
   }
 
   // ---- matmul ------------------------------------------------------------------------------
+  //
+  // 16-bit weights are read as ints, two weights each: the low halves (even columns) and the high
+  // halves (odd columns) widen with one shift or mask, no lane shuffles. The activations are
+  // permuted to match once per call: within each block of 2L columns, the L even columns first,
+  // then the L odd ones. A dot product does not care about order, so the sums are the same.
+
+  private float[] permuted = new float[0];
 
   @Override
   public void matmul(float[] x, int tokens, WeightMatrix w, float[] out) {
-    int rows = w.rows();
-    int grain = Math.max(1, 16_384 / Math.max(1, w.cols()));
-    if (tokens < 4) {
-      runner.forRange(rows, grain, (from, to) -> matvecRows(x, tokens, w, out, from, to));
-    } else {
-      runner.forRange(rows, grain, (from, to) -> matmulRows(x, tokens, w, out, from, to));
+    matmul(x, tokens, new WeightMatrix[] {w}, new float[][] {out});
+  }
+
+  @Override
+  public void matmul(float[] x, int tokens, WeightMatrix[] ws, float[][] outs) {
+    DType dtype = ws[0].dtype();
+    int cols = ws[0].cols();
+    int[] firstRow = new int[ws.length + 1];
+    for (int m = 0; m < ws.length; m++) {
+      if (ws[m].dtype() != dtype || ws[m].cols() != cols) {
+        for (int k = 0; k < ws.length; k++) { // mixed types: one job each
+          matmul(x, tokens, ws[k], outs[k]);
+        }
+        return;
+      }
+      firstRow[m + 1] = firstRow[m] + ws[m].rows();
+    }
+    float[] xs = x;
+    if (dtype != DType.F32) {
+      int n = tokens * cols;
+      if (permuted.length < n) {
+        permuted = new float[n];
+      }
+      xs = permuted;
+      permuteEvenOdd(x, xs, tokens, cols);
+    }
+    float[] in = xs;
+    int grain = Math.max(1, 16_384 / Math.max(1, cols));
+    // One range over the rows of all matrices; each chunk is cut at matrix boundaries.
+    runner.forRange(firstRow[ws.length], grain, (from, to) -> {
+      for (int m = 0; m < ws.length; m++) {
+        int lo = Math.max(from, firstRow[m]) - firstRow[m];
+        int hi = Math.min(to, firstRow[m + 1]) - firstRow[m];
+        if (lo < hi) {
+          if (tokens < 4) {
+            matvecRows(in, tokens, ws[m], outs[m], lo, hi);
+          } else {
+            matmulRows(in, tokens, ws[m], outs[m], lo, hi);
+          }
+        }
+      }
+    });
+  }
+
+  /** Within each full block of 2L columns of each row: even columns, then odd ones. */
+  private static void permuteEvenOdd(float[] x, float[] xs, int tokens, int cols) {
+    int blocks = cols / (2 * L);
+    for (int t = 0; t < tokens; t++) {
+      int base = t * cols;
+      for (int b = 0; b < blocks; b++) {
+        int o = base + b * 2 * L;
+        for (int k = 0; k < L; k++) {
+          xs[o + k] = x[o + 2 * k];
+          xs[o + L + k] = x[o + 2 * k + 1];
+        }
+      }
+      for (int c = blocks * 2 * L; c < cols; c++) {
+        xs[base + c] = x[base + c];
+      }
     }
   }
 
@@ -60,122 +118,189 @@ public final class VectorBackend implements ComputeBackend {
   private static void matvecRows(float[] x, int tokens, WeightMatrix w, float[] out, int from, int to) {
     int cols = w.cols();
     int rows = w.rows();
-    int upper = F.loopBound(cols);
     MemorySegment data = w.data();
+    DType dtype = w.dtype();
     for (int r = from; r < to; r++) {
-      long rowByte = (long) r * cols * w.dtype().bytes();
       for (int t = 0; t < tokens; t++) {
-        FloatVector acc = FloatVector.zero(F);
-        int xBase = t * cols;
-        int i = 0;
-        for (; i < upper; i += L) {
-          FloatVector wv = load(w, data, rowByte, i);
-          acc = FloatVector.fromArray(F, x, xBase + i).fma(wv, acc);
-        }
-        float sum = acc.reduceLanes(VectorOperators.ADD);
-        for (; i < cols; i++) {
-          sum += x[xBase + i] * w.get(r, i);
-        }
-        out[t * rows + r] = sum;
+        out[t * rows + r] =
+            dtype == DType.F32 ? dotF32(x, t * cols, data, r, cols) : dotHalves(x, t * cols, w, data, r, cols);
       }
     }
   }
 
+  private static float dotF32(float[] x, int xBase, MemorySegment data, int r, int cols) {
+    long rowByte = (long) r * cols * 4;
+    int upper = (cols / (2 * L)) * 2 * L;
+    FloatVector a0 = FloatVector.zero(F);
+    FloatVector a1 = FloatVector.zero(F);
+    int i = 0;
+    for (; i < upper; i += 2 * L) {
+      a0 = FloatVector.fromArray(F, x, xBase + i).fma(FloatVector.fromMemorySegment(F, data, rowByte + i * 4L, LE), a0);
+      a1 = FloatVector.fromArray(F, x, xBase + i + L).fma(FloatVector.fromMemorySegment(F, data, rowByte + (i + L) * 4L, LE), a1);
+    }
+    float sum = a0.add(a1).reduceLanes(VectorOperators.ADD);
+    for (; i < cols; i++) {
+      sum += x[xBase + i] * data.get(java.lang.foreign.ValueLayout.JAVA_FLOAT_UNALIGNED, rowByte + i * 4L);
+    }
+    return sum;
+  }
+
+  /** Dot product of permuted activations with a bf16 or f16 row. */
+  private static float dotHalves(float[] x, int xBase, WeightMatrix w, MemorySegment data, int r, int cols) {
+    long rowByte = (long) r * cols * 2;
+    int upper = (cols / (2 * L)) * 2 * L;
+    boolean bf16 = w.dtype() == DType.BF16;
+    FloatVector a0 = FloatVector.zero(F);
+    FloatVector a1 = FloatVector.zero(F);
+    int i = 0;
+    for (; i < upper; i += 2 * L) {
+      IntVector pair = IntVector.fromMemorySegment(I, data, rowByte + i * 2L, LE);
+      FloatVector even = bf16 ? bf16Low(pair) : f16(pair.lanewise(VectorOperators.LSHL, 16).lanewise(VectorOperators.ASHR, 16));
+      FloatVector odd = bf16 ? bf16High(pair) : f16(pair.lanewise(VectorOperators.ASHR, 16));
+      a0 = FloatVector.fromArray(F, x, xBase + i).fma(even, a0);
+      a1 = FloatVector.fromArray(F, x, xBase + i + L).fma(odd, a1);
+    }
+    float sum = a0.add(a1).reduceLanes(VectorOperators.ADD);
+    for (; i < cols; i++) {
+      sum += x[xBase + i] * w.get(r, i);
+    }
+    return sum;
+  }
+
   /**
-   * Many tokens: per tile of tokens, widen each weight row once into scratch, then four tokens at a
-   * time against it.
+   * Many tokens: per tile of tokens, widen two weight rows at a time into scratch (in the permuted
+   * order of the activations), then a 4-token × 2-row block of dot products per pass: six loads
+   * feed eight FMAs, and the tile's activations stay in cache while the weights stream once per
+   * tile.
    */
   private void matmulRows(float[] x, int tokens, WeightMatrix w, float[] out, int from, int to) {
     int cols = w.cols();
     int rows = w.rows();
-    int upper = F.loopBound(cols);
-    float[] row = rowScratch.get();
-    if (row.length < cols) {
-      row = new float[cols];
-      rowScratch.set(row);
+    float[] scratch = rowScratch.get();
+    if (scratch.length < 2 * cols) {
+      scratch = new float[2 * cols];
+      rowScratch.set(scratch);
     }
+    float[] row = scratch;
     for (int tile = 0; tile < tokens; tile += TOKEN_TILE) {
       int tileEnd = Math.min(tokens, tile + TOKEN_TILE);
-      for (int r = from; r < to; r++) {
-        widenRow(w, r, row);
+      int r = from;
+      for (; r + 2 <= to; r += 2) {
+        widenRow(w, r, row, 0);
+        widenRow(w, r + 1, row, cols);
         int t = tile;
         for (; t + 4 <= tileEnd; t += 4) {
-          int b0 = t * cols;
-          int b1 = b0 + cols;
-          int b2 = b1 + cols;
-          int b3 = b2 + cols;
-          FloatVector a0 = FloatVector.zero(F);
-          FloatVector a1 = FloatVector.zero(F);
-          FloatVector a2 = FloatVector.zero(F);
-          FloatVector a3 = FloatVector.zero(F);
-          int i = 0;
-          for (; i < upper; i += L) {
-            FloatVector wv = FloatVector.fromArray(F, row, i);
-            a0 = FloatVector.fromArray(F, x, b0 + i).fma(wv, a0);
-            a1 = FloatVector.fromArray(F, x, b1 + i).fma(wv, a1);
-            a2 = FloatVector.fromArray(F, x, b2 + i).fma(wv, a2);
-            a3 = FloatVector.fromArray(F, x, b3 + i).fma(wv, a3);
-          }
-          float s0 = a0.reduceLanes(VectorOperators.ADD);
-          float s1 = a1.reduceLanes(VectorOperators.ADD);
-          float s2 = a2.reduceLanes(VectorOperators.ADD);
-          float s3 = a3.reduceLanes(VectorOperators.ADD);
-          for (; i < cols; i++) {
-            s0 += x[b0 + i] * row[i];
-            s1 += x[b1 + i] * row[i];
-            s2 += x[b2 + i] * row[i];
-            s3 += x[b3 + i] * row[i];
-          }
-          out[t * rows + r] = s0;
-          out[(t + 1) * rows + r] = s1;
-          out[(t + 2) * rows + r] = s2;
-          out[(t + 3) * rows + r] = s3;
+          block4x2(x, t, cols, row, out, rows, r);
         }
         for (; t < tileEnd; t++) {
+          out[t * rows + r] = dot(x, t * cols, row, 0, cols);
+          out[t * rows + r + 1] = dot(x, t * cols, row, cols, cols);
+        }
+      }
+      for (; r < to; r++) {
+        widenRow(w, r, row, 0);
+        for (int t = tile; t < tileEnd; t++) {
           out[t * rows + r] = dot(x, t * cols, row, 0, cols);
         }
       }
     }
   }
 
-  private static void widenRow(WeightMatrix w, int r, float[] row) {
-    int cols = w.cols();
+  /** Tokens t..t+3 against rows r and r+1 (widened at row[0..cols) and row[cols..2·cols)). */
+  private static void block4x2(float[] x, int t, int cols, float[] row, float[] out, int rows, int r) {
     int upper = F.loopBound(cols);
-    long rowByte = (long) r * cols * w.dtype().bytes();
-    MemorySegment data = w.data();
+    int b0 = t * cols;
+    int b1 = b0 + cols;
+    int b2 = b1 + cols;
+    int b3 = b2 + cols;
+    FloatVector a00 = FloatVector.zero(F), a01 = FloatVector.zero(F);
+    FloatVector a10 = FloatVector.zero(F), a11 = FloatVector.zero(F);
+    FloatVector a20 = FloatVector.zero(F), a21 = FloatVector.zero(F);
+    FloatVector a30 = FloatVector.zero(F), a31 = FloatVector.zero(F);
     int i = 0;
     for (; i < upper; i += L) {
-      load(w, data, rowByte, i).intoArray(row, i);
+      FloatVector w0 = FloatVector.fromArray(F, row, i);
+      FloatVector w1 = FloatVector.fromArray(F, row, cols + i);
+      FloatVector x0 = FloatVector.fromArray(F, x, b0 + i);
+      a00 = x0.fma(w0, a00);
+      a01 = x0.fma(w1, a01);
+      FloatVector x1 = FloatVector.fromArray(F, x, b1 + i);
+      a10 = x1.fma(w0, a10);
+      a11 = x1.fma(w1, a11);
+      FloatVector x2 = FloatVector.fromArray(F, x, b2 + i);
+      a20 = x2.fma(w0, a20);
+      a21 = x2.fma(w1, a21);
+      FloatVector x3 = FloatVector.fromArray(F, x, b3 + i);
+      a30 = x3.fma(w0, a30);
+      a31 = x3.fma(w1, a31);
     }
+    float s00 = a00.reduceLanes(VectorOperators.ADD), s01 = a01.reduceLanes(VectorOperators.ADD);
+    float s10 = a10.reduceLanes(VectorOperators.ADD), s11 = a11.reduceLanes(VectorOperators.ADD);
+    float s20 = a20.reduceLanes(VectorOperators.ADD), s21 = a21.reduceLanes(VectorOperators.ADD);
+    float s30 = a30.reduceLanes(VectorOperators.ADD), s31 = a31.reduceLanes(VectorOperators.ADD);
     for (; i < cols; i++) {
-      row[i] = w.get(r, i);
+      float w0 = row[i];
+      float w1 = row[cols + i];
+      s00 += x[b0 + i] * w0;
+      s01 += x[b0 + i] * w1;
+      s10 += x[b1 + i] * w0;
+      s11 += x[b1 + i] * w1;
+      s20 += x[b2 + i] * w0;
+      s21 += x[b2 + i] * w1;
+      s30 += x[b3 + i] * w0;
+      s31 += x[b3 + i] * w1;
     }
-  }
-
-  /** L weights of a row starting at column {@code i}, widened to f32. */
-  private static FloatVector load(WeightMatrix w, MemorySegment data, long rowByte, int i) {
-    return switch (w.dtype()) {
-      case F32 -> FloatVector.fromMemorySegment(F, data, rowByte + (long) i * 4, LE);
-      case BF16 -> bf16(data, rowByte + (long) i * 2);
-      case F16 -> f16(data, rowByte + (long) i * 2);
-    };
-  }
-
-  private static IntVector shortsAsInts(MemorySegment data, long offset) {
-    return (IntVector) ShortVector.fromMemorySegment(S, data, offset, LE).convertShape(VectorOperators.S2I, I, 0);
-  }
-
-  /** bf16 is the top half of an f32: shift it back into place. */
-  private static FloatVector bf16(MemorySegment data, long offset) {
-    return shortsAsInts(data, offset).lanewise(VectorOperators.LSHL, 16).reinterpretAsFloats();
+    out[t * rows + r] = s00;
+    out[t * rows + r + 1] = s01;
+    out[(t + 1) * rows + r] = s10;
+    out[(t + 1) * rows + r + 1] = s11;
+    out[(t + 2) * rows + r] = s20;
+    out[(t + 2) * rows + r + 1] = s21;
+    out[(t + 3) * rows + r] = s30;
+    out[(t + 3) * rows + r + 1] = s31;
   }
 
   /**
-   * f16 → f32: move exponent and mantissa up 13 bits and rescale by 2^112 (which also turns
-   * subnormals into normals); infinities and NaNs keep an all-ones exponent; then the sign.
+   * Row r as f32 into {@code row[offset, offset + cols)}, 16-bit types in the permuted order (even
+   * columns, then odd, per 2L block).
    */
-  private static FloatVector f16(MemorySegment data, long offset) {
-    IntVector h = shortsAsInts(data, offset);
+  private static void widenRow(WeightMatrix w, int r, float[] row, int offset) {
+    int cols = w.cols();
+    MemorySegment data = w.data();
+    if (w.dtype() == DType.F32) {
+      MemorySegment.copy(data, java.lang.foreign.ValueLayout.JAVA_FLOAT_UNALIGNED, (long) r * cols * 4, row, offset, cols);
+      return;
+    }
+    boolean bf16 = w.dtype() == DType.BF16;
+    long rowByte = (long) r * cols * 2;
+    int upper = (cols / (2 * L)) * 2 * L;
+    int i = 0;
+    for (; i < upper; i += 2 * L) {
+      IntVector pair = IntVector.fromMemorySegment(I, data, rowByte + i * 2L, LE);
+      (bf16 ? bf16Low(pair) : f16(pair.lanewise(VectorOperators.LSHL, 16).lanewise(VectorOperators.ASHR, 16))).intoArray(row, offset + i);
+      (bf16 ? bf16High(pair) : f16(pair.lanewise(VectorOperators.ASHR, 16))).intoArray(row, offset + i + L);
+    }
+    for (; i < cols; i++) {
+      row[offset + i] = w.get(r, i);
+    }
+  }
+
+  /** bf16 is the top half of an f32: the low 16 bits of each int moved up. */
+  private static FloatVector bf16Low(IntVector pair) {
+    return pair.lanewise(VectorOperators.LSHL, 16).reinterpretAsFloats();
+  }
+
+  /** The high 16 bits of each int are already in place. */
+  private static FloatVector bf16High(IntVector pair) {
+    return pair.and(0xffff0000).reinterpretAsFloats();
+  }
+
+  /**
+   * f16 (sign-extended in an int) → f32: move exponent and mantissa up 13 bits and rescale by
+   * 2^112 (which also turns subnormals into normals); infinities and NaNs keep an all-ones
+   * exponent; then the sign.
+   */
+  private static FloatVector f16(IntVector h) {
     IntVector magnitude = h.and(0x7fff).lanewise(VectorOperators.LSHL, 13);
     FloatVector value = magnitude.reinterpretAsFloats().mul(0x1p112f);
     VectorMask<Integer> special = h.and(0x7c00).eq(0x7c00);
@@ -278,7 +403,14 @@ public final class VectorBackend implements ComputeBackend {
   @Override
   public void attention(AttentionBatch b) {
     int heads = b.numHeads();
-    runner.forRange(b.rows() * heads, 1, (from, to) -> {
+    // Short contexts are not worth a hand-off: aim for ~16K multiply-adds per chunk.
+    long work = 0;
+    for (int t = 0; t < b.rows(); t++) {
+      work += (long) (b.positions()[t] + 1) * b.headDim() * 2 * heads;
+    }
+    int jobs = b.rows() * heads;
+    int grain = (int) Math.max(1, Math.min(jobs, 16_384L * jobs / Math.max(1, work)));
+    runner.forRange(jobs, grain, (from, to) -> {
       for (int job = from; job < to; job++) {
         attendOne(b, job / heads, job % heads);
       }

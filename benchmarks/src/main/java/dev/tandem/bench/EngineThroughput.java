@@ -1,0 +1,118 @@
+package dev.tandem.bench;
+
+import dev.tandem.engine.EngineRequest;
+import dev.tandem.engine.SamplingParams;
+import dev.tandem.engine.StopConditions;
+import dev.tandem.engine.builtin.BuiltinConfig;
+import dev.tandem.engine.builtin.BuiltinEngine;
+import dev.tandem.engine.model.ModelConfig;
+import java.nio.file.Path;
+import java.util.Locale;
+import java.util.SplittableRandom;
+
+/**
+ * The built-in engine's speed on a model directory, beside the machine's limits measured in the
+ * same run: decode tokens/s at several batch sizes (batch 1 against memory bandwidth ÷ weight
+ * bytes read per token) and prefill tokens/s at several prompt lengths (against peak FLOP/s).
+ *
+ * <pre>java ... dev.tandem.bench.EngineThroughput MODEL_DIR [threads] [batches=1,8,32] [prompts=512,2048]</pre>
+ */
+public final class EngineThroughput {
+  private EngineThroughput() {}
+
+  public static void main(String[] args) throws Exception {
+    Path dir = Path.of(args[0]);
+    int threads = args.length > 1 ? Integer.parseInt(args[1]) : Runtime.getRuntime().availableProcessors();
+    int[] batches = ints(args.length > 2 ? args[2] : "1,8,32");
+    int[] prompts = ints(args.length > 3 ? args[3] : "512,2048");
+
+    ModelConfig config = ModelConfig.read(dir);
+    BuiltinConfig base = BuiltinConfig.of(dir).withCompute("cpu", threads).withKvCacheBytes(2L << 30);
+    int maxBatch = java.util.Arrays.stream(batches).max().orElse(1);
+    BuiltinEngine engine = BuiltinEngine.open(base.withBatching(maxBatch, 4096, true));
+    long weightBytes = engine.bytesReadPerToken();
+    long params = weightBytes / engine.weightElementBytes();
+    double bandwidth = MachineLimits.readBandwidth(threads, 1L << 30, 5);
+    double flops = MachineLimits.peakFlops(threads, 3);
+    System.out.printf(Locale.ROOT, "model %s: %s, %d layers, hidden %d, %.1fM matmul parameters, %.0f MB read per decoded token%n",
+        dir.getFileName(), config.architecture().hfName, config.numLayers(), config.hiddenSize(), params / 1e6, weightBytes / 1e6);
+    System.out.printf(Locale.ROOT, "machine (%d threads): read bandwidth %.1f GB/s, peak f32 FMA %.1f GFLOP/s%n",
+        threads, bandwidth / 1e9, flops / 1e9);
+    double limit = bandwidth / weightBytes;
+    System.out.printf(Locale.ROOT, "batch-1 decode limit (bandwidth / bytes per token): %.1f tokens/s%n", limit);
+
+    for (int batch : batches) {
+      double tps = decode(engine, batch, 128, 32);
+      String vs = batch == 1 ? String.format(Locale.ROOT, "  = %.0f%% of the bandwidth limit", 100 * tps / limit) : "";
+      System.out.printf(Locale.ROOT, "decode batch %2d: %8.1f tokens/s%s%n", batch, tps, vs);
+    }
+    engine.close();
+    for (int prompt : prompts) {
+      double tps = prefill(base.withBatching(1, prompt, false).withMaxContextLength(prompt + 8), prompt);
+      // Matmul FLOPs per token plus attention's (QK and AV over the causal half, on average).
+      double perToken = 2.0 * params + 2.0 * 2 * config.numLayers() * config.qDim() * (prompt / 2.0);
+      System.out.printf(Locale.ROOT, "prefill %5d tokens: %8.1f tokens/s = %.1f GFLOP/s = %.0f%% of peak%n",
+          prompt, tps, tps * perToken / 1e9, 100 * tps * perToken / flops);
+    }
+  }
+
+  /** Tokens/s over decode-only steps of {@code batch} sequences (prefill excluded). */
+  private static int round;
+
+  private static double decode(BuiltinEngine engine, int batch, int prompt, int steps) {
+    {
+      SplittableRandom random = new SplittableRandom(batch);
+      round++;
+      for (int i = 0; i < batch; i++) {
+        engine.add(request("d" + round + "-" + i, random, prompt, steps + 8, null));
+      }
+      // Prefill everything, then a few warm-up decode steps.
+      while (engine.load().queuedPrefillTokens() > 0 || engine.load().waitingRequests() > 0) {
+        engine.step();
+      }
+      for (int i = 0; i < 3; i++) {
+        engine.step();
+      }
+      long start = System.nanoTime();
+      long tokens = 0;
+      for (int i = 0; i < steps; i++) {
+        tokens += engine.step().size();
+      }
+      double rate = tokens / ((System.nanoTime() - start) / 1e9);
+      while (engine.hasWork()) {
+        engine.step();
+      }
+      return rate;
+    }
+  }
+
+  /** Prompt tokens/s of one whole-prompt prefill step (best of three, after a warm-up). */
+  private static double prefill(BuiltinConfig config, int prompt) {
+    try (BuiltinEngine engine = BuiltinEngine.open(config)) {
+      SplittableRandom random = new SplittableRandom(prompt);
+      double best = 0;
+      for (int rep = 0; rep < 4; rep++) {
+        engine.add(request("p" + rep, random, prompt, 1, config));
+        long start = System.nanoTime();
+        while (engine.hasWork()) {
+          engine.step();
+        }
+        double tps = prompt / ((System.nanoTime() - start) / 1e9);
+        if (rep > 0) {
+          best = Math.max(best, tps);
+        }
+      }
+      return best;
+    }
+  }
+
+  private static EngineRequest request(String id, SplittableRandom random, int prompt, int maxTokens, BuiltinConfig config) {
+    // Random ids below 100,000 (regular tokens): no prefix is shared, so nothing hits the cache.
+    int[] tokens = random.ints(prompt, 0, 100_000).toArray();
+    return new EngineRequest(id, tokens, SamplingParams.greedy(), new StopConditions(maxTokens, new int[0], true));
+  }
+
+  private static int[] ints(String csv) {
+    return java.util.Arrays.stream(csv.split(",")).mapToInt(Integer::parseInt).toArray();
+  }
+}

@@ -1,0 +1,338 @@
+package dev.tandem.engine.model;
+
+import com.fasterxml.jackson.databind.JsonNode;
+import com.fasterxml.jackson.databind.ObjectMapper;
+import java.io.BufferedOutputStream;
+import java.io.DataOutputStream;
+import java.io.IOException;
+import java.io.OutputStream;
+import java.lang.foreign.MemorySegment;
+import java.lang.foreign.ValueLayout;
+import java.nio.charset.StandardCharsets;
+import java.nio.file.Files;
+import java.nio.file.Path;
+import java.util.ArrayList;
+import java.util.HashMap;
+import java.util.List;
+import java.util.Map;
+
+/**
+ * Writes a Llama model directory as a GGUF v3 file that llama.cpp loads, holding the same weights
+ * in the same element type: what llama.cpp's own convert_hf_to_gguf.py does for
+ * LlamaForCausalLM, including its reordering of q and k rows (llama.cpp rotates adjacent pairs,
+ * Hugging Face rotates halves) and the byte-level BPE tokenizer from tokenizer.json.
+ *
+ * <p>Facts from the GGUF specification (ggml's docs/gguf.md): little-endian; magic "GGUF", version
+ * 3; metadata key/values; tensor infos with dimensions innermost first; data aligned to 32 bytes.
+ */
+public final class GgufExport {
+  private static final int ALIGNMENT = 32;
+  private static final int T_UINT32 = 4;
+  private static final int T_INT32 = 5;
+  private static final int T_FLOAT32 = 6;
+  private static final int T_BOOL = 7;
+  private static final int T_STRING = 8;
+  private static final int T_ARRAY = 9;
+
+  private GgufExport() {}
+
+  public static void write(Path modelDir, Path out) throws IOException {
+    ModelConfig c = ModelConfig.read(modelDir);
+    if (c.architecture() != ModelConfig.Architecture.LLAMA || c.qkvBias()) {
+      throw new IllegalArgumentException(
+          modelDir + ": GGUF export supports LlamaForCausalLM without biases, not " + c.architecture().hfName);
+    }
+    try (ModelWeights w = ModelWeights.load(modelDir, c)) {
+      List<TensorOut> tensors = tensors(c, w);
+      Metadata meta = metadata(modelDir, c, w);
+      try (OutputStream file = Files.newOutputStream(out);
+          Le o = new Le(new BufferedOutputStream(file, 1 << 20))) {
+        o.bytes("GGUF".getBytes(StandardCharsets.US_ASCII));
+        o.u32(3);
+        o.u64(tensors.size());
+        o.u64(meta.count);
+        o.bytes(meta.bytes.toByteArray());
+        long offset = 0;
+        for (TensorOut t : tensors) {
+          o.string(t.name);
+          o.u32(t.dims.length);
+          for (long d : t.dims) {
+            o.u64(d);
+          }
+          o.u32(t.ggmlType);
+          o.u64(offset);
+          offset = align(offset + t.bytes());
+        }
+        o.pad();
+        for (TensorOut t : tensors) {
+          t.writer.write(o);
+          o.pad();
+        }
+      }
+    }
+  }
+
+  private static long align(long n) {
+    return (n + ALIGNMENT - 1) / ALIGNMENT * ALIGNMENT;
+  }
+
+  /** One tensor as GGUF stores it: dims innermost first, and how to write its bytes. */
+  private record TensorOut(String name, long[] dims, int ggmlType, int elementBytes, TensorWriter writer) {
+    long bytes() {
+      long n = elementBytes;
+      for (long d : dims) {
+        n *= d;
+      }
+      return n;
+    }
+  }
+
+  @FunctionalInterface
+  private interface TensorWriter {
+    void write(Le out) throws IOException;
+  }
+
+  private static List<TensorOut> tensors(ModelConfig c, ModelWeights w) {
+    List<TensorOut> t = new ArrayList<>();
+    t.add(matrix("token_embd.weight", w.embedding(), null));
+    for (int l = 0; l < c.numLayers(); l++) {
+      var lw = w.layer(l);
+      String p = "blk." + l + ".";
+      t.add(vector(p + "attn_norm.weight", lw.inputNorm()));
+      t.add(matrix(p + "attn_q.weight", lw.q(), ropeRowOrder(c.numHeads(), c.headDim())));
+      t.add(matrix(p + "attn_k.weight", lw.k(), ropeRowOrder(c.numKvHeads(), c.headDim())));
+      t.add(matrix(p + "attn_v.weight", lw.v(), null));
+      t.add(matrix(p + "attn_output.weight", lw.o(), null));
+      t.add(vector(p + "ffn_norm.weight", lw.postAttentionNorm()));
+      t.add(matrix(p + "ffn_gate.weight", lw.gate(), null));
+      t.add(matrix(p + "ffn_up.weight", lw.up(), null));
+      t.add(matrix(p + "ffn_down.weight", lw.down(), null));
+    }
+    t.add(vector("output_norm.weight", w.finalNorm()));
+    if (w.lmHead() != w.embedding()) {
+      t.add(matrix("output.weight", w.lmHead(), null));
+    }
+    return t;
+  }
+
+  /**
+   * llama.cpp's permutation of q/k rows: within each head, row 2j + a of the output is row a·D/2 +
+   * j of the input (a ∈ {0, 1}, j < D/2).
+   */
+  private static int[] ropeRowOrder(int heads, int headDim) {
+    int[] order = new int[heads * headDim];
+    for (int h = 0; h < heads; h++) {
+      for (int j = 0; j < headDim / 2; j++) {
+        for (int a = 0; a < 2; a++) {
+          order[h * headDim + 2 * j + a] = h * headDim + a * headDim / 2 + j;
+        }
+      }
+    }
+    return order;
+  }
+
+  private static TensorOut matrix(String name, dev.tandem.engine.compute.WeightMatrix m, int[] rowOrder) {
+    int type = switch (m.dtype()) {
+      case F32 -> 0;
+      case F16 -> 1;
+      case BF16 -> 30;
+    };
+    long rowBytes = (long) m.cols() * m.dtype().bytes();
+    MemorySegment data = m.data();
+    return new TensorOut(name, new long[] {m.cols(), m.rows()}, type, m.dtype().bytes(), out -> {
+      byte[] row = new byte[(int) rowBytes];
+      for (int r = 0; r < m.rows(); r++) {
+        int src = rowOrder == null ? r : rowOrder[r];
+        MemorySegment.copy(data, ValueLayout.JAVA_BYTE, src * rowBytes, row, 0, row.length);
+        out.bytes(row);
+      }
+    });
+  }
+
+  private static TensorOut vector(String name, float[] v) {
+    return new TensorOut(name, new long[] {v.length}, 0, 4, out -> {
+      for (float f : v) {
+        out.f32(f);
+      }
+    });
+  }
+
+  private static final class Metadata {
+    final java.io.ByteArrayOutputStream bytes = new java.io.ByteArrayOutputStream();
+    final Le out = new Le(bytes);
+    long count;
+
+    void u32(String key, long v) throws IOException {
+      out.string(key);
+      out.u32(T_UINT32);
+      out.u32(v);
+      count++;
+    }
+
+    void f32(String key, float v) throws IOException {
+      out.string(key);
+      out.u32(T_FLOAT32);
+      out.f32(v);
+      count++;
+    }
+
+    void bool(String key, boolean v) throws IOException {
+      out.string(key);
+      out.u32(T_BOOL);
+      out.bytes(new byte[] {(byte) (v ? 1 : 0)});
+      count++;
+    }
+
+    void string(String key, String v) throws IOException {
+      out.string(key);
+      out.u32(T_STRING);
+      out.string(v);
+      count++;
+    }
+
+    void strings(String key, List<String> v) throws IOException {
+      out.string(key);
+      out.u32(T_ARRAY);
+      out.u32(T_STRING);
+      out.u64(v.size());
+      for (String s : v) {
+        out.string(s);
+      }
+      count++;
+    }
+
+    void ints(String key, int[] v) throws IOException {
+      out.string(key);
+      out.u32(T_ARRAY);
+      out.u32(T_INT32);
+      out.u64(v.length);
+      for (int i : v) {
+        out.u32(i);
+      }
+      count++;
+    }
+  }
+
+  private static Metadata metadata(Path dir, ModelConfig c, ModelWeights w) throws IOException {
+    Metadata m = new Metadata();
+    m.string("general.architecture", "llama");
+    m.string("general.name", dir.getFileName().toString());
+    m.u32("general.alignment", ALIGNMENT);
+    m.u32("general.file_type", switch (w.layer(0).q().dtype()) {
+      case F32 -> 0;
+      case F16 -> 1;
+      case BF16 -> 32;
+    });
+    m.u32("llama.context_length", c.maxPositionEmbeddings());
+    m.u32("llama.embedding_length", c.hiddenSize());
+    m.u32("llama.block_count", c.numLayers());
+    m.u32("llama.feed_forward_length", c.intermediateSize());
+    m.u32("llama.attention.head_count", c.numHeads());
+    m.u32("llama.attention.head_count_kv", c.numKvHeads());
+    m.u32("llama.attention.key_length", c.headDim());
+    m.u32("llama.attention.value_length", c.headDim());
+    m.u32("llama.rope.dimension_count", c.headDim());
+    m.f32("llama.rope.freq_base", (float) c.ropeTheta());
+    m.f32("llama.attention.layer_norm_rms_epsilon", c.rmsNormEps());
+    m.u32("llama.vocab_size", c.vocabSize());
+    if (!c.ropeScaling().type().equals("default")) {
+      throw new IllegalArgumentException(dir + ": GGUF export does not write rope_scaling yet");
+    }
+    tokenizer(m, dir, c);
+    return m;
+  }
+
+  /** The byte-level BPE vocabulary and merges, padded to the model's vocabulary size. */
+  private static void tokenizer(Metadata m, Path dir, ModelConfig c) throws IOException {
+    JsonNode tok = new ObjectMapper().readTree(dir.resolve("tokenizer.json").toFile());
+    JsonNode model = tok.path("model");
+    if (!model.path("type").asText().equals("BPE")) {
+      throw new IllegalArgumentException(dir + "/tokenizer.json: GGUF export needs a BPE tokenizer");
+    }
+    String[] tokens = new String[c.vocabSize()];
+    int[] types = new int[c.vocabSize()];
+    model.path("vocab").fields().forEachRemaining(e -> {
+      int id = e.getValue().asInt();
+      if (id < tokens.length) {
+        tokens[id] = e.getKey();
+        types[id] = 1; // normal
+      }
+    });
+    Map<Integer, Boolean> special = new HashMap<>();
+    for (JsonNode added : tok.path("added_tokens")) {
+      int id = added.path("id").asInt();
+      if (id < tokens.length) {
+        tokens[id] = added.path("content").asText();
+        types[id] = added.path("special").asBoolean() ? 3 : 4; // control : user-defined
+        special.put(id, true);
+      }
+    }
+    for (int i = 0; i < tokens.length; i++) {
+      if (tokens[i] == null) {
+        tokens[i] = "[PAD" + i + "]";
+        types[i] = 5; // unused
+      }
+    }
+    List<String> merges = new ArrayList<>();
+    for (JsonNode merge : model.path("merges")) {
+      merges.add(merge.isArray() ? merge.get(0).asText() + " " + merge.get(1).asText() : merge.asText());
+    }
+    m.string("tokenizer.ggml.model", "gpt2");
+    m.string("tokenizer.ggml.pre", "qwen2");
+    m.strings("tokenizer.ggml.tokens", List.of(tokens));
+    m.ints("tokenizer.ggml.token_type", types);
+    m.strings("tokenizer.ggml.merges", merges);
+    int[] eos = c.eosTokenIds();
+    if (eos.length > 0) {
+      m.u32("tokenizer.ggml.eos_token_id", eos[0]);
+    }
+    m.bool("tokenizer.ggml.add_bos_token", false);
+  }
+
+  /** Little-endian output with GGUF's strings (u64 length, UTF-8) and alignment padding. */
+  private static final class Le implements AutoCloseable {
+    private final DataOutputStream out;
+    private long written;
+
+    Le(OutputStream out) {
+      this.out = new DataOutputStream(out);
+    }
+
+    void bytes(byte[] b) throws IOException {
+      out.write(b);
+      written += b.length;
+    }
+
+    void u32(long v) throws IOException {
+      out.writeInt(Integer.reverseBytes((int) v));
+      written += 4;
+    }
+
+    void u64(long v) throws IOException {
+      out.writeLong(Long.reverseBytes(v));
+      written += 8;
+    }
+
+    void f32(float v) throws IOException {
+      u32(Float.floatToRawIntBits(v));
+    }
+
+    void string(String s) throws IOException {
+      byte[] b = s.getBytes(StandardCharsets.UTF_8);
+      u64(b.length);
+      bytes(b);
+    }
+
+    void pad() throws IOException {
+      while (written % ALIGNMENT != 0) {
+        out.write(0);
+        written++;
+      }
+    }
+
+    @Override
+    public void close() throws IOException {
+      out.close();
+    }
+  }
+}
