@@ -11,6 +11,8 @@ out="${1:-/tmp/tandem-cpu-engine}"
 models="${MODELS:-llama-100m llama-0.6b}"
 threads="${THREADS:-$(nproc)}"
 batches="${BATCHES:-1,8,32}"
+llama_batches="${LLAMA_BATCHES:-$batches}"   # llama.cpp's prefill is slow here; batch 32 takes minutes on 0.6B
+rounds="${ROUNDS:-2}"
 prompts="${PROMPTS:-512,2048}"
 cache="${TANDEM_CACHE:-$HOME/.cache/tandem}/bench-models"
 mkdir -p "$out" "$cache"
@@ -24,10 +26,10 @@ for m in $models; do
   dir="$cache/$m"
   [ -f "$dir/config.json" ] || ./tandem model create --shape "$m" --seed 1 --dtype bf16 --out "$dir" >/dev/null
   [ -f "$dir.gguf" ] || ./tandem model export-gguf --model "$dir" --out "$dir.gguf" >/dev/null
-  for round in 1 2; do
+  for round in $(seq 1 "$rounds"); do
     "${java[@]}" -cp "$tandem_cp" dev.tandem.bench.EngineThroughput "$dir" "$threads" "$batches" "$prompts" 2>/dev/null \
       | tee "$out/$m-tandem-$round.txt"
-    "${java[@]}" -cp "$compare_cp" dev.tandem.comparison.LlamaCppThroughput "$dir.gguf" "$threads" "$batches" "$prompts" 2>/dev/null \
+    "${java[@]}" -cp "$compare_cp" dev.tandem.comparison.LlamaCppThroughput "$dir.gguf" "$threads" "$llama_batches" "$prompts" 2>/dev/null \
       | tee "$out/$m-llamacpp-$round.txt"
     "${java[@]}" --enable-preview -cp "$compare_cp" dev.tandem.comparison.JlamaThroughput "$dir" "$prompts" 2>/dev/null \
       | grep -v SLF4J | tee "$out/$m-jlama-$round.txt"

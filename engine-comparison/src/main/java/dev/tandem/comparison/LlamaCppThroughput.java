@@ -42,15 +42,13 @@ public final class LlamaCppThroughput {
       double tps = decode(model, batch, 128, 64);
       System.out.printf(Locale.ROOT, "decode batch %2d: %8.1f tokens/s%n", batch, tps);
     }
+    greedy(model, prompt(64), 1); // warm-up
     for (int p : prompts) {
       double best = 0;
-      for (int rep = 0; rep < 4; rep++) {
+      for (int rep = 0; rep < 2; rep++) {
         long start = System.nanoTime();
         greedy(model, prompt(p), 1);
-        double tps = p / ((System.nanoTime() - start) / 1e9);
-        if (rep > 0) {
-          best = Math.max(best, tps);
-        }
+        best = Math.max(best, p / ((System.nanoTime() - start) / 1e9));
       }
       System.out.printf(Locale.ROOT, "prefill %5d tokens: %8.1f tokens/s%n", p, best);
     }

@@ -16,6 +16,7 @@ import dev.tandem.engine.model.ModelWeights;
 import dev.tandem.engine.sched.ScheduledBatch;
 import dev.tandem.engine.sched.Scheduler;
 import dev.tandem.engine.sched.SchedulerConfig;
+import dev.tandem.engine.sched.SchedulingEngine;
 import dev.tandem.engine.sched.Sequence;
 import java.util.ArrayList;
 import java.util.Arrays;
@@ -29,12 +30,11 @@ import java.util.List;
  * <p>Ownership: owns the mapped weights, the KV cache memory and the compute backend; {@link
  * #close()} releases all three. Threading: owned by one thread (see {@link Engine}).
  */
-public final class BuiltinEngine implements Engine {
+public final class BuiltinEngine extends SchedulingEngine {
   private final ModelWeights weights;
   private final ComputeBackend backend;
   private final PagedKvCache cache;
   private final Transformer transformer;
-  private final Scheduler scheduler;
   private final Sampler sampler = new Sampler();
   private final EngineInfo info;
 
@@ -64,17 +64,17 @@ public final class BuiltinEngine implements Engine {
           "KV cache of " + config.kvCacheBytes() + " bytes holds no block; one block of "
               + config.blockSize() + " tokens needs " + blockBytes + " bytes");
     }
+    int context =
+        config.maxContextLength() > 0 ? config.maxContextLength() : model.maxPositionEmbeddings();
+    super(
+        new Scheduler(
+            new SchedulerConfig(
+                config.maxNumSeqs(), config.maxBatchedTokens(), config.chunkedPrefill(), context, model.eosTokenIds()),
+            new BlockPool(blocks, config.blockSize())));
     this.weights = weights;
     this.backend = backend;
     this.cache = new PagedKvCache(model, blocks, config.blockSize());
     this.transformer = new Transformer(weights, backend, config.blockSize());
-    int context =
-        config.maxContextLength() > 0 ? config.maxContextLength() : model.maxPositionEmbeddings();
-    this.scheduler =
-        new Scheduler(
-            new SchedulerConfig(
-                config.maxNumSeqs(), config.maxBatchedTokens(), config.chunkedPrefill(), context, model.eosTokenIds()),
-            new BlockPool(blocks, config.blockSize()));
     String name =
         config.modelName() != null ? config.modelName() : config.modelDir().getFileName().toString();
     this.info =
@@ -108,11 +108,6 @@ public final class BuiltinEngine implements Engine {
     return weights.config();
   }
 
-  /** The block pool, for tests that assert it returns to full. */
-  public BlockPool pool() {
-    return scheduler.pool();
-  }
-
   /** Bytes of weights one decode step reads (every matrix once). */
   public long bytesReadPerToken() {
     return weights.bytesReadPerToken();
@@ -123,19 +118,9 @@ public final class BuiltinEngine implements Engine {
     return weights.layer(0).q().dtype().bytes();
   }
 
-  /** Sequences preempted by recompute so far. */
-  public long preemptions() {
-    return scheduler.preemptions();
-  }
-
   /** The KV cache's memory, for export and import of blocks. */
   public PagedKvCache kvCache() {
     return cache;
-  }
-
-  @Override
-  public void setEventSink(KvEventSink sink) {
-    scheduler.pool().setEventSink(sink);
   }
 
   @Override
@@ -207,21 +192,7 @@ public final class BuiltinEngine implements Engine {
   }
 
   @Override
-  public boolean abort(String requestId) {
-    return scheduler.abort(requestId);
-  }
-
-  @Override
-  public boolean hasWork() {
-    return scheduler.hasWork();
-  }
-
-  @Override
-  public List<RequestOutput> step() {
-    ScheduledBatch batch = scheduler.schedule();
-    if (batch.size() == 0) {
-      return List.of();
-    }
+  protected List<RequestOutput> run(ScheduledBatch batch) {
     List<Transformer.Slice> slices = new ArrayList<>(batch.size());
     for (int i = 0; i < batch.size(); i++) {
       Sequence seq = batch.sequence(i);
@@ -241,16 +212,6 @@ public final class BuiltinEngine implements Engine {
       state.accept(token);
       return token;
     });
-  }
-
-  @Override
-  public EngineLoad load() {
-    return scheduler.load();
-  }
-
-  @Override
-  public List<KvEvent> cacheSnapshot() {
-    return scheduler.pool().snapshot();
   }
 
   @Override

@@ -11,6 +11,7 @@ import dev.tandem.engine.kv.BlockPool;
 import dev.tandem.engine.sched.ScheduledBatch;
 import dev.tandem.engine.sched.Scheduler;
 import dev.tandem.engine.sched.SchedulerConfig;
+import dev.tandem.engine.sched.SchedulingEngine;
 import dev.tandem.engine.sched.Sequence;
 import java.util.EnumSet;
 import java.util.List;
@@ -31,14 +32,12 @@ import java.util.concurrent.locks.LockSupport;
  *
  * <p>Threading: owned by one thread (see {@link Engine}).
  */
-public final class MockerEngine implements Engine {
+public final class MockerEngine extends SchedulingEngine {
   private final MockerConfig config;
-  private final Scheduler scheduler;
   private final EngineInfo info;
 
   public MockerEngine(MockerConfig config) {
-    this.config = config;
-    this.scheduler =
+    super(
         new Scheduler(
             new SchedulerConfig(
                 config.maxNumSeqs(),
@@ -46,7 +45,8 @@ public final class MockerEngine implements Engine {
                 config.chunkedPrefill(),
                 config.maxContextLength(),
                 config.eosTokenIds()),
-            new BlockPool(config.totalKvBlocks(), config.blockSize()));
+            new BlockPool(config.totalKvBlocks(), config.blockSize())));
+    this.config = config;
     this.info =
         new EngineInfo(
             "mocker",
@@ -71,16 +71,6 @@ public final class MockerEngine implements Engine {
   }
 
   @Override
-  public void setEventSink(KvEventSink sink) {
-    scheduler.pool().setEventSink(sink);
-  }
-
-  /** The block pool, for tests that assert it returns to full. */
-  public BlockPool pool() {
-    return scheduler.pool();
-  }
-
-  @Override
   public void add(EngineRequest request) {
     Sequence seq = scheduler.add(request);
     long seed =
@@ -91,21 +81,7 @@ public final class MockerEngine implements Engine {
   }
 
   @Override
-  public boolean abort(String requestId) {
-    return scheduler.abort(requestId);
-  }
-
-  @Override
-  public boolean hasWork() {
-    return scheduler.hasWork();
-  }
-
-  @Override
-  public List<RequestOutput> step() {
-    ScheduledBatch batch = scheduler.schedule();
-    if (batch.size() == 0) {
-      return List.of();
-    }
+  protected List<RequestOutput> run(ScheduledBatch batch) {
     // The time this batch would take on the modelled device.
     long prefillTokens = 0;
     int decoding = 0;
@@ -120,16 +96,6 @@ public final class MockerEngine implements Engine {
     double used = (double) pool.usedBlocks() / pool.totalBlocks();
     sleepFor(config.timing().stepNanos(prefillTokens, decoding, used));
     return scheduler.complete(batch, (i, seq) -> drawToken(seq));
-  }
-
-  @Override
-  public EngineLoad load() {
-    return scheduler.load();
-  }
-
-  @Override
-  public List<KvEvent> cacheSnapshot() {
-    return scheduler.pool().snapshot();
   }
 
   /** Sleeps the whole modelled step: an unpark (a new request arriving) must not shorten it. */

@@ -1,5 +1,6 @@
 package dev.tandem.engine.builtin;
 
+import static dev.tandem.engine.EngineRuns.runToCompletion;
 import static org.junit.jupiter.api.Assertions.assertEquals;
 import static org.junit.jupiter.api.Assertions.assertFalse;
 import static org.junit.jupiter.api.Assertions.assertNotEquals;
@@ -63,28 +64,10 @@ class BuiltinEngineTest {
         seed == null ? OptionalLong.empty() : OptionalLong.of(seed), presence, frequency, repetition, -1);
   }
 
-  /** Runs until idle; returns each request's tokens. */
-  private static Map<String, List<Integer>> run(BuiltinEngine engine, Map<String, RequestOutput> last) {
-    Map<String, List<Integer>> out = new HashMap<>();
-    int steps = 0;
-    while (engine.hasWork()) {
-      for (RequestOutput o : engine.step()) {
-        for (int t : o.newTokens()) {
-          out.computeIfAbsent(o.requestId(), k -> new ArrayList<>()).add(t);
-        }
-        if (o.finished()) {
-          last.put(o.requestId(), o);
-        }
-      }
-      assertTrue(++steps < 5_000, "engine did not finish");
-    }
-    return out;
-  }
-
   private static List<Integer> alone(EngineRequest request) {
     try (BuiltinEngine e = engine(64, 512)) {
       e.add(request);
-      return run(e, new HashMap<>()).get(request.requestId());
+      return runToCompletion(e, new HashMap<>()).get(request.requestId());
     }
   }
 
@@ -104,7 +87,7 @@ class BuiltinEngineTest {
       e.add(greedy("a", p1, 12));
       e.add(greedy("b", p2, 12));
       e.add(greedy("c", p3, 12));
-      Map<String, List<Integer>> out = run(e, new HashMap<>());
+      Map<String, List<Integer>> out = runToCompletion(e, new HashMap<>());
       assertEquals(a1, out.get("a"));
       assertEquals(a2, out.get("b"));
       assertEquals(a3, out.get("c"));
@@ -120,7 +103,7 @@ class BuiltinEngineTest {
     try (BuiltinEngine e = engine(5, 512)) {
       e.add(greedy("x", q1, 12));
       e.add(greedy("y", q2, 12));
-      Map<String, List<Integer>> out = run(e, new HashMap<>());
+      Map<String, List<Integer>> out = runToCompletion(e, new HashMap<>());
       assertEquals(b1, out.get("x"));
       assertEquals(b2, out.get("y"));
       assertTrue(e.preemptions() > 0, "the small pool forced a preemption");
@@ -136,12 +119,12 @@ class BuiltinEngineTest {
       e.setEventSink(events::add);
       e.add(greedy("first", p, 8));
       Map<String, RequestOutput> last = new HashMap<>();
-      List<Integer> first = run(e, last).get("first");
+      List<Integer> first = runToCompletion(e, last).get("first");
       assertEquals(0, last.get("first").cachedTokens());
       assertTrue(events.stream().anyMatch(ev -> ev instanceof KvEvent.Stored), "stored events for full blocks");
 
       e.add(greedy("second", p, 8));
-      List<Integer> second = run(e, last).get("second");
+      List<Integer> second = runToCompletion(e, last).get("second");
       assertEquals(32, last.get("second").cachedTokens(), "two full blocks of the prompt were cached");
       assertEquals(first, second);
     }
@@ -188,7 +171,7 @@ class BuiltinEngineTest {
     try (BuiltinEngine e = engine(64, 512)) {
       e.add(new EngineRequest("s", p, SamplingParams.greedy(), new StopConditions(10, new int[] {stop}, true)));
       Map<String, RequestOutput> last = new HashMap<>();
-      List<Integer> out = run(e, last).get("s");
+      List<Integer> out = runToCompletion(e, last).get("s");
       assertEquals(greedy.subList(0, greedy.indexOf(stop) + 1), out);
       assertEquals(RequestOutput.FinishReason.STOP, last.get("s").finishReason());
     }
@@ -217,7 +200,7 @@ class BuiltinEngineTest {
       // Prefill engine: one token, blocks held for the copy.
       prefill.add(greedy("r", p, 1));
       prefill.holdKvOnFinish("r");
-      int first = run(prefill, new HashMap<>()).get("r").getFirst();
+      int first = runToCompletion(prefill, new HashMap<>()).get("r").getFirst();
       assertEquals(expected.getFirst(), first);
       int[] held = prefill.heldBlocks("r");
       assertNotNull(held);
@@ -229,7 +212,7 @@ class BuiltinEngineTest {
         MemorySegment.copy(src.valueBlock(layer, held[i]), 0, values, 0, values.byteSize());
       };
       assertEquals(0, decode.addPrefilled(greedy("r", p, 16), first, copy), "nothing cached on the decode side yet");
-      List<Integer> rest = run(decode, new HashMap<>()).get("r");
+      List<Integer> rest = runToCompletion(decode, new HashMap<>()).get("r");
       List<Integer> all = new ArrayList<>(List.of(first));
       all.addAll(rest);
       assertEquals(expected, all);
@@ -237,7 +220,7 @@ class BuiltinEngineTest {
       // A second copy of the same prompt reuses the two full blocks the decode engine now caches.
       assertEquals(2, decode.addPrefilled(greedy("r2", p, 16), first, copy));
       List<Integer> again = new ArrayList<>(List.of(first));
-      again.addAll(run(decode, new HashMap<>()).get("r2"));
+      again.addAll(runToCompletion(decode, new HashMap<>()).get("r2"));
       assertEquals(expected, again);
 
       assertTrue(prefill.releaseHeld("r"));

@@ -1,5 +1,6 @@
 package dev.tandem.engine.mocker;
 
+import static dev.tandem.engine.EngineRuns.runToCompletion;
 import static org.junit.jupiter.api.Assertions.assertArrayEquals;
 import static org.junit.jupiter.api.Assertions.assertEquals;
 import static org.junit.jupiter.api.Assertions.assertFalse;
@@ -35,24 +36,6 @@ class MockerEngineTest {
 
   private static SamplingParams seeded(long seed) {
     return new SamplingParams(0.8f, 1f, -1, 0f, OptionalLong.of(seed), 0f, 0f, 1f, -1);
-  }
-
-  /** Runs the engine until idle; returns each request's tokens in order. */
-  private static Map<String, List<Integer>> runToCompletion(MockerEngine engine, Map<String, RequestOutput> last) {
-    Map<String, List<Integer>> out = new HashMap<>();
-    int steps = 0;
-    while (engine.hasWork()) {
-      for (RequestOutput o : engine.step()) {
-        for (int t : o.newTokens()) {
-          out.computeIfAbsent(o.requestId(), k -> new ArrayList<>()).add(t);
-        }
-        if (o.finished()) {
-          last.put(o.requestId(), o);
-        }
-      }
-      assertTrue(++steps < 10_000, "engine did not finish");
-    }
-    return out;
   }
 
   @Test
