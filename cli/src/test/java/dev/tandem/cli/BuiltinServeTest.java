@@ -99,11 +99,42 @@ class BuiltinServeTest {
     JsonNode a = chat(sampled);
     JsonNode b = chat(sampled);
     assertEquals(a.at("/choices/0/message/content").asText(), b.at("/choices/0/message/content").asText(), "same seed, same text");
-    HttpResponse<String> logprobs = post(
-        "/v1/chat/completions",
-        "{\"model\":\"tiny\",\"max_tokens\":2,\"logprobs\":true,\"messages\":[{\"role\":\"user\",\"content\":\"hi\"}]}");
-    assertEquals(400, logprobs.statusCode(), logprobs.body());
-    assertTrue(logprobs.body().contains("logprobs"), logprobs.body());
+  }
+
+  @Test
+  void logprobsComeInOpenAisShapes() throws Exception {
+    JsonNode chat = chat(",\"temperature\":0,\"logprobs\":true,\"top_logprobs\":2");
+    JsonNode content = chat.at("/choices/0/logprobs/content");
+    assertEquals(12, content.size(), chat.toString());
+    for (JsonNode entry : content) {
+      assertTrue(entry.get("logprob").asDouble() <= 0);
+      assertEquals(2, entry.get("top_logprobs").size());
+      assertEquals(entry.get("token").asText(), entry.at("/top_logprobs/0/token").asText(), "greedy picks the top token");
+      assertTrue(entry.get("bytes").isArray());
+    }
+
+    HttpResponse<String> r = post("/v1/completions",
+        "{\"model\":\"tiny\",\"prompt\":\"Once upon a time\",\"max_tokens\":5,\"temperature\":0,\"logprobs\":1}");
+    assertEquals(200, r.statusCode(), r.body());
+    JsonNode lp = JSON.readTree(r.body()).at("/choices/0/logprobs");
+    assertEquals(5, lp.get("tokens").size());
+    assertEquals(5, lp.get("token_logprobs").size());
+    assertEquals(5, lp.get("top_logprobs").size());
+    assertEquals(0, lp.at("/text_offset/0").asInt());
+    assertEquals(lp.at("/tokens/0").asText().length(), lp.at("/text_offset/1").asInt());
+
+    // Streamed: every token's entry arrives in some chunk.
+    HttpResponse<String> s = post("/v1/chat/completions",
+        "{\"model\":\"tiny\",\"max_tokens\":7,\"temperature\":0,\"stream\":true,\"logprobs\":true,"
+            + "\"messages\":[{\"role\":\"user\",\"content\":\"hi\"}]}");
+    int entries = 0;
+    for (String line : s.body().split("\n")) {
+      if (line.startsWith("data: {")) {
+        JsonNode c = JSON.readTree(line.substring(6)).at("/choices/0/logprobs/content");
+        entries += c.isArray() ? c.size() : 0;
+      }
+    }
+    assertEquals(7, entries, s.body());
   }
 
   @Test

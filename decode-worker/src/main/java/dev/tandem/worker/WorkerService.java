@@ -16,6 +16,7 @@ import dev.tandem.proto.worker.v1.CancelResponse;
 import dev.tandem.proto.worker.v1.DescribeRequest;
 import dev.tandem.proto.worker.v1.FinishReason;
 import dev.tandem.proto.worker.v1.GenerateChunk;
+import dev.tandem.proto.worker.v1.TokenLogprob;
 import dev.tandem.proto.worker.v1.GenerateRequest;
 import dev.tandem.proto.worker.v1.HealthRequest;
 import dev.tandem.proto.worker.v1.HealthResponse;
@@ -147,6 +148,15 @@ public final class WorkerService extends WorkerGrpc.WorkerImplBase {
             var chunk = GenerateChunk.newBuilder();
             for (int t : output.newTokens()) {
               chunk.addTokenIds(t);
+            }
+            if (output.logprobs() != null) {
+              for (var lp : output.logprobs()) {
+                var entry = TokenLogprob.newBuilder().setLogprob(lp.logprob());
+                for (int k = 0; k < lp.topTokenIds().length; k++) {
+                  entry.addTopTokenIds(lp.topTokenIds()[k]).addTopLogprobs(lp.topLogprobs()[k]);
+                }
+                chunk.addLogprobs(entry);
+              }
             }
             if (first) {
               first = false;
@@ -301,7 +311,7 @@ public final class WorkerService extends WorkerGrpc.WorkerImplBase {
             s.getPresencePenalty(),
             s.getFrequencyPenalty(),
             s.getRepetitionPenalty() == 0f ? 1f : s.getRepetitionPenalty(),
-            s.getLogprobs() == 0 ? -1 : s.getLogprobs());
+            s.hasLogprobs() ? (int) Math.min(20, s.getLogprobs()) : -1);
     int[] stopIds = request.getStop().getStopTokenIdsList().stream().mapToInt(Integer::intValue).toArray();
     StopConditions stop =
         new StopConditions(request.getStop().getMaxTokens(), stopIds, request.getStop().getIgnoreEos());

@@ -95,6 +95,7 @@ public final class BuiltinEngine extends SchedulingEngine {
                 EngineInfo.Feature.PRESENCE_PENALTY,
                 EngineInfo.Feature.FREQUENCY_PENALTY,
                 EngineInfo.Feature.REPETITION_PENALTY,
+                EngineInfo.Feature.LOGPROBS,
                 EngineInfo.Feature.STOP_TOKEN_IDS),
             model.eosTokenIds());
   }
@@ -208,8 +209,13 @@ public final class BuiltinEngine extends SchedulingEngine {
     float[][] logits = transformer.forward(slices, cache);
     return scheduler.complete(batch, (i, seq) -> {
       Sampler.State state = seq.engineState();
+      int top = seq.request().sampling().logprobs();
+      float[] raw = top >= 0 ? logits[i].clone() : null; // sampling adjusts logits in place
       int token = sampler.sample(logits[i], seq.request().sampling(), state);
       state.accept(token);
+      if (raw != null) {
+        seq.setDrawnLogprob(Sampler.logprobs(raw, token, top));
+      }
       return token;
     });
   }

@@ -92,6 +92,38 @@ final class Sampler {
     }
   }
 
+  /**
+   * Log-probabilities of {@code token} and the {@code top} most likely tokens under the softmax
+   * of {@code logits} (the raw model output, as vLLM reports by default).
+   */
+  static dev.tandem.engine.RequestOutput.TokenLogprob logprobs(float[] logits, int token, int top) {
+    float max = Float.NEGATIVE_INFINITY;
+    for (float v : logits) {
+      max = Math.max(max, v);
+    }
+    double sum = 0;
+    for (float v : logits) {
+      sum += Math.exp(v - max);
+    }
+    float logZ = (float) (max + Math.log(sum));
+    int[] ids = new int[Math.min(top, logits.length)];
+    float[] lps = new float[ids.length];
+    // Selection of the top few by repeated scans (top ≤ 20).
+    boolean[] taken = new boolean[ids.length == 0 ? 0 : logits.length];
+    for (int k = 0; k < ids.length; k++) {
+      int best = -1;
+      for (int i = 0; i < logits.length; i++) {
+        if (!taken[i] && (best < 0 || logits[i] > logits[best])) {
+          best = i;
+        }
+      }
+      taken[best] = true;
+      ids[k] = best;
+      lps[k] = logits[best] - logZ;
+    }
+    return new dev.tandem.engine.RequestOutput.TokenLogprob(logits[token] - logZ, ids, lps);
+  }
+
   static int argmax(float[] logits) {
     int best = 0;
     for (int i = 1; i < logits.length; i++) {

@@ -222,8 +222,11 @@ public final class Scheduler {
       int token = drawer.draw(i, seq);
       seq.append(token);
       FinishReason finish = finishReason(seq, token);
+      RequestOutput.TokenLogprob logprob = seq.takeDrawnLogprob();
       outputs.add(
-          new RequestOutput(seq.id(), new int[] {token}, finish, seq.promptLength, seq.cachedTokens));
+          new RequestOutput(
+              seq.id(), new int[] {token}, finish, seq.promptLength, seq.cachedTokens,
+              logprob == null ? null : new RequestOutput.TokenLogprob[] {logprob}));
       if (finish != null) {
         running.remove(seq);
         byId.remove(seq.id());

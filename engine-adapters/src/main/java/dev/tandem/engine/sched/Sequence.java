@@ -2,6 +2,7 @@ package dev.tandem.engine.sched;
 
 import dev.tandem.common.BlockHasher;
 import dev.tandem.engine.EngineRequest;
+import dev.tandem.engine.RequestOutput;
 import java.util.Arrays;
 
 /**
@@ -12,6 +13,7 @@ public final class Sequence {
   final EngineRequest request;
   final int promptLength;
   private Object engineState;
+  private RequestOutput.TokenLogprob pendingLogprob;
   private int[] tokens; // prompt then generated; [0, length)
   private int length;
   private int[] blocks = new int[8]; // block ids; [0, blockCount)
@@ -81,6 +83,17 @@ public final class Sequence {
 
   public void setEngineState(Object state) {
     this.engineState = state;
+  }
+
+  /** Log-probabilities of the token being drawn now; the scheduler puts them into the output. */
+  public void setDrawnLogprob(RequestOutput.TokenLogprob logprob) {
+    this.pendingLogprob = logprob;
+  }
+
+  RequestOutput.TokenLogprob takeDrawnLogprob() {
+    RequestOutput.TokenLogprob l = pendingLogprob;
+    pendingLogprob = null;
+    return l;
   }
 
   void append(int token) {

@@ -164,6 +164,37 @@ class BuiltinEngineTest {
   }
 
   @Test
+  void logprobsDescribeTheRawDistribution() {
+    int[] p = prompt(20, 11);
+    SamplingParams withLogprobs = new SamplingParams(0f, 1f, -1, 0f, OptionalLong.empty(), 0f, 0f, 1f, 3);
+    try (BuiltinEngine e = engine(64, 512)) {
+      e.add(new EngineRequest("l", p, withLogprobs, new StopConditions(6, new int[0], true)));
+      int outputs = 0;
+      while (e.hasWork()) {
+        for (RequestOutput o : e.step()) {
+          assertNotNull(o.logprobs());
+          var lp = o.logprobs()[0];
+          assertEquals(3, lp.topTokenIds().length);
+          // Greedy with no penalties: the chosen token is the most likely one.
+          assertEquals(o.newTokens()[0], lp.topTokenIds()[0]);
+          assertEquals(lp.logprob(), lp.topLogprobs()[0], 1e-6);
+          assertTrue(lp.topLogprobs()[0] >= lp.topLogprobs()[1] && lp.topLogprobs()[1] >= lp.topLogprobs()[2]);
+          double mass = 0;
+          for (float l : lp.topLogprobs()) {
+            assertTrue(l <= 0);
+            mass += Math.exp(l);
+          }
+          assertTrue(mass <= 1 + 1e-5, "top-3 probabilities sum to at most 1: " + mass);
+          outputs++;
+        }
+      }
+      assertEquals(6, outputs);
+      e.add(greedy("none", p, 2));
+      runToCompletion(e, new HashMap<>());
+    }
+  }
+
+  @Test
   void stopTokensEndTheRequest() {
     int[] p = prompt(20, 8);
     List<Integer> greedy = alone(greedy("g", p, 10));

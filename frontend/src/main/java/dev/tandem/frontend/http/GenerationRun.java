@@ -80,6 +80,8 @@ final class GenerationRun {
     long workerTtftUs = -1;
     long lastTokenNanos = -1;
     int predictedOverlapBlocks;
+    final List<ResponseJson.LogprobEntry> logprobs = new ArrayList<>(); // not yet sent (stream) or all
+    int logprobTextOffset; // completions: text offset of the first entry in logprobs
 
     Choice(int index, int[] prompt) {
       this.index = index;
@@ -188,6 +190,9 @@ final class GenerationRun {
             .setPresencePenalty(s.presencePenalty())
             .setFrequencyPenalty(s.frequencyPenalty())
             .setRepetitionPenalty(s.repetitionPenalty());
+    if (spec.logprobs() >= 0) {
+      sampling.setLogprobs(spec.logprobs());
+    }
     // n > 1 with a seed: each choice gets its own reproducible stream.
     s.seed().ifPresent(seed -> sampling.setSeed(seed + (c.index % spec.n())));
     StopConditions.Builder stop =
@@ -245,7 +250,11 @@ final class GenerationRun {
     }
     long now = System.nanoTime();
     StringBuilder out = new StringBuilder();
-    for (int token : chunk.getTokenIdsList()) {
+    for (int k = 0; k < chunk.getTokenIdsCount(); k++) {
+      int token = chunk.getTokenIds(k);
+      if (k < chunk.getLogprobsCount()) {
+        c.logprobs.add(logprobEntry(token, chunk.getLogprobs(k)));
+      }
       c.tokens++;
       if (firstTokenNanos < 0) {
         firstTokenNanos = now;
@@ -302,12 +311,39 @@ final class GenerationRun {
     return s == null ? "" : s;
   }
 
+  private ResponseJson.LogprobEntry logprobEntry(int token, dev.tandem.proto.worker.v1.TokenLogprob lp) {
+    List<ResponseJson.Alternative> top = new ArrayList<>();
+    for (int i = 0; i < lp.getTopTokenIdsCount(); i++) {
+      top.add(new ResponseJson.Alternative(tokenText(lp.getTopTokenIds(i)), lp.getTopLogprobs(i)));
+    }
+    return new ResponseJson.LogprobEntry(tokenText(token), lp.getLogprob(), top);
+  }
+
+  /** One token on its own, as logprobs show it (a part of a character decodes to U+FFFD). */
+  private String tokenText(int token) {
+    return model.tokenizer().decode(new int[] {token}, false);
+  }
+
+  /** Attaches the log-probabilities not yet sent to a streamed chunk's choice. */
+  private void attachLogprobs(Choice c, ObjectNode chunk) {
+    if (c.logprobs.isEmpty()) {
+      return;
+    }
+    ((ObjectNode) chunk.get("choices").get(0)).set("logprobs", ResponseJson.logprobs(spec.kind(), c.logprobs, c.logprobTextOffset));
+    for (ResponseJson.LogprobEntry e : c.logprobs) {
+      c.logprobTextOffset += e.token().length();
+    }
+    c.logprobs.clear();
+  }
+
   private void emit(Choice c, String text) {
     if (text.isEmpty()) {
       return;
     }
     if (spec.stream()) {
-      writeEvent(ResponseJson.chunk(spec.kind(), id, created, spec.model(), c.index, null, text, null));
+      ObjectNode chunk = ResponseJson.chunk(spec.kind(), id, created, spec.model(), c.index, null, text, null);
+      attachLogprobs(c, chunk);
+      writeEvent(chunk);
       ctx.flush();
     } else {
       c.text.append(text);
@@ -323,6 +359,7 @@ final class GenerationRun {
       if (spec.kind() == GenerationSpec.Kind.CHAT) {
         ((ObjectNode) chunk.get("choices").get(0)).putObject("delta");
       }
+      attachLogprobs(c, chunk);
       if (last && spec.timing()) {
         chunk.set("tandem", timing());
       }
@@ -347,7 +384,8 @@ final class GenerationRun {
     } else {
       List<ResponseJson.ChoiceResult> results = new ArrayList<>();
       for (Choice c : choices) {
-        results.add(new ResponseJson.ChoiceResult(c.index, c.text.toString(), c.finishReason));
+        ObjectNode logprobs = spec.logprobs() < 0 ? null : ResponseJson.logprobs(spec.kind(), c.logprobs, 0);
+        results.add(new ResponseJson.ChoiceResult(c.index, c.text.toString(), c.finishReason, logprobs));
       }
       ObjectNode body = ResponseJson.response(spec.kind(), id, created, spec.model(), results, usage);
       if (spec.timing()) {

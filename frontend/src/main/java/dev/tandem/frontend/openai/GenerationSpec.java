@@ -5,7 +5,8 @@ import java.util.OptionalLong;
 
 /**
  * A validated chat or text completion request, ready to run: the tokenized prompts, how many
- * choices per prompt, sampling, stop rules and output options.
+ * choices per prompt, sampling, stop rules and output options. {@code logprobs} is -1 when no
+ * log-probabilities are wanted, else how many top alternatives to return with each token.
  */
 public record GenerationSpec(
     Kind kind,
@@ -21,7 +22,8 @@ public record GenerationSpec(
     boolean stream,
     boolean includeUsage,
     boolean timing,
-    String pinnedWorker) {
+    String pinnedWorker,
+    int logprobs) {
 
   public GenerationSpec {
     prompts = List.copyOf(prompts);

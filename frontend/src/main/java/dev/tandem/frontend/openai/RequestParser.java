@@ -70,8 +70,10 @@ public final class RequestParser {
       kwargs.putAll(toJava(kw));
     }
     boolean addGenerationPrompt = bool(body, "add_generation_prompt", true);
+    int logprobs = -1;
     if (body.has("logprobs") && bool(body, "logprobs", false)) {
       requireFeature("logprobs", "logprobs");
+      logprobs = 0;
     }
     if (body.has("top_logprobs") && !body.get("top_logprobs").isNull()) {
       int top = integer(body, "top_logprobs", 0, 0, 20);
@@ -81,6 +83,7 @@ public final class RequestParser {
       if (top > 0) {
         requireFeature("top_logprobs", "logprobs");
       }
+      logprobs = top;
     }
     String text;
     try {
@@ -91,7 +94,7 @@ public final class RequestParser {
     int[] prompt = model.tokenizer().encode(text, false);
     int maxTokens =
         maxTokens(body, prompt.length, "messages", body.has("max_completion_tokens") ? "max_completion_tokens" : "max_tokens");
-    return common(body, GenerationSpec.Kind.CHAT, List.of(prompt), maxTokens);
+    return common(body, GenerationSpec.Kind.CHAT, List.of(prompt), maxTokens, logprobs);
   }
 
   public GenerationSpec parseCompletion(ObjectNode body) {
@@ -112,8 +115,9 @@ public final class RequestParser {
       }
     }
     JsonNode lp = body.get("logprobs");
+    int logprobs = -1;
     if (lp != null && !lp.isNull()) {
-      integer(body, "logprobs", 0, 0, 5);
+      logprobs = integer(body, "logprobs", 0, 0, 5);
       requireFeature("logprobs", "logprobs");
     }
     List<int[]> prompts = prompts(body);
@@ -122,10 +126,10 @@ public final class RequestParser {
     if (!body.has("max_tokens") || body.get("max_tokens").isNull()) {
       maxTokens = Math.min(maxTokens, 16); // OpenAI's default for completions
     }
-    return common(body, GenerationSpec.Kind.COMPLETION, prompts, maxTokens);
+    return common(body, GenerationSpec.Kind.COMPLETION, prompts, maxTokens, logprobs);
   }
 
-  private GenerationSpec common(ObjectNode body, GenerationSpec.Kind kind, List<int[]> prompts, int maxTokens) {
+  private GenerationSpec common(ObjectNode body, GenerationSpec.Kind kind, List<int[]> prompts, int maxTokens, int logprobs) {
     int n = integer(body, "n", 1, 1, MAX_N);
     boolean stream = bool(body, "stream", false);
     boolean includeUsage = false;
@@ -164,7 +168,7 @@ public final class RequestParser {
     }
     return new GenerationSpec(
         kind, model.name(), prompts, n, sampling, maxTokens, stops, stopIds, ignoreEos, skipSpecial,
-        stream, includeUsage, timing, pinned);
+        stream, includeUsage, timing, pinned, logprobs);
   }
 
   private void rejectUnsupportedOptions(ObjectNode body) {

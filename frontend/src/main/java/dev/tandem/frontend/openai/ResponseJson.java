@@ -17,7 +17,7 @@ public final class ResponseJson {
   private ResponseJson() {}
 
   /** One finished choice. */
-  public record ChoiceResult(int index, String text, String finishReason) {}
+  public record ChoiceResult(int index, String text, String finishReason, ObjectNode logprobs) {}
 
   /** Token counts for {@code usage}. */
   public record Usage(long promptTokens, long completionTokens, long cachedTokens) {}
@@ -95,10 +95,68 @@ public final class ResponseJson {
       } else {
         choice.put("text", c.text());
       }
-      choice.putNull("logprobs");
+      if (c.logprobs() != null) {
+        choice.set("logprobs", c.logprobs());
+      } else {
+        choice.putNull("logprobs");
+      }
       choice.put("finish_reason", c.finishReason());
     }
     n.set("usage", usage(usage));
+    return n;
+  }
+
+  /** One generated token's log-probability and its most likely alternatives. */
+  public record LogprobEntry(String token, float logprob, List<Alternative> top) {}
+
+  public record Alternative(String token, float logprob) {}
+
+  /**
+   * OpenAI's logprobs object: for chat {@code {"content": [{token, logprob, bytes, top_logprobs}]}};
+   * for completions {@code {tokens, token_logprobs, top_logprobs, text_offset}}, offsets counted
+   * from {@code textOffset}.
+   */
+  public static ObjectNode logprobs(GenerationSpec.Kind kind, List<LogprobEntry> entries, int textOffset) {
+    ObjectNode n = JSON.createObjectNode();
+    if (kind == GenerationSpec.Kind.CHAT) {
+      ArrayNode content = n.putArray("content");
+      for (LogprobEntry e : entries) {
+        ObjectNode item = tokenNode(e.token(), e.logprob());
+        ArrayNode top = item.putArray("top_logprobs");
+        for (Alternative a : e.top()) {
+          top.add(tokenNode(a.token(), a.logprob()));
+        }
+        content.add(item);
+      }
+      n.putNull("refusal");
+      return n;
+    }
+    ArrayNode tokens = n.putArray("tokens");
+    ArrayNode lps = n.putArray("token_logprobs");
+    ArrayNode tops = n.putArray("top_logprobs");
+    ArrayNode offsets = n.putArray("text_offset");
+    int offset = textOffset;
+    for (LogprobEntry e : entries) {
+      tokens.add(e.token());
+      lps.add(e.logprob());
+      ObjectNode top = tops.addObject();
+      for (Alternative a : e.top()) {
+        top.put(a.token(), a.logprob());
+      }
+      offsets.add(offset);
+      offset += e.token().length();
+    }
+    return n;
+  }
+
+  private static ObjectNode tokenNode(String token, float logprob) {
+    ObjectNode n = JSON.createObjectNode();
+    n.put("token", token);
+    n.put("logprob", logprob);
+    ArrayNode bytes = n.putArray("bytes");
+    for (byte b : token.getBytes(java.nio.charset.StandardCharsets.UTF_8)) {
+      bytes.add(b & 0xff);
+    }
     return n;
   }
 
