@@ -26,7 +26,11 @@ final class DefaultModel {
 
   static Path ensure() {
     String cache = System.getenv("TANDEM_CACHE");
-    Path root = cache != null ? Path.of(cache) : Path.of(System.getProperty("user.home"), ".cache", "tandem");
+    return ensure(cache != null ? Path.of(cache) : Path.of(System.getProperty("user.home"), ".cache", "tandem"));
+  }
+
+  /** The default model under {@code root}/models, created there if missing. */
+  static Path ensure(Path root) {
     Path dir = root.resolve("models").resolve(NAME);
     if (Files.isRegularFile(dir.resolve("config.json"))) {
       return dir;
