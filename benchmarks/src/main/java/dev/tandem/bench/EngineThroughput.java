@@ -56,47 +56,42 @@ public final class EngineThroughput {
     }
   }
 
-  /** Tokens/s over decode-only steps of {@code batch} sequences (prefill excluded). */
-  private static int round;
-
+  /** Tokens/s over decode-only steps of {@code batch} sequences (prefill excluded); the engine ends idle. */
   private static double decode(BuiltinEngine engine, int batch, int prompt, int steps) {
-    {
-      SplittableRandom random = new SplittableRandom(batch);
-      round++;
-      for (int i = 0; i < batch; i++) {
-        engine.add(request("d" + round + "-" + i, random, prompt, steps + 8, null));
-      }
-      // Prefill everything, then a few warm-up decode steps.
-      while (engine.load().queuedPrefillTokens() > 0 || engine.load().waitingRequests() > 0) {
-        engine.step();
-      }
-      for (int i = 0; i < 3; i++) {
-        engine.step();
-      }
-      long start = System.nanoTime();
-      long tokens = 0;
-      for (int i = 0; i < steps; i++) {
-        tokens += engine.step().size();
-      }
-      double rate = tokens / ((System.nanoTime() - start) / 1e9);
-      while (engine.hasWork()) {
-        engine.step();
-      }
-      return rate;
+    SplittableRandom random = new SplittableRandom(batch);
+    for (int i = 0; i < batch; i++) {
+      engine.add(request("decode-" + batch + "-" + i, random, prompt, steps + 8));
     }
+    // Prefill everything, then a few warm-up decode steps.
+    while (engine.load().queuedPrefillTokens() > 0 || engine.load().waitingRequests() > 0) {
+      engine.step();
+    }
+    for (int i = 0; i < 3; i++) {
+      engine.step();
+    }
+    long start = System.nanoTime();
+    long tokens = 0;
+    for (int i = 0; i < steps; i++) {
+      tokens += engine.step().size();
+    }
+    double rate = tokens / ((System.nanoTime() - start) / 1e9);
+    while (engine.hasWork()) {
+      engine.step();
+    }
+    return rate;
   }
 
   /** Prompt tokens/s of one whole-prompt prefill step (best of two, after a short warm-up). */
   private static double prefill(BuiltinConfig config, int prompt) {
     try (BuiltinEngine engine = BuiltinEngine.open(config)) {
       SplittableRandom random = new SplittableRandom(prompt);
-      engine.add(request("warm-up", random, 64, 1, config));
+      engine.add(request("warm-up", random, 64, 1));
       while (engine.hasWork()) {
         engine.step();
       }
       double best = 0;
       for (int rep = 0; rep < 2; rep++) {
-        engine.add(request("p" + rep, random, prompt, 1, config));
+        engine.add(request("p" + rep, random, prompt, 1));
         long start = System.nanoTime();
         while (engine.hasWork()) {
           engine.step();
@@ -107,7 +102,7 @@ public final class EngineThroughput {
     }
   }
 
-  private static EngineRequest request(String id, SplittableRandom random, int prompt, int maxTokens, BuiltinConfig config) {
+  private static EngineRequest request(String id, SplittableRandom random, int prompt, int maxTokens) {
     // Random ids below 100,000 (regular tokens): no prefix is shared, so nothing hits the cache.
     int[] tokens = random.ints(prompt, 0, 100_000).toArray();
     return new EngineRequest(id, tokens, SamplingParams.greedy(), new StopConditions(maxTokens, new int[0], true));
