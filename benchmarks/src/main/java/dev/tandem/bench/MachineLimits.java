@@ -25,29 +25,12 @@ public final class MachineLimits {
 
   /** Bytes per second read from memory by {@code threads} threads. */
   public static double readBandwidth(int threads, long bytes, int repetitions) throws Exception {
-    try (Arena arena = Arena.ofShared(); ExecutorService pool = Executors.newFixedThreadPool(threads)) {
+    try (Arena arena = Arena.ofShared()) {
       MemorySegment buf = arena.allocate(bytes, 64);
       buf.fill((byte) 1);
       long share = bytes / threads / F.vectorByteSize() * F.vectorByteSize();
-      double best = 0;
-      for (int rep = 0; rep < repetitions; rep++) {
-        List<Callable<Float>> jobs = new ArrayList<>();
-        for (int t = 0; t < threads; t++) {
-          long from = t * share;
-          jobs.add(() -> sum(buf, from, share));
-        }
-        long start = System.nanoTime();
-        float sink = 0;
-        for (Future<Float> f : pool.invokeAll(jobs)) {
-          sink += f.get();
-        }
-        double seconds = (System.nanoTime() - start) / 1e9;
-        if (sink == 42) {
-          System.out.print("");
-        }
-        best = Math.max(best, share * threads / seconds);
-      }
-      return best;
+      double seconds = bestSeconds(threads, repetitions, t -> sum(buf, t * share, share));
+      return share * threads / seconds;
     }
   }
 
@@ -66,24 +49,31 @@ public final class MachineLimits {
 
   /** f32 FLOP/s (an FMA counts two) on {@code threads} threads. */
   public static double peakFlops(int threads, int repetitions) throws Exception {
+    long iterations = 20_000_000;
+    double seconds = bestSeconds(threads, repetitions, t -> fmaLoop(iterations));
+    return 2.0 * 8 * F.length() * iterations * threads / seconds;
+  }
+
+  /** One job per thread ({@code job.apply(threadIndex)}), all at once; the fastest repetition's seconds. */
+  private static double bestSeconds(int threads, int repetitions, java.util.function.IntFunction<Float> job)
+      throws Exception {
     try (ExecutorService pool = Executors.newFixedThreadPool(threads)) {
-      long iterations = 20_000_000;
-      double best = 0;
+      double best = Double.MAX_VALUE;
       for (int rep = 0; rep < repetitions; rep++) {
         List<Callable<Float>> jobs = new ArrayList<>();
         for (int t = 0; t < threads; t++) {
-          jobs.add(() -> fmaLoop(iterations));
+          int index = t;
+          jobs.add(() -> job.apply(index));
         }
         long start = System.nanoTime();
         float sink = 0;
         for (Future<Float> f : pool.invokeAll(jobs)) {
           sink += f.get();
         }
-        double seconds = (System.nanoTime() - start) / 1e9;
+        best = Math.min(best, (System.nanoTime() - start) / 1e9);
         if (sink == 42) {
-          System.out.print("");
+          System.out.print(""); // keeps the results alive
         }
-        best = Math.max(best, 2.0 * 8 * F.length() * iterations * threads / seconds);
       }
       return best;
     }
