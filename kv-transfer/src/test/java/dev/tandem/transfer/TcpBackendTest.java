@@ -49,9 +49,11 @@ class TcpBackendTest extends TransferBackendConformanceTest {
 
   @Test
   void backendsAreFoundByPriorityOrName() {
-    assertEquals("tcp", TransferBackends.select(null).name());
+    boolean ucx = new dev.tandem.transfer.ucx.UcxBackendProvider().isAvailable();
+    assertEquals(ucx ? "ucx" : "tcp", TransferBackends.select(null).name());
+    assertEquals("tcp", TransferBackends.select("tcp").name());
     assertEquals("local", TransferBackends.select("local").name());
     var e = assertThrows(IllegalArgumentException.class, () -> TransferBackends.select("rdma"));
-    assertTrue(e.getMessage().contains("known: [tcp, local]"), e.getMessage());
+    assertTrue(e.getMessage().contains("known: [ucx, tcp, local]"), e.getMessage());
   }
 }
