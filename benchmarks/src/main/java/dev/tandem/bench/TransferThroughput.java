@@ -13,7 +13,8 @@ import java.util.concurrent.TimeUnit;
 
 /**
  * Transfer throughput per backend next to the limit of its link: {@code local} against a plain
- * memory copy of the same size, measured in the same run; {@code tcp}'s limit is the loopback
+ * memory copy of the same size, measured in the same run; {@code ucx}'s is ucx_perftest's
+ * ucp_get between two processes (the script runs it); {@code tcp}'s limit is the loopback
  * throughput iperf3 measures, which {@code benchmarks/scripts/transfer_throughput.sh} runs
  * before and after. Reports the best of several repetitions.
  *
@@ -42,6 +43,18 @@ public final class TransferThroughput {
           MemoryDescriptor d = a.register(src.asSlice(0, size));
           double agent = best(() -> read(b, d, dst.asSlice(0, size)), size);
           System.out.printf(Locale.ROOT, "%-8s %9dM %14.2f %14s%n", "tcp", size >> 20, agent, "(iperf3)");
+        }
+      }
+      var ucx = new dev.tandem.transfer.ucx.UcxBackendProvider();
+      if (!ucx.isAvailable()) {
+        System.out.println("ucx: " + ucx.unavailableReason());
+        return;
+      }
+      try (TransferAgent a = ucx.createAgent("127.0.0.1"); TransferAgent b = ucx.createAgent("127.0.0.1")) {
+        for (long size : sizes) {
+          MemoryDescriptor d = a.register(src.asSlice(0, size));
+          double agent = best(() -> read(b, d, dst.asSlice(0, size)), size);
+          System.out.printf(Locale.ROOT, "%-8s %9dM %14.2f %14s%n", "ucx", size >> 20, agent, "(ucx_perftest)");
         }
       }
     }

@@ -4,8 +4,10 @@ import dev.tandem.transfer.TransferAgent;
 import dev.tandem.transfer.TransferBackendProvider;
 
 /**
- * UCX through jucx: available where the system's libucx (Debian's {@code libucx0}) loads. Outranks
- * tcp: on one host it reads through shared memory, across hosts through RDMA where present.
+ * UCX through jucx: available where the system's libucx (Debian's {@code libucx0}) loads. Ranked
+ * below tcp for now: with the peer-error handling it needs to fail reads from a vanished peer,
+ * UCX on one host reads over its tcp transport, slower than the Netty tcp backend (see
+ * docs/benchmarks.md). Select it by name ({@code ucx}) where RDMA makes it worth it.
  */
 public final class UcxBackendProvider implements TransferBackendProvider {
   private static volatile String unavailable;
@@ -17,7 +19,7 @@ public final class UcxBackendProvider implements TransferBackendProvider {
 
   @Override
   public int priority() {
-    return 20;
+    return 5;
   }
 
   @Override
