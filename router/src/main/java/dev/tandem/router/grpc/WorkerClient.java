@@ -213,6 +213,11 @@ public final class WorkerClient implements AutoCloseable {
           @Override
           public void onNext(GenerateChunk chunk) {
             firstToken.run();
+            if (chunk.getFinishReason() != dev.tandem.proto.worker.v1.FinishReason.FINISH_REASON_UNSPECIFIED) {
+              // Released before the listener answers the client: a client's next request must not
+              // be routed against the load of the one it has just seen finish.
+              finish.run();
+            }
             listener.onChunk(chunk);
           }
 
