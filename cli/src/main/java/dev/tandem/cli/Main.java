@@ -10,7 +10,8 @@ import picocli.CommandLine.Command;
     version = "tandem 0.1.0-SNAPSHOT",
     description = "Tandem: disaggregated LLM serving with an OpenAI-compatible API.",
     subcommands = {
-      ServeCommand.class, FrontendCommand.class, WorkerCommand.class, BenchCommand.class, ModelCommand.class
+      ServeCommand.class, FrontendCommand.class, WorkerCommand.class, BenchCommand.class, ModelCommand.class,
+      LinkProbeCommand.class
     })
 public final class Main {
   public static void main(String[] args) {
