@@ -134,8 +134,18 @@ abstract class ComputeBackendConformanceTest {
     // Two sequences on scattered blocks sharing their first block; rows at various positions.
     int[] tableA = {3, 17, 5, 9, 22, 30};
     int[] tableB = {3, 11, 12, 29};
-    int[] positions = {0, 3, 4, 13, 23, 2, 9, 15};
-    int[][] tables = {tableA, tableA, tableA, tableA, tableA, tableB, tableB, tableB};
+    // Single rows, a pair, then a prefill chunk of 19 consecutive positions (tiles of 8, 8 and 3).
+    int[] positions = new int[8 + 19];
+    int[][] tables = new int[positions.length][];
+    int[] singles = {0, 3, 4, 13, 23, 2, 9, 15};
+    for (int t = 0; t < 8; t++) {
+      positions[t] = singles[t];
+      tables[t] = t < 5 ? tableA : tableB;
+    }
+    for (int t = 8; t < positions.length; t++) {
+      positions[t] = t - 8 + 2;
+      tables[t] = tableA;
+    }
     int rows = positions.length;
     float[] q = randoms(rows * heads * headDim, 1);
     float[] expected = new float[q.length];
