@@ -41,6 +41,18 @@ public final class Regions {
     return s.asSlice(offset, length);
   }
 
+  /**
+   * Checks that a backend can hand {@code segment} to native code.
+   *
+   * @throws IllegalArgumentException naming the backend when the segment is on the heap
+   */
+  public static void requireNative(MemorySegment segment, String backend) {
+    if (!segment.isNative()) {
+      throw new IllegalArgumentException(
+          "the " + backend + " backend works on off-heap (native) memory; register or read into an off-heap segment");
+    }
+  }
+
   /** Checks that a read's two lists pair up. */
   public static void checkPairs(List<MemoryDescriptor> remote, List<MemorySegment> local) {
     if (remote.size() != local.size()) {

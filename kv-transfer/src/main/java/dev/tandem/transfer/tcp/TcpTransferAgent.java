@@ -74,9 +74,7 @@ public final class TcpTransferAgent implements TransferAgent {
 
   @Override
   public MemoryDescriptor register(MemorySegment segment) {
-    if (!segment.isNative()) {
-      throw new IllegalArgumentException("the tcp backend sends from native memory; register an off-heap segment");
-    }
+    Regions.requireNative(segment, "tcp");
     return regions.add(address, segment);
   }
 

@@ -88,9 +88,7 @@ public final class UcxTransferAgent implements TransferAgent {
 
   @Override
   public MemoryDescriptor register(MemorySegment segment) {
-    if (!segment.isNative()) {
-      throw new IllegalArgumentException("the ucx backend registers off-heap (native) memory only");
-    }
+    Regions.requireNative(segment, "ucx");
     UcpMemory memory =
         ucx.call(() -> ucx.context().memoryMap(new UcpMemMapParams().setAddress(segment.address()).setLength(segment.byteSize())));
     MemoryDescriptor d = regions.add(address, segment);
@@ -114,11 +112,7 @@ public final class UcxTransferAgent implements TransferAgent {
   public CompletableFuture<Void> read(
       List<MemoryDescriptor> remote, List<MemorySegment> local, Duration timeout, TransferListener listener) {
     Regions.checkPairs(remote, local);
-    for (MemorySegment s : local) {
-      if (!s.isNative()) {
-        throw new IllegalArgumentException("the ucx backend reads into off-heap (native) memory only");
-      }
-    }
+    local.forEach(s -> Regions.requireNative(s, "ucx"));
     CompletableFuture<Void> result = new CompletableFuture<>();
     var deadline = timer.schedule(
         () -> result.completeExceptionally(new TimeoutException("UCX read of " + remote.size() + " descriptors took longer than " + timeout)),
