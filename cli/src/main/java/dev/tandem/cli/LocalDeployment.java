@@ -14,15 +14,23 @@ import dev.tandem.router.grpc.WorkerPool;
 import dev.tandem.worker.WorkerServer;
 import java.time.Duration;
 import java.util.ArrayList;
+import java.util.BitSet;
 import java.util.List;
+import java.util.concurrent.CompletableFuture;
 import java.util.function.Supplier;
+import org.slf4j.Logger;
+import org.slf4j.LoggerFactory;
 
 /**
  * Every role in one process, as {@code tandem serve} runs it: workers (builtin or mocker engine)
- * serving gRPC on loopback, a router over them, and the HTTP frontend. The pieces talk over the same gRPC API as
- * separate processes do. Closing it stops the frontend, then the router, then the workers.
+ * serving gRPC on loopback, a router over them, and the HTTP frontend. The pieces talk over the
+ * same gRPC API as separate processes do. Aggregated mode starts {@code workers} aggregated
+ * workers; disaggregated mode starts {@code prefillWorkers} prefill and {@code workers} decode
+ * workers with KV transfer agents, each optionally pinned to its own share of the CPUs. Closing it
+ * stops the frontend, then the router, then the workers.
  */
 public final class LocalDeployment implements AutoCloseable {
+  private static final Logger log = LoggerFactory.getLogger(LocalDeployment.class);
   public static final Duration CONNECT_TIMEOUT = Duration.ofSeconds(30);
   static final Duration LOAD_INTERVAL = Duration.ofMillis(500);
 
@@ -41,14 +49,28 @@ public final class LocalDeployment implements AutoCloseable {
     this.model = model;
   }
 
-  /** What to start: {@code workers} workers, each with an engine from {@code engines}. */
+  /**
+   * What to start: {@code workers} aggregated (or, with {@code prefillWorkers} > 0, decode)
+   * workers and {@code prefillWorkers} prefill workers, each with an engine from {@code engines}.
+   * {@code kvTransfer} is required for prefill workers; {@code pinCpus} gives every worker a
+   * disjoint share of this process's CPUs.
+   */
   public record Spec(
       int workers,
+      int prefillWorkers,
       Supplier<Engine> engines,
       ModelFiles modelFiles,
       int blockSize,
       Router.Config router,
-      FrontendServer.Config frontend) {
+      FrontendServer.Config frontend,
+      WorkerServer.KvTransfer kvTransfer,
+      boolean pinCpus) {
+
+    /** Aggregated workers. */
+    public Spec(
+        int workers, Supplier<Engine> engines, ModelFiles modelFiles, int blockSize, Router.Config router, FrontendServer.Config frontend) {
+      this(workers, 0, engines, modelFiles, blockSize, router, frontend, null, false);
+    }
 
     /** Mocker workers. */
     public static Spec mocker(
@@ -58,29 +80,70 @@ public final class LocalDeployment implements AutoCloseable {
   }
 
   public static LocalDeployment start(Spec spec) {
+    if (spec.prefillWorkers() > 0 && spec.kvTransfer() == null) {
+      throw new IllegalArgumentException("prefill workers need a KV transfer backend");
+    }
     List<WorkerServer> workers = new ArrayList<>();
     WorkerPool pool = null;
     try {
-      for (int i = 0; i < spec.workers(); i++) {
+      int total = spec.workers() + spec.prefillWorkers();
+      List<BitSet> shares = spec.pinCpus() ? CpuAffinity.split(CpuAffinity.current(), total) : null;
+      for (int i = 0; i < total; i++) {
+        boolean prefill = i < spec.prefillWorkers();
+        WorkerRole role =
+            prefill ? WorkerRole.WORKER_ROLE_PREFILL
+                : spec.prefillWorkers() > 0 ? WorkerRole.WORKER_ROLE_DECODE : WorkerRole.WORKER_ROLE_AGGREGATED;
+        String id = prefill ? "prefill-" + i : spec.prefillWorkers() > 0 ? "decode-" + (i - spec.prefillWorkers()) : "worker-" + i;
         var config =
             new WorkerServer.Config(
-                "127.0.0.1", 0, new WorkerId("worker-" + i), WorkerRole.WORKER_ROLE_AGGREGATED, spec.modelFiles(), 10_000, true);
-        workers.add(WorkerServer.start(config, spec.engines().get()));
+                "127.0.0.1", 0, new WorkerId(id), role, spec.modelFiles(), 10_000, true, spec.kvTransfer());
+        BitSet cpus = shares == null ? null : shares.get(i);
+        workers.add(startWorker(config, spec.engines(), cpus));
       }
       pool = new WorkerPool(spec.blockSize(), CONNECT_TIMEOUT, LOAD_INTERVAL);
       for (WorkerServer w : workers) {
         pool.add(w.address());
       }
-      ServedModel model = ServedModel.fromWorker(pool.all().getFirst(), CONNECT_TIMEOUT);
       Router router = Router.create(pool, spec.router());
+      if (spec.prefillWorkers() > 0) {
+        router.disaggregation().awaitLinkProbes(Duration.ofSeconds(120));
+      }
+      ServedModel model = ServedModel.fromWorker(pool.all().getFirst(), CONNECT_TIMEOUT);
       FrontendServer frontend = FrontendServer.start(spec.frontend(), model, router, new FrontendMetrics());
       return new LocalDeployment(workers, pool, router, frontend, model);
-    } catch (RuntimeException e) {
+    } catch (Exception e) {
       if (pool != null) {
         pool.close();
       }
       workers.forEach(WorkerServer::close);
-      throw e;
+      throw e instanceof RuntimeException r ? r : new IllegalStateException(e);
+    }
+  }
+
+  /**
+   * Starts one worker; with {@code cpus}, from a thread pinned to them, so that the engine's
+   * threads (created there) inherit the pinning.
+   */
+  private static WorkerServer startWorker(WorkerServer.Config config, Supplier<Engine> engines, BitSet cpus) {
+    if (cpus == null) {
+      return WorkerServer.start(config, engines.get());
+    }
+    CompletableFuture<WorkerServer> started = new CompletableFuture<>();
+    Thread.ofPlatform()
+        .name("start-" + config.workerId().value())
+        .start(() -> {
+          try {
+            CpuAffinity.pin(cpus);
+            log.info("worker {} pinned to CPUs {}", config.workerId(), CpuAffinity.format(cpus));
+            started.complete(WorkerServer.start(config, engines.get()));
+          } catch (Throwable t) {
+            started.completeExceptionally(t);
+          }
+        });
+    try {
+      return started.join();
+    } catch (java.util.concurrent.CompletionException e) {
+      throw e.getCause() instanceof RuntimeException r ? r : e;
     }
   }
 

@@ -1,6 +1,7 @@
 package dev.tandem.cli;
 
 import dev.tandem.router.KvSelector;
+import dev.tandem.router.SplitPolicy;
 import dev.tandem.router.grpc.Router;
 import java.time.Duration;
 import picocli.CommandLine.Option;
@@ -25,11 +26,18 @@ final class RouterOptions {
   @Option(names = "--missing-events-window-s", defaultValue = "${env:TANDEM_MISSING_EVENTS_WINDOW_S:-10}", description = "A worker sent new blocks that publishes no KV events for this long is flagged and routed approximately (default ${DEFAULT-VALUE}).")
   long missingEventsWindowS;
 
+  @Option(names = "--disagg", defaultValue = "${env:TANDEM_DISAGG:-auto}", description = "With prefill workers registered: auto (split a request when the cost model says it pays), always, or never (default ${DEFAULT-VALUE}).")
+  String disagg;
+
+  @Option(names = "--decode-stall-weight", defaultValue = "${env:TANDEM_DECODE_STALL_WEIGHT:-1.0}", description = "auto split: how much one second of stall to one decoding stream counts against one second of the new request's time to first token (default ${DEFAULT-VALUE}).")
+  double decodeStallWeight;
+
   Router.Config config() {
     return new Router.Config(
         mode,
         new KvSelector.Weights(prefillLoadScale, activeRequestWeight, temperature),
         !noKvEvents,
-        Duration.ofSeconds(missingEventsWindowS));
+        Duration.ofSeconds(missingEventsWindowS),
+        new SplitPolicy(SplitPolicy.Mode.parse(disagg), decodeStallWeight));
   }
 }

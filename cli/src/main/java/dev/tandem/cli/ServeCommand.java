@@ -15,11 +15,19 @@ import picocli.CommandLine.Option;
       "Serve a real model with --model DIR (a Hugging Face directory: config.json, *.safetensors, tokenizer.json)."
     })
 final class ServeCommand implements Callable<Integer> {
-  @Option(names = "--workers", defaultValue = "${env:TANDEM_WORKERS:-1}", description = "Aggregated workers to start (default ${DEFAULT-VALUE}).")
+  @Option(names = "--workers", defaultValue = "${env:TANDEM_WORKERS:-1}", description = "Aggregated workers (agg) or decode workers (disagg) to start (default ${DEFAULT-VALUE}).")
   int workers;
 
-  @Option(names = "--mode", defaultValue = "agg", description = "Serving mode: agg (default ${DEFAULT-VALUE}).")
+  @Option(names = "--prefill-workers", defaultValue = "${env:TANDEM_PREFILL_WORKERS:-1}", description = "disagg: prefill workers to start (default ${DEFAULT-VALUE}).")
+  int prefillWorkers;
+
+  @Option(names = "--mode", defaultValue = "${env:TANDEM_SERVE_MODE:-agg}", description = "agg: workers prefill and decode their own requests; disagg: prefill and decode workers, each pinned to its own CPUs, KV moved between them, split per request by --disagg (default ${DEFAULT-VALUE}).")
   String mode;
+
+  @Option(names = "--no-pin-cpus", description = "disagg: do not pin workers to disjoint CPU shares (they then compete for the same cores, and --disagg auto keeps prompts local).")
+  boolean noPinCpus;
+
+  @Mixin KvTransferOptions transfer;
 
   @Mixin HttpOptions http;
 
@@ -29,17 +37,33 @@ final class ServeCommand implements Callable<Integer> {
 
   @Override
   public Integer call() throws Exception {
-    if (!mode.equals("agg")) {
-      throw new IllegalArgumentException(
-          "--mode " + mode + " is not implemented yet: disaggregated serving (prefill and decode pools) is planned; use --mode agg");
-    }
+    boolean disagg =
+        switch (mode) {
+          case "agg" -> false;
+          case "disagg" -> true;
+          default -> throw new IllegalArgumentException("unknown --mode '" + mode + "'; known: agg, disagg");
+        };
     if (workers < 1) {
       throw new IllegalArgumentException("--workers must be at least 1");
+    }
+    if (disagg && prefillWorkers < 1) {
+      throw new IllegalArgumentException("--mode disagg needs --prefill-workers of at least 1");
+    }
+    if (disagg && engine.isMocker()) {
+      throw new IllegalArgumentException("--mode disagg moves real KV and needs --engine builtin");
     }
     EngineOptions.WorkerEngines engines = engine.resolve();
     var spec =
         new LocalDeployment.Spec(
-            workers, engines.factory(), engines.modelFiles(), engines.blockSize(), router.config(), http.config());
+            workers,
+            disagg ? prefillWorkers : 0,
+            engines.factory(),
+            engines.modelFiles(),
+            engines.blockSize(),
+            router.config(),
+            http.config(),
+            disagg ? transfer.config("127.0.0.1") : null,
+            disagg && !noPinCpus);
     LocalDeployment deployment = LocalDeployment.start(spec);
     Runtime.getRuntime().addShutdownHook(new Thread(deployment::close));
     System.out.println(

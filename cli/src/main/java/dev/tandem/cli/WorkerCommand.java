@@ -13,7 +13,7 @@ import picocli.CommandLine.Option;
     mixinStandardHelpOptions = true,
     description = "Runs one worker serving the gRPC worker API.")
 final class WorkerCommand implements Callable<Integer> {
-  @Option(names = "--role", defaultValue = "${env:TANDEM_ROLE:-agg}", description = "agg (prefill and decode pools come with disaggregated serving; default ${DEFAULT-VALUE}).")
+  @Option(names = "--role", defaultValue = "${env:TANDEM_ROLE:-agg}", description = "agg (prefills and decodes its own requests), prefill (computes prompts' KV for decode workers) or decode (pulls KV from prefill workers, then generates); default ${DEFAULT-VALUE}.")
   String role;
 
   @Option(names = "--host", defaultValue = "${env:TANDEM_WORKER_HOST:-127.0.0.1}", description = "gRPC address to bind (default ${DEFAULT-VALUE}).")
@@ -31,17 +31,30 @@ final class WorkerCommand implements Callable<Integer> {
   @Option(names = "--no-kv-events", description = "Publish no KV events (routers then detect it and route this worker approximately).")
   boolean noKvEvents;
 
+  @Option(names = "--no-kv-transfer", description = "agg only: start no KV transfer agent (the worker then always prefills its own prompts).")
+  boolean noKvTransfer;
+
   @Mixin EngineOptions engine;
+
+  @Mixin KvTransferOptions transfer;
 
   @Override
   public Integer call() throws Exception {
-    if (!role.equals("agg")) {
-      throw new IllegalArgumentException(
-          "--role " + role + " is not implemented yet: prefill and decode workers come with disaggregated serving; use --role agg");
+    WorkerRole workerRole =
+        switch (role) {
+          case "agg" -> WorkerRole.WORKER_ROLE_AGGREGATED;
+          case "prefill" -> WorkerRole.WORKER_ROLE_PREFILL;
+          case "decode" -> WorkerRole.WORKER_ROLE_DECODE;
+          default -> throw new IllegalArgumentException("unknown --role '" + role + "'; known: agg, prefill, decode");
+        };
+    if (noKvTransfer && workerRole != WorkerRole.WORKER_ROLE_AGGREGATED) {
+      throw new IllegalArgumentException("--no-kv-transfer: a " + role + " worker moves KV by definition");
     }
-    String id = workerId == null ? "worker-" + host + "-" + port : workerId;
+    String id = workerId == null ? role + "-" + host + "-" + port : workerId;
     EngineOptions.WorkerEngines engines = engine.resolve();
-    var config = new WorkerServer.Config(host, port, new WorkerId(id), WorkerRole.WORKER_ROLE_AGGREGATED, engines.modelFiles(), eventRing, !noKvEvents);
+    // Aggregated builtin workers get an agent too, so that a router can still split onto them.
+    WorkerServer.KvTransfer kv = noKvTransfer || (engine.isMocker() && workerRole == WorkerRole.WORKER_ROLE_AGGREGATED) ? null : transfer.config(host);
+    var config = new WorkerServer.Config(host, port, new WorkerId(id), workerRole, engines.modelFiles(), eventRing, !noKvEvents, kv);
     WorkerServer worker = WorkerServer.start(config, engines.factory().get());
     Runtime.getRuntime().addShutdownHook(new Thread(worker::close));
     System.out.println("worker " + id + " listening on " + worker.address());

@@ -41,6 +41,7 @@ public final class EngineLoop implements AutoCloseable {
   private final Thread thread;
   private volatile boolean running = true;
   private volatile EngineLoad load;
+  private volatile double prefillRate;
 
   public EngineLoop(Engine engine, KvEventLog events) {
     this.engine = engine;
@@ -61,15 +62,35 @@ public final class EngineLoop implements AutoCloseable {
 
   /** Queues a request; the listener hears of every output, or of the refusal. */
   public void submit(EngineRequest request, Listener listener) {
+    submit(request, listener, null);
+  }
+
+  /** As {@link #submit(EngineRequest, Listener)}, running {@code afterAdd} on the engine right after it took the request. */
+  public void submit(EngineRequest request, Listener listener, java.util.function.Consumer<Engine> afterAdd) {
     enqueue(
         () -> {
           try {
             engine.add(request);
             listeners.put(request.requestId(), listener);
+            if (afterAdd != null) {
+              afterAdd.accept(engine);
+            }
           } catch (IllegalArgumentException e) {
+            listeners.remove(request.requestId());
             listener.onFailure(e);
           }
         });
+  }
+
+  /**
+   * Routes a request the engine already holds (e.g. an imported one) to {@code listener}. Loop
+   * thread only: call it inside {@link #call}.
+   */
+  public void attach(String requestId, Listener listener) {
+    if (Thread.currentThread() != thread) {
+      throw new IllegalStateException("attach runs on the engine loop");
+    }
+    listeners.put(requestId, listener);
   }
 
   /** Aborts a request; its listener gets an ABORTED output. Completes with whether it existed. */
@@ -99,6 +120,11 @@ public final class EngineLoop implements AutoCloseable {
           }
         });
     return result;
+  }
+
+  /** The engine's measured prefill rate (tokens/s; 0 if it does not measure one). */
+  public double prefillTokensPerSecond() {
+    return prefillRate;
   }
 
   /** The load as of the last loop iteration. */
@@ -150,6 +176,9 @@ public final class EngineLoop implements AutoCloseable {
         continue;
       }
       load = engine.load();
+      if (engine instanceof dev.tandem.engine.KvHandoff h) {
+        prefillRate = h.prefillTokensPerSecond();
+      }
     }
     failAll(new IllegalStateException("worker is shutting down"));
   }

@@ -2,6 +2,12 @@ package dev.tandem.worker;
 
 import dev.tandem.common.WorkerId;
 import dev.tandem.engine.Engine;
+import dev.tandem.engine.KvHandoff;
+import dev.tandem.transfer.TransferAgent;
+import dev.tandem.transfer.TransferBackends;
+import dev.tandem.worker.disagg.PrefillCalls;
+import dev.tandem.worker.disagg.RemotePrefills;
+import dev.tandem.worker.disagg.WorkerKvTransfer;
 import dev.tandem.engine.ModelFiles;
 import dev.tandem.proto.worker.v1.WorkerRole;
 import io.grpc.Server;
@@ -34,30 +40,45 @@ public final class WorkerServer implements AutoCloseable {
       WorkerRole role,
       ModelFiles modelFiles,
       int eventRingCapacity,
-      boolean publishKvEvents) {
+      boolean publishKvEvents,
+      KvTransfer kvTransfer) {
     public static Config local(WorkerId workerId) {
       return new Config(
-          "127.0.0.1", 0, workerId, WorkerRole.WORKER_ROLE_AGGREGATED, ModelFiles.bundledQwen3(), 10_000, true);
+          "127.0.0.1", 0, workerId, WorkerRole.WORKER_ROLE_AGGREGATED, ModelFiles.bundledQwen3(), 10_000, true, null);
     }
 
     public Config withPort(int port) {
-      return new Config(host, port, workerId, role, modelFiles, eventRingCapacity, publishKvEvents);
+      return new Config(host, port, workerId, role, modelFiles, eventRingCapacity, publishKvEvents, kvTransfer);
     }
 
     public Config withEventRing(int capacity) {
-      return new Config(host, port, workerId, role, modelFiles, capacity, publishKvEvents);
+      return new Config(host, port, workerId, role, modelFiles, capacity, publishKvEvents, kvTransfer);
     }
 
     public Config withKvEvents(boolean publish) {
-      return new Config(host, port, workerId, role, modelFiles, eventRingCapacity, publish);
+      return new Config(host, port, workerId, role, modelFiles, eventRingCapacity, publish, kvTransfer);
+    }
+
+    /** This role, moving KV with {@code transfer} (null: no transfer agent, aggregated only). */
+    public Config withRole(WorkerRole role, KvTransfer transfer) {
+      return new Config(host, port, workerId, role, modelFiles, eventRingCapacity, publishKvEvents, transfer);
     }
   }
+
+  /**
+   * KV transfer for disaggregated serving: the backend ({@code auto}, {@code tcp}, {@code ucx},
+   * {@code local}), the host peers reach the agent at, and the bound on one request's prefill plus
+   * transfer (and on how long a prefill worker holds blocks for a peer).
+   */
+  public record KvTransfer(String backend, String host, java.time.Duration timeout) {}
 
   private final Config config;
   private final EngineLoop loop;
   private final KvEventLog events;
   private final Server server;
   private final ScheduledExecutorService timer;
+
+  private final WorkerService.Disaggregation disagg;
 
   private WorkerServer(Config config, Engine engine) {
     this.config = config;
@@ -66,8 +87,16 @@ public final class WorkerServer implements AutoCloseable {
     this.timer =
         Executors.newSingleThreadScheduledExecutor(
             Thread.ofPlatform().name("worker-load-timer").daemon().factory());
+    loop.start();
+    try {
+      this.disagg = disaggregation(config, loop, timer);
+    } catch (RuntimeException e) {
+      timer.shutdownNow();
+      loop.close(); // closes the engine too
+      throw e;
+    }
     WorkerService service =
-        new WorkerService(config.workerId(), config.role(), loop, events, config.modelFiles(), timer, config.publishKvEvents());
+        new WorkerService(config.workerId(), config.role(), loop, events, config.modelFiles(), timer, config.publishKvEvents(), disagg);
     this.server =
         NettyServerBuilder.forAddress(new InetSocketAddress(config.host(), config.port()))
             .addService(service)
@@ -77,10 +106,40 @@ public final class WorkerServer implements AutoCloseable {
             .build();
   }
 
+  private static WorkerService.Disaggregation disaggregation(Config config, EngineLoop loop, ScheduledExecutorService timer) {
+    Engine engine = loop.engine();
+    boolean split = config.role() == WorkerRole.WORKER_ROLE_PREFILL || config.role() == WorkerRole.WORKER_ROLE_DECODE;
+    if (config.kvTransfer() == null) {
+      if (split) {
+        throw new IllegalArgumentException(config.role() + " workers need a KV transfer backend");
+      }
+      return null;
+    }
+    if (!(engine instanceof KvHandoff handoff)) {
+      if (split) {
+        throw new IllegalArgumentException(
+            "engine " + engine.info().engineName() + " cannot hand KV to another worker; "
+                + config.role() + " workers need --engine builtin");
+      }
+      return null;
+    }
+    TransferAgent agent = TransferBackends.select(config.kvTransfer().backend()).createAgent(config.kvTransfer().host());
+    WorkerKvTransfer transfer = new WorkerKvTransfer(agent, handoff, config.kvTransfer().timeout());
+    PrefillCalls prefill =
+        config.role() == WorkerRole.WORKER_ROLE_PREFILL
+            ? new PrefillCalls(loop, transfer, timer, WorkerService::toEngineRequest)
+            : null;
+    RemotePrefills pull =
+        config.role() == WorkerRole.WORKER_ROLE_PREFILL
+            ? null
+            : new RemotePrefills(loop, transfer, timer, engine.info().eosTokenIds());
+    log.info("worker {}: KV transfer agent {} at {}", config.workerId(), agent.backend(), agent.address());
+    return new WorkerService.Disaggregation(transfer, prefill, pull);
+  }
+
   /** Starts a worker serving {@code engine}; the worker owns the engine from now on. */
   public static WorkerServer start(Config config, Engine engine) {
     WorkerServer worker = new WorkerServer(config, engine);
-    worker.loop.start();
     try {
       worker.server.start();
     } catch (IOException e) {
@@ -136,6 +195,14 @@ public final class WorkerServer implements AutoCloseable {
       server.shutdownNow();
     }
     timer.shutdownNow();
+    if (disagg != null) {
+      if (disagg.pull() != null) {
+        disagg.pull().close();
+      }
+      if (disagg.transfer() != null) {
+        disagg.transfer().close();
+      }
+    }
     loop.close();
   }
 }

@@ -30,6 +30,13 @@ import dev.tandem.proto.worker.v1.WatchLoadRequest;
 import dev.tandem.proto.worker.v1.WorkerGrpc;
 import dev.tandem.proto.worker.v1.WorkerRegistration;
 import dev.tandem.proto.worker.v1.WorkerRole;
+import dev.tandem.proto.worker.v1.LinkFigures;
+import dev.tandem.proto.worker.v1.PrefillEvent;
+import dev.tandem.proto.worker.v1.PrefillMessage;
+import dev.tandem.proto.worker.v1.ProbeLinkRequest;
+import dev.tandem.worker.disagg.PrefillCalls;
+import dev.tandem.worker.disagg.RemotePrefills;
+import dev.tandem.worker.disagg.WorkerKvTransfer;
 import io.grpc.Status;
 import io.grpc.stub.ServerCallStreamObserver;
 import io.grpc.stub.StreamObserver;
@@ -60,6 +67,15 @@ public final class WorkerService extends WorkerGrpc.WorkerImplBase {
   private final ModelFiles modelFiles;
   private final ScheduledExecutorService timer;
   private final boolean publishKvEvents;
+  private final Disaggregation disagg;
+  private final String host = HostCpus.hostName();
+  private final String cpus = HostCpus.allowedCpus(); // the starting thread's, which the engine's threads inherit
+
+  /**
+   * A worker's disaggregation parts: its transfer agent over the engine's KV memory, the prefill
+   * side (prefill workers) and the pull side (decode and aggregated workers); null parts are off.
+   */
+  public record Disaggregation(WorkerKvTransfer transfer, PrefillCalls prefill, RemotePrefills pull) {}
 
   public WorkerService(
       WorkerId workerId,
@@ -68,7 +84,8 @@ public final class WorkerService extends WorkerGrpc.WorkerImplBase {
       KvEventLog events,
       ModelFiles modelFiles,
       ScheduledExecutorService timer,
-      boolean publishKvEvents) {
+      boolean publishKvEvents,
+      Disaggregation disagg) {
     this.workerId = workerId;
     this.role = role;
     this.loop = loop;
@@ -76,6 +93,7 @@ public final class WorkerService extends WorkerGrpc.WorkerImplBase {
     this.modelFiles = modelFiles;
     this.timer = timer;
     this.publishKvEvents = publishKvEvents;
+    this.disagg = disagg == null ? new Disaggregation(null, null, null) : disagg;
   }
 
   @Override
@@ -95,6 +113,13 @@ public final class WorkerService extends WorkerGrpc.WorkerImplBase {
     info.features().forEach(f -> b.addSupportedFeatures(f.wireName()));
     for (int eos : info.eosTokenIds()) {
       b.addEosTokenIds(eos);
+    }
+    b.setHost(host).setCpus(cpus);
+    if (disagg.transfer() != null) {
+      b.setKvTransferBackend(disagg.transfer().agent().backend())
+          .setKvTransferAddress(disagg.transfer().agent().address())
+          .setProbeRegion(WorkerKvTransfer.toProto(disagg.transfer().probe()))
+          .setNumLayers(disagg.transfer().handoff().layers());
     }
     response.onNext(b.build());
     response.onCompleted();
@@ -128,75 +153,150 @@ public final class WorkerService extends WorkerGrpc.WorkerImplBase {
       response.onError(Status.INVALID_ARGUMENT.withDescription(e.getMessage()).asRuntimeException());
       return;
     }
-    AtomicBoolean done = new AtomicBoolean();
+    ChunkListener listener = new ChunkListener(id, call, receivedNanos);
     call.setOnCancelHandler(
         () -> {
-          if (!done.get()) {
+          if (!listener.done.get() && !(disagg.pull() != null && disagg.pull().cancel(id))) {
             loop.abort(id);
           }
         });
-    loop.submit(
-        engineRequest,
-        new EngineLoop.Listener() {
-          private boolean first = true;
+    if (request.hasRemotePrefill()) {
+      if (disagg.pull() != null) {
+        disagg.pull().start(engineRequest, request, request.getRemotePrefill(), listener);
+        return;
+      }
+      listener.outcome(new RemotePrefills.Outcome("", "this worker has no KV transfer agent", 0, 0));
+    }
+    loop.submit(engineRequest, listener);
+  }
 
-          @Override
-          public void onOutput(RequestOutput output) {
-            if (call.isCancelled()) {
-              return;
-            }
-            var chunk = GenerateChunk.newBuilder();
-            for (int t : output.newTokens()) {
-              chunk.addTokenIds(t);
-            }
-            if (output.logprobs() != null) {
-              for (var lp : output.logprobs()) {
-                var entry = TokenLogprob.newBuilder().setLogprob(lp.logprob());
-                for (int k = 0; k < lp.topTokenIds().length; k++) {
-                  entry.addTopTokenIds(lp.topTokenIds()[k]).addTopLogprobs(lp.topLogprobs()[k]);
-                }
-                chunk.addLogprobs(entry);
-              }
-            }
-            if (first) {
-              first = false;
-              chunk
-                  .setPromptTokens(output.promptTokens())
-                  .setCachedTokens(output.cachedTokens())
-                  .setWorkerId(workerId.value())
-                  .setWorkerTtftUs((System.nanoTime() - receivedNanos) / 1_000);
-            }
-            if (output.finished()) {
-              done.set(true);
-              chunk.setFinishReason(toProto(output.finishReason()));
-              chunk.setPromptTokens(output.promptTokens()).setCachedTokens(output.cachedTokens());
-            }
-            try {
-              call.onNext(chunk.build());
-              if (output.finished()) {
-                call.onCompleted();
-              }
-            } catch (RuntimeException e) {
-              log.debug("generate stream {} closed while sending", id, e);
-            }
-          }
+  /** Turns one request's outputs into chunks of its generate stream. */
+  private final class ChunkListener implements RemotePrefills.Sink {
+    final AtomicBoolean done = new AtomicBoolean();
+    private final String id;
+    private final ServerCallStreamObserver<GenerateChunk> call;
+    private final long receivedNanos;
+    private volatile RemotePrefills.Outcome outcome;
+    private boolean first = true;
 
-          @Override
-          public void onFailure(RuntimeException error) {
-            done.set(true);
-            Status status =
-                error instanceof IllegalArgumentException ? Status.INVALID_ARGUMENT : Status.UNAVAILABLE;
-            try {
-              call.onError(status.withDescription(error.getMessage()).asRuntimeException());
-            } catch (RuntimeException e) {
-              log.debug("generate stream {} closed before its error", id, e);
-            }
+    ChunkListener(String id, ServerCallStreamObserver<GenerateChunk> call, long receivedNanos) {
+      this.id = id;
+      this.call = call;
+      this.receivedNanos = receivedNanos;
+    }
+
+    @Override
+    public void outcome(RemotePrefills.Outcome outcome) {
+      this.outcome = outcome;
+    }
+
+    @Override
+    public void onOutput(RequestOutput output) {
+      if (call.isCancelled()) {
+        return;
+      }
+      var chunk = GenerateChunk.newBuilder();
+      for (int t : output.newTokens()) {
+        chunk.addTokenIds(t);
+      }
+      if (output.logprobs() != null) {
+        for (var lp : output.logprobs()) {
+          var entry = TokenLogprob.newBuilder().setLogprob(lp.logprob());
+          for (int k = 0; k < lp.topTokenIds().length; k++) {
+            entry.addTopTokenIds(lp.topTokenIds()[k]).addTopLogprobs(lp.topLogprobs()[k]);
           }
-        });
+          chunk.addLogprobs(entry);
+        }
+      }
+      if (first) {
+        first = false;
+        chunk
+            .setPromptTokens(output.promptTokens())
+            .setCachedTokens(output.cachedTokens())
+            .setWorkerId(workerId.value())
+            .setWorkerTtftUs((System.nanoTime() - receivedNanos) / 1_000);
+        RemotePrefills.Outcome o = outcome;
+        if (o != null) {
+          chunk
+              .setPrefillWorkerId(o.prefillWorkerId())
+              .setPrefillFallback(o.fallbackReason())
+              .setKvTransferUs(o.transferMicros())
+              .setKvTransferBytes(o.transferBytes());
+        }
+      }
+      if (output.finished()) {
+        done.set(true);
+        chunk.setFinishReason(toProto(output.finishReason()));
+        if (output.promptTokens() > 0) {
+          chunk.setPromptTokens(output.promptTokens()).setCachedTokens(output.cachedTokens());
+        }
+      }
+      try {
+        call.onNext(chunk.build());
+        if (output.finished()) {
+          call.onCompleted();
+        }
+      } catch (RuntimeException e) {
+        log.debug("generate stream {} closed while sending", id, e);
+      }
+    }
+
+    @Override
+    public void onFailure(RuntimeException error) {
+      done.set(true);
+      Status status =
+          error instanceof IllegalArgumentException ? Status.INVALID_ARGUMENT : Status.UNAVAILABLE;
+      try {
+        call.onError(status.withDescription(error.getMessage()).asRuntimeException());
+      } catch (RuntimeException e) {
+        log.debug("generate stream {} closed before its error", id, e);
+      }
+    }
+  }
+
+  @Override
+  public StreamObserver<PrefillMessage> prefill(StreamObserver<PrefillEvent> response) {
+    if (disagg.prefill() == null) {
+      response.onError(
+          Status.UNIMPLEMENTED
+              .withDescription("worker " + workerId + " (" + role + ") does not serve remote prefill; start one with --role prefill")
+              .asRuntimeException());
+      return new StreamObserver<>() {
+        @Override public void onNext(PrefillMessage m) {}
+        @Override public void onError(Throwable t) {}
+        @Override public void onCompleted() {}
+      };
+    }
+    return disagg.prefill().open(response);
+  }
+
+  @Override
+  public void probeLink(ProbeLinkRequest request, StreamObserver<LinkFigures> response) {
+    if (disagg.pull() == null) {
+      response.onError(
+          Status.FAILED_PRECONDITION
+              .withDescription("worker " + workerId + " has no KV transfer agent to probe with")
+              .asRuntimeException());
+      return;
+    }
+    // Probing takes a while: off the transport thread.
+    Thread.ofVirtual().start(() -> {
+      try {
+        response.onNext(disagg.pull().probe(request.getPeerAddress()));
+        response.onCompleted();
+      } catch (Exception e) {
+        response.onError(Status.UNAVAILABLE.withDescription("link probe of " + request.getPeerAddress() + " failed: " + e.getMessage()).asRuntimeException());
+      }
+    });
   }
 
   @Override
   public void cancel(CancelRequest request, StreamObserver<CancelResponse> response) {
+    if (disagg.pull() != null && disagg.pull().cancel(request.getRequestId())) {
+      response.onNext(CancelResponse.newBuilder().setFound(true).build());
+      response.onCompleted();
+      return;
+    }
     loop.abort(request.getRequestId())
         .whenComplete(
             (found, error) -> {
@@ -288,6 +388,8 @@ public final class WorkerService extends WorkerGrpc.WorkerImplBase {
         .setKvBlocksUsed(load.kvBlocksUsed())
         .setKvBlocksTotal(load.kvBlocksTotal())
         .setLastEventId(load.lastEventId())
+        .setPrefillTokensPerS(loop.prefillTokensPerSecond())
+        .setRemotePrefillFallbacks(disagg.pull() == null ? 0 : disagg.pull().fallbacks())
         .build();
   }
 

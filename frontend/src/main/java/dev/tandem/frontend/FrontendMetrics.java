@@ -26,6 +26,7 @@ public final class FrontendMetrics {
   private final Counter outputTokens;
   private final Counter disconnects;
   private final Counter predictedOverlap;
+  private final Counter remotePrefillFallbacks;
   private final Set<String> watchedWorkers = ConcurrentHashMap.newKeySet();
 
   public FrontendMetrics() {
@@ -35,6 +36,10 @@ public final class FrontendMetrics {
     ttft = latency(MetricNames.TIME_TO_FIRST_TOKEN, "time from request arrival to the first token sent");
     itl = latency(MetricNames.INTER_TOKEN_LATENCY, "time between successive token chunks of a sequence");
     duration = latency(MetricNames.REQUEST_DURATION, "time from request arrival to its last byte");
+    remotePrefillFallbacks =
+        Counter.builder(MetricNames.REMOTE_PREFILL_FALLBACKS)
+            .description("requests sent for remote prefill that their decode worker prefilled itself")
+            .register(registry);
     inputTokens = Counter.builder(MetricNames.INPUT_TOKENS).description("prompt tokens").register(registry);
     cachedTokens =
         Counter.builder(MetricNames.CACHED_TOKENS).description("prompt tokens found in a worker's KV cache").register(registry);
@@ -67,7 +72,17 @@ public final class FrontendMetrics {
       FunctionCounter.builder(MetricNames.ROUTER_SNAPSHOTS, kv, KvRouting::eventSnapshots).register(registry);
       Gauge.builder(MetricNames.ROUTER_INDEX_BLOCKS, kv, k -> k.index().blockCount()).register(registry);
     });
+    var disagg = router.disaggregation();
+    FunctionCounter.builder(MetricNames.ROUTER_DISAGG_DECISIONS, disagg, d -> d.splits())
+        .tag("decision", "split").register(registry);
+    FunctionCounter.builder(MetricNames.ROUTER_DISAGG_DECISIONS, disagg, d -> d.keptLocal())
+        .tag("decision", "local").register(registry);
     router.pool().onJoin(w -> watchWorker(router, w));
+  }
+
+  /** A decode worker prefilled a request itself because its remote prefill failed. */
+  public void remotePrefillFallback() {
+    remotePrefillFallbacks.increment();
   }
 
   private void watchWorker(Router router, WorkerClient w) {
@@ -80,6 +95,8 @@ public final class FrontendMetrics {
       Gauge.builder(MetricNames.WORKER_KV_BLOCKS_TOTAL, w, c -> c.lastLoadReport().getKvBlocksTotal())
           .tag("worker", id).register(registry);
       Gauge.builder(MetricNames.WORKER_REACHABLE, w, c -> c.reachable() ? 1 : 0)
+          .tag("worker", id).register(registry);
+      Gauge.builder(MetricNames.WORKER_PREFILL_RATE, w, c -> c.lastLoadReport().getPrefillTokensPerS())
           .tag("worker", id).register(registry);
       router.kv().ifPresent(kv -> Gauge.builder(MetricNames.ROUTER_WORKER_MISSING_EVENTS, kv,
               k -> k.workersWithoutEvents().contains(w.workerId()) ? 1 : 0)

@@ -51,4 +51,10 @@ public final class MetricNames {
   public static final String WORKER_KV_BLOCKS_TOTAL = "tandem.worker.kv.blocks.capacity";
   /** Gauge, tag worker: 1 while the worker's load stream is up. */
   public static final String WORKER_REACHABLE = "tandem.worker.reachable";
+  /** Counter, tag decision (split|local): requests a prefill worker could have taken, by what the router decided. */
+  public static final String ROUTER_DISAGG_DECISIONS = "tandem.router.disagg.decisions";
+  /** Counter: requests sent for remote prefill that the decode worker prefilled itself (prefill worker failed). */
+  public static final String REMOTE_PREFILL_FALLBACKS = "tandem.frontend.remote.prefill.fallbacks";
+  /** Gauge, tag worker: prompt tokens per second the worker's prefill steps reached lately. */
+  public static final String WORKER_PREFILL_RATE = "tandem.worker.prefill.tokens.per.second";
 }

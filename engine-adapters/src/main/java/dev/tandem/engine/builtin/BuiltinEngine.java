@@ -6,6 +6,7 @@ import dev.tandem.engine.EngineInfo;
 import dev.tandem.engine.EngineLoad;
 import dev.tandem.engine.EngineRequest;
 import dev.tandem.engine.KvEventSink;
+import dev.tandem.engine.KvHandoff;
 import dev.tandem.engine.RequestOutput;
 import dev.tandem.engine.compute.ComputeBackend;
 import dev.tandem.engine.compute.ComputeBackends;
@@ -30,13 +31,16 @@ import java.util.List;
  * <p>Ownership: owns the mapped weights, the KV cache memory and the compute backend; {@link
  * #close()} releases all three. Threading: owned by one thread (see {@link Engine}).
  */
-public final class BuiltinEngine extends SchedulingEngine {
+public final class BuiltinEngine extends SchedulingEngine implements KvHandoff {
   private final ModelWeights weights;
   private final ComputeBackend backend;
   private final PagedKvCache cache;
   private final Transformer transformer;
   private final Sampler sampler = new Sampler();
   private final EngineInfo info;
+  private PromptLayerListener promptLayerListener;
+  private final java.util.Map<String, Scheduler.Imported> pendingImports = new java.util.HashMap<>();
+  private double prefillTokensPerSecond;
 
   /**
    * Loads the model and allocates the KV cache.
@@ -126,12 +130,7 @@ public final class BuiltinEngine extends SchedulingEngine {
 
   @Override
   public void add(EngineRequest request) {
-    for (int t : request.promptTokens()) {
-      if (t < 0 || t >= weights.config().vocabSize()) {
-        throw new IllegalArgumentException(
-            "prompt token id " + t + " is outside the model's vocabulary (0.." + (weights.config().vocabSize() - 1) + ")");
-      }
-    }
+    checkVocabulary(request);
     Sequence seq = scheduler.add(request);
     seq.setEngineState(new Sampler.State(request.sampling(), request.promptTokens()));
   }
@@ -141,6 +140,7 @@ public final class BuiltinEngine extends SchedulingEngine {
    * that another engine can copy them; {@link #heldBlocks} lists them, {@link #releaseHeld} or
    * {@link #abort} frees them.
    */
+  @Override
   public void holdKvOnFinish(String requestId) {
     scheduler.retainOnFinish(requestId);
   }
@@ -151,8 +151,86 @@ public final class BuiltinEngine extends SchedulingEngine {
     return seq == null ? null : Arrays.copyOf(seq.blocks(), seq.blockCount());
   }
 
+  @Override
   public boolean releaseHeld(String requestId) {
     return scheduler.releaseRetained(requestId);
+  }
+
+  @Override
+  public int layers() {
+    return cache.layers();
+  }
+
+  @Override
+  public long blockBytes() {
+    return cache.blockBytes();
+  }
+
+  @Override
+  public java.lang.foreign.MemorySegment keys(int layer) {
+    return cache.keys(layer);
+  }
+
+  @Override
+  public java.lang.foreign.MemorySegment values(int layer) {
+    return cache.values(layer);
+  }
+
+  @Override
+  public void setPromptLayerListener(PromptLayerListener listener) {
+    this.promptLayerListener = listener;
+  }
+
+  @Override
+  public double prefillTokensPerSecond() {
+    return prefillTokensPerSecond;
+  }
+
+  @Override
+  public PendingImport beginImport(EngineRequest request) {
+    checkVocabulary(request);
+    Scheduler.Imported imported = scheduler.addImported(request);
+    if (imported == null) {
+      return null;
+    }
+    Sequence seq = imported.sequence();
+    pendingImports.put(request.requestId(), imported);
+    return new PendingImport(request.requestId(), Arrays.copyOf(seq.blocks(), seq.blockCount()), imported.cachedBlocks());
+  }
+
+  @Override
+  public void commitImport(PendingImport pending, int firstToken) {
+    Scheduler.Imported imported = pendingImports.remove(pending.requestId());
+    if (imported == null) {
+      throw new IllegalStateException("no import of " + pending.requestId() + " is pending (aborted?)");
+    }
+    EngineRequest request = imported.sequence().request();
+    Sampler.State state = new Sampler.State(request.sampling(), request.promptTokens());
+    state.accept(firstToken);
+    imported.sequence().setEngineState(state);
+    scheduler.commitImported(imported, firstToken);
+  }
+
+  @Override
+  public void abortImport(PendingImport pending) {
+    if (pendingImports.remove(pending.requestId()) != null) {
+      scheduler.abort(pending.requestId());
+    }
+  }
+
+  @Override
+  public boolean abort(String requestId) {
+    pendingImports.remove(requestId);
+    return super.abort(requestId);
+  }
+
+  private void checkVocabulary(EngineRequest request) {
+    for (int t : request.promptTokens()) {
+      if (t < 0 || t >= weights.config().vocabSize()) {
+        throw new IllegalArgumentException(
+            "prompt token id " + t + " is outside the model's vocabulary (0.." + (weights.config().vocabSize() - 1) + ")");
+      }
+    }
   }
 
   /** Fills this engine's KV blocks with a prompt's keys and values computed elsewhere. */
@@ -166,37 +244,42 @@ public final class BuiltinEngine extends SchedulingEngine {
   }
 
   /**
-   * Continues a request whose prompt was prefilled elsewhere: blocks are allocated here, prompt
-   * blocks this engine already caches are reused, the rest are filled from {@code source} layer by
-   * layer, and the request decodes from {@code firstToken} on (which it does not emit again).
+   * Continues a request whose prompt was prefilled elsewhere, copying synchronously: {@link
+   * #beginImport}, every non-cached block of every layer from {@code source}, {@link #commitImport}.
    *
    * @return the number of leading prompt blocks reused from this engine's cache (not copied)
    * @throws IllegalStateException if the KV pool or batch has no room now
    */
   public int addPrefilled(EngineRequest request, int firstToken, KvSource source) {
-    Scheduler.Imported imported = scheduler.addImported(request, firstToken);
-    if (imported == null) {
+    PendingImport pending = beginImport(request);
+    if (pending == null) {
       throw new IllegalStateException("no room for request " + request.requestId() + " now (KV blocks or max_num_seqs)");
     }
-    Sequence seq = imported.sequence();
-    Sampler.State state = new Sampler.State(request.sampling(), request.promptTokens());
-    state.accept(firstToken);
-    seq.setEngineState(state);
-    int[] blocks = seq.blocks();
+    int[] blocks = pending.blocks();
     for (int layer = 0; layer < cache.layers(); layer++) {
-      for (int i = imported.cachedBlocks(); i < seq.blockCount(); i++) {
+      for (int i = pending.cachedBlocks(); i < blocks.length; i++) {
         source.copy(layer, i, cache.keyBlock(layer, blocks[i]), cache.valueBlock(layer, blocks[i]));
       }
     }
-    scheduler.commitImported(imported);
-    return imported.cachedBlocks();
+    commitImport(pending, firstToken);
+    return pending.cachedBlocks();
   }
 
   @Override
   protected List<RequestOutput> run(ScheduledBatch batch) {
     List<Transformer.Slice> slices = new ArrayList<>(batch.size());
+    List<String> promptsDone = new ArrayList<>();
+    List<int[]> promptsDoneBlocks = new ArrayList<>();
+    int prefillTokens = 0;
     for (int i = 0; i < batch.size(); i++) {
       Sequence seq = batch.sequence(i);
+      if (seq.computedTokens() < seq.promptLength()) {
+        prefillTokens += batch.tokens()[i];
+        if (promptLayerListener != null && seq.computedTokens() + batch.tokens()[i] >= seq.promptLength()) {
+          promptsDone.add(seq.id());
+          promptsDoneBlocks.add(Arrays.copyOf(seq.blocks(), seq.blockCount()));
+        }
+      }
       slices.add(
           new Transformer.Slice(
               seq.tokens(),
@@ -206,7 +289,17 @@ public final class BuiltinEngine extends SchedulingEngine {
               Arrays.copyOf(seq.blocks(), seq.blockCount()),
               batch.drawsToken(i)));
     }
-    float[][] logits = transformer.forward(slices, cache);
+    long started = System.nanoTime();
+    PromptLayerListener listener = promptLayerListener;
+    float[][] logits =
+        transformer.forward(
+            slices,
+            cache,
+            promptsDone.isEmpty() ? null : layer -> listener.layerDone(layer, promptsDone, promptsDoneBlocks));
+    if (prefillTokens >= 16) {
+      double rate = prefillTokens / ((System.nanoTime() - started) / 1e9);
+      prefillTokensPerSecond = prefillTokensPerSecond == 0 ? rate : 0.7 * prefillTokensPerSecond + 0.3 * rate;
+    }
     return scheduler.complete(batch, (i, seq) -> {
       Sampler.State state = seq.engineState();
       int top = seq.request().sampling().logprobs();

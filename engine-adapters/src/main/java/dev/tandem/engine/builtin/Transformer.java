@@ -59,6 +59,14 @@ public final class Transformer {
    * them, in slice order (null for the others).
    */
   public float[][] forward(List<Slice> slices, PagedKvCache cache) {
+    return forward(slices, cache, null);
+  }
+
+  /**
+   * As {@link #forward(List, PagedKvCache)}, calling {@code layerKvWritten} (may be null) with each
+   * layer's index as soon as that layer's keys and values for every slice are in the cache.
+   */
+  public float[][] forward(List<Slice> slices, PagedKvCache cache, java.util.function.IntConsumer layerKvWritten) {
     int tokens = 0;
     for (Slice s : slices) {
       tokens += s.count();
@@ -88,6 +96,9 @@ public final class Transformer {
 
     for (int l = 0; l < config.numLayers(); l++) {
       attentionBlock(l, weights.layer(l), tokens, positions, tables, cache);
+      if (layerKvWritten != null) {
+        layerKvWritten.accept(l);
+      }
       mlpBlock(weights.layer(l), tokens);
     }
     return logits(slices, tokens);

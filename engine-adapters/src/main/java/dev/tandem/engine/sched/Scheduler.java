@@ -121,15 +121,16 @@ public final class Scheduler {
   }
 
   /**
-   * Admits a request whose prompt KV were computed elsewhere, straight into the running set with
-   * {@code firstToken} already generated. It reuses whatever prefix of the prompt is cached here and
-   * allocates blocks for the rest; the caller fills blocks [{@link Imported#cachedBlocks()}, {@link
-   * Sequence#blockCount()}) with the prompt's KV and then calls {@link #commitImported}.
+   * Admits a request whose prompt KV are computed elsewhere. It reuses whatever prefix of the prompt
+   * is cached here and allocates blocks for the rest; the caller fills blocks [{@link
+   * Imported#cachedBlocks()}, {@link Sequence#blockCount()}) with the prompt's KV and then calls
+   * {@link #commitImported} with the first token, or {@link #abort} to give the blocks back. Until
+   * then the sequence is neither waiting nor running.
    *
    * @return null when the pool has no room now (nothing is allocated then)
    * @throws IllegalArgumentException if the request can never be served
    */
-  public Imported addImported(EngineRequest request, int firstToken) {
+  public Imported addImported(EngineRequest request) {
     if (request.stop().maxTokens() < 2) {
       throw new IllegalArgumentException("an imported request must still have tokens to generate");
     }
@@ -153,20 +154,29 @@ public final class Scheduler {
       throw new IllegalStateException("block accounting is off: import could not allocate");
     }
     seq.cachedTokens = Math.min(cachedBlocks * blockSize, seq.promptLength);
-    return new Imported(seq, cachedBlocks, firstToken);
+    return new Imported(seq, cachedBlocks);
   }
 
-  /** Marks an imported sequence's prompt KV as present and lets it decode from the next step. */
-  public void commitImported(Imported imported) {
+  /**
+   * Marks an imported sequence's prompt KV as present and lets it decode from the next step, with
+   * {@code firstToken} already generated.
+   */
+  public void commitImported(Imported imported, int firstToken) {
     Sequence seq = imported.sequence();
     seq.computedTokens = seq.promptLength;
     commitFullBlocks(seq);
-    seq.append(imported.firstToken());
+    seq.append(firstToken);
     running.add(seq);
   }
 
+  /** The blocks of a queued or running request in position order; null if unknown. */
+  public int[] blocksOf(String requestId) {
+    Sequence seq = byId.get(requestId);
+    return seq == null ? null : java.util.Arrays.copyOf(seq.blocks(), seq.blockCount());
+  }
+
   /** A sequence admitted by {@link #addImported}, waiting for its KV. */
-  public record Imported(Sequence sequence, int cachedBlocks, int firstToken) {}
+  public record Imported(Sequence sequence, int cachedBlocks) {}
 
   /** Removes a request wherever it is and frees its blocks; false if unknown. */
   public boolean abort(String requestId) {

@@ -78,6 +78,10 @@ final class GenerationRun {
     int cachedTokens;
     String workerId;
     long workerTtftUs = -1;
+    String prefillWorkerId;
+    String prefillFallback;
+    long kvTransferUs = -1;
+    long kvTransferBytes;
     long lastTokenNanos = -1;
     int predictedOverlapBlocks;
     final List<ResponseJson.LogprobEntry> logprobs = new ArrayList<>(); // not yet sent (stream) or all
@@ -141,9 +145,9 @@ final class GenerationRun {
         Router.Routed routed = route(request);
         c.predictedOverlapBlocks = routed.predictedOverlap().blocks();
         try {
-          c.call = routed.worker().generate(request, routed.reservation(), listener(c));
+          c.call = routed.start(listener(c));
         } catch (RuntimeException e) {
-          routed.reservation().release();
+          routed.release();
           throw e;
         }
       }
@@ -243,6 +247,15 @@ final class GenerationRun {
     if (!chunk.getWorkerId().isEmpty()) {
       c.workerId = chunk.getWorkerId();
       c.workerTtftUs = chunk.getWorkerTtftUs();
+      if (!chunk.getPrefillWorkerId().isEmpty()) {
+        c.prefillWorkerId = chunk.getPrefillWorkerId();
+        c.kvTransferUs = chunk.getKvTransferUs();
+        c.kvTransferBytes = chunk.getKvTransferBytes();
+      }
+      if (!chunk.getPrefillFallback().isEmpty()) {
+        c.prefillFallback = chunk.getPrefillFallback();
+        metrics.remotePrefillFallback();
+      }
     }
     if (chunk.getPromptTokens() > 0) {
       c.promptTokens = chunk.getPromptTokens();
@@ -430,6 +443,29 @@ final class GenerationRun {
     }
     var ids = t.putArray("worker_ids");
     workers.forEach(ids::add);
+    Set<String> prefillers = new LinkedHashSet<>();
+    long transferUs = 0;
+    long transferBytes = 0;
+    String fallback = null;
+    for (Choice c : choices) {
+      if (c.prefillWorkerId != null) {
+        prefillers.add(c.prefillWorkerId);
+        transferUs = Math.max(transferUs, c.kvTransferUs);
+        transferBytes += c.kvTransferBytes;
+      }
+      if (c.prefillFallback != null) {
+        fallback = c.prefillFallback;
+      }
+    }
+    if (!prefillers.isEmpty()) {
+      var p = t.putArray("prefill_worker_ids");
+      prefillers.forEach(p::add);
+      t.put("kv_transfer_ms", transferUs / 1e3);
+      t.put("kv_transfer_bytes", transferBytes);
+    }
+    if (fallback != null) {
+      t.put("prefill_fallback", fallback);
+    }
     t.put("ttft_ms", firstTokenNanos < 0 ? -1 : (firstTokenNanos - startNanos) / 1e6);
     t.put("worker_ttft_ms", workerTtftUs < 0 ? -1 : workerTtftUs / 1e3);
     t.put("itl_ms_mean", itlCount == 0 ? 0 : itlSumNanos / 1e6 / itlCount);

@@ -6,6 +6,7 @@ import dev.tandem.router.KvSelector;
 import dev.tandem.router.RoutingRequest;
 import dev.tandem.router.Selection;
 import dev.tandem.router.Selectors;
+import dev.tandem.router.SplitPolicy;
 import dev.tandem.router.WorkerLoad;
 import dev.tandem.router.WorkerSelector;
 import dev.tandem.router.index.Overlap;
@@ -24,40 +25,104 @@ public final class Router implements AutoCloseable {
   private final WorkerPool pool;
   private final WorkerSelector selector;
   private final KvRouting kv;
+  private final Disaggregation disagg;
 
-  /** How a router routes. */
-  public record Config(String mode, KvSelector.Weights weights, boolean useKvEvents, Duration missingEventsWindow) {
+  /** How a router routes; {@code split} decides per request whether to use a prefill worker. */
+  public record Config(
+      String mode, KvSelector.Weights weights, boolean useKvEvents, Duration missingEventsWindow, SplitPolicy split) {
+    public Config(String mode, KvSelector.Weights weights, boolean useKvEvents, Duration missingEventsWindow) {
+      this(mode, weights, useKvEvents, missingEventsWindow, SplitPolicy.defaults());
+    }
+
     public static Config of(String mode) {
       return new Config(mode, KvSelector.Weights.defaults(), true, Duration.ofSeconds(10));
+    }
+
+    public Config withSplit(SplitPolicy split) {
+      return new Config(mode, weights, useKvEvents, missingEventsWindow, split);
     }
   }
 
   /**
-   * Where a request goes, what the router expects there, and the load it reserved there: pass
-   * the reservation to {@link WorkerClient#generate}, or release it if the request is not sent.
+   * Where a request goes, what the router expects there, and the load it reserved there. {@code
+   * request} is what to send (with {@code remote_prefill} set when {@code prefill} is chosen);
+   * {@link #start} sends it, {@link #release} gives the reservations back if it is not sent.
    */
-  public record Routed(WorkerClient worker, Overlap predictedOverlap, WorkerClient.Reservation reservation) {}
+  public record Routed(
+      WorkerClient worker,
+      Overlap predictedOverlap,
+      WorkerClient.Reservation reservation,
+      GenerateRequest request,
+      WorkerClient prefill,
+      WorkerClient.Reservation prefillReservation,
+      SplitPolicy.Decision decision) {
+    Routed(WorkerClient worker, Overlap predictedOverlap, WorkerClient.Reservation reservation, GenerateRequest request) {
+      this(worker, predictedOverlap, reservation, request, null, null, null);
+    }
 
-  private Router(WorkerPool pool, WorkerSelector selector, KvRouting kv) {
+    /** Sends the request; the prefill worker's reservation ends with the first chunk. */
+    public WorkerClient.GenerationCall start(WorkerClient.GenerationListener listener) {
+      if (prefillReservation == null) {
+        return worker.generate(request, reservation, listener);
+      }
+      return worker.generate(
+          request,
+          reservation,
+          new WorkerClient.GenerationListener() {
+            @Override
+            public void onChunk(dev.tandem.proto.worker.v1.GenerateChunk chunk) {
+              prefillReservation.release();
+              listener.onChunk(chunk);
+            }
+
+            @Override
+            public void onError(Throwable error) {
+              prefillReservation.release();
+              listener.onError(error);
+            }
+
+            @Override
+            public void onCompleted() {
+              prefillReservation.release();
+              listener.onCompleted();
+            }
+          });
+    }
+
+    public void release() {
+      reservation.release();
+      if (prefillReservation != null) {
+        prefillReservation.release();
+      }
+    }
+  }
+
+  private Router(WorkerPool pool, WorkerSelector selector, KvRouting kv, SplitPolicy split) {
     this.pool = pool;
     this.selector = selector;
     this.kv = kv;
+    this.disagg = new Disaggregation(pool, split);
   }
 
   /** A router over {@code pool}; in kv mode it subscribes to every worker's KV events. */
   public static Router create(WorkerPool pool, Config config) {
     String mode = Selectors.mode(config.mode());
     if (!mode.equals(Selectors.KV)) {
-      return new Router(pool, Selectors.byName(mode), null);
+      return new Router(pool, Selectors.byName(mode), null, config.split());
     }
     KvRouting kv = new KvRouting(config.weights(), config.useKvEvents(), config.missingEventsWindow(), pool.timer());
     pool.onJoin(kv::attach);
-    return new Router(pool, kv.selector(), kv);
+    return new Router(pool, kv.selector(), kv, config.split());
   }
 
   /** A router with a given load-only selector (tests). */
   public Router(WorkerPool pool, WorkerSelector selector) {
-    this(pool, selector, null);
+    this(pool, selector, null, new SplitPolicy(SplitPolicy.Mode.NEVER, 0));
+  }
+
+  /** Disaggregation state: measured links, the split policy and its counts. */
+  public Disaggregation disaggregation() {
+    return disagg;
   }
 
   public WorkerPool pool() {
@@ -81,10 +146,14 @@ public final class Router implements AutoCloseable {
    * @throws IllegalArgumentException if the pinned worker is not reachable
    */
   public Routed route(GenerateRequest request, String pinnedWorker) {
-    List<WorkerClient> candidates = pool.reachable();
+    List<WorkerClient> candidates = pool.reachable().stream().filter(w -> !w.isPrefillOnly()).toList();
     if (candidates.isEmpty()) {
       throw new NoWorkerAvailableException(
-          pool.all().isEmpty() ? "no worker is registered" : "no worker is reachable");
+          pool.all().isEmpty()
+              ? "no worker is registered"
+              : pool.all().stream().allMatch(WorkerClient::isPrefillOnly)
+                  ? "only prefill workers are registered; decode or aggregated workers generate tokens"
+                  : "no decode or aggregated worker is reachable");
     }
     if (pinnedWorker != null) {
       candidates = candidates.stream().filter(c -> c.workerId().value().equals(pinnedWorker)).toList();
@@ -116,18 +185,22 @@ public final class Router implements AutoCloseable {
       }
       int promptBlocks = routing.promptBlocks();
       int prefill = Math.max(0, promptBlocks - predicted.blocks());
-      return new Routed(chosen, predicted, chosen.reserve(prefill, promptBlocks));
+      Routed split = disagg.trySplit(request, routing, chosen, predicted, selector);
+      if (split != null) {
+        return split;
+      }
+      return new Routed(chosen, predicted, chosen.reserve(prefill, promptBlocks), request);
     }
   }
 
   /** Routes and starts a generation. */
   public WorkerClient.GenerationCall generate(GenerateRequest request, WorkerClient.GenerationListener listener) {
-    Routed r = route(request, null);
-    return r.worker().generate(request, r.reservation(), listener);
+    return route(request, null).start(listener);
   }
 
   @Override
   public void close() {
+    disagg.close();
     if (kv != null) {
       kv.close();
     }

@@ -109,6 +109,42 @@ public final class WorkerClient implements AutoCloseable {
     return registration;
   }
 
+  /** True for a prefill worker: it computes prompts for decode workers and generates nothing itself. */
+  public boolean isPrefillOnly() {
+    return registration.getRole() == dev.tandem.proto.worker.v1.WorkerRole.WORKER_ROLE_PREFILL;
+  }
+
+  /** True if this worker has a KV transfer agent (a prefill, decode or transfer-enabled aggregated worker). */
+  public boolean movesKv() {
+    return !registration.getKvTransferAddress().isEmpty();
+  }
+
+  /** Asks this worker to measure its KV link to the worker at {@code peerAddress}. */
+  public java.util.concurrent.CompletableFuture<dev.tandem.proto.worker.v1.LinkFigures> probeLink(String peerAddress, Duration timeout) {
+    var result = new java.util.concurrent.CompletableFuture<dev.tandem.proto.worker.v1.LinkFigures>();
+    WorkerGrpc.newStub(channel)
+        .withDeadlineAfter(timeout.toMillis(), TimeUnit.MILLISECONDS)
+        .probeLink(
+            dev.tandem.proto.worker.v1.ProbeLinkRequest.newBuilder().setPeerAddress(peerAddress).build(),
+            new StreamObserver<>() {
+              @Override
+              public void onNext(dev.tandem.proto.worker.v1.LinkFigures figures) {
+                result.complete(figures);
+              }
+
+              @Override
+              public void onError(Throwable error) {
+                result.completeExceptionally(error);
+              }
+
+              @Override
+              public void onCompleted() {
+                result.completeExceptionally(new IllegalStateException("probe answered nothing"));
+              }
+            });
+    return result;
+  }
+
   public boolean reachable() {
     return reachable && !closed;
   }

@@ -1,0 +1,245 @@
+package dev.tandem.worker.disagg;
+
+import dev.tandem.engine.EngineRequest;
+import dev.tandem.engine.KvHandoff;
+import dev.tandem.engine.RequestOutput;
+import dev.tandem.engine.StopConditions;
+import dev.tandem.proto.worker.v1.GenerateRequest;
+import dev.tandem.proto.worker.v1.KvLayout;
+import dev.tandem.proto.worker.v1.LayerReady;
+import dev.tandem.proto.worker.v1.PrefillDone;
+import dev.tandem.proto.worker.v1.PrefillEvent;
+import dev.tandem.proto.worker.v1.PrefillMessage;
+import dev.tandem.proto.worker.v1.TokenLogprob;
+import dev.tandem.worker.EngineLoop;
+import io.grpc.Status;
+import io.grpc.stub.ServerCallStreamObserver;
+import io.grpc.stub.StreamObserver;
+import java.util.List;
+import java.util.Map;
+import java.util.UUID;
+import java.util.concurrent.ConcurrentHashMap;
+import java.util.concurrent.ScheduledExecutorService;
+import java.util.concurrent.ScheduledFuture;
+import java.util.concurrent.TimeUnit;
+import java.util.concurrent.atomic.AtomicBoolean;
+import java.util.function.BiFunction;
+import org.slf4j.Logger;
+import org.slf4j.LoggerFactory;
+
+/**
+ * The prefill side of disaggregated serving ({@code Prefill} RPC): computes a prompt with
+ * max_tokens 1, sends the layout of the blocks holding its KV and each layer as it completes, then
+ * the first token, and holds the blocks until the caller releases them, goes away, or the hold
+ * times out. Whatever ends the call, the blocks go back to the pool.
+ *
+ * <p>Threading: gRPC callbacks on gRPC's threads; the layer listener and request outputs on the
+ * engine loop. Each call's state is guarded by its own monitor.
+ */
+public final class PrefillCalls {
+  private static final Logger log = LoggerFactory.getLogger(PrefillCalls.class);
+
+  private final EngineLoop loop;
+  private final WorkerKvTransfer transfer;
+  private final ScheduledExecutorService timer;
+  private final BiFunction<String, GenerateRequest, EngineRequest> toEngineRequest;
+  private final Map<String, Call> calls = new ConcurrentHashMap<>();
+
+  public PrefillCalls(
+      EngineLoop loop,
+      WorkerKvTransfer transfer,
+      ScheduledExecutorService timer,
+      BiFunction<String, GenerateRequest, EngineRequest> toEngineRequest) {
+    this.loop = loop;
+    this.transfer = transfer;
+    this.timer = timer;
+    this.toEngineRequest = toEngineRequest;
+    loop.call(engine -> {
+          ((KvHandoff) engine).setPromptLayerListener(this::layerDone);
+          return null;
+        })
+        .join();
+  }
+
+  /** Serves one {@code Prefill} call. */
+  public StreamObserver<PrefillMessage> open(StreamObserver<PrefillEvent> response) {
+    return new Call((ServerCallStreamObserver<PrefillEvent>) response);
+  }
+
+  /** Calls in progress (tests: none may be left behind). */
+  public int inProgress() {
+    return calls.size();
+  }
+
+  private void layerDone(int layer, List<String> requestIds, List<int[]> blocks) {
+    for (int i = 0; i < requestIds.size(); i++) {
+      Call call = calls.get(requestIds.get(i));
+      if (call != null) {
+        call.layerDone(layer, blocks.get(i));
+      }
+    }
+  }
+
+  private final class Call implements StreamObserver<PrefillMessage> {
+    private final ServerCallStreamObserver<PrefillEvent> response;
+    private final AtomicBoolean ended = new AtomicBoolean();
+    private volatile String id;
+    private long receivedNanos;
+    private boolean layoutSent;
+    private ScheduledFuture<?> holdTimeout;
+
+    Call(ServerCallStreamObserver<PrefillEvent> response) {
+      this.response = response;
+      response.setOnCancelHandler(() -> end(null, "caller went away"));
+    }
+
+    @Override
+    public void onNext(PrefillMessage message) {
+      switch (message.getKindCase()) {
+        case CALL -> start(message.getCall());
+        case RELEASE -> end(null, null);
+        default -> end(Status.INVALID_ARGUMENT.withDescription("empty prefill message"), "bad message");
+      }
+    }
+
+    private void start(GenerateRequest wire) {
+      if (id != null) {
+        end(Status.INVALID_ARGUMENT.withDescription("a prefill call carries one request"), "second request");
+        return;
+      }
+      receivedNanos = System.nanoTime();
+      String requestId = wire.getRequestId().isEmpty() ? UUID.randomUUID().toString() : wire.getRequestId();
+      EngineRequest full;
+      try {
+        full = toEngineRequest.apply(requestId, wire);
+      } catch (IllegalArgumentException e) {
+        end(Status.INVALID_ARGUMENT.withDescription(e.getMessage()), "bad request");
+        return;
+      }
+      EngineRequest one =
+          new EngineRequest(
+              requestId, full.promptTokens(), full.sampling(), new StopConditions(1, full.stop().stopTokenIds(), true));
+      if (calls.putIfAbsent(requestId, this) != null) {
+        end(Status.ALREADY_EXISTS.withDescription("request " + requestId + " is already being prefilled here"), "duplicate");
+        return;
+      }
+      id = requestId;
+      holdTimeout =
+          timer.schedule(
+              () -> end(Status.DEADLINE_EXCEEDED.withDescription(
+                  "prefill of " + requestId + " not released within " + transfer.timeout()), "hold timeout"),
+              transfer.timeout().toMillis(),
+              TimeUnit.MILLISECONDS);
+      loop.submit(
+          one,
+          new EngineLoop.Listener() {
+            @Override
+            public void onOutput(RequestOutput output) {
+              if (output.finished() && output.finishReason() != RequestOutput.FinishReason.ABORTED) {
+                done(output);
+              }
+            }
+
+            @Override
+            public void onFailure(RuntimeException error) {
+              Status status = error instanceof IllegalArgumentException ? Status.INVALID_ARGUMENT : Status.UNAVAILABLE;
+              end(status.withDescription(error.getMessage()), "engine refused or failed");
+            }
+          },
+          engine -> ((KvHandoff) engine).holdKvOnFinish(requestId));
+    }
+
+    /** On the engine loop, while the last prefill step runs. */
+    synchronized void layerDone(int layer, int[] blocks) {
+      if (ended.get()) {
+        return;
+      }
+      if (!layoutSent) {
+        layoutSent = true;
+        var layout = KvLayout.newBuilder().setBlockBytes(transfer.handoff().blockBytes())
+            .setTransferBackend(transfer.agent().backend());
+        for (int l = 0; l < transfer.handoff().layers(); l++) {
+          layout.addLayerKeys(WorkerKvTransfer.toProto(transfer.keys(l)));
+          layout.addLayerValues(WorkerKvTransfer.toProto(transfer.values(l)));
+        }
+        for (int b : blocks) {
+          layout.addBlocks(b);
+        }
+        send(PrefillEvent.newBuilder().setLayout(layout).build());
+      }
+      send(PrefillEvent.newBuilder().setLayerReady(LayerReady.newBuilder().setLayer(layer)).build());
+    }
+
+    private synchronized void done(RequestOutput output) {
+      if (ended.get()) {
+        return;
+      }
+      var done =
+          PrefillDone.newBuilder()
+              .setFirstToken(output.newTokens()[0])
+              .setPromptTokens(output.promptTokens())
+              .setCachedTokens(output.cachedTokens())
+              .setPrefillUs((System.nanoTime() - receivedNanos) / 1_000);
+      if (output.logprobs() != null && output.logprobs().length > 0) {
+        var lp = output.logprobs()[0];
+        var entry = TokenLogprob.newBuilder().setLogprob(lp.logprob());
+        for (int k = 0; k < lp.topTokenIds().length; k++) {
+          entry.addTopTokenIds(lp.topTokenIds()[k]).addTopLogprobs(lp.topLogprobs()[k]);
+        }
+        done.setLogprob(entry);
+      }
+      send(PrefillEvent.newBuilder().setDone(done).build());
+    }
+
+    private void send(PrefillEvent event) {
+      try {
+        response.onNext(event);
+      } catch (RuntimeException e) {
+        log.debug("prefill stream {} closed while sending", id, e);
+      }
+    }
+
+    /** Ends the call once: frees the blocks (held or still computing) and closes the stream. */
+    private void end(Status error, String why) {
+      if (!ended.compareAndSet(false, true)) {
+        return;
+      }
+      String requestId = id;
+      if (holdTimeout != null) {
+        holdTimeout.cancel(false);
+      }
+      if (requestId != null) {
+        calls.remove(requestId, this);
+        try {
+          loop.abort(requestId); // frees held blocks, or stops the prefill
+        } catch (IllegalStateException e) {
+          log.debug("engine loop stopped before prefill {} was freed", requestId);
+        }
+        if (why != null) {
+          log.debug("prefill {} ended: {}", requestId, why);
+        }
+      }
+      synchronized (this) {
+        try {
+          if (error == null) {
+            response.onCompleted();
+          } else {
+            response.onError(error.asRuntimeException());
+          }
+        } catch (RuntimeException e) {
+          log.debug("prefill stream {} already closed", requestId, e);
+        }
+      }
+    }
+
+    @Override
+    public void onError(Throwable t) {
+      end(null, "caller failed: " + t);
+    }
+
+    @Override
+    public void onCompleted() {
+      end(null, null);
+    }
+  }
+}

@@ -1,0 +1,70 @@
+package dev.tandem.engine;
+
+import java.lang.foreign.MemorySegment;
+
+/**
+ * What an engine offers disaggregated serving: its KV cache memory as per-layer segments that a
+ * transfer agent can register, keeping a prefilled request's blocks for a peer to read, and
+ * admitting a request whose prompt KV another engine computed.
+ *
+ * <p>Layout: block {@code b} of layer {@code l} is {@code keys(l)} (and {@code values(l)}) from
+ * byte {@code b × blockBytes()} for {@code blockBytes()} bytes. Both sides of a hand-off must serve
+ * the same model with the same block size, so their layouts agree.
+ *
+ * <p>Threading: like {@link Engine}, owned by the engine's thread; the segments themselves may be
+ * read and written by transfer agents while the blocks they cover are held or being imported.
+ */
+public interface KvHandoff {
+  int layers();
+
+  /** Bytes of one block of one layer, for keys or values alone. */
+  long blockBytes();
+
+  MemorySegment keys(int layer);
+
+  MemorySegment values(int layer);
+
+  /**
+   * Calls {@code listener} during every step in which requests complete their prompt, once per
+   * layer as soon as that layer's KV of those requests is written; replaces any earlier listener.
+   */
+  void setPromptLayerListener(PromptLayerListener listener);
+
+  /** Keeps the request's blocks after it finishes, until {@link #releaseHeld} or an abort. */
+  void holdKvOnFinish(String requestId);
+
+  /** Frees a finished request's held blocks; false if none are held under that id. */
+  boolean releaseHeld(String requestId);
+
+  /**
+   * Admits a request whose prompt KV will be copied in: reuses cached prefix blocks, allocates the
+   * rest. The caller fills blocks [{@code cachedBlocks}, end) of every layer, then calls {@link
+   * #commitImport} or {@link #abortImport}.
+   *
+   * @return null when there is no room now (nothing is allocated then)
+   * @throws IllegalArgumentException if the request can never be served
+   */
+  PendingImport beginImport(EngineRequest request);
+
+  /** The import's KV are in place: the request decodes from {@code firstToken}, not emitted again. */
+  void commitImport(PendingImport pending, int firstToken);
+
+  /** Gives the import's blocks back. */
+  void abortImport(PendingImport pending);
+
+  /** Prompt tokens per second of recent prefill steps; 0 until measured. */
+  double prefillTokensPerSecond();
+
+  /** Blocks (in position order) of an import in progress; the first {@code cachedBlocks} need no copy. */
+  record PendingImport(String requestId, int[] blocks, int cachedBlocks) {}
+
+  /** Hears, on the engine thread, that layer {@code layer} of some prompts is complete. */
+  @FunctionalInterface
+  interface PromptLayerListener {
+    /**
+     * @param requestIds the requests whose prompt completes in this step
+     * @param blocks each request's blocks in position order, same order as {@code requestIds}
+     */
+    void layerDone(int layer, java.util.List<String> requestIds, java.util.List<int[]> blocks);
+  }
+}

@@ -1,0 +1,107 @@
+package dev.tandem.router;
+
+/**
+ * Decides, per request, whether its prompt is prefilled on a prefill worker and pulled by the
+ * decode worker, or prefilled by the decode worker itself (DESIGN.md, "When to split").
+ *
+ * <p>Remote: {@code wait_P + prefill_P + non-overlapped transfer}, where the transfer moves the
+ * blocks the decode worker lacks ({@code kv_bytes_per_token × uncached_D / link bytes/s + latency})
+ * and overlaps the prefill's last pass layer by layer, so at least one layer's share and at most
+ * all of it shows. Local: {@code wait_D + prefill_D}, plus the stall a local prefill causes: each
+ * of the decode worker's running streams waits {@code prefill_D} for its next token; weighted by
+ * {@code stallWeight} per stream. A prefill worker on the same CPUs as the decode worker stalls
+ * those streams just the same, so then the stall does not count for splitting.
+ *
+ * <p>Plain values in and out; no I/O. Thread-safe (immutable).
+ */
+public final class SplitPolicy {
+  /** always: split whenever a prefill worker is reachable; never; auto: by the cost model. */
+  public enum Mode {
+    AUTO,
+    ALWAYS,
+    NEVER;
+
+    public static Mode parse(String s) {
+      try {
+        return valueOf(s.toUpperCase(java.util.Locale.ROOT));
+      } catch (IllegalArgumentException e) {
+        throw new IllegalArgumentException("unknown disaggregation mode '" + s + "'; known: auto, always, never");
+      }
+    }
+  }
+
+  /** The measured link between one decode worker and one prefill worker. */
+  public record Link(double bytesPerSecond, double latencySeconds) {}
+
+  /** What the router knows about one candidate split. */
+  public record Inputs(
+      int promptTokens,
+      int uncachedOnDecode,
+      int uncachedOnPrefill,
+      long kvBytesPerToken,
+      int layers,
+      Link link,
+      double decodePrefillRate,
+      double prefillPrefillRate,
+      long decodeQueuedPrefillTokens,
+      long prefillQueuedPrefillTokens,
+      int decodeActiveRequests,
+      boolean sharedCompute) {}
+
+  /** The decision with the estimates behind it (seconds; NaN where unknown). */
+  public record Decision(boolean split, String reason, double localSeconds, double remoteSeconds, double transferSeconds) {}
+
+  private final Mode mode;
+  private final double stallWeight;
+
+  public SplitPolicy(Mode mode, double stallWeight) {
+    if (stallWeight < 0) {
+      throw new IllegalArgumentException("stall weight must be >= 0: " + stallWeight);
+    }
+    this.mode = mode;
+    this.stallWeight = stallWeight;
+  }
+
+  public static SplitPolicy defaults() {
+    return new SplitPolicy(Mode.AUTO, 1.0);
+  }
+
+  public Mode mode() {
+    return mode;
+  }
+
+  public Decision decide(Inputs in) {
+    double nan = Double.NaN;
+    if (mode == Mode.NEVER) {
+      return new Decision(false, "disaggregation off", nan, nan, nan);
+    }
+    if (mode == Mode.ALWAYS) {
+      return new Decision(true, "disaggregation always", nan, nan, nan);
+    }
+    if (in.link() == null || in.link().bytesPerSecond() <= 0) {
+      return new Decision(false, "link to the prefill worker not measured yet", nan, nan, nan);
+    }
+    // Same model on both sides: one side's measured prefill speed stands in for the other's.
+    double rateD = in.decodePrefillRate() > 0 ? in.decodePrefillRate() : in.prefillPrefillRate();
+    double rateP = in.prefillPrefillRate() > 0 ? in.prefillPrefillRate() : in.decodePrefillRate();
+    if (rateD <= 0) {
+      return new Decision(false, "prefill speed not measured yet", nan, nan, nan);
+    }
+    double prefillD = in.uncachedOnDecode() / rateD;
+    double prefillP = in.uncachedOnPrefill() / rateP;
+    double transfer = in.link().latencySeconds() + (double) in.kvBytesPerToken() * in.uncachedOnDecode() / in.link().bytesPerSecond();
+    int layers = Math.max(1, in.layers());
+    double exposed = Math.max(transfer / layers, transfer - prefillP * (layers - 1) / layers);
+    double remote = in.prefillQueuedPrefillTokens() / rateP + prefillP + exposed;
+    double local = in.decodeQueuedPrefillTokens() / rateD + prefillD;
+    double stall = in.sharedCompute() ? 0 : stallWeight * in.decodeActiveRequests() * prefillD;
+    boolean split = remote < local + stall;
+    String reason;
+    if (split) {
+      reason = remote < local ? "remote prefill is faster" : "protects " + in.decodeActiveRequests() + " decoding streams";
+    } else {
+      reason = in.sharedCompute() ? "prefill worker shares the decode worker's CPUs; transfer only adds time" : "local prefill is cheaper";
+    }
+    return new Decision(split, reason, local + stall, remote, transfer);
+  }
+}

@@ -1,0 +1,210 @@
+package dev.tandem.router.grpc;
+
+import dev.tandem.proto.worker.v1.GenerateRequest;
+import dev.tandem.proto.worker.v1.LinkFigures;
+import dev.tandem.proto.worker.v1.RemotePrefill;
+import dev.tandem.router.RoutingRequest;
+import dev.tandem.router.Selection;
+import dev.tandem.router.SplitPolicy;
+import dev.tandem.router.WorkerLoad;
+import dev.tandem.router.WorkerSelector;
+import dev.tandem.router.index.Overlap;
+import java.time.Duration;
+import java.util.ArrayList;
+import java.util.BitSet;
+import java.util.List;
+import java.util.Map;
+import java.util.concurrent.CompletableFuture;
+import java.util.concurrent.ConcurrentHashMap;
+import java.util.concurrent.TimeUnit;
+import java.util.concurrent.atomic.AtomicLong;
+import org.slf4j.Logger;
+import org.slf4j.LoggerFactory;
+
+/**
+ * The router's disaggregation: it has every decode worker measure its KV link to every prefill
+ * worker as they join (the {@code ProbeLink} RPC), and per request asks the {@link SplitPolicy}
+ * whether to send the prompt to a prefill worker (picked by the same selector, over the prefill
+ * pool) with the decode worker pulling its KV.
+ *
+ * <p>Thread-safe.
+ */
+public final class Disaggregation implements AutoCloseable {
+  private static final Logger log = LoggerFactory.getLogger(Disaggregation.class);
+  static final Duration PROBE_TIMEOUT = Duration.ofSeconds(60);
+
+  private final WorkerPool pool;
+  private final SplitPolicy policy;
+  private final Map<String, SplitPolicy.Link> links = new ConcurrentHashMap<>();
+  private final Map<String, CompletableFuture<?>> probes = new ConcurrentHashMap<>();
+  private final AtomicLong splits = new AtomicLong();
+  private final AtomicLong kept = new AtomicLong();
+  private volatile SplitPolicy.Decision last;
+
+  Disaggregation(WorkerPool pool, SplitPolicy policy) {
+    this.pool = pool;
+    this.policy = policy;
+    if (policy.mode() != SplitPolicy.Mode.NEVER) {
+      pool.onJoin(this::probeNewPairs);
+    }
+  }
+
+  public SplitPolicy policy() {
+    return policy;
+  }
+
+  /** Requests sent to a prefill worker so far. */
+  public long splits() {
+    return splits.get();
+  }
+
+  /** Requests that could have been split (a prefill worker was reachable) but were not. */
+  public long keptLocal() {
+    return kept.get();
+  }
+
+  /** The most recent decision, for logs and tests; null before any. */
+  public SplitPolicy.Decision lastDecision() {
+    return last;
+  }
+
+  /** The measured link from a decode worker to a prefill worker, or null if not (yet) measured. */
+  public SplitPolicy.Link link(String decodeWorkerId, String prefillWorkerId) {
+    return links.get(decodeWorkerId + "->" + prefillWorkerId);
+  }
+
+  /** Waits until every link probe started so far has ended (answered or failed). */
+  public void awaitLinkProbes(Duration timeout) throws Exception {
+    CompletableFuture.allOf(probes.values().stream().map(f -> f.handle((v, e) -> null)).toArray(CompletableFuture[]::new))
+        .get(timeout.toMillis(), TimeUnit.MILLISECONDS);
+  }
+
+  private void probeNewPairs(WorkerClient joined) {
+    if (!joined.movesKv()) {
+      return;
+    }
+    for (WorkerClient other : pool.all()) {
+      if (other == joined || !other.movesKv() || other.isPrefillOnly() == joined.isPrefillOnly()) {
+        continue;
+      }
+      WorkerClient decode = joined.isPrefillOnly() ? other : joined;
+      WorkerClient prefill = joined.isPrefillOnly() ? joined : other;
+      String key = decode.workerId().value() + "->" + prefill.workerId().value();
+      probes.computeIfAbsent(key, k -> decode.probeLink(prefill.address(), PROBE_TIMEOUT)
+              .whenComplete((LinkFigures f, Throwable e) -> {
+                if (e != null) {
+                  log.warn("link probe {} failed: {}; requests will not be split across it", key, e.toString());
+                  return;
+                }
+                links.put(key, new SplitPolicy.Link(f.getBytesPerS(), f.getLatencyUs() / 1e6));
+                log.info("KV link {} ({}): {} µs, {} MB/s", key, f.getBackend(),
+                    String.format("%.0f", f.getLatencyUs()), String.format("%.0f", f.getBytesPerS() / 1e6));
+              }));
+    }
+  }
+
+  /**
+   * Returns a split route if the policy wants one for this request on {@code decode}, else null
+   * (the caller routes it whole to {@code decode}). Called under the router's lock.
+   */
+  Router.Routed trySplit(
+      GenerateRequest request, RoutingRequest routing, WorkerClient decode, Overlap decodeOverlap, WorkerSelector selector) {
+    if (policy.mode() == SplitPolicy.Mode.NEVER || !decode.movesKv() || request.getStop().getMaxTokens() < 2) {
+      return null;
+    }
+    List<WorkerClient> prefillers = new ArrayList<>();
+    for (WorkerClient w : pool.reachable()) {
+      if (w.isPrefillOnly() && w.movesKv()) {
+        prefillers.add(w);
+      }
+    }
+    if (prefillers.isEmpty()) {
+      return null;
+    }
+    Selection pick = selector.select(routing, prefillers.stream().map(WorkerClient::load).toList());
+    WorkerClient prefill = prefillers.stream().filter(w -> w.workerId().equals(pick.worker())).findFirst().orElseThrow();
+    int blockSize = routing.blockSize();
+    int prompt = routing.tokens().length;
+    int uncachedD = Math.max(1, prompt - decodeOverlap.blocks() * blockSize);
+    int uncachedP = Math.max(1, prompt - pick.predictedOverlap().blocks() * blockSize);
+    WorkerLoad dLoad = decode.load();
+    WorkerLoad pLoad = prefill.load();
+    var dReport = decode.lastLoadReport();
+    var pReport = prefill.lastLoadReport();
+    SplitPolicy.Decision decision =
+        policy.decide(
+            new SplitPolicy.Inputs(
+                prompt,
+                uncachedD,
+                uncachedP,
+                decode.registration().getKvBytesPerToken(),
+                decode.registration().getNumLayers(),
+                link(decode.workerId().value(), prefill.workerId().value()),
+                dReport.getPrefillTokensPerS(),
+                pReport.getPrefillTokensPerS(),
+                Math.max(dReport.getQueuedPrefillTokens(), (long) dLoad.routedPrefillBlocks() * blockSize),
+                Math.max(pReport.getQueuedPrefillTokens(), (long) pLoad.routedPrefillBlocks() * blockSize),
+                Math.max(dLoad.routedActiveRequests(), dReport.getActiveRequests()),
+                sharesCompute(decode, prefill)));
+    last = decision;
+    if (!decision.split()) {
+      kept.incrementAndGet();
+      return null;
+    }
+    splits.incrementAndGet();
+    int promptBlocks = routing.promptBlocks();
+    GenerateRequest split =
+        request.toBuilder()
+            .setRemotePrefill(
+                RemotePrefill.newBuilder()
+                    .setWorkerAddress(prefill.address())
+                    .setWorkerId(prefill.workerId().value()))
+            .build();
+    return new Router.Routed(
+        decode,
+        decodeOverlap,
+        decode.reserve(0, promptBlocks),
+        split,
+        prefill,
+        prefill.reserve(Math.max(0, promptBlocks - pick.predictedOverlap().blocks()), 0),
+        decision);
+  }
+
+  /** Same host and overlapping CPU sets: a prefill there stalls the decode worker's streams anyway. */
+  static boolean sharesCompute(WorkerClient a, WorkerClient b) {
+    var ra = a.registration();
+    var rb = b.registration();
+    if (!ra.getHost().equals(rb.getHost())) {
+      return false;
+    }
+    return cpuSet(ra.getCpus()).intersects(cpuSet(rb.getCpus()));
+  }
+
+  /** Parses a Linux CPU list ("0-3,8"); empty or unparsable means every CPU. */
+  static BitSet cpuSet(String list) {
+    BitSet set = new BitSet();
+    try {
+      for (String part : list.split(",")) {
+        String p = part.trim();
+        if (p.isEmpty()) {
+          continue;
+        }
+        int dash = p.indexOf('-');
+        int from = Integer.parseInt(dash < 0 ? p : p.substring(0, dash));
+        int to = dash < 0 ? from : Integer.parseInt(p.substring(dash + 1));
+        set.set(from, to + 1);
+      }
+    } catch (NumberFormatException e) {
+      set.clear();
+    }
+    if (set.isEmpty()) {
+      set.set(0, 4096);
+    }
+    return set;
+  }
+
+  @Override
+  public void close() {
+    probes.values().forEach(f -> f.cancel(true));
+  }
+}
