@@ -1,0 +1,131 @@
+package dev.tandem.bench;
+
+import com.fasterxml.jackson.databind.JsonNode;
+import com.fasterxml.jackson.databind.ObjectMapper;
+import com.fasterxml.jackson.databind.node.ObjectNode;
+import java.net.URI;
+import java.nio.charset.StandardCharsets;
+import java.util.ArrayList;
+import java.util.Arrays;
+import java.util.List;
+import java.util.concurrent.CountDownLatch;
+import java.util.concurrent.atomic.AtomicBoolean;
+
+/**
+ * DistServe's interference point, measured through the HTTP API: {@code streams} requests decode
+ * steadily, then one long prompt arrives. Prints the steady streams' normal inter-token latency
+ * (median before the arrival), their maximum inter-token gap from the arrival until the long
+ * request's first token plus one second, and the long request's time to first token with the
+ * worker and transfer facts the server reports ({@code "tandem": {"timing": true}}).
+ *
+ * <pre>Interference BASE_URL MODEL STREAMS LONG_PROMPT_TOKENS [WARM_S]</pre>
+ */
+public final class Interference {
+  private static final ObjectMapper JSON = new ObjectMapper();
+
+  public static void main(String[] args) throws Exception {
+    URI base = URI.create(args[0]);
+    String model = args[1];
+    int streams = Integer.parseInt(args[2]);
+    int longTokens = Integer.parseInt(args[3]);
+    double warmSeconds = args.length > 4 ? Double.parseDouble(args[4]) : 5;
+
+    AtomicBoolean stop = new AtomicBoolean();
+    List<long[]> arrivals = new ArrayList<>();
+    List<Thread> threads = new ArrayList<>();
+    CountDownLatch started = new CountDownLatch(streams);
+    for (int s = 0; s < streams; s++) {
+      long[] times = new long[200_000];
+      arrivals.add(times);
+      int salt = s;
+      threads.add(Thread.ofPlatform().name("stream-" + s).start(() -> {
+        int[] count = {0};
+        try (HttpConnection c = new HttpConnection(base)) {
+          c.post("/v1/completions", body(model, prompt(64, 1000 + salt), 100_000, true, false), (line, at) -> {
+            if (line.startsWith("data: {")) {
+              if (count[0] == 0) {
+                started.countDown();
+              }
+              if (count[0] < times.length) {
+                times[count[0]++] = at;
+              }
+            }
+            return !stop.get();
+          });
+        } catch (Exception e) {
+          if (!stop.get()) {
+            System.err.println("stream " + salt + " failed: " + e);
+          }
+        }
+        times[times.length - 1] = count[0];
+      }));
+    }
+    started.await();
+    Thread.sleep((long) (warmSeconds * 1000));
+    long arrival = System.nanoTime();
+    JsonNode longAnswer;
+    try (HttpConnection c = new HttpConnection(base)) {
+      StringBuilder text = new StringBuilder();
+      var status = c.post("/v1/completions", body(model, prompt(longTokens, 7), 4, false, true), (line, at) -> {
+        text.append(line);
+        return true;
+      });
+      if (status.code() != 200) {
+        throw new IllegalStateException("long request failed: " + status);
+      }
+      longAnswer = JSON.readTree(text.toString());
+    }
+    double ttft = longAnswer.at("/tandem/ttft_ms").asDouble();
+    long windowEnd = arrival + (long) ((ttft + 1000) * 1e6);
+    Thread.sleep(1000);
+    stop.set(true);
+    for (Thread t : threads) {
+      t.join(30_000);
+    }
+
+    List<Double> before = new ArrayList<>();
+    double maxDuring = 0;
+    for (long[] times : arrivals) {
+      int n = (int) Math.min(times[times.length - 1], times.length - 1);
+      for (int i = 1; i < n; i++) {
+        double gap = (times[i] - times[i - 1]) / 1e6;
+        if (times[i] < arrival) {
+          before.add(gap);
+        } else if (times[i - 1] < windowEnd) {
+          maxDuring = Math.max(maxDuring, gap);
+        }
+      }
+    }
+    double[] sorted = before.stream().mapToDouble(Double::doubleValue).sorted().toArray();
+    double median = sorted.length == 0 ? Double.NaN : sorted[sorted.length / 2];
+    double p99 = sorted.length == 0 ? Double.NaN : sorted[(int) (sorted.length * 0.99)];
+    JsonNode t = longAnswer.get("tandem");
+    System.out.printf(
+        "streams=%d long_prompt=%d normal_itl_ms=%.1f normal_itl_p99_ms=%.1f max_itl_during_ms=%.1f ratio=%.2f long_ttft_ms=%.0f prefill=%s kv_transfer_ms=%s fallback=%s%n",
+        streams, longAnswer.at("/usage/prompt_tokens").asInt(), median, p99, maxDuring, maxDuring / median, ttft,
+        t.has("prefill_worker_ids") ? t.get("prefill_worker_ids").toString() : "local",
+        t.has("kv_transfer_ms") ? String.format("%.1f", t.get("kv_transfer_ms").asDouble()) : "-",
+        t.has("prefill_fallback") ? t.get("prefill_fallback").asText() : "-");
+    System.exit(0); // streams may still be draining on the server
+  }
+
+  /** {@code tokens} token ids that repeat rarely, so nothing is a cached prefix by accident. */
+  static int[] prompt(int tokens, int salt) {
+    int[] ids = new int[tokens];
+    for (int i = 0; i < tokens; i++) {
+      ids[i] = 1000 + (int) ((i * 7919L + salt * 104_729L) % 50_000);
+    }
+    return ids;
+  }
+
+  static byte[] body(String model, int[] prompt, int maxTokens, boolean stream, boolean timing) {
+    ObjectNode b = JSON.createObjectNode().put("model", model).put("max_tokens", maxTokens).put("stream", stream)
+        .put("temperature", 0).put("ignore_eos", true);
+    var p = b.putArray("prompt");
+    Arrays.stream(prompt).forEach(p::add);
+    if (timing) {
+      b.putObject("tandem").put("timing", true);
+    }
+    return b.toString().getBytes(StandardCharsets.UTF_8);
+  }
+}

@@ -1,0 +1,87 @@
+package dev.tandem.router;
+
+import static org.junit.jupiter.api.Assertions.assertEquals;
+import static org.junit.jupiter.api.Assertions.assertFalse;
+import static org.junit.jupiter.api.Assertions.assertThrows;
+import static org.junit.jupiter.api.Assertions.assertTrue;
+
+import org.junit.jupiter.api.Test;
+
+/** The per-request split decision in both directions, from the figures a router has. */
+class SplitPolicyTest {
+  private static final SplitPolicy AUTO = SplitPolicy.defaults();
+  /** Qwen3-0.6B with f32 KV: 2 × 28 layers × 1,024 × 4 bytes. */
+  private static final long KV_PER_TOKEN = 229_376;
+  private static final SplitPolicy.Link FAST = new SplitPolicy.Link(4e9, 700e-6);
+  private static final SplitPolicy.Link SLOW = new SplitPolicy.Link(5e6, 700e-6);
+
+  private static SplitPolicy.Inputs inputs(int prompt, SplitPolicy.Link link, int active, boolean shared) {
+    return new SplitPolicy.Inputs(prompt, prompt, prompt, KV_PER_TOKEN, 28, link, 100, 100, 0, 0, active, shared);
+  }
+
+  @Test
+  void splitsToProtectDecodingStreamsOnAFastLink() {
+    var d = AUTO.decide(inputs(3500, FAST, 8, false));
+    assertTrue(d.split(), d.toString());
+    // 3,500 tokens × 229 KB = 803 MB over 4 GB/s: ~0.2 s, all but one layer's share hidden by the 35 s prefill.
+    assertEquals(0.2, d.transferSeconds(), 0.01);
+    assertTrue(d.remoteSeconds() < 35 + 0.2 / 28 + 0.01, d.toString());
+  }
+
+  @Test
+  void keepsThePromptLocalWhenNothingIsDecodingThere() {
+    // Same speed on both sides and no stream to protect: the transfer can only add time.
+    var d = AUTO.decide(inputs(3500, FAST, 0, false));
+    assertFalse(d.split(), d.toString());
+  }
+
+  @Test
+  void declinesWhenPrefillAndDecodeShareCpus() {
+    var d = AUTO.decide(inputs(3500, FAST, 8, true));
+    assertFalse(d.split(), d.toString());
+    assertTrue(d.reason().contains("shares"), d.reason());
+  }
+
+  @Test
+  void declinesOnASlowLinkForAShortStall() {
+    // 200 tokens: 2 s of prefill. At 5 MB/s the 46 MB take 9.2 s, 7.3 s of it beyond the prefill:
+    // worse than the 2 s stall a local prefill causes one stream. At 4 GB/s the transfer hides.
+    var slow = AUTO.decide(inputs(200, SLOW, 1, false));
+    assertFalse(slow.split(), slow.toString());
+    var fast = AUTO.decide(inputs(200, FAST, 1, false));
+    assertTrue(fast.split(), fast.toString());
+  }
+
+  @Test
+  void aBusyPrefillWorkerLosesToLocalPrefill() {
+    var idle = AUTO.decide(inputs(1000, FAST, 2, false));
+    assertTrue(idle.split(), idle.toString());
+    // 100,000 queued prompt tokens on the prefill worker: 1,000 s of waiting.
+    var busy = AUTO.decide(new SplitPolicy.Inputs(1000, 1000, 1000, KV_PER_TOKEN, 28, FAST, 100, 100, 0, 100_000, 2, false));
+    assertFalse(busy.split(), busy.toString());
+  }
+
+  @Test
+  void aPrefixCachedOnTheDecodeWorkerMakesLocalPrefillCheap() {
+    var d = AUTO.decide(new SplitPolicy.Inputs(3500, 16, 3500, KV_PER_TOKEN, 28, FAST, 100, 100, 0, 0, 8, false));
+    assertFalse(d.split(), d.toString());
+  }
+
+  @Test
+  void unmeasuredFiguresKeepPromptsLocalUntilMeasured() {
+    assertFalse(AUTO.decide(inputs(3500, null, 8, false)).split());
+    var noRate = new SplitPolicy.Inputs(3500, 3500, 3500, KV_PER_TOKEN, 28, FAST, 0, 0, 0, 0, 8, false);
+    assertFalse(AUTO.decide(noRate).split());
+    // One side measured stands in for the other (same model).
+    var oneRate = new SplitPolicy.Inputs(3500, 3500, 3500, KV_PER_TOKEN, 28, FAST, 100, 0, 0, 0, 8, false);
+    assertTrue(AUTO.decide(oneRate).split());
+  }
+
+  @Test
+  void alwaysAndNeverOverrideTheModel() {
+    assertTrue(new SplitPolicy(SplitPolicy.Mode.ALWAYS, 1).decide(inputs(10, SLOW, 0, true)).split());
+    assertFalse(new SplitPolicy(SplitPolicy.Mode.NEVER, 1).decide(inputs(3500, FAST, 64, false)).split());
+    assertEquals(SplitPolicy.Mode.ALWAYS, SplitPolicy.Mode.parse("Always"));
+    assertThrows(IllegalArgumentException.class, () -> SplitPolicy.Mode.parse("sometimes"));
+  }
+}
