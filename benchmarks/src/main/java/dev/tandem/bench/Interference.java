@@ -30,6 +30,15 @@ public final class Interference {
     int longTokens = Integer.parseInt(args[3]);
     double warmSeconds = args.length > 4 ? Double.parseDouble(args[4]) : 5;
 
+    // Warm-up: one prompt so that the engines have measured their prefill speed and JIT-compiled.
+    try (HttpConnection c = new HttpConnection(base)) {
+      var status = c.post("/v1/completions", body(model, prompt(512, 99), 2, false, false), (line, at) -> true);
+      if (status.code() != 200) {
+        throw new IllegalStateException("warm-up request failed: " + status);
+      }
+    }
+    Thread.sleep(1500); // a load report or two
+
     AtomicBoolean stop = new AtomicBoolean();
     List<long[]> arrivals = new ArrayList<>();
     List<Thread> threads = new ArrayList<>();
@@ -41,7 +50,7 @@ public final class Interference {
       threads.add(Thread.ofPlatform().name("stream-" + s).start(() -> {
         int[] count = {0};
         try (HttpConnection c = new HttpConnection(base)) {
-          c.post("/v1/completions", body(model, prompt(64, 1000 + salt), 100_000, true, false), (line, at) -> {
+          var status = c.post("/v1/completions", body(model, prompt(64, 1000 + salt), 6_000, true, false), (line, at) -> {
             if (line.startsWith("data: {")) {
               if (count[0] == 0) {
                 started.countDown();
@@ -52,6 +61,10 @@ public final class Interference {
             }
             return !stop.get();
           });
+          if (status.code() != 200) {
+            System.err.println("stream " + salt + " refused: " + status);
+            System.exit(1);
+          }
         } catch (Exception e) {
           if (!stop.get()) {
             System.err.println("stream " + salt + " failed: " + e);
@@ -61,6 +74,9 @@ public final class Interference {
       }));
     }
     started.await();
+    if (streams == 0) {
+      warmSeconds = Math.min(warmSeconds, 1);
+    }
     Thread.sleep((long) (warmSeconds * 1000));
     long arrival = System.nanoTime();
     JsonNode longAnswer;
@@ -97,14 +113,17 @@ public final class Interference {
       }
     }
     double[] sorted = before.stream().mapToDouble(Double::doubleValue).sorted().toArray();
-    double median = sorted.length == 0 ? Double.NaN : sorted[sorted.length / 2];
+    double median = sorted.length == 0 ? Double.NaN : sorted[sorted.length / 2]; // NaN without streams
     double p99 = sorted.length == 0 ? Double.NaN : sorted[(int) (sorted.length * 0.99)];
     JsonNode t = longAnswer.get("tandem");
     System.out.printf(
-        "streams=%d long_prompt=%d normal_itl_ms=%.1f normal_itl_p99_ms=%.1f max_itl_during_ms=%.1f ratio=%.2f long_ttft_ms=%.0f prefill=%s kv_transfer_ms=%s fallback=%s%n",
+        "streams=%d long_prompt=%d normal_itl_ms=%.1f normal_itl_p99_ms=%.1f max_itl_during_ms=%.1f ratio=%.2f long_ttft_ms=%.0f prefill=%s kv_transfer_ms=%s kv_exposed_ms=%s kv_bytes=%s decision=%s fallback=%s%n",
         streams, longAnswer.at("/usage/prompt_tokens").asInt(), median, p99, maxDuring, maxDuring / median, ttft,
         t.has("prefill_worker_ids") ? t.get("prefill_worker_ids").toString() : "local",
         t.has("kv_transfer_ms") ? String.format("%.1f", t.get("kv_transfer_ms").asDouble()) : "-",
+        t.has("kv_exposed_ms") ? String.format("%.1f", t.get("kv_exposed_ms").asDouble()) : "-",
+        t.has("kv_transfer_bytes") ? t.get("kv_transfer_bytes").asText() : "-",
+        t.has("split_decision") ? t.get("split_decision").toString().replace(' ', '_') : "-",
         t.has("prefill_fallback") ? t.get("prefill_fallback").asText() : "-");
     System.exit(0); // streams may still be draining on the server
   }

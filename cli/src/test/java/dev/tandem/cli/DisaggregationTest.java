@@ -207,6 +207,30 @@ class DisaggregationTest {
   }
 
   @Test
+  void autoKeepsPromptsLocalWhenPrefillAndDecodeShareCpus() throws Exception {
+    // One process, no pinning: both roles compute on the same CPUs, so a remote prefill would stall
+    // the decode worker's streams just as a local one does, and the transfer only adds time.
+    try (LocalDeployment d = LocalDeployment.start(
+        new LocalDeployment.Spec(1, 1, () -> BuiltinEngine.open(engineConfig), ModelFiles.fromDirectory(model), 16,
+            Router.Config.of("kv"), new FrontendServer.Config("127.0.0.1", 0, 1 << 20),
+            new WorkerServer.KvTransfer("tcp", "127.0.0.1", Duration.ofSeconds(30)), false))) {
+      generate(d.router(), greedy("first", prompt(40, 11), 4)); // prefill speed unmeasured: local
+      WorkerClient decode = d.router().pool().all().stream().filter(w -> !w.isPrefillOnly()).findFirst().orElseThrow();
+      long deadline = System.nanoTime() + TimeUnit.SECONDS.toNanos(10);
+      while (decode.lastLoadReport().getPrefillTokensPerS() <= 0 && System.nanoTime() < deadline) {
+        Thread.sleep(20);
+      }
+      assertTrue(decode.lastLoadReport().getPrefillTokensPerS() > 0, "the decode worker reports its prefill speed");
+      Generated g = generate(d.router(), greedy("second", prompt(100, 12), 4));
+      assertEquals("", g.first().getPrefillWorkerId(), "prefilled locally");
+      SplitPolicy.Decision decision = d.router().disaggregation().lastDecision();
+      assertTrue(!decision.split() && decision.reason().contains("shares"), decision.toString());
+      assertEquals(0, d.router().disaggregation().splits());
+      assertEquals(2, d.router().disaggregation().keptLocal());
+    }
+  }
+
+  @Test
   void linkIsProbedAndReportedToTheRouter() {
     LocalDeployment d = disaggregated("tcp");
     SplitPolicy.Link link = d.router().disaggregation().link("decode-0", "prefill-0");

@@ -165,7 +165,7 @@ public final class WorkerService extends WorkerGrpc.WorkerImplBase {
         disagg.pull().start(engineRequest, request, request.getRemotePrefill(), listener);
         return;
       }
-      listener.outcome(new RemotePrefills.Outcome("", "this worker has no KV transfer agent", 0, 0));
+      listener.outcome(new RemotePrefills.Outcome("", "this worker has no KV transfer agent", 0, 0, 0));
     }
     loop.submit(engineRequest, listener);
   }
@@ -221,7 +221,8 @@ public final class WorkerService extends WorkerGrpc.WorkerImplBase {
               .setPrefillWorkerId(o.prefillWorkerId())
               .setPrefillFallback(o.fallbackReason())
               .setKvTransferUs(o.transferMicros())
-              .setKvTransferBytes(o.transferBytes());
+              .setKvTransferBytes(o.transferBytes())
+              .setKvExposedUs(o.exposedMicros());
         }
       }
       if (output.finished()) {

@@ -44,6 +44,16 @@ public final class LinkProbe {
    * @param sizes read sizes for throughput, each at most the region's length
    */
   public static Result run(TransferAgent reader, MemoryDescriptor region, long[] sizes) throws Exception {
+    return run(reader, region, sizes, Double.MAX_VALUE);
+  }
+
+  /**
+   * As {@link #run(TransferAgent, MemoryDescriptor, long[])}, spending about {@code budgetSeconds}
+   * on each size (a warm-up read, then at least two more unless the warm-up alone took longer than
+   * the budget) and skipping the larger sizes once one read takes more than a second, so that a
+   * slow link is measured in seconds.
+   */
+  public static Result run(TransferAgent reader, MemoryDescriptor region, long[] sizes, double budgetSeconds) throws Exception {
     long largest = Arrays.stream(sizes).max().orElse(4096);
     if (largest > region.length()) {
       throw new IllegalArgumentException("the peer's region holds " + region.length() + " bytes; cannot probe " + largest);
@@ -64,15 +74,26 @@ public final class LinkProbe {
       for (long size : sizes) {
         int reps = size >= (64L << 20) ? 5 : 20;
         double best = 0;
+        double first = 0;
         for (int i = 0; i < reps + 1; i++) {
           long t0 = System.nanoTime();
           read(reader, region.slice(0, size), local.asSlice(0, size));
-          double rate = size / ((System.nanoTime() - t0) / 1e9);
-          if (i > 0) {
-            best = Math.max(best, rate);
+          double seconds = (System.nanoTime() - t0) / 1e9;
+          if (i == 0) {
+            first = seconds;
+            // The first read warms up; a read longer than the whole budget is measurement enough.
+            reps = seconds > budgetSeconds ? 0 : (int) Math.max(2, Math.min(reps, budgetSeconds / Math.max(seconds, 1e-9)));
+            if (reps == 0) {
+              best = size / seconds;
+            }
+          } else {
+            best = Math.max(best, size / seconds);
           }
         }
         throughput.add(new Throughput(size, best));
+        if (first > 1.0) {
+          break;
+        }
       }
       return new Result(reader.backend(), small[small.length / 2], List.copyOf(throughput));
     }

@@ -52,7 +52,7 @@ public final class RemotePrefills implements AutoCloseable {
   private static final long[] PROBE_SIZES = {1L << 20, WorkerKvTransfer.PROBE_BYTES};
 
   /** What the decode worker tells its client about the prefill, on the first chunk. */
-  public record Outcome(String prefillWorkerId, String fallbackReason, long transferMicros, long transferBytes) {}
+  public record Outcome(String prefillWorkerId, String fallbackReason, long transferMicros, long transferBytes, long exposedMicros) {}
 
   /** Where a pulled request's outputs go. */
   public interface Sink extends EngineLoop.Listener {
@@ -120,7 +120,7 @@ public final class RemotePrefills implements AutoCloseable {
           "worker " + peer.getWorkerId() + " uses KV transfer backend " + peer.getKvTransferBackend()
               + " but this worker uses " + transfer.agent().backend());
     }
-    LinkProbe.Result r = LinkProbe.run(transfer.agent(), WorkerKvTransfer.fromProto(peer.getProbeRegion()), PROBE_SIZES);
+    LinkProbe.Result r = LinkProbe.run(transfer.agent(), WorkerKvTransfer.fromProto(peer.getProbeRegion()), PROBE_SIZES, 0.5);
     return LinkFigures.newBuilder()
         .setBackend(r.backend())
         .setLatencyUs(r.latencySeconds() * 1e6)
@@ -146,6 +146,7 @@ public final class RemotePrefills implements AutoCloseable {
     private PrefillDone done;
     private int layersStarted;
     private long firstLayerNanos;
+    private long doneNanos;
     private long bytes;
     private boolean settled;
     private ClientCallStreamObserver<PrefillMessage> call;
@@ -212,6 +213,7 @@ public final class RemotePrefills implements AutoCloseable {
         case LAYER_READY -> pullLayer(event.getLayerReady().getLayer());
         case DONE -> {
           done = event.getDone();
+          doneNanos = System.nanoTime();
           finishIfComplete();
         }
         default -> fallBackLocked("unknown prefill event");
@@ -296,7 +298,9 @@ public final class RemotePrefills implements AutoCloseable {
       settled = true;
       pulls.remove(request.requestId(), this);
       deadline.cancel(false);
-      long transferMicros = (System.nanoTime() - firstLayerNanos) / 1_000;
+      long now = System.nanoTime();
+      long transferMicros = (now - firstLayerNanos) / 1_000;
+      long exposedMicros = (now - doneNanos) / 1_000;
       try {
         call.onNext(PrefillMessage.newBuilder().setRelease(PrefillRelease.getDefaultInstance()).build());
         call.onCompleted();
@@ -326,7 +330,7 @@ public final class RemotePrefills implements AutoCloseable {
       KvHandoff.PendingImport p = pending;
       loop.call(engine -> {
         KvHandoff handoff = (KvHandoff) engine;
-        sink.outcome(new Outcome(remote.getWorkerId(), "", transferMicros, bytes));
+        sink.outcome(new Outcome(remote.getWorkerId(), "", transferMicros, bytes, exposedMicros));
         if (stops) {
           handoff.abortImport(p);
         } else {
@@ -392,7 +396,7 @@ public final class RemotePrefills implements AutoCloseable {
       log.warn("request {}: remote prefill on {} failed ({}); prefilling here", request.requestId(), remote.getWorkerId(), reason);
       cancelCall(reason);
       releaseAfterReads(() -> {
-        sink.outcome(new Outcome("", reason, 0, 0));
+        sink.outcome(new Outcome("", reason, 0, 0, 0));
         loop.submit(request, sink);
       });
     }

@@ -80,8 +80,10 @@ final class GenerationRun {
     long workerTtftUs = -1;
     String prefillWorkerId;
     String prefillFallback;
+    dev.tandem.router.SplitPolicy.Decision splitDecision;
     long kvTransferUs = -1;
     long kvTransferBytes;
+    long kvExposedUs;
     long lastTokenNanos = -1;
     int predictedOverlapBlocks;
     final List<ResponseJson.LogprobEntry> logprobs = new ArrayList<>(); // not yet sent (stream) or all
@@ -144,6 +146,7 @@ final class GenerationRun {
         GenerateRequest request = request(c);
         Router.Routed routed = route(request);
         c.predictedOverlapBlocks = routed.predictedOverlap().blocks();
+        c.splitDecision = routed.decision();
         try {
           c.call = routed.start(listener(c));
         } catch (RuntimeException e) {
@@ -251,6 +254,7 @@ final class GenerationRun {
         c.prefillWorkerId = chunk.getPrefillWorkerId();
         c.kvTransferUs = chunk.getKvTransferUs();
         c.kvTransferBytes = chunk.getKvTransferBytes();
+        c.kvExposedUs = chunk.getKvExposedUs();
       }
       if (!chunk.getPrefillFallback().isEmpty()) {
         c.prefillFallback = chunk.getPrefillFallback();
@@ -446,12 +450,14 @@ final class GenerationRun {
     Set<String> prefillers = new LinkedHashSet<>();
     long transferUs = 0;
     long transferBytes = 0;
+    long exposedUs = 0;
     String fallback = null;
     for (Choice c : choices) {
       if (c.prefillWorkerId != null) {
         prefillers.add(c.prefillWorkerId);
         transferUs = Math.max(transferUs, c.kvTransferUs);
         transferBytes += c.kvTransferBytes;
+        exposedUs = Math.max(exposedUs, c.kvExposedUs);
       }
       if (c.prefillFallback != null) {
         fallback = c.prefillFallback;
@@ -462,9 +468,18 @@ final class GenerationRun {
       prefillers.forEach(p::add);
       t.put("kv_transfer_ms", transferUs / 1e3);
       t.put("kv_transfer_bytes", transferBytes);
+      t.put("kv_exposed_ms", exposedUs / 1e3);
     }
     if (fallback != null) {
       t.put("prefill_fallback", fallback);
+    }
+    dev.tandem.router.SplitPolicy.Decision decision = choices[0].splitDecision;
+    if (decision != null) {
+      ObjectNode d = t.putObject("split_decision");
+      d.put("split", decision.split()).put("reason", decision.reason());
+      if (!Double.isNaN(decision.localSeconds())) {
+        d.put("local_s", decision.localSeconds()).put("remote_s", decision.remoteSeconds()).put("transfer_s", decision.transferSeconds());
+      }
     }
     t.put("ttft_ms", firstTokenNanos < 0 ? -1 : (firstTokenNanos - startNanos) / 1e6);
     t.put("worker_ttft_ms", workerTtftUs < 0 ? -1 : workerTtftUs / 1e3);

@@ -104,8 +104,9 @@ public final class Disaggregation implements AutoCloseable {
   }
 
   /**
-   * Returns a split route if the policy wants one for this request on {@code decode}, else null
-   * (the caller routes it whole to {@code decode}). Called under the router's lock.
+   * Routes the request to {@code decode}, split onto a prefill worker if the policy wants it; null
+   * when no split was considered (no prefill worker, policy never, nothing to decode), and the
+   * caller routes it whole. Called under the router's lock.
    */
   Router.Routed trySplit(
       GenerateRequest request, RoutingRequest routing, WorkerClient decode, Overlap decodeOverlap, WorkerSelector selector) {
@@ -149,7 +150,8 @@ public final class Disaggregation implements AutoCloseable {
     last = decision;
     if (!decision.split()) {
       kept.incrementAndGet();
-      return null;
+      return new Router.Routed(decode, decodeOverlap, decode.reserve(
+          Math.max(0, routing.promptBlocks() - decodeOverlap.blocks()), routing.promptBlocks()), request, null, null, decision);
     }
     splits.incrementAndGet();
     int promptBlocks = routing.promptBlocks();

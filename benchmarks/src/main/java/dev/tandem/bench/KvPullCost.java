@@ -1,0 +1,92 @@
+package dev.tandem.bench;
+
+import dev.tandem.transfer.LinkProbe;
+import dev.tandem.transfer.MemoryDescriptor;
+import dev.tandem.transfer.TransferAgent;
+import dev.tandem.transfer.TransferBackendProvider;
+import dev.tandem.transfer.TransferBackends;
+import java.lang.foreign.Arena;
+import java.lang.foreign.MemorySegment;
+import java.time.Duration;
+import java.util.ArrayList;
+import java.util.List;
+import java.util.Locale;
+import java.util.concurrent.CompletableFuture;
+import java.util.concurrent.TimeUnit;
+
+/**
+ * Checks the transfer term of the split decision's cost model: the time to pull a prompt's KV,
+ * laid out as the built-in engine lays it out (per layer one key and one value region, one
+ * descriptor per block) and read as a decode worker reads it (one read per layer, all layers in
+ * flight), against the prediction the router makes from a link probe taken in the same run:
+ * {@code latency + kv_bytes_per_token × tokens / probed bytes per second}.
+ *
+ * <pre>KvPullCost [layers kvDim]   (default 8 256: llama-100m; 28 1024: Qwen3-0.6B)</pre>
+ */
+public final class KvPullCost {
+  private static final int BLOCK = 16;
+
+  private KvPullCost() {}
+
+  public static void main(String[] args) throws Exception {
+    int layers = args.length > 0 ? Integer.parseInt(args[0]) : 8;
+    int kvDim = args.length > 1 ? Integer.parseInt(args[1]) : 256;
+    long blockBytes = (long) BLOCK * kvDim * Float.BYTES;
+    long kvPerToken = 2L * layers * kvDim * Float.BYTES;
+    int[] prompts = {256, 1024, 4096};
+    int maxBlocks = prompts[prompts.length - 1] / BLOCK;
+    System.out.printf(Locale.ROOT, "layout: %d layers, %d B per block per layer (K or V), %d B of KV per token%n", layers, blockBytes, kvPerToken);
+    System.out.printf(Locale.ROOT, "%-6s %7s %10s %12s %12s %8s%n", "backend", "tokens", "MB", "measured ms", "predicted ms", "ratio");
+    for (TransferBackendProvider provider : TransferBackends.all()) {
+      if (!provider.isAvailable()) {
+        System.out.println(provider.name() + ": " + provider.unavailableReason());
+        continue;
+      }
+      try (Arena arena = Arena.ofShared();
+          TransferAgent prefill = provider.createAgent("127.0.0.1");
+          TransferAgent decode = provider.createAgent("127.0.0.1")) {
+        MemorySegment[] remote = new MemorySegment[2 * layers];
+        MemorySegment[] local = new MemorySegment[2 * layers];
+        MemoryDescriptor[] regions = new MemoryDescriptor[2 * layers];
+        for (int i = 0; i < remote.length; i++) {
+          remote[i] = arena.allocate(maxBlocks * blockBytes, 64);
+          remote[i].fill((byte) i);
+          local[i] = arena.allocate(maxBlocks * blockBytes, 64);
+          regions[i] = prefill.register(remote[i]);
+        }
+        MemoryDescriptor probeRegion = prefill.register(arena.allocate(16L << 20, 64));
+        LinkProbe.Result link = LinkProbe.run(decode, probeRegion, new long[] {1L << 20, 16L << 20});
+        double bytesPerSecond = link.throughput().stream().mapToDouble(LinkProbe.Throughput::bytesPerSecond).max().orElseThrow();
+        for (int tokens : prompts) {
+          int blocks = tokens / BLOCK;
+          double best = Double.MAX_VALUE;
+          for (int rep = 0; rep < 8; rep++) {
+            long t0 = System.nanoTime();
+            List<CompletableFuture<Void>> reads = new ArrayList<>();
+            for (int l = 0; l < layers; l++) {
+              List<MemoryDescriptor> from = new ArrayList<>();
+              List<MemorySegment> into = new ArrayList<>();
+              for (int b = 0; b < blocks; b++) {
+                // Blocks scattered as a pool hands them out: every other block on the remote side.
+                long src = (long) ((b * 2) % maxBlocks) * blockBytes;
+                for (int kv = 0; kv < 2; kv++) {
+                  from.add(regions[2 * l + kv].slice(src, blockBytes));
+                  into.add(local[2 * l + kv].asSlice(b * blockBytes, blockBytes));
+                }
+              }
+              reads.add(decode.read(from, into, Duration.ofSeconds(60), null));
+            }
+            CompletableFuture.allOf(reads.toArray(CompletableFuture[]::new)).get(60, TimeUnit.SECONDS);
+            best = Math.min(best, (System.nanoTime() - t0) / 1e9);
+          }
+          double bytes = (double) kvPerToken * tokens;
+          double predicted = link.latencySeconds() + bytes / bytesPerSecond;
+          System.out.printf(Locale.ROOT, "%-6s %7d %10.1f %12.2f %12.2f %8.2f%n",
+              provider.name(), tokens, bytes / 1e6, best * 1e3, predicted * 1e3, best / predicted);
+        }
+        System.out.printf(Locale.ROOT, "%-6s probe: %.0f µs, %.2f GB/s%n", provider.name(), link.latencySeconds() * 1e6, bytesPerSecond / 1e9);
+      }
+    }
+    System.exit(0);
+  }
+}
