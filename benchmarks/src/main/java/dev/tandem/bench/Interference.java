@@ -101,14 +101,16 @@ public final class Interference {
 
     List<Double> before = new ArrayList<>();
     double maxDuring = 0;
+    double maxAt = Double.NaN; // seconds after the arrival at which the largest gap ended
     for (long[] times : arrivals) {
       int n = (int) Math.min(times[times.length - 1], times.length - 1);
       for (int i = 1; i < n; i++) {
         double gap = (times[i] - times[i - 1]) / 1e6;
         if (times[i] < arrival) {
           before.add(gap);
-        } else if (times[i - 1] < windowEnd) {
-          maxDuring = Math.max(maxDuring, gap);
+        } else if (times[i - 1] < windowEnd && gap > maxDuring) {
+          maxDuring = gap;
+          maxAt = (times[i] - arrival) / 1e9;
         }
       }
     }
@@ -117,8 +119,8 @@ public final class Interference {
     double p99 = sorted.length == 0 ? Double.NaN : sorted[(int) (sorted.length * 0.99)];
     JsonNode t = longAnswer.get("tandem");
     System.out.printf(
-        "streams=%d long_prompt=%d normal_itl_ms=%.1f normal_itl_p99_ms=%.1f max_itl_during_ms=%.1f ratio=%.2f long_ttft_ms=%.0f prefill=%s kv_transfer_ms=%s kv_exposed_ms=%s kv_bytes=%s decision=%s fallback=%s%n",
-        streams, longAnswer.at("/usage/prompt_tokens").asInt(), median, p99, maxDuring, maxDuring / median, ttft,
+        "streams=%d long_prompt=%d normal_itl_ms=%.1f normal_itl_p99_ms=%.1f max_itl_during_ms=%.1f max_at_s=%.1f ratio=%.2f long_ttft_ms=%.0f prefill=%s kv_transfer_ms=%s kv_exposed_ms=%s kv_bytes=%s decision=%s fallback=%s%n",
+        streams, longAnswer.at("/usage/prompt_tokens").asInt(), median, p99, maxDuring, maxAt, maxDuring / median, ttft,
         t.has("prefill_worker_ids") ? t.get("prefill_worker_ids").toString() : "local",
         t.has("kv_transfer_ms") ? String.format("%.1f", t.get("kv_transfer_ms").asDouble()) : "-",
         t.has("kv_exposed_ms") ? String.format("%.1f", t.get("kv_exposed_ms").asDouble()) : "-",

@@ -1,5 +1,6 @@
 package dev.tandem.bench;
 
+import dev.tandem.transfer.BlockRuns;
 import dev.tandem.transfer.LinkProbe;
 import dev.tandem.transfer.MemoryDescriptor;
 import dev.tandem.transfer.TransferAgent;
@@ -36,7 +37,7 @@ public final class KvPullCost {
     int[] prompts = {256, 1024, 4096};
     int maxBlocks = prompts[prompts.length - 1] / BLOCK;
     System.out.printf(Locale.ROOT, "layout: %d layers, %d B per block per layer (K or V), %d B of KV per token%n", layers, blockBytes, kvPerToken);
-    System.out.printf(Locale.ROOT, "%-6s %7s %10s %12s %12s %8s%n", "backend", "tokens", "MB", "measured ms", "predicted ms", "ratio");
+    System.out.printf(Locale.ROOT, "%-6s %-10s %7s %6s %10s %12s %12s %8s%n", "backend", "blocks", "tokens", "descs", "MB", "measured ms", "predicted ms", "ratio");
     for (TransferBackendProvider provider : TransferBackends.all()) {
       if (!provider.isAvailable()) {
         System.out.println(provider.name() + ": " + provider.unavailableReason());
@@ -57,8 +58,18 @@ public final class KvPullCost {
         MemoryDescriptor probeRegion = prefill.register(arena.allocate(16L << 20, 64));
         LinkProbe.Result link = LinkProbe.run(decode, probeRegion, new long[] {1L << 20, 16L << 20});
         double bytesPerSecond = link.throughput().stream().mapToDouble(LinkProbe.Throughput::bytesPerSecond).max().orElseThrow();
+        for (String layoutName : new String[] {"contiguous", "scattered"}) {
         for (int tokens : prompts) {
           int blocks = tokens / BLOCK;
+          // contiguous: as a fresh pool hands blocks out; scattered: every other block on the
+          // prefill side, so that no two blocks coalesce.
+          int[] src = new int[blocks];
+          int[] dst = new int[blocks];
+          for (int b = 0; b < blocks; b++) {
+            src[b] = layoutName.equals("contiguous") ? b : (b * 2) % maxBlocks;
+            dst[b] = b;
+          }
+          List<BlockRuns.Run> runs = BlockRuns.of(src, dst, 0);
           double best = Double.MAX_VALUE;
           for (int rep = 0; rep < 8; rep++) {
             long t0 = System.nanoTime();
@@ -66,12 +77,10 @@ public final class KvPullCost {
             for (int l = 0; l < layers; l++) {
               List<MemoryDescriptor> from = new ArrayList<>();
               List<MemorySegment> into = new ArrayList<>();
-              for (int b = 0; b < blocks; b++) {
-                // Blocks scattered as a pool hands them out: every other block on the remote side.
-                long src = (long) ((b * 2) % maxBlocks) * blockBytes;
+              for (BlockRuns.Run run : runs) {
                 for (int kv = 0; kv < 2; kv++) {
-                  from.add(regions[2 * l + kv].slice(src, blockBytes));
-                  into.add(local[2 * l + kv].asSlice(b * blockBytes, blockBytes));
+                  from.add(regions[2 * l + kv].slice(run.from() * blockBytes, run.length() * blockBytes));
+                  into.add(local[2 * l + kv].asSlice(run.to() * blockBytes, run.length() * blockBytes));
                 }
               }
               reads.add(decode.read(from, into, Duration.ofSeconds(60), null));
@@ -81,8 +90,9 @@ public final class KvPullCost {
           }
           double bytes = (double) kvPerToken * tokens;
           double predicted = link.latencySeconds() + bytes / bytesPerSecond;
-          System.out.printf(Locale.ROOT, "%-6s %7d %10.1f %12.2f %12.2f %8.2f%n",
-              provider.name(), tokens, bytes / 1e6, best * 1e3, predicted * 1e3, best / predicted);
+          System.out.printf(Locale.ROOT, "%-6s %-10s %7d %6d %10.1f %12.2f %12.2f %8.2f%n",
+              provider.name(), layoutName, tokens, runs.size() * 2 * layers, bytes / 1e6, best * 1e3, predicted * 1e3, best / predicted);
+        }
         }
         System.out.printf(Locale.ROOT, "%-6s probe: %.0f µs, %.2f GB/s%n", provider.name(), link.latencySeconds() * 1e6, bytesPerSecond / 1e9);
       }

@@ -14,6 +14,7 @@ import dev.tandem.proto.worker.v1.PrefillRelease;
 import dev.tandem.proto.worker.v1.RemotePrefill;
 import dev.tandem.proto.worker.v1.WorkerGrpc;
 import dev.tandem.proto.worker.v1.WorkerRegistration;
+import dev.tandem.transfer.BlockRuns;
 import dev.tandem.transfer.LinkProbe;
 import dev.tandem.transfer.MemoryDescriptor;
 import dev.tandem.worker.EngineLoop;
@@ -247,15 +248,15 @@ public final class RemotePrefills implements AutoCloseable {
       MemoryDescriptor values = WorkerKvTransfer.fromProto(layout.getLayerValues(layer));
       List<MemoryDescriptor> from = new ArrayList<>();
       List<MemorySegment> into = new ArrayList<>();
-      int[] local = pending.blocks();
-      for (int i = pending.cachedBlocks(); i < local.length; i++) {
-        long remoteOffset = (long) layout.getBlocks(i) * bb;
-        from.add(keys.slice(remoteOffset, bb));
-        into.add(h.keys(layer).asSlice((long) local[i] * bb, bb));
-        from.add(values.slice(remoteOffset, bb));
-        into.add(h.values(layer).asSlice((long) local[i] * bb, bb));
+      int[] remoteBlocks = layout.getBlocksList().stream().mapToInt(Integer::intValue).toArray();
+      for (BlockRuns.Run run : BlockRuns.of(remoteBlocks, pending.blocks(), pending.cachedBlocks())) {
+        long length = run.length() * bb;
+        from.add(keys.slice(run.from() * bb, length));
+        into.add(h.keys(layer).asSlice(run.to() * bb, length));
+        from.add(values.slice(run.from() * bb, length));
+        into.add(h.values(layer).asSlice(run.to() * bb, length));
+        bytes += 2 * length;
       }
-      bytes += from.size() * bb;
       Duration left = timeout.minusNanos(System.nanoTime() - startNanos);
       if (from.isEmpty()) {
         reads.add(CompletableFuture.completedFuture(null));
