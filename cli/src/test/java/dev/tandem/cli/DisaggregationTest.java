@@ -187,10 +187,17 @@ class DisaggregationTest {
   void disaggregatedChatOverHttpMatchesAggregated() throws Exception {
     String body = "{\"model\":\"tiny\",\"max_tokens\":16,\"temperature\":0,\"messages\":[{\"role\":\"user\",\"content\":"
         + "\"Tell me about the lighthouse keeper and the seashells he keeps in jars by the window.\"}],"
-        + "\"tandem\":{\"timing\":true}}";
+        + "\"logprobs\":true,\"top_logprobs\":2,\"tandem\":{\"timing\":true}}";
     JsonNode agg = chat(aggregated, body);
     JsonNode dis = chat(disaggregated("tcp"), body);
     assertEquals(agg.at("/choices/0/message/content").asText(), dis.at("/choices/0/message/content").asText());
+    // The first token's log-probabilities come from the prefill worker, the rest from the decode worker.
+    for (int i = 0; i < 3; i++) {
+      String at = "/choices/0/logprobs/content/" + i;
+      assertTrue(dis.at(at + "/logprob").isNumber() && dis.at(at + "/top_logprobs/1/token").isTextual(), dis.toString());
+      assertEquals(agg.at(at + "/logprob").asDouble(), dis.at(at + "/logprob").asDouble(), 1e-4, at);
+      assertEquals(agg.at(at + "/top_logprobs/1/token").asText(), dis.at(at + "/top_logprobs/1/token").asText(), at);
+    }
     assertEquals("prefill-0", dis.at("/tandem/prefill_worker_ids/0").asText(), dis.toString());
     assertTrue(dis.at("/tandem/kv_transfer_bytes").asLong() > 0, dis.toString());
   }

@@ -16,7 +16,6 @@ import dev.tandem.proto.worker.v1.CancelResponse;
 import dev.tandem.proto.worker.v1.DescribeRequest;
 import dev.tandem.proto.worker.v1.FinishReason;
 import dev.tandem.proto.worker.v1.GenerateChunk;
-import dev.tandem.proto.worker.v1.TokenLogprob;
 import dev.tandem.proto.worker.v1.GenerateRequest;
 import dev.tandem.proto.worker.v1.HealthRequest;
 import dev.tandem.proto.worker.v1.HealthResponse;
@@ -201,11 +200,7 @@ public final class WorkerService extends WorkerGrpc.WorkerImplBase {
       }
       if (output.logprobs() != null) {
         for (var lp : output.logprobs()) {
-          var entry = TokenLogprob.newBuilder().setLogprob(lp.logprob());
-          for (int k = 0; k < lp.topTokenIds().length; k++) {
-            entry.addTopTokenIds(lp.topTokenIds()[k]).addTopLogprobs(lp.topLogprobs()[k]);
-          }
-          chunk.addLogprobs(entry);
+          chunk.addLogprobs(LogprobWire.toProto(lp));
         }
       }
       if (first) {

@@ -10,8 +10,8 @@ import dev.tandem.proto.worker.v1.LayerReady;
 import dev.tandem.proto.worker.v1.PrefillDone;
 import dev.tandem.proto.worker.v1.PrefillEvent;
 import dev.tandem.proto.worker.v1.PrefillMessage;
-import dev.tandem.proto.worker.v1.TokenLogprob;
 import dev.tandem.worker.EngineLoop;
+import dev.tandem.worker.LogprobWire;
 import io.grpc.Status;
 import io.grpc.stub.ServerCallStreamObserver;
 import io.grpc.stub.StreamObserver;
@@ -181,12 +181,7 @@ public final class PrefillCalls {
               .setCachedTokens(output.cachedTokens())
               .setPrefillUs((System.nanoTime() - receivedNanos) / 1_000);
       if (output.logprobs() != null && output.logprobs().length > 0) {
-        var lp = output.logprobs()[0];
-        var entry = TokenLogprob.newBuilder().setLogprob(lp.logprob());
-        for (int k = 0; k < lp.topTokenIds().length; k++) {
-          entry.addTopTokenIds(lp.topTokenIds()[k]).addTopLogprobs(lp.topLogprobs()[k]);
-        }
-        done.setLogprob(entry);
+        done.setLogprob(LogprobWire.toProto(output.logprobs()[0]));
       }
       send(PrefillEvent.newBuilder().setDone(done).build());
     }

@@ -18,6 +18,7 @@ import dev.tandem.transfer.BlockRuns;
 import dev.tandem.transfer.LinkProbe;
 import dev.tandem.transfer.MemoryDescriptor;
 import dev.tandem.worker.EngineLoop;
+import dev.tandem.worker.LogprobWire;
 import io.grpc.ManagedChannel;
 import io.grpc.netty.NettyChannelBuilder;
 import io.grpc.stub.ClientCallStreamObserver;
@@ -309,16 +310,8 @@ public final class RemotePrefills implements AutoCloseable {
         log.debug("prefill stream of {} closed before the release", request.requestId(), e);
       }
       int first = done.getFirstToken();
-      RequestOutput.TokenLogprob[] logprobs = null;
-      if (done.hasLogprob()) {
-        var lp = done.getLogprob();
-        logprobs = new RequestOutput.TokenLogprob[] {
-          new RequestOutput.TokenLogprob(
-              lp.getLogprob(),
-              lp.getTopTokenIdsList().stream().mapToInt(Integer::intValue).toArray(),
-              toFloats(lp.getTopLogprobsList()))
-        };
-      }
+      RequestOutput.TokenLogprob[] logprobs =
+          done.hasLogprob() ? new RequestOutput.TokenLogprob[] {LogprobWire.fromProto(done.getLogprob())} : null;
       boolean stops = isStop(first);
       RequestOutput firstOutput =
           new RequestOutput(
@@ -448,14 +441,6 @@ public final class RemotePrefills implements AutoCloseable {
         fallBackLocked("prefill worker ended the call without a first token");
       }
     }
-  }
-
-  private static float[] toFloats(List<Float> values) {
-    float[] out = new float[values.size()];
-    for (int i = 0; i < out.length; i++) {
-      out[i] = values.get(i);
-    }
-    return out;
   }
 
   private static String rootMessage(Throwable t) {

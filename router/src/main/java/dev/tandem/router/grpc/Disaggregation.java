@@ -104,11 +104,25 @@ public final class Disaggregation implements AutoCloseable {
   }
 
   /**
-   * Routes the request to {@code decode}, split onto a prefill worker if the policy wants it; null
-   * when no split was considered (no prefill worker, policy never, nothing to decode), and the
-   * caller routes it whole. Called under the router's lock.
+   * The policy's answer for one request on {@code decode}: the decision, and the prefill worker
+   * with the blocks it must compute when the answer is to split ({@code prefill} null otherwise).
    */
-  Router.Routed trySplit(
+  record Split(SplitPolicy.Decision decision, WorkerClient prefill, int prefillBlocks) {
+    /** The request as the decode worker gets it: naming the prefill worker. */
+    GenerateRequest request(GenerateRequest request) {
+      return request.toBuilder()
+          .setRemotePrefill(
+              RemotePrefill.newBuilder().setWorkerAddress(prefill.address()).setWorkerId(prefill.workerId().value()))
+          .build();
+    }
+  }
+
+  /**
+   * Asks the policy about a request routed to {@code decode}; null when there is nothing to decide
+   * (no prefill worker reachable, policy never, a decode worker without transfer, nothing to
+   * decode). Called under the router's lock.
+   */
+  Split consider(
       GenerateRequest request, RoutingRequest routing, WorkerClient decode, Overlap decodeOverlap, WorkerSelector selector) {
     if (policy.mode() == SplitPolicy.Mode.NEVER || !decode.movesKv() || request.getStop().getMaxTokens() < 2) {
       return null;
@@ -126,8 +140,6 @@ public final class Disaggregation implements AutoCloseable {
     WorkerClient prefill = prefillers.stream().filter(w -> w.workerId().equals(pick.worker())).findFirst().orElseThrow();
     int blockSize = routing.blockSize();
     int prompt = routing.tokens().length;
-    int uncachedD = Math.max(1, prompt - decodeOverlap.blocks() * blockSize);
-    int uncachedP = Math.max(1, prompt - pick.predictedOverlap().blocks() * blockSize);
     WorkerLoad dLoad = decode.load();
     WorkerLoad pLoad = prefill.load();
     var dReport = decode.lastLoadReport();
@@ -136,8 +148,8 @@ public final class Disaggregation implements AutoCloseable {
         policy.decide(
             new SplitPolicy.Inputs(
                 prompt,
-                uncachedD,
-                uncachedP,
+                Math.max(1, prompt - decodeOverlap.blocks() * blockSize),
+                Math.max(1, prompt - pick.predictedOverlap().blocks() * blockSize),
                 decode.registration().getKvBytesPerToken(),
                 decode.registration().getNumLayers(),
                 link(decode.workerId().value(), prefill.workerId().value()),
@@ -150,26 +162,10 @@ public final class Disaggregation implements AutoCloseable {
     last = decision;
     if (!decision.split()) {
       kept.incrementAndGet();
-      return new Router.Routed(decode, decodeOverlap, decode.reserve(
-          Math.max(0, routing.promptBlocks() - decodeOverlap.blocks()), routing.promptBlocks()), request, null, null, decision);
+      return new Split(decision, null, 0);
     }
     splits.incrementAndGet();
-    int promptBlocks = routing.promptBlocks();
-    GenerateRequest split =
-        request.toBuilder()
-            .setRemotePrefill(
-                RemotePrefill.newBuilder()
-                    .setWorkerAddress(prefill.address())
-                    .setWorkerId(prefill.workerId().value()))
-            .build();
-    return new Router.Routed(
-        decode,
-        decodeOverlap,
-        decode.reserve(0, promptBlocks),
-        split,
-        prefill,
-        prefill.reserve(Math.max(0, promptBlocks - pick.predictedOverlap().blocks()), 0),
-        decision);
+    return new Split(decision, prefill, Math.max(0, routing.promptBlocks() - pick.predictedOverlap().blocks()));
   }
 
   /** Same host and overlapping CPU sets: a prefill there stalls the decode worker's streams anyway. */

@@ -56,10 +56,6 @@ public final class Router implements AutoCloseable {
       WorkerClient prefill,
       WorkerClient.Reservation prefillReservation,
       SplitPolicy.Decision decision) {
-    Routed(WorkerClient worker, Overlap predictedOverlap, WorkerClient.Reservation reservation, GenerateRequest request) {
-      this(worker, predictedOverlap, reservation, request, null, null, null);
-    }
-
     /** Sends the request; the prefill worker's reservation ends with the first chunk. */
     public WorkerClient.GenerationCall start(WorkerClient.GenerationListener listener) {
       if (prefillReservation == null) {
@@ -185,11 +181,15 @@ public final class Router implements AutoCloseable {
       }
       int promptBlocks = routing.promptBlocks();
       int prefill = Math.max(0, promptBlocks - predicted.blocks());
-      Routed split = disagg.trySplit(request, routing, chosen, predicted, selector);
-      if (split != null) {
-        return split;
+      Disaggregation.Split split = disagg.consider(request, routing, chosen, predicted, selector);
+      if (split != null && split.prefill() != null) {
+        // The prefill worker computes the prompt; the decode worker only holds its blocks.
+        return new Routed(
+            chosen, predicted, chosen.reserve(0, promptBlocks), split.request(request),
+            split.prefill(), split.prefill().reserve(split.prefillBlocks(), 0), split.decision());
       }
-      return new Routed(chosen, predicted, chosen.reserve(prefill, promptBlocks), request);
+      return new Routed(
+          chosen, predicted, chosen.reserve(prefill, promptBlocks), request, null, null, split == null ? null : split.decision());
     }
   }
 
