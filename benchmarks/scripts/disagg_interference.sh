@@ -5,6 +5,7 @@
 #   agg          one aggregated worker on every CPU, whole-prompt prefill (no chunking)
 #   agg-chunked  the same with chunked prefill (512-token steps)
 #   disagg       a prefill worker on CPU 0 and a decode worker on CPU 1 (separate processes), --disagg auto
+#   disagg-isolated   the same with the frontend and load generator pinned to CPU 0 too
 #   shared-always / shared-auto   both roles on CPU 0: splitting forced, and left to the policy
 #   slow-always / slow-auto       separate CPUs but the loopback link throttled to SLOW_RATE with tc
 #                                 (needs root), SLOW_STREAMS (0) streams: nothing to protect
@@ -17,7 +18,7 @@ out="${1:-/tmp/tandem-disagg}"
 shape="${MODEL:-llama-100m}"
 streams="${STREAMS:-4}"
 long="${LONG:-3500}"
-cases="${CASES:-agg agg-chunked disagg shared-always shared-auto slow-always slow-auto}"
+cases="${CASES:-agg agg-chunked disagg disagg-isolated shared-always shared-auto slow-always slow-auto}"
 slow_rate="${SLOW_RATE:-16mbit}"
 slow_streams="${SLOW_STREAMS:-0}"
 cache="${TANDEM_CACHE:-$HOME/.cache/tandem}/bench-models"
@@ -27,8 +28,8 @@ model="$cache/$shape"
 [ -f "$model/config.json" ] || ./tandem model create --shape "$shape" --seed 1 --dtype bf16 --out "$model" >/dev/null
 java=("$JAVA_HOME/bin/java" --add-modules jdk.incubator.vector --enable-native-access=ALL-UNNAMED --sun-misc-unsafe-memory-access=allow)
 cp="cli/target/tandem-cli-0.1.0-SNAPSHOT.jar:cli/target/lib/*"
-# The jar directly, not ./tandem: the launcher would rebuild mid-run if a source changed.
-tandem() { exec "${java[@]}" -cp "$cp" dev.tandem.cli.Main "$@"; }
+# Workers and frontend run the jar directly, not ./tandem: the launcher would rebuild mid-run if a
+# source changed.
 pids=()
 cleanup() {
   for p in "${pids[@]:-}"; do [ -n "$p" ] && kill "$p" 2>/dev/null || true; done
@@ -46,7 +47,7 @@ worker() { # name cpus args...
 }
 frontend() { # workers args...
   local workers=$1; shift
-  tandem frontend --host 127.0.0.1 --port 8101 --worker "$workers" "$@" >"$out/$case-frontend.log" 2>&1 &
+  taskset -c "$aux_cpus" "${java[@]}" -cp "$cp" dev.tandem.cli.Main frontend --host 127.0.0.1 --port 8101 --worker "$workers" "$@" >"$out/$case-frontend.log" 2>&1 &
   pids+=($!)
   for _ in $(seq 1 120); do
     curl -sf localhost:8101/health >/dev/null 2>&1 && grep -q "serving" "$out/$case-frontend.log" && break
@@ -59,11 +60,12 @@ frontend() { # workers args...
   sleep 2 # the first load reports
 }
 measure() { # streams
-  "${java[@]}" -cp "$cp" dev.tandem.bench.Interference http://127.0.0.1:8101 "$shape" "$1" "$long" 5 2>>"$out/$case-bench.err" \
+  taskset -c "$aux_cpus" "${java[@]}" -cp "$cp" dev.tandem.bench.Interference http://127.0.0.1:8101 "$shape" "$1" "$long" 5 2>>"$out/$case-bench.err" \
     | sed "s/^/case=$case /" | tee -a "$out/results.txt"
 }
 
 for case in $cases; do
+  aux_cpus="${AUX_CPUS:-0-$(( $(nproc) - 1 ))}"  # frontend and load generator
   case "$case" in
     agg)
       worker agg 0,1 --port 9101 --role agg --no-kv-transfer --no-chunked-prefill --max-batched-tokens 8192
@@ -71,7 +73,10 @@ for case in $cases; do
     agg-chunked)
       worker agg 0,1 --port 9101 --role agg --no-kv-transfer --max-batched-tokens 512
       frontend 127.0.0.1:9101 ;;
-    disagg)
+    disagg|disagg-isolated)
+      # disagg-isolated: the frontend and load generator share the prefill worker's CPU, so the
+      # decode worker has its CPU to itself.
+      [ "$case" = disagg-isolated ] && aux_cpus=0
       worker prefill 0 --port 9101 --role prefill --no-chunked-prefill --max-batched-tokens 8192
       worker decode 1 --port 9102 --role decode --no-chunked-prefill --max-batched-tokens 8192
       frontend 127.0.0.1:9101,127.0.0.1:9102 --disagg auto ;;

@@ -19,8 +19,8 @@ import java.util.concurrent.TimeUnit;
  * Checks the transfer term of the split decision's cost model: the time to pull a prompt's KV,
  * laid out as the built-in engine lays it out (per layer one key and one value region, one
  * descriptor per block) and read as a decode worker reads it (one read per layer, all layers in
- * flight), against the prediction the router makes from a link probe taken in the same run:
- * {@code latency + kv_bytes_per_token × tokens / probed bytes per second}.
+ * flight), against the prediction the router makes from a link probe taken in the same run the way
+ * a decode worker takes it ({@link LinkProbe#pullShaped}): {@code fixed + kv bytes / throughput}.
  *
  * <pre>KvPullCost [layers kvDim]   (default 8 256: llama-100m; 28 1024: Qwen3-0.6B)</pre>
  */
@@ -55,9 +55,9 @@ public final class KvPullCost {
           local[i] = arena.allocate(maxBlocks * blockBytes, 64);
           regions[i] = prefill.register(remote[i]);
         }
-        MemoryDescriptor probeRegion = prefill.register(arena.allocate(16L << 20, 64));
-        LinkProbe.Result link = LinkProbe.run(decode, probeRegion, new long[] {1L << 20, 16L << 20});
-        double bytesPerSecond = link.throughput().stream().mapToDouble(LinkProbe.Throughput::bytesPerSecond).max().orElseThrow();
+        MemoryDescriptor probeRegion = prefill.register(arena.allocate(64L << 20, 64)); // as a worker's probe region
+        // The router's figures, measured as a decode worker measures them.
+        LinkProbe.PullCost link = LinkProbe.pullShaped(decode, probeRegion, layers, 0.5);
         for (String layoutName : new String[] {"contiguous", "scattered"}) {
         for (int tokens : prompts) {
           int blocks = tokens / BLOCK;
@@ -89,12 +89,13 @@ public final class KvPullCost {
             best = Math.min(best, (System.nanoTime() - t0) / 1e9);
           }
           double bytes = (double) kvPerToken * tokens;
-          double predicted = link.latencySeconds() + bytes / bytesPerSecond;
+          double predicted = link.seconds(bytes);
           System.out.printf(Locale.ROOT, "%-6s %-10s %7d %6d %10.1f %12.2f %12.2f %8.2f%n",
               provider.name(), layoutName, tokens, runs.size() * 2 * layers, bytes / 1e6, best * 1e3, predicted * 1e3, best / predicted);
         }
         }
-        System.out.printf(Locale.ROOT, "%-6s probe: %.0f µs, %.2f GB/s%n", provider.name(), link.latencySeconds() * 1e6, bytesPerSecond / 1e9);
+        System.out.printf(Locale.ROOT, "%-6s probe (pull-shaped, %d reads): %.0f µs + bytes at %.2f GB/s%n",
+            provider.name(), layers, link.fixedSeconds() * 1e6, link.bytesPerSecond() / 1e9);
       }
     }
     System.exit(0);

@@ -52,7 +52,7 @@ public interface KvHandoff {
   /** Gives the import's blocks back. */
   void abortImport(PendingImport pending);
 
-  /** Prompt tokens per second of recent prefill steps; 0 until measured. */
+  /** Prompt tokens per second of recent prefill steps (the best of them); 0 until measured. */
   double prefillTokensPerSecond();
 
   /** Blocks (in position order) of an import in progress; the first {@code cachedBlocks} need no copy. */

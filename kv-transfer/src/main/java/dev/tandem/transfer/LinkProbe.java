@@ -99,6 +99,71 @@ public final class LinkProbe {
     }
   }
 
+  /** A pull's cost as a line: {@code fixedSeconds + bytes / bytesPerSecond}. */
+  public record PullCost(String backend, double fixedSeconds, double bytesPerSecond) {
+    public double seconds(double bytes) {
+      return fixedSeconds + bytes / bytesPerSecond;
+    }
+  }
+
+  /**
+   * Measures transfers shaped like a KV pull — {@code reads} reads in flight at once (one per
+   * layer), each of two descriptors (keys and values) — at a small and a large total size (a
+   * sixteenth of the region and the region, at most 64 MiB), best of several, and fits a line:
+   * the intercept is what every pull costs regardless of size, the slope the link's throughput as
+   * a pull sees it.
+   */
+  public static PullCost pullShaped(TransferAgent reader, MemoryDescriptor region, int reads, double budgetSeconds) throws Exception {
+    long large = Math.min(region.length(), 64L << 20);
+    long small = large / 16;
+    long unit = 2L * reads * 64; // every descriptor a multiple of 64 bytes
+    large -= large % unit;
+    small -= small % unit;
+    if (small == 0) {
+      throw new IllegalArgumentException("region of " + region.length() + " bytes is too small to probe " + reads + " reads");
+    }
+    try (Arena arena = Arena.ofShared()) {
+      MemorySegment local = arena.allocate(large, 64);
+      bestPull(reader, region, local, small, reads, budgetSeconds); // warm-up: connections, buffers, JIT
+      double tSmall = bestPull(reader, region, local, small, reads, budgetSeconds);
+      double tLarge = bestPull(reader, region, local, large, reads, budgetSeconds);
+      double bytesPerSecond = (large - small) / Math.max(tLarge - tSmall, 1e-9);
+      double fixed = Math.max(0, tSmall - small / bytesPerSecond);
+      return new PullCost(reader.backend(), fixed, bytesPerSecond);
+    }
+  }
+
+  private static double bestPull(
+      TransferAgent reader, MemoryDescriptor region, MemorySegment local, long bytes, int reads, double budgetSeconds)
+      throws Exception {
+    long part = bytes / (2L * reads);
+    double best = Double.MAX_VALUE;
+    int reps = 20;
+    for (int i = 0; i < reps + 1; i++) {
+      long t0 = System.nanoTime();
+      List<java.util.concurrent.CompletableFuture<Void>> inFlight = new ArrayList<>();
+      for (int r = 0; r < reads; r++) {
+        long offset = 2L * r * part;
+        inFlight.add(reader.read(
+            List.of(region.slice(offset, part), region.slice(offset + part, part)),
+            List.of(local.asSlice(offset, part), local.asSlice(offset + part, part)),
+            Duration.ofSeconds(60), null));
+      }
+      java.util.concurrent.CompletableFuture.allOf(inFlight.toArray(java.util.concurrent.CompletableFuture[]::new))
+          .get(60, TimeUnit.SECONDS);
+      double seconds = (System.nanoTime() - t0) / 1e9;
+      if (i == 0) {
+        reps = seconds > budgetSeconds ? 0 : (int) Math.max(2, Math.min(reps, budgetSeconds / Math.max(seconds, 1e-9)));
+        if (reps == 0) {
+          return seconds;
+        }
+      } else {
+        best = Math.min(best, seconds);
+      }
+    }
+    return best;
+  }
+
   private static void read(TransferAgent reader, MemoryDescriptor d, MemorySegment into) throws Exception {
     reader.read(List.of(d), List.of(into), Duration.ofSeconds(60), null).get(60, TimeUnit.SECONDS);
   }

@@ -51,7 +51,6 @@ import org.slf4j.LoggerFactory;
  */
 public final class RemotePrefills implements AutoCloseable {
   private static final Logger log = LoggerFactory.getLogger(RemotePrefills.class);
-  private static final long[] PROBE_SIZES = {1L << 20, WorkerKvTransfer.PROBE_BYTES};
 
   /** What the decode worker tells its client about the prefill, on the first chunk. */
   public record Outcome(String prefillWorkerId, String fallbackReason, long transferMicros, long transferBytes, long exposedMicros) {}
@@ -122,12 +121,14 @@ public final class RemotePrefills implements AutoCloseable {
           "worker " + peer.getWorkerId() + " uses KV transfer backend " + peer.getKvTransferBackend()
               + " but this worker uses " + transfer.agent().backend());
     }
-    LinkProbe.Result r = LinkProbe.run(transfer.agent(), WorkerKvTransfer.fromProto(peer.getProbeRegion()), PROBE_SIZES, 0.5);
+    var region = WorkerKvTransfer.fromProto(peer.getProbeRegion());
+    // Shaped like this worker's pulls: one read per layer in flight, keys and values each.
+    LinkProbe.PullCost cost = LinkProbe.pullShaped(transfer.agent(), region, transfer.handoff().layers(), 0.5);
     return LinkFigures.newBuilder()
-        .setBackend(r.backend())
-        .setLatencyUs(r.latencySeconds() * 1e6)
-        .setBytesPerS(r.throughput().stream().mapToDouble(LinkProbe.Throughput::bytesPerSecond).max().orElse(0))
-        .setProbeBytes(WorkerKvTransfer.PROBE_BYTES)
+        .setBackend(cost.backend())
+        .setLatencyUs(cost.fixedSeconds() * 1e6)
+        .setBytesPerS(cost.bytesPerSecond())
+        .setProbeBytes(region.length())
         .build();
   }
 

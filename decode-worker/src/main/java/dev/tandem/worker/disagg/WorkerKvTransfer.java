@@ -17,7 +17,7 @@ import java.time.Duration;
  */
 public final class WorkerKvTransfer implements AutoCloseable {
   /** Bytes of the region peers read to measure the link (largest probe read). */
-  public static final long PROBE_BYTES = 16L << 20;
+  public static final long PROBE_BYTES = 64L << 20;
 
   private final TransferAgent agent;
   private final KvHandoff handoff;

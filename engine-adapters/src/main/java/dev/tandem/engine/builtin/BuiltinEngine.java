@@ -41,6 +41,8 @@ public final class BuiltinEngine extends SchedulingEngine implements KvHandoff {
   private PromptLayerListener promptLayerListener;
   private final java.util.Map<String, Scheduler.Imported> pendingImports = new java.util.HashMap<>();
   private double prefillTokensPerSecond;
+  private final double[] recentPrefillRates = new double[16];
+  private int prefillSamples;
 
   /**
    * Loads the model and allocates the KV cache.
@@ -297,8 +299,14 @@ public final class BuiltinEngine extends SchedulingEngine implements KvHandoff {
             cache,
             promptsDone.isEmpty() ? null : layer -> listener.layerDone(layer, promptsDone, promptsDoneBlocks));
     if (prefillTokens >= 16) {
-      double rate = prefillTokens / ((System.nanoTime() - started) / 1e9);
-      prefillTokensPerSecond = prefillTokensPerSecond == 0 ? rate : 0.7 * prefillTokensPerSecond + 0.3 * rate;
+      recentPrefillRates[prefillSamples++ % recentPrefillRates.length] = prefillTokens / ((System.nanoTime() - started) / 1e9);
+      double best = 0;
+      for (double r : recentPrefillRates) {
+        best = Math.max(best, r);
+      }
+      // The best of the recent steps: the first steps run before the JIT has compiled the
+      // kernels and would make the engine look several times slower than it is.
+      prefillTokensPerSecond = best;
     }
     return scheduler.complete(batch, (i, seq) -> {
       Sampler.State state = seq.engineState();
