@@ -87,7 +87,15 @@ public final class LocalDeployment implements AutoCloseable {
     WorkerPool pool = null;
     try {
       int total = spec.workers() + spec.prefillWorkers();
-      List<BitSet> shares = spec.pinCpus() ? CpuAffinity.split(CpuAffinity.current(), total) : null;
+      List<BitSet> shares = null;
+      if (spec.pinCpus()) {
+        shares = CpuAffinity.split(CpuAffinity.current(), total);
+        // The JDK sizes its shared pools (virtual-thread carriers, the common pool) by the CPUs of
+        // the thread that first uses them; a pinned worker thread must not be that thread, or the
+        // whole process gets one carrier thread (link probes then stalled for a minute).
+        Thread.ofVirtual().start(() -> {}).join();
+        java.util.concurrent.ForkJoinPool.commonPool().submit(() -> {}).get();
+      }
       for (int i = 0; i < total; i++) {
         boolean prefill = i < spec.prefillWorkers();
         WorkerRole role =

@@ -221,7 +221,7 @@ class DisaggregationTest {
         new LocalDeployment.Spec(1, 1, () -> BuiltinEngine.open(engineConfig), ModelFiles.fromDirectory(model), 16,
             Router.Config.of("kv"), new FrontendServer.Config("127.0.0.1", 0, 1 << 20),
             new WorkerServer.KvTransfer("tcp", "127.0.0.1", Duration.ofSeconds(30)), false))) {
-      generate(d.router(), greedy("first", prompt(40, 11), 4)); // prefill speed unmeasured: local
+      generate(d.router(), greedy("first", prompt(40, 11), 4)); // nothing decoding yet: local
       WorkerClient decode = d.router().pool().all().stream().filter(w -> !w.isPrefillOnly()).findFirst().orElseThrow();
       long deadline = System.nanoTime() + TimeUnit.SECONDS.toNanos(10);
       while (decode.lastLoadReport().getPrefillTokensPerS() <= 0 && System.nanoTime() < deadline) {

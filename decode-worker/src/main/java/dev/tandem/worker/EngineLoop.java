@@ -171,16 +171,20 @@ public final class EngineLoop implements AutoCloseable {
         }
       } else {
         events.flush();
-        load = engine.load();
+        refreshLoad();
         LockSupport.parkNanos(this, IDLE_PARK_NANOS);
         continue;
       }
-      load = engine.load();
-      if (engine instanceof dev.tandem.engine.KvHandoff h) {
-        prefillRate = h.prefillTokensPerSecond();
-      }
+      refreshLoad();
     }
     failAll(new IllegalStateException("worker is shutting down"));
+  }
+
+  private void refreshLoad() {
+    load = engine.load();
+    if (engine instanceof dev.tandem.engine.KvHandoff h) {
+      prefillRate = h.prefillTokensPerSecond();
+    }
   }
 
   private void failAll(RuntimeException error) {

@@ -123,6 +123,17 @@ public final class WorkerServer implements AutoCloseable {
       }
       return null;
     }
+    if (engine instanceof dev.tandem.engine.builtin.BuiltinEngine builtin) {
+      // Routers weigh remote against local prefill by the engines' measured prefill speed.
+      long t0 = System.nanoTime();
+      loop.call(e -> {
+            builtin.warmUp(256, 3);
+            return null;
+          })
+          .join();
+      log.info("worker {}: warmed up in {} ms; prefill {} tokens/s", config.workerId(),
+          (System.nanoTime() - t0) / 1_000_000, String.format("%.0f", builtin.prefillTokensPerSecond()));
+    }
     TransferAgent agent = TransferBackends.select(config.kvTransfer().backend()).createAgent(config.kvTransfer().host());
     WorkerKvTransfer transfer = new WorkerKvTransfer(agent, handoff, config.kvTransfer().timeout());
     PrefillCalls prefill =

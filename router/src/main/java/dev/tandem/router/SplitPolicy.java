@@ -10,7 +10,8 @@ package dev.tandem.router;
  * all of it shows. Local: {@code wait_D + prefill_D}, plus the stall a local prefill causes: each
  * of the decode worker's running streams waits {@code prefill_D} for its next token; weighted by
  * {@code stallWeight} per stream. A prefill worker on the same CPUs as the decode worker stalls
- * those streams just the same, so then the stall does not count for splitting.
+ * those streams just the same and computes no faster, so then the stall does not count for
+ * splitting and both prefills are timed at the decode worker's speed.
  *
  * <p>Plain values in and out; no I/O. Thread-safe (immutable).
  */
@@ -83,10 +84,11 @@ public final class SplitPolicy {
     }
     // Same model on both sides: one side's measured prefill speed stands in for the other's.
     double rateD = in.decodePrefillRate() > 0 ? in.decodePrefillRate() : in.prefillPrefillRate();
-    double rateP = in.prefillPrefillRate() > 0 ? in.prefillPrefillRate() : in.decodePrefillRate();
     if (rateD <= 0) {
       return new Decision(false, "prefill speed not measured yet", nan, nan, nan);
     }
+    // On shared CPUs the two prefills run on the same compute: the remote one cannot be faster.
+    double rateP = in.sharedCompute() || in.prefillPrefillRate() <= 0 ? rateD : in.prefillPrefillRate();
     double prefillD = in.uncachedOnDecode() / rateD;
     double prefillP = in.uncachedOnPrefill() / rateP;
     double transfer = in.link().latencySeconds() + (double) in.kvBytesPerToken() * in.uncachedOnDecode() / in.link().bytesPerSecond();

@@ -40,6 +40,9 @@ class SplitPolicyTest {
     var d = AUTO.decide(inputs(3500, FAST, 8, true));
     assertFalse(d.split(), d.toString());
     assertTrue(d.reason().contains("shares"), d.reason());
+    // Even when the prefill worker measured itself faster: on the same CPUs it is not.
+    var faster = new SplitPolicy.Inputs(3500, 3500, 3500, KV_PER_TOKEN, 28, FAST, 100, 120, 0, 0, 8, true);
+    assertFalse(AUTO.decide(faster).split(), AUTO.decide(faster).toString());
   }
 
   @Test

@@ -188,6 +188,29 @@ public final class BuiltinEngine extends SchedulingEngine implements KvHandoff {
     return prefillTokensPerSecond;
   }
 
+  /**
+   * Prefills {@code rounds} prompts of {@code tokens} random tokens, so that the kernels are
+   * compiled and the prefill speed measured before the first request (a router deciding where to
+   * prefill needs the speed; the first steps of a fresh JVM are several times slower), then clears
+   * the prefix cache of them. Must run while no request is queued or running.
+   */
+  public void warmUp(int tokens, int rounds) {
+    if (hasWork()) {
+      throw new IllegalStateException("warm-up needs an idle engine");
+    }
+    java.util.SplittableRandom random = new java.util.SplittableRandom(rounds);
+    int length = Math.min(tokens, scheduler.maxContextLength() - 1);
+    for (int r = 0; r < rounds; r++) {
+      int[] prompt = random.ints(length, 0, weights.config().vocabSize()).toArray();
+      add(new EngineRequest("warm-up-" + r, prompt, dev.tandem.engine.SamplingParams.greedy(),
+          new dev.tandem.engine.StopConditions(1, new int[0], true)));
+      while (hasWork()) {
+        step();
+      }
+    }
+    scheduler.pool().clearCache();
+  }
+
   @Override
   public PendingImport beginImport(EngineRequest request) {
     checkVocabulary(request);
