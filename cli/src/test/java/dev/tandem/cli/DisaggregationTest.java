@@ -242,6 +242,6 @@ class DisaggregationTest {
     LocalDeployment d = disaggregated("tcp");
     SplitPolicy.Link link = d.router().disaggregation().link("decode-0", "prefill-0");
     assertNotNull(link, "the decode worker measured its link to the prefill worker at startup");
-    assertTrue(link.bytesPerSecond() > 1e6 && link.latencySeconds() > 0, link.toString());
+    assertTrue(link.bytesPerSecond() > 1e6 && link.latencySeconds() >= 0, link.toString()); // the fitted fixed cost may be 0
   }
 }
