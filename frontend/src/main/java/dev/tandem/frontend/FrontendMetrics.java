@@ -73,10 +73,11 @@ public final class FrontendMetrics {
       Gauge.builder(MetricNames.ROUTER_INDEX_BLOCKS, kv, k -> k.index().blockCount()).register(registry);
     });
     var disagg = router.disaggregation();
+    String decisions = "requests a prefill worker could have taken, by whether the router split them";
     FunctionCounter.builder(MetricNames.ROUTER_DISAGG_DECISIONS, disagg, d -> d.splits())
-        .tag("decision", "split").register(registry);
+        .description(decisions).tag("decision", "split").register(registry);
     FunctionCounter.builder(MetricNames.ROUTER_DISAGG_DECISIONS, disagg, d -> d.keptLocal())
-        .tag("decision", "local").register(registry);
+        .description(decisions).tag("decision", "local").register(registry);
     router.pool().onJoin(w -> watchWorker(router, w));
   }
 
