@@ -227,7 +227,8 @@ class DisaggregationTest {
       while (decode.lastLoadReport().getPrefillTokensPerS() <= 0 && System.nanoTime() < deadline) {
         Thread.sleep(20);
       }
-      assertTrue(decode.lastLoadReport().getPrefillTokensPerS() > 0, "the decode worker reports its prefill speed");
+      assertTrue(decode.lastLoadReport().getPrefillTokensPerS() > 0 && decode.lastLoadReport().getPrefillSPerToken() > 0,
+          "the decode worker reports its prefill cost: " + decode.lastLoadReport());
       Generated g = generate(d.router(), greedy("second", prompt(100, 12), 4));
       assertEquals("", g.first().getPrefillWorkerId(), "prefilled locally");
       SplitPolicy.Decision decision = d.router().disaggregation().lastDecision();

@@ -1,5 +1,6 @@
 package dev.tandem.worker;
 
+import dev.tandem.common.PrefillCost;
 import dev.tandem.engine.Engine;
 import dev.tandem.engine.EngineLoad;
 import dev.tandem.engine.EngineRequest;
@@ -41,7 +42,7 @@ public final class EngineLoop implements AutoCloseable {
   private final Thread thread;
   private volatile boolean running = true;
   private volatile EngineLoad load;
-  private volatile double prefillRate;
+  private volatile PrefillCost prefillCost = PrefillCost.UNKNOWN;
 
   public EngineLoop(Engine engine, KvEventLog events) {
     this.engine = engine;
@@ -122,9 +123,9 @@ public final class EngineLoop implements AutoCloseable {
     return result;
   }
 
-  /** The engine's measured prefill rate (tokens/s; 0 if it does not measure one). */
-  public double prefillTokensPerSecond() {
-    return prefillRate;
+  /** The engine's fitted prefill cost ({@link PrefillCost#UNKNOWN} if it does not measure one). */
+  public PrefillCost prefillCost() {
+    return prefillCost;
   }
 
   /** The load as of the last loop iteration. */
@@ -183,7 +184,7 @@ public final class EngineLoop implements AutoCloseable {
   private void refreshLoad() {
     load = engine.load();
     if (engine instanceof dev.tandem.engine.KvHandoff h) {
-      prefillRate = h.prefillTokensPerSecond();
+      prefillCost = h.prefillCost();
     }
   }
 

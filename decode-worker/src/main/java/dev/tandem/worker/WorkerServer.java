@@ -127,12 +127,15 @@ public final class WorkerServer implements AutoCloseable {
       // Routers weigh remote against local prefill by the engines' measured prefill speed.
       long t0 = System.nanoTime();
       loop.call(e -> {
-            builtin.warmUp(256, 3);
+            builtin.warmUp(512, 3);
             return null;
           })
           .join();
-      log.info("worker {}: warmed up in {} ms; prefill {} tokens/s", config.workerId(),
-          (System.nanoTime() - t0) / 1_000_000, String.format("%.0f", builtin.prefillTokensPerSecond()));
+      var cost = builtin.prefillCost();
+      log.info("worker {}: warmed up in {} ms; prefill {} µs per token + {} ns per attended token ({} tokens/s at 512, {} at 4,096)",
+          config.workerId(), (System.nanoTime() - t0) / 1_000_000, String.format("%.1f", cost.perToken() * 1e6),
+          String.format("%.2f", cost.perContextToken() * 1e9), String.format("%.0f", cost.tokensPerSecond(512)),
+          String.format("%.0f", cost.tokensPerSecond(4096)));
     }
     TransferAgent agent = TransferBackends.select(config.kvTransfer().backend()).createAgent(config.kvTransfer().host());
     WorkerKvTransfer transfer = new WorkerKvTransfer(agent, handoff, config.kvTransfer().timeout());

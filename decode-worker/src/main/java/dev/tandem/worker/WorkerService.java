@@ -384,7 +384,9 @@ public final class WorkerService extends WorkerGrpc.WorkerImplBase {
         .setKvBlocksUsed(load.kvBlocksUsed())
         .setKvBlocksTotal(load.kvBlocksTotal())
         .setLastEventId(load.lastEventId())
-        .setPrefillTokensPerS(loop.prefillTokensPerSecond())
+        .setPrefillTokensPerS(loop.prefillCost().tokensPerSecond(512))
+        .setPrefillSPerToken(loop.prefillCost().perToken())
+        .setPrefillSPerContextToken(loop.prefillCost().perContextToken())
         .setRemotePrefillFallbacks(disagg.pull() == null ? 0 : disagg.pull().fallbacks())
         .build();
   }

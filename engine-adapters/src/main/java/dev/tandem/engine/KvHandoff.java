@@ -1,5 +1,6 @@
 package dev.tandem.engine;
 
+import dev.tandem.common.PrefillCost;
 import java.lang.foreign.MemorySegment;
 
 /**
@@ -52,8 +53,8 @@ public interface KvHandoff {
   /** Gives the import's blocks back. */
   void abortImport(PendingImport pending);
 
-  /** Prompt tokens per second of recent prefill steps (the best of them); 0 until measured. */
-  double prefillTokensPerSecond();
+  /** The prefill cost fitted over recent prefill steps; {@link PrefillCost#UNKNOWN} until measured. */
+  PrefillCost prefillCost();
 
   /** Blocks (in position order) of an import in progress; the first {@code cachedBlocks} need no copy. */
   record PendingImport(String requestId, int[] blocks, int cachedBlocks) {}

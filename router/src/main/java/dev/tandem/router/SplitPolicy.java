@@ -1,10 +1,13 @@
 package dev.tandem.router;
 
+import dev.tandem.common.PrefillCost;
+
 /**
  * Decides, per request, whether its prompt is prefilled on a prefill worker and pulled by the
  * decode worker, or prefilled by the decode worker itself (DESIGN.md, "When to split").
  *
- * <p>Remote: {@code wait_P + prefill_P + non-overlapped transfer}, where the transfer moves the
+ * <p>Remote: {@code wait_P + prefill_P + non-overlapped transfer}, prefill times from each side's
+ * measured {@link PrefillCost} (per token plus per attended token), where the transfer moves the
  * blocks the decode worker lacks ({@code kv_bytes_per_token × uncached_D / link bytes/s + latency})
  * and overlaps the prefill's last pass layer by layer, so at least one layer's share and at most
  * all of it shows. Local: {@code wait_D + prefill_D}, plus the stall a local prefill causes: each
@@ -42,8 +45,8 @@ public final class SplitPolicy {
       long kvBytesPerToken,
       int layers,
       Link link,
-      double decodePrefillRate,
-      double prefillPrefillRate,
+      PrefillCost decodePrefill,
+      PrefillCost prefillPrefill,
       long decodeQueuedPrefillTokens,
       long prefillQueuedPrefillTokens,
       int decodeActiveRequests,
@@ -82,20 +85,21 @@ public final class SplitPolicy {
     if (in.link() == null || in.link().bytesPerSecond() <= 0) {
       return new Decision(false, "link to the prefill worker not measured yet", nan, nan, nan);
     }
-    // Same model on both sides: one side's measured prefill speed stands in for the other's.
-    double rateD = in.decodePrefillRate() > 0 ? in.decodePrefillRate() : in.prefillPrefillRate();
-    if (rateD <= 0) {
+    // Same model on both sides: one side's measured prefill cost stands in for the other's.
+    PrefillCost costD = in.decodePrefill().known() ? in.decodePrefill() : in.prefillPrefill();
+    if (!costD.known()) {
       return new Decision(false, "prefill speed not measured yet", nan, nan, nan);
     }
     // On shared CPUs the two prefills run on the same compute: the remote one cannot be faster.
-    double rateP = in.sharedCompute() || in.prefillPrefillRate() <= 0 ? rateD : in.prefillPrefillRate();
-    double prefillD = in.uncachedOnDecode() / rateD;
-    double prefillP = in.uncachedOnPrefill() / rateP;
+    PrefillCost costP = in.sharedCompute() || !in.prefillPrefill().known() ? costD : in.prefillPrefill();
+    int prompt = in.promptTokens();
+    double prefillD = costD.seconds(in.uncachedOnDecode(), prompt - in.uncachedOnDecode());
+    double prefillP = costP.seconds(in.uncachedOnPrefill(), prompt - in.uncachedOnPrefill());
     double transfer = in.link().latencySeconds() + (double) in.kvBytesPerToken() * in.uncachedOnDecode() / in.link().bytesPerSecond();
     int layers = Math.max(1, in.layers());
     double exposed = Math.max(transfer / layers, transfer - prefillP * (layers - 1) / layers);
-    double remote = in.prefillQueuedPrefillTokens() / rateP + prefillP + exposed;
-    double local = in.decodeQueuedPrefillTokens() / rateD + prefillD;
+    double remote = in.prefillQueuedPrefillTokens() * costP.perToken() + prefillP + exposed;
+    double local = in.decodeQueuedPrefillTokens() * costD.perToken() + prefillD;
     double stall = in.sharedCompute() ? 0 : stallWeight * in.decodeActiveRequests() * prefillD;
     boolean split = remote < local + stall;
     String reason;

@@ -5,6 +5,7 @@ import static org.junit.jupiter.api.Assertions.assertFalse;
 import static org.junit.jupiter.api.Assertions.assertThrows;
 import static org.junit.jupiter.api.Assertions.assertTrue;
 
+import dev.tandem.common.PrefillCost;
 import org.junit.jupiter.api.Test;
 
 /** The per-request split decision in both directions, from the figures a router has. */
@@ -15,8 +16,13 @@ class SplitPolicyTest {
   private static final SplitPolicy.Link FAST = new SplitPolicy.Link(4e9, 700e-6);
   private static final SplitPolicy.Link SLOW = new SplitPolicy.Link(5e6, 700e-6);
 
+  /** 100 prompt tokens per second, no attention term: prefill time is tokens / 100. */
+  private static final PrefillCost SPEED_100 = new PrefillCost(0.01, 0);
+  private static final PrefillCost SPEED_120 = new PrefillCost(1 / 120.0, 0);
+  private static final PrefillCost UNKNOWN = PrefillCost.UNKNOWN;
+
   private static SplitPolicy.Inputs inputs(int prompt, SplitPolicy.Link link, int active, boolean shared) {
-    return new SplitPolicy.Inputs(prompt, prompt, prompt, KV_PER_TOKEN, 28, link, 100, 100, 0, 0, active, shared);
+    return new SplitPolicy.Inputs(prompt, prompt, prompt, KV_PER_TOKEN, 28, link, SPEED_100, SPEED_100, 0, 0, active, shared);
   }
 
   @Test
@@ -41,7 +47,7 @@ class SplitPolicyTest {
     assertFalse(d.split(), d.toString());
     assertTrue(d.reason().contains("shares"), d.reason());
     // Even when the prefill worker measured itself faster: on the same CPUs it is not.
-    var faster = new SplitPolicy.Inputs(3500, 3500, 3500, KV_PER_TOKEN, 28, FAST, 100, 120, 0, 0, 8, true);
+    var faster = new SplitPolicy.Inputs(3500, 3500, 3500, KV_PER_TOKEN, 28, FAST, SPEED_100, SPEED_120, 0, 0, 8, true);
     assertFalse(AUTO.decide(faster).split(), AUTO.decide(faster).toString());
   }
 
@@ -60,24 +66,45 @@ class SplitPolicyTest {
     var idle = AUTO.decide(inputs(1000, FAST, 2, false));
     assertTrue(idle.split(), idle.toString());
     // 100,000 queued prompt tokens on the prefill worker: 1,000 s of waiting.
-    var busy = AUTO.decide(new SplitPolicy.Inputs(1000, 1000, 1000, KV_PER_TOKEN, 28, FAST, 100, 100, 0, 100_000, 2, false));
+    var busy = AUTO.decide(new SplitPolicy.Inputs(1000, 1000, 1000, KV_PER_TOKEN, 28, FAST, SPEED_100, SPEED_100, 0, 100_000, 2, false));
     assertFalse(busy.split(), busy.toString());
   }
 
   @Test
   void aPrefixCachedOnTheDecodeWorkerMakesLocalPrefillCheap() {
-    var d = AUTO.decide(new SplitPolicy.Inputs(3500, 16, 3500, KV_PER_TOKEN, 28, FAST, 100, 100, 0, 0, 8, false));
+    var d = AUTO.decide(new SplitPolicy.Inputs(3500, 16, 3500, KV_PER_TOKEN, 28, FAST, SPEED_100, SPEED_100, 0, 0, 8, false));
     assertFalse(d.split(), d.toString());
   }
 
   @Test
   void unmeasuredFiguresKeepPromptsLocalUntilMeasured() {
     assertFalse(AUTO.decide(inputs(3500, null, 8, false)).split());
-    var noRate = new SplitPolicy.Inputs(3500, 3500, 3500, KV_PER_TOKEN, 28, FAST, 0, 0, 0, 0, 8, false);
+    var noRate = new SplitPolicy.Inputs(3500, 3500, 3500, KV_PER_TOKEN, 28, FAST, UNKNOWN, UNKNOWN, 0, 0, 8, false);
     assertFalse(AUTO.decide(noRate).split());
     // One side measured stands in for the other (same model).
-    var oneRate = new SplitPolicy.Inputs(3500, 3500, 3500, KV_PER_TOKEN, 28, FAST, 100, 0, 0, 0, 8, false);
+    var oneRate = new SplitPolicy.Inputs(3500, 3500, 3500, KV_PER_TOKEN, 28, FAST, SPEED_100, UNKNOWN, 0, 0, 8, false);
     assertTrue(AUTO.decide(oneRate).split());
+  }
+
+  @Test
+  void attentionMakesLongPromptsSlowerPerToken() {
+    // 1 ms per token plus 1 µs per attended token.
+    PrefillCost cost = new PrefillCost(1e-3, 1e-6);
+    assertEquals(256 * (1e-3 + 128e-6), cost.seconds(256, 0), 1e-9);
+    assertEquals(3500 * (1e-3 + 1750e-6), cost.seconds(3500, 0), 1e-9);
+    // The tail of a prompt whose 3,000-token prefix is cached attends to all of it.
+    assertEquals(500 * (1e-3 + 3250e-6), cost.seconds(500, 3000), 1e-9);
+    // The fit recovers both terms from steps of two lengths.
+    double[] tokens = {128, 512, 128, 512};
+    double[] context = new double[4];
+    double[] seconds = new double[4];
+    for (int i = 0; i < 4; i++) {
+      context[i] = tokens[i] * (tokens[i] - 1) / 2;
+      seconds[i] = 1e-3 * tokens[i] + 1e-6 * context[i];
+    }
+    PrefillCost fitted = PrefillCost.fit(tokens, context, seconds, 4);
+    assertEquals(1e-3, fitted.perToken(), 1e-9);
+    assertEquals(1e-6, fitted.perContextToken(), 1e-12);
   }
 
   @Test

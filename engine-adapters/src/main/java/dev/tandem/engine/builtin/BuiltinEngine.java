@@ -7,6 +7,7 @@ import dev.tandem.engine.EngineLoad;
 import dev.tandem.engine.EngineRequest;
 import dev.tandem.engine.KvEventSink;
 import dev.tandem.engine.KvHandoff;
+import dev.tandem.common.PrefillCost;
 import dev.tandem.engine.RequestOutput;
 import dev.tandem.engine.compute.ComputeBackend;
 import dev.tandem.engine.compute.ComputeBackends;
@@ -40,8 +41,10 @@ public final class BuiltinEngine extends SchedulingEngine implements KvHandoff {
   private final EngineInfo info;
   private PromptLayerListener promptLayerListener;
   private final java.util.Map<String, Scheduler.Imported> pendingImports = new java.util.HashMap<>();
-  private double prefillTokensPerSecond;
-  private final double[] recentPrefillRates = new double[16];
+  private PrefillCost prefillCost = PrefillCost.UNKNOWN;
+  private final double[] sampleTokens = new double[32];
+  private final double[] sampleContext = new double[32];
+  private final double[] sampleSeconds = new double[32];
   private int prefillSamples;
 
   /**
@@ -184,28 +187,34 @@ public final class BuiltinEngine extends SchedulingEngine implements KvHandoff {
   }
 
   @Override
-  public double prefillTokensPerSecond() {
-    return prefillTokensPerSecond;
+  public PrefillCost prefillCost() {
+    return prefillCost;
   }
 
   /**
-   * Prefills {@code rounds} prompts of {@code tokens} random tokens, so that the kernels are
-   * compiled and the prefill speed measured before the first request (a router deciding where to
-   * prefill needs the speed; the first steps of a fresh JVM are several times slower), then clears
-   * the prefix cache of them. Must run while no request is queued or running.
+   * Prefills {@code rounds} prompts of random tokens, alternately {@code tokens} and a quarter of
+   * that long, so that the kernels are compiled and the prefill cost measured before the first
+   * request (a router deciding where to prefill needs it; the first steps of a fresh JVM are
+   * several times slower and are not counted), then clears the prefix cache of them. Must run
+   * while no request is queued or running.
    */
   public void warmUp(int tokens, int rounds) {
     if (hasWork()) {
       throw new IllegalStateException("warm-up needs an idle engine");
     }
     java.util.SplittableRandom random = new java.util.SplittableRandom(rounds);
-    int length = Math.min(tokens, scheduler.maxContextLength() - 1);
     for (int r = 0; r < rounds; r++) {
+      // Alternate lengths, so that the fit can tell the per-token cost from attention's.
+      int length = Math.min(r % 2 == 0 ? tokens : tokens / 4, scheduler.maxContextLength() - 1);
       int[] prompt = random.ints(length, 0, weights.config().vocabSize()).toArray();
       add(new EngineRequest("warm-up-" + r, prompt, dev.tandem.engine.SamplingParams.greedy(),
           new dev.tandem.engine.StopConditions(1, new int[0], true)));
       while (hasWork()) {
         step();
+      }
+      if (r == 0) {
+        prefillSamples = 0; // the first round ran before the JIT compiled the kernels
+        prefillCost = PrefillCost.UNKNOWN;
       }
     }
     scheduler.pool().clearCache();
@@ -296,10 +305,13 @@ public final class BuiltinEngine extends SchedulingEngine implements KvHandoff {
     List<String> promptsDone = new ArrayList<>();
     List<int[]> promptsDoneBlocks = new ArrayList<>();
     int prefillTokens = 0;
+    double prefillContext = 0; // earlier tokens attended to, summed over the prefill tokens
     for (int i = 0; i < batch.size(); i++) {
       Sequence seq = batch.sequence(i);
       if (seq.computedTokens() < seq.promptLength()) {
-        prefillTokens += batch.tokens()[i];
+        int n = batch.tokens()[i];
+        prefillTokens += n;
+        prefillContext += n * (seq.computedTokens() + (n - 1) / 2.0);
         if (promptLayerListener != null && seq.computedTokens() + batch.tokens()[i] >= seq.promptLength()) {
           promptsDone.add(seq.id());
           promptsDoneBlocks.add(Arrays.copyOf(seq.blocks(), seq.blockCount()));
@@ -321,15 +333,13 @@ public final class BuiltinEngine extends SchedulingEngine implements KvHandoff {
             slices,
             cache,
             promptsDone.isEmpty() ? null : layer -> listener.layerDone(layer, promptsDone, promptsDoneBlocks));
-    if (prefillTokens >= 16) {
-      recentPrefillRates[prefillSamples++ % recentPrefillRates.length] = prefillTokens / ((System.nanoTime() - started) / 1e9);
-      double best = 0;
-      for (double r : recentPrefillRates) {
-        best = Math.max(best, r);
-      }
-      // The best of the recent steps: the first steps run before the JIT has compiled the
-      // kernels and would make the engine look several times slower than it is.
-      prefillTokensPerSecond = best;
+    // A sample for the prefill cost when the step was (nearly) all prefill.
+    if (prefillTokens >= 16 && prefillTokens >= 0.9 * totalTokens(batch)) {
+      int k = prefillSamples++ % sampleTokens.length;
+      sampleTokens[k] = prefillTokens;
+      sampleContext[k] = prefillContext;
+      sampleSeconds[k] = (System.nanoTime() - started) / 1e9;
+      prefillCost = PrefillCost.fit(sampleTokens, sampleContext, sampleSeconds, Math.min(prefillSamples, sampleTokens.length));
     }
     return scheduler.complete(batch, (i, seq) -> {
       Sampler.State state = seq.engineState();
@@ -342,6 +352,14 @@ public final class BuiltinEngine extends SchedulingEngine implements KvHandoff {
       }
       return token;
     });
+  }
+
+  private static int totalTokens(ScheduledBatch batch) {
+    int total = 0;
+    for (int i = 0; i < batch.size(); i++) {
+      total += batch.tokens()[i];
+    }
+    return total;
   }
 
   @Override

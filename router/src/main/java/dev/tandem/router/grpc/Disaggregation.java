@@ -1,5 +1,6 @@
 package dev.tandem.router.grpc;
 
+import dev.tandem.common.PrefillCost;
 import dev.tandem.proto.worker.v1.GenerateRequest;
 import dev.tandem.proto.worker.v1.LinkFigures;
 import dev.tandem.proto.worker.v1.RemotePrefill;
@@ -153,8 +154,8 @@ public final class Disaggregation implements AutoCloseable {
                 decode.registration().getKvBytesPerToken(),
                 decode.registration().getNumLayers(),
                 link(decode.workerId().value(), prefill.workerId().value()),
-                dReport.getPrefillTokensPerS(),
-                pReport.getPrefillTokensPerS(),
+                new PrefillCost(dReport.getPrefillSPerToken(), dReport.getPrefillSPerContextToken()),
+                new PrefillCost(pReport.getPrefillSPerToken(), pReport.getPrefillSPerContextToken()),
                 Math.max(dReport.getQueuedPrefillTokens(), (long) dLoad.routedPrefillBlocks() * blockSize),
                 Math.max(pReport.getQueuedPrefillTokens(), (long) pLoad.routedPrefillBlocks() * blockSize),
                 Math.max(dLoad.routedActiveRequests(), dReport.getActiveRequests()),
