@@ -47,6 +47,11 @@ worker() { # name cpus args...
 }
 frontend() { # workers args...
   local workers=$1; shift
+  # Workers warm their engine up before they listen; on a shared CPU that takes a while.
+  for role in agg prefill decode; do
+    [ -f "$out/$case-$role.log" ] || continue
+    for _ in $(seq 1 300); do grep -q "listening on" "$out/$case-$role.log" && break; sleep 1; done
+  done
   taskset -c "$aux_cpus" "${java[@]}" -cp "$cp" dev.tandem.cli.Main frontend --host 127.0.0.1 --port 8101 --worker "$workers" "$@" >"$out/$case-frontend.log" 2>&1 &
   pids+=($!)
   for _ in $(seq 1 120); do
@@ -91,7 +96,8 @@ for case in $cases; do
       frontend 127.0.0.1:9101,127.0.0.1:9102 --disagg "${case#slow-}" ;;
     *) echo "unknown case $case" >&2; exit 2 ;;
   esac
-  case "$case" in slow-*) measure "$slow_streams" ;; *) measure "$streams" ;; esac
+  case "$case" in slow-*) n="$slow_streams" ;; *) n="$streams" ;; esac
+  measure "$n" || echo "case=$case failed (see $out/$case-*.log)" | tee -a "$out/results.txt"
   grep -h "KV link" "$out/$case-frontend.log" | sed "s/^/case=$case /" | tee -a "$out/results.txt" || true
   cleanup
   sleep 2
