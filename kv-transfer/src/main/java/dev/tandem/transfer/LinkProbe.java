@@ -72,26 +72,10 @@ public final class LinkProbe {
       Arrays.sort(small);
       List<Throughput> throughput = new ArrayList<>();
       for (long size : sizes) {
-        int reps = size >= (64L << 20) ? 5 : 20;
-        double best = 0;
-        double first = 0;
-        for (int i = 0; i < reps + 1; i++) {
-          long t0 = System.nanoTime();
-          read(reader, region.slice(0, size), local.asSlice(0, size));
-          double seconds = (System.nanoTime() - t0) / 1e9;
-          if (i == 0) {
-            first = seconds;
-            // The first read warms up; a read longer than the whole budget is measurement enough.
-            reps = seconds > budgetSeconds ? 0 : (int) Math.max(2, Math.min(reps, budgetSeconds / Math.max(seconds, 1e-9)));
-            if (reps == 0) {
-              best = size / seconds;
-            }
-          } else {
-            best = Math.max(best, size / seconds);
-          }
-        }
-        throughput.add(new Throughput(size, best));
-        if (first > 1.0) {
+        Timing t = time(size >= (64L << 20) ? 5 : 20, budgetSeconds,
+            () -> read(reader, region.slice(0, size), local.asSlice(0, size)));
+        throughput.add(new Throughput(size, size / t.bestSeconds()));
+        if (t.firstSeconds() > 1.0) {
           break;
         }
       }
@@ -137,31 +121,48 @@ public final class LinkProbe {
       TransferAgent reader, MemoryDescriptor region, MemorySegment local, long bytes, int reads, double budgetSeconds)
       throws Exception {
     long part = bytes / (2L * reads);
-    double best = Double.MAX_VALUE;
-    int reps = 20;
-    for (int i = 0; i < reps + 1; i++) {
-      long t0 = System.nanoTime();
-      List<java.util.concurrent.CompletableFuture<Void>> inFlight = new ArrayList<>();
-      for (int r = 0; r < reads; r++) {
-        long offset = 2L * r * part;
-        inFlight.add(reader.read(
-            List.of(region.slice(offset, part), region.slice(offset + part, part)),
-            List.of(local.asSlice(offset, part), local.asSlice(offset + part, part)),
-            Duration.ofSeconds(60), null));
-      }
-      java.util.concurrent.CompletableFuture.allOf(inFlight.toArray(java.util.concurrent.CompletableFuture[]::new))
-          .get(60, TimeUnit.SECONDS);
-      double seconds = (System.nanoTime() - t0) / 1e9;
-      if (i == 0) {
-        reps = seconds > budgetSeconds ? 0 : (int) Math.max(2, Math.min(reps, budgetSeconds / Math.max(seconds, 1e-9)));
-        if (reps == 0) {
-          return seconds;
-        }
-      } else {
-        best = Math.min(best, seconds);
-      }
+    return time(20, budgetSeconds, () -> {
+          List<java.util.concurrent.CompletableFuture<Void>> inFlight = new ArrayList<>();
+          for (int r = 0; r < reads; r++) {
+            long offset = 2L * r * part;
+            inFlight.add(reader.read(
+                List.of(region.slice(offset, part), region.slice(offset + part, part)),
+                List.of(local.asSlice(offset, part), local.asSlice(offset + part, part)),
+                Duration.ofSeconds(60), null));
+          }
+          java.util.concurrent.CompletableFuture.allOf(inFlight.toArray(java.util.concurrent.CompletableFuture[]::new))
+              .get(60, TimeUnit.SECONDS);
+        })
+        .bestSeconds();
+  }
+
+  private interface Transfer {
+    void run() throws Exception;
+  }
+
+  /** The first (warm-up) run's time and the best of the timed runs after it. */
+  private record Timing(double firstSeconds, double bestSeconds) {}
+
+  /**
+   * Runs {@code transfer} once to warm up, then up to {@code maxReps} more times within about
+   * {@code budgetSeconds} (at least two); a warm-up longer than the whole budget is the only
+   * measurement.
+   */
+  private static Timing time(int maxReps, double budgetSeconds, Transfer transfer) throws Exception {
+    long t0 = System.nanoTime();
+    transfer.run();
+    double first = (System.nanoTime() - t0) / 1e9;
+    if (first > budgetSeconds) {
+      return new Timing(first, first);
     }
-    return best;
+    int reps = (int) Math.max(2, Math.min(maxReps, budgetSeconds / Math.max(first, 1e-9)));
+    double best = Double.MAX_VALUE;
+    for (int i = 0; i < reps; i++) {
+      long t = System.nanoTime();
+      transfer.run();
+      best = Math.min(best, (System.nanoTime() - t) / 1e9);
+    }
+    return new Timing(first, best);
   }
 
   private static void read(TransferAgent reader, MemoryDescriptor d, MemorySegment into) throws Exception {
