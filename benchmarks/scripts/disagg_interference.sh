@@ -5,12 +5,14 @@
 #   agg          one aggregated worker on every CPU, whole-prompt prefill (no chunking)
 #   agg-chunked  the same with chunked prefill (512-token steps)
 #   disagg       a prefill worker on CPU 0 and a decode worker on CPU 1 (separate processes), --disagg auto
-#   disagg-isolated   the same with the frontend and load generator pinned to CPU 0 too
+#   disagg-isolated   the same with the frontend and load generator pinned to CPU 0 too, the
+#                     prefill worker niced (PREFILL_NICE, 19)
 #   shared-always / shared-auto   both roles on CPU 0: splitting forced, and left to the policy
 #   slow-always / slow-auto       separate CPUs but the loopback link throttled to SLOW_RATE with tc
 #                                 (needs root), SLOW_STREAMS (0) streams: nothing to protect
 # Each worker, the frontend and the load generator are separate JVMs.
-#   benchmarks/scripts/disagg_interference.sh [out-dir]   (MODEL=llama-100m STREAMS=4 LONG=3500 CASES="...")
+# ARRIVALS (2) long prompts arrive one after another, each reported on its own line.
+#   benchmarks/scripts/disagg_interference.sh [out-dir]   (MODEL=llama-100m STREAMS=4 LONG=3500 ARRIVALS=2 KV_TRANSFER=auto CASES="...")
 set -euo pipefail
 cd "$(dirname "$0")/../.."
 export JAVA_HOME="${JAVA_HOME:-/usr/lib/jvm/temurin-25-jdk-amd64}"
@@ -18,6 +20,8 @@ out="${1:-/tmp/tandem-disagg}"
 shape="${MODEL:-llama-100m}"
 streams="${STREAMS:-4}"
 long="${LONG:-3500}"
+arrivals="${ARRIVALS:-2}"
+kv="${KV_TRANSFER:-auto}"  # the disagg cases' backend
 cases="${CASES:-agg agg-chunked disagg disagg-isolated shared-always shared-auto slow-always slow-auto}"
 slow_rate="${SLOW_RATE:-16mbit}"
 slow_streams="${SLOW_STREAMS:-0}"
@@ -40,8 +44,10 @@ cleanup() {
 trap cleanup EXIT
 
 worker() { # name cpus args...
-  local name=$1 cpus=$2; shift 2
-  taskset -c "$cpus" "${java[@]}" -cp "$cp" dev.tandem.cli.Main worker --model "$model" --kv-cache-memory 1g --max-context-length 8192 \
+  local name=$1 cpus=$2 niceness=0; shift 2
+  [ "$name" = prefill ] && niceness="$prefill_nice"
+  # shellcheck disable=SC2086 # WORKER_JAVA_OPTS: extra JVM flags, e.g. a flight recording
+  nice -n "$niceness" taskset -c "$cpus" "${java[@]}" -Xlog:gc:file="$out/$case-$name-gc.log" ${WORKER_JAVA_OPTS:-} -cp "$cp" dev.tandem.cli.Main worker --model "$model" --kv-cache-memory 1g --max-context-length 8192 \
     --kv-transfer-timeout-ms 180000 "$@" >"$out/$case-$name.log" 2>&1 &
   pids+=($!)
 }
@@ -65,12 +71,13 @@ frontend() { # workers args...
   sleep 2 # the first load reports
 }
 measure() { # streams
-  taskset -c "$aux_cpus" "${java[@]}" -cp "$cp" dev.tandem.bench.Interference http://127.0.0.1:8101 "$shape" "$1" "$long" 5 2>>"$out/$case-bench.err" \
+  taskset -c "$aux_cpus" "${java[@]}" -cp "$cp" dev.tandem.bench.Interference http://127.0.0.1:8101 "$shape" "$1" "$long" 5 "$arrivals" 2>>"$out/$case-bench.err" \
     | sed "s/^/case=$case /" | tee -a "$out/results.txt"
 }
 
 for case in $cases; do
   aux_cpus="${AUX_CPUS:-0-$(( $(nproc) - 1 ))}"  # frontend and load generator
+  prefill_nice=0
   case "$case" in
     agg)
       worker agg 0,1 --port 9101 --role agg --no-kv-transfer --no-chunked-prefill --max-batched-tokens 8192
@@ -81,9 +88,11 @@ for case in $cases; do
     disagg|disagg-isolated)
       # disagg-isolated: the frontend and load generator share the prefill worker's CPU, so the
       # decode worker has its CPU to itself.
-      [ "$case" = disagg-isolated ] && aux_cpus=0
-      worker prefill 0 --port 9101 --role prefill --no-chunked-prefill --max-batched-tokens 8192
-      worker decode 1 --port 9102 --role decode --no-chunked-prefill --max-batched-tokens 8192
+      # The prefill worker runs at a lower priority (nice 19) there, so that the frontend's and
+      # the client's threads, which forward every token, are not queued behind prefill compute.
+      [ "$case" = disagg-isolated ] && aux_cpus=0 && prefill_nice="${PREFILL_NICE:-19}"
+      worker prefill 0 --port 9101 --role prefill --no-chunked-prefill --max-batched-tokens 8192 --kv-transfer "$kv"
+      worker decode 1 --port 9102 --role decode --no-chunked-prefill --max-batched-tokens 8192 --kv-transfer "$kv"
       frontend 127.0.0.1:9101,127.0.0.1:9102 --disagg auto ;;
     shared-always|shared-auto)
       worker prefill 0 --port 9101 --role prefill --no-chunked-prefill --max-batched-tokens 8192
@@ -91,8 +100,9 @@ for case in $cases; do
       frontend 127.0.0.1:9101,127.0.0.1:9102 --disagg "${case#shared-}" ;;
     slow-always|slow-auto)
       tc qdisc add dev lo root tbf rate "$slow_rate" burst 256kb latency 100ms
-      worker prefill 0 --port 9101 --role prefill --no-chunked-prefill --max-batched-tokens 8192
-      worker decode 1 --port 9102 --role decode --no-chunked-prefill --max-batched-tokens 8192
+      # tc throttles loopback, which shared memory does not cross: tcp here.
+      worker prefill 0 --port 9101 --role prefill --no-chunked-prefill --max-batched-tokens 8192 --kv-transfer tcp
+      worker decode 1 --port 9102 --role decode --no-chunked-prefill --max-batched-tokens 8192 --kv-transfer tcp
       frontend 127.0.0.1:9101,127.0.0.1:9102 --disagg "${case#slow-}" ;;
     *) echo "unknown case $case" >&2; exit 2 ;;
   esac

@@ -50,11 +50,16 @@ public final class TransferThroughput {
         System.out.println("ucx: " + ucx.unavailableReason());
         return;
       }
-      try (TransferAgent a = ucx.createAgent("127.0.0.1"); TransferAgent b = ucx.createAgent("127.0.0.1")) {
-        for (long size : sizes) {
-          MemoryDescriptor d = a.register(src.asSlice(0, size));
-          double agent = best(() -> read(b, d, dst.asSlice(0, size)), size);
-          System.out.printf(Locale.ROOT, "%-8s %9dM %14.2f %14s%n", "ucx", size >> 20, agent, "(ucx_perftest)");
+      // Shared memory (what a node's workers use), then peer-error mode (what remote peers get).
+      for (boolean sharedMemory : new boolean[] {true, false}) {
+        String name = sharedMemory ? "ucx" : "ucx-err";
+        try (var a = new dev.tandem.transfer.ucx.UcxTransferAgent("127.0.0.1", sharedMemory);
+            var b = new dev.tandem.transfer.ucx.UcxTransferAgent("127.0.0.1", sharedMemory)) {
+          for (long size : sizes) {
+            MemoryDescriptor d = a.register(src.asSlice(0, size));
+            double agent = best(() -> read(b, d, dst.asSlice(0, size)), size);
+            System.out.printf(Locale.ROOT, "%-8s %9dM %14.2f %14s%n", name, size >> 20, agent, "(ucx_perftest)");
+          }
         }
       }
     }

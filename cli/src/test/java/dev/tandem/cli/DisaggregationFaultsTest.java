@@ -3,6 +3,7 @@ package dev.tandem.cli;
 import static org.junit.jupiter.api.Assertions.assertArrayEquals;
 import static org.junit.jupiter.api.Assertions.assertEquals;
 import static org.junit.jupiter.api.Assertions.assertTrue;
+import static org.junit.jupiter.api.Assumptions.assumeTrue;
 
 import dev.tandem.engine.ModelFiles;
 import dev.tandem.engine.builtin.BuiltinConfig;
@@ -23,7 +24,9 @@ import dev.tandem.router.SplitPolicy;
 import dev.tandem.router.grpc.Router;
 import dev.tandem.router.grpc.WorkerClient;
 import dev.tandem.transfer.MemoryDescriptor;
-import dev.tandem.transfer.tcp.TcpTransferAgent;
+import dev.tandem.transfer.TransferAgent;
+import dev.tandem.transfer.TransferBackends;
+import dev.tandem.transfer.ucx.UcxBackendProvider;
 import dev.tandem.worker.WorkerServer;
 import dev.tandem.worker.disagg.WorkerKvTransfer;
 import io.grpc.Server;
@@ -37,12 +40,15 @@ import java.util.ArrayList;
 import java.util.List;
 import java.util.concurrent.CompletableFuture;
 import java.util.concurrent.TimeUnit;
-import org.junit.jupiter.api.AfterAll;
 import org.junit.jupiter.api.AfterEach;
-import org.junit.jupiter.api.BeforeAll;
 import org.junit.jupiter.api.Test;
 import org.junit.jupiter.api.Timeout;
 import org.junit.jupiter.api.io.TempDir;
+import org.junit.jupiter.params.AfterParameterizedClassInvocation;
+import org.junit.jupiter.params.BeforeParameterizedClassInvocation;
+import org.junit.jupiter.params.Parameter;
+import org.junit.jupiter.params.ParameterizedClass;
+import org.junit.jupiter.params.provider.ValueSource;
 
 /**
  * What happens when the other side of a disaggregated request fails: a prefill worker that is
@@ -51,16 +57,23 @@ import org.junit.jupiter.api.io.TempDir;
  * client a clean error.
  */
 @Timeout(value = 3, unit = TimeUnit.MINUTES)
+@ParameterizedClass(name = "over {0}")
+@ValueSource(strings = {"tcp", "ucx"})
 class DisaggregationFaultsTest {
   @TempDir static Path dir;
   private static LocalDeployment deployment;
   private static WorkerClient decode;
+  @Parameter String backend;
   private Server fake;
-  private TcpTransferAgent fakeAgent;
+  private TransferAgent fakeAgent;
   private Arena fakeMemory;
 
-  @BeforeAll
-  static void start() throws Exception {
+  @BeforeParameterizedClassInvocation
+  static void start(String backend) throws Exception {
+    if (backend.equals("ucx")) {
+      var ucx = new UcxBackendProvider();
+      assumeTrue(ucx.isAvailable(), ucx.unavailableReason());
+    }
     Path model = dir.resolve("tiny");
     ModelGenerator.write(ModelGenerator.shape("tiny"), DType.BF16, 0, model, 0);
     BuiltinConfig config = BuiltinConfig.of(model).withCompute("cpu", 1).withKvCacheBytes(32L << 20);
@@ -68,13 +81,16 @@ class DisaggregationFaultsTest {
         new LocalDeployment.Spec(1, 1, () -> BuiltinEngine.open(config), ModelFiles.fromDirectory(model), 16,
             Router.Config.of("kv").withSplit(new SplitPolicy(SplitPolicy.Mode.ALWAYS, 1)),
             new FrontendServer.Config("127.0.0.1", 0, 1 << 20),
-            new WorkerServer.KvTransfer("tcp", "127.0.0.1", Duration.ofSeconds(30)), false));
+            new WorkerServer.KvTransfer(backend, "127.0.0.1", Duration.ofSeconds(30)), false));
     decode = deployment.router().pool().all().stream().filter(w -> !w.isPrefillOnly()).findFirst().orElseThrow();
   }
 
-  @AfterAll
+  @AfterParameterizedClassInvocation
   static void stop() {
-    deployment.close();
+    if (deployment != null) {
+      deployment.close();
+      deployment = null;
+    }
   }
 
   @AfterEach
@@ -136,8 +152,8 @@ class DisaggregationFaultsTest {
     long blockBytes = reg.getKvBytesPerToken() * reg.getBlockSize() / (2L * layers);
     int blocks = (prompt.length + 15) / 16;
     fakeMemory = Arena.ofShared();
-    fakeAgent = new TcpTransferAgent("127.0.0.1");
-    KvLayout.Builder layout = KvLayout.newBuilder().setBlockBytes(blockBytes).setTransferBackend("tcp");
+    fakeAgent = TransferBackends.select(backend).createAgent("127.0.0.1");
+    KvLayout.Builder layout = KvLayout.newBuilder().setBlockBytes(blockBytes).setTransferBackend(backend);
     for (int l = 0; l < layers; l++) {
       MemoryDescriptor k = fakeAgent.register(fakeMemory.allocate(blocks * blockBytes));
       MemoryDescriptor v = fakeAgent.register(fakeMemory.allocate(blocks * blockBytes));
@@ -193,7 +209,7 @@ class DisaggregationFaultsTest {
     WorkerServer doomed = WorkerServer.start(
         WorkerServer.Config.local(new dev.tandem.common.WorkerId("doomed"))
             .withRole(dev.tandem.proto.worker.v1.WorkerRole.WORKER_ROLE_DECODE,
-                new WorkerServer.KvTransfer("tcp", "127.0.0.1", Duration.ofSeconds(5))),
+                new WorkerServer.KvTransfer(backend, "127.0.0.1", Duration.ofSeconds(5))),
         BuiltinEngine.open(config));
     try (WorkerClient client = WorkerClient.connect(doomed.address(), Duration.ofSeconds(10))) {
       CompletableFuture<Throwable> error = new CompletableFuture<>();

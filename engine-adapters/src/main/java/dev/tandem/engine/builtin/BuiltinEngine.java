@@ -195,8 +195,9 @@ public final class BuiltinEngine extends SchedulingEngine implements KvHandoff {
    * Prefills {@code rounds} prompts of random tokens, alternately {@code tokens} and a quarter of
    * that long, so that the kernels are compiled and the prefill cost measured before the first
    * request (a router deciding where to prefill needs it; the first steps of a fresh JVM are
-   * several times slower and are not counted), then clears the prefix cache of them. Must run
-   * while no request is queued or running.
+   * several times slower and are not counted), then decodes a few short prompts together (batch
+   * sizes 5 down to 1), then clears the prefix cache of them. Must run while no request is queued
+   * or running.
    */
   public void warmUp(int tokens, int rounds) {
     if (hasWork()) {
@@ -216,6 +217,19 @@ public final class BuiltinEngine extends SchedulingEngine implements KvHandoff {
         prefillSamples = 0; // the first round ran before the JIT compiled the kernels
         prefillCost = PrefillCost.UNKNOWN;
       }
+    }
+    // Decode at batch sizes 5 down to 1, after prompts of odd lengths: the kernels' remainder
+    // paths (token counts that are not a multiple of their tiles) then run here. Without it the
+    // JIT compiles them away, and the first odd batch while serving (a sixth stream joining five)
+    // falls back to the interpreter for ~100 ms.
+    for (int k = 0; k < 5; k++) {
+      int length = Math.min(33 + 32 * k, scheduler.maxContextLength() - 16);
+      int[] prompt = random.ints(length, 0, weights.config().vocabSize()).toArray();
+      add(new EngineRequest("warm-up-decode-" + k, prompt, dev.tandem.engine.SamplingParams.greedy(),
+          new dev.tandem.engine.StopConditions(2 + 2 * k, new int[0], true)));
+    }
+    while (hasWork()) {
+      step();
     }
     scheduler.pool().clearCache();
   }

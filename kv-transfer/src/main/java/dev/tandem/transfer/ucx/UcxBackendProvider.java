@@ -4,10 +4,9 @@ import dev.tandem.transfer.TransferAgent;
 import dev.tandem.transfer.TransferBackendProvider;
 
 /**
- * UCX through jucx: available where the system's libucx (Debian's {@code libucx0}) loads. Ranked
- * below tcp for now: with the peer-error handling it needs to fail reads from a vanished peer,
- * UCX on one host reads over its tcp transport, slower than the Netty tcp backend (see
- * docs/benchmarks.md). Select it by name ({@code ucx}) where RDMA makes it worth it.
+ * UCX through jucx: available where the system's libucx (Debian's {@code libucx0}) loads. The
+ * preferred backend: shared memory between workers of one node (see {@link UcxTransferAgent}),
+ * RDMA or UCX's tcp transport between nodes.
  */
 public final class UcxBackendProvider implements TransferBackendProvider {
   private static volatile String unavailable;
@@ -19,7 +18,7 @@ public final class UcxBackendProvider implements TransferBackendProvider {
 
   @Override
   public int priority() {
-    return 5;
+    return 20;
   }
 
   @Override

@@ -12,18 +12,20 @@ import java.net.InetSocketAddress;
 import java.net.ServerSocket;
 import java.net.Socket;
 import java.nio.ByteBuffer;
+import java.nio.file.Files;
+import java.nio.file.Path;
 import java.time.Duration;
 import java.util.ArrayList;
 import java.util.List;
 import java.util.Map;
 import java.util.Set;
+import java.util.UUID;
 import java.util.concurrent.CompletableFuture;
 import java.util.concurrent.ConcurrentHashMap;
 import java.util.concurrent.Executors;
 import java.util.concurrent.ScheduledExecutorService;
 import java.util.concurrent.TimeUnit;
 import java.util.concurrent.TimeoutException;
-import java.util.concurrent.atomic.AtomicInteger;
 import java.util.concurrent.atomic.AtomicLong;
 import org.openucx.jucx.UcxCallback;
 import org.openucx.jucx.ucp.UcpEndpoint;
@@ -32,6 +34,8 @@ import org.openucx.jucx.ucp.UcpMemMapParams;
 import org.openucx.jucx.ucp.UcpMemory;
 import org.openucx.jucx.ucp.UcpRemoteKey;
 import org.openucx.jucx.ucp.UcpRequest;
+import org.slf4j.Logger;
+import org.slf4j.LoggerFactory;
 
 /**
  * Reads remote registered memory with UCX RMA gets. Registering maps a segment with UCP and keeps
@@ -41,29 +45,59 @@ import org.openucx.jucx.ucp.UcpRequest;
  * reader pings the owner over the same channel: a peer that went away during the transfer makes
  * the read fail instead of returning bytes of unknown state.
  *
+ * <p>Peers on the same node (same kernel boot, IPC and PID namespaces) read over shared memory:
+ * UCX 1.13 offers its shared-memory transports only to endpoints without peer-error handling, and
+ * they are ~10× faster than its tcp transport on loopback. Such endpoints cannot fail gets to a
+ * vanished peer, so a second side-channel connection watches the owner; when it ends, replies
+ * already delivered are drained and the remaining gets are given up, and the agent, once closed,
+ * leaves its UCP worker to the process's exit instead of destroying it under endpoints UCX cannot
+ * flush. Peers on other nodes get peer-error handling (their gets fail when the endpoint is
+ * force-closed).
+ *
  * <p>Thread-safe. UCX calls and completion callbacks run on the agent's worker thread; listeners
  * run there too, so they must be quick.
  */
 public final class UcxTransferAgent implements TransferAgent {
-  private static final int OP_WORKER_ADDRESS = 1;
+  private static final Logger log = LoggerFactory.getLogger(UcxTransferAgent.class);
+  private static final int OP_HELLO = 1;
   private static final int OP_REGION = 2;
   private static final int OP_PING = 3;
   private static final int OP_WATCH = 4;
   /** Gets in flight per read: enough to fill the link, few enough to notice a dead peer. */
   private static final int WINDOW = 8;
+  private static final int SIDE_CHANNEL_TIMEOUT_MS = 10_000;
+  /** After a timeout, how long gets still in flight may take to end before they are given up. */
+  private static final Duration GRACE = Duration.ofSeconds(2);
+  /** This process's node as shared memory sees it; equal strings can share memory. */
+  static final String NODE = nodeKey();
 
   private final UcxWorkerThread ucx;
+  private final boolean sharedMemoryPath;
   private final ServerSocket sideChannel;
   private final String address;
   private final Map<Long, UcpMemory> mapped = new ConcurrentHashMap<>();
   private final Regions regions = new Regions();
   private final Set<Socket> accepted = ConcurrentHashMap.newKeySet();
   private final Map<String, Peer> peers = new ConcurrentHashMap<>();
+  private final AtomicLong lostGets = new AtomicLong();
   private final ScheduledExecutorService timer =
       Executors.newSingleThreadScheduledExecutor(Thread.ofPlatform().daemon().name("ucx-timeouts").factory());
+  /** Some endpoint, ours or a reader's to us, ran without peer-error handling. */
+  private volatile boolean usedSharedMemory;
+  private volatile boolean usedSharedMemoryPeerGone;
   private volatile boolean closed;
 
+  /** An agent that reads over shared memory from peers on its node. */
   public UcxTransferAgent(String host) {
+    this(host, true);
+  }
+
+  /**
+   * @param sharedMemory whether peers on this node are read over shared memory (fast, see the
+   *     class comment) or, like remote peers, with peer-error handling (UCX's tcp transport here)
+   */
+  public UcxTransferAgent(String host, boolean sharedMemory) {
+    this.sharedMemoryPath = sharedMemory;
     this.ucx = new UcxWorkerThread("ucx-worker");
     try {
       this.sideChannel = new ServerSocket();
@@ -74,6 +108,21 @@ public final class UcxTransferAgent implements TransferAgent {
     }
     this.address = host + ":" + sideChannel.getLocalPort();
     Thread.ofVirtual().name("ucx-side-channel").start(this::acceptLoop);
+  }
+
+  private static String nodeKey() {
+    try {
+      return Files.readString(Path.of("/proc/sys/kernel/random/boot_id")).trim()
+          + "/" + Files.readSymbolicLink(Path.of("/proc/self/ns/ipc"))
+          + "/" + Files.readSymbolicLink(Path.of("/proc/self/ns/pid"));
+    } catch (IOException | RuntimeException e) {
+      return "unknown-" + UUID.randomUUID(); // never equal: no shared memory
+    }
+  }
+
+  /** Gets given up on since this agent started (their peer vanished or never answered). */
+  public long lostGets() {
+    return lostGets.get();
   }
 
   @Override
@@ -114,21 +163,39 @@ public final class UcxTransferAgent implements TransferAgent {
     Regions.checkPairs(remote, local);
     local.forEach(s -> Regions.requireNative(s, "ucx"));
     CompletableFuture<Void> result = new CompletableFuture<>();
-    var deadline = timer.schedule(
-        () -> result.completeExceptionally(new TimeoutException("UCX read of " + remote.size() + " descriptors took longer than " + timeout)),
-        timeout.toNanos(), TimeUnit.NANOSECONDS);
+    Read read = new Read(remote, local, listener, result);
+    var deadline = timer.schedule(() -> {
+      TimeoutException late = new TimeoutException("UCX read of " + remote.size() + " descriptors took longer than " + timeout);
+      onWorker(() -> read.fail(late));
+      // Gets that neither end nor fail (a shared-memory peer that stopped answering) are given up.
+      timer.schedule(() -> onWorker(() -> read.giveUp(null, late.getMessage())), GRACE.toNanos(), TimeUnit.NANOSECONDS);
+    }, timeout.toNanos(), TimeUnit.NANOSECONDS);
     result.whenComplete((v, e) -> deadline.cancel(false));
     Thread.ofVirtual().start(() -> {
       try {
-        new Read(remote, local, listener, result).run();
+        read.run();
       } catch (Throwable t) {
-        result.completeExceptionally(t);
+        onWorker(() -> read.fail(t));
       }
     });
     return result;
   }
 
-  /** One read: resolves regions over the side channel, then keeps WINDOW gets in flight. */
+  /** Runs {@code task} on the worker thread, unless the agent has closed. */
+  private void onWorker(Runnable task) {
+    try {
+      ucx.execute(task);
+    } catch (IllegalStateException closing) {
+      // reads were failed by close()
+    }
+  }
+
+  /**
+   * One read: resolves regions over the side channel, then keeps WINDOW gets in flight. State
+   * after the resolve phase changes on the worker thread only. The future completes once nothing
+   * more can land in {@code local}: after every get ended, or after the peer is known gone and its
+   * replies were drained, or, for a peer that neither answers nor goes away, after a grace period.
+   */
   private final class Read {
     private final List<MemoryDescriptor> remote;
     private final List<MemorySegment> local;
@@ -136,14 +203,17 @@ public final class UcxTransferAgent implements TransferAgent {
     private final CompletableFuture<Void> result;
     private final long[] remoteAddress;
     private final UcpRemoteKey[] keys;
-    private final UcpEndpoint[] endpoints;
+    private final Peer[] owners;
     private final List<UcpRemoteKey> unpacked = new ArrayList<>();
     private final List<UcpMemory> localMaps = new ArrayList<>();
-    private final AtomicInteger next = new AtomicInteger();
-    private final AtomicInteger done = new AtomicInteger();
-    private final Set<UcpRequest> inFlight = ConcurrentHashMap.newKeySet();
-    private final List<Peer> usedPeers = new ArrayList<>();
-    private boolean cleaned; // worker thread only
+    private final List<Peer> usedPeers = new java.util.concurrent.CopyOnWriteArrayList<>();
+    // Worker thread only from here on.
+    private final Set<Get> inFlight = new java.util.HashSet<>();
+    private int next;
+    private int done;
+    private Throwable failure;
+    private boolean lost;
+    private boolean cleaned;
 
     Read(List<MemoryDescriptor> remote, List<MemorySegment> local, TransferListener listener, CompletableFuture<Void> result) {
       this.remote = remote;
@@ -152,12 +222,13 @@ public final class UcxTransferAgent implements TransferAgent {
       this.result = result;
       this.remoteAddress = new long[remote.size()];
       this.keys = new UcpRemoteKey[remote.size()];
-      this.endpoints = new UcpEndpoint[remote.size()];
+      this.owners = new Peer[remote.size()];
     }
 
     void run() throws IOException {
+      result.whenComplete((v, e) -> usedPeers.forEach(p -> p.active.remove(this)));
       // Resolve every (peer, region) once: base address, length and key, fresh for this read.
-      Map<String, RegionInfo> resolved = new ConcurrentHashMap<>();
+      Map<String, RegionInfo> resolved = new java.util.HashMap<>();
       for (int i = 0; i < remote.size(); i++) {
         MemoryDescriptor d = remote.get(i);
         Peer peer = peer(d.agentAddress());
@@ -170,9 +241,12 @@ public final class UcxTransferAgent implements TransferAgent {
           info = peer.region(d.regionId());
           RegionInfo r = info;
           ByteBuffer packed = ByteBuffer.allocateDirect(r.rkey.length).put(r.rkey).flip();
-          UcpRemoteKey key = ucx.call(() -> peer.endpoint.unpackRemoteKey(packed));
+          UcpRemoteKey key = ucx.call(() -> {
+            UcpRemoteKey k = peer.endpoint.unpackRemoteKey(packed);
+            unpacked.add(k);
+            return k;
+          });
           info = new RegionInfo(info.base, info.length, info.rkey, key);
-          unpacked.add(key);
           resolved.put(d.agentAddress() + "/" + d.regionId(), info);
         }
         if (d.offset() + d.length() > info.length) {
@@ -182,15 +256,13 @@ public final class UcxTransferAgent implements TransferAgent {
         }
         remoteAddress[i] = info.base + d.offset();
         keys[i] = info.key;
-        endpoints[i] = peer.endpoint;
+        owners[i] = peer;
       }
-      result.whenComplete((v, e) -> {
-        usedPeers.forEach(p -> p.active.remove(this));
-        if (e != null && !closed) {
-          ucx.execute(this::abandon);
-        }
-      });
       ucx.call(() -> {
+        if (failure != null) {
+          settle(); // timed out while resolving
+          return null;
+        }
         for (MemorySegment s : local) {
           localMaps.add(ucx.context().memoryMap(new UcpMemMapParams().setAddress(s.address()).setLength(s.byteSize())));
         }
@@ -204,32 +276,41 @@ public final class UcxTransferAgent implements TransferAgent {
       }
     }
 
+    /** One get in flight; its request is cancelled (where UCX can) when the read fails. */
+    private final class Get {
+      final int index;
+      UcpRequest request;
+
+      Get(int index) {
+        this.index = index;
+      }
+    }
+
     /** On the worker thread: starts the next descriptor's get, if any is left and all is well. */
     private void issueNext() {
-      if (result.isDone()) {
+      if (failure != null || next >= remote.size()) {
         return;
       }
-      int i = next.getAndIncrement();
-      if (i >= remote.size()) {
-        return;
-      }
+      Get get = new Get(next++);
+      int i = get.index;
+      inFlight.add(get);
       ucx.inFlight.incrementAndGet();
-      UcpRequest[] self = new UcpRequest[1];
-      UcpRequest request = endpoints[i].getNonBlocking(
+      get.request = owners[i].endpoint.getNonBlocking(
           remoteAddress[i], keys[i], local.get(i).address(), local.get(i).byteSize(),
           new UcxCallback() {
             @Override
             public void onSuccess(UcpRequest r) {
-              ucx.inFlight.decrementAndGet();
-              inFlight.remove(self[0]);
-              if (result.isDone()) {
-                abandon();
+              if (!ended(get)) {
+                return;
+              }
+              if (failure != null) {
+                settle();
                 return;
               }
               if (listener != null) {
                 listener.descriptorDone(i);
               }
-              if (done.incrementAndGet() == remote.size()) {
+              if (++done == remote.size()) {
                 Thread.ofVirtual().start(Read.this::finish);
               } else {
                 issueNext();
@@ -238,38 +319,64 @@ public final class UcxTransferAgent implements TransferAgent {
 
             @Override
             public void onError(int status, String message) {
-              ucx.inFlight.decrementAndGet();
-              inFlight.remove(self[0]);
-              result.completeExceptionally(new IOException("UCX get of descriptor " + i + " failed: " + message + " (" + status + ")"));
-              abandon();
+              if (ended(get)) {
+                fail(new IOException("UCX get of descriptor " + i + " failed: " + message + " (" + status + ")"));
+              }
             }
           });
-      self[0] = request;
-      if (request != null && !request.isCompleted()) {
-        inFlight.add(request);
+    }
+
+    /** A get ended; false if it had been given up on already. */
+    private boolean ended(Get get) {
+      if (!inFlight.remove(get)) {
+        return false;
+      }
+      ucx.inFlight.decrementAndGet();
+      return true;
+    }
+
+    /** On the worker thread: stops issuing and completes once nothing is in flight. */
+    void fail(Throwable cause) {
+      if (failure == null) {
+        failure = cause;
+        for (Get g : inFlight) {
+          if (g.request != null && !g.request.isCompleted()) {
+            ucx.worker().cancelRequest(g.request);
+          }
+        }
+      }
+      settle();
+    }
+
+    private void settle() {
+      if (failure != null && inFlight.isEmpty() && !result.isDone()) {
+        result.completeExceptionally(failure);
+        cleanUp();
       }
     }
 
     /**
-     * On the worker thread, after the read failed or timed out: cancels what is still in flight and
-     * frees keys and local mappings once nothing is.
+     * On the worker thread, for gets that will never end (their peer is gone, or neither answers
+     * nor goes away): stops waiting for them. Their keys and mappings are kept, not freed.
      */
-    private void abandon() {
-      for (UcpRequest r : List.copyOf(inFlight)) {
-        if (!r.isCompleted()) {
-          ucx.worker().cancelRequest(r);
-        }
+    void giveUp(Peer peer, String why) {
+      int before = inFlight.size();
+      inFlight.removeIf(g -> peer == null || owners[g.index] == peer);
+      int gone = before - inFlight.size();
+      if (gone > 0) {
+        ucx.inFlight.addAndGet(-gone);
+        lost = true;
+        lostGets.addAndGet(gone);
+        log.warn("UCX read gave up on {} gets that never ended ({})", gone, why);
       }
-      if (inFlight.isEmpty()) {
-        cleanUp();
-      }
+      fail(new IOException(why));
     }
 
     /** Every byte landed: the owner must still be there, or the bytes are of unknown state. */
     private void finish() {
       try {
-        for (MemoryDescriptor d : remote) {
-          peer(d.agentAddress()).ping();
+        for (Peer p : usedPeers) {
+          p.ping();
         }
         result.complete(null);
       } catch (IOException e) {
@@ -284,7 +391,7 @@ public final class UcxTransferAgent implements TransferAgent {
         return;
       }
       Runnable free = () -> {
-        if (cleaned) {
+        if (cleaned || lost) {
           return;
         }
         cleaned = true;
@@ -299,47 +406,56 @@ public final class UcxTransferAgent implements TransferAgent {
         ucx.execute(free);
       }
     }
-
-    void peerGone(String peer) {
-      result.completeExceptionally(new IOException("the peer " + peer + " went away during the transfer"));
-    }
   }
 
   private record RegionInfo(long base, long length, byte[] rkey, UcpRemoteKey key) {}
 
   /** A remote agent: its side-channel connection and our endpoint to its worker. */
   private final class Peer {
+    private final String agentAddress;
     private final Socket socket;
     private final DataInputStream in;
     private final DataOutputStream out;
     private final UcpEndpoint endpoint;
+    /** Same node: the endpoint reads over shared memory, without UCX's peer-error handling. */
+    private final boolean sharedMemory;
     private final Socket watch;
     final Set<Read> active = ConcurrentHashMap.newKeySet();
 
     Peer(String agentAddress) throws IOException {
+      this.agentAddress = agentAddress;
       int colon = agentAddress.lastIndexOf(':');
       String host = agentAddress.substring(0, colon);
       int port = Integer.parseInt(agentAddress.substring(colon + 1));
-      socket = new Socket(host, port);
+      socket = connect(host, port);
       // A second connection the owner never answers on: it ends when the owner does.
-      watch = new Socket(host, port);
-      socket.setTcpNoDelay(true);
+      watch = connect(host, port);
+      socket.setSoTimeout(SIDE_CHANNEL_TIMEOUT_MS);
       in = new DataInputStream(socket.getInputStream());
       out = new DataOutputStream(socket.getOutputStream());
       byte[] workerAddress;
+      String ownerNode;
       synchronized (this) {
-        out.writeByte(OP_WORKER_ADDRESS);
+        out.writeByte(OP_HELLO);
+        out.writeUTF(sharedMemoryPath ? NODE : "");
         out.flush();
+        ownerNode = in.readUTF();
         workerAddress = new byte[in.readInt()];
         in.readFully(workerAddress);
       }
+      sharedMemory = sharedMemoryPath && ownerNode.equals(NODE);
       ByteBuffer buf = ByteBuffer.allocateDirect(workerAddress.length).put(workerAddress).flip();
-      // Peer-error-handling mode, so that gets to a vanished peer can be failed (force-closing the
-      // endpoint) instead of hanging. It costs speed: UCX then leaves out its shared-memory
-      // transports and reads over its own tcp transport (measured 1.1 GB/s on loopback, against
-      // ~11 GB/s without the mode, where one test run in three aborted inside UCX on a dead peer).
-      endpoint = ucx.call(() -> ucx.worker().newEndpoint(
-          new UcpEndpointParams().setUcpAddress(buf).setPeerErrorHandlingMode().setErrorHandler((ep, status, message) -> {})));
+      UcpEndpointParams params = new UcpEndpointParams().setUcpAddress(buf);
+      if (sharedMemory) {
+        // Same kernel, IPC and PID namespaces: UCX picks shared memory, which it offers only
+        // without peer-error handling. A vanished peer is then noticed on the watch connection.
+        usedSharedMemory = true;
+      } else {
+        // Across nodes: peer-error handling, so that gets to a vanished peer can be failed by
+        // force-closing the endpoint instead of hanging.
+        params.setPeerErrorHandlingMode().setErrorHandler((ep, status, message) -> {});
+      }
+      endpoint = ucx.call(() -> ucx.worker().newEndpoint(params));
       Thread.ofVirtual().name("ucx-watch-" + agentAddress).start(() -> {
         try {
           watch.getOutputStream().write(OP_WATCH);
@@ -350,14 +466,40 @@ public final class UcxTransferAgent implements TransferAgent {
         } catch (IOException ignored) {
           // closed: the owner went away, or we did
         }
-        peers.remove(agentAddress, this);
-        active.forEach(r -> r.peerGone(agentAddress));
-        close();
         if (!closed) {
-          // Fails whatever is still in flight to the dead peer (UCS_ERR_CANCELED).
-          ucx.execute(endpoint::closeNonBlockingForce);
+          gone("the peer " + agentAddress + " went away during the transfer");
         }
       });
+    }
+
+    /**
+     * The owner is gone (or given up on): fails its reads. Over shared memory, replies it wrote
+     * before going are drained first, then its gets are given up; otherwise force-closing the
+     * endpoint fails them (UCS_ERR_CANCELED).
+     */
+    void gone(String why) {
+      peers.remove(agentAddress, this);
+      close();
+      try {
+        ucx.execute(() -> {
+          if (sharedMemory) {
+            usedSharedMemoryPeerGone = true;
+            try {
+              for (int k = 0; k < 100 && ucx.worker().progress() > 0; k++) {
+                // drain what already arrived
+              }
+            } catch (Exception ignored) {
+              // giving up anyway
+            }
+            active.forEach(r -> r.giveUp(this, why));
+          } else {
+            active.forEach(r -> r.fail(new IOException(why)));
+            endpoint.closeNonBlockingForce();
+          }
+        });
+      } catch (IllegalStateException agentClosed) {
+        // nothing left to fail
+      }
     }
 
     synchronized RegionInfo region(long id) throws IOException {
@@ -390,6 +532,13 @@ public final class UcxTransferAgent implements TransferAgent {
         // closing anyway
       }
     }
+  }
+
+  private static Socket connect(String host, int port) throws IOException {
+    Socket s = new Socket();
+    s.connect(new InetSocketAddress(host, port), SIDE_CHANNEL_TIMEOUT_MS);
+    s.setTcpNoDelay(true);
+    return s;
   }
 
   private Peer peer(String agentAddress) throws IOException {
@@ -428,7 +577,14 @@ public final class UcxTransferAgent implements TransferAgent {
       while (!closed) {
         int op = in.readByte();
         switch (op) {
-          case OP_WORKER_ADDRESS -> {
+          case OP_HELLO -> {
+            String readerNode = in.readUTF();
+            if (sharedMemoryPath && readerNode.equals(NODE)) {
+              usedSharedMemory = true; // the reader's endpoint to us has no peer-error handling
+              out.writeUTF(NODE);
+            } else {
+              out.writeUTF("");
+            }
             ByteBuffer a = ucx.call(() -> ucx.worker().getAddress());
             byte[] bytes = new byte[a.remaining()];
             a.get(bytes);
@@ -475,25 +631,26 @@ public final class UcxTransferAgent implements TransferAgent {
     if (closed) {
       return;
     }
-    // Reads still running fail first; their gets are cancelled on the worker thread.
-    for (Peer p : peers.values()) {
-      p.active.forEach(r -> r.peerGone("(the reading agent is closing)"));
-    }
-    if (!ucx.onThread()) {
-      try {
-        ucx.call(() -> {
-          try {
-            for (int k = 0; k < 1000 && ucx.inFlight.get() > 0; k++) {
-              ucx.worker().progress();
-            }
-          } catch (Exception e) {
-            // closing anyway
+    // Reads still running fail first; gets that end soon are let end, the rest given up.
+    try {
+      ucx.call(() -> {
+        for (Peer p : peers.values()) {
+          p.active.forEach(r -> r.fail(new IOException("the reading agent is closing")));
+        }
+        try {
+          for (int k = 0; k < 1000 && ucx.inFlight.get() > 0; k++) {
+            ucx.worker().progress();
           }
-          return null;
-        });
-      } catch (RuntimeException ignored) {
-        // the worker is gone already
-      }
+        } catch (Exception e) {
+          // closing anyway
+        }
+        for (Peer p : peers.values()) {
+          p.active.forEach(r -> r.giveUp(p, "the reading agent is closing"));
+        }
+        return null;
+      });
+    } catch (RuntimeException ignored) {
+      // the worker is gone already
     }
     closed = true;
     try {
@@ -510,16 +667,20 @@ public final class UcxTransferAgent implements TransferAgent {
     }
     peers.values().forEach(Peer::close);
     timer.shutdownNow();
-    if (!ucx.onThread()) {
-      try {
-        ucx.call(() -> {
-          mapped.values().forEach(UcpMemory::deregister);
-          mapped.clear();
-          return null;
-        });
-      } catch (RuntimeException ignored) {
-        // the worker is gone already
-      }
+    if (usedSharedMemory || lostGets.get() > 0) {
+      log.debug("UCX agent {} closes without destroying its worker (shared memory used: {}, a shared-memory peer gone: {}, "
+          + "gets given up: {})", address, usedSharedMemory, usedSharedMemoryPeerGone, lostGets.get());
+      ucx.abandon();
+      return;
+    }
+    try {
+      ucx.call(() -> {
+        mapped.values().forEach(UcpMemory::deregister);
+        mapped.clear();
+        return null;
+      });
+    } catch (RuntimeException ignored) {
+      // the worker is gone already
     }
     ucx.close();
   }

@@ -2,6 +2,8 @@ package dev.tandem.transfer.ucx;
 
 import java.util.concurrent.CompletableFuture;
 import java.util.concurrent.ConcurrentLinkedQueue;
+import java.util.concurrent.atomic.AtomicInteger;
+import java.util.concurrent.locks.LockSupport;
 import java.util.function.Supplier;
 import org.openucx.jucx.ucp.UcpContext;
 import org.openucx.jucx.ucp.UcpParams;
@@ -10,22 +12,28 @@ import org.openucx.jucx.ucp.UcpWorkerParams;
 
 /**
  * One UCP context and worker, driven by one thread: every UCX call of an agent runs here (tasks
- * are queued and the worker is signalled), and completion callbacks run here too.
+ * are queued and the thread is woken), and completion callbacks run here too. While idle the
+ * thread polls with sleeps of 20 µs–1 ms.
  *
  * <p>Ownership: owns the context and worker until {@link #close()}.
  */
 final class UcxWorkerThread implements AutoCloseable {
   private final UcpContext context;
   private final UcpWorker worker;
+  /** Idle sleeps grow from MIN to MAX: the worst added latency of a peer's first get. */
+  private static final long MIN_IDLE_NANOS = 20_000;
+  private static final long MAX_IDLE_NANOS = 1_000_000;
   private final ConcurrentLinkedQueue<Runnable> tasks = new ConcurrentLinkedQueue<>();
   private final Thread thread;
   private volatile boolean closed;
-  /** Requests in flight: while any is, the loop polls instead of sleeping in waitForEvents. */
-  final java.util.concurrent.atomic.AtomicInteger inFlight = new java.util.concurrent.atomic.AtomicInteger();
+  /** Set when the native worker must outlive the agent: see {@link #abandon()}. */
+  private volatile boolean keepNative;
+  /** Requests in flight: while any is, the loop spins instead of sleeping. */
+  final AtomicInteger inFlight = new AtomicInteger();
 
   UcxWorkerThread(String name) {
-    this.context = new UcpContext(new UcpParams().requestRmaFeature().requestWakeupFeature());
-    this.worker = context.newWorker(new UcpWorkerParams().requestWakeupRMA());
+    this.context = new UcpContext(new UcpParams().requestRmaFeature());
+    this.worker = context.newWorker(new UcpWorkerParams());
     this.thread = Thread.ofPlatform().name(name).daemon().start(this::loop);
   }
 
@@ -47,7 +55,7 @@ final class UcxWorkerThread implements AutoCloseable {
       throw new IllegalStateException("the UCX agent is closed");
     }
     tasks.add(task);
-    worker.signal();
+    LockSupport.unpark(thread);
   }
 
   /** Runs {@code task} on the worker thread and waits for its result. */
@@ -67,6 +75,7 @@ final class UcxWorkerThread implements AutoCloseable {
   }
 
   private void loop() {
+    long idleNanos = MIN_IDLE_NANOS;
     try {
       while (!closed) {
         Runnable task;
@@ -75,12 +84,16 @@ final class UcxWorkerThread implements AutoCloseable {
           task.run();
           busy = true;
         }
-        if (worker.progress() == 0 && !busy && tasks.isEmpty()) {
-          if (inFlight.get() > 0) {
-            Thread.onSpinWait();
-          } else {
-            worker.waitForEvents();
-          }
+        if (worker.progress() != 0 || busy || !tasks.isEmpty()) {
+          idleNanos = MIN_IDLE_NANOS;
+        } else if (inFlight.get() > 0) {
+          Thread.onSpinWait();
+        } else {
+          // Not waitForEvents: with UCX 1.13's shared-memory transports its event fd stays
+          // readable, so it returns at once and the thread would spin. A peer's gets of our
+          // registered memory need this worker to progress, so the sleep stays short.
+          LockSupport.parkNanos(idleNanos);
+          idleNanos = Math.min(idleNanos * 2, MAX_IDLE_NANOS);
         }
       }
     } catch (Exception e) {
@@ -91,9 +104,22 @@ final class UcxWorkerThread implements AutoCloseable {
       while ((task = tasks.poll()) != null) {
         task.run(); // closing tasks
       }
-      worker.close();
-      context.close();
+      if (!keepNative) {
+        worker.close();
+        context.close();
+      }
     }
+  }
+
+  /**
+   * Stops the thread but leaves the native worker and context to the process's exit. For an agent
+   * that talked to a peer over shared memory without UCX's peer-error handling: destroying the
+   * worker then flushes endpoints whose peer may be gone, which UCX 1.13 cannot fail and may abort
+   * on.
+   */
+  void abandon() {
+    keepNative = true;
+    close();
   }
 
   @Override
@@ -102,7 +128,7 @@ final class UcxWorkerThread implements AutoCloseable {
       return;
     }
     closed = true;
-    worker.signal();
+    LockSupport.unpark(thread);
     if (onThread()) {
       return; // the loop ends after this task
     }
