@@ -63,6 +63,9 @@ public final class UcxTransferAgent implements TransferAgent {
   private static final int OP_REGION = 2;
   private static final int OP_PING = 3;
   private static final int OP_WATCH = 4;
+  private static final int OP_INVALIDATE = 5;
+  /** A reader is about to read: the owner's worker should poll (no answer). */
+  private static final int OP_POKE = 6;
   /** Gets in flight per read: enough to fill the link, few enough to notice a dead peer. */
   private static final int WINDOW = 8;
   private static final int SIDE_CHANNEL_TIMEOUT_MS = 10_000;
@@ -78,6 +81,7 @@ public final class UcxTransferAgent implements TransferAgent {
   private final Map<Long, UcpMemory> mapped = new ConcurrentHashMap<>();
   private final Regions regions = new Regions();
   private final Set<Socket> accepted = ConcurrentHashMap.newKeySet();
+  private final Set<Watcher> watchers = ConcurrentHashMap.newKeySet();
   private final Map<String, Peer> peers = new ConcurrentHashMap<>();
   private final AtomicLong lostGets = new AtomicLong();
   private final ScheduledExecutorService timer =
@@ -150,6 +154,10 @@ public final class UcxTransferAgent implements TransferAgent {
     regions.remove(region);
     UcpMemory memory = mapped.remove(region.regionId());
     if (memory != null) {
+      // Readers cache regions; each forgets this one (and says so) before it is unmapped.
+      for (Watcher w : watchers) {
+        w.invalidate(region.regionId());
+      }
       ucx.call(() -> {
         memory.deregister();
         return null;
@@ -204,16 +212,12 @@ public final class UcxTransferAgent implements TransferAgent {
     private final long[] remoteAddress;
     private final UcpRemoteKey[] keys;
     private final Peer[] owners;
-    private final List<UcpRemoteKey> unpacked = new ArrayList<>();
-    private final List<UcpMemory> localMaps = new ArrayList<>();
     private final List<Peer> usedPeers = new java.util.concurrent.CopyOnWriteArrayList<>();
     // Worker thread only from here on.
     private final Set<Get> inFlight = new java.util.HashSet<>();
     private int next;
     private int done;
     private Throwable failure;
-    private boolean lost;
-    private boolean cleaned;
 
     Read(List<MemoryDescriptor> remote, List<MemorySegment> local, TransferListener listener, CompletableFuture<Void> result) {
       this.remote = remote;
@@ -227,28 +231,16 @@ public final class UcxTransferAgent implements TransferAgent {
 
     void run() throws IOException {
       result.whenComplete((v, e) -> usedPeers.forEach(p -> p.active.remove(this)));
-      // Resolve every (peer, region) once: base address, length and key, fresh for this read.
-      Map<String, RegionInfo> resolved = new java.util.HashMap<>();
+      // Resolve every descriptor: its peer's region (address, length, key; cached per peer).
       for (int i = 0; i < remote.size(); i++) {
         MemoryDescriptor d = remote.get(i);
         Peer peer = peer(d.agentAddress());
         if (!usedPeers.contains(peer)) {
           usedPeers.add(peer);
           peer.active.add(this);
+          peer.poke();
         }
-        RegionInfo info = resolved.get(d.agentAddress() + "/" + d.regionId());
-        if (info == null) {
-          info = peer.region(d.regionId());
-          RegionInfo r = info;
-          ByteBuffer packed = ByteBuffer.allocateDirect(r.rkey.length).put(r.rkey).flip();
-          UcpRemoteKey key = ucx.call(() -> {
-            UcpRemoteKey k = peer.endpoint.unpackRemoteKey(packed);
-            unpacked.add(k);
-            return k;
-          });
-          info = new RegionInfo(info.base, info.length, info.rkey, key);
-          resolved.put(d.agentAddress() + "/" + d.regionId(), info);
-        }
+        RegionInfo info = peer.region(d.regionId());
         if (d.offset() + d.length() > info.length) {
           throw new IllegalArgumentException(
               "range [" + d.offset() + ", " + (d.offset() + d.length()) + ") is outside region " + d.regionId()
@@ -258,13 +250,11 @@ public final class UcxTransferAgent implements TransferAgent {
         keys[i] = info.key;
         owners[i] = peer;
       }
+      // Destinations are not registered: UCX registers (and caches) what its protocol needs.
       ucx.call(() -> {
         if (failure != null) {
           settle(); // timed out while resolving
           return null;
-        }
-        for (MemorySegment s : local) {
-          localMaps.add(ucx.context().memoryMap(new UcpMemMapParams().setAddress(s.address()).setLength(s.byteSize())));
         }
         for (int k = 0; k < Math.min(WINDOW, remote.size()); k++) {
           issueNext();
@@ -351,13 +341,12 @@ public final class UcxTransferAgent implements TransferAgent {
     private void settle() {
       if (failure != null && inFlight.isEmpty() && !result.isDone()) {
         result.completeExceptionally(failure);
-        cleanUp();
       }
     }
 
     /**
      * On the worker thread, for gets that will never end (their peer is gone, or neither answers
-     * nor goes away): stops waiting for them. Their keys and mappings are kept, not freed.
+     * nor goes away): stops waiting for them.
      */
     void giveUp(Peer peer, String why) {
       int before = inFlight.size();
@@ -365,7 +354,6 @@ public final class UcxTransferAgent implements TransferAgent {
       int gone = before - inFlight.size();
       if (gone > 0) {
         ucx.inFlight.addAndGet(-gone);
-        lost = true;
         lostGets.addAndGet(gone);
         log.warn("UCX read gave up on {} gets that never ended ({})", gone, why);
       }
@@ -381,34 +369,12 @@ public final class UcxTransferAgent implements TransferAgent {
         result.complete(null);
       } catch (IOException e) {
         result.completeExceptionally(new IOException("the peer went away during the transfer: " + e.getMessage(), e));
-      } finally {
-        cleanUp();
-      }
-    }
-
-    private void cleanUp() {
-      if (closed) {
-        return;
-      }
-      Runnable free = () -> {
-        if (cleaned || lost) {
-          return;
-        }
-        cleaned = true;
-        unpacked.forEach(UcpRemoteKey::close);
-        unpacked.clear();
-        localMaps.forEach(UcpMemory::deregister);
-        localMaps.clear();
-      };
-      if (ucx.onThread()) {
-        free.run();
-      } else {
-        ucx.execute(free);
       }
     }
   }
 
-  private record RegionInfo(long base, long length, byte[] rkey, UcpRemoteKey key) {}
+  /** A peer's region as a reader knows it: base address, length, and the unpacked remote key. */
+  private record RegionInfo(long base, long length, UcpRemoteKey key) {}
 
   /** A remote agent: its side-channel connection and our endpoint to its worker. */
   private final class Peer {
@@ -421,6 +387,8 @@ public final class UcxTransferAgent implements TransferAgent {
     private final boolean sharedMemory;
     private final Socket watch;
     final Set<Read> active = ConcurrentHashMap.newKeySet();
+    /** Regions resolved so far; the owner invalidates one over the watch connection before it goes. */
+    private final Map<Long, RegionInfo> regions = new ConcurrentHashMap<>();
 
     Peer(String agentAddress) throws IOException {
       this.agentAddress = agentAddress;
@@ -456,20 +424,31 @@ public final class UcxTransferAgent implements TransferAgent {
         params.setPeerErrorHandlingMode().setErrorHandler((ep, status, message) -> {});
       }
       endpoint = ucx.call(() -> ucx.worker().newEndpoint(params));
-      Thread.ofVirtual().name("ucx-watch-" + agentAddress).start(() -> {
-        try {
-          watch.getOutputStream().write(OP_WATCH);
-          watch.getOutputStream().flush();
-          while (watch.getInputStream().read() >= 0) {
-            // nothing is ever sent
-          }
-        } catch (IOException ignored) {
-          // closed: the owner went away, or we did
+      Thread.ofVirtual().name("ucx-watch-" + agentAddress).start(this::watch);
+    }
+
+    /**
+     * The watch connection: the owner announces deregistered regions on it (each acknowledged once
+     * forgotten here) and closes it when it goes.
+     */
+    private void watch() {
+      try {
+        DataOutputStream w = new DataOutputStream(watch.getOutputStream());
+        DataInputStream r = new DataInputStream(watch.getInputStream());
+        w.writeByte(OP_WATCH);
+        w.flush();
+        while (r.readByte() == OP_INVALIDATE) {
+          // Forgotten, not closed: a read may still hold the key (a few bytes are left to the GC).
+          regions.remove(r.readLong());
+          w.writeByte(OP_INVALIDATE);
+          w.flush();
         }
-        if (!closed) {
-          gone("the peer " + agentAddress + " went away during the transfer");
-        }
-      });
+      } catch (IOException ignored) {
+        // closed: the owner went away, or we did
+      }
+      if (!closed) {
+        gone("the peer " + agentAddress + " went away during the transfer");
+      }
     }
 
     /**
@@ -502,7 +481,17 @@ public final class UcxTransferAgent implements TransferAgent {
       }
     }
 
-    synchronized RegionInfo region(long id) throws IOException {
+    /** A region of this peer, asked for over the side channel the first time. */
+    RegionInfo region(long id) throws IOException {
+      RegionInfo known = regions.get(id);
+      return known != null ? known : fetch(id);
+    }
+
+    private synchronized RegionInfo fetch(long id) throws IOException {
+      RegionInfo known = regions.get(id);
+      if (known != null) {
+        return known;
+      }
       out.writeByte(OP_REGION);
       out.writeLong(id);
       out.flush();
@@ -513,7 +502,15 @@ public final class UcxTransferAgent implements TransferAgent {
       long length = in.readLong();
       byte[] rkey = new byte[in.readInt()];
       in.readFully(rkey);
-      return new RegionInfo(base, length, rkey, null);
+      ByteBuffer packed = ByteBuffer.allocateDirect(rkey.length).put(rkey).flip();
+      RegionInfo info = new RegionInfo(base, length, ucx.call(() -> endpoint.unpackRemoteKey(packed)));
+      regions.put(id, info);
+      return info;
+    }
+
+    synchronized void poke() throws IOException {
+      out.writeByte(OP_POKE);
+      out.flush();
     }
 
     synchronized void ping() throws IOException {
@@ -556,6 +553,32 @@ public final class UcxTransferAgent implements TransferAgent {
   }
 
   // ---- the side channel, owner side ---------------------------------------------------------
+
+  /** A reader's watch connection, as the owner holds it. */
+  private static final class Watcher {
+    private final DataOutputStream out;
+    final java.util.concurrent.Semaphore acks = new java.util.concurrent.Semaphore(0);
+
+    Watcher(DataOutputStream out) {
+      this.out = out;
+    }
+
+    /** Tells the reader to forget a region and waits (briefly) for it to have done so. */
+    synchronized void invalidate(long regionId) {
+      try {
+        out.writeByte(OP_INVALIDATE);
+        out.writeLong(regionId);
+        out.flush();
+        if (!acks.tryAcquire(SIDE_CHANNEL_TIMEOUT_MS, TimeUnit.MILLISECONDS)) {
+          log.warn("a UCX reader did not acknowledge that region {} is gone within {} ms", regionId, SIDE_CHANNEL_TIMEOUT_MS);
+        }
+      } catch (IOException e) {
+        // the reader is gone: nothing to forget
+      } catch (InterruptedException e) {
+        Thread.currentThread().interrupt();
+      }
+    }
+  }
 
   private void acceptLoop() {
     while (!closed) {
@@ -608,10 +631,17 @@ public final class UcxTransferAgent implements TransferAgent {
             }
           }
           case OP_PING -> out.writeByte(OP_PING);
+          case OP_POKE -> ucx.poke();
           case OP_WATCH -> {
-            // Held open without answers until this agent closes.
-            while (!closed && in.read() >= 0) {
-              // a reader never writes more
+            // Held open until this agent or the reader closes; carries invalidations and their acks.
+            Watcher w = new Watcher(out);
+            watchers.add(w);
+            try {
+              while (!closed && in.read() == OP_INVALIDATE) {
+                w.acks.release();
+              }
+            } finally {
+              watchers.remove(w);
             }
             return;
           }

@@ -13,7 +13,8 @@ import org.openucx.jucx.ucp.UcpWorkerParams;
 /**
  * One UCP context and worker, driven by one thread: every UCX call of an agent runs here (tasks
  * are queued and the thread is woken), and completion callbacks run here too. While idle the
- * thread polls with sleeps of 20 µs–1 ms.
+ * thread polls with sleeps of 20 µs–1 ms, and
+ * without sleeping for 2 ms after any activity or a poke.
  *
  * <p>Ownership: owns the context and worker until {@link #close()}.
  */
@@ -23,6 +24,9 @@ final class UcxWorkerThread implements AutoCloseable {
   /** Idle sleeps grow from MIN to MAX: the worst added latency of a peer's first get. */
   private static final long MIN_IDLE_NANOS = 20_000;
   private static final long MAX_IDLE_NANOS = 1_000_000;
+  /** How long the thread keeps polling after the last sign of activity. */
+  private static final long HOT_NANOS = 2_000_000;
+  private volatile boolean poked;
   private final ConcurrentLinkedQueue<Runnable> tasks = new ConcurrentLinkedQueue<>();
   private final Thread thread;
   private volatile boolean closed;
@@ -47,6 +51,12 @@ final class UcxWorkerThread implements AutoCloseable {
 
   boolean onThread() {
     return Thread.currentThread() == thread;
+  }
+
+  /** Something will arrive soon (a peer is about to read): poll for a while instead of sleeping. */
+  void poke() {
+    poked = true;
+    LockSupport.unpark(thread);
   }
 
   /** Runs {@code task} on the worker thread. */
@@ -76,6 +86,7 @@ final class UcxWorkerThread implements AutoCloseable {
 
   private void loop() {
     long idleNanos = MIN_IDLE_NANOS;
+    long hotUntil = 0;
     try {
       while (!closed) {
         Runnable task;
@@ -86,12 +97,18 @@ final class UcxWorkerThread implements AutoCloseable {
         }
         if (worker.progress() != 0 || busy || !tasks.isEmpty()) {
           idleNanos = MIN_IDLE_NANOS;
-        } else if (inFlight.get() > 0) {
+          hotUntil = System.nanoTime() + HOT_NANOS;
+        } else if (inFlight.get() > 0 || System.nanoTime() < hotUntil || poked) {
+          poked = false;
+          if (hotUntil < System.nanoTime()) {
+            hotUntil = System.nanoTime() + HOT_NANOS;
+          }
           Thread.onSpinWait();
         } else {
           // Not waitForEvents: with UCX 1.13's shared-memory transports its event fd stays
           // readable, so it returns at once and the thread would spin. A peer's gets of our
-          // registered memory need this worker to progress, so the sleep stays short.
+          // registered memory need this worker to progress, so the sleep stays short, and a
+          // reader pokes us (over the side channel) before it reads.
           LockSupport.parkNanos(idleNanos);
           idleNanos = Math.min(idleNanos * 2, MAX_IDLE_NANOS);
         }
