@@ -50,12 +50,14 @@ public final class KvPullCost {
         MemorySegment[] local = new MemorySegment[2 * layers];
         MemoryDescriptor[] regions = new MemoryDescriptor[2 * layers];
         for (int i = 0; i < remote.length; i++) {
-          remote[i] = arena.allocate(maxBlocks * blockBytes, 64);
+          // As a worker's KV cache: memory its agent allocated.
+          var memory = prefill.allocate(maxBlocks * blockBytes);
+          remote[i] = memory.segment();
           remote[i].fill((byte) i);
           local[i] = arena.allocate(maxBlocks * blockBytes, 64);
-          regions[i] = prefill.register(remote[i]);
+          regions[i] = memory.descriptor();
         }
-        MemoryDescriptor probeRegion = prefill.register(arena.allocate(64L << 20, 64)); // as a worker's probe region
+        MemoryDescriptor probeRegion = prefill.allocate(64L << 20).descriptor(); // as a worker's probe region
         // The router's figures, measured as a decode worker measures them.
         LinkProbe.PullCost link = LinkProbe.pullShaped(decode, probeRegion, layers, 0.5);
         for (String layoutName : new String[] {"contiguous", "scattered"}) {

@@ -14,7 +14,9 @@ import java.util.concurrent.TimeUnit;
 /**
  * Transfer throughput per backend next to the limit of its link: {@code local} against a plain
  * memory copy of the same size, measured in the same run; {@code ucx}'s is ucx_perftest's
- * ucp_get between two processes (the script runs it); {@code tcp}'s limit is the loopback
+ * ucp_get between two processes (the script runs it), for memory the agent allocated (as workers'
+ * KV caches are), registered process memory ({@code ucx-reg}) and peer-error mode ({@code
+ * ucx-err}, what peers on other nodes get); {@code tcp}'s limit is the loopback
  * throughput iperf3 measures, which {@code benchmarks/scripts/transfer_throughput.sh} runs
  * before and after. Reports the best of several repetitions.
  *
@@ -50,13 +52,22 @@ public final class TransferThroughput {
         System.out.println("ucx: " + ucx.unavailableReason());
         return;
       }
-      // Shared memory (what a node's workers use), then peer-error mode (what remote peers get).
-      for (boolean sharedMemory : new boolean[] {true, false}) {
-        String name = sharedMemory ? "ucx" : "ucx-err";
-        try (var a = new dev.tandem.transfer.ucx.UcxTransferAgent("127.0.0.1", sharedMemory);
-            var b = new dev.tandem.transfer.ucx.UcxTransferAgent("127.0.0.1", sharedMemory)) {
+      // Memory the agent allocated (what workers register their KV cache as), then memory the
+      // process allocated and registered, over shared memory (peers on one node); then peer-error
+      // mode (what peers on other nodes get).
+      String[] names = {"ucx", "ucx-reg", "ucx-err"};
+      for (int variant = 0; variant < names.length; variant++) {
+        String name = names[variant];
+        try (var a = new dev.tandem.transfer.ucx.UcxTransferAgent("127.0.0.1", variant < 2);
+            var b = new dev.tandem.transfer.ucx.UcxTransferAgent("127.0.0.1", variant < 2)) {
+          MemoryDescriptor allocated = null;
+          if (variant != 1) {
+            var memory = a.allocate(256L << 20);
+            memory.segment().fill((byte) 7);
+            allocated = memory.descriptor();
+          }
           for (long size : sizes) {
-            MemoryDescriptor d = a.register(src.asSlice(0, size));
+            MemoryDescriptor d = allocated != null ? allocated.slice(0, size) : a.register(src.asSlice(0, size));
             double agent = best(() -> read(b, d, dst.asSlice(0, size)), size);
             System.out.printf(Locale.ROOT, "%-8s %9dM %14.2f %14s%n", name, size >> 20, agent, "(ucx_perftest)");
           }

@@ -138,7 +138,17 @@ public final class WorkerServer implements AutoCloseable {
           String.format("%.0f", cost.tokensPerSecond(4096)));
     }
     TransferAgent agent = TransferBackends.select(config.kvTransfer().backend()).createAgent(config.kvTransfer().host());
-    WorkerKvTransfer transfer = new WorkerKvTransfer(agent, handoff, config.kvTransfer().timeout());
+    WorkerKvTransfer transfer;
+    try {
+      transfer = WorkerKvTransfer.create(agent, handoff, config.kvTransfer().timeout(), move -> loop.call(e -> {
+            move.run();
+            return null;
+          })
+          .join());
+    } catch (RuntimeException e) {
+      agent.close(); // the engine (closed by the caller) may still hold memory of it: see close()
+      throw e;
+    }
     PrefillCalls prefill =
         config.role() == WorkerRole.WORKER_ROLE_PREFILL
             ? new PrefillCalls(loop, transfer, timer, WorkerService::toEngineRequest)
@@ -209,14 +219,13 @@ public final class WorkerServer implements AutoCloseable {
       server.shutdownNow();
     }
     timer.shutdownNow();
-    if (disagg != null) {
-      if (disagg.pull() != null) {
-        disagg.pull().close();
-      }
-      if (disagg.transfer() != null) {
-        disagg.transfer().close();
-      }
+    if (disagg != null && disagg.pull() != null) {
+      disagg.pull().close();
     }
     loop.close();
+    // After the engine: its KV cache lives in memory the agent allocated.
+    if (disagg != null && disagg.transfer() != null) {
+      disagg.transfer().close();
+    }
   }
 }

@@ -2,6 +2,7 @@ package dev.tandem.engine;
 
 import dev.tandem.common.PrefillCost;
 import java.lang.foreign.MemorySegment;
+import java.util.function.LongFunction;
 
 /**
  * What an engine offers disaggregated serving: its KV cache memory as per-layer segments that a
@@ -24,6 +25,14 @@ public interface KvHandoff {
   MemorySegment keys(int layer);
 
   MemorySegment values(int layer);
+
+  /**
+   * Moves the KV cache into memory from {@code allocate} (asked for each layer's keys, then its
+   * values, with the bytes wanted), copying what it holds, and frees the old memory: so that a
+   * transfer agent can hand out memory it reads fastest. The new memory must stay valid until the
+   * engine closes; the engine does not free it. Call on the engine's thread, between steps.
+   */
+  void relocateKv(LongFunction<MemorySegment> allocate);
 
   /**
    * Calls {@code listener} during every step in which requests complete their prompt, once per

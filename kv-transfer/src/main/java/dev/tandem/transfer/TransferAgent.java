@@ -30,6 +30,14 @@ public interface TransferAgent extends AutoCloseable {
    */
   MemoryDescriptor register(MemorySegment segment);
 
+  /**
+   * Allocates {@code bytes} (64-byte aligned) registered with this agent, where the backend reads
+   * fastest: for {@code ucx}, UCX's own shared-memory segments, which readers on the node copy
+   * from directly, without this process's CPU. The agent owns the memory: it stays valid until the
+   * agent closes (so whoever uses it must stop first) and is not to be deregistered.
+   */
+  RegisteredMemory allocate(long bytes);
+
   /** Stops serving a region; reads of it fail from now on. */
   void deregister(MemoryDescriptor region);
 

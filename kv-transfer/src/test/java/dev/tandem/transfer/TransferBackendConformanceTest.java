@@ -68,6 +68,23 @@ public abstract class TransferBackendConformanceTest {
     assertEquals(-1, src.mismatch(dst));
   }
 
+  @ParameterizedTest(name = "{0} bytes")
+  @ValueSource(longs = {4 << 10, 64 << 20})
+  void memoryTheAgentAllocatedIsReadLikeRegisteredMemory(long bytes) throws Exception {
+    RegisteredMemory src = owner.allocate(bytes);
+    assertEquals(bytes, src.segment().byteSize());
+    assertEquals(0, src.segment().address() % 64);
+    src.segment().copyFrom(random(bytes, 11));
+    MemorySegment dst = arena.allocate(bytes, 64);
+    reader.read(List.of(src.descriptor().slice(0, bytes)), List.of(dst), TIMEOUT, null).get(60, TimeUnit.SECONDS);
+    assertEquals(-1, src.segment().mismatch(dst));
+    // The owner's writes after a read are seen by the next one.
+    src.segment().fill((byte) 42);
+    reader.read(List.of(src.descriptor().slice(bytes - 4096, 4096)), List.of(dst.asSlice(0, 4096)), TIMEOUT, null)
+        .get(60, TimeUnit.SECONDS);
+    assertEquals(-1, src.segment().asSlice(0, 4096).mismatch(dst.asSlice(0, 4096)));
+  }
+
   @Test
   void manyDescriptorsLandInOrderAndEachIsReported() throws Exception {
     int n = 1000;

@@ -182,6 +182,14 @@ public final class BuiltinEngine extends SchedulingEngine implements KvHandoff {
   }
 
   @Override
+  public void relocateKv(java.util.function.LongFunction<java.lang.foreign.MemorySegment> allocate) {
+    if (hasWork()) {
+      throw new IllegalStateException("the KV cache moves only while no request is queued or running");
+    }
+    cache.relocate(allocate);
+  }
+
+  @Override
   public void setPromptLayerListener(PromptLayerListener listener) {
     this.promptLayerListener = listener;
   }

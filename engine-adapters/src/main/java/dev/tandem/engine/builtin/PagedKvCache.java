@@ -4,6 +4,7 @@ import dev.tandem.engine.model.ModelConfig;
 import java.lang.foreign.Arena;
 import java.lang.foreign.MemorySegment;
 import java.lang.foreign.ValueLayout;
+import java.util.function.LongFunction;
 
 /**
  * The KV cache's memory: per layer, one off-heap segment of keys and one of values, each {@code
@@ -12,7 +13,8 @@ import java.lang.foreign.ValueLayout;
  * is a contiguous byte range ({@link #keyBlock}, {@link #valueBlock}), which is what disaggregated
  * serving moves.
  *
- * <p>Ownership: owns its memory (a shared arena) until {@link #close()}. Written and read by the
+ * <p>Ownership: owns its memory (a shared arena) until {@link #close()}, or until {@link
+ * #relocate} moves it into memory someone else owns. Written and read by the
  * engine thread and the compute backend's threads inside its calls.
  */
 public final class PagedKvCache implements AutoCloseable {
@@ -34,6 +36,27 @@ public final class PagedKvCache implements AutoCloseable {
       keys[l] = arena.allocate(layerBytes, 64);
       values[l] = arena.allocate(layerBytes, 64);
     }
+  }
+
+  /**
+   * Moves every layer's keys and values into memory from {@code allocate}, copying them, and frees
+   * this cache's own memory; the new memory is the caller's to free, after this cache's last use.
+   */
+  public void relocate(LongFunction<MemorySegment> allocate) {
+    for (int l = 0; l < keys.length; l++) {
+      keys[l] = moved(keys[l], allocate);
+      values[l] = moved(values[l], allocate);
+    }
+    arena.close();
+  }
+
+  private static MemorySegment moved(MemorySegment from, LongFunction<MemorySegment> allocate) {
+    MemorySegment to = allocate.apply(from.byteSize());
+    if (to.byteSize() != from.byteSize()) {
+      throw new IllegalArgumentException("asked for " + from.byteSize() + " bytes, got " + to.byteSize());
+    }
+    to.copyFrom(from);
+    return to;
   }
 
   /** Bytes of one block in one layer, for keys or values alone. */
@@ -74,6 +97,8 @@ public final class PagedKvCache implements AutoCloseable {
 
   @Override
   public void close() {
-    arena.close();
+    if (arena.scope().isAlive()) {
+      arena.close();
+    }
   }
 }

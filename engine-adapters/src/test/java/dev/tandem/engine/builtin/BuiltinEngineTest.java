@@ -131,6 +131,24 @@ class BuiltinEngineTest {
   }
 
   @Test
+  void theKvCacheMovedToOtherMemoryKeepsItsCachedPrefixes() {
+    int[] p = prompt(40, 5);
+    try (java.lang.foreign.Arena elsewhere = java.lang.foreign.Arena.ofShared(); BuiltinEngine e = engine(64, 512)) {
+      e.add(greedy("before", p, 8));
+      Map<String, RequestOutput> last = new HashMap<>();
+      List<Integer> before = runToCompletion(e, last).get("before");
+      MemorySegment oldKeys = e.keys(0);
+      e.relocateKv(bytes -> elsewhere.allocate(bytes, 64));
+      assertNotEquals(oldKeys.address(), e.keys(0).address());
+      assertFalse(oldKeys.scope().isAlive(), "the engine's own memory is freed");
+      e.add(greedy("after", p, 8));
+      List<Integer> after = runToCompletion(e, last).get("after");
+      assertEquals(32, last.get("after").cachedTokens(), "the cached prefix came along");
+      assertEquals(before, after);
+    }
+  }
+
+  @Test
   void seededSamplingIsReproducibleAndSeedsDiffer() {
     int[] p = prompt(20, 5);
     SamplingParams s1 = params(1.0f, 1f, -1, 0f, 42L, 0f, 0f, 1f);

@@ -2,7 +2,9 @@ package dev.tandem.transfer.local;
 
 import dev.tandem.transfer.MemoryDescriptor;
 import dev.tandem.transfer.Regions;
+import dev.tandem.transfer.RegisteredMemory;
 import dev.tandem.transfer.TransferAgent;
+import java.lang.foreign.Arena;
 import java.lang.foreign.MemorySegment;
 import java.time.Duration;
 import java.util.List;
@@ -22,6 +24,7 @@ public final class LocalTransferAgent implements TransferAgent {
 
   private final String address = "local:" + NEXT.incrementAndGet();
   private final Regions regions = new Regions();
+  private final Arena owned = Arena.ofShared();
   private volatile boolean closed;
 
   public LocalTransferAgent() {
@@ -41,6 +44,12 @@ public final class LocalTransferAgent implements TransferAgent {
   @Override
   public MemoryDescriptor register(MemorySegment segment) {
     return regions.add(address, segment);
+  }
+
+  @Override
+  public RegisteredMemory allocate(long bytes) {
+    MemorySegment segment = owned.allocate(bytes, 64);
+    return new RegisteredMemory(segment, register(segment));
   }
 
   @Override
@@ -71,7 +80,11 @@ public final class LocalTransferAgent implements TransferAgent {
 
   @Override
   public void close() {
+    if (closed) {
+      return;
+    }
     closed = true;
     AGENTS.remove(address);
+    owned.close(); // a copy still running from it fails (shared arena), it does not crash
   }
 }

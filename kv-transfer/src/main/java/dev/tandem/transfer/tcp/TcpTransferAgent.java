@@ -2,6 +2,7 @@ package dev.tandem.transfer.tcp;
 
 import dev.tandem.transfer.MemoryDescriptor;
 import dev.tandem.transfer.Regions;
+import dev.tandem.transfer.RegisteredMemory;
 import dev.tandem.transfer.TransferAgent;
 import io.netty.bootstrap.Bootstrap;
 import io.netty.bootstrap.ServerBootstrap;
@@ -19,6 +20,7 @@ import io.netty.channel.socket.SocketChannel;
 import io.netty.channel.socket.nio.NioServerSocketChannel;
 import io.netty.channel.socket.nio.NioSocketChannel;
 import java.io.IOException;
+import java.lang.foreign.Arena;
 import java.lang.foreign.MemorySegment;
 import java.net.InetSocketAddress;
 import java.time.Duration;
@@ -34,6 +36,7 @@ import java.util.concurrent.TimeUnit;
  * port, and reads from peers over one pipelined connection per peer. Thread-safe.
  */
 public final class TcpTransferAgent implements TransferAgent {
+  private final Arena owned = Arena.ofShared();
   private final EventLoopGroup group = new MultiThreadIoEventLoopGroup(2, NioIoHandler.newFactory());
   private final Regions regions = new Regions();
   private final Channel server;
@@ -76,6 +79,12 @@ public final class TcpTransferAgent implements TransferAgent {
   public MemoryDescriptor register(MemorySegment segment) {
     Regions.requireNative(segment, "tcp");
     return regions.add(address, segment);
+  }
+
+  @Override
+  public RegisteredMemory allocate(long bytes) {
+    MemorySegment segment = owned.allocate(bytes, 64);
+    return new RegisteredMemory(segment, register(segment));
   }
 
   @Override
@@ -192,5 +201,6 @@ public final class TcpTransferAgent implements TransferAgent {
     served.close().syncUninterruptibly();
     peers.values().forEach(f -> f.thenAccept(TcpPeerConnection::close));
     group.shutdownGracefully(0, 1, TimeUnit.SECONDS).syncUninterruptibly();
+    owned.close(); // after the event loops: nothing sends from it any more
   }
 }
