@@ -5,6 +5,7 @@ import dev.tandem.frontend.ServedModel;
 import dev.tandem.frontend.http.FrontendServer;
 import dev.tandem.router.grpc.Router;
 import dev.tandem.router.grpc.WorkerPool;
+import java.time.Duration;
 import java.util.List;
 import java.util.concurrent.Callable;
 import picocli.CommandLine.Command;
@@ -26,13 +27,18 @@ final class FrontendCommand implements Callable<Integer> {
   @Option(names = "--block-size", defaultValue = "${env:TANDEM_BLOCK_SIZE:-16}", description = "The router's KV block size; workers with another are refused (default ${DEFAULT-VALUE}).")
   int blockSize;
 
+  @Option(names = "--worker-connect-timeout-s", defaultValue = "${env:TANDEM_WORKER_CONNECT_TIMEOUT_S:-300}",
+      description = "How long to wait for each worker to answer at start: workers with a KV transfer backend warm their engine up before they listen, a minute or more for a large model on CPU (default ${DEFAULT-VALUE}).")
+  int connectTimeoutSeconds;
+
   @Override
   public Integer call() throws Exception {
-    WorkerPool pool = new WorkerPool(blockSize, LocalDeployment.CONNECT_TIMEOUT, LocalDeployment.LOAD_INTERVAL);
+    Duration connectTimeout = Duration.ofSeconds(connectTimeoutSeconds);
+    WorkerPool pool = new WorkerPool(blockSize, connectTimeout, LocalDeployment.LOAD_INTERVAL);
     for (String address : workers) {
       pool.add(address);
     }
-    ServedModel model = ServedModel.fromWorker(pool.all().getFirst(), LocalDeployment.CONNECT_TIMEOUT);
+    ServedModel model = ServedModel.fromWorker(pool.all().getFirst(), connectTimeout);
     Router router = Router.create(pool, routerOptions.config());
     FrontendServer server =
         FrontendServer.start(http.config(), model, router, new FrontendMetrics());

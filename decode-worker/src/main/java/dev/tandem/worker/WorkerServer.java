@@ -127,7 +127,7 @@ public final class WorkerServer implements AutoCloseable {
       // Routers weigh remote against local prefill by the engines' measured prefill speed.
       long t0 = System.nanoTime();
       loop.call(e -> {
-            builtin.warmUp(512, 3);
+            builtin.warmUp(1024, 5); // 512 (uncounted), 256, 1024, 256, 1024 tokens
             return null;
           })
           .join();

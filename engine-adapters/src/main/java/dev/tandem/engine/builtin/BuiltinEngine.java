@@ -200,12 +200,12 @@ public final class BuiltinEngine extends SchedulingEngine implements KvHandoff {
   }
 
   /**
-   * Prefills {@code rounds} prompts of random tokens, alternately {@code tokens} and a quarter of
-   * that long, so that the kernels are compiled and the prefill cost measured before the first
-   * request (a router deciding where to prefill needs it; the first steps of a fresh JVM are
-   * several times slower and are not counted), then decodes a few short prompts together (batch
-   * sizes 5 down to 1), then clears the prefix cache of them. Must run while no request is queued
-   * or running.
+   * Prefills {@code rounds} prompts of random tokens, the first half of {@code tokens} long (not
+   * counted: a fresh JVM's first steps are several times slower), then alternately a quarter of
+   * {@code tokens} and {@code tokens}, so that the kernels are compiled and the prefill cost
+   * measured before the first request (a router deciding where to prefill needs it); then decodes
+   * a few short prompts together (batch sizes 5 down to 1), then clears the prefix cache of them.
+   * Must run while no request is queued or running.
    */
   public void warmUp(int tokens, int rounds) {
     if (hasWork()) {
@@ -213,8 +213,9 @@ public final class BuiltinEngine extends SchedulingEngine implements KvHandoff {
     }
     java.util.SplittableRandom random = new java.util.SplittableRandom(rounds);
     for (int r = 0; r < rounds; r++) {
-      // Alternate lengths, so that the fit can tell the per-token cost from attention's.
-      int length = Math.min(r % 2 == 0 ? tokens : tokens / 4, scheduler.maxContextLength() - 1);
+      // Alternate lengths, so that the fit can tell the per-token cost from attention's; the long
+      // ones must be long enough for attention to be a good share of their time.
+      int length = Math.min(r == 0 ? tokens / 2 : r % 2 == 1 ? tokens / 4 : tokens, scheduler.maxContextLength() - 1);
       int[] prompt = random.ints(length, 0, weights.config().vocabSize()).toArray();
       add(new EngineRequest("warm-up-" + r, prompt, dev.tandem.engine.SamplingParams.greedy(),
           new dev.tandem.engine.StopConditions(1, new int[0], true)));
