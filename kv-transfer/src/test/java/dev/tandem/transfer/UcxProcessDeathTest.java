@@ -58,21 +58,29 @@ class UcxProcessDeathTest {
     return new BufferedReader(new InputStreamReader(other.getInputStream()));
   }
 
+  /** A second JVM owning a region of REGION bytes; its descriptor. */
+  private MemoryDescriptor startOwner() throws Exception {
+    String[] ready = start("owner", Long.toString(REGION)).readLine().split(" ");
+    assertEquals("READY", ready[0]);
+    return new MemoryDescriptor(ready[1], Long.parseLong(ready[2]), 0, REGION);
+  }
+
+  /** The region in 64 pieces: a read long enough to interrupt after its first piece. */
+  private static List<MemoryDescriptor> pieces(MemoryDescriptor region) {
+    long piece = region.length() / 64;
+    List<MemoryDescriptor> out = new ArrayList<>();
+    for (int i = 0; i < 64; i++) {
+      out.add(region.slice(i * piece, piece));
+    }
+    return out;
+  }
+
   @Test
   void anOwnerKilledMidTransferFailsTheReadAndTheReaderCarriesOn() throws Exception {
-    BufferedReader out = start("owner", Long.toString(REGION));
-    String[] ready = out.readLine().split(" ");
-    assertEquals("READY", ready[0]);
-    MemoryDescriptor region = new MemoryDescriptor(ready[1], Long.parseLong(ready[2]), 0, REGION);
+    MemoryDescriptor region = startOwner();
     try (UcxTransferAgent reader = new UcxTransferAgent("127.0.0.1")) {
-      int n = 64;
-      long piece = REGION / n;
-      List<MemoryDescriptor> remote = new ArrayList<>();
-      List<MemorySegment> local = new ArrayList<>();
-      for (int i = 0; i < n; i++) {
-        remote.add(region.slice(i * piece, piece));
-        local.add(arena.allocate(piece, 64));
-      }
+      List<MemoryDescriptor> remote = pieces(region);
+      List<MemorySegment> local = remote.stream().map(d -> arena.allocate(d.length(), 64)).toList();
       CompletableFuture<Void> read = reader.read(remote, local, Duration.ofSeconds(30), i -> {
         if (i == 0) {
           other.destroyForcibly();
@@ -115,21 +123,13 @@ class UcxProcessDeathTest {
 
   @Test
   void aStoppedOwnerTimesTheReadOut() throws Exception {
-    BufferedReader out = start("owner", Long.toString(REGION));
-    String[] ready = out.readLine().split(" ");
-    MemoryDescriptor region = new MemoryDescriptor(ready[1], Long.parseLong(ready[2]), 0, REGION);
+    MemoryDescriptor region = startOwner();
     try (UcxTransferAgent reader = new UcxTransferAgent("127.0.0.1")) {
       MemorySegment dst = arena.allocate(8 << 20, 64);
       // Connected and warm first, then the owner stops answering (SIGSTOP) without going away.
       reader.read(List.of(region.slice(0, 8 << 20)), List.of(dst), Duration.ofSeconds(30), null).get(20, TimeUnit.SECONDS);
-      int n = 64;
-      long piece = REGION / n;
-      List<MemoryDescriptor> remote = new ArrayList<>();
-      List<MemorySegment> local = new ArrayList<>();
-      for (int i = 0; i < n; i++) {
-        remote.add(region.slice(i * piece, piece));
-        local.add(arena.allocate(piece, 64));
-      }
+      List<MemoryDescriptor> remote = pieces(region);
+      List<MemorySegment> local = remote.stream().map(d -> arena.allocate(d.length(), 64)).toList();
       long t0 = System.nanoTime();
       CompletableFuture<Void> read = reader.read(remote, local, Duration.ofSeconds(1), i -> {
         if (i == 0) {
