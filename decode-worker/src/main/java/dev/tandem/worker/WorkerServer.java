@@ -146,7 +146,7 @@ public final class WorkerServer implements AutoCloseable {
           })
           .join());
     } catch (RuntimeException e) {
-      agent.close(); // the engine (closed by the caller) may still hold memory of it: see close()
+      agent.close(); // nothing runs on the engine yet, and closing it next does not touch its KV memory
       throw e;
     }
     PrefillCalls prefill =

@@ -16,15 +16,17 @@ import java.nio.ByteBuffer;
 import java.nio.file.Files;
 import java.nio.file.Path;
 import java.time.Duration;
-import java.util.ArrayList;
+import java.util.HashSet;
 import java.util.List;
 import java.util.Map;
 import java.util.Set;
 import java.util.UUID;
 import java.util.concurrent.CompletableFuture;
 import java.util.concurrent.ConcurrentHashMap;
+import java.util.concurrent.CopyOnWriteArrayList;
 import java.util.concurrent.Executors;
 import java.util.concurrent.ScheduledExecutorService;
+import java.util.concurrent.Semaphore;
 import java.util.concurrent.TimeUnit;
 import java.util.concurrent.TimeoutException;
 import java.util.concurrent.atomic.AtomicLong;
@@ -91,7 +93,6 @@ public final class UcxTransferAgent implements TransferAgent {
       Executors.newSingleThreadScheduledExecutor(Thread.ofPlatform().daemon().name("ucx-timeouts").factory());
   /** Some endpoint, ours or a reader's to us, ran without peer-error handling. */
   private volatile boolean usedSharedMemory;
-  private volatile boolean usedSharedMemoryPeerGone;
   private volatile boolean closed;
 
   /** An agent that reads over shared memory from peers on its node. */
@@ -241,9 +242,9 @@ public final class UcxTransferAgent implements TransferAgent {
     private final long[] remoteAddress;
     private final UcpRemoteKey[] keys;
     private final Peer[] owners;
-    private final List<Peer> usedPeers = new java.util.concurrent.CopyOnWriteArrayList<>();
+    private final List<Peer> usedPeers = new CopyOnWriteArrayList<>();
     // Worker thread only from here on.
-    private final Set<Get> inFlight = new java.util.HashSet<>();
+    private final Set<Get> inFlight = new HashSet<>();
     private int next;
     private int done;
     private Throwable failure;
@@ -491,7 +492,6 @@ public final class UcxTransferAgent implements TransferAgent {
       try {
         ucx.execute(() -> {
           if (sharedMemory) {
-            usedSharedMemoryPeerGone = true;
             try {
               for (int k = 0; k < 100 && ucx.worker().progress() > 0; k++) {
                 // drain what already arrived
@@ -586,7 +586,7 @@ public final class UcxTransferAgent implements TransferAgent {
   /** A reader's watch connection, as the owner holds it. */
   private static final class Watcher {
     private final DataOutputStream out;
-    final java.util.concurrent.Semaphore acks = new java.util.concurrent.Semaphore(0);
+    final Semaphore acks = new Semaphore(0);
 
     Watcher(DataOutputStream out) {
       this.out = out;
@@ -727,8 +727,8 @@ public final class UcxTransferAgent implements TransferAgent {
     peers.values().forEach(Peer::close);
     timer.shutdownNow();
     if (usedSharedMemory || lostGets.get() > 0) {
-      log.debug("UCX agent {} closes without destroying its worker (shared memory used: {}, a shared-memory peer gone: {}, "
-          + "gets given up: {})", address, usedSharedMemory, usedSharedMemoryPeerGone, lostGets.get());
+      log.debug("UCX agent {} closes without destroying its worker (shared memory used: {}, gets given up: {})",
+          address, usedSharedMemory, lostGets.get());
       ucx.abandon();
       return;
     }
