@@ -134,7 +134,8 @@ class UcxProcessDeathTest {
       CompletableFuture<Void> read = reader.read(remote, local, Duration.ofSeconds(1), i -> {
         if (i == 0) {
           try {
-            new ProcessBuilder("kill", "-STOP", Long.toString(other.pid())).start().waitFor();
+            // the shell's own kill: no procps needed
+            new ProcessBuilder("sh", "-c", "kill -STOP " + other.pid()).start().waitFor();
           } catch (Exception ex) {
             throw new IllegalStateException(ex);
           }
