@@ -26,7 +26,8 @@ final class UcxWorkerThread implements AutoCloseable {
   private static final long MAX_IDLE_NANOS = 1_000_000;
   /** How long the thread keeps polling after the last sign of activity. */
   private static final long HOT_NANOS = 2_000_000;
-  private volatile boolean poked;
+  /** Until when (System.nanoTime) the loop polls without sleeping: activity or a poke moves it. */
+  private volatile long hotUntil;
   private final ConcurrentLinkedQueue<Runnable> tasks = new ConcurrentLinkedQueue<>();
   private final Thread thread;
   private volatile boolean closed;
@@ -55,7 +56,7 @@ final class UcxWorkerThread implements AutoCloseable {
 
   /** Something will arrive soon (a peer is about to read): poll for a while instead of sleeping. */
   void poke() {
-    poked = true;
+    hotUntil = System.nanoTime() + HOT_NANOS;
     LockSupport.unpark(thread);
   }
 
@@ -86,7 +87,6 @@ final class UcxWorkerThread implements AutoCloseable {
 
   private void loop() {
     long idleNanos = MIN_IDLE_NANOS;
-    long hotUntil = 0;
     try {
       while (!closed) {
         Runnable task;
@@ -98,11 +98,7 @@ final class UcxWorkerThread implements AutoCloseable {
         if (worker.progress() != 0 || busy || !tasks.isEmpty()) {
           idleNanos = MIN_IDLE_NANOS;
           hotUntil = System.nanoTime() + HOT_NANOS;
-        } else if (inFlight.get() > 0 || System.nanoTime() < hotUntil || poked) {
-          poked = false;
-          if (hotUntil < System.nanoTime()) {
-            hotUntil = System.nanoTime() + HOT_NANOS;
-          }
+        } else if (inFlight.get() > 0 || System.nanoTime() < hotUntil) {
           Thread.onSpinWait();
         } else {
           // Not waitForEvents: with UCX 1.13's shared-memory transports its event fd stays
