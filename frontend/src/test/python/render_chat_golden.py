@@ -3,7 +3,8 @@
 (trim_blocks, lstrip_blocks, loopcontrols, Python tojson, raise_exception, strftime_now), and writes
 the expected outputs that ChatTemplateTest compares the Java renderer against.
 
-Usage (from the repo root; needs python3 with jinja2):
+Usage (from the repo root; needs python3 with Jinja2 3.1, the version transformers uses):
+  apt-get install python3-jinja2        # Debian's package, or: pip install jinja2==3.1.6
   python3 frontend/src/test/python/render_chat_golden.py
 """
 import json

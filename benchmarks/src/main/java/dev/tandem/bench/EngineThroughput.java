@@ -1,8 +1,8 @@
 package dev.tandem.bench;
 
 import dev.tandem.engine.EngineRequest;
-import dev.tandem.engine.SamplingParams;
-import dev.tandem.engine.StopConditions;
+import dev.tandem.common.SamplingParams;
+import dev.tandem.common.StopConditions;
 import dev.tandem.engine.builtin.BuiltinConfig;
 import dev.tandem.engine.builtin.BuiltinEngine;
 import dev.tandem.engine.model.ModelConfig;

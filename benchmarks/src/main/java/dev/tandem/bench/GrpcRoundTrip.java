@@ -4,9 +4,12 @@ import dev.tandem.common.WorkerId;
 import dev.tandem.engine.mocker.MockerConfig;
 import dev.tandem.engine.mocker.MockerEngine;
 import dev.tandem.engine.mocker.TimingModel;
-import dev.tandem.proto.worker.v1.GenerateChunk;
-import dev.tandem.proto.worker.v1.GenerateRequest;
-import dev.tandem.proto.worker.v1.StopConditions;
+import dev.tandem.common.GenerationException;
+import dev.tandem.common.GenerationRequest;
+import dev.tandem.common.SamplingParams;
+import dev.tandem.common.StopConditions;
+import dev.tandem.common.TokenChunk;
+import dev.tandem.router.TokenListener;
 import dev.tandem.router.grpc.WorkerClient;
 import dev.tandem.worker.WorkerServer;
 import java.time.Duration;
@@ -30,9 +33,9 @@ public final class GrpcRoundTrip {
     MockerConfig config = MockerConfig.defaults().withTiming(TimingModel.noDelay());
     try (WorkerServer worker = WorkerServer.start(WorkerServer.Config.local(new WorkerId("rt")), new MockerEngine(config));
         WorkerClient client = WorkerClient.connect(worker.address(), Duration.ofSeconds(10))) {
-      GenerateRequest.Builder request = GenerateRequest.newBuilder().setStop(StopConditions.newBuilder().setMaxTokens(1));
-      for (int i = 0; i < 128; i++) {
-        request.addTokenIds(1000 + i);
+      int[] prompt = new int[128];
+      for (int i = 0; i < prompt.length; i++) {
+        prompt[i] = 1000 + i;
       }
       for (int round = 0; round < 3; round++) {
         double[] roundTrip = new double[n];
@@ -40,14 +43,15 @@ public final class GrpcRoundTrip {
         for (int i = 0; i < n; i++) {
           CompletableFuture<Long> first = new CompletableFuture<>();
           long t0 = System.nanoTime();
-          client.generate(request.setRequestId(round + "-" + i).build(), new WorkerClient.GenerationListener() {
+          var request = new GenerationRequest(round + "-" + i, prompt, SamplingParams.greedy(), StopConditions.maxTokens(1));
+          client.generate(request, new TokenListener() {
             @Override
-            public void onChunk(GenerateChunk chunk) {
-              first.complete(chunk.getWorkerTtftUs());
+            public void onChunk(TokenChunk chunk) {
+              first.complete(chunk.origin().workerTtftMicros());
             }
 
             @Override
-            public void onError(Throwable error) {
+            public void onError(GenerationException error) {
               first.completeExceptionally(error);
             }
 

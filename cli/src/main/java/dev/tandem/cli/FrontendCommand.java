@@ -1,6 +1,5 @@
 package dev.tandem.cli;
 
-import dev.tandem.frontend.FrontendMetrics;
 import dev.tandem.frontend.ServedModel;
 import dev.tandem.frontend.http.FrontendServer;
 import dev.tandem.router.grpc.Router;
@@ -38,10 +37,10 @@ final class FrontendCommand implements Callable<Integer> {
     for (String address : workers) {
       pool.add(address);
     }
-    ServedModel model = ServedModel.fromWorker(pool.all().getFirst(), connectTimeout);
+    ServedModel model = LocalDeployment.servedModel(pool, connectTimeout);
     Router router = Router.create(pool, routerOptions.config());
     FrontendServer server =
-        FrontendServer.start(http.config(), model, router, new FrontendMetrics());
+        FrontendServer.start(http.config(), model, router, LocalDeployment.metrics(router));
     Runtime.getRuntime().addShutdownHook(new Thread(() -> {
       server.close();
       router.close();

@@ -8,8 +8,10 @@ import dev.tandem.engine.mocker.MockerEngine;
 import dev.tandem.frontend.FrontendMetrics;
 import dev.tandem.frontend.ServedModel;
 import dev.tandem.frontend.http.FrontendServer;
-import dev.tandem.proto.worker.v1.WorkerRole;
+import dev.tandem.common.WorkerRole;
 import dev.tandem.router.grpc.Router;
+import dev.tandem.router.grpc.RouterMetrics;
+import dev.tandem.router.grpc.WorkerClient;
 import dev.tandem.router.grpc.WorkerPool;
 import dev.tandem.worker.WorkerServer;
 import java.time.Duration;
@@ -99,8 +101,7 @@ public final class LocalDeployment implements AutoCloseable {
       for (int i = 0; i < total; i++) {
         boolean prefill = i < spec.prefillWorkers();
         WorkerRole role =
-            prefill ? WorkerRole.WORKER_ROLE_PREFILL
-                : spec.prefillWorkers() > 0 ? WorkerRole.WORKER_ROLE_DECODE : WorkerRole.WORKER_ROLE_AGGREGATED;
+            prefill ? WorkerRole.PREFILL : spec.prefillWorkers() > 0 ? WorkerRole.DECODE : WorkerRole.AGGREGATED;
         String id = prefill ? "prefill-" + i : spec.prefillWorkers() > 0 ? "decode-" + (i - spec.prefillWorkers()) : "worker-" + i;
         var config =
             new WorkerServer.Config(
@@ -116,8 +117,8 @@ public final class LocalDeployment implements AutoCloseable {
       if (spec.prefillWorkers() > 0) {
         router.disaggregation().awaitLinkProbes(Duration.ofSeconds(120));
       }
-      ServedModel model = ServedModel.fromWorker(pool.all().getFirst(), CONNECT_TIMEOUT);
-      FrontendServer frontend = FrontendServer.start(spec.frontend(), model, router, new FrontendMetrics());
+      ServedModel model = servedModel(pool, CONNECT_TIMEOUT);
+      FrontendServer frontend = FrontendServer.start(spec.frontend(), model, router, metrics(router));
       return new LocalDeployment(workers, pool, router, frontend, model);
     } catch (Exception e) {
       if (pool != null) {
@@ -126,6 +127,19 @@ public final class LocalDeployment implements AutoCloseable {
       workers.forEach(WorkerServer::close);
       throw e instanceof RuntimeException r ? r : new IllegalStateException(e);
     }
+  }
+
+  /** The model the pool's first worker describes, with the tokenizer from its model card. */
+  static ServedModel servedModel(WorkerPool pool, Duration timeout) {
+    WorkerClient first = pool.all().getFirst();
+    return ServedModel.of(first.description(), first.modelCard(timeout));
+  }
+
+  /** The frontend's metrics, with the router's meters bound to the same registry. */
+  static FrontendMetrics metrics(Router router) {
+    FrontendMetrics metrics = new FrontendMetrics();
+    RouterMetrics.bind(router, metrics.registry());
+    return metrics;
   }
 
   /**

@@ -1,7 +1,7 @@
 package dev.tandem.cli;
 
 import dev.tandem.common.WorkerId;
-import dev.tandem.proto.worker.v1.WorkerRole;
+import dev.tandem.common.WorkerRole;
 import dev.tandem.worker.WorkerServer;
 import java.util.concurrent.Callable;
 import picocli.CommandLine.Command;
@@ -40,20 +40,19 @@ final class WorkerCommand implements Callable<Integer> {
 
   @Override
   public Integer call() throws Exception {
-    WorkerRole workerRole =
-        switch (role) {
-          case "agg" -> WorkerRole.WORKER_ROLE_AGGREGATED;
-          case "prefill" -> WorkerRole.WORKER_ROLE_PREFILL;
-          case "decode" -> WorkerRole.WORKER_ROLE_DECODE;
-          default -> throw new IllegalArgumentException("unknown --role '" + role + "'; known: agg, prefill, decode");
-        };
-    if (noKvTransfer && workerRole != WorkerRole.WORKER_ROLE_AGGREGATED) {
+    WorkerRole workerRole;
+    try {
+      workerRole = WorkerRole.parse(role);
+    } catch (IllegalArgumentException e) {
+      throw new IllegalArgumentException("--role: " + e.getMessage());
+    }
+    if (noKvTransfer && workerRole != WorkerRole.AGGREGATED) {
       throw new IllegalArgumentException("--no-kv-transfer: a " + role + " worker moves KV by definition");
     }
     String id = workerId == null ? role + "-" + host + "-" + port : workerId;
     EngineOptions.WorkerEngines engines = engine.resolve();
     // Aggregated builtin workers get an agent too, so that a router can still split onto them.
-    WorkerServer.KvTransfer kv = noKvTransfer || (engine.isMocker() && workerRole == WorkerRole.WORKER_ROLE_AGGREGATED) ? null : transfer.config(host);
+    WorkerServer.KvTransfer kv = noKvTransfer || (engine.isMocker() && workerRole == WorkerRole.AGGREGATED) ? null : transfer.config(host);
     var config = new WorkerServer.Config(host, port, new WorkerId(id), workerRole, engines.modelFiles(), eventRing, !noKvEvents, kv);
     WorkerServer worker = WorkerServer.start(config, engines.factory().get());
     Runtime.getRuntime().addShutdownHook(new Thread(worker::close));

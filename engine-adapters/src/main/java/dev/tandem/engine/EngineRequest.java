@@ -1,5 +1,8 @@
 package dev.tandem.engine;
 
+import dev.tandem.common.GenerationRequest;
+import dev.tandem.common.SamplingParams;
+import dev.tandem.common.StopConditions;
 import java.util.Objects;
 
 /** One generation request as an engine sees it: token ids in, sampling and stop rules. */
@@ -13,5 +16,14 @@ public record EngineRequest(
     if (promptTokens.length == 0) {
       throw new IllegalArgumentException("request " + requestId + " has an empty prompt");
     }
+  }
+
+  /**
+   * The engine's view of a generation (its remote prefill, if any, is the worker's business).
+   *
+   * @throws IllegalArgumentException if the prompt is empty
+   */
+  public static EngineRequest of(GenerationRequest request) {
+    return new EngineRequest(request.requestId(), request.promptTokens(), request.sampling(), request.stop());
   }
 }

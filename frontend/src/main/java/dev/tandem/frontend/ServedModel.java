@@ -1,11 +1,9 @@
 package dev.tandem.frontend;
 
-import dev.tandem.frontend.model.ChatTemplate;
-import dev.tandem.frontend.model.TextTokenizer;
-import dev.tandem.proto.worker.v1.ModelCard;
-import dev.tandem.proto.worker.v1.WorkerRegistration;
-import dev.tandem.router.grpc.WorkerClient;
-import java.time.Duration;
+import dev.tandem.frontend.text.ChatTemplate;
+import dev.tandem.frontend.text.TextTokenizer;
+import dev.tandem.common.ModelCard;
+import dev.tandem.common.WorkerDescription;
 import java.util.Set;
 
 /**
@@ -24,20 +22,18 @@ public record ServedModel(
     TextTokenizer tokenizer,
     ChatTemplate chatTemplate) {
 
-  /** Reads the registration and model card of a registered worker. */
-  public static ServedModel fromWorker(WorkerClient worker, Duration timeout) {
-    WorkerRegistration reg = worker.registration();
-    ModelCard card = worker.modelCard(timeout);
-    String source = "model card of worker " + reg.getWorkerId();
+  /** The model a registered worker describes, with the tokenizer from its model card. */
+  public static ServedModel of(WorkerDescription worker, ModelCard card) {
+    String source = "model card of worker " + worker.workerId();
     return new ServedModel(
-        reg.getModelName(),
-        reg.getMaxContextLength(),
-        reg.getVocabSize(),
-        reg.getEngine(),
-        Set.copyOf(reg.getSupportedFeaturesList()),
-        reg.getEosTokenIdsList().stream().mapToInt(Integer::intValue).toArray(),
-        TextTokenizer.fromJson(card.getTokenizerJson().toByteArray(), source),
-        ChatTemplate.fromTokenizerConfig(card.getTokenizerConfigJson().toByteArray(), source));
+        worker.modelName(),
+        worker.maxContextLength(),
+        worker.vocabSize(),
+        worker.engine(),
+        Set.copyOf(worker.supportedFeatures()),
+        worker.eosTokenIds(),
+        TextTokenizer.fromJson(card.tokenizerJson(), source),
+        ChatTemplate.fromTokenizerConfig(card.tokenizerConfigJson(), source));
   }
 
   public boolean supports(String feature) {

@@ -217,8 +217,8 @@ public final class BuiltinEngine extends SchedulingEngine implements KvHandoff {
       // ones must be long enough for attention to be a good share of their time.
       int length = Math.min(r == 0 ? tokens / 2 : r % 2 == 1 ? tokens / 4 : tokens, scheduler.maxContextLength() - 1);
       int[] prompt = random.ints(length, 0, weights.config().vocabSize()).toArray();
-      add(new EngineRequest("warm-up-" + r, prompt, dev.tandem.engine.SamplingParams.greedy(),
-          new dev.tandem.engine.StopConditions(1, new int[0], true)));
+      add(new EngineRequest("warm-up-" + r, prompt, dev.tandem.common.SamplingParams.greedy(),
+          new dev.tandem.common.StopConditions(1, new int[0], true)));
       while (hasWork()) {
         step();
       }
@@ -234,8 +234,8 @@ public final class BuiltinEngine extends SchedulingEngine implements KvHandoff {
     for (int k = 0; k < 5; k++) {
       int length = Math.min(33 + 32 * k, scheduler.maxContextLength() - 16);
       int[] prompt = random.ints(length, 0, weights.config().vocabSize()).toArray();
-      add(new EngineRequest("warm-up-decode-" + k, prompt, dev.tandem.engine.SamplingParams.greedy(),
-          new dev.tandem.engine.StopConditions(2 + 2 * k, new int[0], true)));
+      add(new EngineRequest("warm-up-decode-" + k, prompt, dev.tandem.common.SamplingParams.greedy(),
+          new dev.tandem.common.StopConditions(2 + 2 * k, new int[0], true)));
     }
     while (hasWork()) {
       step();

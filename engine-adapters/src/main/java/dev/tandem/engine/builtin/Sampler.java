@@ -1,6 +1,7 @@
 package dev.tandem.engine.builtin;
 
-import dev.tandem.engine.SamplingParams;
+import dev.tandem.common.TokenLogprob;
+import dev.tandem.common.SamplingParams;
 import java.util.Arrays;
 import java.util.SplittableRandom;
 import java.util.concurrent.ThreadLocalRandom;
@@ -96,7 +97,7 @@ final class Sampler {
    * Log-probabilities of {@code token} and the {@code top} most likely tokens under the softmax
    * of {@code logits} (the raw model output, as vLLM reports by default).
    */
-  static dev.tandem.engine.RequestOutput.TokenLogprob logprobs(float[] logits, int token, int top) {
+  static dev.tandem.common.TokenLogprob logprobs(float[] logits, int token, int top) {
     float max = Float.NEGATIVE_INFINITY;
     for (float v : logits) {
       max = Math.max(max, v);
@@ -121,7 +122,7 @@ final class Sampler {
       ids[k] = best;
       lps[k] = logits[best] - logZ;
     }
-    return new dev.tandem.engine.RequestOutput.TokenLogprob(logits[token] - logZ, ids, lps);
+    return new dev.tandem.common.TokenLogprob(logits[token] - logZ, ids, lps);
   }
 
   static int argmax(float[] logits) {

@@ -1,9 +1,11 @@
 package dev.tandem.engine.sched;
 
+import dev.tandem.common.TokenLogprob;
+import dev.tandem.common.FinishReason;
 import dev.tandem.engine.EngineLoad;
 import dev.tandem.engine.EngineRequest;
 import dev.tandem.engine.RequestOutput;
-import dev.tandem.engine.RequestOutput.FinishReason;
+import dev.tandem.common.FinishReason;
 import dev.tandem.engine.kv.BlockPool;
 import java.util.ArrayDeque;
 import java.util.ArrayList;
@@ -232,11 +234,11 @@ public final class Scheduler {
       int token = drawer.draw(i, seq);
       seq.append(token);
       FinishReason finish = finishReason(seq, token);
-      RequestOutput.TokenLogprob logprob = seq.takeDrawnLogprob();
+      TokenLogprob logprob = seq.takeDrawnLogprob();
       outputs.add(
           new RequestOutput(
               seq.id(), new int[] {token}, finish, seq.promptLength, seq.cachedTokens,
-              logprob == null ? null : new RequestOutput.TokenLogprob[] {logprob}));
+              logprob == null ? null : new TokenLogprob[] {logprob}));
       if (finish != null) {
         running.remove(seq);
         byId.remove(seq.id());

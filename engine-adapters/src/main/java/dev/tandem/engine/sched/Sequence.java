@@ -1,5 +1,6 @@
 package dev.tandem.engine.sched;
 
+import dev.tandem.common.TokenLogprob;
 import dev.tandem.common.BlockHasher;
 import dev.tandem.engine.EngineRequest;
 import dev.tandem.engine.RequestOutput;
@@ -13,7 +14,7 @@ public final class Sequence {
   final EngineRequest request;
   final int promptLength;
   private Object engineState;
-  private RequestOutput.TokenLogprob pendingLogprob;
+  private TokenLogprob pendingLogprob;
   private int[] tokens; // prompt then generated; [0, length)
   private int length;
   private int[] blocks = new int[8]; // block ids; [0, blockCount)
@@ -86,12 +87,12 @@ public final class Sequence {
   }
 
   /** Log-probabilities of the token being drawn now; the scheduler puts them into the output. */
-  public void setDrawnLogprob(RequestOutput.TokenLogprob logprob) {
+  public void setDrawnLogprob(TokenLogprob logprob) {
     this.pendingLogprob = logprob;
   }
 
-  RequestOutput.TokenLogprob takeDrawnLogprob() {
-    RequestOutput.TokenLogprob l = pendingLogprob;
+  TokenLogprob takeDrawnLogprob() {
+    TokenLogprob l = pendingLogprob;
     pendingLogprob = null;
     return l;
   }

@@ -1,5 +1,6 @@
 package dev.tandem.engine.builtin;
 
+import dev.tandem.common.FinishReason;
 import static dev.tandem.engine.EngineRuns.runToCompletion;
 import static org.junit.jupiter.api.Assertions.assertEquals;
 import static org.junit.jupiter.api.Assertions.assertFalse;
@@ -11,8 +12,8 @@ import static org.junit.jupiter.api.Assertions.assertTrue;
 import dev.tandem.common.KvEvent;
 import dev.tandem.engine.EngineRequest;
 import dev.tandem.engine.RequestOutput;
-import dev.tandem.engine.SamplingParams;
-import dev.tandem.engine.StopConditions;
+import dev.tandem.common.SamplingParams;
+import dev.tandem.common.StopConditions;
 import dev.tandem.engine.model.DType;
 import java.lang.foreign.MemorySegment;
 import java.nio.file.Path;
@@ -222,7 +223,7 @@ class BuiltinEngineTest {
       Map<String, RequestOutput> last = new HashMap<>();
       List<Integer> out = runToCompletion(e, last).get("s");
       assertEquals(greedy.subList(0, greedy.indexOf(stop) + 1), out);
-      assertEquals(RequestOutput.FinishReason.STOP, last.get("s").finishReason());
+      assertEquals(FinishReason.STOP, last.get("s").finishReason());
     }
   }
 

@@ -1,5 +1,6 @@
 package dev.tandem.engine.mocker;
 
+import dev.tandem.common.FinishReason;
 import static dev.tandem.engine.EngineRuns.runToCompletion;
 import static org.junit.jupiter.api.Assertions.assertArrayEquals;
 import static org.junit.jupiter.api.Assertions.assertEquals;
@@ -11,8 +12,8 @@ import static org.junit.jupiter.api.Assertions.assertTrue;
 import dev.tandem.common.KvEvent;
 import dev.tandem.engine.EngineRequest;
 import dev.tandem.engine.RequestOutput;
-import dev.tandem.engine.SamplingParams;
-import dev.tandem.engine.StopConditions;
+import dev.tandem.common.SamplingParams;
+import dev.tandem.common.StopConditions;
 import java.util.ArrayList;
 import java.util.HashMap;
 import java.util.List;
@@ -49,7 +50,7 @@ class MockerEngineTest {
     List<Integer> tb = runToCompletion(b, new HashMap<>()).get("r");
     assertEquals(12, ta.size());
     assertEquals(ta, tb);
-    assertEquals(RequestOutput.FinishReason.LENGTH, last.get("r").finishReason());
+    assertEquals(FinishReason.LENGTH, last.get("r").finishReason());
     assertTrue(ta.stream().allMatch(t -> t >= 0 && t < 151_643), "only regular tokens");
     assertEquals(0, a.pool().usedBlocks(), "every block is back in the pool");
   }
@@ -166,7 +167,7 @@ class MockerEngineTest {
         new StopConditions(5, new int[] {tokens.get(2)}, false)));
     Map<String, RequestOutput> last = new HashMap<>();
     assertEquals(tokens.subList(0, 3), runToCompletion(e, last).get("q"));
-    assertEquals(RequestOutput.FinishReason.STOP, last.get("q").finishReason());
+    assertEquals(FinishReason.STOP, last.get("q").finishReason());
   }
 
   @Test

@@ -2,7 +2,7 @@ package dev.tandem.frontend.http;
 
 import dev.tandem.frontend.FrontendMetrics;
 import dev.tandem.frontend.ServedModel;
-import dev.tandem.router.grpc.Router;
+import dev.tandem.router.RequestRouter;
 import io.netty.bootstrap.ServerBootstrap;
 import io.netty.channel.Channel;
 import io.netty.channel.ChannelInitializer;
@@ -42,14 +42,13 @@ public final class FrontendServer implements AutoCloseable {
     this.channel = channel;
   }
 
-  public static FrontendServer start(Config config, ServedModel model, Router router, FrontendMetrics metrics) {
+  public static FrontendServer start(Config config, ServedModel model, RequestRouter router, FrontendMetrics metrics) {
     // Linux's native epoll transport where it loads (fewer copies and syscalls), NIO elsewhere.
     boolean epoll = Epoll.isAvailable();
     IoHandlerFactory io = epoll ? EpollIoHandler.newFactory() : NioIoHandler.newFactory();
     EventLoopGroup boss = new MultiThreadIoEventLoopGroup(1, io);
     EventLoopGroup workers = new MultiThreadIoEventLoopGroup(io);
     long created = System.currentTimeMillis() / 1000;
-    metrics.watchRouter(router);
     try {
       Channel channel =
           new ServerBootstrap()

@@ -5,12 +5,12 @@ import com.fasterxml.jackson.databind.node.ArrayNode;
 import com.fasterxml.jackson.databind.node.ObjectNode;
 import dev.tandem.frontend.FrontendMetrics;
 import dev.tandem.frontend.ServedModel;
-import dev.tandem.frontend.model.ChatTemplate;
+import dev.tandem.frontend.text.ChatTemplate;
 import dev.tandem.frontend.openai.GenerationSpec;
 import dev.tandem.frontend.openai.RequestParser;
 import dev.tandem.frontend.openai.ResponseJson;
-import dev.tandem.router.grpc.Router;
-import dev.tandem.router.grpc.WorkerClient;
+import dev.tandem.router.RequestRouter;
+import dev.tandem.router.WorkerStatus;
 import io.netty.buffer.ByteBufUtil;
 import io.netty.channel.ChannelFutureListener;
 import io.netty.channel.ChannelHandlerContext;
@@ -50,12 +50,12 @@ final class HttpApiHandler extends SimpleChannelInboundHandler<FullHttpRequest> 
 
   private final ServedModel model;
   private final RequestParser parser;
-  private final Router router;
+  private final RequestRouter router;
   private final FrontendMetrics metrics;
   private final long createdSeconds;
   private GenerationRun current;
 
-  HttpApiHandler(ServedModel model, Router router, FrontendMetrics metrics, long createdSeconds) {
+  HttpApiHandler(ServedModel model, RequestRouter router, FrontendMetrics metrics, long createdSeconds) {
     this.model = model;
     this.parser = new RequestParser(model);
     this.router = router;
@@ -166,30 +166,30 @@ final class HttpApiHandler extends SimpleChannelInboundHandler<FullHttpRequest> 
 
   private void health(ChannelHandlerContext ctx, String endpoint, boolean keepAlive) {
     ObjectNode root = ResponseJson.JSON.createObjectNode();
-    List<WorkerClient> all = router.pool().all();
-    long reachable = all.stream().filter(WorkerClient::reachable).count();
-    var silent = router.kv().map(kv -> kv.workersWithoutEvents()).orElse(java.util.Set.of());
+    List<WorkerStatus> all = router.workers();
+    long reachable = all.stream().filter(WorkerStatus::reachable).count();
+    List<WorkerStatus> silent = all.stream().filter(WorkerStatus::missingKvEvents).toList();
     root.put("status", reachable == 0 ? "unhealthy" : silent.isEmpty() ? "healthy" : "degraded");
     root.put("model", model.name());
-    root.put("router_mode", router.selector().name());
+    root.put("router_mode", router.mode());
     if (!silent.isEmpty()) {
       ArrayNode degraded = root.putArray("degraded_workers");
-      for (var w : silent) {
+      for (WorkerStatus w : silent) {
         degraded.addObject()
-            .put("id", w.value())
+            .put("id", w.description().workerId().value())
             .put("reason", "sent prompts that must have stored KV blocks but published no KV events within "
-                + router.kv().orElseThrow().missingEventsWindow().toSeconds() + " s; routed approximately until its events resume");
+                + router.missingEventsWindow().toSeconds() + " s; routed approximately until its events resume");
       }
     }
     ArrayNode workers = root.putArray("workers");
-    for (WorkerClient w : all) {
+    for (WorkerStatus w : all) {
       ObjectNode o = workers.addObject();
-      o.put("id", w.workerId().value());
+      o.put("id", w.description().workerId().value());
       o.put("address", w.address());
       o.put("reachable", w.reachable());
-      o.put("active_requests", w.lastLoadReport().getActiveRequests());
-      o.put("kv_blocks_used", w.lastLoadReport().getKvBlocksUsed());
-      o.put("kv_blocks_total", w.lastLoadReport().getKvBlocksTotal());
+      o.put("active_requests", w.load().activeRequests());
+      o.put("kv_blocks_used", w.load().kvBlocksUsed());
+      o.put("kv_blocks_total", w.load().kvBlocksTotal());
     }
     reply(ctx, endpoint, reachable > 0 ? 200 : 503, root, keepAlive);
   }

@@ -1,29 +1,27 @@
 package dev.tandem.frontend.openai;
 
+import dev.tandem.common.SamplingParams;
+import dev.tandem.common.StopConditions;
 import java.util.List;
-import java.util.OptionalLong;
 
 /**
  * A validated chat or text completion request, ready to run: the tokenized prompts, how many
- * choices per prompt, sampling, stop rules and output options. {@code logprobs} is -1 when no
- * log-probabilities are wanted, else how many top alternatives to return with each token.
+ * choices per prompt, sampling (log-probabilities included) and stop rules as the workers get
+ * them, and the frontend's own options: stop strings, detokenizing, streaming, timing, pinning.
  */
 public record GenerationSpec(
     Kind kind,
     String model,
     List<int[]> prompts,
     int n,
-    Sampling sampling,
-    int maxTokens,
+    SamplingParams sampling,
+    StopConditions stop,
     List<String> stopStrings,
-    int[] stopTokenIds,
-    boolean ignoreEos,
     boolean skipSpecialTokens,
     boolean stream,
     boolean includeUsage,
     boolean timing,
-    String pinnedWorker,
-    int logprobs) {
+    String pinnedWorker) {
 
   public GenerationSpec {
     prompts = List.copyOf(prompts);
@@ -36,16 +34,14 @@ public record GenerationSpec(
     COMPLETION
   }
 
-  /** Sampling settings; defaults are OpenAI's (temperature 1, top_p 1). */
-  public record Sampling(
-      float temperature,
-      float topP,
-      int topK,
-      float minP,
-      OptionalLong seed,
-      float presencePenalty,
-      float frequencyPenalty,
-      float repetitionPenalty) {}
+  /** -1 when no log-probabilities are wanted, else how many top alternatives to return with each token. */
+  public int logprobs() {
+    return sampling.logprobs();
+  }
+
+  public int maxTokens() {
+    return stop.maxTokens();
+  }
 
   /** Total number of sequences generated: prompts × n. */
   public int choiceCount() {

@@ -5,12 +5,14 @@ import com.fasterxml.jackson.databind.ObjectMapper;
 import com.fasterxml.jackson.databind.node.ObjectNode;
 import dev.tandem.frontend.ServedModel;
 import dev.tandem.frontend.http.ApiException;
-import dev.tandem.frontend.model.ChatTemplate;
+import dev.tandem.frontend.text.ChatTemplate;
 import java.util.ArrayList;
 import java.util.LinkedHashMap;
 import java.util.List;
 import java.util.Map;
 import java.util.OptionalLong;
+import dev.tandem.common.SamplingParams;
+import dev.tandem.common.StopConditions;
 import java.util.Set;
 
 /**
@@ -145,7 +147,7 @@ public final class RequestParser {
       includeUsage = bool((ObjectNode) so, "include_usage", false, "stream_options.include_usage");
     }
     rejectUnsupportedOptions(body);
-    GenerationSpec.Sampling sampling = sampling(body);
+    SamplingParams sampling = sampling(body).withLogprobs(logprobs);
     List<String> stops = stopStrings(body);
     int[] stopIds = stopTokenIds(body);
     boolean ignoreEos = bool(body, "ignore_eos", false);
@@ -167,8 +169,8 @@ public final class RequestParser {
       }
     }
     return new GenerationSpec(
-        kind, model.name(), prompts, n, sampling, maxTokens, stops, stopIds, ignoreEos, skipSpecial,
-        stream, includeUsage, timing, pinned, logprobs);
+        kind, model.name(), prompts, n, sampling, new StopConditions(maxTokens, stopIds, ignoreEos), stops, skipSpecial,
+        stream, includeUsage, timing, pinned);
   }
 
   private void rejectUnsupportedOptions(ObjectNode body) {
@@ -192,15 +194,16 @@ public final class RequestParser {
     }
   }
 
-  private GenerationSpec.Sampling sampling(ObjectNode body) {
-    float temperature = number(body, "temperature", 1.0, 0.0, 2.0);
-    float topP = number(body, "top_p", 1.0, Double.MIN_VALUE, 1.0);
-    int topK = integer(body, "top_k", -1, -1, Integer.MAX_VALUE);
-    float minP = number(body, "min_p", 0.0, 0.0, 1.0);
-    float presence = number(body, "presence_penalty", 0.0, -2.0, 2.0);
-    float frequency = number(body, "frequency_penalty", 0.0, -2.0, 2.0);
-    float repetition = number(body, "repetition_penalty", 1.0, Double.MIN_VALUE, 2.0);
-    OptionalLong seed = OptionalLong.empty();
+  private SamplingParams sampling(ObjectNode body) {
+    SamplingParams d = SamplingParams.DEFAULTS;
+    float temperature = number(body, "temperature", d.temperature(), 0.0, 2.0);
+    float topP = number(body, "top_p", d.topP(), Double.MIN_VALUE, 1.0);
+    int topK = integer(body, "top_k", d.topK(), -1, Integer.MAX_VALUE);
+    float minP = number(body, "min_p", d.minP(), 0.0, 1.0);
+    float presence = number(body, "presence_penalty", d.presencePenalty(), -2.0, 2.0);
+    float frequency = number(body, "frequency_penalty", d.frequencyPenalty(), -2.0, 2.0);
+    float repetition = number(body, "repetition_penalty", d.repetitionPenalty(), Double.MIN_VALUE, 2.0);
+    OptionalLong seed = d.seed();
     JsonNode s = body.get("seed");
     if (s != null && !s.isNull()) {
       if (!s.isIntegralNumber() || !s.canConvertToLong()) {
@@ -224,11 +227,10 @@ public final class RequestParser {
     if (frequency != 0f) {
       requireFeature("frequency_penalty", "frequency_penalty");
     }
-    if (repetition != 1f) {
+    if (repetition != SamplingParams.NO_REPETITION_PENALTY) {
       requireFeature("repetition_penalty", "repetition_penalty");
     }
-    return new GenerationSpec.Sampling(
-        temperature, topP, topK == 0 ? -1 : topK, minP, seed, presence, frequency, repetition);
+    return new SamplingParams(temperature, topP, topK, minP, seed, presence, frequency, repetition, SamplingParams.NO_LOGPROBS);
   }
 
   private void requireFeature(String param, String feature) {

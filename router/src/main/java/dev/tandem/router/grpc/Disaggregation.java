@@ -1,9 +1,7 @@
 package dev.tandem.router.grpc;
 
-import dev.tandem.common.PrefillCost;
-import dev.tandem.proto.worker.v1.GenerateRequest;
-import dev.tandem.proto.worker.v1.LinkFigures;
-import dev.tandem.proto.worker.v1.RemotePrefill;
+import dev.tandem.common.GenerationRequest;
+import dev.tandem.common.RemotePrefillTarget;
 import dev.tandem.router.RoutingRequest;
 import dev.tandem.router.Selection;
 import dev.tandem.router.SplitPolicy;
@@ -92,14 +90,14 @@ public final class Disaggregation implements AutoCloseable {
       WorkerClient prefill = joined.isPrefillOnly() ? joined : other;
       String key = decode.workerId().value() + "->" + prefill.workerId().value();
       probes.computeIfAbsent(key, k -> decode.probeLink(prefill.address(), PROBE_TIMEOUT)
-              .whenComplete((LinkFigures f, Throwable e) -> {
+              .whenComplete((WorkerClient.Link f, Throwable e) -> {
                 if (e != null) {
                   log.warn("link probe {} failed: {}; requests will not be split across it", key, e.toString());
                   return;
                 }
-                links.put(key, new SplitPolicy.Link(f.getBytesPerS(), f.getLatencyUs() / 1e6));
-                log.info("KV link {} ({}): {} µs, {} MB/s", key, f.getBackend(),
-                    String.format("%.0f", f.getLatencyUs()), String.format("%.0f", f.getBytesPerS() / 1e6));
+                links.put(key, new SplitPolicy.Link(f.bytesPerSecond(), f.latencyMicros() / 1e6));
+                log.info("KV link {} ({}): {} µs, {} MB/s", key, f.backend(),
+                    String.format("%.0f", f.latencyMicros()), String.format("%.0f", f.bytesPerSecond() / 1e6));
               }));
     }
   }
@@ -110,11 +108,8 @@ public final class Disaggregation implements AutoCloseable {
    */
   record Split(SplitPolicy.Decision decision, WorkerClient prefill, int prefillBlocks) {
     /** The request as the decode worker gets it: naming the prefill worker. */
-    GenerateRequest request(GenerateRequest request) {
-      return request.toBuilder()
-          .setRemotePrefill(
-              RemotePrefill.newBuilder().setWorkerAddress(prefill.address()).setWorkerId(prefill.workerId().value()))
-          .build();
+    GenerationRequest request(GenerationRequest request) {
+      return request.withRemotePrefill(new RemotePrefillTarget(prefill.address(), prefill.workerId()));
     }
   }
 
@@ -124,8 +119,8 @@ public final class Disaggregation implements AutoCloseable {
    * decode). Called under the router's lock.
    */
   Split consider(
-      GenerateRequest request, RoutingRequest routing, WorkerClient decode, Overlap decodeOverlap, WorkerSelector selector) {
-    if (policy.mode() == SplitPolicy.Mode.NEVER || !decode.movesKv() || request.getStop().getMaxTokens() < 2) {
+      GenerationRequest request, RoutingRequest routing, WorkerClient decode, Overlap decodeOverlap, WorkerSelector selector) {
+    if (policy.mode() == SplitPolicy.Mode.NEVER || !decode.movesKv() || request.stop().maxTokens() < 2) {
       return null;
     }
     List<WorkerClient> prefillers = new ArrayList<>();
@@ -137,12 +132,12 @@ public final class Disaggregation implements AutoCloseable {
     if (prefillers.isEmpty()) {
       return null;
     }
-    Selection pick = selector.select(routing, prefillers.stream().map(WorkerClient::load).toList());
+    Selection pick = selector.select(routing, prefillers.stream().map(pool::load).toList());
     WorkerClient prefill = prefillers.stream().filter(w -> w.workerId().equals(pick.worker())).findFirst().orElseThrow();
     int blockSize = routing.blockSize();
     int prompt = routing.tokens().length;
-    WorkerLoad dLoad = decode.load();
-    WorkerLoad pLoad = prefill.load();
+    WorkerLoad dLoad = pool.load(decode);
+    WorkerLoad pLoad = pool.load(prefill);
     var dReport = decode.lastLoadReport();
     var pReport = prefill.lastLoadReport();
     SplitPolicy.Decision decision =
@@ -151,14 +146,14 @@ public final class Disaggregation implements AutoCloseable {
                 prompt,
                 Math.max(1, prompt - decodeOverlap.blocks() * blockSize),
                 Math.max(1, prompt - pick.predictedOverlap().blocks() * blockSize),
-                decode.registration().getKvBytesPerToken(),
-                decode.registration().getNumLayers(),
+                decode.description().kvBytesPerToken(),
+                decode.description().numLayers(),
                 link(decode.workerId().value(), prefill.workerId().value()),
-                new PrefillCost(dReport.getPrefillSPerToken(), dReport.getPrefillSPerContextToken()),
-                new PrefillCost(pReport.getPrefillSPerToken(), pReport.getPrefillSPerContextToken()),
-                Math.max(dReport.getQueuedPrefillTokens(), (long) dLoad.routedPrefillBlocks() * blockSize),
-                Math.max(pReport.getQueuedPrefillTokens(), (long) pLoad.routedPrefillBlocks() * blockSize),
-                Math.max(dLoad.routedActiveRequests(), dReport.getActiveRequests()),
+                dReport.prefillCost(),
+                pReport.prefillCost(),
+                Math.max(dReport.queuedPrefillTokens(), (long) dLoad.routedPrefillBlocks() * blockSize),
+                Math.max(pReport.queuedPrefillTokens(), (long) pLoad.routedPrefillBlocks() * blockSize),
+                Math.max(dLoad.routedActiveRequests(), dReport.activeRequests()),
                 sharesCompute(decode, prefill)));
     last = decision;
     if (!decision.split()) {
@@ -171,12 +166,12 @@ public final class Disaggregation implements AutoCloseable {
 
   /** Same host and overlapping CPU sets: a prefill there stalls the decode worker's streams anyway. */
   static boolean sharesCompute(WorkerClient a, WorkerClient b) {
-    var ra = a.registration();
-    var rb = b.registration();
-    if (!ra.getHost().equals(rb.getHost())) {
+    var ra = a.description();
+    var rb = b.description();
+    if (!ra.host().equals(rb.host())) {
       return false;
     }
-    return cpuSet(ra.getCpus()).intersects(cpuSet(rb.getCpus()));
+    return cpuSet(ra.cpus()).intersects(cpuSet(rb.cpus()));
   }
 
   /** Parses a Linux CPU list ("0-3,8"); empty or unparsable means every CPU. */

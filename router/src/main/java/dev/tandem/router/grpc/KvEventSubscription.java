@@ -2,7 +2,7 @@ package dev.tandem.router.grpc;
 
 import dev.tandem.common.KvEvent;
 import dev.tandem.common.WorkerId;
-import dev.tandem.common.wire.KvEventWire;
+import dev.tandem.wire.FromWire;
 import dev.tandem.proto.worker.v1.KvEventBatch;
 import dev.tandem.proto.worker.v1.KvEventsRequest;
 import dev.tandem.router.KvEventSequencer;
@@ -87,7 +87,7 @@ final class KvEventSubscription implements AutoCloseable {
     }
     List<KvEvent> events = new ArrayList<>(batch.getEventsCount());
     for (var e : batch.getEventsList()) {
-      events.add(KvEventWire.fromProto(e));
+      events.add(FromWire.kvEvent(e));
     }
     KvEventSequencer.Decision d;
     synchronized (this) {

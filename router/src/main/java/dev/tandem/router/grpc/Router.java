@@ -1,8 +1,15 @@
 package dev.tandem.router.grpc;
 
 import dev.tandem.common.BlockHasher;
-import dev.tandem.proto.worker.v1.GenerateRequest;
+import dev.tandem.common.GenerationRequest;
+import dev.tandem.router.Generation;
 import dev.tandem.router.KvSelector;
+import dev.tandem.router.LoadLedger;
+import dev.tandem.router.NoWorkerAvailableException;
+import dev.tandem.router.RequestRouter;
+import dev.tandem.router.Route;
+import dev.tandem.router.TokenListener;
+import dev.tandem.router.WorkerStatus;
 import dev.tandem.router.RoutingRequest;
 import dev.tandem.router.Selection;
 import dev.tandem.router.Selectors;
@@ -15,17 +22,20 @@ import java.util.List;
 import java.util.Optional;
 
 /**
- * Sends each request to the worker its selector picks among the reachable workers, and accounts
- * the request's prefill and decode blocks to that worker until they are done. In {@code kv} mode
- * it also owns the KV index and its event subscriptions ({@link KvRouting}).
+ * Sends each request to the worker its selector picks among the reachable workers, and reserves
+ * the request's prefill and decode blocks there in the pool's {@link LoadLedger} until they are
+ * done ({@link RoutedGeneration} drives the reservation). In {@code kv} mode it also owns the KV
+ * index and its event subscriptions ({@link KvRouting}); with prefill workers, the split decision
+ * ({@link Disaggregation}).
  *
  * <p>Thread-safe.
  */
-public final class Router implements AutoCloseable {
+public final class Router implements RequestRouter, AutoCloseable {
   private final WorkerPool pool;
   private final WorkerSelector selector;
   private final KvRouting kv;
   private final Disaggregation disagg;
+  private final java.util.concurrent.atomic.AtomicLong predictedOverlapTokens = new java.util.concurrent.atomic.AtomicLong();
 
   /** How a router routes; {@code split} decides per request whether to use a prefill worker. */
   public record Config(
@@ -40,56 +50,6 @@ public final class Router implements AutoCloseable {
 
     public Config withSplit(SplitPolicy split) {
       return new Config(mode, weights, useKvEvents, missingEventsWindow, split);
-    }
-  }
-
-  /**
-   * Where a request goes, what the router expects there, and the load it reserved there. {@code
-   * request} is what to send (with {@code remote_prefill} set when {@code prefill} is chosen);
-   * {@link #start} sends it, {@link #release} gives the reservations back if it is not sent.
-   */
-  public record Routed(
-      WorkerClient worker,
-      Overlap predictedOverlap,
-      WorkerClient.Reservation reservation,
-      GenerateRequest request,
-      WorkerClient prefill,
-      WorkerClient.Reservation prefillReservation,
-      SplitPolicy.Decision decision) {
-    /** Sends the request; the prefill worker's reservation ends with the first chunk. */
-    public WorkerClient.GenerationCall start(WorkerClient.GenerationListener listener) {
-      if (prefillReservation == null) {
-        return worker.generate(request, reservation, listener);
-      }
-      return worker.generate(
-          request,
-          reservation,
-          new WorkerClient.GenerationListener() {
-            @Override
-            public void onChunk(dev.tandem.proto.worker.v1.GenerateChunk chunk) {
-              prefillReservation.release();
-              listener.onChunk(chunk);
-            }
-
-            @Override
-            public void onError(Throwable error) {
-              prefillReservation.release();
-              listener.onError(error);
-            }
-
-            @Override
-            public void onCompleted() {
-              prefillReservation.release();
-              listener.onCompleted();
-            }
-          });
-    }
-
-    public void release() {
-      reservation.release();
-      if (prefillReservation != null) {
-        prefillReservation.release();
-      }
     }
   }
 
@@ -141,7 +101,8 @@ public final class Router implements AutoCloseable {
    * @throws NoWorkerAvailableException if no worker is reachable
    * @throws IllegalArgumentException if the pinned worker is not reachable
    */
-  public Routed route(GenerateRequest request, String pinnedWorker) {
+  @Override
+  public Route route(GenerationRequest request, String pinnedWorker) {
     List<WorkerClient> candidates = pool.reachable().stream().filter(w -> !w.isPrefillOnly()).toList();
     if (candidates.isEmpty()) {
       throw new NoWorkerAvailableException(
@@ -157,14 +118,14 @@ public final class Router implements AutoCloseable {
         throw new IllegalArgumentException("no reachable worker has id '" + pinnedWorker + "'");
       }
     }
-    int[] tokens = request.getTokenIdsList().stream().mapToInt(Integer::intValue).toArray();
+    int[] tokens = request.promptTokens();
     RoutingRequest routing =
         new RoutingRequest(
-            request.getRequestId(), tokens, BlockHasher.sequenceHashes(tokens, pool.blockSize()), pool.blockSize());
+            request.requestId(), tokens, BlockHasher.sequenceHashes(tokens, pool.blockSize()), pool.blockSize());
     // Selection and reservation happen together, so that requests arriving at once see each
     // other's load instead of all picking the same idle worker.
     synchronized (this) {
-      List<WorkerLoad> loads = candidates.stream().map(WorkerClient::load).toList();
+      List<WorkerLoad> loads = candidates.stream().map(pool::load).toList();
       Selection selection = selector.select(routing, loads);
       WorkerClient chosen = null;
       for (WorkerClient c : candidates) {
@@ -176,26 +137,58 @@ public final class Router implements AutoCloseable {
         throw new IllegalStateException("selector " + selector.name() + " chose a non-candidate " + selection.worker());
       }
       Overlap predicted = selection.predictedOverlap();
+      predictedOverlapTokens.addAndGet((long) predicted.blocks() * pool.blockSize());
       if (kv != null) {
         kv.routed(chosen.workerId(), routing.blockHashes(), predicted.blocks());
       }
       int promptBlocks = routing.promptBlocks();
       int prefill = Math.max(0, promptBlocks - predicted.blocks());
       Disaggregation.Split split = disagg.consider(request, routing, chosen, predicted, selector);
+      LoadLedger ledger = pool.ledger();
       if (split != null && split.prefill() != null) {
         // The prefill worker computes the prompt; the decode worker only holds its blocks.
-        return new Routed(
-            chosen, predicted, chosen.reserve(0, promptBlocks), split.request(request),
-            split.prefill(), split.prefill().reserve(split.prefillBlocks(), 0), split.decision());
+        return new RoutedGeneration(
+            chosen, split.request(request),
+            ledger.reserveSplit(chosen.workerId(), promptBlocks, split.prefill().workerId(), split.prefillBlocks()),
+            predicted.blocks(), split.decision());
       }
-      return new Routed(
-          chosen, predicted, chosen.reserve(prefill, promptBlocks), request, null, null, split == null ? null : split.decision());
+      return new RoutedGeneration(
+          chosen, request, ledger.reserve(chosen.workerId(), prefill, promptBlocks), predicted.blocks(),
+          split == null ? null : split.decision());
     }
   }
 
+  /** Prompt tokens this router expected its chosen workers to hold, over every request routed. */
+  public long predictedOverlapTokens() {
+    return predictedOverlapTokens.get();
+  }
+
   /** Routes and starts a generation. */
-  public WorkerClient.GenerationCall generate(GenerateRequest request, WorkerClient.GenerationListener listener) {
+  public Generation generate(GenerationRequest request, TokenListener listener) {
     return route(request, null).start(listener);
+  }
+
+  @Override
+  public int blockSize() {
+    return pool.blockSize();
+  }
+
+  @Override
+  public String mode() {
+    return selector.name();
+  }
+
+  @Override
+  public List<WorkerStatus> workers() {
+    var silent = kv == null ? java.util.Set.<dev.tandem.common.WorkerId>of() : kv.workersWithoutEvents();
+    return pool.all().stream()
+        .map(w -> new WorkerStatus(w.description(), w.address(), w.reachable(), w.lastLoadReport(), silent.contains(w.workerId())))
+        .toList();
+  }
+
+  @Override
+  public Duration missingEventsWindow() {
+    return kv == null ? null : kv.missingEventsWindow();
   }
 
   @Override
@@ -203,13 +196,6 @@ public final class Router implements AutoCloseable {
     disagg.close();
     if (kv != null) {
       kv.close();
-    }
-  }
-
-  /** No worker can take a request now. */
-  public static final class NoWorkerAvailableException extends RuntimeException {
-    public NoWorkerAvailableException(String message) {
-      super(message);
     }
   }
 }

@@ -1,18 +1,26 @@
 package dev.tandem.router.grpc;
 
+import dev.tandem.common.GenerationRequest;
+import dev.tandem.common.ModelCard;
+import dev.tandem.common.WorkerDescription;
 import dev.tandem.common.WorkerId;
+import dev.tandem.common.WorkerLoadReport;
+import dev.tandem.common.WorkerRole;
 import dev.tandem.proto.worker.v1.DescribeRequest;
 import dev.tandem.proto.worker.v1.GenerateChunk;
 import dev.tandem.proto.worker.v1.GenerateRequest;
 import dev.tandem.proto.worker.v1.KvEventBatch;
 import dev.tandem.proto.worker.v1.KvEventsRequest;
+import dev.tandem.proto.worker.v1.LinkFigures;
 import dev.tandem.proto.worker.v1.LoadReport;
-import dev.tandem.proto.worker.v1.ModelCard;
 import dev.tandem.proto.worker.v1.ModelCardRequest;
+import dev.tandem.proto.worker.v1.ProbeLinkRequest;
 import dev.tandem.proto.worker.v1.WatchLoadRequest;
 import dev.tandem.proto.worker.v1.WorkerGrpc;
-import dev.tandem.proto.worker.v1.WorkerRegistration;
-import dev.tandem.router.WorkerLoad;
+import dev.tandem.router.Generation;
+import dev.tandem.router.TokenListener;
+import dev.tandem.wire.FromWire;
+import dev.tandem.wire.ToWire;
 import io.grpc.ManagedChannel;
 import io.grpc.StatusRuntimeException;
 import io.grpc.netty.NettyChannelBuilder;
@@ -20,16 +28,18 @@ import io.grpc.stub.ClientCallStreamObserver;
 import io.grpc.stub.ClientResponseObserver;
 import io.grpc.stub.StreamObserver;
 import java.time.Duration;
+import java.util.concurrent.CompletableFuture;
 import java.util.concurrent.ScheduledExecutorService;
 import java.util.concurrent.TimeUnit;
 import java.util.concurrent.atomic.AtomicBoolean;
-import java.util.concurrent.atomic.AtomicInteger;
 import org.slf4j.Logger;
 import org.slf4j.LoggerFactory;
 
 /**
- * The router's connection to one worker: its registration, generation streams, and a load watch
- * that also tells whether the worker is reachable.
+ * The router's connection to one worker: its description, generation streams, link probes, and a
+ * load watch that also tells whether the worker is reachable. Messages are mapped to records here
+ * ({@code dev.tandem.wire}); what the router has committed to the worker is the {@link
+ * dev.tandem.router.LoadLedger}'s business, not this class's.
  *
  * <p>Thread-safe.
  */
@@ -38,58 +48,54 @@ public final class WorkerClient implements AutoCloseable {
   /** The model card carries the tokenizer (over 10 MB for Qwen3). */
   private static final int MAX_MESSAGE_BYTES = 256 << 20;
 
-  /** Receives one generation's chunks, on a gRPC thread. */
-  public interface GenerationListener {
-    void onChunk(GenerateChunk chunk);
-
-    void onError(Throwable error);
-
-    void onCompleted();
-  }
-
-  /** A generation in flight; {@link #cancel} aborts it on the worker. */
-  public interface GenerationCall {
-    void cancel(String reason);
-  }
-
   private final String address;
   private final ManagedChannel channel;
-  private final WorkerRegistration registration;
-  private final AtomicInteger routedActive = new AtomicInteger();
-  private final AtomicInteger routedPrefillBlocks = new AtomicInteger();
-  private final AtomicInteger routedDecodeBlocks = new AtomicInteger();
-  private volatile LoadReport lastLoad;
+  private final WorkerDescription description;
+  private volatile WorkerLoadReport lastLoad;
   private volatile boolean reachable = true;
   private volatile boolean closed;
 
-  private WorkerClient(String address, ManagedChannel channel, WorkerRegistration registration) {
+  private WorkerClient(String address, ManagedChannel channel, WorkerDescription description) {
     this.address = address;
     this.channel = channel;
-    this.registration = registration;
-    this.lastLoad = LoadReport.newBuilder().setWorkerId(registration.getWorkerId()).build();
+    this.description = description;
+    this.lastLoad = WorkerLoadReport.empty(description.workerId());
   }
 
   /**
-   * Connects and fetches the worker's registration.
+   * Connects and fetches the worker's description.
    *
    * @throws IllegalStateException naming the address if the worker does not answer in time
    */
   public static WorkerClient connect(String address, Duration timeout) {
-    ManagedChannel channel =
-        NettyChannelBuilder.forTarget(address)
-            .usePlaintext()
-            // Listeners only hand chunks to other executors; running them on the transport
-            // thread saves a thread hop per message.
-            .directExecutor()
-            .maxInboundMessageSize(MAX_MESSAGE_BYTES)
-            .build();
+    return connect(address, channel(address), timeout);
+  }
+
+  /** A plaintext channel to {@code address} ({@code host:port}). */
+  static ManagedChannel channel(String address) {
+    return NettyChannelBuilder.forTarget(address)
+        .usePlaintext()
+        // Listeners only hand chunks to other executors; running them on the transport
+        // thread saves a thread hop per message.
+        .directExecutor()
+        .maxInboundMessageSize(MAX_MESSAGE_BYTES)
+        .build();
+  }
+
+  /**
+   * Fetches the description of the worker at the other end of {@code channel} (tests pass an
+   * in-process channel); the client owns the channel from now on.
+   *
+   * @throws IllegalStateException naming the address if the worker does not answer in time
+   */
+  public static WorkerClient connect(String address, ManagedChannel channel, Duration timeout) {
     try {
-      WorkerRegistration registration =
+      var registration =
           WorkerGrpc.newBlockingStub(channel)
               .withWaitForReady()
               .withDeadlineAfter(timeout.toMillis(), TimeUnit.MILLISECONDS)
               .describe(DescribeRequest.getDefaultInstance());
-      return new WorkerClient(address, channel, registration);
+      return new WorkerClient(address, channel, FromWire.description(registration));
     } catch (StatusRuntimeException e) {
       channel.shutdownNow();
       throw new IllegalStateException(
@@ -102,34 +108,37 @@ public final class WorkerClient implements AutoCloseable {
   }
 
   public WorkerId workerId() {
-    return new WorkerId(registration.getWorkerId());
+    return description.workerId();
   }
 
-  public WorkerRegistration registration() {
-    return registration;
+  public WorkerDescription description() {
+    return description;
   }
 
   /** True for a prefill worker: it computes prompts for decode workers and generates nothing itself. */
   public boolean isPrefillOnly() {
-    return registration.getRole() == dev.tandem.proto.worker.v1.WorkerRole.WORKER_ROLE_PREFILL;
+    return description.role() == WorkerRole.PREFILL;
   }
 
   /** True if this worker has a KV transfer agent (a prefill, decode or transfer-enabled aggregated worker). */
   public boolean movesKv() {
-    return !registration.getKvTransferAddress().isEmpty();
+    return description.movesKv();
   }
 
+  /** The link figures a probe measured. */
+  public record Link(String backend, double latencyMicros, double bytesPerSecond) {}
+
   /** Asks this worker to measure its KV link to the worker at {@code peerAddress}. */
-  public java.util.concurrent.CompletableFuture<dev.tandem.proto.worker.v1.LinkFigures> probeLink(String peerAddress, Duration timeout) {
-    var result = new java.util.concurrent.CompletableFuture<dev.tandem.proto.worker.v1.LinkFigures>();
+  public CompletableFuture<Link> probeLink(String peerAddress, Duration timeout) {
+    var result = new CompletableFuture<Link>();
     WorkerGrpc.newStub(channel)
         .withDeadlineAfter(timeout.toMillis(), TimeUnit.MILLISECONDS)
         .probeLink(
-            dev.tandem.proto.worker.v1.ProbeLinkRequest.newBuilder().setPeerAddress(peerAddress).build(),
+            ProbeLinkRequest.newBuilder().setPeerAddress(peerAddress).build(),
             new StreamObserver<>() {
               @Override
-              public void onNext(dev.tandem.proto.worker.v1.LinkFigures figures) {
-                result.complete(figures);
+              public void onNext(LinkFigures f) {
+                result.complete(new Link(f.getBackend(), f.getLatencyUs(), f.getBytesPerS()));
               }
 
               @Override
@@ -149,94 +158,24 @@ public final class WorkerClient implements AutoCloseable {
     return reachable && !closed;
   }
 
-  public int routedActiveRequests() {
-    return routedActive.get();
-  }
-
-  /** The load as a selector sees it. */
-  public WorkerLoad load() {
-    LoadReport r = lastLoad;
-    return new WorkerLoad(
-        workerId(),
-        routedActive.get(),
-        routedPrefillBlocks.get(),
-        routedDecodeBlocks.get(),
-        r.getActiveRequests(),
-        r.getWaitingRequests(),
-        r.getKvBlocksUsed(),
-        r.getKvBlocksTotal());
-  }
-
-  public LoadReport lastLoadReport() {
+  public WorkerLoadReport lastLoadReport() {
     return lastLoad;
   }
 
   /** Fetches the model card (tokenizer files included). */
   public ModelCard modelCard(Duration timeout) {
-    return WorkerGrpc.newBlockingStub(channel)
-        .withDeadlineAfter(timeout.toMillis(), TimeUnit.MILLISECONDS)
-        .getModelCard(ModelCardRequest.getDefaultInstance());
+    return FromWire.modelCard(
+        WorkerGrpc.newBlockingStub(channel)
+            .withDeadlineAfter(timeout.toMillis(), TimeUnit.MILLISECONDS)
+            .getModelCard(ModelCardRequest.getDefaultInstance()));
   }
 
   /**
-   * Load the router has committed to this worker for one request: its prefill blocks until the
-   * first token, its decode blocks and one active request until the end. Both releases are
-   * idempotent.
+   * Starts a generation on this worker alone (no routing, no reservation); the listener hears every
+   * chunk, then completion or an error. Cancelling after the end does nothing.
    */
-  public final class Reservation {
-    private final int prefillBlocks;
-    private final int decodeBlocks;
-    private final AtomicBoolean prefilled = new AtomicBoolean();
-    private final AtomicBoolean finished = new AtomicBoolean();
-
-    private Reservation(int prefillBlocks, int decodeBlocks) {
-      this.prefillBlocks = prefillBlocks;
-      this.decodeBlocks = decodeBlocks;
-      routedActive.incrementAndGet();
-      routedPrefillBlocks.addAndGet(prefillBlocks);
-      routedDecodeBlocks.addAndGet(decodeBlocks);
-    }
-
-    /** The first token arrived: the prefill is done. */
-    public void firstToken() {
-      if (prefilled.compareAndSet(false, true)) {
-        routedPrefillBlocks.addAndGet(-prefillBlocks);
-      }
-    }
-
-    /** The request ended (finished, failed or cancelled), or was never started. */
-    public void release() {
-      firstToken();
-      if (finished.compareAndSet(false, true)) {
-        routedActive.decrementAndGet();
-        routedDecodeBlocks.addAndGet(-decodeBlocks);
-      }
-    }
-  }
-
-  /** Commits load to this worker ahead of sending it a request. */
-  public Reservation reserve(int prefillBlocks, int decodeBlocks) {
-    return new Reservation(prefillBlocks, decodeBlocks);
-  }
-
-  /** Starts a generation with no load accounted to it beyond one active request (tests, tools). */
-  public GenerationCall generate(GenerateRequest request, GenerationListener listener) {
-    return generate(request, reserve(0, 0), listener);
-  }
-
-  /**
-   * Starts a generation; the listener hears every chunk, then completion or an error. The
-   * reservation is released as the request progresses (prefill at the first chunk, the rest at the
-   * end).
-   */
-  public GenerationCall generate(GenerateRequest request, Reservation reservation, GenerationListener listener) {
+  public Generation generate(GenerationRequest request, TokenListener listener) {
     AtomicBoolean finished = new AtomicBoolean();
-    Runnable firstToken = reservation::firstToken;
-    Runnable finish =
-        () -> {
-          finished.set(true);
-          reservation.release();
-        };
     var observer =
         new ClientResponseObserver<GenerateRequest, GenerateChunk>() {
           private volatile ClientCallStreamObserver<GenerateRequest> call;
@@ -248,34 +187,31 @@ public final class WorkerClient implements AutoCloseable {
 
           @Override
           public void onNext(GenerateChunk chunk) {
-            firstToken.run();
-            if (chunk.getFinishReason() != dev.tandem.proto.worker.v1.FinishReason.FINISH_REASON_UNSPECIFIED) {
-              // Released before the listener answers the client: a client's next request must not
-              // be routed against the load of the one it has just seen finish.
-              finish.run();
+            var c = FromWire.chunk(chunk);
+            if (c.finished()) {
+              finished.set(true);
             }
-            listener.onChunk(chunk);
+            listener.onChunk(c);
           }
 
           @Override
           public void onError(Throwable error) {
-            finish.run();
-            listener.onError(error);
+            finished.set(true);
+            listener.onError(FromWire.failure(error));
           }
 
           @Override
           public void onCompleted() {
-            finish.run();
+            finished.set(true);
             listener.onCompleted();
           }
         };
-    WorkerGrpc.newStub(channel).generate(request, observer);
+    WorkerGrpc.newStub(channel).generate(ToWire.request(request), observer);
     return reason -> {
       ClientCallStreamObserver<GenerateRequest> call = observer.call;
-      if (call != null && !finished.get()) {
+      if (call != null && finished.compareAndSet(false, true)) {
         call.cancel(reason, null);
       }
-      finish.run();
     };
   }
 
@@ -295,7 +231,7 @@ public final class WorkerClient implements AutoCloseable {
             new StreamObserver<>() {
               @Override
               public void onNext(LoadReport report) {
-                lastLoad = report;
+                lastLoad = FromWire.load(report);
                 if (!reachable) {
                   log.info("worker {} at {} is reachable again", workerId(), address);
                 }

@@ -1,7 +1,11 @@
 package dev.tandem.router.grpc;
 
-import dev.tandem.proto.worker.v1.WorkerRegistration;
+import dev.tandem.common.WorkerDescription;
+import dev.tandem.router.LoadLedger;
+import dev.tandem.router.WorkerLoad;
+import io.grpc.ManagedChannel;
 import java.time.Duration;
+import java.util.function.Function;
 import java.util.List;
 import java.util.concurrent.CopyOnWriteArrayList;
 import java.util.concurrent.Executors;
@@ -22,16 +26,24 @@ public final class WorkerPool implements AutoCloseable {
   private final int blockSize;
   private final Duration connectTimeout;
   private final Duration loadInterval;
+  private final Function<String, ManagedChannel> channels;
   private final List<WorkerClient> workers = new CopyOnWriteArrayList<>();
+  private final LoadLedger ledger = new LoadLedger();
   private final List<java.util.function.Consumer<WorkerClient>> joinListeners = new CopyOnWriteArrayList<>();
   private final ScheduledExecutorService timer =
       Executors.newSingleThreadScheduledExecutor(
           Thread.ofPlatform().name("worker-pool-timer").daemon().factory());
 
   public WorkerPool(int blockSize, Duration connectTimeout, Duration loadInterval) {
+    this(blockSize, connectTimeout, loadInterval, WorkerClient::channel);
+  }
+
+  /** A pool that opens its channels with {@code channels} (tests: in-process channels by name). */
+  public WorkerPool(int blockSize, Duration connectTimeout, Duration loadInterval, Function<String, ManagedChannel> channels) {
     this.blockSize = blockSize;
     this.connectTimeout = connectTimeout;
     this.loadInterval = loadInterval;
+    this.channels = channels;
   }
 
   /**
@@ -40,8 +52,8 @@ public final class WorkerPool implements AutoCloseable {
    * @throws IllegalStateException if it cannot be reached, or its block size or model differs
    */
   public WorkerClient add(String address) {
-    WorkerClient client = WorkerClient.connect(address, connectTimeout);
-    WorkerRegistration reg = client.registration();
+    WorkerClient client = WorkerClient.connect(address, channels.apply(address), connectTimeout);
+    WorkerDescription reg = client.description();
     String refusal = refusal(reg, address);
     if (refusal != null) {
       client.close();
@@ -52,12 +64,12 @@ public final class WorkerPool implements AutoCloseable {
     joinListeners.forEach(l -> l.accept(client));
     log.info(
         "registered worker {} at {} (engine {}, model {}, {} KV blocks of {})",
-        reg.getWorkerId(),
+        reg.workerId(),
         address,
-        reg.getEngine(),
-        reg.getModelName(),
-        reg.getTotalKvBlocks(),
-        reg.getBlockSize());
+        reg.engine(),
+        reg.modelName(),
+        reg.totalKvBlocks(),
+        reg.blockSize());
     return client;
   }
 
@@ -73,21 +85,41 @@ public final class WorkerPool implements AutoCloseable {
   }
 
   /** Why a worker cannot join this pool, or null if it can. */
-  private String refusal(WorkerRegistration reg, String address) {
-    String who = "worker " + reg.getWorkerId() + " at " + address;
-    if (reg.getBlockSize() != blockSize) {
-      return who + " uses KV block size " + reg.getBlockSize() + " but this router uses " + blockSize
+  private String refusal(WorkerDescription reg, String address) {
+    String who = "worker " + reg.workerId() + " at " + address;
+    if (reg.blockSize() != blockSize) {
+      return who + " uses KV block size " + reg.blockSize() + " but this router uses " + blockSize
           + "; refusing it (prefix hashes would never match)";
     }
     for (WorkerClient other : workers) {
-      if (!other.registration().getModelName().equals(reg.getModelName())) {
-        return who + " serves " + reg.getModelName() + " but this pool serves " + other.registration().getModelName();
+      if (!other.description().modelName().equals(reg.modelName())) {
+        return who + " serves " + reg.modelName() + " but this pool serves " + other.description().modelName();
       }
-      if (other.workerId().value().equals(reg.getWorkerId())) {
-        return "worker id " + reg.getWorkerId() + " at " + address + " is already registered at " + other.address();
+      if (other.workerId().equals(reg.workerId())) {
+        return "worker id " + reg.workerId() + " at " + address + " is already registered at " + other.address();
       }
     }
     return null;
+  }
+
+  /** What the router has committed to each worker and not yet seen end. */
+  public LoadLedger ledger() {
+    return ledger;
+  }
+
+  /** {@code worker}'s load as a selector sees it: the ledger's in-flight counts and its last report. */
+  public WorkerLoad load(WorkerClient worker) {
+    LoadLedger.Routed routed = ledger.routed(worker.workerId());
+    var r = worker.lastLoadReport();
+    return new WorkerLoad(
+        worker.workerId(),
+        routed.activeRequests(),
+        routed.prefillBlocks(),
+        routed.decodeBlocks(),
+        r.activeRequests(),
+        r.waitingRequests(),
+        r.kvBlocksUsed(),
+        r.kvBlocksTotal());
   }
 
   public int blockSize() {

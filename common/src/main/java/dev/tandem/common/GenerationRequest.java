@@ -1,0 +1,28 @@
+package dev.tandem.common;
+
+import java.util.Objects;
+
+/**
+ * One generation as the frontend hands it to the router and the router to a worker: the prompt's
+ * token ids, sampling and stop rules, and (when the router splits the request) the prefill worker
+ * that computes the prompt. Immutable; {@code promptTokens} is copied in and must not be changed
+ * through the accessor.
+ */
+public record GenerationRequest(
+    String requestId, int[] promptTokens, SamplingParams sampling, StopConditions stop, RemotePrefillTarget remotePrefill) {
+  public GenerationRequest {
+    Objects.requireNonNull(requestId, "requestId");
+    promptTokens = promptTokens.clone();
+    Objects.requireNonNull(sampling, "sampling");
+    Objects.requireNonNull(stop, "stop");
+  }
+
+  public GenerationRequest(String requestId, int[] promptTokens, SamplingParams sampling, StopConditions stop) {
+    this(requestId, promptTokens, sampling, stop, null);
+  }
+
+  /** This request with its prompt prefilled by {@code target}. */
+  public GenerationRequest withRemotePrefill(RemotePrefillTarget target) {
+    return new GenerationRequest(requestId, promptTokens, sampling, stop, target);
+  }
+}

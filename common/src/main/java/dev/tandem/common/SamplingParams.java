@@ -1,0 +1,70 @@
+package dev.tandem.common;
+
+import java.util.OptionalLong;
+
+/**
+ * How to pick each token, as every module sees it (frontend, router, worker, engine). Temperature 0
+ * is greedy; {@code seed} makes sampling reproducible; {@code topK} -1 and {@code topP} 1 are off;
+ * {@code logprobs} is the number of top alternatives to return with each token, or -1 for none.
+ *
+ * <p>The defaults live here and nowhere else: {@link #DEFAULTS} is what an OpenAI request that sets
+ * nothing gets (temperature 1, no truncation, no penalties).
+ */
+public record SamplingParams(
+    float temperature,
+    float topP,
+    int topK,
+    float minP,
+    OptionalLong seed,
+    float presencePenalty,
+    float frequencyPenalty,
+    float repetitionPenalty,
+    int logprobs) {
+
+  /** OpenAI's default temperature. */
+  public static final float DEFAULT_TEMPERATURE = 1f;
+  /** top_p off. */
+  public static final float NO_TOP_P = 1f;
+  /** top_k off. */
+  public static final int NO_TOP_K = -1;
+  /** repetition_penalty off. */
+  public static final float NO_REPETITION_PENALTY = 1f;
+  /** No log-probabilities. */
+  public static final int NO_LOGPROBS = -1;
+  /** The most alternatives a request may ask for per token (OpenAI's limit). */
+  public static final int MAX_LOGPROBS = 20;
+
+  /** What a request that sets nothing gets. */
+  public static final SamplingParams DEFAULTS =
+      new SamplingParams(DEFAULT_TEMPERATURE, NO_TOP_P, NO_TOP_K, 0f, OptionalLong.empty(), 0f, 0f, NO_REPETITION_PENALTY, NO_LOGPROBS);
+
+  public SamplingParams {
+    if (topK == 0) {
+      topK = NO_TOP_K;
+    }
+    if (logprobs > MAX_LOGPROBS) {
+      logprobs = MAX_LOGPROBS;
+    }
+  }
+
+  /** Greedy decoding with no penalties. */
+  public static SamplingParams greedy() {
+    return DEFAULTS.withTemperature(0f);
+  }
+
+  public boolean isGreedy() {
+    return temperature == 0f;
+  }
+
+  public SamplingParams withTemperature(float t) {
+    return new SamplingParams(t, topP, topK, minP, seed, presencePenalty, frequencyPenalty, repetitionPenalty, logprobs);
+  }
+
+  public SamplingParams withSeed(OptionalLong s) {
+    return new SamplingParams(temperature, topP, topK, minP, s, presencePenalty, frequencyPenalty, repetitionPenalty, logprobs);
+  }
+
+  public SamplingParams withLogprobs(int n) {
+    return new SamplingParams(temperature, topP, topK, minP, seed, presencePenalty, frequencyPenalty, repetitionPenalty, n);
+  }
+}

@@ -1,0 +1,28 @@
+package dev.tandem.common;
+
+/**
+ * A worker's load as it reports it: requests running and waiting, prompt tokens queued for
+ * prefill, KV blocks used of the total, its last KV event id, its measured prefill cost, and how
+ * often it fell back to a local prefill.
+ */
+public record WorkerLoadReport(
+    WorkerId workerId,
+    int activeRequests,
+    int waitingRequests,
+    long queuedPrefillTokens,
+    int kvBlocksUsed,
+    int kvBlocksTotal,
+    long lastEventId,
+    PrefillCost prefillCost,
+    long remotePrefillFallbacks) {
+
+  /** Nothing reported yet. */
+  public static WorkerLoadReport empty(WorkerId workerId) {
+    return new WorkerLoadReport(workerId, 0, 0, 0, 0, 0, 0, PrefillCost.UNKNOWN, 0);
+  }
+
+  /** Prompt tokens per second for a 512-token prompt, as dashboards show it. */
+  public double prefillTokensPerSecond() {
+    return prefillCost.tokensPerSecond(512);
+  }
+}

@@ -1,0 +1,126 @@
+package dev.tandem.frontend.http;
+
+import com.fasterxml.jackson.databind.node.ObjectNode;
+import dev.tandem.common.TokenChunk;
+import dev.tandem.common.TokenLogprob;
+import dev.tandem.frontend.openai.GenerationSpec;
+import dev.tandem.frontend.openai.ResponseJson;
+import dev.tandem.frontend.text.IncrementalDetokenizer;
+import dev.tandem.frontend.text.StopStrings;
+import dev.tandem.frontend.text.TextTokenizer;
+import dev.tandem.router.Generation;
+import dev.tandem.router.SplitPolicy;
+import java.util.ArrayList;
+import java.util.Arrays;
+import java.util.List;
+
+/**
+ * One generated sequence of a request: its generation on a worker, the text so far (detokenized
+ * incrementally, checked for stop strings), token counts, log-probabilities not yet sent, and what
+ * the worker said about serving it (for usage and timing).
+ *
+ * <p>Threading: the channel's event loop only.
+ */
+final class ChoiceStream {
+  final int index;
+  final int[] prompt;
+  private final TextTokenizer tokenizer;
+  private final IncrementalDetokenizer detokenizer;
+  private final StopStrings stops;
+  final StringBuilder text = new StringBuilder();
+  Generation call;
+  String finishReason;
+  int tokens;
+  int promptTokens;
+  int cachedTokens;
+  String workerId;
+  long workerTtftUs = -1;
+  String prefillWorkerId;
+  String prefillFallback;
+  SplitPolicy.Decision splitDecision;
+  long kvTransferUs = -1;
+  long kvTransferBytes;
+  long kvExposedUs;
+  long lastTokenNanos = -1;
+  int predictedOverlapBlocks;
+  final List<ResponseJson.LogprobEntry> logprobs = new ArrayList<>(); // not yet sent (stream) or all
+  private int logprobTextOffset; // completions: text offset of the first entry in logprobs
+
+  ChoiceStream(int index, int[] prompt, TextTokenizer tokenizer, GenerationSpec spec) {
+    this.index = index;
+    this.prompt = prompt;
+    this.tokenizer = tokenizer;
+    this.detokenizer = new IncrementalDetokenizer(tokenizer, tail(prompt), spec.skipSpecialTokens());
+    this.stops = new StopStrings(spec.stopStrings());
+    this.promptTokens = prompt.length;
+  }
+
+  private static int[] tail(int[] prompt) {
+    return Arrays.copyOfRange(prompt, Math.max(0, prompt.length - 6), prompt.length);
+  }
+
+  boolean finished() {
+    return finishReason != null;
+  }
+
+  /** Takes what the first chunk says about who served the request; true if it fell back to a local prefill. */
+  boolean origin(TokenChunk.Origin o) {
+    workerId = o.workerId();
+    workerTtftUs = o.workerTtftMicros();
+    if (o.split()) {
+      prefillWorkerId = o.prefillWorkerId();
+      kvTransferUs = o.kvTransferMicros();
+      kvTransferBytes = o.kvTransferBytes();
+      kvExposedUs = o.kvExposedMicros();
+    }
+    if (o.fellBack()) {
+      prefillFallback = o.prefillFallback();
+      return true;
+    }
+    return false;
+  }
+
+  /** One token's text, after stop strings (empty while a stop string may be starting). */
+  String token(int token, TokenLogprob logprob) {
+    if (logprob != null) {
+      logprobs.add(logprobEntry(token, logprob));
+    }
+    tokens++;
+    return stops.add(detokenizer.add(token));
+  }
+
+  /** True once a stop string matched: the sequence ends with the text before it. */
+  boolean stopped() {
+    return stops.stopped();
+  }
+
+  /** The text held back at the end of the sequence. */
+  String flush() {
+    return stops.add(detokenizer.flush()) + stops.flush();
+  }
+
+  /** Attaches the log-probabilities not yet sent to a streamed chunk's choice. */
+  void attachLogprobs(GenerationSpec.Kind kind, ObjectNode chunk) {
+    if (logprobs.isEmpty()) {
+      return;
+    }
+    ((ObjectNode) chunk.get("choices").get(0)).set("logprobs", ResponseJson.logprobs(kind, logprobs, logprobTextOffset));
+    for (ResponseJson.LogprobEntry e : logprobs) {
+      logprobTextOffset += e.token().length();
+    }
+    logprobs.clear();
+  }
+
+  private ResponseJson.LogprobEntry logprobEntry(int token, TokenLogprob lp) {
+    List<ResponseJson.Alternative> top = new ArrayList<>();
+    for (int i = 0; i < lp.topTokenIds().length; i++) {
+      top.add(new ResponseJson.Alternative(tokenText(lp.topTokenIds()[i]), lp.topLogprobs()[i]));
+    }
+    return new ResponseJson.LogprobEntry(tokenText(token), lp.logprob(), top);
+  }
+
+  /** One token on its own, as logprobs show it (a part of a character decodes to U+FFFD). */
+  private String tokenText(int token) {
+    return tokenizer.decode(new int[] {token}, false);
+  }
+}

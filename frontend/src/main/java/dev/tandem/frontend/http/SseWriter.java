@@ -1,0 +1,81 @@
+package dev.tandem.frontend.http;
+
+import com.fasterxml.jackson.databind.node.ObjectNode;
+import dev.tandem.frontend.openai.ResponseJson;
+import io.netty.buffer.Unpooled;
+import io.netty.channel.ChannelFutureListener;
+import io.netty.channel.ChannelHandlerContext;
+import io.netty.handler.codec.http.DefaultHttpContent;
+import io.netty.handler.codec.http.DefaultHttpResponse;
+import io.netty.handler.codec.http.HttpHeaderNames;
+import io.netty.handler.codec.http.HttpResponse;
+import io.netty.handler.codec.http.HttpResponseStatus;
+import io.netty.handler.codec.http.HttpUtil;
+import io.netty.handler.codec.http.HttpVersion;
+import io.netty.handler.codec.http.LastHttpContent;
+import java.nio.charset.StandardCharsets;
+
+/**
+ * Server-sent events on one HTTP response: the headers, {@code data: <json>} events, and the
+ * closing {@code data: [DONE]}. With {@code include_usage} every event but the usage and error
+ * ones carries {@code "usage": null}, as OpenAI's do. Writes without flushing; {@link #flush}
+ * and {@link #end} flush.
+ *
+ * <p>Threading: the channel's event loop only.
+ */
+final class SseWriter {
+  private static final byte[] DONE = "data: [DONE]\n\n".getBytes(StandardCharsets.US_ASCII);
+  private static final byte[] DATA = "data: ".getBytes(StandardCharsets.US_ASCII);
+
+  private final ChannelHandlerContext ctx;
+  private final boolean keepAlive;
+  private final boolean includeUsage;
+  private boolean headersSent;
+
+  SseWriter(ChannelHandlerContext ctx, boolean keepAlive, boolean includeUsage) {
+    this.ctx = ctx;
+    this.keepAlive = keepAlive;
+    this.includeUsage = includeUsage;
+  }
+
+  boolean headersSent() {
+    return headersSent;
+  }
+
+  void sendHeaders() {
+    HttpResponse response = new DefaultHttpResponse(HttpVersion.HTTP_1_1, HttpResponseStatus.OK);
+    response.headers().set(HttpHeaderNames.CONTENT_TYPE, "text/event-stream; charset=utf-8");
+    response.headers().set(HttpHeaderNames.CACHE_CONTROL, "no-cache");
+    HttpUtil.setTransferEncodingChunked(response, true);
+    HttpUtil.setKeepAlive(response, keepAlive);
+    ctx.write(response);
+    headersSent = true;
+  }
+
+  void event(ObjectNode node) {
+    if (includeUsage && !node.has("usage") && !node.has("error")) {
+      node.putNull("usage");
+    }
+    byte[] json = ResponseJson.bytes(node);
+    byte[] event = new byte[json.length + DATA.length + 2];
+    System.arraycopy(DATA, 0, event, 0, DATA.length);
+    System.arraycopy(json, 0, event, DATA.length, json.length);
+    event[event.length - 2] = '\n';
+    event[event.length - 1] = '\n';
+    ctx.write(new DefaultHttpContent(Unpooled.wrappedBuffer(event)));
+  }
+
+  void flush() {
+    ctx.flush();
+  }
+
+  /** {@code data: [DONE]}, the end of the response, and the connection closed unless kept alive. */
+  void end() {
+    ctx.write(new DefaultHttpContent(Unpooled.wrappedBuffer(DONE)));
+    ctx.writeAndFlush(LastHttpContent.EMPTY_LAST_CONTENT).addListener(closeUnlessKeepAlive(keepAlive));
+  }
+
+  static ChannelFutureListener closeUnlessKeepAlive(boolean keepAlive) {
+    return keepAlive ? f -> {} : ChannelFutureListener.CLOSE;
+  }
+}

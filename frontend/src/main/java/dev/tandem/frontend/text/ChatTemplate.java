@@ -1,0 +1,213 @@
+package dev.tandem.frontend.text;
+
+import com.fasterxml.jackson.databind.JsonNode;
+import com.fasterxml.jackson.databind.ObjectMapper;
+import com.hubspot.jinjava.Jinjava;
+import com.hubspot.jinjava.JinjavaConfig;
+import com.hubspot.jinjava.LegacyOverrides;
+import com.hubspot.jinjava.interpret.JinjavaInterpreter;
+import com.hubspot.jinjava.interpret.RenderResult;
+import com.hubspot.jinjava.interpret.TemplateError;
+import com.hubspot.jinjava.lib.filter.Filter;
+import com.hubspot.jinjava.lib.fn.ELFunctionDefinition;
+import java.io.IOException;
+import java.util.HashMap;
+import java.util.List;
+import java.util.Map;
+
+/**
+ * A Hugging Face chat template ({@code tokenizer_config.json}'s {@code chat_template}) rendered
+ * with Jinjava as {@code transformers} renders it: trim_blocks and lstrip_blocks on, {@code tojson}
+ * as Python writes JSON, {@code raise_exception} and {@code strftime_now} defined, and the
+ * template's Python-isms rewritten by {@link JinjaCompat}. One known difference remains: a boolean
+ * printed directly renders as {@code true}, where Python prints {@code True}.
+ *
+ * <p>Thread-safe: rendering keeps no state between calls.
+ */
+public final class ChatTemplate {
+  private final String source;
+  private final String compiled;
+  private final String bosToken;
+  private final String eosToken;
+  private final Jinjava jinjava;
+
+  /** A template that failed to render: {@code raise_exception}, or an error in the template. */
+  public static final class TemplateFailure extends RuntimeException {
+    public TemplateFailure(String message) {
+      super(message);
+    }
+  }
+
+  ChatTemplate(String source, String bosToken, String eosToken) {
+    this.source = source;
+    // Jinja drops one trailing newline of a template (keep_trailing_newline is off); Jinjava keeps it.
+    this.compiled =
+        JinjaCompat.rewrite(source.endsWith("\n") ? source.substring(0, source.length() - 1) : source);
+    this.bosToken = bosToken;
+    this.eosToken = eosToken;
+    this.jinjava = newJinjava();
+  }
+
+  /**
+   * Reads the template and special tokens from a {@code tokenizer_config.json}.
+   *
+   * @throws IllegalArgumentException naming the field if there is no usable chat_template
+   */
+  public static ChatTemplate fromTokenizerConfig(byte[] tokenizerConfigJson, String source) {
+    JsonNode config;
+    try {
+      config = new ObjectMapper().readTree(tokenizerConfigJson);
+    } catch (IOException e) {
+      throw new IllegalArgumentException(source + ": tokenizer_config.json is not valid JSON: " + e.getMessage(), e);
+    }
+    JsonNode t = config.get("chat_template");
+    String template = null;
+    if (t != null && t.isTextual()) {
+      template = t.asText();
+    } else if (t != null && t.isArray()) {
+      for (JsonNode named : t) {
+        if ("default".equals(named.path("name").asText())) {
+          template = named.path("template").asText();
+        }
+      }
+    }
+    if (template == null) {
+      throw new IllegalArgumentException(
+          source + ": tokenizer_config.json has no field 'chat_template' (or no 'default' one)");
+    }
+    return new ChatTemplate(template, specialToken(config.get("bos_token")), specialToken(config.get("eos_token")));
+  }
+
+  private static String specialToken(JsonNode node) {
+    if (node == null || node.isNull()) {
+      return "";
+    }
+    return node.isObject() ? node.path("content").asText("") : node.asText("");
+  }
+
+  public String source() {
+    return source;
+  }
+
+  /**
+   * Renders a conversation.
+   *
+   * @param messages OpenAI-style messages as plain maps (role, content, tool_calls...)
+   * @param tools tool definitions, or null
+   * @param extra template variables such as {@code enable_thinking} (chat_template_kwargs)
+   * @throws TemplateFailure if the template raises or cannot be rendered
+   */
+  public String render(
+      List<Map<String, Object>> messages,
+      List<Map<String, Object>> tools,
+      boolean addGenerationPrompt,
+      Map<String, Object> extra) {
+    Map<String, Object> ctx = new HashMap<>();
+    if (extra != null) {
+      ctx.putAll(extra);
+    }
+    ctx.put("messages", messages);
+    if (tools != null && !tools.isEmpty()) {
+      ctx.put("tools", tools);
+    }
+    ctx.put("add_generation_prompt", addGenerationPrompt);
+    ctx.put("bos_token", bosToken);
+    ctx.put("eos_token", eosToken);
+    RenderResult result;
+    try {
+      result = jinjava.renderForResult(compiled, ctx);
+    } catch (TemplateFailure e) {
+      throw e;
+    } catch (RuntimeException e) {
+      throw new TemplateFailure("chat template failed: " + rootMessage(e));
+    }
+    for (TemplateError error : result.getErrors()) {
+      if (error.getSeverity() == TemplateError.ErrorType.FATAL) {
+        Throwable cause = error.getException();
+        TemplateFailure raised = findFailure(cause);
+        if (raised != null) {
+          throw raised;
+        }
+        throw new TemplateFailure(
+            "chat template failed at line " + error.getLineno() + ": " + error.getMessage());
+      }
+    }
+    return result.getOutput();
+  }
+
+  private static TemplateFailure findFailure(Throwable t) {
+    for (Throwable c = t; c != null; c = c.getCause()) {
+      if (c instanceof TemplateFailure f) {
+        return f;
+      }
+    }
+    return null;
+  }
+
+  private static String rootMessage(Throwable t) {
+    Throwable c = t;
+    while (c.getCause() != null) {
+      c = c.getCause();
+    }
+    return c.getMessage();
+  }
+
+  private static Jinjava newJinjava() {
+    JinjavaConfig config =
+        JinjavaConfig.newBuilder()
+            .withTrimBlocks(true)
+            .withLstripBlocks(true)
+            .withNestedInterpretationEnabled(false)
+            .withFailOnUnknownTokens(false)
+            .withLegacyOverrides(
+                LegacyOverrides.newBuilder()
+                    .withUseTrimmingForNotesAndExpressions(true)
+                    .withUseNaturalOperatorPrecedence(true)
+                    .withParseWhitespaceControlStrictly(true)
+                    .withAllowAdjacentTextNodes(true)
+                    .withKeepNullableLoopValues(true)
+                    .withHandleBackslashInQuotesOnly(true)
+                    .withUsePyishObjectMapper(true)
+                    .build())
+            .build();
+    Jinjava jinjava = new Jinjava(config);
+    var context = jinjava.getGlobalContext();
+    for (var entry : JinjaCompat.METHODS.entrySet()) {
+      int arity = entry.getValue() + 1;
+      Class<?>[] params = new Class<?>[arity];
+      java.util.Arrays.fill(params, Object.class);
+      context.registerFunction(
+          new ELFunctionDefinition("", "py_" + entry.getKey(), PyFunctions.class, entry.getKey(), params));
+    }
+    context.registerFunction(
+        new ELFunctionDefinition(
+            "", "py_slice", PyFunctions.class, "slice", Object.class, Object.class, Object.class, Object.class));
+    context.registerFunction(
+        new ELFunctionDefinition("", "raise_exception", PyFunctions.class, "raiseException", Object.class));
+    context.registerFunction(
+        new ELFunctionDefinition("", "strftime_now", PyFunctions.class, "strftimeNow", Object.class));
+    context.registerFilter(new ToJsonFilter());
+    return jinjava;
+  }
+
+  /** Hugging Face's tojson: Python's json.dumps with ensure_ascii off. */
+  private static final class ToJsonFilter implements Filter {
+    @Override
+    public String getName() {
+      return "tojson";
+    }
+
+    @Override
+    public Object filter(Object var, JinjavaInterpreter interpreter, String... args) {
+      Integer indent = args.length > 0 && args[0] != null ? Integer.valueOf(args[0]) : null;
+      return PythonJson.dumps(var, indent);
+    }
+
+    @Override
+    public Object filter(
+        Object var, JinjavaInterpreter interpreter, Object[] args, Map<String, Object> kwargs) {
+      Object indent = kwargs.getOrDefault("indent", args.length > 0 ? args[0] : null);
+      return PythonJson.dumps(var, indent == null ? null : ((Number) indent).intValue());
+    }
+  }
+}

@@ -1,0 +1,70 @@
+package dev.tandem.frontend.text;
+
+import ai.djl.huggingface.tokenizers.HuggingFaceTokenizer;
+import java.io.ByteArrayInputStream;
+import java.io.IOException;
+import java.util.Map;
+
+/**
+ * A Hugging Face {@code tokenizer.json}, run by the HF tokenizers library (through DJL's binding,
+ * which bundles its native library). Exact HF semantics: byte-level BPE, added and special tokens,
+ * normalizers.
+ *
+ * <p>Thread-safe (the native tokenizer is immutable after loading).
+ */
+public final class TextTokenizer implements AutoCloseable {
+  static {
+    // DJL otherwise calls an EC2 metadata address at class load; this machine talks to no one.
+    System.setProperty("OPT_OUT_TRACKING", "true");
+    System.setProperty("ai.djl.offline", "true");
+  }
+
+  private final HuggingFaceTokenizer tokenizer;
+
+  private TextTokenizer(HuggingFaceTokenizer tokenizer) {
+    this.tokenizer = tokenizer;
+  }
+
+  /**
+   * @throws IllegalArgumentException naming the source if the JSON is not a tokenizer the library
+   *     accepts
+   */
+  public static TextTokenizer fromJson(byte[] tokenizerJson, String source) {
+    try {
+      return new TextTokenizer(
+          HuggingFaceTokenizer.newInstance(
+              new ByteArrayInputStream(tokenizerJson),
+              Map.of("addSpecialTokens", "false", "truncation", "false", "padding", "false")));
+    } catch (IOException | RuntimeException e) {
+      throw new IllegalArgumentException(
+          source + ": tokenizer.json cannot be loaded: " + e.getMessage(), e);
+    }
+  }
+
+  /** Token ids of {@code text}; special tokens written in the text are recognised. */
+  public int[] encode(String text, boolean addSpecialTokens) {
+    long[] ids = tokenizer.encode(text, addSpecialTokens, false).getIds();
+    int[] out = new int[ids.length];
+    for (int i = 0; i < ids.length; i++) {
+      out[i] = (int) ids[i];
+    }
+    return out;
+  }
+
+  public String decode(int[] ids, int from, int to, boolean skipSpecialTokens) {
+    long[] l = new long[to - from];
+    for (int i = from; i < to; i++) {
+      l[i - from] = ids[i] & 0xFFFFFFFFL;
+    }
+    return tokenizer.decode(l, skipSpecialTokens);
+  }
+
+  public String decode(int[] ids, boolean skipSpecialTokens) {
+    return decode(ids, 0, ids.length, skipSpecialTokens);
+  }
+
+  @Override
+  public void close() {
+    tokenizer.close();
+  }
+}

@@ -1,0 +1,266 @@
+package dev.tandem.frontend.http;
+
+import static org.junit.jupiter.api.Assertions.assertEquals;
+import static org.junit.jupiter.api.Assertions.assertFalse;
+import static org.junit.jupiter.api.Assertions.assertTrue;
+
+import com.fasterxml.jackson.databind.JsonNode;
+import com.fasterxml.jackson.databind.ObjectMapper;
+import dev.tandem.common.FinishReason;
+import dev.tandem.common.GenerationException;
+import dev.tandem.common.GenerationRequest;
+import dev.tandem.common.TokenChunk;
+import dev.tandem.common.WorkerId;
+import dev.tandem.engine.ModelFiles;
+import dev.tandem.frontend.FrontendMetrics;
+import dev.tandem.frontend.ServedModel;
+import dev.tandem.frontend.text.ChatTemplate;
+import dev.tandem.frontend.text.TextTokenizer;
+import dev.tandem.router.Generation;
+import dev.tandem.router.NoWorkerAvailableException;
+import dev.tandem.router.RequestRouter;
+import dev.tandem.router.Route;
+import dev.tandem.router.SplitPolicy;
+import dev.tandem.router.TokenListener;
+import dev.tandem.router.WorkerStatus;
+import io.netty.buffer.ByteBuf;
+import io.netty.buffer.Unpooled;
+import io.netty.channel.embedded.EmbeddedChannel;
+import io.netty.handler.codec.http.DefaultFullHttpRequest;
+import io.netty.handler.codec.http.FullHttpResponse;
+import io.netty.handler.codec.http.HttpContent;
+import io.netty.handler.codec.http.HttpHeaderNames;
+import io.netty.handler.codec.http.HttpMethod;
+import io.netty.handler.codec.http.HttpResponse;
+import io.netty.handler.codec.http.HttpVersion;
+import java.nio.charset.StandardCharsets;
+import java.time.Duration;
+import java.util.ArrayList;
+import java.util.List;
+import java.util.Set;
+import java.util.function.Consumer;
+import org.junit.jupiter.api.AfterAll;
+import org.junit.jupiter.api.Test;
+
+/**
+ * A chat request through the HTTP handler on an {@link EmbeddedChannel} (no socket), against a
+ * scripted router: SSE framing, stop strings cancelling the worker, worker failures as OpenAI
+ * errors, a client going away, and every route either started or released.
+ */
+class GenerationRunTest {
+  private static final ObjectMapper JSON = new ObjectMapper();
+  private static final TextTokenizer TOKENIZER = TextTokenizer.fromJson(ModelFiles.bundledQwen3().tokenizerJson(), "qwen3");
+  private static final ServedModel MODEL =
+      new ServedModel("m", 4096, 151_936, "test", Set.of(), new int[] {151645}, TOKENIZER,
+          ChatTemplate.fromTokenizerConfig(ModelFiles.bundledQwen3().tokenizerConfigJson(), "qwen3"));
+
+  @AfterAll
+  static void close() {
+    TOKENIZER.close();
+  }
+
+  /** A router whose every route runs {@code script} against the listener when started. */
+  static final class ScriptedRouter implements RequestRouter {
+    final Consumer<TokenListener> script;
+    final List<String> cancels = new ArrayList<>();
+    final List<GenerationRequest> routed = new ArrayList<>();
+    int released;
+    boolean noWorker;
+
+    ScriptedRouter(Consumer<TokenListener> script) {
+      this.script = script;
+    }
+
+    @Override
+    public Route route(GenerationRequest request, String pinnedWorker) {
+      if (noWorker) {
+        throw new NoWorkerAvailableException("no worker is registered");
+      }
+      routed.add(request);
+      return new Route() {
+        @Override public WorkerId worker() { return new WorkerId("w0"); }
+        @Override public int predictedOverlapBlocks() { return 0; }
+        @Override public SplitPolicy.Decision decision() { return null; }
+        @Override public Generation start(TokenListener listener) {
+          script.accept(listener);
+          return reason -> cancels.add(reason);
+        }
+        @Override public void release() { released++; }
+      };
+    }
+
+    @Override public int blockSize() { return 16; }
+    @Override public String mode() { return "scripted"; }
+    @Override public List<WorkerStatus> workers() { return List.of(); }
+    @Override public Duration missingEventsWindow() { return null; }
+  }
+
+  private static int[] tokens(String text) {
+    return TOKENIZER.encode(text, false);
+  }
+
+  private static TokenChunk chunk(int[] tokens, FinishReason finish) {
+    return new TokenChunk(tokens, null, finish, finish == null ? 0 : 12, 0,
+        finish == null ? new TokenChunk.Origin("w0", 100, "", "", 0, 0, 0) : null);
+  }
+
+  private static EmbeddedChannel channel(RequestRouter router) {
+    return new EmbeddedChannel(new HttpApiHandler(MODEL, router, new FrontendMetrics(), 0));
+  }
+
+  private static void post(EmbeddedChannel ch, String body) {
+    ByteBuf content = Unpooled.copiedBuffer(body, StandardCharsets.UTF_8);
+    var request = new DefaultFullHttpRequest(HttpVersion.HTTP_1_1, HttpMethod.POST, "/v1/chat/completions", content);
+    request.headers().set(HttpHeaderNames.CONTENT_TYPE, "application/json");
+    request.headers().setInt(HttpHeaderNames.CONTENT_LENGTH, content.readableBytes());
+    ch.writeInbound(request);
+    ch.runPendingTasks();
+  }
+
+  /** Everything written back: the response head's status and the body bytes as text. */
+  record Written(int status, String body) {}
+
+  private static Written drain(EmbeddedChannel ch) {
+    int status = -1;
+    StringBuilder body = new StringBuilder();
+    Object o;
+    while ((o = ch.readOutbound()) != null) {
+      if (o instanceof HttpResponse r) {
+        status = r.status().code();
+      }
+      if (o instanceof HttpContent c) {
+        body.append(c.content().toString(StandardCharsets.UTF_8));
+        c.release();
+      } else if (o instanceof FullHttpResponse f) {
+        body.append(f.content().toString(StandardCharsets.UTF_8));
+        f.release();
+      }
+    }
+    return new Written(status, body.toString());
+  }
+
+  private static List<JsonNode> events(String sse) throws Exception {
+    List<JsonNode> out = new ArrayList<>();
+    for (String frame : sse.split("\n\n")) {
+      assertTrue(frame.startsWith("data: "), "an SSE data frame: " + frame);
+      String data = frame.substring(6);
+      if (!data.equals("[DONE]")) {
+        out.add(JSON.readTree(data));
+      }
+    }
+    return out;
+  }
+
+  private static final String STREAM =
+      "{\"model\":\"m\",\"stream\":true,\"max_tokens\":8,\"temperature\":0,\"messages\":[{\"role\":\"user\",\"content\":\"hi\"}]";
+
+  @Test
+  void aStreamedChatIsFramedAsOpenAiSseEndingInDone() throws Exception {
+    var router = new ScriptedRouter(l -> {
+      l.onChunk(chunk(tokens("Hello"), null));
+      l.onChunk(chunk(tokens(" world"), FinishReason.LENGTH));
+      l.onCompleted();
+    });
+    EmbeddedChannel ch = channel(router);
+    post(ch, STREAM + "}");
+    Written w = drain(ch);
+    assertEquals(200, w.status());
+    assertTrue(w.body().endsWith("data: [DONE]\n\n"), w.body());
+    List<JsonNode> events = events(w.body());
+    assertEquals("assistant", events.getFirst().at("/choices/0/delta/role").asText());
+    StringBuilder text = new StringBuilder();
+    events.forEach(e -> text.append(e.at("/choices/0/delta/content").asText("")));
+    assertEquals("Hello world", text.toString());
+    assertEquals("length", events.getLast().at("/choices/0/finish_reason").asText());
+    assertEquals(1, router.routed.size());
+    assertEquals(8, router.routed.getFirst().stop().maxTokens());
+    assertEquals(0f, router.routed.getFirst().sampling().temperature());
+    assertTrue(router.cancels.isEmpty(), "a finished generation is not cancelled");
+  }
+
+  @Test
+  void aStopStringEndsTheChoiceAndCancelsTheWorker() throws Exception {
+    var router = new ScriptedRouter(l -> {
+      l.onChunk(chunk(tokens("one two"), null));
+      l.onChunk(chunk(tokens(" three four"), null));
+    });
+    EmbeddedChannel ch = channel(router);
+    post(ch, STREAM + ",\"stop\":[\" three\"]}");
+    Written w = drain(ch);
+    StringBuilder text = new StringBuilder();
+    events(w.body()).forEach(e -> text.append(e.at("/choices/0/delta/content").asText("")));
+    assertEquals("one two", text.toString());
+    assertEquals(List.of("stop string matched"), router.cancels);
+    assertTrue(w.body().contains("\"finish_reason\":\"stop\""));
+  }
+
+  @Test
+  void workerFailuresBecomeOpenAiErrorsWithTheirStatus() throws Exception {
+    var unavailable = new ScriptedRouter(l -> l.onError(
+        new GenerationException(GenerationException.Kind.UNAVAILABLE, "UNAVAILABLE", "engine stopped", null)));
+    EmbeddedChannel ch = channel(unavailable);
+    post(ch, "{\"model\":\"m\",\"max_tokens\":4,\"messages\":[{\"role\":\"user\",\"content\":\"hi\"}]}");
+    Written w = drain(ch);
+    assertEquals(503, w.status());
+    JsonNode error = JSON.readTree(w.body()).get("error");
+    assertEquals("service_unavailable", error.get("type").asText());
+    assertTrue(error.get("message").asText().contains("engine stopped"), error.toString());
+
+    var invalid = new ScriptedRouter(l -> l.onError(
+        new GenerationException(GenerationException.Kind.INVALID_REQUEST, "INVALID_ARGUMENT", "prompt too long", null)));
+    ch = channel(invalid);
+    post(ch, "{\"model\":\"m\",\"max_tokens\":4,\"messages\":[{\"role\":\"user\",\"content\":\"hi\"}]}");
+    w = drain(ch);
+    assertEquals(400, w.status());
+    assertEquals("prompt too long", JSON.readTree(w.body()).at("/error/message").asText());
+  }
+
+  @Test
+  void aStreamThatFailsAfterItsHeadersEndsWithAnErrorEventAndDone() throws Exception {
+    var router = new ScriptedRouter(l -> {
+      l.onChunk(chunk(tokens("partial"), null));
+      l.onError(new GenerationException(GenerationException.Kind.UNAVAILABLE, "UNAVAILABLE", "worker died", null));
+    });
+    EmbeddedChannel ch = channel(router);
+    post(ch, STREAM + "}");
+    Written w = drain(ch);
+    assertEquals(200, w.status());
+    List<JsonNode> events = events(w.body());
+    assertTrue(events.getLast().has("error"), w.body());
+    assertTrue(w.body().endsWith("data: [DONE]\n\n"));
+  }
+
+  @Test
+  void noWorkerIs503AndAClientGoingAwayCancelsTheGeneration() throws Exception {
+    var none = new ScriptedRouter(l -> {});
+    none.noWorker = true;
+    EmbeddedChannel ch = channel(none);
+    post(ch, "{\"model\":\"m\",\"max_tokens\":4,\"messages\":[{\"role\":\"user\",\"content\":\"hi\"}]}");
+    assertEquals(503, drain(ch).status());
+
+    var hanging = new ScriptedRouter(l -> l.onChunk(chunk(tokens("thinking"), null)));
+    ch = channel(hanging);
+    post(ch, STREAM + "}");
+    assertFalse(drain(ch).body().contains("[DONE]"));
+    ch.close();
+    ch.runPendingTasks();
+    assertEquals(List.of("client disconnected"), hanging.cancels);
+  }
+
+  @Test
+  void aNonStreamedResponseCarriesUsageAndTheTextOfEveryChoice() throws Exception {
+    var router = new ScriptedRouter(l -> {
+      l.onChunk(chunk(tokens("Hi"), FinishReason.STOP));
+      l.onCompleted();
+    });
+    EmbeddedChannel ch = channel(router);
+    post(ch, "{\"model\":\"m\",\"n\":2,\"max_tokens\":4,\"messages\":[{\"role\":\"user\",\"content\":\"hi\"}]}");
+    Written w = drain(ch);
+    assertEquals(200, w.status());
+    JsonNode body = JSON.readTree(w.body());
+    assertEquals(2, body.get("choices").size());
+    assertEquals("Hi", body.at("/choices/1/message/content").asText());
+    assertEquals(2, body.at("/usage/completion_tokens").asInt(), "one token per choice");
+    assertEquals(List.of("chatcmpl", "chatcmpl"), router.routed.stream().map(r -> r.requestId().substring(0, 8)).toList());
+  }
+}

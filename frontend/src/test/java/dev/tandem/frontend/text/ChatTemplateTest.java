@@ -1,0 +1,103 @@
+package dev.tandem.frontend.text;
+
+import static org.junit.jupiter.api.Assertions.assertEquals;
+import static org.junit.jupiter.api.Assertions.assertThrows;
+import static org.junit.jupiter.api.Assertions.assertTrue;
+
+import com.fasterxml.jackson.core.type.TypeReference;
+import com.fasterxml.jackson.databind.ObjectMapper;
+import dev.tandem.engine.ModelFiles;
+import java.io.IOException;
+import java.io.InputStream;
+import java.nio.charset.StandardCharsets;
+import java.util.List;
+import java.util.Map;
+import java.util.stream.Stream;
+import org.junit.jupiter.params.ParameterizedTest;
+import org.junit.jupiter.params.provider.MethodSource;
+import org.junit.jupiter.api.Test;
+
+/**
+ * The Qwen3 chat template rendered by Jinjava must equal what Jinja2 renders with Hugging Face's
+ * settings; expected outputs come from src/test/python/render_chat_golden.py.
+ */
+class ChatTemplateTest {
+  private static final ObjectMapper JSON = new ObjectMapper();
+
+  record Case(String name, List<Map<String, Object>> messages, List<Map<String, Object>> tools,
+      boolean addGenerationPrompt, Map<String, Object> kwargs) {
+    @Override
+    public String toString() {
+      return name;
+    }
+  }
+
+  private static <T> T resource(String path, TypeReference<T> type) throws IOException {
+    try (InputStream in = ChatTemplateTest.class.getResourceAsStream(path)) {
+      return JSON.readValue(in, type);
+    }
+  }
+
+  static Stream<Case> cases(String file) throws IOException {
+    List<Map<String, Object>> raw = resource(file, new TypeReference<>() {});
+    return raw.stream().map(c -> new Case(
+        (String) c.get("name"),
+        castList(c.get("messages")),
+        castList(c.get("tools")),
+        (Boolean) c.get("add_generation_prompt"),
+        cast(c.getOrDefault("kwargs", Map.of()))));
+  }
+
+  static Stream<Case> qwen3Cases() throws IOException {
+    return cases("/chat/cases.json");
+  }
+
+  @SuppressWarnings("unchecked")
+  private static List<Map<String, Object>> castList(Object o) {
+    return (List<Map<String, Object>>) o;
+  }
+
+  @SuppressWarnings("unchecked")
+  private static Map<String, Object> cast(Object o) {
+    return (Map<String, Object>) o;
+  }
+
+  private static final ChatTemplate QWEN3 =
+      ChatTemplate.fromTokenizerConfig(ModelFiles.bundledQwen3().tokenizerConfigJson(), "qwen3");
+
+  @ParameterizedTest(name = "{0}")
+  @MethodSource("qwen3Cases")
+  void qwen3MatchesJinja2(Case c) throws IOException {
+    Map<String, String> expected = resource("/chat/qwen3_expected.json", new TypeReference<>() {});
+    assertEquals(expected.get(c.name()), QWEN3.render(c.messages(), c.tools(), c.addGenerationPrompt(), c.kwargs()));
+  }
+
+  @Test
+  void pythonIsmsMatchJinja2() throws IOException {
+    String source;
+    try (InputStream in = getClass().getResourceAsStream("/chat/compat_template.jinja")) {
+      source = new String(in.readAllBytes(), StandardCharsets.UTF_8);
+    }
+    ChatTemplate template = new ChatTemplate(source, "", "");
+    Map<String, String> expected = resource("/chat/compat_expected.json", new TypeReference<>() {});
+    Case c = cases("/chat/compat_cases.json").findFirst().orElseThrow();
+    assertEquals(expected.get("compat"), template.render(c.messages(), null, false, Map.of()));
+  }
+
+  @Test
+  void raiseExceptionSurfacesTheTemplatesMessage() {
+    ChatTemplate t = new ChatTemplate(
+        "{% if messages[0].role != 'user' %}{{ raise_exception('Conversations must start with a user message') }}{% endif %}ok", "", "");
+    var e = assertThrows(ChatTemplate.TemplateFailure.class,
+        () -> t.render(List.of(Map.of("role", "assistant", "content", "x")), null, true, Map.of()));
+    assertEquals("Conversations must start with a user message", e.getMessage());
+    assertEquals("ok", t.render(List.of(Map.of("role", "user", "content", "x")), null, true, Map.of()));
+  }
+
+  @Test
+  void missingChatTemplateNamesTheField() {
+    var e = assertThrows(IllegalArgumentException.class,
+        () -> ChatTemplate.fromTokenizerConfig("{\"eos_token\": \"x\"}".getBytes(StandardCharsets.UTF_8), "/models/m"));
+    assertTrue(e.getMessage().contains("/models/m") && e.getMessage().contains("chat_template"), e.getMessage());
+  }
+}

@@ -1,0 +1,243 @@
+package dev.tandem.cli;
+
+import static org.junit.jupiter.api.Assertions.assertArrayEquals;
+import static org.junit.jupiter.api.Assertions.assertEquals;
+import static org.junit.jupiter.api.Assertions.assertNotNull;
+import static org.junit.jupiter.api.Assertions.assertTrue;
+import static org.junit.jupiter.api.Assumptions.assumeTrue;
+
+import com.fasterxml.jackson.databind.JsonNode;
+import com.fasterxml.jackson.databind.ObjectMapper;
+import dev.tandem.engine.ModelFiles;
+import dev.tandem.engine.builtin.BuiltinConfig;
+import dev.tandem.engine.builtin.BuiltinEngine;
+import dev.tandem.engine.model.DType;
+import dev.tandem.engine.model.ModelGenerator;
+import dev.tandem.frontend.http.FrontendServer;
+import dev.tandem.common.GenerationException;
+import dev.tandem.common.GenerationRequest;
+import dev.tandem.common.SamplingParams;
+import dev.tandem.common.StopConditions;
+import dev.tandem.common.TokenChunk;
+import dev.tandem.router.TokenListener;
+import dev.tandem.router.SplitPolicy;
+import dev.tandem.router.grpc.Router;
+import dev.tandem.router.grpc.WorkerClient;
+import dev.tandem.transfer.TransferBackends;
+import dev.tandem.worker.WorkerServer;
+import java.net.URI;
+import java.net.http.HttpClient;
+import java.net.http.HttpRequest;
+import java.net.http.HttpResponse;
+import java.nio.file.Path;
+import java.time.Duration;
+import java.util.ArrayList;
+import java.util.List;
+import java.util.Map;
+import java.util.concurrent.CompletableFuture;
+import java.util.concurrent.ConcurrentHashMap;
+import java.util.concurrent.TimeUnit;
+import java.util.stream.IntStream;
+import org.junit.jupiter.api.AfterAll;
+import org.junit.jupiter.api.BeforeAll;
+import org.junit.jupiter.api.Test;
+import org.junit.jupiter.api.Timeout;
+import org.junit.jupiter.api.io.TempDir;
+import org.junit.jupiter.params.ParameterizedTest;
+import org.junit.jupiter.params.provider.ValueSource;
+
+/**
+ * Disaggregated serving end to end, in one process over real gRPC and real transfer backends: a
+ * prefill worker computes the prompt, the decode worker pulls its KV layer by layer and generates.
+ * With greedy sampling the output must be token-identical to an aggregated worker's.
+ */
+@Timeout(value = 5, unit = TimeUnit.MINUTES)
+class DisaggregationTest {
+  @TempDir static Path dir;
+  private static Path model;
+  private static BuiltinConfig engineConfig;
+  private static LocalDeployment aggregated;
+  private static final Map<String, LocalDeployment> disaggregated = new ConcurrentHashMap<>();
+  private static final ObjectMapper JSON = new ObjectMapper();
+
+  @BeforeAll
+  static void start() throws Exception {
+    model = dir.resolve("tiny");
+    ModelGenerator.write(ModelGenerator.shape("tiny"), DType.BF16, 0, model, 0);
+    // A 32-token step budget: longer prompts are prefilled in chunks, and only the last chunk's
+    // layers are announced to the decode worker.
+    engineConfig = BuiltinConfig.of(model).withCompute("cpu", 1).withKvCacheBytes(32L << 20).withBatching(16, 32, true);
+    aggregated = LocalDeployment.start(
+        new LocalDeployment.Spec(1, () -> BuiltinEngine.open(engineConfig), ModelFiles.fromDirectory(model), 16,
+            Router.Config.of("kv"), new FrontendServer.Config("127.0.0.1", 0, 1 << 20)));
+  }
+
+  @AfterAll
+  static void stop() {
+    disaggregated.values().forEach(LocalDeployment::close);
+    aggregated.close();
+  }
+
+  static LocalDeployment disaggregated(String backend) {
+    return disaggregated.computeIfAbsent(backend, b -> LocalDeployment.start(
+        new LocalDeployment.Spec(1, 1, () -> BuiltinEngine.open(engineConfig), ModelFiles.fromDirectory(model), 16,
+            Router.Config.of("kv").withSplit(new SplitPolicy(SplitPolicy.Mode.ALWAYS, 1)),
+            new FrontendServer.Config("127.0.0.1", 0, 1 << 20),
+            new WorkerServer.KvTransfer(b, "127.0.0.1", Duration.ofSeconds(30)), false)));
+  }
+
+  /** What a generation streamed: every token, and the first chunk (it carries the prefill facts). */
+  record Generated(int[] tokens, TokenChunk first) {}
+
+  static GenerationRequest greedy(String id, int[] prompt, int maxTokens) {
+    return new GenerationRequest(id, prompt, SamplingParams.greedy(), new StopConditions(maxTokens, new int[0], true));
+  }
+
+  static Generated run(CompletableFuture<Void> done, List<TokenChunk> chunks) throws Exception {
+    done.get(60, TimeUnit.SECONDS);
+    List<Integer> tokens = new ArrayList<>();
+    chunks.forEach(c -> java.util.Arrays.stream(c.tokens()).forEach(tokens::add));
+    return new Generated(tokens.stream().mapToInt(Integer::intValue).toArray(), chunks.getFirst());
+  }
+
+  static Generated generate(Router router, GenerationRequest request) throws Exception {
+    List<TokenChunk> chunks = java.util.Collections.synchronizedList(new ArrayList<>());
+    CompletableFuture<Void> done = new CompletableFuture<>();
+    router.generate(request, listener(chunks, done));
+    return run(done, chunks);
+  }
+
+  static Generated generate(WorkerClient worker, GenerationRequest request) throws Exception {
+    List<TokenChunk> chunks = java.util.Collections.synchronizedList(new ArrayList<>());
+    CompletableFuture<Void> done = new CompletableFuture<>();
+    worker.generate(request, listener(chunks, done));
+    return run(done, chunks);
+  }
+
+  private static TokenListener listener(List<TokenChunk> chunks, CompletableFuture<Void> done) {
+    return new TokenListener() {
+      @Override
+      public void onChunk(TokenChunk chunk) {
+        chunks.add(chunk);
+      }
+
+      @Override
+      public void onError(GenerationException error) {
+        done.completeExceptionally(error);
+      }
+
+      @Override
+      public void onCompleted() {
+        done.complete(null);
+      }
+    };
+  }
+
+  static int[] prompt(int length, int salt) {
+    return IntStream.range(0, length).map(i -> 1 + (i * 7919 + salt * 104729) % 5000).toArray();
+  }
+
+  static int[] concat(int[] a, int[] b) {
+    int[] out = java.util.Arrays.copyOf(a, a.length + b.length);
+    System.arraycopy(b, 0, out, a.length, b.length);
+    return out;
+  }
+
+  static void assertBackendAvailable(String backend) {
+    var provider = TransferBackends.all().stream().filter(p -> p.name().equals(backend)).findFirst().orElseThrow();
+    assumeTrue(provider.isAvailable(), backend + " is not available here: " + provider.unavailableReason());
+  }
+
+  @ParameterizedTest(name = "{0}")
+  @ValueSource(strings = {"tcp", "ucx", "local"})
+  void disaggregatedGreedyOutputIsTokenIdenticalToAggregated(String backend) throws Exception {
+    assertBackendAvailable(backend);
+    LocalDeployment d = disaggregated(backend);
+    int salt = backend.hashCode() & 0xffff; // fresh prompts per backend: no cache left by another run
+    long kvBytesPerToken = d.router().pool().all().getFirst().description().kvBytesPerToken();
+    // Partial single block, exactly one block, several blocks with a partial tail, and chunked.
+    for (int length : new int[] {5, 16, 41, 100}) {
+      int[] p = prompt(length, salt + length);
+      Generated agg = generate(aggregated.router(), greedy("agg-" + backend + length, p, 12));
+      Generated dis = generate(d.router(), greedy("dis-" + backend + length, p, 12));
+      assertArrayEquals(agg.tokens(), dis.tokens(), backend + ", prompt of " + length);
+      assertEquals("prefill-0", dis.first().origin().prefillWorkerId(), "split onto the prefill worker");
+      assertEquals("", dis.first().origin().prefillFallback());
+      long blocks = (length + 15) / 16;
+      assertEquals(blocks * 16 * kvBytesPerToken, dis.first().origin().kvTransferBytes(), "every block pulled, keys and values of every layer");
+    }
+    // Prefix hit on both sides: the decode worker already holds the first 41 tokens' two full
+    // blocks, so it pulls only the rest; the prefill worker computes only the uncached tail.
+    int[] shared = prompt(41, salt + 41);
+    int[] longer = concat(shared, prompt(30, salt + 7));
+    Generated agg = generate(aggregated.router(), greedy("agg-" + backend + "-prefix", longer, 12));
+    Generated dis = generate(d.router(), greedy("dis-" + backend + "-prefix", longer, 12));
+    assertArrayEquals(agg.tokens(), dis.tokens(), backend + ", prompt sharing a cached prefix");
+    assertEquals((5 - 2) * 16 * kvBytesPerToken, dis.first().origin().kvTransferBytes(), "two cached blocks not pulled");
+    assertEquals(32, dis.first().cachedTokens(), "the prefill worker reused its cached prefix");
+    TestDeployments.assertPoolsFull(d);
+  }
+
+  @Test
+  void disaggregatedChatOverHttpMatchesAggregated() throws Exception {
+    String body = "{\"model\":\"tiny\",\"max_tokens\":16,\"temperature\":0,\"messages\":[{\"role\":\"user\",\"content\":"
+        + "\"Tell me about the lighthouse keeper and the seashells he keeps in jars by the window.\"}],"
+        + "\"logprobs\":true,\"top_logprobs\":2,\"tandem\":{\"timing\":true}}";
+    JsonNode agg = chat(aggregated, body);
+    JsonNode dis = chat(disaggregated("tcp"), body);
+    assertEquals(agg.at("/choices/0/message/content").asText(), dis.at("/choices/0/message/content").asText());
+    // The first token's log-probabilities come from the prefill worker, the rest from the decode worker.
+    for (int i = 0; i < 3; i++) {
+      String at = "/choices/0/logprobs/content/" + i;
+      assertTrue(dis.at(at + "/logprob").isNumber() && dis.at(at + "/top_logprobs/1/token").isTextual(), dis.toString());
+      assertEquals(agg.at(at + "/logprob").asDouble(), dis.at(at + "/logprob").asDouble(), 1e-4, at);
+      assertEquals(agg.at(at + "/top_logprobs/1/token").asText(), dis.at(at + "/top_logprobs/1/token").asText(), at);
+    }
+    assertEquals("prefill-0", dis.at("/tandem/prefill_worker_ids/0").asText(), dis.toString());
+    assertTrue(dis.at("/tandem/kv_transfer_bytes").asLong() > 0, dis.toString());
+  }
+
+  private static JsonNode chat(LocalDeployment d, String body) throws Exception {
+    HttpResponse<String> r = HttpClient.newHttpClient().send(
+        HttpRequest.newBuilder(URI.create("http://127.0.0.1:" + d.port() + "/v1/chat/completions"))
+            .header("content-type", "application/json")
+            .POST(HttpRequest.BodyPublishers.ofString(body))
+            .build(),
+        HttpResponse.BodyHandlers.ofString());
+    assertEquals(200, r.statusCode(), r.body());
+    return JSON.readTree(r.body());
+  }
+
+  @Test
+  void autoKeepsPromptsLocalWhenPrefillAndDecodeShareCpus() throws Exception {
+    // One process, no pinning: both roles compute on the same CPUs, so a remote prefill would stall
+    // the decode worker's streams just as a local one does, and the transfer only adds time.
+    try (LocalDeployment d = LocalDeployment.start(
+        new LocalDeployment.Spec(1, 1, () -> BuiltinEngine.open(engineConfig), ModelFiles.fromDirectory(model), 16,
+            Router.Config.of("kv"), new FrontendServer.Config("127.0.0.1", 0, 1 << 20),
+            new WorkerServer.KvTransfer("tcp", "127.0.0.1", Duration.ofSeconds(30)), false))) {
+      generate(d.router(), greedy("first", prompt(40, 11), 4)); // nothing decoding yet: local
+      WorkerClient decode = d.router().pool().all().stream().filter(w -> !w.isPrefillOnly()).findFirst().orElseThrow();
+      long deadline = System.nanoTime() + TimeUnit.SECONDS.toNanos(10);
+      while (decode.lastLoadReport().prefillTokensPerSecond() <= 0 && System.nanoTime() < deadline) {
+        Thread.sleep(20);
+      }
+      assertTrue(decode.lastLoadReport().prefillTokensPerSecond() > 0 && decode.lastLoadReport().prefillCost().perToken() > 0,
+          "the decode worker reports its prefill cost: " + decode.lastLoadReport());
+      Generated g = generate(d.router(), greedy("second", prompt(100, 12), 4));
+      assertEquals("", g.first().origin().prefillWorkerId(), "prefilled locally");
+      SplitPolicy.Decision decision = d.router().disaggregation().lastDecision();
+      assertTrue(!decision.split() && decision.reason().contains("shares"), decision.toString());
+      assertEquals(0, d.router().disaggregation().splits());
+      assertEquals(2, d.router().disaggregation().keptLocal());
+    }
+  }
+
+  @Test
+  void linkIsProbedAndReportedToTheRouter() {
+    LocalDeployment d = disaggregated("tcp");
+    SplitPolicy.Link link = d.router().disaggregation().link("decode-0", "prefill-0");
+    assertNotNull(link, "the decode worker measured its link to the prefill worker at startup");
+    assertTrue(link.bytesPerSecond() > 1e6 && link.latencySeconds() >= 0, link.toString()); // the fitted fixed cost may be 0
+  }
+}

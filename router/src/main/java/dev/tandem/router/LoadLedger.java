@@ -1,0 +1,125 @@
+package dev.tandem.router;
+
+import dev.tandem.common.WorkerId;
+import java.util.concurrent.ConcurrentHashMap;
+import java.util.concurrent.atomic.AtomicBoolean;
+import java.util.concurrent.atomic.AtomicInteger;
+
+/**
+ * The load the router has committed to each worker and not yet seen end: one active request and
+ * the request's decode blocks until it ends, its prefill blocks until its first token. For a split
+ * request the prefill worker carries the prompt's uncached blocks (and one active request) until
+ * the first token, the decode worker only the blocks it holds.
+ *
+ * <p>The ledger is the one owner of a routed request's reservation: {@link Reservation} is opened
+ * by {@link #reserve} and given back by {@link Reservation#release} exactly once, whatever ends the
+ * request (finish, error, cancel, never started); later calls do nothing. {@link #open} counts the
+ * reservations not yet released, so tests can check that every path gives its load back.
+ *
+ * <p>Thread-safe; plain values only.
+ */
+public final class LoadLedger {
+  /** What the router has in flight on one worker. */
+  public record Routed(int activeRequests, int prefillBlocks, int decodeBlocks) {
+    public static final Routed NONE = new Routed(0, 0, 0);
+  }
+
+  private static final class Account {
+    final AtomicInteger active = new AtomicInteger();
+    final AtomicInteger prefillBlocks = new AtomicInteger();
+    final AtomicInteger decodeBlocks = new AtomicInteger();
+
+    void add(int active, int prefill, int decode) {
+      this.active.addAndGet(active);
+      prefillBlocks.addAndGet(prefill);
+      decodeBlocks.addAndGet(decode);
+    }
+  }
+
+  private final ConcurrentHashMap<WorkerId, Account> accounts = new ConcurrentHashMap<>();
+  private final AtomicInteger open = new AtomicInteger();
+
+  /** What is in flight on {@code worker}. */
+  public Routed routed(WorkerId worker) {
+    Account a = accounts.get(worker);
+    return a == null ? Routed.NONE : new Routed(a.active.get(), a.prefillBlocks.get(), a.decodeBlocks.get());
+  }
+
+  /** Reservations opened and not yet released. */
+  public int open() {
+    return open.get();
+  }
+
+  /**
+   * Commits a request to {@code worker}: {@code prefillBlocks} it must compute, {@code
+   * decodeBlocks} it holds.
+   */
+  public Reservation reserve(WorkerId worker, int prefillBlocks, int decodeBlocks) {
+    return new Reservation(account(worker), prefillBlocks, decodeBlocks, null, 0);
+  }
+
+  /**
+   * Commits a split request: {@code decode} holds the prompt's {@code decodeBlocks}; {@code
+   * prefill} computes {@code prefillBlocks} of them and counts the request as active until the
+   * first token.
+   */
+  public Reservation reserveSplit(WorkerId decode, int decodeBlocks, WorkerId prefill, int prefillBlocks) {
+    return new Reservation(account(decode), 0, decodeBlocks, account(prefill), prefillBlocks);
+  }
+
+  private Account account(WorkerId worker) {
+    return accounts.computeIfAbsent(worker, w -> new Account());
+  }
+
+  /** Forgets a worker that left (its in-flight requests' releases then change nothing visible). */
+  public void forget(WorkerId worker) {
+    accounts.remove(worker);
+  }
+
+  /** One request's committed load. Both steps are idempotent; release implies the first token. */
+  public final class Reservation {
+    private final Account decode;
+    private final int decodePrefillBlocks;
+    private final int decodeBlocks;
+    private final Account prefill; // null: not split
+    private final int prefillBlocks;
+    private final AtomicBoolean prefilled = new AtomicBoolean();
+    private final AtomicBoolean released = new AtomicBoolean();
+
+    private Reservation(Account decode, int decodePrefillBlocks, int decodeBlocks, Account prefill, int prefillBlocks) {
+      this.decode = decode;
+      this.decodePrefillBlocks = decodePrefillBlocks;
+      this.decodeBlocks = decodeBlocks;
+      this.prefill = prefill;
+      this.prefillBlocks = prefillBlocks;
+      decode.add(1, decodePrefillBlocks, decodeBlocks);
+      if (prefill != null) {
+        prefill.add(1, prefillBlocks, 0);
+      }
+      open.incrementAndGet();
+    }
+
+    /** The first token arrived: the prompt is computed, on whichever worker computed it. */
+    public void firstToken() {
+      if (prefilled.compareAndSet(false, true)) {
+        decode.add(0, -decodePrefillBlocks, 0);
+        if (prefill != null) {
+          prefill.add(-1, -prefillBlocks, 0);
+        }
+      }
+    }
+
+    /** The request ended (finished, failed, cancelled) or was never sent. */
+    public void release() {
+      firstToken();
+      if (released.compareAndSet(false, true)) {
+        decode.add(-1, 0, -decodeBlocks);
+        open.decrementAndGet();
+      }
+    }
+
+    public boolean released() {
+      return released.get();
+    }
+  }
+}

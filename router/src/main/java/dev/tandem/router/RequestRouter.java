@@ -1,0 +1,33 @@
+package dev.tandem.router;
+
+import dev.tandem.common.GenerationRequest;
+import java.time.Duration;
+import java.util.List;
+
+/**
+ * The router as its callers (the frontend) see it: records in, records out, no transport types.
+ * Selection and reservation are one atomic step.
+ *
+ * <p>Thread-safe.
+ */
+public interface RequestRouter {
+  /**
+   * Picks a worker ({@code pinnedWorker}, when not null, must be reachable) and reserves the load.
+   *
+   * @throws NoWorkerAvailableException if no worker can take the request
+   * @throws IllegalArgumentException if the pinned worker is not reachable
+   */
+  Route route(GenerationRequest request, String pinnedWorker);
+
+  /** The KV block size every worker shares. */
+  int blockSize();
+
+  /** The selection policy's name ({@code kv}, {@code round-robin}, {@code random}). */
+  String mode();
+
+  /** Every registered worker, reachable or not. */
+  List<WorkerStatus> workers();
+
+  /** How long a worker sent prompts may stay silent before it is reported; null unless in kv mode with events. */
+  Duration missingEventsWindow();
+}

@@ -1,0 +1,237 @@
+package dev.tandem.router.grpc;
+
+import static org.junit.jupiter.api.Assertions.assertEquals;
+import static org.junit.jupiter.api.Assertions.assertThrows;
+import static org.junit.jupiter.api.Assertions.assertTrue;
+
+import dev.tandem.common.GenerationException;
+import dev.tandem.common.GenerationRequest;
+import dev.tandem.common.SamplingParams;
+import dev.tandem.common.StopConditions;
+import dev.tandem.common.TokenChunk;
+import dev.tandem.common.WorkerId;
+import dev.tandem.proto.worker.v1.DescribeRequest;
+import dev.tandem.proto.worker.v1.FinishReason;
+import dev.tandem.proto.worker.v1.GenerateChunk;
+import dev.tandem.proto.worker.v1.GenerateRequest;
+import dev.tandem.proto.worker.v1.LoadReport;
+import dev.tandem.proto.worker.v1.WatchLoadRequest;
+import dev.tandem.proto.worker.v1.WorkerGrpc;
+import dev.tandem.proto.worker.v1.WorkerRegistration;
+import dev.tandem.proto.worker.v1.WorkerRole;
+import dev.tandem.router.Generation;
+import dev.tandem.router.NoWorkerAvailableException;
+import dev.tandem.router.Route;
+import dev.tandem.router.TokenListener;
+import io.grpc.Server;
+import io.grpc.Status;
+import io.grpc.inprocess.InProcessChannelBuilder;
+import io.grpc.inprocess.InProcessServerBuilder;
+import io.grpc.stub.ServerCallStreamObserver;
+import io.grpc.stub.StreamObserver;
+import java.time.Duration;
+import java.util.ArrayList;
+import java.util.List;
+import java.util.concurrent.CompletableFuture;
+import java.util.concurrent.TimeUnit;
+import org.junit.jupiter.api.AfterEach;
+import org.junit.jupiter.api.Test;
+
+/**
+ * The router's wiring over in-process gRPC: a fake worker answers Describe, WatchLoad and
+ * Generate as each test scripts it. Checks that every way a request ends gives its reservation
+ * back exactly once, that failures reach the listener as the right kind, and that a cancel reaches
+ * the worker.
+ */
+class RouterTest {
+  private final List<Server> servers = new ArrayList<>();
+  private WorkerPool pool;
+  private Router router;
+
+  /** How the fake worker answers Generate. */
+  enum Behaviour { FINISH, FAIL_UNAVAILABLE, FAIL_INVALID, HANG }
+
+  /** What the fake worker saw. */
+  static final class Seen {
+    final CompletableFuture<GenerateRequest> request = new CompletableFuture<>();
+    final CompletableFuture<Void> cancelled = new CompletableFuture<>();
+  }
+
+  private Seen worker(String id, WorkerRole role, Behaviour behaviour) throws Exception {
+    Seen seen = new Seen();
+    Server server =
+        InProcessServerBuilder.forName(id)
+            .directExecutor()
+            .addService(new WorkerGrpc.WorkerImplBase() {
+              @Override
+              public void describe(DescribeRequest r, StreamObserver<WorkerRegistration> out) {
+                out.onNext(WorkerRegistration.newBuilder().setWorkerId(id).setRole(role).setBlockSize(16).setModelName("m").build());
+                out.onCompleted();
+              }
+
+              @Override
+              public void watchLoad(WatchLoadRequest r, StreamObserver<LoadReport> out) {
+                out.onNext(LoadReport.newBuilder().setWorkerId(id).setKvBlocksTotal(100).build()); // and stays open
+              }
+
+              @Override
+              public void generate(GenerateRequest r, StreamObserver<GenerateChunk> out) {
+                seen.request.complete(r);
+                ((ServerCallStreamObserver<GenerateChunk>) out).setOnCancelHandler(() -> seen.cancelled.complete(null));
+                switch (behaviour) {
+                  case FINISH -> {
+                    out.onNext(GenerateChunk.newBuilder().addTokenIds(7).setWorkerId(id).setPromptTokens(r.getTokenIdsCount()).build());
+                    out.onNext(GenerateChunk.newBuilder().addTokenIds(8).setFinishReason(FinishReason.FINISH_REASON_LENGTH).build());
+                    out.onCompleted();
+                  }
+                  case FAIL_UNAVAILABLE -> out.onError(Status.UNAVAILABLE.withDescription("engine stopped").asRuntimeException());
+                  case FAIL_INVALID -> out.onError(Status.INVALID_ARGUMENT.withDescription("prompt too long").asRuntimeException());
+                  case HANG -> out.onNext(GenerateChunk.newBuilder().setWorkerId(id).build());
+                }
+              }
+            })
+            .build()
+            .start();
+    servers.add(server);
+    return seen;
+  }
+
+  private Router router(String... workers) {
+    pool = new WorkerPool(16, Duration.ofSeconds(5), Duration.ofMillis(100),
+        name -> InProcessChannelBuilder.forName(name).directExecutor().build());
+    for (String w : workers) {
+      pool.add(w);
+    }
+    router = new Router(pool, new dev.tandem.router.RoundRobinSelector());
+    return router;
+  }
+
+  @AfterEach
+  void stop() {
+    if (router != null) {
+      router.close();
+    }
+    if (pool != null) {
+      pool.close();
+    }
+    servers.forEach(Server::shutdownNow);
+  }
+
+  private static GenerationRequest request(String id, int tokens) {
+    int[] prompt = new int[tokens];
+    java.util.Arrays.fill(prompt, 3);
+    return new GenerationRequest(id, prompt, SamplingParams.greedy(), StopConditions.maxTokens(2));
+  }
+
+  /** Collects a generation's chunks and its end. */
+  static final class Collector implements TokenListener {
+    final List<TokenChunk> chunks = new ArrayList<>();
+    final CompletableFuture<GenerationException> end = new CompletableFuture<>();
+    volatile int openWhenFinished = -1;
+    private final WorkerPool pool;
+
+    Collector(WorkerPool pool) {
+      this.pool = pool;
+    }
+
+    @Override
+    public synchronized void onChunk(TokenChunk chunk) {
+      chunks.add(chunk);
+      if (chunk.finished()) {
+        openWhenFinished = pool.ledger().open();
+      }
+    }
+
+    @Override
+    public void onError(GenerationException error) {
+      end.complete(error);
+    }
+
+    @Override
+    public void onCompleted() {
+      end.complete(null);
+    }
+  }
+
+  @Test
+  void aFinishedGenerationGivesItsReservationBackBeforeTheListenerHearsTheLastChunk() throws Exception {
+    worker("w0", WorkerRole.WORKER_ROLE_AGGREGATED, Behaviour.FINISH);
+    Router r = router("w0");
+    Route route = r.route(request("a", 40), null);
+    assertEquals(new WorkerId("w0"), route.worker());
+    assertEquals(1, pool.ledger().open());
+    assertEquals(3, pool.ledger().routed(new WorkerId("w0")).decodeBlocks(), "40 tokens hold 3 blocks");
+    assertEquals(3, pool.ledger().routed(new WorkerId("w0")).prefillBlocks(), "nothing cached: all 3 to prefill");
+    Collector c = new Collector(pool);
+    route.start(c);
+    assertEquals(null, c.end.get(5, TimeUnit.SECONDS));
+    assertEquals(2, c.chunks.size());
+    assertEquals("w0", c.chunks.getFirst().origin().workerId());
+    assertEquals(0, c.openWhenFinished, "released before the last chunk reached the listener");
+    assertEquals(0, pool.ledger().open());
+  }
+
+  @Test
+  void aFailedGenerationReachesTheListenerAsItsKindAndReleases() throws Exception {
+    worker("bad", WorkerRole.WORKER_ROLE_AGGREGATED, Behaviour.FAIL_INVALID);
+    worker("down", WorkerRole.WORKER_ROLE_AGGREGATED, Behaviour.FAIL_UNAVAILABLE);
+    Router r = router("bad", "down");
+    Collector invalid = new Collector(pool);
+    r.route(request("i", 8), "bad").start(invalid);
+    GenerationException e = invalid.end.get(5, TimeUnit.SECONDS);
+    assertEquals(GenerationException.Kind.INVALID_REQUEST, e.kind());
+    assertEquals("prompt too long", e.getMessage());
+    Collector unavailable = new Collector(pool);
+    r.route(request("u", 8), "down").start(unavailable);
+    assertEquals(GenerationException.Kind.UNAVAILABLE, unavailable.end.get(5, TimeUnit.SECONDS).kind());
+    assertEquals(0, pool.ledger().open());
+  }
+
+  @Test
+  void aCancelReachesTheWorkerAndReleasesOnce() throws Exception {
+    Seen seen = worker("slow", WorkerRole.WORKER_ROLE_AGGREGATED, Behaviour.HANG);
+    Router r = router("slow");
+    Collector c = new Collector(pool);
+    Generation g = r.route(request("c", 20), null).start(c);
+    seen.request.get(5, TimeUnit.SECONDS);
+    assertEquals(1, pool.ledger().open());
+    g.cancel("client went away");
+    g.cancel("again");
+    seen.cancelled.get(5, TimeUnit.SECONDS);
+    assertEquals(0, pool.ledger().open());
+    assertEquals(LoadLedgerView.none(), pool.ledger().routed(new WorkerId("slow")));
+  }
+
+  @Test
+  void aRouteNeverStartedIsReleasedAndSendsNothing() throws Exception {
+    Seen seen = worker("w", WorkerRole.WORKER_ROLE_AGGREGATED, Behaviour.FINISH);
+    Router r = router("w");
+    Route route = r.route(request("n", 20), null);
+    route.release();
+    route.release();
+    assertEquals(0, pool.ledger().open());
+    assertTrue(!seen.request.isDone(), "nothing was sent");
+  }
+
+  @Test
+  void requestsNeedAGeneratingWorkerAndAPinMustNameAReachableOne() throws Exception {
+    worker("p", WorkerRole.WORKER_ROLE_PREFILL, Behaviour.FINISH);
+    Router onlyPrefill = router("p");
+    var none = assertThrows(NoWorkerAvailableException.class, () -> onlyPrefill.route(request("x", 4), null));
+    assertTrue(none.getMessage().contains("only prefill workers"), none.getMessage());
+    stop();
+    servers.clear();
+    worker("g", WorkerRole.WORKER_ROLE_AGGREGATED, Behaviour.FINISH);
+    Router r = router("g");
+    var pin = assertThrows(IllegalArgumentException.class, () -> r.route(request("y", 4), "elsewhere"));
+    assertTrue(pin.getMessage().contains("elsewhere"));
+    assertEquals(0, pool.ledger().open(), "a refused request reserves nothing");
+  }
+
+  /** The ledger's empty account, named for the assertion above. */
+  private static final class LoadLedgerView {
+    static dev.tandem.router.LoadLedger.Routed none() {
+      return dev.tandem.router.LoadLedger.Routed.NONE;
+    }
+  }
+}

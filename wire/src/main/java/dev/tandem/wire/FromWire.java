@@ -1,0 +1,230 @@
+package dev.tandem.wire;
+
+import dev.tandem.common.FinishReason;
+import dev.tandem.common.GenerationException;
+import dev.tandem.common.GenerationRequest;
+import dev.tandem.common.KvEvent;
+import dev.tandem.common.KvRegionRef;
+import dev.tandem.common.ModelCard;
+import dev.tandem.common.PrefillCost;
+import dev.tandem.common.RemotePrefillTarget;
+import dev.tandem.common.SamplingParams;
+import dev.tandem.common.StopConditions;
+import dev.tandem.common.StorageTier;
+import dev.tandem.common.TokenChunk;
+import dev.tandem.common.TokenLogprob;
+import dev.tandem.common.WorkerDescription;
+import dev.tandem.common.WorkerId;
+import dev.tandem.common.WorkerLoadReport;
+import dev.tandem.common.WorkerRole;
+import dev.tandem.proto.worker.v1.BlocksRemoved;
+import dev.tandem.proto.worker.v1.BlocksStored;
+import dev.tandem.proto.worker.v1.GenerateChunk;
+import dev.tandem.proto.worker.v1.GenerateRequest;
+import dev.tandem.proto.worker.v1.KvRegion;
+import dev.tandem.proto.worker.v1.LoadReport;
+import dev.tandem.proto.worker.v1.StoredBlock;
+import dev.tandem.proto.worker.v1.WorkerRegistration;
+import io.grpc.Status;
+import java.util.ArrayList;
+import java.util.List;
+import java.util.OptionalLong;
+
+/**
+ * Worker API messages → records of {@code common}. Proto3 sends "unset" as zero; where zero is not a
+ * meaningful value (top_p, top_k, repetition_penalty) it means the default. Stateless.
+ */
+public final class FromWire {
+  private FromWire() {}
+
+  /** A generate request; an empty request id is replaced by {@code idIfEmpty}. */
+  public static GenerationRequest request(GenerateRequest r, String idIfEmpty) {
+    RemotePrefillTarget remote =
+        r.hasRemotePrefill()
+            ? new RemotePrefillTarget(
+                r.getRemotePrefill().getWorkerAddress(), new WorkerId(r.getRemotePrefill().getWorkerId()), r.getRemotePrefill().getTimeoutMs())
+            : null;
+    return new GenerationRequest(
+        r.getRequestId().isEmpty() ? idIfEmpty : r.getRequestId(), ints(r.getTokenIdsList()), sampling(r.getSampling()), stop(r.getStop()), remote);
+  }
+
+  public static SamplingParams sampling(dev.tandem.proto.worker.v1.SamplingParams s) {
+    return new SamplingParams(
+        s.getTemperature(),
+        s.getTopP() == 0f ? SamplingParams.NO_TOP_P : s.getTopP(),
+        s.getTopK() <= 0 ? SamplingParams.NO_TOP_K : s.getTopK(),
+        s.getMinP(),
+        s.hasSeed() ? OptionalLong.of(s.getSeed()) : OptionalLong.empty(),
+        s.getPresencePenalty(),
+        s.getFrequencyPenalty(),
+        s.getRepetitionPenalty() == 0f ? SamplingParams.NO_REPETITION_PENALTY : s.getRepetitionPenalty(),
+        s.hasLogprobs() ? (int) Math.min(SamplingParams.MAX_LOGPROBS, s.getLogprobs()) : SamplingParams.NO_LOGPROBS);
+  }
+
+  /**
+   * @throws IllegalArgumentException if max_tokens is not positive
+   */
+  public static StopConditions stop(dev.tandem.proto.worker.v1.StopConditions s) {
+    return new StopConditions(s.getMaxTokens(), ints(s.getStopTokenIdsList()), s.getIgnoreEos());
+  }
+
+  public static TokenChunk chunk(GenerateChunk c) {
+    TokenLogprob[] logprobs = null;
+    if (c.getLogprobsCount() > 0) {
+      logprobs = new TokenLogprob[c.getLogprobsCount()];
+      for (int i = 0; i < logprobs.length; i++) {
+        logprobs[i] = logprob(c.getLogprobs(i));
+      }
+    }
+    TokenChunk.Origin origin =
+        c.getWorkerId().isEmpty()
+            ? null
+            : new TokenChunk.Origin(
+                c.getWorkerId(),
+                c.getWorkerTtftUs(),
+                c.getPrefillWorkerId(),
+                c.getPrefillFallback(),
+                c.getKvTransferUs(),
+                c.getKvTransferBytes(),
+                c.getKvExposedUs());
+    return new TokenChunk(
+        ints(c.getTokenIdsList()), logprobs, finishReason(c.getFinishReason()), c.getPromptTokens(), c.getCachedTokens(), origin);
+  }
+
+  public static TokenLogprob logprob(dev.tandem.proto.worker.v1.TokenLogprob lp) {
+    int[] ids = new int[lp.getTopTokenIdsCount()];
+    float[] values = new float[lp.getTopLogprobsCount()];
+    for (int k = 0; k < ids.length; k++) {
+      ids[k] = lp.getTopTokenIds(k);
+    }
+    for (int k = 0; k < values.length; k++) {
+      values[k] = lp.getTopLogprobs(k);
+    }
+    return new TokenLogprob(lp.getLogprob(), ids, values);
+  }
+
+  /** Null while the stream goes on (UNSPECIFIED). */
+  public static FinishReason finishReason(dev.tandem.proto.worker.v1.FinishReason reason) {
+    return switch (reason) {
+      case FINISH_REASON_STOP -> FinishReason.STOP;
+      case FINISH_REASON_LENGTH -> FinishReason.LENGTH;
+      case FINISH_REASON_CANCELLED -> FinishReason.CANCELLED;
+      case FINISH_REASON_ERROR, UNRECOGNIZED -> FinishReason.ERROR;
+      case FINISH_REASON_UNSPECIFIED -> null;
+    };
+  }
+
+  /** An unset role is an aggregated worker's (the first workers sent none). */
+  public static WorkerRole role(dev.tandem.proto.worker.v1.WorkerRole role) {
+    return switch (role) {
+      case WORKER_ROLE_PREFILL -> WorkerRole.PREFILL;
+      case WORKER_ROLE_DECODE -> WorkerRole.DECODE;
+      default -> WorkerRole.AGGREGATED;
+    };
+  }
+
+  public static WorkerDescription description(WorkerRegistration r) {
+    return new WorkerDescription(
+        new WorkerId(r.getWorkerId()),
+        role(r.getRole()),
+        r.getBlockSize(),
+        r.getModelName(),
+        r.getMaxContextLength(),
+        r.getVocabSize(),
+        r.getKvBytesPerToken(),
+        r.getTotalKvBlocks(),
+        r.getEngine(),
+        r.getSupportedFeaturesList(),
+        ints(r.getEosTokenIdsList()),
+        r.getKvTransferBackend(),
+        r.getKvTransferAddress(),
+        r.hasProbeRegion() ? region(r.getProbeRegion()) : null,
+        r.getHost(),
+        r.getCpus(),
+        r.getNumLayers());
+  }
+
+  public static KvRegionRef region(KvRegion r) {
+    return new KvRegionRef(r.getAgentAddress(), r.getRegionId(), r.getOffset(), r.getLength());
+  }
+
+  public static WorkerLoadReport load(LoadReport r) {
+    return new WorkerLoadReport(
+        new WorkerId(r.getWorkerId()),
+        r.getActiveRequests(),
+        r.getWaitingRequests(),
+        r.getQueuedPrefillTokens(),
+        r.getKvBlocksUsed(),
+        r.getKvBlocksTotal(),
+        r.getLastEventId(),
+        new PrefillCost(r.getPrefillSPerToken(), r.getPrefillSPerContextToken()),
+        r.getRemotePrefillFallbacks());
+  }
+
+  public static ModelCard modelCard(dev.tandem.proto.worker.v1.ModelCard c) {
+    return new ModelCard(
+        c.getModelName(),
+        c.getTokenizerJson().toByteArray(),
+        c.getTokenizerConfigJson().toByteArray(),
+        c.getMaxContextLength(),
+        ints(c.getEosTokenIdsList()));
+  }
+
+  public static KvEvent kvEvent(dev.tandem.proto.worker.v1.KvEvent event) {
+    long id = event.getEventId();
+    return switch (event.getKindCase()) {
+      case STORED -> {
+        BlocksStored s = event.getStored();
+        List<KvEvent.StoredBlock> blocks = new ArrayList<>(s.getBlocksCount());
+        for (StoredBlock block : s.getBlocksList()) {
+          blocks.add(new KvEvent.StoredBlock(block.getSequenceHash(), block.getLocalHash()));
+        }
+        OptionalLong parent = s.hasParentHash() ? OptionalLong.of(s.getParentHash()) : OptionalLong.empty();
+        yield new KvEvent.Stored(id, parent, blocks, tier(s.getTier()));
+      }
+      case REMOVED -> {
+        BlocksRemoved r = event.getRemoved();
+        long[] hashes = new long[r.getSequenceHashesCount()];
+        for (int i = 0; i < hashes.length; i++) {
+          hashes[i] = r.getSequenceHashes(i);
+        }
+        yield new KvEvent.Removed(id, hashes, tier(r.getTier()));
+      }
+      case CLEARED -> new KvEvent.Cleared(id);
+      case KIND_NOT_SET -> throw new IllegalArgumentException("KV event " + id + " has no kind");
+    };
+  }
+
+  static StorageTier tier(dev.tandem.proto.worker.v1.StorageTier tier) {
+    return switch (tier) {
+      case STORAGE_TIER_HOST -> StorageTier.HOST;
+      case STORAGE_TIER_DISK -> StorageTier.DISK;
+      default -> StorageTier.DEVICE;
+    };
+  }
+
+  /**
+   * A failed call as a {@link GenerationException}: {@code INVALID_ARGUMENT} is the request's
+   * fault; {@code UNAVAILABLE}, {@code CANCELLED} and {@code DEADLINE_EXCEEDED} mean the worker
+   * could not serve it; anything else is internal. The message is the status description.
+   */
+  public static GenerationException failure(Throwable error) {
+    Status status = Status.fromThrowable(error);
+    GenerationException.Kind kind =
+        switch (status.getCode()) {
+          case INVALID_ARGUMENT -> GenerationException.Kind.INVALID_REQUEST;
+          case UNAVAILABLE, CANCELLED, DEADLINE_EXCEEDED -> GenerationException.Kind.UNAVAILABLE;
+          default -> GenerationException.Kind.INTERNAL;
+        };
+    String description = status.getDescription() == null ? "" : status.getDescription();
+    return new GenerationException(kind, status.getCode().name(), description, error);
+  }
+
+  static int[] ints(List<Integer> list) {
+    int[] out = new int[list.size()];
+    for (int i = 0; i < out.length; i++) {
+      out[i] = list.get(i);
+    }
+    return out;
+  }
+}

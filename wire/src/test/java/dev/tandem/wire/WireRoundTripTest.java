@@ -1,0 +1,113 @@
+package dev.tandem.wire;
+
+import static org.junit.jupiter.api.Assertions.assertArrayEquals;
+import static org.junit.jupiter.api.Assertions.assertEquals;
+import static org.junit.jupiter.api.Assertions.assertNull;
+import static org.junit.jupiter.api.Assertions.assertThrows;
+
+import dev.tandem.common.FinishReason;
+import dev.tandem.common.GenerationException;
+import dev.tandem.common.GenerationRequest;
+import dev.tandem.common.KvEvent;
+import dev.tandem.common.KvRegionRef;
+import dev.tandem.common.PrefillCost;
+import dev.tandem.common.RemotePrefillTarget;
+import dev.tandem.common.SamplingParams;
+import dev.tandem.common.StopConditions;
+import dev.tandem.common.StorageTier;
+import dev.tandem.common.TokenChunk;
+import dev.tandem.common.TokenLogprob;
+import dev.tandem.common.WorkerDescription;
+import dev.tandem.common.WorkerId;
+import dev.tandem.common.WorkerLoadReport;
+import dev.tandem.common.WorkerRole;
+import dev.tandem.proto.worker.v1.GenerateRequest;
+import io.grpc.Status;
+import java.util.List;
+import java.util.OptionalLong;
+import org.junit.jupiter.api.Test;
+
+/** Every record survives the trip to protobuf and back; proto3's zeros mean the defaults. */
+class WireRoundTripTest {
+  @Test
+  void aGenerationRequestRoundTrips() {
+    var sampling = new SamplingParams(0.7f, 0.9f, 40, 0.05f, OptionalLong.of(42), 0.1f, 0.2f, 1.1f, 3);
+    var request =
+        new GenerationRequest("r1", new int[] {1, 2, 3}, sampling, new StopConditions(9, new int[] {7}, true),
+            new RemotePrefillTarget("127.0.0.1:9", new WorkerId("p0"), 250));
+    GenerationRequest back = FromWire.request(ToWire.request(request), "unused");
+    assertEquals("r1", back.requestId());
+    assertArrayEquals(new int[] {1, 2, 3}, back.promptTokens());
+    assertEquals(sampling, back.sampling());
+    assertEquals(9, back.stop().maxTokens());
+    assertArrayEquals(new int[] {7}, back.stop().stopTokenIds());
+    assertEquals(true, back.stop().ignoreEos());
+    assertEquals(request.remotePrefill(), back.remotePrefill());
+  }
+
+  @Test
+  void unsetWireFieldsMeanTheDefaultsOfSamplingParams() {
+    var bare = GenerateRequest.newBuilder().addTokenIds(5).setStop(dev.tandem.proto.worker.v1.StopConditions.newBuilder().setMaxTokens(1)).build();
+    GenerationRequest r = FromWire.request(bare, "generated-id");
+    assertEquals("generated-id", r.requestId(), "an empty id is replaced");
+    assertEquals(SamplingParams.DEFAULTS.withTemperature(0f), r.sampling(), "temperature 0 on the wire; every other field its default");
+    assertNull(r.remotePrefill());
+  }
+
+  @Test
+  void aBadStopIsRefusedWithTheReason() {
+    var bad = GenerateRequest.newBuilder().addTokenIds(5).build();
+    var e = assertThrows(IllegalArgumentException.class, () -> FromWire.request(bad, "x"));
+    assertEquals("maxTokens must be positive, was 0", e.getMessage());
+  }
+
+  @Test
+  void tokenChunksRoundTripWithTheirOriginAndFinish() {
+    var origin = new TokenChunk.Origin("w0", 1234, "p0", "", 55, 4096, 7);
+    var chunk = new TokenChunk(new int[] {4, 5}, new TokenLogprob[] {
+        new TokenLogprob(-0.5f, new int[] {4, 9}, new float[] {-0.5f, -1.5f}),
+        new TokenLogprob(-0.1f, new int[0], new float[0])}, FinishReason.LENGTH, 30, 16, origin);
+    TokenChunk back = FromWire.chunk(ToWire.chunk(chunk));
+    assertArrayEquals(chunk.tokens(), back.tokens());
+    assertEquals(2, back.logprobCount());
+    assertArrayEquals(new int[] {4, 9}, back.logprobs()[0].topTokenIds());
+    assertEquals(FinishReason.LENGTH, back.finishReason());
+    assertEquals(30, back.promptTokens());
+    assertEquals(16, back.cachedTokens());
+    assertEquals(origin, back.origin());
+    var middle = FromWire.chunk(ToWire.chunk(new TokenChunk(new int[] {1}, null, null, 0, 0, null)));
+    assertNull(middle.finishReason(), "a chunk mid-stream has no finish reason");
+    assertNull(middle.origin(), "only the first chunk names its worker");
+  }
+
+  @Test
+  void descriptionsLoadsAndEventsRoundTrip() {
+    var d = new WorkerDescription(new WorkerId("w"), WorkerRole.DECODE, 16, "m", 4096, 1000, 2048, 64, "builtin",
+        List.of("logprobs", "seed"), new int[] {2}, "tcp", "127.0.0.1:7", new KvRegionRef("127.0.0.1:7", 3, 0, 64), "h", "0-3", 2);
+    WorkerDescription back = FromWire.description(ToWire.registration(d));
+    assertEquals(d.workerId(), back.workerId());
+    assertEquals(WorkerRole.DECODE, back.role());
+    assertEquals(d.supportedFeatures(), back.supportedFeatures());
+    assertEquals(d.probeRegion(), back.probeRegion());
+    assertEquals(d.cpus(), back.cpus());
+    var load = new WorkerLoadReport(new WorkerId("w"), 3, 1, 500, 10, 64, 77, new PrefillCost(1e-4, 2e-8), 2);
+    assertEquals(load, FromWire.load(ToWire.load(load)));
+    var stored = new KvEvent.Stored(5, OptionalLong.of(9), List.of(new KvEvent.StoredBlock(11, 12)), StorageTier.HOST);
+    assertEquals(stored, FromWire.kvEvent(ToWire.kvEvent(stored)));
+  }
+
+  @Test
+  void statusesMapToWhatACallerActsOn() {
+    assertEquals(GenerationException.Kind.INVALID_REQUEST,
+        FromWire.failure(Status.INVALID_ARGUMENT.withDescription("bad").asRuntimeException()).kind());
+    for (Status s : List.of(Status.UNAVAILABLE, Status.CANCELLED, Status.DEADLINE_EXCEEDED)) {
+      assertEquals(GenerationException.Kind.UNAVAILABLE, FromWire.failure(s.asRuntimeException()).kind(), s.toString());
+    }
+    var internal = FromWire.failure(new IllegalStateException("boom"));
+    assertEquals(GenerationException.Kind.INTERNAL, internal.kind());
+    assertEquals("UNKNOWN", internal.code());
+    var roundTrip = FromWire.failure(ToWire.status(GenerationException.Kind.UNAVAILABLE, "gone"));
+    assertEquals(GenerationException.Kind.UNAVAILABLE, roundTrip.kind());
+    assertEquals("gone", roundTrip.getMessage());
+  }
+}

@@ -1,0 +1,225 @@
+package dev.tandem.worker;
+
+import dev.tandem.common.WorkerId;
+import dev.tandem.engine.Engine;
+import dev.tandem.engine.KvHandoff;
+import dev.tandem.transfer.TransferAgent;
+import dev.tandem.transfer.TransferBackends;
+import dev.tandem.common.WorkerRole;
+import dev.tandem.engine.ModelFiles;
+import dev.tandem.worker.role.RoleParts;
+import dev.tandem.worker.role.RoleProviders;
+import io.grpc.Server;
+import io.grpc.netty.NettyServerBuilder;
+import java.io.IOException;
+import java.io.UncheckedIOException;
+import java.net.InetSocketAddress;
+import java.util.concurrent.Executors;
+import java.util.concurrent.ScheduledExecutorService;
+import java.util.concurrent.TimeUnit;
+import org.slf4j.Logger;
+import org.slf4j.LoggerFactory;
+
+/**
+ * A running worker: an engine on its loop thread, its KV event log, and the worker API on a gRPC
+ * port. Closing it stops the server, then the loop, then the engine.
+ */
+public final class WorkerServer implements AutoCloseable {
+  private static final Logger log = LoggerFactory.getLogger(WorkerServer.class);
+
+  /**
+   * How a worker is started. Port 0 picks a free port. {@code publishKvEvents} off makes the
+   * worker accept event subscriptions but never send anything, as a worker with events disabled
+   * would (for testing the router's detection of exactly that).
+   */
+  public record Config(
+      String host,
+      int port,
+      WorkerId workerId,
+      WorkerRole role,
+      ModelFiles modelFiles,
+      int eventRingCapacity,
+      boolean publishKvEvents,
+      KvTransfer kvTransfer) {
+    public static Config local(WorkerId workerId) {
+      return new Config(
+          "127.0.0.1", 0, workerId, WorkerRole.AGGREGATED, ModelFiles.bundledQwen3(), 10_000, true, null);
+    }
+
+    public Config withPort(int port) {
+      return new Config(host, port, workerId, role, modelFiles, eventRingCapacity, publishKvEvents, kvTransfer);
+    }
+
+    public Config withEventRing(int capacity) {
+      return new Config(host, port, workerId, role, modelFiles, capacity, publishKvEvents, kvTransfer);
+    }
+
+    public Config withKvEvents(boolean publish) {
+      return new Config(host, port, workerId, role, modelFiles, eventRingCapacity, publish, kvTransfer);
+    }
+
+    /** This role, moving KV with {@code transfer} (null: no transfer agent, aggregated only). */
+    public Config withRole(WorkerRole role, KvTransfer transfer) {
+      return new Config(host, port, workerId, role, modelFiles, eventRingCapacity, publishKvEvents, transfer);
+    }
+  }
+
+  /**
+   * KV transfer for disaggregated serving: the backend ({@code auto}, {@code tcp}, {@code ucx},
+   * {@code local}), the host peers reach the agent at, and the bound on one request's prefill plus
+   * transfer (and on how long a prefill worker holds blocks for a peer).
+   */
+  public record KvTransfer(String backend, String host, java.time.Duration timeout) {}
+
+  private final Config config;
+  private final EngineLoop loop;
+  private final KvEventLog events;
+  private final Server server;
+  private final ScheduledExecutorService timer;
+
+  private final WorkerKvTransfer transfer; // null: no transfer agent
+  private final RoleParts parts;
+
+  private WorkerServer(Config config, Engine engine) {
+    this.config = config;
+    this.events = new KvEventLog(config.eventRingCapacity());
+    this.loop = new EngineLoop(engine, events);
+    this.timer =
+        Executors.newSingleThreadScheduledExecutor(
+            Thread.ofPlatform().name("worker-load-timer").daemon().factory());
+    loop.start();
+    RoleParts roleParts = RoleParts.NONE;
+    try {
+      this.transfer = transfer(config, loop);
+      if (transfer != null) {
+        roleParts = RoleProviders.forRole(config.role()).create(config.role(), loop, transfer, timer);
+        log.info("worker {}: KV transfer agent {} at {}", config.workerId(), transfer.agent().backend(), transfer.agent().address());
+      }
+    } catch (RuntimeException e) {
+      timer.shutdownNow();
+      loop.close(); // closes the engine too
+      throw e;
+    }
+    this.parts = roleParts;
+    WorkerFacts facts = new WorkerFacts(config.workerId(), config.role(), loop, config.modelFiles(), transfer, parts.remote());
+    WorkerService service =
+        new WorkerService(config.workerId(), config.role(), loop, events, facts, timer, config.publishKvEvents(), parts);
+    this.server =
+        NettyServerBuilder.forAddress(new InetSocketAddress(config.host(), config.port()))
+            .addService(service)
+            // Every handler only enqueues onto the engine loop or answers from memory: no blocking,
+            // so it runs on the transport thread without a hop through an executor.
+            .directExecutor()
+            .build();
+  }
+
+  /**
+   * The worker's transfer agent over its engine's KV memory, after the engine has warmed up and
+   * measured its prefill speed; null for a worker without KV transfer.
+   *
+   * @throws IllegalArgumentException if the role needs transfer that the config or engine lacks
+   */
+  private static WorkerKvTransfer transfer(Config config, EngineLoop loop) {
+    Engine engine = loop.engine();
+    boolean split = config.role().splits();
+    if (config.kvTransfer() == null) {
+      if (split) {
+        throw new IllegalArgumentException(config.role() + " workers need a KV transfer backend");
+      }
+      return null;
+    }
+    if (!(engine instanceof KvHandoff handoff)) {
+      if (split) {
+        throw new IllegalArgumentException(
+            "engine " + engine.info().engineName() + " cannot hand KV to another worker; "
+                + config.role() + " workers need --engine builtin");
+      }
+      return null;
+    }
+    PrefillWarmUp.run(config.workerId(), loop);
+    TransferAgent agent = TransferBackends.select(config.kvTransfer().backend()).createAgent(config.kvTransfer().host());
+    try {
+      return WorkerKvTransfer.create(agent, handoff, config.kvTransfer().timeout(), move -> loop.call(e -> {
+            move.run();
+            return null;
+          })
+          .join());
+    } catch (RuntimeException e) {
+      agent.close(); // nothing runs on the engine yet, and closing it next does not touch its KV memory
+      throw e;
+    }
+  }
+
+  /** Starts a worker serving {@code engine}; the worker owns the engine from now on. */
+  public static WorkerServer start(Config config, Engine engine) {
+    WorkerServer worker = new WorkerServer(config, engine);
+    try {
+      worker.server.start();
+    } catch (IOException e) {
+      worker.close();
+      throw new UncheckedIOException(
+          "cannot listen on " + config.host() + ":" + config.port() + ": " + e.getMessage(), e);
+    }
+    log.info(
+        "worker {} ({}, engine {}, model {}) listening on {}:{}",
+        config.workerId(),
+        config.role(),
+        engine.info().engineName(),
+        engine.info().modelName(),
+        config.host(),
+        worker.port());
+    return worker;
+  }
+
+  public int port() {
+    return server.getPort();
+  }
+
+  /** {@code host:port} to give frontends. */
+  public String address() {
+    return config.host() + ":" + port();
+  }
+
+  public WorkerId workerId() {
+    return config.workerId();
+  }
+
+  /** The prefill role's endpoint, or null on a worker of another role. */
+  public dev.tandem.worker.role.PrefillEndpoint prefillEndpoint() {
+    return parts.prefill();
+  }
+
+  public EngineLoop loop() {
+    return loop;
+  }
+
+  public KvEventLog events() {
+    return events;
+  }
+
+  public void awaitTermination() throws InterruptedException {
+    server.awaitTermination();
+  }
+
+  @Override
+  public void close() {
+    server.shutdown();
+    try {
+      if (!server.awaitTermination(1, TimeUnit.SECONDS)) {
+        server.shutdownNow();
+      }
+    } catch (InterruptedException e) {
+      Thread.currentThread().interrupt();
+      server.shutdownNow();
+    }
+    timer.shutdownNow();
+    if (parts.remote() != null) {
+      parts.remote().close();
+    }
+    loop.close();
+    // After the engine: its KV cache lives in memory the agent allocated.
+    if (transfer != null) {
+      transfer.close();
+    }
+  }
+}

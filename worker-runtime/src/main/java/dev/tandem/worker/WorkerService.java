@@ -1,0 +1,258 @@
+package dev.tandem.worker;
+
+import dev.tandem.common.GenerationException;
+import dev.tandem.common.GenerationRequest;
+import dev.tandem.common.KvEvent;
+import dev.tandem.common.WorkerId;
+import dev.tandem.common.WorkerRole;
+import dev.tandem.engine.EngineRequest;
+import dev.tandem.proto.worker.v1.CancelRequest;
+import dev.tandem.proto.worker.v1.CancelResponse;
+import dev.tandem.proto.worker.v1.DescribeRequest;
+import dev.tandem.proto.worker.v1.GenerateChunk;
+import dev.tandem.proto.worker.v1.GenerateRequest;
+import dev.tandem.proto.worker.v1.HealthRequest;
+import dev.tandem.proto.worker.v1.HealthResponse;
+import dev.tandem.proto.worker.v1.KvEventBatch;
+import dev.tandem.proto.worker.v1.KvEventsRequest;
+import dev.tandem.proto.worker.v1.LinkFigures;
+import dev.tandem.proto.worker.v1.LoadReport;
+import dev.tandem.proto.worker.v1.LoadRequest;
+import dev.tandem.proto.worker.v1.ModelCard;
+import dev.tandem.proto.worker.v1.ModelCardRequest;
+import dev.tandem.proto.worker.v1.PrefillEvent;
+import dev.tandem.proto.worker.v1.PrefillMessage;
+import dev.tandem.proto.worker.v1.ProbeLinkRequest;
+import dev.tandem.proto.worker.v1.WatchLoadRequest;
+import dev.tandem.proto.worker.v1.WorkerGrpc;
+import dev.tandem.proto.worker.v1.WorkerRegistration;
+import dev.tandem.wire.FromWire;
+import dev.tandem.wire.ToWire;
+import dev.tandem.worker.role.PrefillOutcome;
+import dev.tandem.worker.role.RoleParts;
+import io.grpc.Status;
+import io.grpc.stub.ServerCallStreamObserver;
+import io.grpc.stub.StreamObserver;
+import java.util.List;
+import java.util.UUID;
+import java.util.concurrent.ScheduledExecutorService;
+import java.util.concurrent.ScheduledFuture;
+import java.util.concurrent.TimeUnit;
+import org.slf4j.Logger;
+import org.slf4j.LoggerFactory;
+
+/**
+ * The worker API over one {@link EngineLoop}: generation streams, cancellation (explicit, or when
+ * the caller goes away), KV event subscriptions with replay, load reports and health; the {@code
+ * Prefill} call and link probes when the worker's role module added them ({@link RoleParts}).
+ * Messages are mapped to records by {@code dev.tandem.wire} as they arrive, and back as they leave.
+ *
+ * <p>Threading: gRPC calls arrive on gRPC's executor; everything that touches the engine is
+ * marshalled onto the engine loop.
+ */
+public final class WorkerService extends WorkerGrpc.WorkerImplBase {
+  private static final Logger log = LoggerFactory.getLogger(WorkerService.class);
+
+  private final WorkerId workerId;
+  private final WorkerRole role;
+  private final EngineLoop loop;
+  private final KvEventLog events;
+  private final WorkerFacts facts;
+  private final ScheduledExecutorService timer;
+  private final boolean publishKvEvents;
+  private final RoleParts parts;
+
+  WorkerService(
+      WorkerId workerId,
+      WorkerRole role,
+      EngineLoop loop,
+      KvEventLog events,
+      WorkerFacts facts,
+      ScheduledExecutorService timer,
+      boolean publishKvEvents,
+      RoleParts parts) {
+    this.workerId = workerId;
+    this.role = role;
+    this.loop = loop;
+    this.events = events;
+    this.facts = facts;
+    this.timer = timer;
+    this.publishKvEvents = publishKvEvents;
+    this.parts = parts;
+  }
+
+  @Override
+  public void describe(DescribeRequest request, StreamObserver<WorkerRegistration> response) {
+    response.onNext(ToWire.registration(facts.description()));
+    response.onCompleted();
+  }
+
+  @Override
+  public void getModelCard(ModelCardRequest request, StreamObserver<ModelCard> response) {
+    response.onNext(ToWire.modelCard(facts.modelCard()));
+    response.onCompleted();
+  }
+
+  @Override
+  public void generate(GenerateRequest wire, StreamObserver<GenerateChunk> response) {
+    long receivedNanos = System.nanoTime();
+    var call = (ServerCallStreamObserver<GenerateChunk>) response;
+    GenerationRequest request;
+    EngineRequest engineRequest;
+    try {
+      request = FromWire.request(wire, UUID.randomUUID().toString());
+      engineRequest = EngineRequest.of(request);
+    } catch (IllegalArgumentException e) {
+      response.onError(ToWire.status(GenerationException.Kind.INVALID_REQUEST, e.getMessage()));
+      return;
+    }
+    String id = request.requestId();
+    GenerateStream stream = new GenerateStream(id, workerId, call, receivedNanos);
+    call.setOnCancelHandler(
+        () -> {
+          if (!stream.done() && !(parts.remote() != null && parts.remote().cancel(id))) {
+            loop.abort(id);
+          }
+        });
+    if (wire.hasRemotePrefill()) {
+      if (parts.remote() != null) {
+        parts.remote().start(engineRequest, wire, wire.getRemotePrefill(), stream);
+        return;
+      }
+      stream.outcome(PrefillOutcome.fallback("this worker has no KV transfer agent"));
+    }
+    loop.submit(engineRequest, stream);
+  }
+
+  @Override
+  public StreamObserver<PrefillMessage> prefill(StreamObserver<PrefillEvent> response) {
+    if (parts.prefill() == null) {
+      response.onError(
+          Status.UNIMPLEMENTED
+              .withDescription("worker " + workerId + " (" + role + ") does not serve remote prefill; start one with --role prefill")
+              .asRuntimeException());
+      return new StreamObserver<>() {
+        @Override public void onNext(PrefillMessage m) {}
+        @Override public void onError(Throwable t) {}
+        @Override public void onCompleted() {}
+      };
+    }
+    return parts.prefill().open(response);
+  }
+
+  @Override
+  public void probeLink(ProbeLinkRequest request, StreamObserver<LinkFigures> response) {
+    if (parts.remote() == null) {
+      response.onError(
+          Status.FAILED_PRECONDITION
+              .withDescription("worker " + workerId + " has no KV transfer agent to probe with")
+              .asRuntimeException());
+      return;
+    }
+    // Probing takes a while: off the transport thread.
+    Thread.ofVirtual().start(() -> {
+      try {
+        response.onNext(parts.remote().probe(request.getPeerAddress()));
+        response.onCompleted();
+      } catch (Exception e) {
+        response.onError(Status.UNAVAILABLE.withDescription("link probe of " + request.getPeerAddress() + " failed: " + e.getMessage()).asRuntimeException());
+      }
+    });
+  }
+
+  @Override
+  public void cancel(CancelRequest request, StreamObserver<CancelResponse> response) {
+    if (parts.remote() != null && parts.remote().cancel(request.getRequestId())) {
+      response.onNext(CancelResponse.newBuilder().setFound(true).build());
+      response.onCompleted();
+      return;
+    }
+    loop.abort(request.getRequestId())
+        .whenComplete(
+            (found, error) -> {
+              if (error != null) {
+                response.onError(Status.UNAVAILABLE.withCause(error).asRuntimeException());
+              } else {
+                response.onNext(CancelResponse.newBuilder().setFound(found).build());
+                response.onCompleted();
+              }
+            });
+  }
+
+  @Override
+  public void subscribeKvEvents(KvEventsRequest request, StreamObserver<KvEventBatch> response) {
+    var call = (ServerCallStreamObserver<KvEventBatch>) response;
+    if (!publishKvEvents) {
+      return; // events disabled: the stream stays open and silent
+    }
+    KvEventLog.Subscriber subscriber =
+        (batch, snapshot) -> {
+          if (call.isCancelled()) {
+            return false;
+          }
+          try {
+            call.onNext(eventBatch(batch, snapshot));
+            return true;
+          } catch (RuntimeException e) {
+            return false;
+          }
+        };
+    loop.call(
+            engine -> {
+              List<KvEvent> snapshot = engine.cacheSnapshot();
+              events.subscribe(request.getAfterEventId(), snapshot, subscriber);
+              return null;
+            })
+        .exceptionally(
+            error -> {
+              call.onError(Status.UNAVAILABLE.withCause(error).asRuntimeException());
+              return null;
+            });
+  }
+
+  @Override
+  public void getLoad(LoadRequest request, StreamObserver<LoadReport> response) {
+    response.onNext(ToWire.load(facts.load()));
+    response.onCompleted();
+  }
+
+  @Override
+  public void watchLoad(WatchLoadRequest request, StreamObserver<LoadReport> response) {
+    var call = (ServerCallStreamObserver<LoadReport>) response;
+    long interval = Math.max(10, request.getIntervalMs() == 0 ? 1000 : request.getIntervalMs());
+    ScheduledFuture<?> task =
+        timer.scheduleAtFixedRate(
+            () -> {
+              if (!call.isCancelled()) {
+                try {
+                  call.onNext(ToWire.load(facts.load()));
+                } catch (RuntimeException e) {
+                  log.debug("load watcher went away", e);
+                }
+              }
+            },
+            0,
+            interval,
+            TimeUnit.MILLISECONDS);
+    call.setOnCancelHandler(() -> task.cancel(false));
+  }
+
+  @Override
+  public void health(HealthRequest request, StreamObserver<HealthResponse> response) {
+    boolean serving = loop.isRunning();
+    response.onNext(
+        HealthResponse.newBuilder()
+            .setServing(serving)
+            .setMessage(serving ? "serving" : "engine loop stopped")
+            .build());
+    response.onCompleted();
+  }
+
+  private KvEventBatch eventBatch(List<KvEvent> batch, boolean snapshot) {
+    var b = KvEventBatch.newBuilder().setWorkerId(workerId.value()).setSnapshot(snapshot);
+    for (KvEvent e : batch) {
+      b.addEvents(ToWire.kvEvent(e));
+    }
+    return b.build();
+  }
+}
