@@ -1,11 +1,8 @@
 package dev.tandem.engine.builtin;
 
-import dev.tandem.common.KvEvent;
 import dev.tandem.engine.Engine;
 import dev.tandem.engine.EngineInfo;
-import dev.tandem.engine.EngineLoad;
 import dev.tandem.engine.EngineRequest;
-import dev.tandem.engine.KvEventSink;
 import dev.tandem.engine.KvHandoff;
 import dev.tandem.common.PrefillCost;
 import dev.tandem.engine.RequestOutput;

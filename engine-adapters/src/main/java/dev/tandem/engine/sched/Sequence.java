@@ -3,7 +3,6 @@ package dev.tandem.engine.sched;
 import dev.tandem.common.TokenLogprob;
 import dev.tandem.common.BlockHasher;
 import dev.tandem.engine.EngineRequest;
-import dev.tandem.engine.RequestOutput;
 import java.util.Arrays;
 
 /**

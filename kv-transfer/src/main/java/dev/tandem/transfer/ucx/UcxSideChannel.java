@@ -1,0 +1,48 @@
+package dev.tandem.transfer.ucx;
+
+import java.io.IOException;
+import java.net.InetSocketAddress;
+import java.net.Socket;
+import java.nio.file.Files;
+import java.nio.file.Path;
+import java.util.UUID;
+
+/**
+ * The UCX agent's side channel, a plain TCP protocol next to UCX: a reader says hello (its node,
+ * answered with the owner's node and UCP worker address), asks for regions (base, length, packed
+ * remote key), pings before a read completes, pokes the owner's worker before reading, and holds a
+ * second "watch" connection on which the owner announces deregistered regions (each acknowledged)
+ * and which ends when the owner does. Also this process's node identity: equal strings can share
+ * memory.
+ */
+final class UcxSideChannel {
+  static final int OP_HELLO = 1;
+  static final int OP_REGION = 2;
+  static final int OP_PING = 3;
+  static final int OP_WATCH = 4;
+  static final int OP_INVALIDATE = 5;
+  /** A reader is about to read: the owner's worker should poll (no answer). */
+  static final int OP_POKE = 6;
+  static final int TIMEOUT_MS = 10_000;
+  /** This process's node as shared memory sees it (kernel boot, IPC and PID namespaces). */
+  static final String NODE = nodeKey();
+
+  private UcxSideChannel() {}
+
+  private static String nodeKey() {
+    try {
+      return Files.readString(Path.of("/proc/sys/kernel/random/boot_id")).trim()
+          + "/" + Files.readSymbolicLink(Path.of("/proc/self/ns/ipc"))
+          + "/" + Files.readSymbolicLink(Path.of("/proc/self/ns/pid"));
+    } catch (IOException | RuntimeException e) {
+      return "unknown-" + UUID.randomUUID(); // never equal: no shared memory
+    }
+  }
+
+  static Socket connect(String host, int port) throws IOException {
+    Socket s = new Socket();
+    s.connect(new InetSocketAddress(host, port), TIMEOUT_MS);
+    s.setTcpNoDelay(true);
+    return s;
+  }
+}
