@@ -1,44 +1,23 @@
 package dev.tandem.worker.decode;
 
 import dev.tandem.engine.EngineRequest;
-import dev.tandem.engine.KvHandoff;
-import dev.tandem.engine.RequestOutput;
 import dev.tandem.proto.worker.v1.DescribeRequest;
 import dev.tandem.proto.worker.v1.GenerateRequest;
-import dev.tandem.proto.worker.v1.KvLayout;
 import dev.tandem.proto.worker.v1.LinkFigures;
-import dev.tandem.proto.worker.v1.PrefillDone;
-import dev.tandem.proto.worker.v1.PrefillEvent;
-import dev.tandem.proto.worker.v1.PrefillMessage;
-import dev.tandem.proto.worker.v1.PrefillRelease;
 import dev.tandem.proto.worker.v1.RemotePrefill;
 import dev.tandem.proto.worker.v1.WorkerGrpc;
 import dev.tandem.proto.worker.v1.WorkerRegistration;
-import dev.tandem.transfer.BlockRuns;
 import dev.tandem.transfer.LinkProbe;
-import dev.tandem.transfer.MemoryDescriptor;
 import dev.tandem.worker.EngineLoop;
 import dev.tandem.worker.WorkerKvTransfer;
-import dev.tandem.worker.role.PrefillOutcome;
 import dev.tandem.worker.role.PrefillSink;
 import dev.tandem.worker.role.RemotePrefillClient;
-import dev.tandem.wire.FromWire;
-import dev.tandem.common.FinishReason;
-import dev.tandem.common.TokenLogprob;
 import io.grpc.ManagedChannel;
 import io.grpc.netty.NettyChannelBuilder;
-import io.grpc.stub.ClientCallStreamObserver;
-import io.grpc.stub.ClientResponseObserver;
-import java.lang.foreign.MemorySegment;
-import java.time.Duration;
-import java.util.ArrayList;
 import java.util.Arrays;
-import java.util.List;
 import java.util.Map;
-import java.util.concurrent.CompletableFuture;
 import java.util.concurrent.ConcurrentHashMap;
 import java.util.concurrent.ScheduledExecutorService;
-import java.util.concurrent.ScheduledFuture;
 import java.util.concurrent.TimeUnit;
 import java.util.concurrent.atomic.AtomicLong;
 import org.slf4j.Logger;
@@ -63,7 +42,7 @@ public final class RemotePrefills implements RemotePrefillClient {
   private final ScheduledExecutorService timer;
   private final int[] stopTokenIds;
   private final Map<String, ManagedChannel> channels = new ConcurrentHashMap<>();
-  private final Map<String, Pull> pulls = new ConcurrentHashMap<>();
+  private final Map<String, KvPull> pulls = new ConcurrentHashMap<>();
   private final AtomicLong fallbacks = new AtomicLong();
 
   public RemotePrefills(EngineLoop loop, WorkerKvTransfer transfer, ScheduledExecutorService timer, int[] eosTokenIds) {
@@ -71,6 +50,34 @@ public final class RemotePrefills implements RemotePrefillClient {
     this.transfer = transfer;
     this.timer = timer;
     this.stopTokenIds = eosTokenIds.clone();
+  }
+
+  // ---- for KvPull ----
+
+  EngineLoop loop() {
+    return loop;
+  }
+
+  WorkerKvTransfer transfer() {
+    return transfer;
+  }
+
+  ScheduledExecutorService timer() {
+    return timer;
+  }
+
+  /** The model's end-of-sequence tokens (a first token among them ends the request). */
+  int[] eosTokenIds() {
+    return stopTokenIds;
+  }
+
+  /** A pull ended (finished, fell back or cancelled): it is no longer in progress. */
+  void ended(String requestId, KvPull pull) {
+    pulls.remove(requestId, pull);
+  }
+
+  void fellBack() {
+    fallbacks.incrementAndGet();
   }
 
   /** Requests this worker prefilled itself although they came with a remote prefill. */
@@ -88,7 +95,7 @@ public final class RemotePrefills implements RemotePrefillClient {
   /** Starts serving {@code request} with its prompt prefilled by {@code remote}. */
   @Override
   public void start(EngineRequest request, GenerateRequest wire, RemotePrefill remote, PrefillSink sink) {
-    Pull pull = new Pull(request, wire, remote, sink);
+    KvPull pull = new KvPull(this, request, wire, remote, sink);
     if (pulls.putIfAbsent(request.requestId(), pull) != null) {
       sink.onFailure(new IllegalArgumentException("request " + request.requestId() + " is already in progress"));
       return;
@@ -104,7 +111,7 @@ public final class RemotePrefills implements RemotePrefillClient {
    */
   @Override
   public boolean cancel(String requestId) {
-    Pull pull = pulls.get(requestId);
+    KvPull pull = pulls.get(requestId);
     return pull != null && pull.cancel();
   }
 
@@ -134,330 +141,14 @@ public final class RemotePrefills implements RemotePrefillClient {
         .build();
   }
 
-  private ManagedChannel channel(String address) {
+  ManagedChannel channel(String address) {
     return channels.computeIfAbsent(address, a -> NettyChannelBuilder.forTarget(a).usePlaintext().build());
-  }
-
-  private final class Pull implements ClientResponseObserver<PrefillMessage, PrefillEvent> {
-    private final EngineRequest request;
-    private final GenerateRequest wire;
-    private final RemotePrefill remote;
-    private final PrefillSink sink;
-    private final long startNanos = System.nanoTime();
-    private final Duration timeout;
-    private final List<CompletableFuture<Void>> reads = new ArrayList<>();
-    private KvHandoff.PendingImport pending;
-    private KvLayout layout;
-    private PrefillDone done;
-    private int layersStarted;
-    private long firstLayerNanos;
-    private long doneNanos;
-    private long bytes;
-    private boolean settled;
-    private ClientCallStreamObserver<PrefillMessage> call;
-    private ScheduledFuture<?> deadline;
-
-    Pull(EngineRequest request, GenerateRequest wire, RemotePrefill remote, PrefillSink sink) {
-      this.request = request;
-      this.wire = wire;
-      this.remote = remote;
-      this.sink = sink;
-      this.timeout = remote.getTimeoutMs() > 0 ? Duration.ofMillis(remote.getTimeoutMs()) : transfer.timeout();
-    }
-
-    void begin() {
-      if (request.stop().maxTokens() < 2) {
-        fallBack("max_tokens < 2 leaves nothing to decode");
-        return;
-      }
-      deadline = timer.schedule(
-          () -> fallBack("prefill and KV transfer took longer than " + timeout), timeout.toMillis(), TimeUnit.MILLISECONDS);
-      loop.call(engine -> ((KvHandoff) engine).beginImport(request))
-          .whenComplete(
-              (p, error) -> {
-                synchronized (this) {
-                  if (error != null || p == null) {
-                    if (p == null && error == null) {
-                      fallBackLocked("no KV room for an import now");
-                    } else {
-                      fallBackLocked("refused import: " + error.getMessage());
-                    }
-                    return;
-                  }
-                  pending = p;
-                  if (settled) { // cancelled or timed out meanwhile
-                    releaseAfterReads(null);
-                    return;
-                  }
-                  WorkerGrpc.newStub(channel(remote.getWorkerAddress())).prefill(this);
-                  call.onNext(PrefillMessage.newBuilder().setCall(wire.toBuilder().clearRemotePrefill()).build());
-                }
-              });
-    }
-
-    @Override
-    public void beforeStart(ClientCallStreamObserver<PrefillMessage> requestStream) {
-      this.call = requestStream;
-    }
-
-    @Override
-    public synchronized void onNext(PrefillEvent event) {
-      if (settled) {
-        return;
-      }
-      switch (event.getKindCase()) {
-        case LAYOUT -> {
-          KvLayout l = event.getLayout();
-          String problem = checkLayout(l);
-          if (problem != null) {
-            fallBackLocked(problem);
-            return;
-          }
-          layout = l;
-        }
-        case LAYER_READY -> pullLayer(event.getLayerReady().getLayer());
-        case DONE -> {
-          done = event.getDone();
-          doneNanos = System.nanoTime();
-          finishIfComplete();
-        }
-        default -> fallBackLocked("unknown prefill event");
-      }
-    }
-
-    private String checkLayout(KvLayout l) {
-      KvHandoff h = transfer.handoff();
-      if (l.getBlockBytes() != h.blockBytes() || l.getLayerKeysCount() != h.layers() || l.getLayerValuesCount() != h.layers()) {
-        return "prefill worker's KV layout (" + l.getLayerKeysCount() + " layers, " + l.getBlockBytes()
-            + " bytes a block) differs from this worker's (" + h.layers() + ", " + h.blockBytes() + ")";
-      }
-      if (l.getBlocksCount() != pending.blocks().length) {
-        return "prefill worker holds " + l.getBlocksCount() + " blocks for the prompt, this worker allocated " + pending.blocks().length;
-      }
-      return null;
-    }
-
-    private void pullLayer(int layer) {
-      if (layout == null || layer != layersStarted) {
-        fallBackLocked("prefill worker announced layer " + layer + " out of order");
-        return;
-      }
-      if (layersStarted == 0) {
-        firstLayerNanos = System.nanoTime();
-      }
-      layersStarted++;
-      KvHandoff h = transfer.handoff();
-      long bb = h.blockBytes();
-      MemoryDescriptor keys = WorkerKvTransfer.fromProto(layout.getLayerKeys(layer));
-      MemoryDescriptor values = WorkerKvTransfer.fromProto(layout.getLayerValues(layer));
-      List<MemoryDescriptor> from = new ArrayList<>();
-      List<MemorySegment> into = new ArrayList<>();
-      int[] remoteBlocks = layout.getBlocksList().stream().mapToInt(Integer::intValue).toArray();
-      for (BlockRuns.Run run : BlockRuns.of(remoteBlocks, pending.blocks(), pending.cachedBlocks())) {
-        long length = run.length() * bb;
-        from.add(keys.slice(run.from() * bb, length));
-        into.add(h.keys(layer).asSlice(run.to() * bb, length));
-        from.add(values.slice(run.from() * bb, length));
-        into.add(h.values(layer).asSlice(run.to() * bb, length));
-        bytes += 2 * length;
-      }
-      Duration left = timeout.minusNanos(System.nanoTime() - startNanos);
-      if (from.isEmpty()) {
-        reads.add(CompletableFuture.completedFuture(null));
-      } else if (left.isNegative() || left.isZero()) {
-        fallBackLocked("no time left to pull layer " + layer);
-        return;
-      } else {
-        reads.add(transfer.agent().read(from, into, left, null));
-      }
-      finishIfComplete();
-    }
-
-    private void finishIfComplete() {
-      if (done == null || settled) {
-        return;
-      }
-      if (layersStarted != transfer.handoff().layers()) {
-        if (done != null && layout == null && layersStarted == 0) {
-          fallBackLocked("prefill worker finished without announcing its KV");
-        }
-        return;
-      }
-      CompletableFuture.allOf(reads.toArray(CompletableFuture[]::new))
-          .whenComplete((v, error) -> {
-            synchronized (this) {
-              if (settled) {
-                return;
-              }
-              if (error != null) {
-                fallBackLocked("KV pull from " + remote.getWorkerId() + " failed: " + rootMessage(error));
-              } else {
-                commit();
-              }
-            }
-          });
-    }
-
-    /** Every byte is here: release the prefill worker's blocks and decode. */
-    private void commit() {
-      settled = true;
-      pulls.remove(request.requestId(), this);
-      deadline.cancel(false);
-      long now = System.nanoTime();
-      long transferMicros = (now - firstLayerNanos) / 1_000;
-      long exposedMicros = (now - doneNanos) / 1_000;
-      try {
-        call.onNext(PrefillMessage.newBuilder().setRelease(PrefillRelease.getDefaultInstance()).build());
-        call.onCompleted();
-      } catch (RuntimeException e) {
-        log.debug("prefill stream of {} closed before the release", request.requestId(), e);
-      }
-      int first = done.getFirstToken();
-      TokenLogprob[] logprobs =
-          done.hasLogprob() ? new TokenLogprob[] {FromWire.logprob(done.getLogprob())} : null;
-      boolean stops = isStop(first);
-      RequestOutput firstOutput =
-          new RequestOutput(
-              request.requestId(),
-              new int[] {first},
-              stops ? FinishReason.STOP : null,
-              done.getPromptTokens(),
-              done.getCachedTokens(),
-              logprobs);
-      KvHandoff.PendingImport p = pending;
-      loop.call(engine -> {
-        KvHandoff handoff = (KvHandoff) engine;
-        sink.outcome(new PrefillOutcome(remote.getWorkerId(), "", transferMicros, bytes, exposedMicros));
-        if (stops) {
-          handoff.abortImport(p);
-        } else {
-          handoff.commitImport(p, first);
-          loop.attach(request.requestId(), sink);
-        }
-        sink.onOutput(firstOutput);
-        return null;
-      }).exceptionally(error -> {
-        sink.onFailure(new IllegalStateException("worker stopped: " + error.getMessage()));
-        return null;
-      });
-    }
-
-    private boolean isStop(int token) {
-      for (int s : request.stop().stopTokenIds()) {
-        if (s == token) {
-          return true;
-        }
-      }
-      if (!request.stop().ignoreEos()) {
-        for (int s : stopTokenIds) {
-          if (s == token) {
-            return true;
-          }
-        }
-      }
-      return false;
-    }
-
-    synchronized boolean cancel() {
-      if (settled) {
-        return false;
-      }
-      settled = true;
-      pulls.remove(request.requestId(), this);
-      if (deadline != null) {
-        deadline.cancel(false);
-      }
-      cancelCall("client went away");
-      releaseAfterReads(null);
-      sink.onOutput(new RequestOutput(request.requestId(), new int[0], FinishReason.CANCELLED, 0, 0));
-      return true;
-    }
-
-    void fallBack(String reason) {
-      synchronized (this) {
-        fallBackLocked(reason);
-      }
-    }
-
-    /** Gives up on the remote prefill: frees what was allocated, then prefills here. */
-    private void fallBackLocked(String reason) {
-      if (settled) {
-        return;
-      }
-      settled = true;
-      pulls.remove(request.requestId(), this);
-      if (deadline != null) {
-        deadline.cancel(false);
-      }
-      fallbacks.incrementAndGet();
-      log.warn("request {}: remote prefill on {} failed ({}); prefilling here", request.requestId(), remote.getWorkerId(), reason);
-      cancelCall(reason);
-      releaseAfterReads(() -> {
-        sink.outcome(new PrefillOutcome("", reason, 0, 0, 0));
-        loop.submit(request, sink);
-      });
-    }
-
-    private void cancelCall(String reason) {
-      if (call != null) {
-        try {
-          call.cancel(reason, null);
-        } catch (RuntimeException e) {
-          log.debug("cancel of prefill stream failed", e);
-        }
-      }
-    }
-
-    /**
-     * Frees the import's blocks once no read can still write into them (every read ends: the
-     * agent bounds each by its timeout), then runs {@code then} on the engine loop.
-     */
-    private void releaseAfterReads(Runnable then) {
-      KvHandoff.PendingImport p = pending;
-      CompletableFuture.allOf(reads.toArray(CompletableFuture[]::new))
-          .handle((v, e) -> null)
-          .thenRun(() -> {
-            try {
-              loop.call(engine -> {
-                if (p != null) {
-                  ((KvHandoff) engine).abortImport(p);
-                }
-                if (then != null) {
-                  then.run();
-                }
-                return null;
-              });
-            } catch (IllegalStateException e) {
-              sink.onFailure(e); // the worker is shutting down
-            }
-          });
-    }
-
-    @Override
-    public void onError(Throwable t) {
-      fallBack("prefill worker " + remote.getWorkerId() + " failed: " + rootMessage(t));
-    }
-
-    @Override
-    public synchronized void onCompleted() {
-      if (!settled && done == null) {
-        fallBackLocked("prefill worker ended the call without a first token");
-      }
-    }
-  }
-
-  private static String rootMessage(Throwable t) {
-    Throwable c = t;
-    while (c.getCause() != null && c.getCause() != c) {
-      c = c.getCause();
-    }
-    return c.getClass().getSimpleName() + ": " + c.getMessage();
   }
 
   @Override
   public void close() {
     channels.values().forEach(ManagedChannel::shutdownNow);
     channels.clear();
-    Arrays.asList(pulls.values().toArray(Pull[]::new)).forEach(Pull::cancel);
+    Arrays.asList(pulls.values().toArray(KvPull[]::new)).forEach(KvPull::cancel);
   }
 }

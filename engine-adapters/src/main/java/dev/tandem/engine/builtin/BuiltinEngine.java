@@ -38,11 +38,7 @@ public final class BuiltinEngine extends SchedulingEngine implements KvHandoff {
   private final EngineInfo info;
   private PromptLayerListener promptLayerListener;
   private final java.util.Map<String, Scheduler.Imported> pendingImports = new java.util.HashMap<>();
-  private PrefillCost prefillCost = PrefillCost.UNKNOWN;
-  private final double[] sampleTokens = new double[32];
-  private final double[] sampleContext = new double[32];
-  private final double[] sampleSeconds = new double[32];
-  private int prefillSamples;
+  private final PrefillCostFit prefillFit = new PrefillCostFit();
 
   /**
    * Loads the model and allocates the KV cache.
@@ -193,51 +189,15 @@ public final class BuiltinEngine extends SchedulingEngine implements KvHandoff {
 
   @Override
   public PrefillCost prefillCost() {
-    return prefillCost;
+    return prefillFit.cost();
   }
 
   /**
-   * Prefills {@code rounds} prompts of random tokens, the first half of {@code tokens} long (not
-   * counted: a fresh JVM's first steps are several times slower), then alternately a quarter of
-   * {@code tokens} and {@code tokens}, so that the kernels are compiled and the prefill cost
-   * measured before the first request (a router deciding where to prefill needs it); then decodes
-   * a few short prompts together (batch sizes 5 down to 1), then clears the prefix cache of them.
-   * Must run while no request is queued or running.
+   * Warms the engine up and measures its prefill cost ({@link EngineWarmUp}). Must run while no
+   * request is queued or running.
    */
   public void warmUp(int tokens, int rounds) {
-    if (hasWork()) {
-      throw new IllegalStateException("warm-up needs an idle engine");
-    }
-    java.util.SplittableRandom random = new java.util.SplittableRandom(rounds);
-    for (int r = 0; r < rounds; r++) {
-      // Alternate lengths, so that the fit can tell the per-token cost from attention's; the long
-      // ones must be long enough for attention to be a good share of their time.
-      int length = Math.min(r == 0 ? tokens / 2 : r % 2 == 1 ? tokens / 4 : tokens, scheduler.maxContextLength() - 1);
-      int[] prompt = random.ints(length, 0, weights.config().vocabSize()).toArray();
-      add(new EngineRequest("warm-up-" + r, prompt, dev.tandem.common.SamplingParams.greedy(),
-          new dev.tandem.common.StopConditions(1, new int[0], true)));
-      while (hasWork()) {
-        step();
-      }
-      if (r == 0) {
-        prefillSamples = 0; // the first round ran before the JIT compiled the kernels
-        prefillCost = PrefillCost.UNKNOWN;
-      }
-    }
-    // Decode at batch sizes 5 down to 1, after prompts of odd lengths: the kernels' remainder
-    // paths (token counts that are not a multiple of their tiles) then run here. Without it the
-    // JIT compiles them away, and the first odd batch while serving (a sixth stream joining five)
-    // falls back to the interpreter for ~100 ms.
-    for (int k = 0; k < 5; k++) {
-      int length = Math.min(33 + 32 * k, scheduler.maxContextLength() - 16);
-      int[] prompt = random.ints(length, 0, weights.config().vocabSize()).toArray();
-      add(new EngineRequest("warm-up-decode-" + k, prompt, dev.tandem.common.SamplingParams.greedy(),
-          new dev.tandem.common.StopConditions(2 + 2 * k, new int[0], true)));
-    }
-    while (hasWork()) {
-      step();
-    }
-    scheduler.pool().clearCache();
+    EngineWarmUp.run(this, prefillFit, tokens, rounds);
   }
 
   @Override
@@ -353,14 +313,7 @@ public final class BuiltinEngine extends SchedulingEngine implements KvHandoff {
             slices,
             cache,
             promptsDone.isEmpty() ? null : layer -> listener.layerDone(layer, promptsDone, promptsDoneBlocks));
-    // A sample for the prefill cost when the step was (nearly) all prefill.
-    if (prefillTokens >= 16 && prefillTokens >= 0.9 * totalTokens(batch)) {
-      int k = prefillSamples++ % sampleTokens.length;
-      sampleTokens[k] = prefillTokens;
-      sampleContext[k] = prefillContext;
-      sampleSeconds[k] = (System.nanoTime() - started) / 1e9;
-      prefillCost = PrefillCost.fit(sampleTokens, sampleContext, sampleSeconds, Math.min(prefillSamples, sampleTokens.length));
-    }
+    prefillFit.step(prefillTokens, totalTokens(batch), prefillContext, (System.nanoTime() - started) / 1e9);
     return scheduler.complete(batch, (i, seq) -> {
       Sampler.State state = seq.engineState();
       int top = seq.request().sampling().logprobs();
