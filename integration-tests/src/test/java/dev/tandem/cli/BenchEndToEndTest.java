@@ -12,6 +12,7 @@ import java.time.Duration;
 import org.junit.jupiter.api.Test;
 
 /** `tandem bench` against a running stack: every request measured, prefix hits visible. */
+@org.junit.jupiter.api.Tag("e2e")
 class BenchEndToEndTest {
   @Test
   void measuresEveryRequestAndSeesSharedPrefixHits() throws Exception {

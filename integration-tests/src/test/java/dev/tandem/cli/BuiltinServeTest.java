@@ -26,6 +26,7 @@ import org.junit.jupiter.api.Test;
 import org.junit.jupiter.api.io.TempDir;
 
 /** `tandem serve --model DIR` with the built-in engine, over real HTTP, on a generated model. */
+@org.junit.jupiter.api.Tag("e2e")
 class BuiltinServeTest {
   @TempDir static Path dir;
   private static LocalDeployment deployment;

@@ -13,6 +13,7 @@ import java.nio.charset.StandardCharsets;
 import org.junit.jupiter.api.Test;
 
 /** A client that hangs up mid-stream must free its request and KV blocks on the worker. */
+@org.junit.jupiter.api.Tag("e2e")
 class ClientDisconnectTest {
   @Test
   void disconnectMidStreamCancelsOnTheWorker() throws Exception {

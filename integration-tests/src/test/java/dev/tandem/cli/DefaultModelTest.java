@@ -15,6 +15,7 @@ import org.junit.jupiter.api.Test;
 import org.junit.jupiter.api.io.TempDir;
 
 /** The model `tandem serve` runs with no arguments: created once, reused, and it generates. */
+@org.junit.jupiter.api.Tag("e2e")
 class DefaultModelTest {
   @Test
   void isCreatedOnceAndServesTokens(@TempDir Path cache) throws Exception {

@@ -59,6 +59,7 @@ import org.junit.jupiter.params.provider.ValueSource;
  * tokens, a fallback counted, nothing leaked, nothing hung); a decode worker that dies gives the
  * client a clean error.
  */
+@org.junit.jupiter.api.Tag("e2e")
 @Timeout(value = 3, unit = TimeUnit.MINUTES)
 @ParameterizedClass(name = "over {0}")
 @ValueSource(strings = {"tcp", "ucx"})

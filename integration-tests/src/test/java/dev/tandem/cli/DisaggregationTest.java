@@ -51,6 +51,7 @@ import org.junit.jupiter.params.provider.ValueSource;
  * prefill worker computes the prompt, the decode worker pulls its KV layer by layer and generates.
  * With greedy sampling the output must be token-identical to an aggregated worker's.
  */
+@org.junit.jupiter.api.Tag("e2e")
 @Timeout(value = 5, unit = TimeUnit.MINUTES)
 class DisaggregationTest {
   @TempDir static Path dir;

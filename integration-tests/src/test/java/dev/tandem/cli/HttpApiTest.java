@@ -28,6 +28,7 @@ import org.junit.jupiter.params.provider.Arguments;
 import org.junit.jupiter.params.provider.MethodSource;
 
 /** The HTTP API over raw HTTP: SSE framing, the error contract, and the side endpoints. */
+@org.junit.jupiter.api.Tag("e2e")
 class HttpApiTest {
   private static final ObjectMapper JSON = new ObjectMapper();
   private static final String M = TestDeployments.MODEL;

@@ -36,6 +36,7 @@ import java.util.stream.IntStream;
 import org.junit.jupiter.api.Test;
 
 /** KV-aware routing over real workers: prefix affinity, snapshots for a new router, missing events. */
+@org.junit.jupiter.api.Tag("e2e")
 class KvRoutingTest {
   private static final ObjectMapper JSON = new ObjectMapper();
 

@@ -13,6 +13,7 @@ import java.nio.charset.StandardCharsets;
 import org.junit.jupiter.api.Test;
 
 /** `tandem link-probe --peer` against a real tcp agent on loopback. */
+@org.junit.jupiter.api.Tag("e2e")
 class LinkProbeCommandTest {
   @Test
   void reportsLatencyThroughputAndBreakEven() throws Exception {

@@ -24,6 +24,7 @@ import org.junit.jupiter.api.AfterEach;
 import org.junit.jupiter.api.Test;
 
 /** The frontend and two workers as separate processes on loopback, started through the CLI. */
+@org.junit.jupiter.api.Tag("e2e")
 class MultiProcessTest {
   private static final ObjectMapper JSON = new ObjectMapper();
   private final List<Process> processes = new ArrayList<>();

@@ -26,6 +26,7 @@ import org.junit.jupiter.api.BeforeAll;
 import org.junit.jupiter.api.Test;
 
 /** The official OpenAI Java SDK against `tandem serve`'s stack (two mocker workers). */
+@org.junit.jupiter.api.Tag("e2e")
 class OpenAiSdkTest {
   private static LocalDeployment deployment;
   private static OpenAIClient client;

@@ -13,6 +13,7 @@ import java.time.Duration;
 import org.junit.jupiter.api.Test;
 
 /** The router admits only workers that can share its prefix hashes and model. */
+@org.junit.jupiter.api.Tag("e2e")
 class RegistrationTest {
   private static WorkerServer worker(String id, MockerConfig config) {
     return WorkerServer.start(WorkerServer.Config.local(new WorkerId(id)), new MockerEngine(config.withTiming(TimingModel.noDelay())));

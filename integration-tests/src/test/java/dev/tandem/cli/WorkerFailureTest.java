@@ -19,6 +19,7 @@ import java.util.concurrent.TimeUnit;
 import org.junit.jupiter.api.Test;
 
 /** A worker that dies mid-request: the client gets a clean OpenAI-shaped error, nothing hangs. */
+@org.junit.jupiter.api.Tag("e2e")
 class WorkerFailureTest {
   private static final ObjectMapper JSON = new ObjectMapper();
 
