@@ -58,6 +58,10 @@ class RouterTest {
   }
 
   private Seen worker(String id, WorkerRole role, Behaviour behaviour) throws Exception {
+    return worker(id, role, behaviour, "");
+  }
+
+  private Seen worker(String id, WorkerRole role, Behaviour behaviour, String kvTransferAddress) throws Exception {
     Seen seen = new Seen();
     Server server =
         InProcessServerBuilder.forName(id)
@@ -65,7 +69,9 @@ class RouterTest {
             .addService(new WorkerGrpc.WorkerImplBase() {
               @Override
               public void describe(DescribeRequest r, StreamObserver<WorkerRegistration> out) {
-                out.onNext(WorkerRegistration.newBuilder().setWorkerId(id).setRole(role).setBlockSize(16).setModelName("m").build());
+                out.onNext(WorkerRegistration.newBuilder().setWorkerId(id).setRole(role).setBlockSize(16).setModelName("m")
+                    .setKvTransferBackend(kvTransferAddress.isEmpty() ? "" : "tcp").setKvTransferAddress(kvTransferAddress)
+                    .setKvBytesPerToken(1024).setNumLayers(2).setHost("host-" + id).setCpus("0").build());
                 out.onCompleted();
               }
 
@@ -97,13 +103,18 @@ class RouterTest {
   }
 
   private Router router(String... workers) {
-    pool = new WorkerPool(16, Duration.ofSeconds(5), Duration.ofMillis(100),
-        name -> InProcessChannelBuilder.forName(name).directExecutor().build());
-    for (String w : workers) {
-      pool.add(w);
-    }
+    pool = pool(workers);
     router = new Router(pool, new dev.tandem.router.RoundRobinSelector());
     return router;
+  }
+
+  private static WorkerPool pool(String... workers) {
+    WorkerPool p = new WorkerPool(16, Duration.ofSeconds(5), Duration.ofMillis(100),
+        name -> InProcessChannelBuilder.forName(name).directExecutor().build());
+    for (String w : workers) {
+      p.add(w);
+    }
+    return p;
   }
 
   @AfterEach
@@ -226,6 +237,43 @@ class RouterTest {
     var pin = assertThrows(IllegalArgumentException.class, () -> r.route(request("y", 4), "elsewhere"));
     assertTrue(pin.getMessage().contains("elsewhere"));
     assertEquals(0, pool.ledger().open(), "a refused request reserves nothing");
+  }
+
+  @Test
+  void aSplitRequestNamesThePrefillWorkerAndChargesEachSideItsShare() throws Exception {
+    Seen decode = worker("d", WorkerRole.WORKER_ROLE_DECODE, Behaviour.FINISH, "d:1");
+    worker("p", WorkerRole.WORKER_ROLE_PREFILL, Behaviour.FINISH, "p:1");
+    pool = pool("d", "p");
+    var config = Router.Config.of("round-robin").withSplit(new dev.tandem.router.SplitPolicy(dev.tandem.router.SplitPolicy.Mode.ALWAYS, 1));
+    router = Router.create(pool, config);
+    Route route = router.route(request("s", 40), null);
+    assertEquals(new WorkerId("d"), route.worker(), "the decode worker generates");
+    assertTrue(route.decision().split(), route.decision().toString());
+    assertEquals(new dev.tandem.router.LoadLedger.Routed(1, 0, 3), pool.ledger().routed(new WorkerId("d")), "decode holds the 3 blocks");
+    assertEquals(new dev.tandem.router.LoadLedger.Routed(1, 3, 0), pool.ledger().routed(new WorkerId("p")), "prefill computes them");
+    Collector c = new Collector(pool);
+    route.start(c);
+    assertEquals(null, c.end.get(5, TimeUnit.SECONDS));
+    GenerateRequest sent = decode.request.get(5, TimeUnit.SECONDS);
+    assertEquals("p", sent.getRemotePrefill().getWorkerId(), "the decode worker is told who prefills");
+    assertEquals("p", sent.getRemotePrefill().getWorkerAddress());
+    assertEquals(0, pool.ledger().open());
+    assertEquals(LoadLedgerView.none(), pool.ledger().routed(new WorkerId("p")));
+    assertEquals(1, router.disaggregation().splits());
+  }
+
+  @Test
+  void aRequestWithNothingToDecodeIsNotSplit() throws Exception {
+    worker("d", WorkerRole.WORKER_ROLE_DECODE, Behaviour.FINISH, "d:1");
+    worker("p", WorkerRole.WORKER_ROLE_PREFILL, Behaviour.FINISH, "p:1");
+    pool = pool("d", "p");
+    router = Router.create(pool, Router.Config.of("round-robin").withSplit(
+        new dev.tandem.router.SplitPolicy(dev.tandem.router.SplitPolicy.Mode.ALWAYS, 1)));
+    int[] prompt = new int[40];
+    Route route = router.route(new GenerationRequest("one", prompt, SamplingParams.greedy(), StopConditions.maxTokens(1)), null);
+    assertEquals(null, route.decision(), "max_tokens 1: the prefill is the whole request");
+    assertEquals(new dev.tandem.router.LoadLedger.Routed(1, 3, 3), pool.ledger().routed(new WorkerId("d")));
+    route.release();
   }
 
   /** The ledger's empty account, named for the assertion above. */
