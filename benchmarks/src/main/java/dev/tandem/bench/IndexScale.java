@@ -8,7 +8,7 @@ import dev.tandem.router.KvSelector;
 import dev.tandem.router.RoutingRequest;
 import dev.tandem.router.WorkerLoad;
 import dev.tandem.router.index.ApproximateIndex;
-import dev.tandem.router.index.RadixIndex;
+import dev.tandem.router.index.BlockHashIndex;
 import java.util.ArrayList;
 import java.util.Arrays;
 import java.util.List;
@@ -54,7 +54,7 @@ public final class IndexScale {
     }
 
     long heapBefore = usedHeap();
-    RadixIndex index = new RadixIndex();
+    BlockHashIndex index = new BlockHashIndex();
     long t0 = System.nanoTime();
     for (int f = 0; f < families; f++) {
       index.apply(ids[f % workers], events.get(f));

@@ -34,7 +34,7 @@ final class RouterOptions {
 
   Router.Config config() {
     return new Router.Config(
-        mode,
+        dev.tandem.router.RouterMode.parse(mode),
         new KvSelector.Weights(prefillLoadScale, activeRequestWeight, temperature),
         !noKvEvents,
         Duration.ofSeconds(missingEventsWindowS),

@@ -32,10 +32,17 @@ class DefaultModelTest {
     try (BuiltinEngine engine = BuiltinEngine.open(BuiltinConfig.of(dir).withKvCacheBytes(16L << 20))) {
       engine.add(new EngineRequest("r", new int[] {9707, 11, 847}, SamplingParams.greedy(), StopConditions.maxTokens(3)));
       int tokens = 0;
+      dev.tandem.common.FinishReason finish = null;
       while (engine.hasWork()) {
-        tokens += engine.step().size();
+        for (var output : engine.step()) {
+          tokens += output.newTokens().length; // an output may carry several tokens, or none
+          if (output.finished()) {
+            finish = output.finishReason();
+          }
+        }
       }
       assertEquals(3, tokens);
+      assertEquals(dev.tandem.common.FinishReason.LENGTH, finish, "stopped by max_tokens");
       assertFalse(engine.hasWork());
     }
   }

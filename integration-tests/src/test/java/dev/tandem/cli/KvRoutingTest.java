@@ -163,7 +163,7 @@ class KvRoutingTest {
         WorkerPool pool = new WorkerPool(16, Duration.ofSeconds(10), Duration.ofMillis(200))) {
       pool.add(silent.address());
       pool.add(talking.address());
-      var config = new Router.Config("kv", KvSelector.Weights.defaults(), true, Duration.ofMillis(500));
+      var config = new Router.Config(dev.tandem.router.RouterMode.KV, KvSelector.Weights.defaults(), true, Duration.ofMillis(500));
       try (Router router = Router.create(pool, config)) {
         var kv = router.kv().orElseThrow();
         run(router.route(request("t", 2, 160), "talking"), request("t", 2, 160));

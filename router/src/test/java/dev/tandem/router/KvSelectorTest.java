@@ -9,7 +9,7 @@ import dev.tandem.common.StorageTier;
 import dev.tandem.common.WorkerId;
 import dev.tandem.router.index.ApproximateIndex;
 import dev.tandem.router.index.Overlap;
-import dev.tandem.router.index.RadixIndex;
+import dev.tandem.router.index.BlockHashIndex;
 import java.util.ArrayList;
 import java.util.HashMap;
 import java.util.List;
@@ -22,7 +22,7 @@ import org.junit.jupiter.api.Test;
 class KvSelectorTest {
   private static final WorkerId A = new WorkerId("a");
   private static final WorkerId B = new WorkerId("b");
-  private final RadixIndex index = new RadixIndex();
+  private final BlockHashIndex index = new BlockHashIndex();
   private final ApproximateIndex approximate = ApproximateIndex.withDefaults();
 
   private static int[] tokens(int n, int salt) {
@@ -48,7 +48,8 @@ class KvSelectorTest {
   }
 
   private KvSelector selector(double temperature, Set<WorkerId> approx) {
-    return new KvSelector(index, approximate, approx::contains, index::blockCount, new KvSelector.Weights(1.0, 1.0, temperature));
+    // Ties are broken by the approximate index's count, as KvRouting wires it in production.
+    return new KvSelector(index, approximate, approx::contains, approximate::blockCount, new KvSelector.Weights(1.0, 1.0, temperature));
   }
 
   @Test
@@ -89,7 +90,7 @@ class KvSelectorTest {
 
   @Test
   void tiesGoToTheWorkerWithFewerCachedBlocks() {
-    cache(A, tokens(320, 9)); // A caches 20 blocks of an unrelated prefix
+    approximate.record(A, request(tokens(320, 9)).blockHashes()); // 20 blocks of an unrelated prefix were sent to A
     int[] prompt = tokens(32, 4);
     for (int i = 0; i < 20; i++) {
       assertEquals(B, selector(0, Set.of()).select(request(prompt), List.of(idle(A), idle(B))).worker());
@@ -117,7 +118,10 @@ class KvSelectorTest {
     Selection s = selector(0, Set.of(A)).select(request(prompt), List.of(idle(A), idle(B)));
     assertEquals(A, s.worker());
     assertEquals(6, s.predictedOverlap().blocks());
-    // Without the approximate flag the (empty) event index decides: a tie, broken by load or chance.
-    assertEquals(0, selector(0, Set.of()).select(request(prompt), List.of(idle(A))).predictedOverlap().blocks());
+    // Without the approximate flag the (empty) event index decides: a tie at no overlap, broken
+    // towards the worker that was sent fewer blocks.
+    Selection byEvents = selector(0, Set.of()).select(request(prompt), List.of(idle(A), idle(B)));
+    assertEquals(B, byEvents.worker());
+    assertEquals(0, byEvents.predictedOverlap().blocks());
   }
 }

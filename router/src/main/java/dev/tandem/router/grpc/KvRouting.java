@@ -5,7 +5,7 @@ import dev.tandem.common.WorkerId;
 import dev.tandem.router.KvSelector;
 import dev.tandem.router.MissingEventsDetector;
 import dev.tandem.router.index.ApproximateIndex;
-import dev.tandem.router.index.RadixIndex;
+import dev.tandem.router.index.BlockHashIndex;
 import java.time.Duration;
 import java.util.List;
 import java.util.Map;
@@ -25,7 +25,7 @@ import org.slf4j.LoggerFactory;
 public final class KvRouting implements AutoCloseable {
   private static final Logger log = LoggerFactory.getLogger(KvRouting.class);
 
-  private final RadixIndex index = new RadixIndex();
+  private final BlockHashIndex index = new BlockHashIndex();
   private final ApproximateIndex approximate = ApproximateIndex.withDefaults();
   private final MissingEventsDetector detector;
   private final boolean useEvents;
@@ -123,7 +123,7 @@ public final class KvRouting implements AutoCloseable {
     return flagged;
   }
 
-  public RadixIndex index() {
+  public BlockHashIndex index() {
     return index;
   }
 

@@ -7,6 +7,7 @@ import dev.tandem.router.KvSelector;
 import dev.tandem.router.LoadLedger;
 import dev.tandem.router.NoWorkerAvailableException;
 import dev.tandem.router.RequestRouter;
+import dev.tandem.router.RouterMode;
 import dev.tandem.router.Route;
 import dev.tandem.router.TokenListener;
 import dev.tandem.router.WorkerStatus;
@@ -39,13 +40,14 @@ public final class Router implements RequestRouter, AutoCloseable {
 
   /** How a router routes; {@code split} decides per request whether to use a prefill worker. */
   public record Config(
-      String mode, KvSelector.Weights weights, boolean useKvEvents, Duration missingEventsWindow, SplitPolicy split) {
-    public Config(String mode, KvSelector.Weights weights, boolean useKvEvents, Duration missingEventsWindow) {
+      RouterMode mode, KvSelector.Weights weights, boolean useKvEvents, Duration missingEventsWindow, SplitPolicy split) {
+    public Config(RouterMode mode, KvSelector.Weights weights, boolean useKvEvents, Duration missingEventsWindow) {
       this(mode, weights, useKvEvents, missingEventsWindow, SplitPolicy.defaults());
     }
 
+    /** Defaults for a mode given by name ({@link RouterMode#parse}). */
     public static Config of(String mode) {
-      return new Config(mode, KvSelector.Weights.defaults(), true, Duration.ofSeconds(10));
+      return new Config(RouterMode.parse(mode), KvSelector.Weights.defaults(), true, Duration.ofSeconds(10));
     }
 
     public Config withSplit(SplitPolicy split) {
@@ -62,9 +64,8 @@ public final class Router implements RequestRouter, AutoCloseable {
 
   /** A router over {@code pool}; in kv mode it subscribes to every worker's KV events. */
   public static Router create(WorkerPool pool, Config config) {
-    String mode = Selectors.mode(config.mode());
-    if (!mode.equals(Selectors.KV)) {
-      return new Router(pool, Selectors.byName(mode), null, config.split());
+    if (config.mode() != RouterMode.KV) {
+      return new Router(pool, Selectors.byName(config.mode().cliName()), null, config.split());
     }
     KvRouting kv = new KvRouting(config.weights(), config.useKvEvents(), config.missingEventsWindow(), pool.timer());
     pool.onJoin(kv::attach);

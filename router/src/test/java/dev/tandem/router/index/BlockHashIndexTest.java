@@ -13,10 +13,10 @@ import java.util.OptionalLong;
 import org.junit.jupiter.api.Test;
 
 /** The cases of issue 4: blocks named by their local hashes, chained into sequence hashes. */
-class RadixIndexTest {
+class BlockHashIndexTest {
   private static final WorkerId W0 = new WorkerId("w0");
   private static final WorkerId W1 = new WorkerId("w1");
-  private final RadixIndex index = new RadixIndex();
+  private final BlockHashIndex index = new BlockHashIndex();
   private long nextId = 1;
 
   private static long[] seq(long... locals) {

@@ -12,7 +12,8 @@ import java.util.concurrent.atomic.AtomicLong;
 import java.util.concurrent.locks.ReentrantReadWriteLock;
 
 /**
- * The router's index of cached KV blocks: sequence hash → the workers holding that block, with
+ * The router's index of cached KV blocks, a hash table (not a radix tree): sequence hash → the
+ * workers holding that block, with
  * the tier. A sequence hash stands for its whole prefix (it chains every earlier block), so the
  * prefix tree is implicit: a request matches a worker for as many leading blocks as the worker
  * holds without a gap. Stored, removed and cleared events apply in event order per worker.
@@ -26,7 +27,7 @@ import java.util.concurrent.locks.ReentrantReadWriteLock;
  * <p>Threading: events are applied under a write lock (one event stream per worker, any number of
  * workers); lookups take a read lock and may run concurrently.
  */
-public final class RadixIndex implements PrefixIndex {
+public final class BlockHashIndex implements PrefixIndex {
 
   private final ReentrantReadWriteLock lock = new ReentrantReadWriteLock();
   private final Long2ObjectOpenHashMap<Holders> blocks = new Long2ObjectOpenHashMap<>();
