@@ -104,8 +104,7 @@ public final class LocalDeployment implements AutoCloseable {
             prefill ? WorkerRole.PREFILL : spec.prefillWorkers() > 0 ? WorkerRole.DECODE : WorkerRole.AGGREGATED;
         String id = prefill ? "prefill-" + i : spec.prefillWorkers() > 0 ? "decode-" + (i - spec.prefillWorkers()) : "worker-" + i;
         var config =
-            new WorkerServer.Config(
-                "127.0.0.1", 0, new WorkerId(id), role, spec.modelFiles(), 10_000, true, spec.kvTransfer());
+            WorkerServer.Config.local(new WorkerId(id)).withRole(role, spec.kvTransfer()).withModelFiles(spec.modelFiles());
         BitSet cpus = shares == null ? null : shares.get(i);
         workers.add(startWorker(config, spec.engines(), cpus));
       }
@@ -118,7 +117,10 @@ public final class LocalDeployment implements AutoCloseable {
         router.disaggregation().awaitLinkProbes(Duration.ofSeconds(120));
       }
       ServedModel model = servedModel(pool, CONNECT_TIMEOUT);
-      FrontendServer frontend = FrontendServer.start(spec.frontend(), model, router, metrics(router));
+      FrontendMetrics metrics = metrics(router);
+      // One process, one /metrics: the workers' own meters are shown by the frontend's too.
+      workers.forEach(w -> w.metrics().bindTo(metrics.registry()));
+      FrontendServer frontend = FrontendServer.start(spec.frontend(), model, router, metrics);
       return new LocalDeployment(workers, pool, router, frontend, model);
     } catch (Exception e) {
       if (pool != null) {

@@ -25,6 +25,10 @@ final class WorkerCommand implements Callable<Integer> {
   @Option(names = "--worker-id", defaultValue = "${env:TANDEM_WORKER_ID}", description = "Worker id (default: worker-<host>-<port>).")
   String workerId;
 
+  @Option(names = "--metrics-port", defaultValue = "${env:TANDEM_METRICS_PORT}",
+      description = "HTTP port serving this worker's /metrics (Prometheus) and /health; -1 for none (default: the gRPC port + 100).")
+  Integer metricsPort;
+
   @Option(names = "--event-ring", defaultValue = "10000", description = "KV events kept for replay (default ${DEFAULT-VALUE}).")
   int eventRing;
 
@@ -53,10 +57,19 @@ final class WorkerCommand implements Callable<Integer> {
     EngineOptions.WorkerEngines engines = engine.resolve();
     // Aggregated builtin workers get an agent too, so that a router can still split onto them.
     WorkerServer.KvTransfer kv = noKvTransfer || (engine.isMocker() && workerRole == WorkerRole.AGGREGATED) ? null : transfer.config(host);
-    var config = new WorkerServer.Config(host, port, new WorkerId(id), workerRole, engines.modelFiles(), eventRing, !noKvEvents, kv);
+    var config =
+        WorkerServer.Config.local(new WorkerId(id))
+            .withHost(host)
+            .withPort(port)
+            .withRole(workerRole, kv)
+            .withModelFiles(engines.modelFiles())
+            .withEventRing(eventRing)
+            .withKvEvents(!noKvEvents)
+            .withMetricsPort(metricsPort != null ? metricsPort : port == 0 ? 0 : port + 100);
     WorkerServer worker = WorkerServer.start(config, engines.factory().get());
     Runtime.getRuntime().addShutdownHook(new Thread(worker::close));
-    System.out.println("worker " + id + " listening on " + worker.address());
+    System.out.println("worker " + id + " listening on " + worker.address()
+        + (worker.metricsPort() < 0 ? "" : "; metrics on http://" + host + ":" + worker.metricsPort() + "/metrics"));
     worker.awaitTermination();
     return 0;
   }

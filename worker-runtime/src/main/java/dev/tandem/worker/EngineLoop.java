@@ -36,8 +36,14 @@ public final class EngineLoop implements AutoCloseable {
     void onFailure(RuntimeException error);
   }
 
+  /** Hears of every engine step, on the loop thread: how long it took and how many outputs it made. */
+  public interface StepObserver {
+    void step(long nanos, int outputs);
+  }
+
   private final Engine engine;
   private final KvEventLog events;
+  private volatile StepObserver stepObserver = (nanos, outputs) -> {};
   private final ConcurrentLinkedQueue<Runnable> commands = new ConcurrentLinkedQueue<>();
   private final Map<String, Listener> listeners = new HashMap<>(); // loop thread only
   private final Thread thread;
@@ -134,6 +140,11 @@ public final class EngineLoop implements AutoCloseable {
     return load;
   }
 
+  /** Sets the one observer of engine steps (metrics). */
+  public void observeSteps(StepObserver observer) {
+    this.stepObserver = observer;
+  }
+
   public boolean isRunning() {
     return running && thread.isAlive();
   }
@@ -154,8 +165,10 @@ public final class EngineLoop implements AutoCloseable {
       }
       if (engine.hasWork()) {
         List<RequestOutput> outputs;
+        long started = System.nanoTime();
         try {
           outputs = engine.step();
+          stepObserver.step(System.nanoTime() - started, outputs.size());
         } catch (RuntimeException e) {
           log.error("engine step failed; failing every request in flight", e);
           failAll(e);

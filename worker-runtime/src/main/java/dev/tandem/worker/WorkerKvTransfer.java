@@ -28,6 +28,9 @@ public final class WorkerKvTransfer implements AutoCloseable {
   private final MemoryDescriptor[] values;
   private final MemoryDescriptor probe;
   private final Duration timeout;
+  private final java.util.concurrent.atomic.LongAdder pulledBytes = new java.util.concurrent.atomic.LongAdder();
+  private final java.util.concurrent.atomic.LongAdder pullNanos = new java.util.concurrent.atomic.LongAdder();
+  private final java.util.concurrent.atomic.LongAdder pulls = new java.util.concurrent.atomic.LongAdder();
 
   private WorkerKvTransfer(TransferAgent agent, KvHandoff handoff, Map<Long, MemoryDescriptor> byAddress, Duration timeout) {
     this.agent = agent;
@@ -101,6 +104,27 @@ public final class WorkerKvTransfer implements AutoCloseable {
 
   public static MemoryDescriptor fromProto(KvRegion r) {
     return new MemoryDescriptor(r.getAgentAddress(), r.getRegionId(), r.getOffset(), r.getLength());
+  }
+
+  /** A pull into this worker completed: {@code bytes} read over {@code nanos} (first layer to last byte). */
+  public void recordPull(long bytes, long nanos) {
+    pulledBytes.add(bytes);
+    pullNanos.add(nanos);
+    pulls.increment();
+  }
+
+  /** KV bytes pulled into this worker so far. */
+  public long pulledBytes() {
+    return pulledBytes.sum();
+  }
+
+  /** Seconds spent pulling, summed over pulls. */
+  public double pullSeconds() {
+    return pullNanos.sum() / 1e9;
+  }
+
+  public long pulls() {
+    return pulls.sum();
   }
 
   /** Frees the KV memory too: only after the engine closed. */

@@ -28,9 +28,10 @@ public final class WorkerServer implements AutoCloseable {
   private static final Logger log = LoggerFactory.getLogger(WorkerServer.class);
 
   /**
-   * How a worker is started. Port 0 picks a free port. {@code publishKvEvents} off makes the
-   * worker accept event subscriptions but never send anything, as a worker with events disabled
-   * would (for testing the router's detection of exactly that).
+   * How a worker is started; build one from {@link #local} with the {@code with…} methods. Port 0
+   * picks a free port; {@code metricsPort} -1 serves no metrics port (0: a free one). {@code
+   * publishKvEvents} off makes the worker accept event subscriptions but never send anything, as
+   * a worker with events disabled would (for testing the router's detection of exactly that).
    */
   public record Config(
       String host,
@@ -40,27 +41,41 @@ public final class WorkerServer implements AutoCloseable {
       ModelFiles modelFiles,
       int eventRingCapacity,
       boolean publishKvEvents,
-      KvTransfer kvTransfer) {
+      KvTransfer kvTransfer,
+      int metricsPort) {
+    /** An aggregated worker on a free loopback port, serving the bundled Qwen3 tokenizer, no metrics port. */
     public static Config local(WorkerId workerId) {
-      return new Config(
-          "127.0.0.1", 0, workerId, WorkerRole.AGGREGATED, ModelFiles.bundledQwen3(), 10_000, true, null);
+      return new Config("127.0.0.1", 0, workerId, WorkerRole.AGGREGATED, ModelFiles.bundledQwen3(), 10_000, true, null, -1);
+    }
+
+    public Config withHost(String host) {
+      return new Config(host, port, workerId, role, modelFiles, eventRingCapacity, publishKvEvents, kvTransfer, metricsPort);
     }
 
     public Config withPort(int port) {
-      return new Config(host, port, workerId, role, modelFiles, eventRingCapacity, publishKvEvents, kvTransfer);
+      return new Config(host, port, workerId, role, modelFiles, eventRingCapacity, publishKvEvents, kvTransfer, metricsPort);
+    }
+
+    public Config withModelFiles(ModelFiles files) {
+      return new Config(host, port, workerId, role, files, eventRingCapacity, publishKvEvents, kvTransfer, metricsPort);
     }
 
     public Config withEventRing(int capacity) {
-      return new Config(host, port, workerId, role, modelFiles, capacity, publishKvEvents, kvTransfer);
+      return new Config(host, port, workerId, role, modelFiles, capacity, publishKvEvents, kvTransfer, metricsPort);
     }
 
     public Config withKvEvents(boolean publish) {
-      return new Config(host, port, workerId, role, modelFiles, eventRingCapacity, publish, kvTransfer);
+      return new Config(host, port, workerId, role, modelFiles, eventRingCapacity, publish, kvTransfer, metricsPort);
     }
 
     /** This role, moving KV with {@code transfer} (null: no transfer agent, aggregated only). */
     public Config withRole(WorkerRole role, KvTransfer transfer) {
-      return new Config(host, port, workerId, role, modelFiles, eventRingCapacity, publishKvEvents, transfer);
+      return new Config(host, port, workerId, role, modelFiles, eventRingCapacity, publishKvEvents, transfer, metricsPort);
+    }
+
+    /** Serves {@code /metrics} on this port of {@link #host} (-1: none, 0: a free one). */
+    public Config withMetricsPort(int metricsPort) {
+      return new Config(host, port, workerId, role, modelFiles, eventRingCapacity, publishKvEvents, kvTransfer, metricsPort);
     }
   }
 
@@ -79,6 +94,8 @@ public final class WorkerServer implements AutoCloseable {
 
   private final WorkerKvTransfer transfer; // null: no transfer agent
   private final RoleParts parts;
+  private final WorkerMetrics metrics;
+  private MetricsEndpoint metricsEndpoint; // null: no metrics port; set by start()
 
   private WorkerServer(Config config, Engine engine) {
     this.config = config;
@@ -101,6 +118,7 @@ public final class WorkerServer implements AutoCloseable {
       throw e;
     }
     this.parts = roleParts;
+    this.metrics = new WorkerMetrics(config.workerId(), loop, transfer);
     WorkerFacts facts = new WorkerFacts(config.workerId(), config.role(), loop, config.modelFiles(), transfer, parts.remote());
     WorkerService service =
         new WorkerService(config.workerId(), config.role(), loop, events, facts, timer, config.publishKvEvents(), parts);
@@ -160,6 +178,15 @@ public final class WorkerServer implements AutoCloseable {
       throw new UncheckedIOException(
           "cannot listen on " + config.host() + ":" + config.port() + ": " + e.getMessage(), e);
     }
+    if (config.metricsPort() >= 0) {
+      try {
+        worker.metricsEndpoint =
+            MetricsEndpoint.start(config.host(), config.metricsPort(), worker.metrics::scrape, worker.loop::isRunning);
+      } catch (RuntimeException e) {
+        worker.close();
+        throw e;
+      }
+    }
     log.info(
         "worker {} ({}, engine {}, model {}) listening on {}:{}",
         config.workerId(),
@@ -168,11 +195,24 @@ public final class WorkerServer implements AutoCloseable {
         engine.info().modelName(),
         config.host(),
         worker.port());
+    if (worker.metricsEndpoint != null) {
+      log.info("worker {}: metrics on http://{}:{}/metrics", config.workerId(), config.host(), worker.metricsPort());
+    }
     return worker;
   }
 
   public int port() {
     return server.getPort();
+  }
+
+  /** The port serving {@code /metrics}, or -1 when there is none. */
+  public int metricsPort() {
+    return metricsEndpoint == null ? -1 : metricsEndpoint.port();
+  }
+
+  /** This worker's own meters (bind them to another registry to show them there too). */
+  public WorkerMetrics metrics() {
+    return metrics;
   }
 
   /** {@code host:port} to give frontends. */
@@ -203,6 +243,9 @@ public final class WorkerServer implements AutoCloseable {
 
   @Override
   public void close() {
+    if (metricsEndpoint != null) {
+      metricsEndpoint.close();
+    }
     server.shutdown();
     try {
       if (!server.awaitTermination(1, TimeUnit.SECONDS)) {

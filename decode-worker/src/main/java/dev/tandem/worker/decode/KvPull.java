@@ -222,6 +222,7 @@ final class KvPull implements ClientResponseObserver<PrefillMessage, PrefillEven
     long now = System.nanoTime();
     long transferMicros = (now - firstLayerNanos) / 1_000;
     long exposedMicros = (now - doneNanos) / 1_000;
+    transfer.recordPull(bytes, now - firstLayerNanos);
     try {
       call.onNext(PrefillMessage.newBuilder().setRelease(PrefillRelease.getDefaultInstance()).build());
       call.onCompleted();
