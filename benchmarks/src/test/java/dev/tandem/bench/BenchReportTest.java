@@ -15,7 +15,8 @@ import org.junit.jupiter.api.Test;
 
 class BenchReportTest {
   private static BenchConfig config(int prefixes) {
-    return new BenchConfig(URI.create("http://x"), "m", "completions", 4, 0, 10, 32, 8, prefixes, 3, 16, 1, Duration.ofSeconds(5));
+    return BenchConfig.builder(URI.create("http://x"), "m")
+        .concurrency(4).numRequests(10).tokens(32, 8).sharedPrefixes(prefixes, 3, 16).seed(1).timeout(Duration.ofSeconds(5)).build();
   }
 
   @Test

@@ -62,8 +62,16 @@ final class BenchCommand implements Callable<Integer> {
   public Integer call() throws Exception {
     String served = model != null ? model : LoadGenerator.servedModel(url);
     BenchConfig config =
-        new BenchConfig(url, served, endpoint, concurrency, requestRate, numRequests, inputTokens, outputTokens,
-            prefixes, prefixRepeats, prefixTokens, seed, Duration.ofSeconds(timeoutS));
+        BenchConfig.builder(url, served)
+            .endpoint(endpoint)
+            .concurrency(concurrency)
+            .requestRate(requestRate)
+            .numRequests(numRequests)
+            .tokens(inputTokens, outputTokens)
+            .sharedPrefixes(prefixes, prefixRepeats, prefixTokens)
+            .seed(seed)
+            .timeout(Duration.ofSeconds(timeoutS))
+            .build();
     BenchReport report = new LoadGenerator(config).run();
     System.out.print(report.text());
     if (json != null) {

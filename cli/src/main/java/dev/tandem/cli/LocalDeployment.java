@@ -74,6 +74,14 @@ public final class LocalDeployment implements AutoCloseable {
       this(workers, 0, engines, modelFiles, blockSize, router, frontend, null, false);
     }
 
+    /**
+     * Disaggregated: {@code prefillWorkers} prefill workers besides the decode workers, moving KV
+     * with {@code kvTransfer}; {@code pinCpus} gives every worker a disjoint share of the CPUs.
+     */
+    public Spec withDisaggregation(int prefillWorkers, WorkerServer.KvTransfer kvTransfer, boolean pinCpus) {
+      return new Spec(workers, prefillWorkers, engines, modelFiles, blockSize, router, frontend, kvTransfer, pinCpus);
+    }
+
     /** Mocker workers. */
     public static Spec mocker(
         int workers, MockerConfig mocker, ModelFiles modelFiles, Router.Config router, FrontendServer.Config frontend) {

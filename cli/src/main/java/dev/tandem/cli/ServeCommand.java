@@ -54,16 +54,10 @@ final class ServeCommand implements Callable<Integer> {
     }
     EngineOptions.WorkerEngines engines = engine.resolve();
     var spec =
-        new LocalDeployment.Spec(
-            workers,
-            disagg ? prefillWorkers : 0,
-            engines.factory(),
-            engines.modelFiles(),
-            engines.blockSize(),
-            router.config(),
-            http.config(),
-            disagg ? transfer.config("127.0.0.1") : null,
-            disagg && !noPinCpus);
+        new LocalDeployment.Spec(workers, engines.factory(), engines.modelFiles(), engines.blockSize(), router.config(), http.config());
+    if (disagg) {
+      spec = spec.withDisaggregation(prefillWorkers, transfer.config("127.0.0.1"), !noPinCpus);
+    }
     LocalDeployment deployment = LocalDeployment.start(spec);
     Runtime.getRuntime().addShutdownHook(new Thread(deployment::close));
     System.out.println(

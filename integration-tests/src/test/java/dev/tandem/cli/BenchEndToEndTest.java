@@ -20,8 +20,8 @@ class BenchEndToEndTest {
       URI url = URI.create("http://127.0.0.1:" + d.port());
       String model = LoadGenerator.servedModel(url);
       assertEquals(TestDeployments.MODEL, model);
-      BenchReport fixed = new LoadGenerator(new BenchConfig(
-          url, model, "completions", 4, 0, 40, 64, 8, 0, 0, 0, 1, Duration.ofSeconds(30))).run();
+      BenchReport fixed = new LoadGenerator(BenchConfig.builder(url, model)
+          .endpoint("completions").concurrency(4).numRequests(40).tokens(64, 8).seed(1).timeout(Duration.ofSeconds(30)).build()).run();
       assertEquals(0, fixed.failures(), fixed.text());
       assertEquals(40 * 8, fixed.outputTokens());
       assertEquals(40, fixed.ttftMs().count());
@@ -30,14 +30,14 @@ class BenchEndToEndTest {
       assertTrue(fixed.overheadMs().p50() > 0);
 
       // Poisson arrivals (overlapping requests): every one measured.
-      BenchReport poisson = new LoadGenerator(new BenchConfig(
-          url, model, "chat", 0, 200, 20, 96, 4, 0, 0, 0, 3, Duration.ofSeconds(30))).run();
+      BenchReport poisson = new LoadGenerator(BenchConfig.builder(url, model)
+          .endpoint("chat").concurrency(0).requestRate(200).numRequests(20).tokens(96, 4).seed(3).timeout(Duration.ofSeconds(30)).build()).run();
       assertEquals(0, poisson.failures(), poisson.text());
       assertEquals(20, poisson.ttftMs().count());
 
       // Shared prefixes one at a time, so each family's first request has stored its blocks.
-      BenchReport prefixes = new LoadGenerator(new BenchConfig(
-          url, model, "chat", 1, 0, 0, 96, 4, 3, 4, 64, 2, Duration.ofSeconds(30))).run();
+      BenchReport prefixes = new LoadGenerator(BenchConfig.builder(url, model)
+          .endpoint("chat").concurrency(1).numRequests(0).tokens(96, 4).sharedPrefixes(3, 4, 64).seed(2).timeout(Duration.ofSeconds(30)).build()).run();
       assertEquals(0, prefixes.failures(), prefixes.text());
       assertEquals(12, prefixes.requests());
       // One worker: after each prefix's first request, its 64-token prefix (4 blocks) is cached.

@@ -82,10 +82,10 @@ class DisaggregationFaultsTest {
     ModelGenerator.write(ModelGenerator.shape("tiny"), DType.BF16, 0, model, 0);
     BuiltinConfig config = BuiltinConfig.of(model).withCompute("cpu", 1).withKvCacheBytes(32L << 20);
     deployment = LocalDeployment.start(
-        new LocalDeployment.Spec(1, 1, () -> BuiltinEngine.open(config), ModelFiles.fromDirectory(model), 16,
-            Router.Config.of("kv").withSplit(new SplitPolicy(SplitPolicy.Mode.ALWAYS, 1)),
-            new FrontendServer.Config("127.0.0.1", 0, 1 << 20),
-            new WorkerServer.KvTransfer(backend, "127.0.0.1", Duration.ofSeconds(30)), false));
+        new LocalDeployment.Spec(1, () -> BuiltinEngine.open(config), ModelFiles.fromDirectory(model), 16,
+                Router.Config.of("kv").withSplit(new SplitPolicy(SplitPolicy.Mode.ALWAYS, 1)),
+                new FrontendServer.Config("127.0.0.1", 0, 1 << 20))
+            .withDisaggregation(1, new WorkerServer.KvTransfer(backend, "127.0.0.1", Duration.ofSeconds(30)), false));
     decode = deployment.router().pool().all().stream().filter(w -> !w.isPrefillOnly()).findFirst().orElseThrow();
   }
 

@@ -81,10 +81,10 @@ class DisaggregationTest {
 
   static LocalDeployment disaggregated(String backend) {
     return disaggregated.computeIfAbsent(backend, b -> LocalDeployment.start(
-        new LocalDeployment.Spec(1, 1, () -> BuiltinEngine.open(engineConfig), ModelFiles.fromDirectory(model), 16,
-            Router.Config.of("kv").withSplit(new SplitPolicy(SplitPolicy.Mode.ALWAYS, 1)),
-            new FrontendServer.Config("127.0.0.1", 0, 1 << 20),
-            new WorkerServer.KvTransfer(b, "127.0.0.1", Duration.ofSeconds(30)), false)));
+        new LocalDeployment.Spec(1, () -> BuiltinEngine.open(engineConfig), ModelFiles.fromDirectory(model), 16,
+                Router.Config.of("kv").withSplit(new SplitPolicy(SplitPolicy.Mode.ALWAYS, 1)),
+                new FrontendServer.Config("127.0.0.1", 0, 1 << 20))
+            .withDisaggregation(1, new WorkerServer.KvTransfer(b, "127.0.0.1", Duration.ofSeconds(30)), false)));
   }
 
   /** What a generation streamed: every token, and the first chunk (it carries the prefill facts). */
@@ -214,9 +214,9 @@ class DisaggregationTest {
     // One process, no pinning: both roles compute on the same CPUs, so a remote prefill would stall
     // the decode worker's streams just as a local one does, and the transfer only adds time.
     try (LocalDeployment d = LocalDeployment.start(
-        new LocalDeployment.Spec(1, 1, () -> BuiltinEngine.open(engineConfig), ModelFiles.fromDirectory(model), 16,
-            Router.Config.of("kv"), new FrontendServer.Config("127.0.0.1", 0, 1 << 20),
-            new WorkerServer.KvTransfer("tcp", "127.0.0.1", Duration.ofSeconds(30)), false))) {
+        new LocalDeployment.Spec(1, () -> BuiltinEngine.open(engineConfig), ModelFiles.fromDirectory(model), 16,
+                Router.Config.of("kv"), new FrontendServer.Config("127.0.0.1", 0, 1 << 20))
+            .withDisaggregation(1, new WorkerServer.KvTransfer("tcp", "127.0.0.1", Duration.ofSeconds(30)), false))) {
       generate(d.router(), greedy("first", prompt(40, 11), 4)); // nothing decoding yet: local
       WorkerClient decode = d.router().pool().all().stream().filter(w -> !w.isPrefillOnly()).findFirst().orElseThrow();
       long deadline = System.nanoTime() + TimeUnit.SECONDS.toNanos(10);
