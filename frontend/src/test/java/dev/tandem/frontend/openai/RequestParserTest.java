@@ -1,0 +1,79 @@
+package dev.tandem.frontend.openai;
+
+import static org.junit.jupiter.api.Assertions.assertEquals;
+import static org.junit.jupiter.api.Assertions.assertThrows;
+import static org.junit.jupiter.api.Assertions.assertTrue;
+
+import dev.tandem.common.SamplingParams;
+import dev.tandem.engine.ModelFiles;
+import dev.tandem.frontend.ServedModel;
+import dev.tandem.frontend.http.ApiException;
+import dev.tandem.frontend.text.ChatTemplate;
+import dev.tandem.frontend.text.TextTokenizer;
+import java.nio.charset.StandardCharsets;
+import java.util.Set;
+import org.junit.jupiter.api.AfterAll;
+import org.junit.jupiter.api.Test;
+
+/** OpenAI request bodies to specs: the defaults, the limits, and refusals that name the parameter. */
+class RequestParserTest {
+  private static final TextTokenizer TOKENIZER = TextTokenizer.fromJson(ModelFiles.bundledQwen3().tokenizerJson(), "qwen3");
+  private static final ChatTemplate TEMPLATE = ChatTemplate.fromTokenizerConfig(ModelFiles.bundledQwen3().tokenizerConfigJson(), "qwen3");
+
+  @AfterAll
+  static void close() {
+    TOKENIZER.close();
+  }
+
+  private static RequestParser parser(Set<String> features) {
+    return new RequestParser(new ServedModel("m", 256, 151_936, "test", features, new int[] {151645}, TOKENIZER, TEMPLATE));
+  }
+
+  private static GenerationSpec chat(RequestParser p, String json) {
+    return p.parseChat(RequestParser.parseBody(json.getBytes(StandardCharsets.UTF_8)));
+  }
+
+  private static final String HI = "\"messages\":[{\"role\":\"user\",\"content\":\"hi\"}]";
+
+  @Test
+  void aRequestThatSetsNothingGetsTheSharedDefaults() {
+    GenerationSpec spec = chat(parser(Set.of()), "{\"model\":\"m\"," + HI + "}");
+    assertEquals(SamplingParams.DEFAULTS, spec.sampling(), "one place for the defaults: common's SamplingParams");
+    assertEquals(1, spec.n());
+    assertEquals(256 - spec.prompts().getFirst().length, spec.maxTokens(), "the rest of the context window");
+    assertEquals(-1, spec.logprobs());
+    assertTrue(spec.stopStrings().isEmpty());
+  }
+
+  @Test
+  void samplingAndStopParametersReachTheSpec() {
+    GenerationSpec spec = chat(parser(Set.of("seed", "top_p", "top_k", "logprobs", "stop_token_ids")),
+        "{\"model\":\"m\"," + HI + ",\"temperature\":0.5,\"top_p\":0.9,\"top_k\":40,\"seed\":7,\"max_tokens\":12,"
+            + "\"stop\":[\"x\"],\"stop_token_ids\":[5],\"ignore_eos\":true,\"logprobs\":true,\"top_logprobs\":3,\"n\":2}");
+    SamplingParams s = spec.sampling();
+    assertEquals(0.5f, s.temperature());
+    assertEquals(0.9f, s.topP());
+    assertEquals(40, s.topK());
+    assertEquals(7, s.seed().getAsLong());
+    assertEquals(3, s.logprobs());
+    assertEquals(12, spec.stop().maxTokens());
+    assertEquals(5, spec.stop().stopTokenIds()[0]);
+    assertTrue(spec.stop().ignoreEos());
+    assertEquals("x", spec.stopStrings().getFirst());
+    assertEquals(2, spec.choiceCount());
+  }
+
+  @Test
+  void refusalsNameTheParameter() {
+    RequestParser p = parser(Set.of());
+    ApiException seed = assertThrows(ApiException.class, () -> chat(p, "{\"model\":\"m\"," + HI + ",\"seed\":1}"));
+    assertEquals("seed", seed.param(), "an engine without seeds refuses them, it does not ignore them");
+    ApiException temperature = assertThrows(ApiException.class, () -> chat(p, "{\"model\":\"m\"," + HI + ",\"temperature\":3}"));
+    assertEquals("temperature", temperature.param());
+    ApiException zero = assertThrows(ApiException.class, () -> chat(p, "{\"model\":\"m\"," + HI + ",\"max_tokens\":0}"));
+    assertEquals("max_tokens", zero.param());
+    assertEquals(400, zero.status());
+    ApiException tooLong = assertThrows(ApiException.class, () -> chat(p, "{\"model\":\"m\"," + HI + ",\"max_tokens\":1000}"));
+    assertTrue(tooLong.getMessage().contains("maximum context length is 256"), tooLong.getMessage());
+  }
+}
