@@ -1,7 +1,7 @@
 package dev.tandem.cli;
 
 import dev.tandem.engine.model.DType;
-import dev.tandem.engine.model.ModelGenerator;
+import dev.tandem.engine.modeltools.ModelGenerator;
 import java.io.IOException;
 import java.io.UncheckedIOException;
 import java.nio.file.AtomicMoveNotSupportedException;

@@ -4,7 +4,7 @@ import com.fasterxml.jackson.databind.ObjectMapper;
 import com.fasterxml.jackson.databind.node.ObjectNode;
 import dev.tandem.engine.model.DType;
 import dev.tandem.engine.model.ModelConfig;
-import dev.tandem.engine.model.ModelGenerator;
+import dev.tandem.engine.modeltools.ModelGenerator;
 import java.nio.file.Files;
 import java.nio.file.Path;
 import java.util.Locale;
@@ -84,7 +84,7 @@ final class ModelCommand {
 
     @Override
     public Integer call() throws Exception {
-      dev.tandem.engine.model.GgufExport.write(model, out);
+      dev.tandem.engine.modeltools.GgufExport.write(model, out);
       System.out.printf(Locale.ROOT, "wrote %s (%d MB)%n", out, Files.size(out) >> 20);
       return 0;
     }

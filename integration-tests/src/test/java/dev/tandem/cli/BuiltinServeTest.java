@@ -8,7 +8,7 @@ import com.fasterxml.jackson.databind.ObjectMapper;
 import dev.tandem.engine.builtin.BuiltinConfig;
 import dev.tandem.engine.builtin.BuiltinEngine;
 import dev.tandem.engine.model.DType;
-import dev.tandem.engine.model.ModelGenerator;
+import dev.tandem.engine.modeltools.ModelGenerator;
 import dev.tandem.engine.ModelFiles;
 import dev.tandem.frontend.http.FrontendServer;
 import dev.tandem.router.grpc.Router;

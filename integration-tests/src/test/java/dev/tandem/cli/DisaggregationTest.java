@@ -12,7 +12,7 @@ import dev.tandem.engine.ModelFiles;
 import dev.tandem.engine.builtin.BuiltinConfig;
 import dev.tandem.engine.builtin.BuiltinEngine;
 import dev.tandem.engine.model.DType;
-import dev.tandem.engine.model.ModelGenerator;
+import dev.tandem.engine.modeltools.ModelGenerator;
 import dev.tandem.frontend.http.FrontendServer;
 import dev.tandem.common.GenerationException;
 import dev.tandem.common.GenerationRequest;

@@ -106,7 +106,8 @@ public record ModelConfig(
     return parse(file.toString(), root);
   }
 
-  static ModelConfig parse(String file, JsonNode root) {
+  /** A config.json already parsed; {@code file} names it in errors. */
+  public static ModelConfig parse(String file, JsonNode root) {
     Fields f = new Fields(file, root);
     JsonNode archs = root.path("architectures");
     if (!archs.isArray() || archs.isEmpty()) {

@@ -11,7 +11,7 @@ import dev.tandem.engine.compute.ScalarBackend;
 import dev.tandem.engine.compute.VectorBackend;
 import dev.tandem.engine.model.DType;
 import dev.tandem.engine.model.ModelConfig;
-import dev.tandem.engine.model.ModelGenerator;
+import dev.tandem.engine.modeltools.ModelGenerator;
 import dev.tandem.engine.model.ModelWeights;
 import java.io.InputStream;
 import java.nio.file.Files;

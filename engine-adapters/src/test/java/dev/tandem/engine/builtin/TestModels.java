@@ -3,7 +3,7 @@ package dev.tandem.engine.builtin;
 import com.fasterxml.jackson.databind.ObjectMapper;
 import com.fasterxml.jackson.databind.node.ObjectNode;
 import dev.tandem.engine.model.DType;
-import dev.tandem.engine.model.ModelGenerator;
+import dev.tandem.engine.modeltools.ModelGenerator;
 import java.io.IOException;
 import java.io.InputStream;
 import java.io.UncheckedIOException;

@@ -3,7 +3,7 @@ package dev.tandem.engine.compute;
 import static org.junit.jupiter.api.Assertions.assertTrue;
 
 import dev.tandem.engine.model.DType;
-import dev.tandem.engine.model.SafetensorsWriter;
+import dev.tandem.engine.modeltools.SafetensorsWriter;
 import java.lang.foreign.Arena;
 import java.lang.foreign.MemorySegment;
 import java.lang.foreign.ValueLayout;

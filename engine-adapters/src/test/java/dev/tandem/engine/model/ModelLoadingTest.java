@@ -1,5 +1,7 @@
 package dev.tandem.engine.model;
 
+import dev.tandem.engine.modeltools.ModelGenerator;
+
 import static org.junit.jupiter.api.Assertions.assertEquals;
 import static org.junit.jupiter.api.Assertions.assertThrows;
 import static org.junit.jupiter.api.Assertions.assertTrue;

@@ -9,7 +9,7 @@ import dev.tandem.engine.ModelFiles;
 import dev.tandem.engine.builtin.BuiltinConfig;
 import dev.tandem.engine.builtin.BuiltinEngine;
 import dev.tandem.engine.model.DType;
-import dev.tandem.engine.model.ModelGenerator;
+import dev.tandem.engine.modeltools.ModelGenerator;
 import dev.tandem.proto.worker.v1.GenerateRequest;
 import dev.tandem.proto.worker.v1.PrefillEvent;
 import dev.tandem.proto.worker.v1.PrefillMessage;

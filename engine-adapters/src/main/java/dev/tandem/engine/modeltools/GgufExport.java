@@ -1,4 +1,7 @@
-package dev.tandem.engine.model;
+package dev.tandem.engine.modeltools;
+
+import dev.tandem.engine.model.ModelConfig;
+import dev.tandem.engine.model.ModelWeights;
 
 import com.fasterxml.jackson.databind.JsonNode;
 import com.fasterxml.jackson.databind.ObjectMapper;

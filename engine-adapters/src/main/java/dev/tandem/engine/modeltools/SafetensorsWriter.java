@@ -1,4 +1,6 @@
-package dev.tandem.engine.model;
+package dev.tandem.engine.modeltools;
+
+import dev.tandem.engine.model.DType;
 
 import com.fasterxml.jackson.databind.ObjectMapper;
 import com.fasterxml.jackson.databind.node.ObjectNode;
