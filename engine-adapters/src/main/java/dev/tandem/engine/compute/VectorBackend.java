@@ -14,6 +14,9 @@ import jdk.incubator.vector.VectorSpecies;
  * all cores. Weights are widened to f32 in registers as they are read: bf16 by a 16-bit shift or
  * mask, f16 by rebasing its exponent. Each kernel is prologue → vector body → scalar tail.
  *
+ * <p>One algorithm over 400 lines: the forward pass's kernels (matmul per weight dtype, attention,
+ * norms, RoPE, activations), each written out in full with its scalar tail.
+ *
  * <p>Threading: kernels run on the backend's own pool; one call at a time.
  */
 public final class VectorBackend implements ComputeBackend {

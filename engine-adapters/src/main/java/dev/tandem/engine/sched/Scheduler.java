@@ -21,6 +21,8 @@ import java.util.Map;
  * are freed; it goes back to the head of the queue). Full blocks are committed to the prefix cache
  * as soon as their KV exist.
  *
+ * <p>One algorithm (admission, chunking, preemption and completion of one step), about 400 lines.
+ *
  * <p>Threading: owned by the engine thread; not thread-safe.
  */
 public final class Scheduler {

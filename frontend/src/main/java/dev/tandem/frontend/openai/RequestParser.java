@@ -20,6 +20,9 @@ import java.util.Set;
  * every parameter checked for type and range, parameters the engine cannot honour refused with a
  * 400 naming them, the prompt rendered and tokenized and checked against the context window.
  *
+ * <p>One algorithm, kept whole on purpose (over 400 lines): the OpenAI parameter table, read top
+ * to bottom in the order the API reference lists it.
+ *
  * <p>Stateless apart from the served model; thread-safe.
  */
 public final class RequestParser {

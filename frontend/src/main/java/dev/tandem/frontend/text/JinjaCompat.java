@@ -17,7 +17,8 @@ import java.util.Map;
  *       parenthesised, since Jinjava would otherwise bind the filter and the minus to the name.
  * </ul>
  *
- * Works on tokens, so string literals are never touched. Stateless.
+ * Works on tokens, so string literals are never touched. One algorithm (a tokenizer and the
+ * rewrites over its tokens), over 400 lines because each rewrite is spelled out. Stateless.
  */
 final class JinjaCompat {
   /** Method name → number of arguments after the receiver that the py_ function takes. */
