@@ -1,6 +1,7 @@
 package dev.tandem.engine;
 
 import dev.tandem.common.KvEvent;
+import dev.tandem.common.PrefillCost;
 import java.util.List;
 
 /**
@@ -14,6 +15,11 @@ import java.util.List;
 public interface Engine extends AutoCloseable {
   /** What this engine serves and how its KV cache is laid out. */
   EngineInfo info();
+
+  /** How long this engine takes to prefill, as measured so far ({@link PrefillCost#UNKNOWN} before). */
+  default PrefillCost prefillCost() {
+    return PrefillCost.UNKNOWN;
+  }
 
   /** Receives every KV event from now on; replaces any earlier sink. */
   void setEventSink(KvEventSink sink);

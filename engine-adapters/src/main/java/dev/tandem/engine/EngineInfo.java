@@ -15,7 +15,11 @@ public record EngineInfo(
     int maxContextLength,
     long kvBytesPerToken,
     Set<Feature> features,
-    int[] eosTokenIds) {
+    int[] eosTokenIds,
+    Batching batching) {
+
+  /** How the engine batches: at most {@code maxNumSeqs} requests and {@code maxBatchedTokens} tokens a step. */
+  public record Batching(int maxNumSeqs, int maxBatchedTokens) {}
 
   public EngineInfo {
     features = Set.copyOf(features);

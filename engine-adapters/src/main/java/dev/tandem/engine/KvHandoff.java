@@ -1,6 +1,5 @@
 package dev.tandem.engine;
 
-import dev.tandem.common.PrefillCost;
 import java.lang.foreign.MemorySegment;
 import java.util.function.LongFunction;
 
@@ -61,9 +60,6 @@ public interface KvHandoff {
 
   /** Gives the import's blocks back. */
   void abortImport(PendingImport pending);
-
-  /** The prefill cost fitted over recent prefill steps; {@link PrefillCost#UNKNOWN} until measured. */
-  PrefillCost prefillCost();
 
   /** Blocks (in position order) of an import in progress; the first {@code cachedBlocks} need no copy. */
   record PendingImport(String requestId, int[] blocks, int cachedBlocks) {}

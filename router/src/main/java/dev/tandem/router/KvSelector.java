@@ -11,28 +11,17 @@ import java.util.function.ToIntFunction;
 import java.util.random.RandomGenerator;
 
 /**
- * KV-aware selection by cost (DESIGN.md, after Dynamo's current cost; lower is better):
- *
- * <pre>
- * cost   = prefill_load_scale × max(prefill_blocks − credit, 0) + decode_blocks + active_request_weight × active_requests
- * credit = device overlap + 0.75 × host overlap + 0.25 × disk overlap
- * </pre>
- *
- * where prefill_blocks are the request's prompt blocks plus the prefill blocks the router still has
- * in flight on that worker, and decode_blocks the worker's in-flight decode blocks plus the
- * request's, as this router tracks them (exact and immediate). Of what workers report, only the
- * requests waiting in their queue count (added to active requests): reports lag by up to their
- * interval, and using reported blocks in use sent a prefix family away from the worker that had
- * just finished its previous request (KvRoutingTest caught it). Temperature 0 picks the minimum (ties: fewer KV blocks in use, then random);
- * temperature T samples p ∝ exp(−(c − c_min) / ((c_max − c_min) · T)).
- *
- * <p>Overlaps come from the event-fed index, except for workers {@code useApproximate} names (no
- * events arriving), which are scored from the router's own record of what it sent them.
+ * KV-aware selection: each candidate's overlap with the prompt (from the event-fed index, or, for
+ * workers {@code useApproximate} names because no events arrive, from the router's own record of
+ * what it sent them), costed by a {@link KvCost} — {@link PredictedTtftCost} (predicted seconds to
+ * the first token, the default) or {@link BlockCost} (Dynamo's, in blocks). Temperature 0 picks the
+ * minimum (ties: the worker the router sent fewer blocks, then random); temperature T samples
+ * {@code p ∝ exp(−(c − c_min) / ((c_max − c_min) · T))}.
  *
  * <p>Thread-safe.
  */
 public final class KvSelector implements WorkerSelector {
-  /** The cost's knobs. */
+  /** The block cost's knobs, and the temperature. */
   public record Weights(double prefillLoadScale, double activeRequestWeight, double temperature) {
     public static Weights defaults() {
       return new Weights(1.0, 1.0, 0.0);
@@ -42,23 +31,41 @@ public final class KvSelector implements WorkerSelector {
   private final PrefixIndex events;
   private final PrefixIndex approximate;
   private final Predicate<WorkerId> useApproximate;
-  private final Weights weights;
-  private final ToIntFunction<WorkerId> cachedBlocks;
+  private final ToIntFunction<WorkerId> tieBreakBlocks;
+  private final ToIntFunction<WorkerId> workingSetBlocks;
+  private final KvCost cost;
+  private final double temperature;
 
-  /**
-   * @param cachedBlocks how many blocks a worker caches (breaks ties)
-   */
+  /** The block cost with {@code weights}; {@code cachedBlocks} breaks ties and sizes working sets. */
   public KvSelector(
       PrefixIndex events,
       PrefixIndex approximate,
       Predicate<WorkerId> useApproximate,
       ToIntFunction<WorkerId> cachedBlocks,
       Weights weights) {
+    this(events, approximate, useApproximate, cachedBlocks, cachedBlocks,
+        new BlockCost(weights.prefillLoadScale(), weights.activeRequestWeight()), weights.temperature());
+  }
+
+  /**
+   * @param tieBreakBlocks how many blocks the router sent a worker (breaks ties)
+   * @param workingSetBlocks how many blocks a worker caches (its working set, for capacity)
+   */
+  public KvSelector(
+      PrefixIndex events,
+      PrefixIndex approximate,
+      Predicate<WorkerId> useApproximate,
+      ToIntFunction<WorkerId> tieBreakBlocks,
+      ToIntFunction<WorkerId> workingSetBlocks,
+      KvCost cost,
+      double temperature) {
     this.events = events;
     this.approximate = approximate;
     this.useApproximate = useApproximate;
-    this.cachedBlocks = cachedBlocks;
-    this.weights = weights;
+    this.tieBreakBlocks = tieBreakBlocks;
+    this.workingSetBlocks = workingSetBlocks;
+    this.cost = cost;
+    this.temperature = temperature;
   }
 
   @Override
@@ -66,13 +73,13 @@ public final class KvSelector implements WorkerSelector {
     return "kv";
   }
 
-  /** The cost of sending {@code request} to a worker with this load and overlap. */
+  public KvCost kvCost() {
+    return cost;
+  }
+
+  /** The cost of sending {@code request} to a worker with this load and overlap (alone among candidates). */
   public double cost(RoutingRequest request, WorkerLoad load, Overlap overlap) {
-    int requestBlocks = request.promptBlocks();
-    double prefill = Math.max(requestBlocks + load.routedPrefillBlocks() - overlap.credit(), 0);
-    double decode = load.routedDecodeBlocks() + requestBlocks;
-    int active = load.routedActiveRequests() + load.reportedWaitingRequests();
-    return weights.prefillLoadScale() * prefill + decode + weights.activeRequestWeight() * active;
+    return cost.costs(request, List.of(load), new Overlap[] {overlap}, new int[] {workingSetBlocks.applyAsInt(load.workerId())})[0];
   }
 
   @Override
@@ -80,10 +87,8 @@ public final class KvSelector implements WorkerSelector {
     Map<WorkerId, Overlap> fromEvents = events.overlaps(request.blockHashes());
     Map<WorkerId, Overlap> fromRouting = null;
     int n = candidates.size();
-    double[] costs = new double[n];
     Overlap[] overlaps = new Overlap[n];
-    double min = Double.POSITIVE_INFINITY;
-    double max = Double.NEGATIVE_INFINITY;
+    int[] workingSets = new int[n];
     for (int i = 0; i < n; i++) {
       WorkerId w = candidates.get(i).workerId();
       Overlap o;
@@ -96,19 +101,24 @@ public final class KvSelector implements WorkerSelector {
         o = fromEvents.getOrDefault(w, Overlap.NONE);
       }
       overlaps[i] = o;
-      costs[i] = cost(request, candidates.get(i), o);
-      min = Math.min(min, costs[i]);
-      max = Math.max(max, costs[i]);
+      workingSets[i] = workingSetBlocks.applyAsInt(w);
+    }
+    double[] costs = cost.costs(request, candidates, overlaps, workingSets);
+    double min = Double.POSITIVE_INFINITY;
+    double max = Double.NEGATIVE_INFINITY;
+    for (double c : costs) {
+      min = Math.min(min, c);
+      max = Math.max(max, c);
     }
     RandomGenerator random = ThreadLocalRandom.current();
     int chosen;
-    if (weights.temperature() <= 0 || max == min) {
+    if (temperature <= 0 || max == min) {
       chosen = argmin(candidates, costs, min, random);
     } else {
       double[] p = new double[n];
       double sum = 0;
       for (int i = 0; i < n; i++) {
-        p[i] = Math.exp(-(costs[i] - min) / ((max - min) * weights.temperature()));
+        p[i] = Math.exp(-(costs[i] - min) / ((max - min) * temperature));
         sum += p[i];
       }
       double r = random.nextDouble() * sum;
@@ -132,7 +142,7 @@ public final class KvSelector implements WorkerSelector {
       if (costs[i] != min) {
         continue;
       }
-      int cached = cachedBlocks.applyAsInt(candidates.get(i).workerId());
+      int cached = tieBreakBlocks.applyAsInt(candidates.get(i).workerId());
       if (best < 0 || cached < bestCached) {
         best = i;
         bestCached = cached;

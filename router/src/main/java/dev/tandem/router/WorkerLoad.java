@@ -1,11 +1,12 @@
 package dev.tandem.router;
 
+import dev.tandem.common.PrefillCost;
 import dev.tandem.common.WorkerId;
 
 /**
  * One candidate worker as a selector sees it: what the router itself has in flight there (requests,
- * prefill blocks not yet past their first token, decode blocks of unfinished requests) and what the
- * worker last reported.
+ * prefill blocks not yet past their first token, decode blocks of unfinished requests), what the
+ * worker last reported, and how fast it is ({@link Speed}).
  */
 public record WorkerLoad(
     WorkerId workerId,
@@ -15,4 +16,29 @@ public record WorkerLoad(
     int reportedActiveRequests,
     int reportedWaitingRequests,
     int kvBlocksUsed,
-    int kvBlocksTotal) {}
+    int kvBlocksTotal,
+    Speed speed) {
+
+  /**
+   * What predicts a worker's time to first token: its measured prefill cost ({@link
+   * PrefillCost#UNKNOWN} until measured), the prompt tokens it reported queued, and its batching
+   * limits (0: not reported).
+   */
+  public record Speed(PrefillCost prefillCost, long reportedQueuedPrefillTokens, int maxNumSeqs, int maxBatchedTokens) {
+    public static final Speed UNKNOWN = new Speed(PrefillCost.UNKNOWN, 0, 0, 0);
+  }
+
+  /** A load without speed figures (block-cost selection, tests). */
+  public WorkerLoad(
+      WorkerId workerId,
+      int routedActiveRequests,
+      int routedPrefillBlocks,
+      int routedDecodeBlocks,
+      int reportedActiveRequests,
+      int reportedWaitingRequests,
+      int kvBlocksUsed,
+      int kvBlocksTotal) {
+    this(workerId, routedActiveRequests, routedPrefillBlocks, routedDecodeBlocks, reportedActiveRequests,
+        reportedWaitingRequests, kvBlocksUsed, kvBlocksTotal, Speed.UNKNOWN);
+  }
+}

@@ -141,7 +141,9 @@ public final class FromWire {
         r.hasProbeRegion() ? region(r.getProbeRegion()) : null,
         r.getHost(),
         r.getCpus(),
-        r.getNumLayers());
+        r.getNumLayers(),
+        r.getMaxNumSeqs(),
+        r.getMaxBatchedTokens());
   }
 
   public static KvRegionRef region(KvRegion r) {

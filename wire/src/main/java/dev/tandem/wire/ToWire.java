@@ -141,7 +141,9 @@ public final class ToWire {
             .setKvTransferAddress(d.kvTransferAddress())
             .setHost(d.host())
             .setCpus(d.cpus())
-            .setNumLayers(d.numLayers());
+            .setNumLayers(d.numLayers())
+            .setMaxNumSeqs(d.maxNumSeqs())
+            .setMaxBatchedTokens(d.maxBatchedTokens());
     for (int eos : d.eosTokenIds()) {
       b.addEosTokenIds(eos);
     }

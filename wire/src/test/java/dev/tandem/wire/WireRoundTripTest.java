@@ -83,13 +83,15 @@ class WireRoundTripTest {
   @Test
   void descriptionsLoadsAndEventsRoundTrip() {
     var d = new WorkerDescription(new WorkerId("w"), WorkerRole.DECODE, 16, "m", 4096, 1000, 2048, 64, "builtin",
-        List.of("logprobs", "seed"), new int[] {2}, "tcp", "127.0.0.1:7", new KvRegionRef("127.0.0.1:7", 3, 0, 64), "h", "0-3", 2);
+        List.of("logprobs", "seed"), new int[] {2}, "tcp", "127.0.0.1:7", new KvRegionRef("127.0.0.1:7", 3, 0, 64), "h", "0-3", 2, 256, 8192);
     WorkerDescription back = FromWire.description(ToWire.registration(d));
     assertEquals(d.workerId(), back.workerId());
     assertEquals(WorkerRole.DECODE, back.role());
     assertEquals(d.supportedFeatures(), back.supportedFeatures());
     assertEquals(d.probeRegion(), back.probeRegion());
     assertEquals(d.cpus(), back.cpus());
+    assertEquals(256, back.maxNumSeqs());
+    assertEquals(8192, back.maxBatchedTokens());
     var load = new WorkerLoadReport(new WorkerId("w"), 3, 1, 500, 10, 64, 77, new PrefillCost(1e-4, 2e-8), 2);
     assertEquals(load, FromWire.load(ToWire.load(load)));
     var stored = new KvEvent.Stored(5, OptionalLong.of(9), List.of(new KvEvent.StoredBlock(11, 12)), StorageTier.HOST);

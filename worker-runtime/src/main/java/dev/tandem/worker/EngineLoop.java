@@ -197,9 +197,7 @@ public final class EngineLoop implements AutoCloseable {
 
   private void refreshLoad() {
     load = engine.load();
-    if (engine instanceof dev.tandem.engine.KvHandoff h) {
-      prefillCost = h.prefillCost();
-    }
+    prefillCost = engine.prefillCost();
   }
 
   private void failAll(RuntimeException error) {

@@ -57,7 +57,9 @@ final class WorkerFacts {
         transfer == null ? null : region(transfer.probe()),
         host,
         cpus,
-        transfer == null ? 0 : transfer.handoff().layers());
+        transfer == null ? 0 : transfer.handoff().layers(),
+        info.batching().maxNumSeqs(),
+        info.batching().maxBatchedTokens());
   }
 
   ModelCard modelCard() {

@@ -4,7 +4,6 @@ import dev.tandem.engine.Engine;
 import dev.tandem.engine.EngineInfo;
 import dev.tandem.engine.EngineRequest;
 import dev.tandem.engine.KvHandoff;
-import dev.tandem.common.PrefillCost;
 import dev.tandem.engine.RequestOutput;
 import dev.tandem.engine.compute.ComputeBackend;
 import dev.tandem.engine.compute.ComputeBackends;
@@ -38,7 +37,6 @@ public final class BuiltinEngine extends SchedulingEngine implements KvHandoff {
   private final EngineInfo info;
   private PromptLayerListener promptLayerListener;
   private final java.util.Map<String, Scheduler.Imported> pendingImports = new java.util.HashMap<>();
-  private final PrefillCostFit prefillFit = new PrefillCostFit();
 
   /**
    * Loads the model and allocates the KV cache.
@@ -99,7 +97,8 @@ public final class BuiltinEngine extends SchedulingEngine implements KvHandoff {
                 EngineInfo.Feature.REPETITION_PENALTY,
                 EngineInfo.Feature.LOGPROBS,
                 EngineInfo.Feature.STOP_TOKEN_IDS),
-            model.eosTokenIds());
+            model.eosTokenIds(),
+            scheduler.batching());
   }
 
   @Override
@@ -187,17 +186,12 @@ public final class BuiltinEngine extends SchedulingEngine implements KvHandoff {
     this.promptLayerListener = listener;
   }
 
-  @Override
-  public PrefillCost prefillCost() {
-    return prefillFit.cost();
-  }
-
   /**
    * Warms the engine up and measures its prefill cost ({@link EngineWarmUp}). Must run while no
    * request is queued or running.
    */
   public void warmUp(int tokens, int rounds) {
-    EngineWarmUp.run(this, prefillFit, tokens, rounds);
+    EngineWarmUp.run(this, this::resetPrefillCost, tokens, rounds);
   }
 
   @Override
@@ -284,14 +278,9 @@ public final class BuiltinEngine extends SchedulingEngine implements KvHandoff {
     List<Transformer.Slice> slices = new ArrayList<>(batch.size());
     List<String> promptsDone = new ArrayList<>();
     List<int[]> promptsDoneBlocks = new ArrayList<>();
-    int prefillTokens = 0;
-    double prefillContext = 0; // earlier tokens attended to, summed over the prefill tokens
     for (int i = 0; i < batch.size(); i++) {
       Sequence seq = batch.sequence(i);
       if (seq.computedTokens() < seq.promptLength()) {
-        int n = batch.tokens()[i];
-        prefillTokens += n;
-        prefillContext += n * (seq.computedTokens() + (n - 1) / 2.0);
         if (promptLayerListener != null && seq.computedTokens() + batch.tokens()[i] >= seq.promptLength()) {
           promptsDone.add(seq.id());
           promptsDoneBlocks.add(Arrays.copyOf(seq.blocks(), seq.blockCount()));
@@ -306,14 +295,12 @@ public final class BuiltinEngine extends SchedulingEngine implements KvHandoff {
               Arrays.copyOf(seq.blocks(), seq.blockCount()),
               batch.drawsToken(i)));
     }
-    long started = System.nanoTime();
     PromptLayerListener listener = promptLayerListener;
     float[][] logits =
         transformer.forward(
             slices,
             cache,
             promptsDone.isEmpty() ? null : layer -> listener.layerDone(layer, promptsDone, promptsDoneBlocks));
-    prefillFit.step(prefillTokens, totalTokens(batch), prefillContext, (System.nanoTime() - started) / 1e9);
     return scheduler.complete(batch, (i, seq) -> {
       Sampler.State state = seq.engineState();
       int top = seq.request().sampling().logprobs();
@@ -325,14 +312,6 @@ public final class BuiltinEngine extends SchedulingEngine implements KvHandoff {
       }
       return token;
     });
-  }
-
-  private static int totalTokens(ScheduledBatch batch) {
-    int total = 0;
-    for (int i = 0; i < batch.size(); i++) {
-      total += batch.tokens()[i];
-    }
-    return total;
   }
 
   @Override

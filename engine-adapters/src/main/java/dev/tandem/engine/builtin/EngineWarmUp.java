@@ -17,7 +17,7 @@ final class EngineWarmUp {
   private EngineWarmUp() {}
 
   /** Runs on the engine's thread, while no request is queued or running. */
-  static void run(BuiltinEngine engine, PrefillCostFit fit, int tokens, int rounds) {
+  static void run(BuiltinEngine engine, Runnable resetPrefillCost, int tokens, int rounds) {
     if (engine.hasWork()) {
       throw new IllegalStateException("warm-up needs an idle engine");
     }
@@ -32,7 +32,7 @@ final class EngineWarmUp {
       engine.add(new EngineRequest("warm-up-" + r, prompt, SamplingParams.greedy(), new StopConditions(1, new int[0], true)));
       drain(engine);
       if (r == 0) {
-        fit.reset(); // the first round ran before the JIT compiled the kernels
+        resetPrefillCost.run(); // the first round ran before the JIT compiled the kernels
       }
     }
     // Decode at batch sizes 5 down to 1, after prompts of odd lengths: the kernels' remainder

@@ -62,7 +62,8 @@ public final class MockerEngine extends SchedulingEngine {
                 EngineInfo.Feature.TOP_K,
                 EngineInfo.Feature.SEED,
                 EngineInfo.Feature.STOP_TOKEN_IDS),
-            config.eosTokenIds());
+            config.eosTokenIds(),
+            scheduler.batching());
   }
 
   @Override

@@ -57,6 +57,11 @@ public final class Scheduler {
   }
 
   /** The context limit actually enforced: the configured one, or what the whole pool holds. */
+  /** The batching limits, as routers see them. */
+  public dev.tandem.engine.EngineInfo.Batching batching() {
+    return new dev.tandem.engine.EngineInfo.Batching(config.maxNumSeqs(), config.maxBatchedTokens());
+  }
+
   public int maxContextLength() {
     return maxContextLength;
   }

@@ -1,5 +1,6 @@
 package dev.tandem.engine.sched;
 
+import dev.tandem.common.PrefillCost;
 import dev.tandem.common.KvEvent;
 import dev.tandem.engine.Engine;
 import dev.tandem.engine.EngineLoad;
@@ -17,6 +18,7 @@ import java.util.List;
  */
 public abstract class SchedulingEngine implements Engine {
   protected final Scheduler scheduler;
+  private final PrefillCostFit prefillFit = new PrefillCostFit();
 
   protected SchedulingEngine(Scheduler scheduler) {
     this.scheduler = scheduler;
@@ -50,7 +52,36 @@ public abstract class SchedulingEngine implements Engine {
   @Override
   public final List<RequestOutput> step() {
     ScheduledBatch batch = scheduler.schedule();
-    return batch.size() == 0 ? List.of() : run(batch);
+    if (batch.size() == 0) {
+      return List.of();
+    }
+    int prefillTokens = 0;
+    int totalTokens = 0;
+    double prefillContext = 0; // earlier tokens attended to, summed over the prefill tokens
+    for (int i = 0; i < batch.size(); i++) {
+      Sequence seq = batch.sequence(i);
+      int n = batch.tokens()[i];
+      totalTokens += n;
+      if (seq.computedTokens() < seq.promptLength()) {
+        prefillTokens += n;
+        prefillContext += n * (seq.computedTokens() + (n - 1) / 2.0);
+      }
+    }
+    long started = System.nanoTime();
+    List<RequestOutput> outputs = run(batch);
+    prefillFit.step(prefillTokens, totalTokens, prefillContext, (System.nanoTime() - started) / 1e9);
+    return outputs;
+  }
+
+  /** The prefill cost fitted over this engine's recent prefill steps (their wall time). */
+  @Override
+  public PrefillCost prefillCost() {
+    return prefillFit.cost();
+  }
+
+  /** Forgets the prefill steps measured so far (a warm-up's first, not yet compiled, round). */
+  protected void resetPrefillCost() {
+    prefillFit.reset();
   }
 
   /** Computes one scheduled batch and completes it through the scheduler. */

@@ -2,6 +2,7 @@ package dev.tandem.router.grpc;
 
 import dev.tandem.common.KvEvent;
 import dev.tandem.common.WorkerId;
+import dev.tandem.router.KvCost;
 import dev.tandem.router.KvSelector;
 import dev.tandem.router.MissingEventsDetector;
 import dev.tandem.router.index.ApproximateIndex;
@@ -33,11 +34,11 @@ public final class KvRouting implements AutoCloseable {
   private final Map<WorkerId, KvEventSubscription> subscriptions = new ConcurrentHashMap<>();
   private final KvSelector selector;
 
-  KvRouting(KvSelector.Weights weights, boolean useEvents, Duration missingEventsWindow, ScheduledExecutorService timer) {
+  KvRouting(KvCost cost, double temperature, boolean useEvents, Duration missingEventsWindow, ScheduledExecutorService timer) {
     this.useEvents = useEvents;
     this.timer = timer;
     this.detector = new MissingEventsDetector(missingEventsWindow.toNanos());
-    this.selector = new KvSelector(index, approximate, this::scoredApproximately, this::cachedBlocks, weights);
+    this.selector = new KvSelector(index, approximate, this::scoredApproximately, this::cachedBlocks, this::workingSet, cost, temperature);
     if (useEvents) {
       timer.scheduleAtFixedRate(this::checkEvents, 1, 1, java.util.concurrent.TimeUnit.SECONDS);
     }
@@ -69,6 +70,11 @@ public final class KvRouting implements AutoCloseable {
    */
   private int cachedBlocks(WorkerId worker) {
     return approximate.blockCount(worker);
+  }
+
+  /** The blocks {@code worker} caches: from its events, or what the router sent it when it sends none. */
+  private int workingSet(WorkerId worker) {
+    return scoredApproximately(worker) ? approximate.blockCount(worker) : index.blockCount(worker);
   }
 
   /** True while {@code worker} is scored from routing decisions rather than its events. */

@@ -3,7 +3,9 @@ package dev.tandem.router.grpc;
 import dev.tandem.common.BlockHasher;
 import dev.tandem.common.GenerationRequest;
 import dev.tandem.router.Generation;
+import dev.tandem.router.KvCost;
 import dev.tandem.router.KvSelector;
+import dev.tandem.router.PredictedTtftCost;
 import dev.tandem.router.LoadLedger;
 import dev.tandem.router.NoWorkerAvailableException;
 import dev.tandem.router.RequestRouter;
@@ -38,11 +40,20 @@ public final class Router implements RequestRouter, AutoCloseable {
   private final Disaggregation disagg;
   private final java.util.concurrent.atomic.AtomicLong predictedOverlapTokens = new java.util.concurrent.atomic.AtomicLong();
 
-  /** How a router routes; {@code split} decides per request whether to use a prefill worker. */
+  /**
+   * How a router routes: the mode; in kv mode the cost ({@code null} for the default, {@link
+   * PredictedTtftCost}), the block cost's weights and the temperature; whether to follow KV
+   * events; and {@code split}, which decides per request whether to use a prefill worker.
+   */
   public record Config(
-      RouterMode mode, KvSelector.Weights weights, boolean useKvEvents, Duration missingEventsWindow, SplitPolicy split) {
+      RouterMode mode,
+      KvSelector.Weights weights,
+      boolean useKvEvents,
+      Duration missingEventsWindow,
+      SplitPolicy split,
+      KvCost cost) {
     public Config(RouterMode mode, KvSelector.Weights weights, boolean useKvEvents, Duration missingEventsWindow) {
-      this(mode, weights, useKvEvents, missingEventsWindow, SplitPolicy.defaults());
+      this(mode, weights, useKvEvents, missingEventsWindow, SplitPolicy.defaults(), null);
     }
 
     /** Defaults for a mode given by name ({@link RouterMode#parse}). */
@@ -51,7 +62,17 @@ public final class Router implements RequestRouter, AutoCloseable {
     }
 
     public Config withSplit(SplitPolicy split) {
-      return new Config(mode, weights, useKvEvents, missingEventsWindow, split);
+      return new Config(mode, weights, useKvEvents, missingEventsWindow, split, cost);
+    }
+
+    /** This KV cost instead of the default. */
+    public Config withCost(KvCost cost) {
+      return new Config(mode, weights, useKvEvents, missingEventsWindow, split, cost);
+    }
+
+    /** The cost kv mode minimises. */
+    public KvCost kvCost() {
+      return cost != null ? cost : PredictedTtftCost.defaults();
     }
   }
 
@@ -67,7 +88,7 @@ public final class Router implements RequestRouter, AutoCloseable {
     if (config.mode() != RouterMode.KV) {
       return new Router(pool, Selectors.byName(config.mode().cliName()), null, config.split());
     }
-    KvRouting kv = new KvRouting(config.weights(), config.useKvEvents(), config.missingEventsWindow(), pool.timer());
+    KvRouting kv = new KvRouting(config.kvCost(), config.weights().temperature(), config.useKvEvents(), config.missingEventsWindow(), pool.timer());
     pool.onJoin(kv::attach);
     return new Router(pool, kv.selector(), kv, config.split());
   }

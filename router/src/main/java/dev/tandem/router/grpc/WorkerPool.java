@@ -119,7 +119,9 @@ public final class WorkerPool implements AutoCloseable {
         r.activeRequests(),
         r.waitingRequests(),
         r.kvBlocksUsed(),
-        r.kvBlocksTotal());
+        r.kvBlocksTotal(),
+        new WorkerLoad.Speed(
+            r.prefillCost(), r.queuedPrefillTokens(), worker.description().maxNumSeqs(), worker.description().maxBatchedTokens()));
   }
 
   public int blockSize() {

@@ -1,15 +1,15 @@
-package dev.tandem.engine.builtin;
+package dev.tandem.engine.sched;
 
 import dev.tandem.common.PrefillCost;
 
 /**
- * The engine's prefill cost, fitted as it runs: each step that was (nearly) all prefill adds a
+ * An engine's prefill cost, fitted as it runs: each step that was (nearly) all prefill adds a
  * sample (prefill tokens, earlier tokens they attended to, seconds) to a ring of the last 32, and
  * {@link PrefillCost#fit} is refitted over the ring.
  *
  * <p>Not thread-safe: the engine's thread records; {@link #cost} is read through a volatile.
  */
-final class PrefillCostFit {
+public final class PrefillCostFit {
   /** Steps with fewer prefill tokens say more about the step's overhead than about prefill. */
   private static final int MIN_TOKENS = 16;
   private final double[] tokens = new double[32];
@@ -18,7 +18,7 @@ final class PrefillCostFit {
   private int samples;
   private volatile PrefillCost cost = PrefillCost.UNKNOWN;
 
-  PrefillCost cost() {
+  public PrefillCost cost() {
     return cost;
   }
 
@@ -27,7 +27,7 @@ final class PrefillCostFit {
    * {@code prefillContext} earlier tokens in all, and it took {@code stepSeconds}. Counted only
    * when the step was at least 90% prefill.
    */
-  void step(int prefillTokens, int totalTokens, double prefillContext, double stepSeconds) {
+  public void step(int prefillTokens, int totalTokens, double prefillContext, double stepSeconds) {
     if (prefillTokens < MIN_TOKENS || prefillTokens < 0.9 * totalTokens) {
       return;
     }
@@ -39,7 +39,7 @@ final class PrefillCostFit {
   }
 
   /** Forgets every sample (the first warm-up round ran before the JIT compiled the kernels). */
-  void reset() {
+  public void reset() {
     samples = 0;
     cost = PrefillCost.UNKNOWN;
   }

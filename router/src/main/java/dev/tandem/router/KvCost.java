@@ -1,0 +1,20 @@
+package dev.tandem.router;
+
+import dev.tandem.router.index.Overlap;
+import java.util.List;
+
+/**
+ * What a KV-aware choice minimises, per candidate worker: {@link BlockCost} (Dynamo's, in blocks)
+ * or {@link PredictedTtftCost} (the default, in predicted seconds to the first token). Plain
+ * values in and out.
+ */
+public interface KvCost {
+  /** {@code blocks} or {@code seconds}, as {@code --router-cost} names it. */
+  String name();
+
+  /**
+   * One cost per candidate, lower is better; {@code overlaps[i]} is what candidate {@code i} holds
+   * of the prompt, {@code cachedBlocks[i]} how many blocks it caches in all (its working set).
+   */
+  double[] costs(RoutingRequest request, List<WorkerLoad> candidates, Overlap[] overlaps, int[] cachedBlocks);
+}

@@ -1,0 +1,104 @@
+package dev.tandem.router;
+
+import static org.junit.jupiter.api.Assertions.assertEquals;
+import static org.junit.jupiter.api.Assertions.assertTrue;
+
+import dev.tandem.common.BlockHasher;
+import dev.tandem.common.PrefillCost;
+import dev.tandem.common.WorkerId;
+import dev.tandem.router.index.Overlap;
+import java.util.List;
+import org.junit.jupiter.api.Test;
+
+/** The predicted-seconds cost against hand-computed cases. */
+class PredictedTtftCostTest {
+  private static final PrefillCost FAST = new PrefillCost(100e-6, 0); // 100 µs a token, no attention term
+  private static final PrefillCost SLOW = new PrefillCost(400e-6, 0);
+  private static final PredictedTtftCost COST = PredictedTtftCost.defaults();
+
+  private static RoutingRequest request(int tokens) {
+    int[] t = new int[tokens];
+    for (int i = 0; i < tokens; i++) {
+      t[i] = 7 + i;
+    }
+    return new RoutingRequest("r", t, BlockHasher.sequenceHashes(t, 16), 16);
+  }
+
+  /** A worker: in-flight requests and prefill blocks routed there, tokens it reported queued. */
+  private static WorkerLoad load(String id, PrefillCost cost, int running, int routedPrefillBlocks, long reportedQueued) {
+    return new WorkerLoad(new WorkerId(id), running, routedPrefillBlocks, 0, running, 0, 0, 1000,
+        new WorkerLoad.Speed(cost, reportedQueued, 64, 2048));
+  }
+
+  private static double seconds(WorkerLoad l, Overlap o) {
+    return COST.breakdown(request(320), l, o, 0, PredictedTtftCost.NOMINAL).total();
+  }
+
+  @Test
+  void anIdleWorkerCostsItsPrefillAlone() {
+    // 320 tokens, nothing cached, nothing queued, nothing decoding: 320 × 100 µs.
+    assertEquals(0.032, seconds(load("a", FAST, 0, 0, 0), Overlap.NONE), 1e-12);
+  }
+
+  @Test
+  void aHitCostsOnlyTheUncachedTailAndItsAttentionToTheCachedPart() {
+    PrefillCost withAttention = new PrefillCost(100e-6, 1e-8);
+    var b = COST.breakdown(request(320), load("a", withAttention, 0, 0, 0), new Overlap(18, 0, 0), 0, PredictedTtftCost.NOMINAL);
+    // 18 blocks = 288 cached tokens, 32 uncached: 32 × (100 µs + 10 ns × (288 + 16)).
+    assertEquals(32 * (100e-6 + 1e-8 * (288 + 16)), b.prefill(), 1e-12);
+    assertEquals(0, b.queue());
+    // A host-tier hit counts 0.75 of a block: 18 host blocks credit 13.5 blocks = 216 tokens.
+    var host = COST.breakdown(request(320), load("a", FAST, 0, 0, 0), new Overlap(0, 18, 0), 0, PredictedTtftCost.NOMINAL);
+    assertEquals((320 - 216) * 100e-6, host.prefill(), 1e-12);
+  }
+
+  @Test
+  void aBusyWorkerAddsItsQueueAndTheDecodeTokensSharingItsSteps() {
+    // 1,000 tokens queued (reported; the router's own 10 blocks = 160 are fewer), 4 streams decoding.
+    var b = COST.breakdown(request(320), load("busy", FAST, 4, 10, 1000), Overlap.NONE, 0, PredictedTtftCost.NOMINAL);
+    assertEquals(1000 * 100e-6, b.queue(), 1e-12);
+    assertEquals(0.032, b.prefill(), 1e-12);
+    // ⌈(1000 + 320) / (2048 − 4)⌉ = 1 step carrying 4 decode tokens.
+    assertEquals(4 * 100e-6, b.decode(), 1e-12);
+    assertTrue(seconds(load("busy", FAST, 4, 10, 1000), Overlap.NONE) > seconds(load("idle", FAST, 0, 0, 0), Overlap.NONE));
+  }
+
+  @Test
+  void aFasterWorkerWinsUntilItsQueueOutweighsTheSpeed() {
+    WorkerLoad slowIdle = load("slow", SLOW, 0, 0, 0); // 320 × 400 µs = 128 ms
+    WorkerLoad fastQueued = load("fast", FAST, 0, 0, 500); // 50 ms queue + 32 ms
+    WorkerLoad fastSwamped = load("fast", FAST, 0, 0, 1200); // 120 ms queue + 32 ms
+    assertTrue(seconds(fastQueued, Overlap.NONE) < seconds(slowIdle, Overlap.NONE));
+    assertTrue(seconds(fastSwamped, Overlap.NONE) > seconds(slowIdle, Overlap.NONE));
+  }
+
+  @Test
+  void aWorkerWithoutMeasurementsIsCostedAtTheFleetMedian() {
+    WorkerLoad unmeasured = load("new", PrefillCost.UNKNOWN, 0, 0, 0);
+    List<WorkerLoad> fleet = List.of(load("a", FAST, 0, 0, 0), load("b", SLOW, 0, 0, 0), load("c", SLOW, 0, 0, 0), unmeasured);
+    assertEquals(SLOW, PredictedTtftCost.fleetMedian(fleet));
+    double[] c = COST.costs(request(320), fleet, new Overlap[] {Overlap.NONE, Overlap.NONE, Overlap.NONE, Overlap.NONE}, new int[4]);
+    assertEquals(c[1], c[3], 1e-12, "costed like the median worker");
+    assertEquals(PredictedTtftCost.NOMINAL, PredictedTtftCost.fleetMedian(List.of(unmeasured)), "nothing measured: nominal");
+  }
+
+  @Test
+  void aPlacementThatEvictsCachedPrefixesPaysForHalfTheirRecompute() {
+    WorkerLoad full = new WorkerLoad(new WorkerId("full"), 0, 0, 0, 0, 0, 0, 100, new WorkerLoad.Speed(FAST, 0, 64, 2048));
+    // 20 new blocks, the worker caches 95 of its 100: 15 evicted × 16 tokens × 100 µs × 0.5.
+    var b = COST.breakdown(request(320), full, Overlap.NONE, 95, PredictedTtftCost.NOMINAL);
+    assertEquals(15 * 16 * 100e-6 * 0.5, b.evict(), 1e-12);
+    assertEquals(0, COST.breakdown(request(320), full, Overlap.NONE, 10, PredictedTtftCost.NOMINAL).evict(), "room: nothing evicted");
+  }
+
+  @Test
+  void anItlTargetPenalisesPrefillingBesideStreamsItWouldStall() {
+    PredictedTtftCost strict = new PredictedTtftCost(0.010, 0.5);
+    WorkerLoad decoding = load("d", FAST, 3, 0, 0);
+    // A 320-token step takes 32 ms + 3 decode tokens > 10 ms: three streams stall for the prefill.
+    var b = strict.breakdown(request(320), decoding, Overlap.NONE, 0, PredictedTtftCost.NOMINAL);
+    assertEquals(3 * 0.032, b.stall(), 1e-12);
+    assertEquals(0, strict.breakdown(request(320), load("idle", FAST, 0, 0, 0), Overlap.NONE, 0, PredictedTtftCost.NOMINAL).stall());
+    assertEquals(0, COST.breakdown(request(320), decoding, Overlap.NONE, 0, PredictedTtftCost.NOMINAL).stall(), "no target, no penalty");
+  }
+}
