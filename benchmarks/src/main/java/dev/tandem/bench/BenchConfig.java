@@ -26,7 +26,10 @@ public record BenchConfig(
     int prefixRepeats,
     int prefixTokens,
     long seed,
-    Duration timeout) {
+    Duration timeout,
+    int turns,
+    int longTokens,
+    double longShare) {
 
   public BenchConfig {
     if (!endpoint.equals("completions") && !endpoint.equals("chat")) {
@@ -38,14 +41,21 @@ public record BenchConfig(
     if (inputTokens < 1 || outputTokens < 1) {
       throw new IllegalArgumentException("input and output tokens must be positive");
     }
-    if (prefixes > 0 && (prefixRepeats < 1 || prefixTokens < 1 || prefixTokens > inputTokens)) {
+    if (turns > 0) {
+      if (prefixes < 1 || prefixTokens < 1) {
+        throw new IllegalArgumentException("a multi-turn workload needs conversations (--prefixes) >= 1 and a first turn (--prefix-tokens) >= 1");
+      }
+    } else if (prefixes > 0 && (prefixRepeats < 1 || prefixTokens < 1 || prefixTokens > inputTokens)) {
       throw new IllegalArgumentException("a shared-prefix workload needs repeats >= 1 and 1 <= prefix tokens <= input tokens");
+    }
+    if (longShare < 0 || longShare > 1 || (longShare > 0 && longTokens < 1)) {
+      throw new IllegalArgumentException("a mixed workload needs 0 <= long share <= 1 and long tokens >= 1");
     }
   }
 
   /** Requests the run sends. */
   public int totalRequests() {
-    return prefixes > 0 ? prefixes * prefixRepeats : numRequests;
+    return turns > 0 ? prefixes * turns : prefixes > 0 ? prefixes * prefixRepeats : numRequests;
   }
 
   /**
@@ -72,6 +82,9 @@ public record BenchConfig(
     private int prefixTokens = 256;
     private long seed;
     private Duration timeout = Duration.ofSeconds(600);
+    private int turns;
+    private int longTokens;
+    private double longShare;
 
     private Builder(URI url, String model) {
       this.url = url;
@@ -115,6 +128,27 @@ public record BenchConfig(
       return this;
     }
 
+    /**
+     * Multi-turn conversations: {@code conversations} of {@code turns} turns, the first {@code
+     * firstTurnTokens} long, each later one the whole conversation so far plus {@code turnTokens}
+     * (the last answer and a new question). Turns go out in order, one turn of every conversation
+     * at a time.
+     */
+    public Builder multiTurn(int conversations, int turns, int firstTurnTokens, int turnTokens) {
+      this.prefixes = conversations;
+      this.turns = turns;
+      this.prefixTokens = firstTurnTokens;
+      this.inputTokens = turnTokens;
+      return this;
+    }
+
+    /** Independent prompts, a {@code share} of them {@code longTokens} long instead of the input length. */
+    public Builder mixed(int longTokens, double share) {
+      this.longTokens = longTokens;
+      this.longShare = share;
+      return this;
+    }
+
     public Builder seed(long seed) {
       this.seed = seed;
       return this;
@@ -130,7 +164,7 @@ public record BenchConfig(
      */
     public BenchConfig build() {
       return new BenchConfig(url, model, endpoint, concurrency, requestRate, numRequests, inputTokens, outputTokens,
-          prefixes, prefixRepeats, prefixTokens, seed, timeout);
+          prefixes, prefixRepeats, prefixTokens, seed, timeout, turns, longTokens, longShare);
     }
   }
 }

@@ -24,7 +24,8 @@ public record BenchReport(
     Stats serverOverheadMs,
     Stats ttftHitMs,
     Stats ttftMissMs,
-    java.util.SortedMap<String, Integer> workerShare) {
+    java.util.SortedMap<String, Integer> workerShare,
+    long maxCachedTokens) {
 
   /** Mean and percentiles of one latency; NaN when there were no samples. */
   public record Stats(int count, double mean, double p50, double p90, double p99, double max) {
@@ -45,6 +46,11 @@ public record BenchReport(
   }
 
   static BenchReport of(BenchConfig config, List<RequestResult> results, double durationS) {
+    return of(config, results, durationS, 0);
+  }
+
+  /** {@code maxCachedTokens}: the prompt tokens a cache could have served at best (0: not computed). */
+  static BenchReport of(BenchConfig config, List<RequestResult> results, double durationS, long maxCachedTokens) {
     List<Double> ttft = new ArrayList<>();
     List<Double> itl = new ArrayList<>();
     List<Double> e2e = new ArrayList<>();
@@ -87,15 +93,16 @@ public record BenchReport(
     return new BenchReport(
         config, results.size(), failures, errors, durationS, out, prompt, cached,
         Stats.of(ttft), Stats.of(itl), Stats.of(e2e), Stats.of(overhead), Stats.of(serverOverhead),
-        Stats.of(ttftHit), Stats.of(ttftMiss), share);
+        Stats.of(ttftHit), Stats.of(ttftMiss), share, maxCachedTokens);
   }
 
   public String text() {
     StringBuilder sb = new StringBuilder();
     sb.append(String.format(Locale.ROOT, "requests %d (failed %d) in %.2f s: %.2f req/s, %.1f output tok/s%n",
         requests, failures, durationS, (requests - failures) / durationS, outputTokens / durationS));
-    sb.append(String.format(Locale.ROOT, "prompt tokens %d, cached %d (%.1f%%)%n",
-        promptTokens, cachedTokens, promptTokens == 0 ? 0.0 : 100.0 * cachedTokens / promptTokens));
+    sb.append(String.format(Locale.ROOT, "prompt tokens %d, cached %d (%.1f%%; at most %.1f%% could be)%n",
+        promptTokens, cachedTokens, promptTokens == 0 ? 0.0 : 100.0 * cachedTokens / promptTokens,
+        promptTokens == 0 ? 0.0 : 100.0 * maxCachedTokens / promptTokens));
     sb.append(String.format(Locale.ROOT, "%-30s %8s %8s %8s %8s %8s%n", "latency (ms)", "mean", "p50", "p90", "p99", "max"));
     line(sb, "TTFT", ttftMs);
     line(sb, "ITL", itlMs);
@@ -146,6 +153,7 @@ public record BenchReport(
     root.set("ttft_miss_ms", mapper.valueToTree(ttftMissMs));
     root.set("worker_share", mapper.valueToTree(workerShare));
     root.put("hit_rate", promptTokens == 0 ? 0 : (double) cachedTokens / promptTokens);
+    root.put("max_hit_rate", promptTokens == 0 ? 0 : (double) maxCachedTokens / promptTokens);
     root.set("sample_errors", mapper.valueToTree(sampleErrors));
     root.put("request_throughput", (requests - failures) / durationS);
     root.put("output_token_throughput", outputTokens / durationS);

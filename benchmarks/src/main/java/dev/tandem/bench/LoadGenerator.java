@@ -100,7 +100,7 @@ public final class LoadGenerator {
         results.add(RequestResult.failed(e.getCause().toString(), -1));
       }
     }
-    return BenchReport.of(config, results, durationS);
+    return BenchReport.of(config, results, durationS, Workload.maxCachedTokens(prompts, 16));
   }
 
   private RequestResult send(int[] prompt) {

@@ -15,7 +15,16 @@ final class Workload {
   static List<int[]> prompts(BenchConfig c) {
     Random random = new Random(c.seed());
     List<int[]> prompts = new ArrayList<>();
-    if (c.prefixes() > 0) {
+    if (c.turns() > 0) {
+      int[][] conversation = new int[c.prefixes()][];
+      for (int turn = 0; turn < c.turns(); turn++) {
+        for (int k = 0; k < c.prefixes(); k++) {
+          int[] next = turn == 0 ? randomIds(random, c.prefixTokens()) : concat(conversation[k], randomIds(random, c.inputTokens()));
+          conversation[k] = next;
+          prompts.add(next);
+        }
+      }
+    } else if (c.prefixes() > 0) {
       for (int p = 0; p < c.prefixes(); p++) {
         int[] prefix = randomIds(random, c.prefixTokens());
         for (int r = 0; r < c.prefixRepeats(); r++) {
@@ -29,10 +38,39 @@ final class Workload {
       Collections.shuffle(prompts, random);
     } else {
       for (int i = 0; i < c.numRequests(); i++) {
-        prompts.add(randomIds(random, c.inputTokens()));
+        boolean isLong = c.longShare() > 0 && random.nextDouble() < c.longShare();
+        prompts.add(randomIds(random, isLong ? c.longTokens() : c.inputTokens()));
       }
     }
     return prompts;
+  }
+
+  private static int[] concat(int[] a, int[] b) {
+    int[] out = java.util.Arrays.copyOf(a, a.length + b.length);
+    System.arraycopy(b, 0, out, a.length, b.length);
+    return out;
+  }
+
+  /**
+   * The prompt tokens a cache could have served at best: for each prompt, its full blocks already
+   * seen (as a prefix) in an earlier prompt, with unlimited KV and one worker.
+   */
+  static long maxCachedTokens(List<int[]> prompts, int blockSize) {
+    java.util.Set<Long> seen = new java.util.HashSet<>();
+    long cached = 0;
+    for (int[] p : prompts) {
+      long[] hashes = dev.tandem.common.BlockHasher.sequenceHashes(p, blockSize);
+      int hit = 0;
+      while (hit < hashes.length && seen.contains(hashes[hit])) {
+        hit++;
+      }
+      // The last token is always computed, as workers do.
+      cached += Math.min((long) hit * blockSize, p.length - 1);
+      for (long h : hashes) {
+        seen.add(h);
+      }
+    }
+    return cached;
   }
 
   private static int[] randomIds(Random random, int n) {

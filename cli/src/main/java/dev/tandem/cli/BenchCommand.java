@@ -49,6 +49,15 @@ final class BenchCommand implements Callable<Integer> {
   @Option(names = "--prefix-tokens", defaultValue = "256", description = "Tokens in each shared prefix (default ${DEFAULT-VALUE}).")
   int prefixTokens;
 
+  @Option(names = "--turns", defaultValue = "0", description = "Multi-turn workload: turns per conversation (--prefixes conversations, the first turn --prefix-tokens long, each later turn adding --input-tokens); 0: off.")
+  int turns;
+
+  @Option(names = "--long-tokens", defaultValue = "0", description = "Mixed workload: the length of the long prompts (with --long-share).")
+  int longTokens;
+
+  @Option(names = "--long-share", defaultValue = "0", description = "Mixed workload: the share of prompts that are --long-tokens long instead of --input-tokens (default ${DEFAULT-VALUE}).")
+  double longShare;
+
   @Option(names = "--seed", defaultValue = "0", description = "Workload seed (default ${DEFAULT-VALUE}).")
   long seed;
 
@@ -69,9 +78,15 @@ final class BenchCommand implements Callable<Integer> {
             .numRequests(numRequests)
             .tokens(inputTokens, outputTokens)
             .sharedPrefixes(prefixes, prefixRepeats, prefixTokens)
+            .mixed(longTokens, longShare)
             .seed(seed)
             .timeout(Duration.ofSeconds(timeoutS))
             .build();
+    if (turns > 0) {
+      config = BenchConfig.builder(url, served).endpoint(endpoint).concurrency(concurrency).requestRate(requestRate)
+          .multiTurn(prefixes, turns, prefixTokens, inputTokens).tokens(inputTokens, outputTokens)
+          .seed(seed).timeout(Duration.ofSeconds(timeoutS)).build();
+    }
     BenchReport report = new LoadGenerator(config).run();
     System.out.print(report.text());
     if (json != null) {

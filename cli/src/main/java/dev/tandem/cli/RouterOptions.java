@@ -1,6 +1,9 @@
 package dev.tandem.cli;
 
+import dev.tandem.router.BlockCost;
+import dev.tandem.router.KvCost;
 import dev.tandem.router.KvSelector;
+import dev.tandem.router.PredictedTtftCost;
 import dev.tandem.router.SplitPolicy;
 import dev.tandem.router.grpc.Router;
 import java.time.Duration;
@@ -14,10 +17,22 @@ final class RouterOptions {
   @Option(names = "--router-temperature", defaultValue = "${env:TANDEM_ROUTER_TEMPERATURE:-0}", description = "0 picks the cheapest worker; T > 0 samples by cost (default ${DEFAULT-VALUE}).")
   double temperature;
 
-  @Option(names = "--prefill-load-scale", defaultValue = "${env:TANDEM_PREFILL_LOAD_SCALE:-1.0}", description = "Weight of uncached prefill blocks in the cost (default ${DEFAULT-VALUE}).")
+  @Option(names = "--router-cost", defaultValue = "${env:TANDEM_ROUTER_COST:-seconds}",
+      description = "kv mode's cost: seconds (each worker's predicted time to first token from its measured prefill speed, queue and decode load) or blocks (Dynamo's block cost, weighed by --prefill-load-scale and --active-request-weight); default ${DEFAULT-VALUE}.")
+  String cost;
+
+  @Option(names = "--itl-target-ms", defaultValue = "${env:TANDEM_ITL_TARGET_MS:-0}",
+      description = "seconds cost: avoid prefilling beside decoding streams when that step would exceed this inter-token latency (0: no target; default ${DEFAULT-VALUE}).")
+  double itlTargetMs;
+
+  @Option(names = "--eviction-weight", defaultValue = "${env:TANDEM_EVICTION_WEIGHT:-0.5}",
+      description = "seconds cost: the share of an evicted prefix block's recompute a placement pays (default ${DEFAULT-VALUE}).")
+  double evictionWeight;
+
+  @Option(names = "--prefill-load-scale", defaultValue = "${env:TANDEM_PREFILL_LOAD_SCALE:-1.0}", description = "blocks cost: weight of uncached prefill blocks (default ${DEFAULT-VALUE}).")
   double prefillLoadScale;
 
-  @Option(names = "--active-request-weight", defaultValue = "${env:TANDEM_ACTIVE_REQUEST_WEIGHT:-1.0}", description = "Weight of in-flight requests in the cost (default ${DEFAULT-VALUE}).")
+  @Option(names = "--active-request-weight", defaultValue = "${env:TANDEM_ACTIVE_REQUEST_WEIGHT:-1.0}", description = "blocks cost: weight of in-flight requests (default ${DEFAULT-VALUE}).")
   double activeRequestWeight;
 
   @Option(names = "--no-kv-events", description = "Route by what the router sent where (TTL 120 s) instead of workers' KV events.")
@@ -33,11 +48,18 @@ final class RouterOptions {
   double decodeStallWeight;
 
   Router.Config config() {
+    KvCost kvCost =
+        switch (cost) {
+          case "seconds" -> new PredictedTtftCost(itlTargetMs / 1e3, evictionWeight);
+          case "blocks" -> new BlockCost(prefillLoadScale, activeRequestWeight);
+          default -> throw new IllegalArgumentException("--router-cost: unknown cost '" + cost + "'; expected seconds or blocks");
+        };
     return new Router.Config(
         dev.tandem.router.RouterMode.parse(mode),
         new KvSelector.Weights(prefillLoadScale, activeRequestWeight, temperature),
         !noKvEvents,
         Duration.ofSeconds(missingEventsWindowS),
-        new SplitPolicy(SplitPolicy.Mode.parse(disagg), decodeStallWeight));
+        new SplitPolicy(SplitPolicy.Mode.parse(disagg), decodeStallWeight),
+        kvCost);
   }
 }
