@@ -2,8 +2,8 @@ package dev.tandem.common;
 
 /**
  * A worker's load as it reports it: requests running and waiting, prompt tokens queued for
- * prefill, KV blocks used of the total, its last KV event id, its measured prefill cost, and how
- * often it fell back to a local prefill.
+ * prefill, KV blocks used of the total, its last KV event id, its measured prefill cost, how
+ * often it fell back to a local prefill, and its recent steps' mean duration (0 before any).
  */
 public record WorkerLoadReport(
     WorkerId workerId,
@@ -14,11 +14,12 @@ public record WorkerLoadReport(
     int kvBlocksTotal,
     long lastEventId,
     PrefillCost prefillCost,
-    long remotePrefillFallbacks) {
+    long remotePrefillFallbacks,
+    double stepSeconds) {
 
   /** Nothing reported yet. */
   public static WorkerLoadReport empty(WorkerId workerId) {
-    return new WorkerLoadReport(workerId, 0, 0, 0, 0, 0, 0, PrefillCost.UNKNOWN, 0);
+    return new WorkerLoadReport(workerId, 0, 0, 0, 0, 0, 0, PrefillCost.UNKNOWN, 0, 0);
   }
 
   /** Prompt tokens per second for a 512-token prompt, as dashboards show it. */

@@ -21,11 +21,12 @@ public record WorkerLoad(
 
   /**
    * What predicts a worker's time to first token: its measured prefill cost ({@link
-   * PrefillCost#UNKNOWN} until measured), the prompt tokens it reported queued, and its batching
-   * limits (0: not reported).
+   * PrefillCost#UNKNOWN} until measured), the prompt tokens it reported queued, its batching
+   * limits (0: not reported), and its recent steps' mean duration (0: none yet).
    */
-  public record Speed(PrefillCost prefillCost, long reportedQueuedPrefillTokens, int maxNumSeqs, int maxBatchedTokens) {
-    public static final Speed UNKNOWN = new Speed(PrefillCost.UNKNOWN, 0, 0, 0);
+  public record Speed(
+      PrefillCost prefillCost, long reportedQueuedPrefillTokens, int maxNumSeqs, int maxBatchedTokens, double stepSeconds) {
+    public static final Speed UNKNOWN = new Speed(PrefillCost.UNKNOWN, 0, 0, 0, 0);
   }
 
   /** A load without speed figures (block-cost selection, tests). */

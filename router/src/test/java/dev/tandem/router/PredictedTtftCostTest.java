@@ -27,7 +27,7 @@ class PredictedTtftCostTest {
   /** A worker: in-flight requests and prefill blocks routed there, tokens it reported queued. */
   private static WorkerLoad load(String id, PrefillCost cost, int running, int routedPrefillBlocks, long reportedQueued) {
     return new WorkerLoad(new WorkerId(id), running, routedPrefillBlocks, 0, running, 0, 0, 1000,
-        new WorkerLoad.Speed(cost, reportedQueued, 64, 2048));
+        new WorkerLoad.Speed(cost, reportedQueued, 64, 2048, 0));
   }
 
   private static double seconds(WorkerLoad l, Overlap o) {
@@ -58,8 +58,11 @@ class PredictedTtftCostTest {
     var b = COST.breakdown(request(320), load("busy", FAST, 4, 10, 1000), Overlap.NONE, 0, PredictedTtftCost.NOMINAL);
     assertEquals(1000 * 100e-6, b.queue(), 1e-12);
     assertEquals(0.032, b.prefill(), 1e-12);
-    // ⌈(1000 + 320) / (2048 − 4)⌉ = 1 step carrying 4 decode tokens.
+    // ⌈(1000 + 320) / (2048 − 4)⌉ = 1 step carrying 4 decode tokens (no step time measured yet).
     assertEquals(4 * 100e-6, b.decode(), 1e-12);
+    // Measured steps of 20 ms: half of the one in progress, then the one step it shares.
+    WorkerLoad measured = new WorkerLoad(new WorkerId("m"), 4, 10, 0, 4, 0, 0, 1000, new WorkerLoad.Speed(FAST, 1000, 64, 2048, 0.020));
+    assertEquals(1.5 * 0.020, COST.breakdown(request(320), measured, Overlap.NONE, 0, PredictedTtftCost.NOMINAL).decode(), 1e-12);
     assertTrue(seconds(load("busy", FAST, 4, 10, 1000), Overlap.NONE) > seconds(load("idle", FAST, 0, 0, 0), Overlap.NONE));
   }
 
@@ -84,7 +87,7 @@ class PredictedTtftCostTest {
 
   @Test
   void aPlacementThatEvictsCachedPrefixesPaysForHalfTheirRecompute() {
-    WorkerLoad full = new WorkerLoad(new WorkerId("full"), 0, 0, 0, 0, 0, 0, 100, new WorkerLoad.Speed(FAST, 0, 64, 2048));
+    WorkerLoad full = new WorkerLoad(new WorkerId("full"), 0, 0, 0, 0, 0, 0, 100, new WorkerLoad.Speed(FAST, 0, 64, 2048, 0));
     // 20 new blocks, the worker caches 95 of its 100: 15 evicted × 16 tokens × 100 µs × 0.5.
     var b = COST.breakdown(request(320), full, Overlap.NONE, 95, PredictedTtftCost.NOMINAL);
     assertEquals(15 * 16 * 100e-6 * 0.5, b.evict(), 1e-12);

@@ -160,7 +160,8 @@ public final class FromWire {
         r.getKvBlocksTotal(),
         r.getLastEventId(),
         new PrefillCost(r.getPrefillSPerToken(), r.getPrefillSPerContextToken()),
-        r.getRemotePrefillFallbacks());
+        r.getRemotePrefillFallbacks(),
+        r.getStepS());
   }
 
   public static ModelCard modelCard(dev.tandem.proto.worker.v1.ModelCard c) {

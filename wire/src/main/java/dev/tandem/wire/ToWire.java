@@ -175,6 +175,7 @@ public final class ToWire {
         .setPrefillSPerToken(r.prefillCost().perToken())
         .setPrefillSPerContextToken(r.prefillCost().perContextToken())
         .setRemotePrefillFallbacks(r.remotePrefillFallbacks())
+        .setStepS(r.stepSeconds())
         .build();
   }
 

@@ -50,6 +50,8 @@ public final class EngineLoop implements AutoCloseable {
   private volatile boolean running = true;
   private volatile EngineLoad load;
   private volatile PrefillCost prefillCost = PrefillCost.UNKNOWN;
+  /** Exponentially weighted mean of recent steps' seconds (weight 0.1 for the newest); loop thread writes. */
+  private volatile double stepSeconds;
 
   public EngineLoop(Engine engine, KvEventLog events) {
     this.engine = engine;
@@ -140,6 +142,11 @@ public final class EngineLoop implements AutoCloseable {
     return load;
   }
 
+  /** Recent engine steps' mean duration in seconds (0 before the first step). */
+  public double stepSeconds() {
+    return stepSeconds;
+  }
+
   /** Sets the one observer of engine steps (metrics). */
   public void observeSteps(StepObserver observer) {
     this.stepObserver = observer;
@@ -168,7 +175,10 @@ public final class EngineLoop implements AutoCloseable {
         long started = System.nanoTime();
         try {
           outputs = engine.step();
-          stepObserver.step(System.nanoTime() - started, outputs.size());
+          long took = System.nanoTime() - started;
+          stepObserver.step(took, outputs.size());
+          double s = took / 1e9;
+          stepSeconds = stepSeconds == 0 ? s : 0.9 * stepSeconds + 0.1 * s;
         } catch (RuntimeException e) {
           log.error("engine step failed; failing every request in flight", e);
           failAll(e);

@@ -79,7 +79,8 @@ final class WorkerFacts {
         load.kvBlocksTotal(),
         load.lastEventId(),
         loop.prefillCost(),
-        remote == null ? 0 : remote.fallbacks());
+        remote == null ? 0 : remote.fallbacks(),
+        loop.stepSeconds());
   }
 
   static KvRegionRef region(MemoryDescriptor d) {

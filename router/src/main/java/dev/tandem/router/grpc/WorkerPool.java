@@ -121,7 +121,8 @@ public final class WorkerPool implements AutoCloseable {
         r.kvBlocksUsed(),
         r.kvBlocksTotal(),
         new WorkerLoad.Speed(
-            r.prefillCost(), r.queuedPrefillTokens(), worker.description().maxNumSeqs(), worker.description().maxBatchedTokens()));
+            r.prefillCost(), r.queuedPrefillTokens(), worker.description().maxNumSeqs(), worker.description().maxBatchedTokens(),
+            r.stepSeconds()));
   }
 
   public int blockSize() {
