@@ -84,9 +84,13 @@ public final class IndexScale {
     }
     List<WorkerLoad> loads = new ArrayList<>(workers);
     for (int i = 0; i < workers; i++) {
-      loads.add(new WorkerLoad(ids[i], random.nextInt(8), random.nextInt(64), random.nextInt(2000), 0, 0, random.nextInt(10_000), 16_384));
+      var speed = new WorkerLoad.Speed(
+          new dev.tandem.common.PrefillCost(50e-6 * (1 + random.nextDouble()), 1e-9), random.nextInt(4000), 256, 8192, 0.01);
+      loads.add(new WorkerLoad(ids[i], random.nextInt(8), random.nextInt(64), random.nextInt(2000), 0, 0, random.nextInt(10_000), 16_384, speed));
     }
-    KvSelector selector = new KvSelector(index, ApproximateIndex.withDefaults(), w -> false, index::blockCount, KvSelector.Weights.defaults());
+    KvSelector blocks = new KvSelector(index, ApproximateIndex.withDefaults(), w -> false, index::blockCount, KvSelector.Weights.defaults());
+    KvSelector seconds = new KvSelector(index, ApproximateIndex.withDefaults(), w -> false, index::blockCount, index::blockCount,
+        dev.tandem.router.PredictedTtftCost.defaults(), 0);
 
     long sink = 0;
     double[] lookupUs = new double[decisions];
@@ -99,16 +103,18 @@ public final class IndexScale {
     }
     report("index lookup (overlap of a 4k-token prompt)", lookupUs);
 
-    double[] decideUs = new double[decisions / 10];
-    for (int pass = 0; pass < 2; pass++) {
-      for (int i = 0; i < decideUs.length; i++) {
-        RoutingRequest req = new RoutingRequest("r", tokens[i % distinct], requests[i % distinct], 16);
-        long s = System.nanoTime();
-        sink += selector.select(req, loads).predictedOverlap().blocks();
-        decideUs[i] = (System.nanoTime() - s) / 1e3;
+    for (KvSelector selector : List.of(blocks, seconds)) {
+      double[] decideUs = new double[decisions / 10];
+      for (int pass = 0; pass < 2; pass++) {
+        for (int i = 0; i < decideUs.length; i++) {
+          RoutingRequest req = new RoutingRequest("r", tokens[i % distinct], requests[i % distinct], 16);
+          long s = System.nanoTime();
+          sink += selector.select(req, loads).predictedOverlap().blocks();
+          decideUs[i] = (System.nanoTime() - s) / 1e3;
+        }
       }
+      report("routing decision, " + selector.kvCost().name() + " cost (lookup + cost over " + workers + " workers)", decideUs);
     }
-    report("routing decision (lookup + cost over " + workers + " workers)", decideUs);
     if (sink == 42) {
       System.out.println();
     }

@@ -19,7 +19,8 @@ import org.knowm.xchart.style.Styler;
  * and a PNG chart: for every workload row and router configuration, the cached-token share (and
  * the most a cache could have served), TTFT mean / p50 / p90 / p99, ITL p99, throughput, and how
  * evenly requests spread over the workers; the chart shows each configuration's mean TTFT as a
- * ratio to round-robin's in the same row (lower is better).
+ * ratio to round-robin's in the same row (lower is better), and a second one each configuration's
+ * cached tokens as a share of the most a cache could have served.
  *
  * <p>Run: {@code java -cp ... dev.tandem.bench.RoutingMatrix OUT_DIR ROW,ROW,... CONFIG,CONFIG,...};
  * reads {@code OUT_DIR/ROW/CONFIG.json} ({@code tandem bench --json}), writes {@code
@@ -45,8 +46,19 @@ public final class RoutingMatrix {
     chart.getStyler().setLegendPosition(Styler.LegendPosition.OutsideE);
     chart.getStyler().setYAxisMin(0.0);
     chart.getStyler().setAvailableSpaceFill(0.85);
+    CategoryChart cachedChart =
+        new CategoryChartBuilder().width(1400).height(650).title("Cached prompt tokens ÷ the most a cache could serve, per workload")
+            .xAxisTitle("workload").yAxisTitle("share of the possible hits").build();
+    cachedChart.getStyler().setLegendPosition(Styler.LegendPosition.OutsideE);
+    cachedChart.getStyler().setYAxisMin(0.0);
+    cachedChart.getStyler().setYAxisMax(1.0);
+    cachedChart.getStyler().setAvailableSpaceFill(0.85);
     List<List<Double>> ratios = new ArrayList<>();
-    configs.forEach(c -> ratios.add(new ArrayList<>()));
+    List<List<Double>> cachedShares = new ArrayList<>();
+    configs.forEach(c -> {
+      ratios.add(new ArrayList<>());
+      cachedShares.add(new ArrayList<>());
+    });
     List<String> shownRows = new ArrayList<>();
     for (String row : rows) {
       JsonNode base = read(out.resolve(row).resolve("round-robin.json"));
@@ -58,8 +70,11 @@ public final class RoutingMatrix {
         JsonNode r = read(out.resolve(row).resolve(configs.get(i) + ".json"));
         if (r == null) {
           ratios.get(i).add(Double.NaN);
+          cachedShares.get(i).add(Double.NaN);
           continue;
         }
+        double max = r.path("max_hit_rate").asDouble();
+        cachedShares.get(i).add(max > 0 ? r.path("hit_rate").asDouble() / max : Double.NaN);
         any = true;
         double ratio = base == null ? Double.NaN : r.at("/ttft_ms/mean").asDouble() / base.at("/ttft_ms/mean").asDouble();
         ratios.get(i).add(ratio);
@@ -74,19 +89,26 @@ public final class RoutingMatrix {
       }
     }
     for (int i = 0; i < configs.size(); i++) {
-      List<Double> ys = new ArrayList<>();
-      for (int k = 0; k < rows.size(); k++) {
-        if (shownRows.contains(rows.get(k))) {
-          double v = ratios.get(i).get(k);
-          ys.add(Double.isNaN(v) ? 0.0 : v);
-        }
-      }
-      chart.addSeries(configs.get(i), shownRows, ys);
+      chart.addSeries(configs.get(i), shownRows, shown(rows, shownRows, ratios.get(i)));
+      cachedChart.addSeries(configs.get(i), shownRows, shown(rows, shownRows, cachedShares.get(i)));
     }
     Files.writeString(out.resolve("matrix.md"), md.toString());
     BitmapEncoder.saveBitmap(chart, out.resolve("matrix").toString(), BitmapEncoder.BitmapFormat.PNG);
+    BitmapEncoder.saveBitmap(cachedChart, out.resolve("matrix-cached").toString(), BitmapEncoder.BitmapFormat.PNG);
     System.out.print(md);
-    System.out.println("\nwrote " + out.resolve("matrix.md") + " and " + out.resolve("matrix.png"));
+    System.out.println("\nwrote " + out.resolve("matrix.md") + ", " + out.resolve("matrix.png") + " and " + out.resolve("matrix-cached.png"));
+  }
+
+  /** The values of the rows that have results, rows without one at 0. */
+  private static List<Double> shown(List<String> rows, List<String> shownRows, List<Double> values) {
+    List<Double> ys = new ArrayList<>();
+    for (int k = 0; k < rows.size(); k++) {
+      if (shownRows.contains(rows.get(k))) {
+        double v = values.get(k);
+        ys.add(Double.isNaN(v) ? 0.0 : v);
+      }
+    }
+    return ys;
   }
 
   private static JsonNode read(Path file) throws IOException {

@@ -70,23 +70,20 @@ final class BenchCommand implements Callable<Integer> {
   @Override
   public Integer call() throws Exception {
     String served = model != null ? model : LoadGenerator.servedModel(url);
-    BenchConfig config =
+    BenchConfig.Builder builder =
         BenchConfig.builder(url, served)
             .endpoint(endpoint)
             .concurrency(concurrency)
             .requestRate(requestRate)
             .numRequests(numRequests)
             .tokens(inputTokens, outputTokens)
-            .sharedPrefixes(prefixes, prefixRepeats, prefixTokens)
             .mixed(longTokens, longShare)
             .seed(seed)
-            .timeout(Duration.ofSeconds(timeoutS))
-            .build();
-    if (turns > 0) {
-      config = BenchConfig.builder(url, served).endpoint(endpoint).concurrency(concurrency).requestRate(requestRate)
-          .multiTurn(prefixes, turns, prefixTokens, inputTokens).tokens(inputTokens, outputTokens)
-          .seed(seed).timeout(Duration.ofSeconds(timeoutS)).build();
-    }
+            .timeout(Duration.ofSeconds(timeoutS));
+    BenchConfig config =
+        turns > 0
+            ? builder.multiTurn(prefixes, turns, prefixTokens, inputTokens).build()
+            : builder.sharedPrefixes(prefixes, prefixRepeats, prefixTokens).build();
     BenchReport report = new LoadGenerator(config).run();
     System.out.print(report.text());
     if (json != null) {

@@ -17,4 +17,13 @@ public interface KvCost {
    * of the prompt, {@code cachedBlocks[i]} how many blocks it caches in all (its working set).
    */
   double[] costs(RoutingRequest request, List<WorkerLoad> candidates, Overlap[] overlaps, int[] cachedBlocks);
+
+  /**
+   * Costs within this fraction of the minimum count as a tie (broken towards the worker the router
+   * sent fewer blocks): a measured cost carries measurement noise, and two equally fast workers
+   * must not look different because one's fit came out a few percent lower.
+   */
+  default double tieTolerance() {
+    return 0;
+  }
 }

@@ -113,7 +113,7 @@ public final class KvSelector implements WorkerSelector {
     RandomGenerator random = ThreadLocalRandom.current();
     int chosen;
     if (temperature <= 0 || max == min) {
-      chosen = argmin(candidates, costs, min, random);
+      chosen = argmin(candidates, costs, min + Math.abs(min) * cost.tieTolerance(), random);
     } else {
       double[] p = new double[n];
       double sum = 0;
@@ -131,15 +131,16 @@ public final class KvSelector implements WorkerSelector {
         }
       }
     }
-    return new Selection(candidates.get(chosen).workerId(), overlaps[chosen]);
+    return new Selection(candidates.get(chosen).workerId(), overlaps[chosen], costs[chosen], cost.name());
   }
 
-  private int argmin(List<WorkerLoad> candidates, double[] costs, double min, RandomGenerator random) {
+  /** The cheapest candidate among those costing at most {@code tie}: fewest blocks sent, then random. */
+  private int argmin(List<WorkerLoad> candidates, double[] costs, double tie, RandomGenerator random) {
     int best = -1;
     int bestCached = 0;
     int ties = 0;
     for (int i = 0; i < costs.length; i++) {
-      if (costs[i] != min) {
+      if (costs[i] > tie) {
         continue;
       }
       int cached = tieBreakBlocks.applyAsInt(candidates.get(i).workerId());

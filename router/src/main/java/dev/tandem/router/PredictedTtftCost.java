@@ -53,6 +53,12 @@ public record PredictedTtftCost(double itlTargetSeconds, double evictionWeight) 
     return "seconds";
   }
 
+  /** Predictions within 5% of the best are ties: prefill fits of identical workers differ by that much. */
+  @Override
+  public double tieTolerance() {
+    return 0.05;
+  }
+
   /** One candidate's prediction, term by term (seconds). */
   public record Breakdown(double queue, double prefill, double decode, double evict, double stall) {
     public double total() {

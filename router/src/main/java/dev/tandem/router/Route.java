@@ -13,6 +13,15 @@ public interface Route {
   /** Blocks of the prompt the router expects the chosen worker to hold already. */
   int predictedOverlapBlocks();
 
+  /**
+   * The cost the router minimised for the chosen worker: in kv mode with the seconds cost, its
+   * predicted time to first token; with the block cost, blocks; NaN for load-only modes.
+   */
+  double predictedCost();
+
+  /** {@code seconds}, {@code blocks}, or empty for load-only modes. */
+  String costName();
+
   /** The split decision, or null when there was nothing to decide. */
   SplitPolicy.Decision decision();
 

@@ -124,4 +124,24 @@ class KvSelectorTest {
     assertEquals(B, byEvents.worker());
     assertEquals(0, byEvents.predictedOverlap().blocks());
   }
+
+  @Test
+  void predictedSecondsWithinTheToleranceAreATieBrokenByBlocksSent() {
+    int[] prompt = tokens(320, 7);
+    approximate.record(A, request(tokens(320, 8)).blockHashes()); // A was sent 20 blocks already
+    KvSelector seconds = new KvSelector(index, approximate, w -> false, approximate::blockCount, index::blockCount,
+        PredictedTtftCost.defaults(), 0);
+    // Two idle workers whose prefill fits differ by 2%: the same speed, as far as a fit can tell.
+    WorkerLoad a = new WorkerLoad(A, 0, 0, 0, 0, 0, 0, 1000,
+        new WorkerLoad.Speed(new dev.tandem.common.PrefillCost(98e-6, 0), 0, 64, 2048, 0));
+    WorkerLoad b = new WorkerLoad(B, 0, 0, 0, 0, 0, 0, 1000,
+        new WorkerLoad.Speed(new dev.tandem.common.PrefillCost(100e-6, 0), 0, 64, 2048, 0));
+    for (int i = 0; i < 10; i++) {
+      assertEquals(B, seconds.select(request(prompt), List.of(a, b)).worker(), "the tie goes to the worker sent fewer blocks");
+    }
+    // 20% apart is no tie: the faster worker wins.
+    WorkerLoad fastA = new WorkerLoad(A, 0, 0, 0, 0, 0, 0, 1000,
+        new WorkerLoad.Speed(new dev.tandem.common.PrefillCost(80e-6, 0), 0, 64, 2048, 0));
+    assertEquals(A, seconds.select(request(prompt), List.of(fastA, b)).worker());
+  }
 }

@@ -43,6 +43,8 @@ final class ChoiceStream {
   long kvExposedUs;
   long lastTokenNanos = -1;
   int predictedOverlapBlocks;
+  double predictedCost = Double.NaN;
+  String costName = "";
   final List<ResponseJson.LogprobEntry> logprobs = new ArrayList<>(); // not yet sent (stream) or all
   private int logprobTextOffset; // completions: text offset of the first entry in logprobs
 

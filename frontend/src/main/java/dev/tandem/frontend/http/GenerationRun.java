@@ -80,6 +80,8 @@ final class GenerationRun {
       for (ChoiceStream c : choices) {
         Route route = route(request(c));
         c.predictedOverlapBlocks = route.predictedOverlapBlocks();
+        c.predictedCost = route.predictedCost();
+        c.costName = route.costName();
         c.splitDecision = route.decision();
         c.call = route.start(listener(c)); // releases the route's reservation itself if it cannot start
       }

@@ -89,7 +89,17 @@ final class RunTiming {
     if (fallback != null) {
       t.put("prefill_fallback", fallback);
     }
-    SplitPolicy.Decision decision = choices.getFirst().splitDecision;
+    ChoiceStream first = choices.getFirst();
+    if (!first.costName.isEmpty()) {
+      ObjectNode r = t.putObject("routing");
+      r.put("cost", first.costName).put("predicted_overlap_blocks", first.predictedOverlapBlocks);
+      if (first.costName.equals("seconds")) {
+        r.put("predicted_ttft_ms", first.predictedCost * 1e3);
+      } else {
+        r.put("cost_blocks", first.predictedCost);
+      }
+    }
+    SplitPolicy.Decision decision = first.splitDecision;
     if (decision != null) {
       ObjectNode d = t.putObject("split_decision");
       d.put("split", decision.split()).put("reason", decision.reason());

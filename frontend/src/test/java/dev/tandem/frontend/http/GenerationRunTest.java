@@ -80,6 +80,8 @@ class GenerationRunTest {
       return new Route() {
         @Override public WorkerId worker() { return new WorkerId("w0"); }
         @Override public int predictedOverlapBlocks() { return 0; }
+        @Override public double predictedCost() { return Double.NaN; }
+        @Override public String costName() { return ""; }
         @Override public SplitPolicy.Decision decision() { return null; }
         @Override public Generation start(TokenListener listener) {
           script.accept(listener);

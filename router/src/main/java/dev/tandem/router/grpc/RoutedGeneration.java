@@ -22,14 +22,20 @@ final class RoutedGeneration implements Route {
   private final GenerationRequest request;
   private final LoadLedger.Reservation reservation;
   private final int predictedOverlapBlocks;
+  private final dev.tandem.router.Selection selection;
   private final SplitPolicy.Decision decision;
 
   RoutedGeneration(
-      WorkerClient worker, GenerationRequest request, LoadLedger.Reservation reservation, int predictedOverlapBlocks, SplitPolicy.Decision decision) {
+      WorkerClient worker,
+      GenerationRequest request,
+      LoadLedger.Reservation reservation,
+      dev.tandem.router.Selection selection,
+      SplitPolicy.Decision decision) {
     this.worker = worker;
     this.request = request;
     this.reservation = reservation;
-    this.predictedOverlapBlocks = predictedOverlapBlocks;
+    this.predictedOverlapBlocks = selection.predictedOverlap().blocks();
+    this.selection = selection;
     this.decision = decision;
   }
 
@@ -46,6 +52,16 @@ final class RoutedGeneration implements Route {
   @Override
   public int predictedOverlapBlocks() {
     return predictedOverlapBlocks;
+  }
+
+  @Override
+  public double predictedCost() {
+    return selection.cost();
+  }
+
+  @Override
+  public String costName() {
+    return selection.costName();
   }
 
   @Override

@@ -172,10 +172,10 @@ public final class Router implements RequestRouter, AutoCloseable {
         return new RoutedGeneration(
             chosen, split.request(request),
             ledger.reserveSplit(chosen.workerId(), promptBlocks, split.prefill().workerId(), split.prefillBlocks()),
-            predicted.blocks(), split.decision());
+            selection, split.decision());
       }
       return new RoutedGeneration(
-          chosen, request, ledger.reserve(chosen.workerId(), prefill, promptBlocks), predicted.blocks(),
+          chosen, request, ledger.reserve(chosen.workerId(), prefill, promptBlocks), selection,
           split == null ? null : split.decision());
     }
   }
