@@ -26,4 +26,9 @@ public interface KvCost {
   default double tieTolerance() {
     return 0;
   }
+
+  /** Whether {@link #costs} reads {@code cachedBlocks} (the selector skips counting them otherwise). */
+  default boolean needsWorkingSets() {
+    return false;
+  }
 }

@@ -101,7 +101,9 @@ public final class KvSelector implements WorkerSelector {
         o = fromEvents.getOrDefault(w, Overlap.NONE);
       }
       overlaps[i] = o;
-      workingSets[i] = workingSetBlocks.applyAsInt(w);
+      if (cost.needsWorkingSets()) {
+        workingSets[i] = workingSetBlocks.applyAsInt(w);
+      }
     }
     double[] costs = cost.costs(request, candidates, overlaps, workingSets);
     double min = Double.POSITIVE_INFINITY;

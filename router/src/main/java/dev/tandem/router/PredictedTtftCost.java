@@ -2,7 +2,6 @@ package dev.tandem.router;
 
 import dev.tandem.common.PrefillCost;
 import dev.tandem.router.index.Overlap;
-import java.util.Arrays;
 import java.util.List;
 
 /**
@@ -59,6 +58,11 @@ public record PredictedTtftCost(double itlTargetSeconds, double evictionWeight) 
     return 0.05;
   }
 
+  @Override
+  public boolean needsWorkingSets() {
+    return evictionWeight > 0;
+  }
+
   /** One candidate's prediction, term by term (seconds). */
   public record Breakdown(double queue, double prefill, double decode, double evict, double stall) {
     public double total() {
@@ -68,10 +72,14 @@ public record PredictedTtftCost(double itlTargetSeconds, double evictionWeight) 
 
   @Override
   public double[] costs(RoutingRequest request, List<WorkerLoad> candidates, Overlap[] overlaps, int[] cachedBlocks) {
-    PrefillCost fallback = fleetMedian(candidates);
+    PrefillCost fallback = null; // the fleet median, computed only if some candidate needs it
     double[] c = new double[candidates.size()];
     for (int i = 0; i < c.length; i++) {
-      c[i] = breakdown(request, candidates.get(i), overlaps[i], cachedBlocks[i], fallback).total();
+      WorkerLoad load = candidates.get(i);
+      if (fallback == null && !load.speed().prefillCost().known()) {
+        fallback = fleetMedian(candidates);
+      }
+      c[i] = breakdown(request, load, overlaps[i], cachedBlocks[i], fallback).total();
     }
     return c;
   }
@@ -109,12 +117,17 @@ public record PredictedTtftCost(double itlTargetSeconds, double evictionWeight) 
 
   /** The median measured prefill cost among the candidates, or {@link #NOMINAL} when none measured. */
   static PrefillCost fleetMedian(List<WorkerLoad> candidates) {
-    PrefillCost[] known = candidates.stream().map(l -> l.speed().prefillCost()).filter(PrefillCost::known).toArray(PrefillCost[]::new);
-    if (known.length == 0) {
+    List<PrefillCost> known = new java.util.ArrayList<>();
+    for (WorkerLoad l : candidates) {
+      if (l.speed().prefillCost().known()) {
+        known.add(l.speed().prefillCost());
+      }
+    }
+    if (known.isEmpty()) {
       return NOMINAL;
     }
-    Arrays.sort(known, (a, b) -> Double.compare(a.seconds(512, 0), b.seconds(512, 0)));
-    return known[known.length / 2];
+    known.sort((a, b) -> Double.compare(a.seconds(512, 0), b.seconds(512, 0)));
+    return known.get(known.size() / 2);
   }
 
   private static long ceilDiv(long a, long b) {
