@@ -15,10 +15,10 @@ import java.util.List;
  * queued   = max(reported queued prompt tokens, router's in-flight prefill blocks × block_size)
  * queue    = queued × per_token                             work ahead of this request
  * prefill  = uncached × (per_token + per_context_token × (cached + uncached / 2))
- * decode   = (steps + ½) × step_seconds, when streams are running: the step in progress, then
- *            every step this prompt's chunks share with them; steps = ⌈(queued + uncached) /
- *            (max_batched_tokens − running)⌉; step_seconds is the worker's measured recent mean
- *            (before it has one: steps × running × per_token, one decode token per stream a step)
+ * decode   = ½ × step_seconds + steps × running × per_token, when streams are running: the rest
+ *            of the step in progress (step_seconds is the worker's measured recent mean), then one
+ *            decode token per running stream in each step this prompt's chunks share with them;
+ *            steps = ⌈(queued + uncached) / (max_batched_tokens − running)⌉
  * evict    = eviction_weight × max(new_blocks − free_blocks, 0) × block_size × per_token
  *            the prefix blocks this placement pushes out must be recomputed by someone later
  * stall    = running × prefill, only when an ITL target is set and a step carrying this prefill
@@ -98,7 +98,7 @@ public record PredictedTtftCost(double itlTargetSeconds, double evictionWeight) 
     int budget = load.speed().maxBatchedTokens();
     long steps = budget > running ? ceilDiv(queued + uncached, budget - running) : 1;
     double stepSeconds = load.speed().stepSeconds();
-    double decode = running == 0 ? 0 : stepSeconds > 0 ? (steps + 0.5) * stepSeconds : steps * running * cost.perToken();
+    double decode = running == 0 ? 0 : 0.5 * stepSeconds + steps * running * cost.perToken();
     int newBlocks = Math.max(request.promptBlocks() - overlap.blocks(), 0);
     int free = load.kvBlocksTotal() - cachedBlocks;
     double evict = load.kvBlocksTotal() > 0

@@ -60,9 +60,9 @@ class PredictedTtftCostTest {
     assertEquals(0.032, b.prefill(), 1e-12);
     // ⌈(1000 + 320) / (2048 − 4)⌉ = 1 step carrying 4 decode tokens (no step time measured yet).
     assertEquals(4 * 100e-6, b.decode(), 1e-12);
-    // Measured steps of 20 ms: half of the one in progress, then the one step it shares.
+    // Measured steps of 20 ms: half of the one in progress, then the decode tokens of the step it shares.
     WorkerLoad measured = new WorkerLoad(new WorkerId("m"), 4, 10, 0, 4, 0, 0, 1000, new WorkerLoad.Speed(FAST, 1000, 64, 2048, 0.020));
-    assertEquals(1.5 * 0.020, COST.breakdown(request(320), measured, Overlap.NONE, 0, PredictedTtftCost.NOMINAL).decode(), 1e-12);
+    assertEquals(0.5 * 0.020 + 4 * 100e-6, COST.breakdown(request(320), measured, Overlap.NONE, 0, PredictedTtftCost.NOMINAL).decode(), 1e-12);
     assertTrue(seconds(load("busy", FAST, 4, 10, 1000), Overlap.NONE) > seconds(load("idle", FAST, 0, 0, 0), Overlap.NONE));
   }
 
