@@ -27,6 +27,7 @@ import org.junit.jupiter.api.Test;
  * read, leave the survivor serving, and not take the survivor down when it closes (a UCX abort
  * would crash this test JVM and fail the build).
  */
+@org.junit.jupiter.api.Tag("e2e") // spawns and kills peer processes: the full tier, not -Pfast
 class UcxProcessDeathTest {
   private static final long REGION = 256L << 20;
   private Arena arena;
