@@ -71,11 +71,6 @@ public final class LoadLedger {
     return accounts.computeIfAbsent(worker, w -> new Account());
   }
 
-  /** Forgets a worker that left (its in-flight requests' releases then change nothing visible). */
-  public void forget(WorkerId worker) {
-    accounts.remove(worker);
-  }
-
   /** One request's committed load. Both steps are idempotent; release implies the first token. */
   public final class Reservation {
     private final Account decode;

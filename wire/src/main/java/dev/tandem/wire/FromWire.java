@@ -45,7 +45,7 @@ public final class FromWire {
                 r.getRemotePrefill().getWorkerAddress(), new WorkerId(r.getRemotePrefill().getWorkerId()), r.getRemotePrefill().getTimeoutMs())
             : null;
     return new GenerationRequest(
-        r.getRequestId().isEmpty() ? idIfEmpty : r.getRequestId(), ints(r.getTokenIdsList()), sampling(r.getSampling()), stop(r.getStop()), remote);
+        r.getRequestId().isEmpty() ? idIfEmpty : r.getRequestId(), tokens(r), sampling(r.getSampling()), stop(r.getStop()), remote);
   }
 
   public static SamplingParams sampling(dev.tandem.proto.worker.v1.SamplingParams s) {
@@ -87,8 +87,12 @@ public final class FromWire {
                 c.getKvTransferUs(),
                 c.getKvTransferBytes(),
                 c.getKvExposedUs());
+    int[] tokens = new int[c.getTokenIdsCount()];
+    for (int i = 0; i < tokens.length; i++) {
+      tokens[i] = c.getTokenIds(i);
+    }
     return new TokenChunk(
-        ints(c.getTokenIdsList()), logprobs, finishReason(c.getFinishReason()), c.getPromptTokens(), c.getCachedTokens(), origin);
+        tokens, logprobs, finishReason(c.getFinishReason()), c.getPromptTokens(), c.getCachedTokens(), origin);
   }
 
   public static TokenLogprob logprob(dev.tandem.proto.worker.v1.TokenLogprob lp) {
@@ -221,6 +225,15 @@ public final class FromWire {
         };
     String description = status.getDescription() == null ? "" : status.getDescription();
     return new GenerationException(kind, status.getCode().name(), description, error);
+  }
+
+  /** The prompt's token ids, read without boxing (prompts run to thousands of tokens). */
+  private static int[] tokens(GenerateRequest r) {
+    int[] out = new int[r.getTokenIdsCount()];
+    for (int i = 0; i < out.length; i++) {
+      out[i] = r.getTokenIds(i);
+    }
+    return out;
   }
 
   static int[] ints(List<Integer> list) {

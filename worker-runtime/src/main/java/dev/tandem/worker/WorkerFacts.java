@@ -1,6 +1,5 @@
 package dev.tandem.worker;
 
-import dev.tandem.common.KvRegionRef;
 import dev.tandem.common.ModelCard;
 import dev.tandem.common.WorkerDescription;
 import dev.tandem.common.WorkerId;
@@ -9,7 +8,6 @@ import dev.tandem.common.WorkerRole;
 import dev.tandem.engine.EngineInfo;
 import dev.tandem.engine.EngineLoad;
 import dev.tandem.engine.ModelFiles;
-import dev.tandem.transfer.MemoryDescriptor;
 import dev.tandem.worker.role.RemotePrefillClient;
 
 /**
@@ -54,7 +52,7 @@ final class WorkerFacts {
         info.eosTokenIds(),
         transfer == null ? "" : transfer.agent().backend(),
         transfer == null ? "" : transfer.agent().address(),
-        transfer == null ? null : region(transfer.probe()),
+        transfer == null ? null : WorkerKvTransfer.ref(transfer.probe()),
         host,
         cpus,
         transfer == null ? 0 : transfer.handoff().layers(),
@@ -81,9 +79,5 @@ final class WorkerFacts {
         loop.prefillCost(),
         remote == null ? 0 : remote.fallbacks(),
         loop.stepSeconds());
-  }
-
-  static KvRegionRef region(MemoryDescriptor d) {
-    return new KvRegionRef(d.agentAddress(), d.regionId(), d.offset(), d.length());
   }
 }

@@ -1,6 +1,9 @@
 package dev.tandem.worker;
 
+import dev.tandem.common.KvRegionRef;
 import dev.tandem.engine.KvHandoff;
+import dev.tandem.wire.FromWire;
+import dev.tandem.wire.ToWire;
 import dev.tandem.proto.worker.v1.KvRegion;
 import dev.tandem.transfer.MemoryDescriptor;
 import dev.tandem.transfer.TransferAgent;
@@ -93,17 +96,18 @@ public final class WorkerKvTransfer implements AutoCloseable {
     return probe;
   }
 
+  /** A transfer descriptor as the record the wire mappers know. */
+  public static KvRegionRef ref(MemoryDescriptor d) {
+    return new KvRegionRef(d.agentAddress(), d.regionId(), d.offset(), d.length());
+  }
+
   public static KvRegion toProto(MemoryDescriptor d) {
-    return KvRegion.newBuilder()
-        .setAgentAddress(d.agentAddress())
-        .setRegionId(d.regionId())
-        .setOffset(d.offset())
-        .setLength(d.length())
-        .build();
+    return ToWire.region(ref(d));
   }
 
   public static MemoryDescriptor fromProto(KvRegion r) {
-    return new MemoryDescriptor(r.getAgentAddress(), r.getRegionId(), r.getOffset(), r.getLength());
+    KvRegionRef ref = FromWire.region(r);
+    return new MemoryDescriptor(ref.agentAddress(), ref.regionId(), ref.offset(), ref.length());
   }
 
   /** A pull into this worker completed: {@code bytes} read over {@code nanos} (first layer to last byte). */

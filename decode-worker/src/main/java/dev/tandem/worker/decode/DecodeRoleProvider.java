@@ -19,11 +19,6 @@ public final class DecodeRoleProvider implements RoleProvider {
   }
 
   @Override
-  public String artifact() {
-    return "tandem-decode-worker";
-  }
-
-  @Override
   public RoleParts create(WorkerRole role, EngineLoop loop, WorkerKvTransfer transfer, ScheduledExecutorService timer) {
     return new RoleParts(null, new RemotePrefills(loop, transfer, timer, loop.engine().info().eosTokenIds()));
   }

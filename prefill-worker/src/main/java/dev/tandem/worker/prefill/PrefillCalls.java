@@ -120,14 +120,14 @@ public final class PrefillCalls implements PrefillEndpoint {
         return;
       }
       receivedNanos = System.nanoTime();
-      String requestId = wire.getRequestId().isEmpty() ? UUID.randomUUID().toString() : wire.getRequestId();
       EngineRequest full;
       try {
-        full = EngineRequest.of(FromWire.request(wire, requestId));
+        full = EngineRequest.of(FromWire.request(wire, UUID.randomUUID().toString()));
       } catch (IllegalArgumentException e) {
         end(Status.INVALID_ARGUMENT.withDescription(e.getMessage()), "bad request");
         return;
       }
+      String requestId = full.requestId();
       EngineRequest one =
           new EngineRequest(
               requestId, full.promptTokens(), full.sampling(), new StopConditions(1, full.stop().stopTokenIds(), true));

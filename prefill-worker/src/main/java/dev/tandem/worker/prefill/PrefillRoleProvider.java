@@ -16,11 +16,6 @@ public final class PrefillRoleProvider implements RoleProvider {
   }
 
   @Override
-  public String artifact() {
-    return "tandem-prefill-worker";
-  }
-
-  @Override
   public RoleParts create(WorkerRole role, EngineLoop loop, WorkerKvTransfer transfer, ScheduledExecutorService timer) {
     return new RoleParts(new PrefillCalls(loop, transfer, timer), null);
   }

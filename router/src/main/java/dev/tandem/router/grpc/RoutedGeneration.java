@@ -44,11 +44,6 @@ final class RoutedGeneration implements Route {
     return worker.workerId();
   }
 
-  /** The request as sent (with its remote prefill when split). */
-  GenerationRequest request() {
-    return request;
-  }
-
   @Override
   public int predictedOverlapBlocks() {
     return predictedOverlapBlocks;

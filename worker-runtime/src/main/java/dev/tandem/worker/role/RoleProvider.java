@@ -15,9 +15,6 @@ public interface RoleProvider {
   /** The roles this module serves. */
   Set<WorkerRole> roles();
 
-  /** The artifact that holds this provider, for error messages. */
-  String artifact();
-
   /** The role's parts for a worker whose engine runs on {@code loop} and moves KV with {@code transfer}. */
   RoleParts create(WorkerRole role, EngineLoop loop, WorkerKvTransfer transfer, ScheduledExecutorService timer);
 }
