@@ -1,7 +1,10 @@
 package dev.tandem.cli;
 
+import dev.tandem.discovery.Discovery;
+import dev.tandem.frontend.FrontendMetrics;
 import dev.tandem.frontend.ServedModel;
 import dev.tandem.frontend.http.FrontendServer;
+import dev.tandem.router.grpc.DiscoveredWorkers;
 import dev.tandem.router.grpc.Router;
 import dev.tandem.router.grpc.WorkerPool;
 import java.time.Duration;
@@ -14,39 +17,71 @@ import picocli.CommandLine.Option;
 @Command(
     name = "frontend",
     mixinStandardHelpOptions = true,
-    description = "Runs the OpenAI-compatible HTTP frontend and router over workers given by address.")
+    description = "Runs the OpenAI-compatible HTTP frontend and router over workers named by address (--worker) or found through discovery (--discovery etcd|kubernetes).")
 final class FrontendCommand implements Callable<Integer> {
-  @Option(names = "--worker", required = true, split = ",", description = "Worker gRPC address host:port; repeat or comma-separate for several.")
+  @Option(names = "--worker", split = ",", description = "Worker gRPC address host:port; repeat or comma-separate for several. Required with --discovery static.")
   List<String> workers;
 
   @Mixin HttpOptions http;
 
   @Mixin RouterOptions routerOptions;
 
+  @Mixin DiscoveryOptions discovery;
+
   @Option(names = "--block-size", defaultValue = "${env:TANDEM_BLOCK_SIZE:-16}", description = "The router's KV block size; workers with another are refused (default ${DEFAULT-VALUE}).")
   int blockSize;
 
   @Option(names = "--worker-connect-timeout-s", defaultValue = "${env:TANDEM_WORKER_CONNECT_TIMEOUT_S:-300}",
-      description = "How long to wait for each worker to answer at start: workers with a KV transfer backend warm their engine up before they listen, a minute or more for a large model on CPU (default ${DEFAULT-VALUE}).")
+      description = "How long to wait for each worker to answer at start (and, with discovery, for the first worker to register): workers with a KV transfer backend warm their engine up before they listen, a minute or more for a large model on CPU (default ${DEFAULT-VALUE}).")
   int connectTimeoutSeconds;
+
+  @Option(names = "--drain-timeout-s", defaultValue = "${env:TANDEM_DRAIN_TIMEOUT_S:-60}",
+      description = "On SIGTERM: stop accepting, then wait this long for the requests in flight to finish before exiting (default ${DEFAULT-VALUE}).")
+  int drainTimeoutSeconds;
 
   @Override
   public Integer call() throws Exception {
+    if (discovery.isStatic() && (workers == null || workers.isEmpty())) {
+      throw new IllegalArgumentException("--worker: name at least one worker, or find them with --discovery etcd|kubernetes");
+    }
     Duration connectTimeout = Duration.ofSeconds(connectTimeoutSeconds);
     WorkerPool pool = new WorkerPool(blockSize, connectTimeout, LocalDeployment.LOAD_INTERVAL);
-    for (String address : workers) {
-      pool.add(address);
+    Router router = Router.create(pool, routerOptions.config());
+    Discovery found = discovery.open(workers);
+    router.describeDiscovery(found.describe());
+    DiscoveredWorkers followed = null;
+    if (discovery.isStatic()) {
+      // Named workers must all answer at start; a refusal (model, block size) stops the frontend.
+      for (String address : workers) {
+        pool.add(address);
+      }
+    } else {
+      followed = DiscoveredWorkers.follow(found, pool);
+      System.out.println("frontend: waiting for workers from " + found.describe());
+      if (!pool.awaitAny(connectTimeout)) {
+        throw new IllegalStateException("no worker registered in " + found.describe() + " within " + connectTimeoutSeconds
+            + " s (--worker-connect-timeout-s); refused: " + pool.refused());
+      }
     }
     ServedModel model = LocalDeployment.servedModel(pool, connectTimeout);
-    Router router = Router.create(pool, routerOptions.config());
-    FrontendServer server =
-        FrontendServer.start(http.config(), model, router, LocalDeployment.metrics(router));
+    FrontendMetrics metrics = LocalDeployment.metrics(router);
+    FrontendServer server = FrontendServer.start(http.config(), model, router, metrics);
+    DiscoveredWorkers following = followed;
     Runtime.getRuntime().addShutdownHook(new Thread(() -> {
-      server.close();
+      try {
+        server.drain(Duration.ofSeconds(drainTimeoutSeconds), metrics);
+      } catch (InterruptedException e) {
+        server.close();
+      }
+      if (following != null) {
+        following.close();
+      }
       router.close();
       pool.close();
-    }));
-    System.out.println("frontend serving " + model.name() + " at http://" + http.host + ":" + server.port() + "/v1 over " + workers.size() + " worker(s)");
+      found.close();
+    }, "frontend-drain"));
+    System.out.println("frontend serving " + model.name() + " at http://" + http.host + ":" + server.port() + "/v1 over "
+        + (discovery.isStatic() ? workers.size() + " worker(s)" : "workers from " + found.describe()));
     server.awaitClose();
     return 0;
   }

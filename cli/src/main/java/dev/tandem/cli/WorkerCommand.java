@@ -1,8 +1,16 @@
 package dev.tandem.cli;
 
+import dev.tandem.common.WorkerDescription;
 import dev.tandem.common.WorkerId;
 import dev.tandem.common.WorkerRole;
+import dev.tandem.discovery.Discovery;
+import dev.tandem.discovery.Registration;
+import dev.tandem.discovery.WorkerRecord;
 import dev.tandem.worker.WorkerServer;
+import java.net.InetAddress;
+import java.time.Duration;
+import java.util.List;
+import java.util.concurrent.atomic.AtomicBoolean;
 import java.util.concurrent.Callable;
 import picocli.CommandLine.Command;
 import picocli.CommandLine.Mixin;
@@ -42,6 +50,16 @@ final class WorkerCommand implements Callable<Integer> {
 
   @Mixin KvTransferOptions transfer;
 
+  @Mixin DiscoveryOptions discovery;
+
+  @Option(names = "--advertise-host", defaultValue = "${env:TANDEM_ADVERTISE_HOST}",
+      description = "The host routers reach this worker at, as registered in discovery (default: --host, or this machine's address when --host is 0.0.0.0).")
+  String advertiseHost;
+
+  @Option(names = "--drain-timeout-s", defaultValue = "${env:TANDEM_DRAIN_TIMEOUT_S:-60}",
+      description = "On SIGTERM or POST /drain: leave discovery, take no new requests, and wait this long for those in flight before exiting 0 (default ${DEFAULT-VALUE}).")
+  int drainTimeoutSeconds;
+
   @Override
   public Integer call() throws Exception {
     WorkerRole workerRole;
@@ -67,10 +85,46 @@ final class WorkerCommand implements Callable<Integer> {
             .withKvEvents(!noKvEvents)
             .withMetricsPort(metricsPort != null ? metricsPort : port == 0 ? 0 : port + 100);
     WorkerServer worker = WorkerServer.start(config, engines.factory().get());
-    Runtime.getRuntime().addShutdownHook(new Thread(worker::close));
+    Discovery registry = discovery.isStatic() ? null : discovery.open(List.of());
+    Registration registration = registry == null ? null : registry.register(record(worker));
+    AtomicBoolean stopping = new AtomicBoolean();
+    Runnable drainAndStop = () -> {
+      if (!stopping.compareAndSet(false, true)) {
+        return;
+      }
+      try {
+        worker.drain(Duration.ofSeconds(drainTimeoutSeconds), registration == null ? () -> {} : registration::close);
+      } catch (InterruptedException e) {
+        Thread.currentThread().interrupt();
+      }
+      worker.close();
+      if (registry != null) {
+        registry.close();
+      }
+    };
+    worker.onDrainRequest(() -> {
+      drainAndStop.run();
+      System.exit(0);
+    });
+    Runtime.getRuntime().addShutdownHook(new Thread(() -> {
+      drainAndStop.run();
+      // A drained worker exits 0 on SIGTERM, as Kubernetes expects of a clean stop (not 143).
+      Runtime.getRuntime().halt(0);
+    }, "worker-drain"));
     System.out.println("worker " + id + " listening on " + worker.address()
-        + (worker.metricsPort() < 0 ? "" : "; metrics on http://" + host + ":" + worker.metricsPort() + "/metrics"));
+        + (worker.metricsPort() < 0 ? "" : "; metrics on http://" + host + ":" + worker.metricsPort() + "/metrics")
+        + (registry == null ? "" : "; registered in " + registry.describe()));
     worker.awaitTermination();
     return 0;
+  }
+
+  /** What this worker registers: where routers reach it and what it serves. */
+  private WorkerRecord record(WorkerServer worker) throws java.net.UnknownHostException {
+    String advertised = advertiseHost != null ? advertiseHost
+        : host.equals("0.0.0.0") || host.equals("::") ? InetAddress.getLocalHost().getHostAddress() : host;
+    WorkerDescription d = worker.description();
+    String transfer = d.kvTransferAddress().isEmpty() ? null : d.kvTransferAddress();
+    return new WorkerRecord(d.workerId().value(), d.role(), advertised + ":" + worker.port(), transfer,
+        d.modelName(), d.blockSize(), d.totalKvBlocks(), d.host());
   }
 }

@@ -3,7 +3,8 @@ package dev.tandem.common;
 /**
  * A worker's load as it reports it: requests running and waiting, prompt tokens queued for
  * prefill, KV blocks used of the total, its last KV event id, its measured prefill cost, how
- * often it fell back to a local prefill, and its recent steps' mean duration (0 before any).
+ * often it fell back to a local prefill, its recent steps' mean duration (0 before any), and whether
+ * it is draining (finishing what it has, taking nothing new).
  */
 public record WorkerLoadReport(
     WorkerId workerId,
@@ -15,11 +16,12 @@ public record WorkerLoadReport(
     long lastEventId,
     PrefillCost prefillCost,
     long remotePrefillFallbacks,
-    double stepSeconds) {
+    double stepSeconds,
+    boolean draining) {
 
   /** Nothing reported yet. */
   public static WorkerLoadReport empty(WorkerId workerId) {
-    return new WorkerLoadReport(workerId, 0, 0, 0, 0, 0, 0, PrefillCost.UNKNOWN, 0, 0);
+    return new WorkerLoadReport(workerId, 0, 0, 0, 0, 0, 0, PrefillCost.UNKNOWN, 0, 0, false);
   }
 
   /** Prompt tokens per second for a 512-token prompt, as dashboards show it. */

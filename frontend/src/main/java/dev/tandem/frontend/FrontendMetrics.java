@@ -70,6 +70,11 @@ public final class FrontendMetrics {
     registry.counter(MetricNames.REQUESTS, "endpoint", endpoint, "status", Integer.toString(status)).increment();
   }
 
+  /** Requests accepted and not yet answered in full. */
+  public int inflight() {
+    return inflight.get();
+  }
+
   public void inflightChange(int delta) {
     inflight.addAndGet(delta);
   }

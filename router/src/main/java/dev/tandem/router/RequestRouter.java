@@ -28,6 +28,16 @@ public interface RequestRouter {
   /** Every registered worker, reachable or not. */
   List<WorkerStatus> workers();
 
+  /** Workers that registered but were refused (another model or block size), by address, with why. */
+  default java.util.Map<String, String> refusedWorkers() {
+    return java.util.Map.of();
+  }
+
+  /** Where workers are found ({@code static}, etcd's endpoints, Kubernetes Services). */
+  default String discovery() {
+    return "static";
+  }
+
   /** How long a worker sent prompts may stay silent before it is reported; null unless in kv mode with events. */
   Duration missingEventsWindow();
 }

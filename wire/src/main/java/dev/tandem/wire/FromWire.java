@@ -165,7 +165,8 @@ public final class FromWire {
         r.getLastEventId(),
         new PrefillCost(r.getPrefillSPerToken(), r.getPrefillSPerContextToken()),
         r.getRemotePrefillFallbacks(),
-        r.getStepS());
+        r.getStepS(),
+        r.getDraining());
   }
 
   public static ModelCard modelCard(dev.tandem.proto.worker.v1.ModelCard c) {

@@ -176,6 +176,7 @@ public final class ToWire {
         .setPrefillSPerContextToken(r.prefillCost().perContextToken())
         .setRemotePrefillFallbacks(r.remotePrefillFallbacks())
         .setStepS(r.stepSeconds())
+        .setDraining(r.draining())
         .build();
   }
 

@@ -92,7 +92,7 @@ class WireRoundTripTest {
     assertEquals(d.cpus(), back.cpus());
     assertEquals(256, back.maxNumSeqs());
     assertEquals(8192, back.maxBatchedTokens());
-    var load = new WorkerLoadReport(new WorkerId("w"), 3, 1, 500, 10, 64, 77, new PrefillCost(1e-4, 2e-8), 2, 0.012);
+    var load = new WorkerLoadReport(new WorkerId("w"), 3, 1, 500, 10, 64, 77, new PrefillCost(1e-4, 2e-8), 2, 0.012, true);
     assertEquals(load, FromWire.load(ToWire.load(load)));
     var stored = new KvEvent.Stored(5, OptionalLong.of(9), List.of(new KvEvent.StoredBlock(11, 12)), StorageTier.HOST);
     assertEquals(stored, FromWire.kvEvent(ToWire.kvEvent(stored)));

@@ -11,8 +11,10 @@ import java.util.concurrent.Executors;
 import java.util.function.Supplier;
 
 /**
- * A worker's small HTTP port: {@code GET /metrics} (Prometheus text) and {@code GET /health}; 404
- * otherwise, 405 for other methods. The JDK's HTTP server on one virtual thread per exchange.
+ * A worker's small HTTP port: {@code GET /metrics} (Prometheus text), {@code GET /health} (200 while
+ * serving, 503 once draining or stopped: a readiness probe), {@code GET /live} (200 while the process
+ * answers: a liveness probe) and {@code POST /drain} (202; starts a graceful drain); 404 otherwise,
+ * 405 for a wrong method. The JDK's HTTP server on one virtual thread per exchange.
  */
 final class MetricsEndpoint implements AutoCloseable {
   private final HttpServer server;
@@ -26,7 +28,7 @@ final class MetricsEndpoint implements AutoCloseable {
    *
    * @throws UncheckedIOException naming the address if it cannot listen
    */
-  static MetricsEndpoint start(String host, int port, Supplier<String> metrics, Supplier<Boolean> healthy) {
+  static MetricsEndpoint start(String host, int port, Supplier<String> metrics, Supplier<String> health, Runnable drain) {
     HttpServer server;
     try {
       server = HttpServer.create(new InetSocketAddress(host, port), 16);
@@ -35,17 +37,26 @@ final class MetricsEndpoint implements AutoCloseable {
     }
     server.createContext("/", exchange -> {
       try (exchange) {
-        if (!exchange.getRequestMethod().equals("GET")) {
-          reply(exchange, 405, "use GET\n", "text/plain");
-        } else {
-          switch (exchange.getRequestURI().getPath()) {
-            case "/metrics" -> reply(exchange, 200, metrics.get(), "text/plain; version=0.0.4; charset=utf-8");
-            case "/health" -> {
-              boolean ok = healthy.get();
-              reply(exchange, ok ? 200 : 503, ok ? "{\"status\":\"serving\"}\n" : "{\"status\":\"stopped\"}\n", "application/json");
-            }
-            default -> reply(exchange, 404, "not found; try /metrics\n", "text/plain");
+        String path = exchange.getRequestURI().getPath();
+        String method = exchange.getRequestMethod();
+        String wanted = path.equals("/drain") ? "POST" : "GET";
+        if (!method.equals(wanted) && (path.equals("/drain") || path.equals("/metrics") || path.equals("/health") || path.equals("/live"))) {
+          exchange.getResponseHeaders().set("Allow", wanted);
+          reply(exchange, 405, "use " + wanted + " for " + path + "\n", "text/plain");
+          return;
+        }
+        switch (path) {
+          case "/metrics" -> reply(exchange, 200, metrics.get(), "text/plain; version=0.0.4; charset=utf-8");
+          case "/health" -> {
+            String status = health.get();
+            reply(exchange, status.equals("serving") ? 200 : 503, "{\"status\":\"" + status + "\"}\n", "application/json");
           }
+          case "/live" -> reply(exchange, 200, "{\"status\":\"live\"}\n", "application/json");
+          case "/drain" -> {
+            reply(exchange, 202, "{\"status\":\"draining\"}\n", "application/json");
+            Thread.ofPlatform().name("drain").start(drain);
+          }
+          default -> reply(exchange, 404, "not found; try /metrics, /health, /live or POST /drain\n", "text/plain");
         }
       }
     });

@@ -24,16 +24,18 @@ final class WorkerFacts {
   private final ModelFiles modelFiles;
   private final WorkerKvTransfer transfer; // null: no transfer agent
   private final RemotePrefillClient remote; // null: no remote prefill
+  private final CallGate gate;
   private final String host = HostCpus.hostName();
   private final String cpus = HostCpus.allowedCpus();
 
-  WorkerFacts(WorkerId workerId, WorkerRole role, EngineLoop loop, ModelFiles modelFiles, WorkerKvTransfer transfer, RemotePrefillClient remote) {
+  WorkerFacts(WorkerId workerId, WorkerRole role, EngineLoop loop, ModelFiles modelFiles, WorkerKvTransfer transfer, RemotePrefillClient remote, CallGate gate) {
     this.workerId = workerId;
     this.role = role;
     this.loop = loop;
     this.modelFiles = modelFiles;
     this.transfer = transfer;
     this.remote = remote;
+    this.gate = gate;
   }
 
   WorkerDescription description() {
@@ -78,6 +80,7 @@ final class WorkerFacts {
         load.lastEventId(),
         loop.prefillCost(),
         remote == null ? 0 : remote.fallbacks(),
-        loop.stepSeconds());
+        loop.stepSeconds(),
+        gate.draining());
   }
 }

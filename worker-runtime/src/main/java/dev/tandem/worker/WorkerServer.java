@@ -96,6 +96,9 @@ public final class WorkerServer implements AutoCloseable {
   private final RoleParts parts;
   private final WorkerMetrics metrics;
   private MetricsEndpoint metricsEndpoint; // null: no metrics port; set by start()
+  private final CallGate gate;
+  private final WorkerFacts facts;
+  private volatile Runnable drainRequested = () -> log.warn("POST /drain: this worker was started without a drain handler");
 
   private WorkerServer(Config config, Engine engine) {
     this.config = config;
@@ -119,12 +122,13 @@ public final class WorkerServer implements AutoCloseable {
     }
     this.parts = roleParts;
     this.metrics = new WorkerMetrics(config.workerId(), loop, transfer);
-    WorkerFacts facts = new WorkerFacts(config.workerId(), config.role(), loop, config.modelFiles(), transfer, parts.remote());
+    this.gate = new CallGate(config.workerId());
+    this.facts = new WorkerFacts(config.workerId(), config.role(), loop, config.modelFiles(), transfer, parts.remote(), gate);
     WorkerService service =
-        new WorkerService(config.workerId(), config.role(), loop, events, facts, timer, config.publishKvEvents(), parts);
+        new WorkerService(config.workerId(), config.role(), loop, events, facts, timer, config.publishKvEvents(), parts, gate);
     this.server =
         NettyServerBuilder.forAddress(new InetSocketAddress(config.host(), config.port()))
-            .addService(service)
+            .addService(io.grpc.ServerInterceptors.intercept(service, gate))
             // Every handler only enqueues onto the engine loop or answers from memory: no blocking,
             // so it runs on the transport thread without a hop through an executor.
             .directExecutor()
@@ -181,7 +185,7 @@ public final class WorkerServer implements AutoCloseable {
     if (config.metricsPort() >= 0) {
       try {
         worker.metricsEndpoint =
-            MetricsEndpoint.start(config.host(), config.metricsPort(), worker.metrics::scrape, worker.loop::isRunning);
+            MetricsEndpoint.start(config.host(), config.metricsPort(), worker.metrics::scrape, worker::health, () -> worker.drainRequested.run());
       } catch (RuntimeException e) {
         worker.close();
         throw e;
@@ -235,6 +239,52 @@ public final class WorkerServer implements AutoCloseable {
 
   public KvEventLog events() {
     return events;
+  }
+
+  /** What this worker says of itself (Describe). */
+  public dev.tandem.common.WorkerDescription description() {
+    return facts.description();
+  }
+
+  /** {@code serving}, {@code draining} or {@code stopped}, as {@code /health} reports it. */
+  public String health() {
+    return !loop.isRunning() ? "stopped" : gate.draining() ? "draining" : "serving";
+  }
+
+  /** What {@code POST /drain} on the metrics port does (the launcher: drain, then exit). */
+  public void onDrainRequest(Runnable handler) {
+    this.drainRequested = handler;
+  }
+
+  /** True once {@link #drain} has begun. */
+  public boolean draining() {
+    return gate.draining();
+  }
+
+  /**
+   * Drains: from now on refuses new Generate and Prefill calls (routers send them elsewhere) and
+   * reports itself draining in its load and health, runs {@code leave} (leave discovery), then waits
+   * up to {@code timeout} for the calls in flight to end. The worker keeps serving those, and every
+   * other call, until {@link #close}.
+   *
+   * @return true if every call in flight ended within the timeout
+   */
+  public boolean drain(java.time.Duration timeout, Runnable leave) throws InterruptedException {
+    gate.startDraining();
+    log.info("worker {} draining: {} call(s) in flight; waiting up to {} s", config.workerId(), gate.inFlight(), timeout.toSeconds());
+    try {
+      leave.run();
+    } catch (RuntimeException e) {
+      log.warn("worker {} could not leave discovery: {}", config.workerId(), e.toString());
+    }
+    long start = System.nanoTime();
+    boolean idle = gate.awaitIdle(timeout);
+    if (idle) {
+      log.info("worker {} drained in {} ms", config.workerId(), (System.nanoTime() - start) / 1_000_000);
+    } else {
+      log.warn("worker {}: drain timed out after {} s with {} call(s) still in flight; they will be cut", config.workerId(), timeout.toSeconds(), gate.inFlight());
+    }
+    return idle;
   }
 
   public void awaitTermination() throws InterruptedException {

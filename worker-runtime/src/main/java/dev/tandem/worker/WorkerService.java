@@ -61,6 +61,7 @@ public final class WorkerService extends WorkerGrpc.WorkerImplBase {
   private final ScheduledExecutorService timer;
   private final boolean publishKvEvents;
   private final RoleParts parts;
+  private final CallGate gate;
 
   WorkerService(
       WorkerId workerId,
@@ -70,7 +71,8 @@ public final class WorkerService extends WorkerGrpc.WorkerImplBase {
       WorkerFacts facts,
       ScheduledExecutorService timer,
       boolean publishKvEvents,
-      RoleParts parts) {
+      RoleParts parts,
+      CallGate gate) {
     this.workerId = workerId;
     this.role = role;
     this.loop = loop;
@@ -79,6 +81,7 @@ public final class WorkerService extends WorkerGrpc.WorkerImplBase {
     this.timer = timer;
     this.publishKvEvents = publishKvEvents;
     this.parts = parts;
+    this.gate = gate;
   }
 
   @Override
@@ -239,11 +242,12 @@ public final class WorkerService extends WorkerGrpc.WorkerImplBase {
 
   @Override
   public void health(HealthRequest request, StreamObserver<HealthResponse> response) {
-    boolean serving = loop.isRunning();
+    boolean running = loop.isRunning();
+    boolean serving = running && !gate.draining();
     response.onNext(
         HealthResponse.newBuilder()
             .setServing(serving)
-            .setMessage(serving ? "serving" : "engine loop stopped")
+            .setMessage(!running ? "engine loop stopped" : serving ? "serving" : gate.refusal())
             .build());
     response.onCompleted();
   }

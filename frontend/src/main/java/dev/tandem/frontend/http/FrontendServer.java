@@ -88,6 +88,25 @@ public final class FrontendServer implements AutoCloseable {
     channel.closeFuture().sync();
   }
 
+  /**
+   * Stops accepting connections, waits up to {@code timeout} for the requests in flight
+   * ({@code metrics}' count) to be answered, then closes. Returns whether all were.
+   */
+  public boolean drain(java.time.Duration timeout, dev.tandem.frontend.FrontendMetrics metrics) throws InterruptedException {
+    channel.close().syncUninterruptibly();
+    log.info("frontend draining: {} request(s) in flight; waiting up to {} s", metrics.inflight(), timeout.toSeconds());
+    long deadline = System.nanoTime() + timeout.toNanos();
+    while (metrics.inflight() > 0 && System.nanoTime() < deadline) {
+      Thread.sleep(20);
+    }
+    boolean idle = metrics.inflight() == 0;
+    if (!idle) {
+      log.warn("frontend drain timed out with {} request(s) in flight; closing them", metrics.inflight());
+    }
+    close();
+    return idle;
+  }
+
   @Override
   public void close() {
     channel.close().syncUninterruptibly();

@@ -181,15 +181,23 @@ final class HttpApiHandler extends SimpleChannelInboundHandler<FullHttpRequest> 
                 + router.missingEventsWindow().toSeconds() + " s; routed approximately until its events resume");
       }
     }
+    root.put("discovery", router.discovery());
     ArrayNode workers = root.putArray("workers");
     for (WorkerStatus w : all) {
       ObjectNode o = workers.addObject();
       o.put("id", w.description().workerId().value());
+      o.put("role", w.description().role().cliName());
       o.put("address", w.address());
       o.put("reachable", w.reachable());
+      o.put("draining", w.load().draining());
       o.put("active_requests", w.load().activeRequests());
       o.put("kv_blocks_used", w.load().kvBlocksUsed());
       o.put("kv_blocks_total", w.load().kvBlocksTotal());
+    }
+    var refused = router.refusedWorkers();
+    if (!refused.isEmpty()) {
+      ArrayNode r = root.putArray("refused_workers");
+      refused.forEach((address, why) -> r.addObject().put("address", address).put("reason", why));
     }
     reply(ctx, endpoint, reachable > 0 ? 200 : 503, root, keepAlive);
   }

@@ -45,6 +45,7 @@ public final class Disaggregation implements AutoCloseable {
     this.policy = policy;
     if (policy.mode() != SplitPolicy.Mode.NEVER) {
       pool.onJoin(this::probeNewPairs);
+      pool.onLeave(this::forget);
     }
   }
 
@@ -76,6 +77,14 @@ public final class Disaggregation implements AutoCloseable {
   public void awaitLinkProbes(Duration timeout) throws Exception {
     CompletableFuture.allOf(probes.values().stream().map(f -> f.handle((v, e) -> null)).toArray(CompletableFuture[]::new))
         .get(timeout.toMillis(), TimeUnit.MILLISECONDS);
+  }
+
+  /** Drops the links measured to or from a worker that left, so that it is probed again if it returns. */
+  private void forget(WorkerClient left) {
+    String id = left.workerId().value();
+    java.util.function.Predicate<String> involves = k -> k.startsWith(id + "->") || k.endsWith("->" + id);
+    links.keySet().removeIf(involves);
+    probes.keySet().removeIf(involves);
   }
 
   private void probeNewPairs(WorkerClient joined) {
@@ -124,7 +133,7 @@ public final class Disaggregation implements AutoCloseable {
       return null;
     }
     List<WorkerClient> prefillers = new ArrayList<>();
-    for (WorkerClient w : pool.reachable()) {
+    for (WorkerClient w : pool.routable()) {
       if (w.isPrefillOnly() && w.movesKv()) {
         prefillers.add(w);
       }

@@ -1,5 +1,12 @@
 package dev.tandem.router.grpc;
 
+import dev.tandem.common.WorkerId;
+import java.util.Set;
+import java.util.concurrent.atomic.AtomicBoolean;
+import java.util.concurrent.atomic.AtomicReference;
+import org.slf4j.Logger;
+import org.slf4j.LoggerFactory;
+
 import dev.tandem.common.GenerationException;
 import dev.tandem.common.GenerationRequest;
 import dev.tandem.common.TokenChunk;
@@ -15,32 +22,52 @@ import dev.tandem.router.TokenListener;
  * the first chunk ends the prefill part, the last chunk, an error, the stream's end or a cancel
  * release it — before the listener hears of it, so that a client's next request is not routed
  * against the load of the one it has just seen finish — and {@link #release} releases it when the
- * request is never started. The ledger makes every later release a no-op.
+ * request is never started. The ledger makes every later release a no-op. A worker that refuses
+ * the request before any output (UNAVAILABLE: draining, or gone) has its reservation released and
+ * the request routed again to a worker not tried yet, at most {@link #MAX_REROUTES} times; the
+ * listener sees only the output of the worker that took it.
  */
 final class RoutedGeneration implements Route {
+  private static final Logger log = LoggerFactory.getLogger(RoutedGeneration.class);
+  /** How many other workers a request refused before any output is tried on. */
+  static final int MAX_REROUTES = 3;
+
+  /** Routes the same request again among the workers not tried yet. */
+  interface Reroute {
+    /** @throws dev.tandem.router.NoWorkerAvailableException if none is left */
+    Route next();
+  }
+
   private final WorkerClient worker;
   private final GenerationRequest request;
   private final LoadLedger.Reservation reservation;
   private final int predictedOverlapBlocks;
   private final dev.tandem.router.Selection selection;
   private final SplitPolicy.Decision decision;
+  private final Set<WorkerId> tried;
+  private final Reroute reroute; // null: never (a pinned request)
 
   RoutedGeneration(
       WorkerClient worker,
       GenerationRequest request,
       LoadLedger.Reservation reservation,
       dev.tandem.router.Selection selection,
-      SplitPolicy.Decision decision) {
+      SplitPolicy.Decision decision,
+      Set<WorkerId> tried,
+      Reroute reroute) {
     this.worker = worker;
     this.request = request;
     this.reservation = reservation;
     this.predictedOverlapBlocks = selection.predictedOverlap().blocks();
     this.selection = selection;
     this.decision = decision;
+    this.tried = tried;
+    this.reroute = reroute;
+    tried.add(worker.workerId());
   }
 
   @Override
-  public dev.tandem.common.WorkerId worker() {
+  public WorkerId worker() {
     return worker.workerId();
   }
 
@@ -66,14 +93,19 @@ final class RoutedGeneration implements Route {
 
   @Override
   public Generation start(TokenListener listener) {
+    AtomicBoolean cancelled = new AtomicBoolean();
+    AtomicReference<Generation> current = new AtomicReference<>();
     Generation call;
     try {
       call =
           worker.generate(
               request,
               new TokenListener() {
+                private volatile boolean sawChunk;
+
                 @Override
                 public void onChunk(TokenChunk chunk) {
+                  sawChunk = true;
                   reservation.firstToken();
                   if (chunk.finished()) {
                     reservation.release();
@@ -84,6 +116,16 @@ final class RoutedGeneration implements Route {
                 @Override
                 public void onError(GenerationException error) {
                   reservation.release();
+                  if (!sawChunk && !cancelled.get() && refusedBeforeOutput(error)) {
+                    Route next = nextRoute(error);
+                    if (next != null) {
+                      current.set(next.start(listener));
+                      if (cancelled.get()) {
+                        current.get().cancel("cancelled while rerouting");
+                      }
+                      return;
+                    }
+                  }
                   listener.onError(error);
                 }
 
@@ -97,10 +139,34 @@ final class RoutedGeneration implements Route {
       reservation.release();
       throw e;
     }
+    current.compareAndSet(null, call);
     return reason -> {
-      call.cancel(reason);
+      cancelled.set(true);
+      current.get().cancel(reason);
       reservation.release();
     };
+  }
+
+  /** UNAVAILABLE before any output: the worker was draining, or went away before it began. */
+  private static boolean refusedBeforeOutput(GenerationException error) {
+    return error.kind() == GenerationException.Kind.UNAVAILABLE && "UNAVAILABLE".equals(error.code());
+  }
+
+  /** Another route for the request, or null (no reroute allowed or no worker left). */
+  private Route nextRoute(GenerationException error) {
+    if (reroute == null || tried.size() > MAX_REROUTES) {
+      return null;
+    }
+    try {
+      Route next = reroute.next();
+      log.info("request {}: worker {} refused it before any output ({}); sent to {} instead",
+          request.requestId(), worker.workerId(), error.getMessage(), next.worker());
+      return next;
+    } catch (RuntimeException none) {
+      log.info("request {}: worker {} refused it before any output ({}) and no other worker can take it: {}",
+          request.requestId(), worker.workerId(), error.getMessage(), none.getMessage());
+      return null;
+    }
   }
 
   @Override

@@ -90,6 +90,7 @@ public final class Router implements RequestRouter, AutoCloseable {
     }
     KvRouting kv = new KvRouting(config.kvCost(), config.weights().temperature(), config.useKvEvents(), config.missingEventsWindow(), pool.timer());
     pool.onJoin(kv::attach);
+    pool.onLeave(w -> kv.detach(w.workerId()));
     return new Router(pool, kv.selector(), kv, config.split());
   }
 
@@ -125,14 +126,35 @@ public final class Router implements RequestRouter, AutoCloseable {
    */
   @Override
   public Route route(GenerationRequest request, String pinnedWorker) {
-    List<WorkerClient> candidates = pool.reachable().stream().filter(w -> !w.isPrefillOnly()).toList();
+    return route(request, pinnedWorker, java.util.concurrent.ConcurrentHashMap.newKeySet());
+  }
+
+  /** Requests sent again to another worker after one refused them before any output. */
+  public long reroutes() {
+    return reroutes.get();
+  }
+
+  private final java.util.concurrent.atomic.AtomicLong reroutes = new java.util.concurrent.atomic.AtomicLong();
+
+  /**
+   * Routes among the routable workers not in {@code tried}; the route may route again, adding to
+   * {@code tried}, when its worker refuses the request before any output (it was draining or went
+   * away): nothing was produced, so sending it elsewhere is safe.
+   */
+  private Route route(GenerationRequest request, String pinnedWorker, java.util.Set<dev.tandem.common.WorkerId> tried) {
+    List<WorkerClient> candidates =
+        pool.routable().stream().filter(w -> !w.isPrefillOnly() && !tried.contains(w.workerId())).toList();
     if (candidates.isEmpty()) {
       throw new NoWorkerAvailableException(
           pool.all().isEmpty()
               ? "no worker is registered"
               : pool.all().stream().allMatch(WorkerClient::isPrefillOnly)
                   ? "only prefill workers are registered; decode or aggregated workers generate tokens"
-                  : "no decode or aggregated worker is reachable");
+                  : !tried.isEmpty()
+                      ? "no other decode or aggregated worker is reachable (tried " + tried + ")"
+                      : pool.reachable().stream().anyMatch(w -> !w.isPrefillOnly())
+                          ? "every decode or aggregated worker is draining"
+                          : "no decode or aggregated worker is reachable");
     }
     if (pinnedWorker != null) {
       candidates = candidates.stream().filter(c -> c.workerId().value().equals(pinnedWorker)).toList();
@@ -140,6 +162,11 @@ public final class Router implements RequestRouter, AutoCloseable {
         throw new IllegalArgumentException("no reachable worker has id '" + pinnedWorker + "'");
       }
     }
+    RoutedGeneration.Reroute reroute =
+        pinnedWorker != null ? null : () -> {
+          reroutes.incrementAndGet();
+          return route(request, null, tried);
+        };
     int[] tokens = request.promptTokens();
     RoutingRequest routing =
         new RoutingRequest(
@@ -172,11 +199,11 @@ public final class Router implements RequestRouter, AutoCloseable {
         return new RoutedGeneration(
             chosen, split.request(request),
             ledger.reserveSplit(chosen.workerId(), promptBlocks, split.prefill().workerId(), split.prefillBlocks()),
-            selection, split.decision());
+            selection, split.decision(), tried, reroute);
       }
       return new RoutedGeneration(
           chosen, request, ledger.reserve(chosen.workerId(), prefill, promptBlocks), selection,
-          split == null ? null : split.decision());
+          split == null ? null : split.decision(), tried, reroute);
     }
   }
 
@@ -206,6 +233,23 @@ public final class Router implements RequestRouter, AutoCloseable {
     return pool.all().stream()
         .map(w -> new WorkerStatus(w.description(), w.address(), w.reachable(), w.lastLoadReport(), silent.contains(w.workerId())))
         .toList();
+  }
+
+  @Override
+  public java.util.Map<String, String> refusedWorkers() {
+    return pool.refused();
+  }
+
+  @Override
+  public String discovery() {
+    return discoveryName;
+  }
+
+  private volatile String discoveryName = "static";
+
+  /** Names where this router's workers are found, for {@code /health}. */
+  public void describeDiscovery(String where) {
+    this.discoveryName = where;
   }
 
   @Override

@@ -54,6 +54,8 @@ public final class WorkerClient implements AutoCloseable {
   private volatile WorkerLoadReport lastLoad;
   private volatile boolean reachable = true;
   private volatile boolean closed;
+  private volatile boolean retired;
+  private volatile ClientCallStreamObserver<?> loadCall;
 
   private WorkerClient(String address, ManagedChannel channel, WorkerDescription description) {
     this.address = address;
@@ -158,6 +160,34 @@ public final class WorkerClient implements AutoCloseable {
     return reachable && !closed;
   }
 
+  /**
+   * Whether new requests may go here: reachable, not draining (as its last load report says) and not
+   * retired (gone from discovery).
+   */
+  public boolean routable() {
+    return reachable() && !retired && !lastLoad.draining();
+  }
+
+  /** True once the worker reported that it is draining. */
+  public boolean draining() {
+    return lastLoad.draining();
+  }
+
+  /**
+   * Stops watching the worker and lets the calls in flight finish: the channel takes no new calls,
+   * and is cut after {@code grace} if some are still open then.
+   */
+  void retire(ScheduledExecutorService timer, Duration grace) {
+    retired = true;
+    closed = true;
+    ClientCallStreamObserver<?> c = loadCall;
+    if (c != null) {
+      c.cancel("worker left discovery", null);
+    }
+    channel.shutdown();
+    timer.schedule(channel::shutdownNow, grace.toMillis(), TimeUnit.MILLISECONDS);
+  }
+
   public WorkerLoadReport lastLoadReport() {
     return lastLoad;
   }
@@ -228,7 +258,12 @@ public final class WorkerClient implements AutoCloseable {
     WorkerGrpc.newStub(channel)
         .watchLoad(
             WatchLoadRequest.newBuilder().setIntervalMs((int) interval.toMillis()).build(),
-            new StreamObserver<>() {
+            new ClientResponseObserver<WatchLoadRequest, LoadReport>() {
+              @Override
+              public void beforeStart(ClientCallStreamObserver<WatchLoadRequest> call) {
+                loadCall = call;
+              }
+
               @Override
               public void onNext(LoadReport report) {
                 lastLoad = FromWire.load(report);

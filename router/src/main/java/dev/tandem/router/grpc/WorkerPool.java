@@ -30,6 +30,10 @@ public final class WorkerPool implements AutoCloseable {
   private final List<WorkerClient> workers = new CopyOnWriteArrayList<>();
   private final LoadLedger ledger = new LoadLedger();
   private final List<java.util.function.Consumer<WorkerClient>> joinListeners = new CopyOnWriteArrayList<>();
+  private final List<java.util.function.Consumer<WorkerClient>> leaveListeners = new CopyOnWriteArrayList<>();
+  private final java.util.Map<String, String> refused = new java.util.concurrent.ConcurrentHashMap<>();
+  /** How long a worker that left keeps its open streams before its channel is cut. */
+  static final Duration LEAVE_GRACE = Duration.ofMinutes(15);
   private final ScheduledExecutorService timer =
       Executors.newSingleThreadScheduledExecutor(
           Thread.ofPlatform().name("worker-pool-timer").daemon().factory());
@@ -54,12 +58,19 @@ public final class WorkerPool implements AutoCloseable {
   public WorkerClient add(String address) {
     WorkerClient client = WorkerClient.connect(address, channels.apply(address), connectTimeout);
     WorkerDescription reg = client.description();
-    String refusal = refusal(reg, address);
+    String refusal;
+    synchronized (this) {
+      refusal = refusal(reg, address);
+      if (refusal == null) {
+        workers.add(client);
+        refused.remove(address);
+      }
+    }
     if (refusal != null) {
       client.close();
+      refused.put(address, refusal);
       throw new IllegalStateException(refusal);
     }
-    workers.add(client);
     client.watchLoad(timer, loadInterval);
     joinListeners.forEach(l -> l.accept(client));
     log.info(
@@ -71,6 +82,41 @@ public final class WorkerPool implements AutoCloseable {
         reg.totalKvBlocks(),
         reg.blockSize());
     return client;
+  }
+
+  /**
+   * Takes {@code worker} out: no new request goes to it, its index entries and links are dropped
+   * (leave listeners), and the requests it is serving finish on their open streams before its
+   * channel closes. Idempotent.
+   */
+  public void remove(WorkerClient worker) {
+    if (!workers.remove(worker)) {
+      return;
+    }
+    worker.retire(timer, LEAVE_GRACE);
+    leaveListeners.forEach(l -> l.accept(worker));
+    log.info("worker {} at {} left the pool; {} in flight there finish on their streams",
+        worker.workerId(), worker.address(), ledger.routed(worker.workerId()).activeRequests());
+  }
+
+  /** Calls {@code listener} for every worker removed from now on. */
+  public void onLeave(java.util.function.Consumer<WorkerClient> listener) {
+    leaveListeners.add(listener);
+  }
+
+  /** Workers that answered but were refused (block size, model or id), by address, with why. */
+  public java.util.Map<String, String> refused() {
+    return java.util.Map.copyOf(refused);
+  }
+
+  /** Records that the worker at {@code address} was not admitted, for {@code /health}. */
+  public void refuse(String address, String why) {
+    refused.put(address, why);
+  }
+
+  /** Forgets a refusal (the worker went away). */
+  public void forgetRefusal(String address) {
+    refused.remove(address);
   }
 
   /** Calls {@code listener} for every worker admitted from now on, and for those already in. */
@@ -136,6 +182,23 @@ public final class WorkerPool implements AutoCloseable {
   /** Workers whose load stream is up. */
   public List<WorkerClient> reachable() {
     return workers.stream().filter(WorkerClient::reachable).toList();
+  }
+
+  /** Workers new requests may go to: reachable and not draining. */
+  public List<WorkerClient> routable() {
+    return workers.stream().filter(WorkerClient::routable).toList();
+  }
+
+  /** Waits until at least one worker is admitted; false if none was within {@code timeout}. */
+  public boolean awaitAny(Duration timeout) throws InterruptedException {
+    long deadline = System.nanoTime() + timeout.toNanos();
+    while (workers.isEmpty()) {
+      if (System.nanoTime() > deadline) {
+        return false;
+      }
+      Thread.sleep(50);
+    }
+    return true;
   }
 
   @Override
