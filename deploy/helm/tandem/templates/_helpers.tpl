@@ -1,0 +1,61 @@
+{{/* Names, labels and the pieces every role shares. */}}
+
+{{- define "tandem.fullname" -}}
+{{- if contains .Chart.Name .Release.Name -}}
+{{- .Release.Name | trunc 50 | trimSuffix "-" -}}
+{{- else -}}
+{{- printf "%s-%s" .Release.Name .Chart.Name | trunc 50 | trimSuffix "-" -}}
+{{- end -}}
+{{- end -}}
+
+{{- define "tandem.labels" -}}
+app.kubernetes.io/name: tandem
+app.kubernetes.io/instance: {{ .Release.Name }}
+app.kubernetes.io/version: {{ .Chart.AppVersion | quote }}
+app.kubernetes.io/managed-by: {{ .Release.Service }}
+helm.sh/chart: {{ printf "%s-%s" .Chart.Name .Chart.Version }}
+{{- end -}}
+
+{{- define "tandem.selector" -}}
+app.kubernetes.io/name: tandem
+app.kubernetes.io/instance: {{ .Release.Name }}
+{{- end -}}
+
+{{- define "tandem.image" -}}
+{{ .Values.image.repository }}:{{ .Values.image.tag }}
+{{- end -}}
+
+{{/* etcd's client URLs: the ones given, or the bundled StatefulSet's. */}}
+{{- define "tandem.etcdEndpoints" -}}
+{{- if .Values.etcd.endpoints -}}
+{{ .Values.etcd.endpoints }}
+{{- else -}}
+http://{{ include "tandem.fullname" . }}-etcd:2379
+{{- end -}}
+{{- end -}}
+
+{{/* Seconds Kubernetes waits after SIGTERM: the preStop sleep, the drain, and a margin. */}}
+{{- define "tandem.gracePeriod" -}}
+{{ add .Values.preStopSleepSeconds .Values.drainTimeoutSeconds 15 }}
+{{- end -}}
+
+{{- define "tandem.podAnnotations" -}}
+checksum/config: {{ include (print $.Template.BasePath "/configmap.yaml") . | sha256sum }}
+{{- end -}}
+
+{{- define "tandem.metricsAnnotations" -}}
+{{- if .root.Values.metrics.podAnnotations }}
+prometheus.io/scrape: "true"
+prometheus.io/port: {{ .port | quote }}
+prometheus.io/path: /metrics
+{{- end }}
+{{- end -}}
+
+{{- define "tandem.preStop" -}}
+{{- if gt (int .Values.preStopSleepSeconds) 0 }}
+lifecycle:
+  preStop:
+    exec:
+      command: ["sleep", "{{ .Values.preStopSleepSeconds }}"]
+{{- end }}
+{{- end -}}

@@ -1,0 +1,264 @@
+package dev.tandem.cli;
+
+import static org.junit.jupiter.api.Assertions.assertEquals;
+import static org.junit.jupiter.api.Assertions.assertFalse;
+import static org.junit.jupiter.api.Assertions.assertThrows;
+import static org.junit.jupiter.api.Assertions.assertTrue;
+
+import com.marcnuri.helm.Helm;
+import com.marcnuri.helm.LintResult;
+import io.fabric8.kubernetes.api.model.ConfigMap;
+import io.fabric8.kubernetes.api.model.Container;
+import io.fabric8.kubernetes.api.model.GenericKubernetesResource;
+import io.fabric8.kubernetes.api.model.HasMetadata;
+import io.fabric8.kubernetes.api.model.KubernetesResource;
+import io.fabric8.kubernetes.api.model.Quantity;
+import io.fabric8.kubernetes.api.model.Service;
+import io.fabric8.kubernetes.api.model.apps.Deployment;
+import io.fabric8.kubernetes.api.model.apps.StatefulSet;
+import io.fabric8.kubernetes.api.model.rbac.Role;
+import io.fabric8.kubernetes.client.utils.KubernetesSerialization;
+import java.lang.reflect.Method;
+import java.nio.file.Files;
+import java.nio.file.Path;
+import java.util.ArrayList;
+import java.util.Arrays;
+import java.util.Collection;
+import java.util.List;
+import java.util.Map;
+import java.util.Set;
+import java.util.regex.Matcher;
+import java.util.regex.Pattern;
+import java.util.stream.Collectors;
+import org.junit.jupiter.api.Test;
+import picocli.CommandLine;
+
+/**
+ * The Helm chart checked by real tools: Helm itself (through helm-java's bundled Go library) lints
+ * and renders it with the default values and with the GPU, etcd, planner and monitoring ones, and
+ * every rendered document is read into fabric8's typed Kubernetes model, where a field the model
+ * does not know fails the test (fabric8 keeps unknown fields aside; the test looks there). Then
+ * the parts must agree: the Services the frontend watches exist, the settings in the ConfigMap are
+ * real CLI variables, the grace period covers the drain, and GPUs reach the worker containers.
+ */
+@org.junit.jupiter.api.Tag("e2e")
+class HelmChartTest {
+  private static final Path CHART = Path.of("..", "deploy", "helm", "tandem").toAbsolutePath().normalize();
+  private static final KubernetesSerialization K8S = new KubernetesSerialization();
+  private static final Pattern TANDEM_ENV = Pattern.compile("\\$\\{env:(TANDEM_[A-Z0-9_]+)");
+
+  private static List<KubernetesResource> render(Map<String, Object> values) {
+    var template = new Helm(CHART).template().withName("demo").withNamespace("llm");
+    values.forEach(template::set);
+    return documents(template.call());
+  }
+
+  /** Each document of a rendered manifest, typed; CRDs fabric8 does not model stay generic. */
+  static List<KubernetesResource> documents(String manifest) {
+    List<KubernetesResource> out = new ArrayList<>();
+    for (String doc : manifest.split("(?m)^---\\s*$")) {
+      if (doc.lines().allMatch(l -> l.isBlank() || l.strip().startsWith("#"))) {
+        continue;
+      }
+      KubernetesResource r = K8S.unmarshal(doc);
+      assertTrue(r instanceof HasMetadata, "not a Kubernetes object:\n" + doc);
+      if (!(r instanceof GenericKubernetesResource)) {
+        List<String> unknown = new ArrayList<>();
+        unknownFields(r, ((HasMetadata) r).getKind() + "/" + ((HasMetadata) r).getMetadata().getName(), unknown);
+        assertEquals(List.of(), unknown, "fields the Kubernetes API does not have");
+      }
+      out.add(r);
+    }
+    return out;
+  }
+
+  /** Walks a fabric8 model object, collecting every field its class did not know. */
+  private static void unknownFields(Object o, String path, List<String> out) {
+    if (o == null) {
+      return;
+    }
+    if (o instanceof Collection<?> c) {
+      int i = 0;
+      for (Object e : c) {
+        unknownFields(e, path + "[" + i++ + "]", out);
+      }
+      return;
+    }
+    if (o instanceof Map<?, ?> m) {
+      m.forEach((k, v) -> unknownFields(v, path + "." + k, out));
+      return;
+    }
+    if (!o.getClass().getName().startsWith("io.fabric8.kubernetes.api.model") || o instanceof Quantity) {
+      return;
+    }
+    for (Method g : o.getClass().getMethods()) {
+      if (g.getParameterCount() != 0 || !g.getName().startsWith("get") || g.getName().equals("getClass")) {
+        continue;
+      }
+      try {
+        Object v = g.invoke(o);
+        if (g.getName().equals("getAdditionalProperties")) {
+          if (v instanceof Map<?, ?> extra && !extra.isEmpty()) {
+            out.add(path + ": " + extra.keySet());
+          }
+        } else {
+          unknownFields(v, path + "." + g.getName().substring(3, 4).toLowerCase() + g.getName().substring(4), out);
+        }
+      } catch (ReflectiveOperationException e) {
+        throw new AssertionError(e);
+      }
+    }
+  }
+
+  private static <T> List<T> all(List<KubernetesResource> docs, Class<T> kind) {
+    return docs.stream().filter(kind::isInstance).map(kind::cast).toList();
+  }
+
+  private static <T extends HasMetadata> T named(List<KubernetesResource> docs, Class<T> kind, String name) {
+    return all(docs, kind).stream().filter(r -> r.getMetadata().getName().equals(name)).findFirst()
+        .orElseThrow(() -> new AssertionError("no " + kind.getSimpleName() + " " + name));
+  }
+
+  @Test
+  void helmLintsTheChart() {
+    LintResult r = new Helm(CHART).lint().strict().call();
+    assertFalse(r.isFailed(), String.join("\n", r.getMessages()));
+  }
+
+  @Test
+  void theDefaultsRenderAFrontendAndTwoWorkerPoolsFoundThroughKubernetes() {
+    List<KubernetesResource> docs = render(Map.of());
+    Set<String> deployments = all(docs, Deployment.class).stream().map(d -> d.getMetadata().getName()).collect(Collectors.toSet());
+    assertEquals(Set.of("demo-tandem-frontend", "demo-tandem-prefill", "demo-tandem-decode"), deployments);
+    assertTrue(all(docs, StatefulSet.class).isEmpty(), "no etcd unless discovery is etcd");
+
+    // The Services the frontend is told to watch are the worker Services, with a port named grpc.
+    ConfigMap config = named(docs, ConfigMap.class, "demo-tandem-config");
+    for (String service : config.getData().get("TANDEM_KUBERNETES_SERVICES").split(",")) {
+      Service s = named(docs, Service.class, service);
+      assertTrue(s.getSpec().getPorts().stream().anyMatch(p -> p.getName().equals("grpc")), service);
+    }
+    // The frontend may watch EndpointSlices.
+    Role discovery = named(docs, Role.class, "demo-tandem-frontend-discovery");
+    assertEquals(List.of("endpointslices"), discovery.getRules().getFirst().getResources());
+
+    // Every setting the chart passes is a real CLI variable.
+    Set<String> known = cliVariables();
+    for (String key : config.getData().keySet()) {
+      assertTrue(known.contains(key), key + " is no tandem flag's environment variable");
+    }
+
+    // Stopping pods get time to drain: preStop, the drain, a margin.
+    for (Deployment d : all(docs, Deployment.class)) {
+      var pod = d.getSpec().getTemplate().getSpec();
+      assertEquals(5L + 60L + 15L, pod.getTerminationGracePeriodSeconds(), d.getMetadata().getName());
+      Container c = pod.getContainers().getFirst();
+      assertEquals(List.of("sleep", "5"), c.getLifecycle().getPreStop().getExec().getCommand());
+      assertEquals("/health", c.getReadinessProbe().getHttpGet().getPath());
+      assertEquals("/live", c.getLivenessProbe().getHttpGet().getPath());
+    }
+    Container decode = named(docs, Deployment.class, "demo-tandem-decode").getSpec().getTemplate().getSpec().getContainers().getFirst();
+    assertTrue(decode.getArgs().containsAll(List.of("worker", "--role=decode", "--model=/models/model")), decode.getArgs().toString());
+    assertTrue(decode.getEnv().stream().anyMatch(e -> e.getName().equals("TANDEM_WORKER_ID")
+        && e.getValueFrom().getFieldRef().getFieldPath().equals("metadata.name")), "each pod is its own worker id");
+  }
+
+  @Test
+  void gpuValuesReachTheWorkerContainers() {
+    List<KubernetesResource> docs = render(Map.of("prefill.gpus", 1, "decode.gpus", 2));
+    var prefill = named(docs, Deployment.class, "demo-tandem-prefill").getSpec().getTemplate().getSpec().getContainers().getFirst();
+    var decode = named(docs, Deployment.class, "demo-tandem-decode").getSpec().getTemplate().getSpec().getContainers().getFirst();
+    assertEquals(new Quantity("1"), prefill.getResources().getLimits().get("nvidia.com/gpu"));
+    assertEquals(new Quantity("2"), decode.getResources().getLimits().get("nvidia.com/gpu"));
+  }
+
+  @Test
+  void etcdDiscoveryBringsItsStatefulSetAndPointsEveryRoleAtIt() {
+    List<KubernetesResource> docs = render(Map.of("discovery", "etcd", "etcd.enabled", true, "etcd.storage.size", "1Gi"));
+    StatefulSet etcd = named(docs, StatefulSet.class, "demo-tandem-etcd");
+    assertEquals("1Gi", etcd.getSpec().getVolumeClaimTemplates().getFirst().getSpec().getResources().getRequests().get("storage").toString());
+    named(docs, Service.class, "demo-tandem-etcd");
+    ConfigMap config = named(docs, ConfigMap.class, "demo-tandem-config");
+    assertEquals("etcd", config.getData().get("TANDEM_DISCOVERY"));
+    assertEquals("http://demo-tandem-etcd:2379", config.getData().get("TANDEM_ETCD_ENDPOINTS"));
+    assertTrue(all(docs, Role.class).stream().noneMatch(r -> r.getMetadata().getName().endsWith("-discovery")),
+        "etcd discovery needs no Kubernetes API access");
+  }
+
+  @Test
+  void thePlannerMayScaleTheTwoWorkerDeploymentsAndNothingElse() {
+    List<KubernetesResource> docs = render(Map.of("planner.enabled", true));
+    Role role = named(docs, Role.class, "demo-tandem-planner");
+    var scale = role.getRules().getFirst();
+    assertEquals(List.of("apps"), scale.getApiGroups());
+    assertEquals(Set.of("demo-tandem-prefill", "demo-tandem-decode"), Set.copyOf(scale.getResourceNames()));
+    for (String target : scale.getResourceNames()) {
+      named(docs, Deployment.class, target);
+    }
+    assertEquals("demo-tandem-planner",
+        named(docs, Deployment.class, "demo-tandem-planner").getSpec().getTemplate().getSpec().getServiceAccountName());
+  }
+
+  @Test
+  void monitoringValuesRenderServiceMonitorsAndTheDashboard() throws Exception {
+    List<KubernetesResource> docs = render(Map.of("metrics.serviceMonitor.enabled", true, "grafana.dashboard.enabled", true,
+        "model.engine", "mocker", "model.source", "none"));
+    List<GenericKubernetesResource> monitors = all(docs, GenericKubernetesResource.class).stream()
+        .filter(r -> r.getKind().equals("ServiceMonitor")).toList();
+    assertEquals(3, monitors.size());
+    for (GenericKubernetesResource m : monitors) {
+      assertEquals(Set.of("selector", "endpoints"), ((Map<?, ?>) m.getAdditionalProperties().get("spec")).keySet());
+    }
+    ConfigMap dashboard = named(docs, ConfigMap.class, "demo-tandem-dashboard");
+    String json = dashboard.getData().get("tandem.json");
+    assertEquals(Files.readString(CHART.resolve("dashboards/tandem.json")).strip(), json.strip());
+    for (String metric : List.of("tandem_frontend_time_to_first_token_seconds_bucket", "tandem_frontend_inter_token_latency_seconds_bucket",
+        "tandem_frontend_cached_tokens_total", "tandem_worker_engine_kv_blocks_used", "tandem_worker_engine_waiting_requests",
+        "tandem_worker_kv_transfer_bytes_total", "tandem_router_disagg_decisions_total")) {
+      assertTrue(json.contains(metric), metric);
+    }
+    var worker = named(docs, Deployment.class, "demo-tandem-decode").getSpec().getTemplate().getSpec();
+    assertTrue(worker.getVolumes() == null || worker.getVolumes().isEmpty(), "the mocker mounts no model");
+  }
+
+  @Test
+  void aValueOfTheWrongTypeIsRejectedNamingTheField() {
+    var e = assertThrows(IllegalStateException.class, () -> render(Map.of("frontend.replicas", "two")));
+    assertTrue(e.getMessage().contains("frontend.replicas: Invalid type. Expected: integer, given: string"), e.getMessage());
+    var unknown = assertThrows(IllegalStateException.class, () -> render(Map.of("decode.replica", 3)));
+    assertTrue(unknown.getMessage().contains("replica"), unknown.getMessage());
+  }
+
+  @Test
+  void theTypedCheckCatchesAFieldKubernetesDoesNotHave() {
+    AssertionError e = assertThrows(AssertionError.class, () -> documents("""
+        apiVersion: v1
+        kind: Service
+        metadata:
+          name: typo
+        spec:
+          selectr: {app: x}
+        """));
+    assertTrue(e.getMessage().contains("Service/typo.spec: [selectr]"), e.getMessage());
+  }
+
+  /** Every TANDEM_* variable a tandem command reads. */
+  private static Set<String> cliVariables() {
+    Set<String> names = new java.util.HashSet<>();
+    collect(new CommandLine(new Main()).setInterpolateVariables(false), names);
+    return names;
+  }
+
+  private static void collect(CommandLine cmd, Set<String> names) {
+    for (var option : cmd.getCommandSpec().options()) {
+      String dv = option.defaultValue();
+      if (dv != null) {
+        Matcher m = TANDEM_ENV.matcher(dv);
+        while (m.find()) {
+          names.add(m.group(1));
+        }
+      }
+    }
+    cmd.getSubcommands().values().forEach(sub -> collect(sub, names));
+  }
+}
