@@ -229,6 +229,31 @@ class HelmChartTest {
     assertTrue(unknown.getMessage().contains("replica"), unknown.getMessage());
   }
 
+  /**
+   * deploy/kubernetes/ holds the chart rendered for users without Helm; it must be what the chart
+   * renders now. {@code -Dtandem.renderManifests=true} writes them anew.
+   */
+  @Test
+  void theManifestsInDeployKubernetesAreTheChartRendered() throws Exception {
+    Map<String, Map<String, Object>> variants = Map.of(
+        "tandem.yaml", Map.of(),
+        "tandem-etcd.yaml", Map.of("discovery", "etcd", "etcd.enabled", true));
+    for (var v : variants.entrySet()) {
+      var template = new Helm(CHART).template().withName("tandem").withNamespace("tandem");
+      v.getValue().forEach(template::set);
+      String rendered = "# Rendered from deploy/helm/tandem (release tandem, namespace tandem"
+          + (v.getValue().isEmpty() ? "" : ", " + v.getValue()) + "); do not edit.\n"
+          + "# Regenerate: ./mvnw -pl integration-tests verify -Dtest=HelmChartTest -Dtandem.renderManifests=true\n"
+          + template.call();
+      Path file = CHART.resolve("../../kubernetes").normalize().resolve(v.getKey());
+      if (Boolean.getBoolean("tandem.renderManifests")) {
+        Files.writeString(file, rendered);
+      }
+      assertEquals(rendered, Files.readString(file), file + " is stale; regenerate it (see its header)");
+      documents(rendered);
+    }
+  }
+
   @Test
   void theTypedCheckCatchesAFieldKubernetesDoesNotHave() {
     AssertionError e = assertThrows(AssertionError.class, () -> documents("""
