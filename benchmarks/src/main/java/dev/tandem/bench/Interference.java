@@ -139,14 +139,15 @@ public final class Interference {
       double p99 = sorted.length == 0 ? Double.NaN : sorted[(int) (sorted.length * 0.99)];
       JsonNode t = longAnswer.get("tandem");
       System.out.printf(
-          "arrival=%d streams=%d long_prompt=%d normal_itl_ms=%.1f normal_itl_p99_ms=%.1f max_itl_during_ms=%.1f max_at_s=%.1f ratio=%.2f top_gaps_ms_at_s=%s long_ttft_ms=%.0f prefill=%s kv_transfer_ms=%s kv_exposed_ms=%s kv_bytes=%s decision=%s fallback=%s%n",
+          "arrival=%d streams=%d long_prompt=%d normal_itl_ms=%.1f normal_itl_p99_ms=%.1f max_itl_during_ms=%.1f max_at_s=%.1f ratio=%.2f top_gaps_ms_at_s=%s long_ttft_ms=%.0f prefill=%s kv_transfer_ms=%s kv_exposed_ms=%s kv_bytes=%s decision=%s fallback=%s output_hash=%08x%n",
           k + 1, streams, longAnswer.at("/usage/prompt_tokens").asInt(), median, p99, maxDuring, maxAt, maxDuring / median, top, ttft,
           t.has("prefill_worker_ids") ? t.get("prefill_worker_ids").toString() : "local",
           t.has("kv_transfer_ms") ? String.format("%.1f", t.get("kv_transfer_ms").asDouble()) : "-",
           t.has("kv_exposed_ms") ? String.format("%.1f", t.get("kv_exposed_ms").asDouble()) : "-",
           t.has("kv_transfer_bytes") ? t.get("kv_transfer_bytes").asText() : "-",
           t.has("split_decision") ? t.get("split_decision").toString().replace(' ', '_') : "-",
-          t.has("prefill_fallback") ? t.get("prefill_fallback").asText() : "-");
+          t.has("prefill_fallback") ? t.get("prefill_fallback").asText() : "-",
+          longAnswer.at("/choices/0/text").asText().hashCode());
     }
     System.exit(0); // streams may still be draining on the server
   }

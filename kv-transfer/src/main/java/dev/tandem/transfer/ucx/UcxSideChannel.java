@@ -24,7 +24,11 @@ final class UcxSideChannel {
   /** A reader is about to read: the owner's worker should poll (no answer). */
   static final int OP_POKE = 6;
   static final int TIMEOUT_MS = 10_000;
-  /** This process's node as shared memory sees it (kernel boot, IPC and PID namespaces). */
+  /**
+   * This process's node as shared memory sees it (kernel boot, IPC and PID namespaces), and its
+   * network namespace: processes in different network namespaces are treated as different hosts,
+   * whose KV crosses the network between them (as two pods' or two test hosts' does).
+   */
   static final String NODE = nodeKey();
 
   private UcxSideChannel() {}
@@ -33,7 +37,8 @@ final class UcxSideChannel {
     try {
       return Files.readString(Path.of("/proc/sys/kernel/random/boot_id")).trim()
           + "/" + Files.readSymbolicLink(Path.of("/proc/self/ns/ipc"))
-          + "/" + Files.readSymbolicLink(Path.of("/proc/self/ns/pid"));
+          + "/" + Files.readSymbolicLink(Path.of("/proc/self/ns/pid"))
+          + "/" + Files.readSymbolicLink(Path.of("/proc/self/ns/net"));
     } catch (IOException | RuntimeException e) {
       return "unknown-" + UUID.randomUUID(); // never equal: no shared memory
     }
