@@ -45,24 +45,28 @@ cleanup() {
 trap cleanup EXIT
 benchmarks/scripts/netns.sh up
 on() { local host=$1; shift; ip netns exec "tdm-$host" "$@"; }
+# In the background, with $! the process itself (a backgrounded function would be a subshell,
+# and killing it would leave the JVM running).
+on_bg() { local host=$1; shift; ( exec ip netns exec "tdm-$host" "$@" ) & }
 
 rm -rf "$out/etcd"
-on front etcd --data-dir "$out/etcd" --listen-client-urls "$etcd_url" --advertise-client-urls "$etcd_url" \
+on_bg front etcd --data-dir "$out/etcd" --listen-client-urls "$etcd_url" --advertise-client-urls "$etcd_url" \
   --listen-peer-urls http://10.77.0.10:2380 --initial-advertise-peer-urls http://10.77.0.10:2380 \
-  --initial-cluster default=http://10.77.0.10:2380 >"$out/etcd.log" 2>&1 &
+  --initial-cluster default=http://10.77.0.10:2380 >"$out/etcd.log" 2>&1
 etcd_pid=$!
 
 worker() { # role host-last-octet cpu backend
   local role=$1 ip=10.77.0.$2 cpu=$3 kv=$4
   # UCX between network namespaces: its tcp transport, as between hosts without RDMA (its shared
   # memory transports would see one machine and bypass the shaped link).
-  on "$role" env UCX_NET_DEVICES=eth0 UCX_TLS=tcp,self taskset -c "$cpu" "${java[@]}" -cp "$cp" dev.tandem.cli.Main worker \
+  on_bg "$role" env UCX_NET_DEVICES=eth0 UCX_TLS=tcp,self taskset -c "$cpu" "${java[@]}" -cp "$cp" dev.tandem.cli.Main worker \
     --role "$role" --host "$ip" --port 9000 --metrics-port 9100 --worker-id "$role-0" --model "$model" \
     --kv-cache-memory 1g --max-context-length 8192 --no-chunked-prefill --max-batched-tokens 8192 \
-    --kv-transfer "$kv" --kv-transfer-timeout-ms 300000 "${disc[@]}" >"$out/$kv-$role.log" 2>&1 &
+    --kv-transfer "$kv" --kv-transfer-timeout-ms 300000 "${disc[@]}" >"$out/$kv-$role.log" 2>&1
   pids+=($!)
 }
 
+salt=100 # a new long prompt in every case: none is in a cache already
 for kv in $backends; do
   benchmarks/scripts/netns.sh shape none
   worker prefill 11 0 "$kv"
@@ -75,14 +79,15 @@ for kv in $backends; do
     benchmarks/scripts/netns.sh shape "$rate"
     for mode in $modes; do
       case="$kv-$rate-$mode"
-      on front "${java[@]}" -cp "$cp" dev.tandem.cli.Main frontend --host 10.77.0.10 --port 8000 --disagg "$mode" \
-        "${disc[@]}" >"$out/$case-frontend.log" 2>&1 &
+      salt=$((salt + 1))
+      on_bg front "${java[@]}" -cp "$cp" dev.tandem.cli.Main frontend --host 10.77.0.10 --port 8000 --disagg "$mode" \
+        "${disc[@]}" >"$out/$case-frontend.log" 2>&1
       fe=$!
       for _ in $(seq 1 120); do grep -q "KV link" "$out/$case-frontend.log" 2>/dev/null && break; sleep 1; done
       sleep 2
       echo "backend=$kv rate=$rate mode=$mode $(grep -ho "KV link .*" "$out/$case-frontend.log" | head -1 || echo "KV link not measured")" \
         | tee -a "$out/results.txt"
-      on front "${java[@]}" -cp "$cp" dev.tandem.bench.Interference http://10.77.0.10:8000 "$shape" "$streams" "$long" 5 1 \
+      on front "${java[@]}" -cp "$cp" dev.tandem.bench.Interference http://10.77.0.10:8000 "$shape" "$streams" "$long" 5 1 "$salt" \
         2>>"$out/$case-bench.err" | sed "s/^/backend=$kv rate=$rate mode=$mode /" | tee -a "$out/results.txt" \
         || echo "backend=$kv rate=$rate mode=$mode failed (see $out/$case-*)" | tee -a "$out/results.txt"
       kill "$fe" 2>/dev/null || true

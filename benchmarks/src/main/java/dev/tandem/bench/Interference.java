@@ -21,7 +21,10 @@ import java.util.concurrent.atomic.AtomicBoolean;
  * another, each measured on its own; the first one after start also compiles the code paths a
  * long prompt takes.
  *
- * <pre>Interference BASE_URL MODEL STREAMS LONG_PROMPT_TOKENS [WARM_S] [ARRIVALS]</pre>
+ * <pre>Interference BASE_URL MODEL STREAMS LONG_PROMPT_TOKENS [WARM_S] [ARRIVALS] [SALT]</pre>
+ *
+ * <p>SALT (default 7) picks the long prompts' tokens; give each run against the same workers its
+ * own, or their prefix caches hold the prompt already.
  */
 public final class Interference {
   private static final ObjectMapper JSON = new ObjectMapper();
@@ -33,6 +36,7 @@ public final class Interference {
     int longTokens = Integer.parseInt(args[3]);
     double warmSeconds = args.length > 4 ? Double.parseDouble(args[4]) : 5;
     int longArrivals = args.length > 5 ? Integer.parseInt(args[5]) : 1;
+    int longSalt = args.length > 6 ? Integer.parseInt(args[6]) : 7;
 
     // Warm-up: one prompt so that the engines have measured their prefill speed and JIT-compiled.
     try (HttpConnection c = new HttpConnection(base)) {
@@ -90,7 +94,7 @@ public final class Interference {
       long arrival = System.nanoTime();
       try (HttpConnection c = new HttpConnection(base)) {
         StringBuilder text = new StringBuilder();
-        var status = c.post("/v1/completions", body(model, prompt(longTokens, 7 + k), 4, false, true), (line, at) -> {
+        var status = c.post("/v1/completions", body(model, prompt(longTokens, longSalt + 1000 * k), 4, false, true), (line, at) -> {
           text.append(line);
           return true;
         });

@@ -92,29 +92,35 @@ public final class LinkProbe {
 
   /**
    * Measures transfers shaped like a KV pull — {@code reads} reads in flight at once (one per
-   * layer), each of two descriptors (keys and values) — at a small and a large total size (a
-   * sixteenth of the region and the region, at most 64 MiB), best of several, and fits a line:
-   * the intercept is what every pull costs regardless of size, the slope the link's throughput as
-   * a pull sees it.
+   * layer), each of two descriptors (keys and values) — at a small and a large total size, best of
+   * several, and fits a line: the intercept is what every pull costs regardless of size, the slope
+   * the link's throughput as a pull sees it. The large size is what the link moves in about two
+   * seconds (a first 1 MiB pull tells), at most the region and 64 MiB; the small one a sixteenth of
+   * it. So a fast link is measured with 64 MiB pulls, and a 10 Mbit/s one in seconds, not minutes.
    */
   public static PullCost pullShaped(TransferAgent reader, MemoryDescriptor region, int reads, double budgetSeconds) throws Exception {
-    long large = Math.min(region.length(), 64L << 20);
-    long small = large / 16;
+    long cap = Math.min(region.length(), 64L << 20);
     long unit = 2L * reads * 64; // every descriptor a multiple of 64 bytes
-    large -= large % unit;
-    small -= small % unit;
-    if (small == 0) {
+    long first = roundDown(Math.min(cap / 16, 1L << 20), unit);
+    if (first == 0) {
       throw new IllegalArgumentException("region of " + region.length() + " bytes is too small to probe " + reads + " reads");
     }
     try (Arena arena = Arena.ofShared()) {
-      MemorySegment local = arena.allocate(large, 64);
-      bestPull(reader, region, local, small, reads, budgetSeconds); // warm-up: connections, buffers, JIT
+      MemorySegment local = arena.allocate(cap, 64);
+      bestPull(reader, region, local, first, reads, budgetSeconds); // warm-up: connections, buffers, JIT
+      double guess = first / bestPull(reader, region, local, first, reads, budgetSeconds);
+      long large = roundDown((long) Math.max(16.0 * unit, Math.min(cap, guess * 2.0)), unit);
+      long small = Math.max(unit, roundDown(large / 16, unit));
       double tSmall = bestPull(reader, region, local, small, reads, budgetSeconds);
       double tLarge = bestPull(reader, region, local, large, reads, budgetSeconds);
       double bytesPerSecond = (large - small) / Math.max(tLarge - tSmall, 1e-9);
       double fixed = Math.max(0, tSmall - small / bytesPerSecond);
       return new PullCost(reader.backend(), fixed, bytesPerSecond);
     }
+  }
+
+  private static long roundDown(long bytes, long unit) {
+    return bytes - bytes % unit;
   }
 
   private static double bestPull(

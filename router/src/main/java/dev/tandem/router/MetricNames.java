@@ -39,4 +39,10 @@ public final class MetricNames {
   public static final String WORKER_REACHABLE = "tandem.worker.reachable";
   /** A worker's measured prefill speed at 512 tokens (gauge, tag {@code worker}). */
   public static final String WORKER_PREFILL_RATE = "tandem.worker.prefill.tokens.per.second";
+  /** 1 while a worker reports that it is draining (gauge, tag {@code worker}). */
+  public static final String WORKER_DRAINING = "tandem.worker.draining";
+  /** Workers admitted to the pool, by role (gauge, tag {@code role}): the set discovery gave. */
+  public static final String WORKERS = "tandem.router.workers";
+  /** Workers that registered but were refused (gauge). */
+  public static final String REFUSED_WORKERS = "tandem.router.refused.workers";
 }

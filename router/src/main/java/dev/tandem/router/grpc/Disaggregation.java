@@ -106,7 +106,7 @@ public final class Disaggregation implements AutoCloseable {
                 }
                 links.put(key, new SplitPolicy.Link(f.bytesPerSecond(), f.latencyMicros() / 1e6));
                 log.info("KV link {} ({}): {} µs, {} MB/s", key, f.backend(),
-                    String.format("%.0f", f.latencyMicros()), String.format("%.0f", f.bytesPerSecond() / 1e6));
+                    String.format("%.0f", f.latencyMicros()), String.format("%.3g", f.bytesPerSecond() / 1e6));
               }));
     }
   }

@@ -4,7 +4,6 @@ import dev.tandem.router.MetricNames;
 import io.micrometer.core.instrument.FunctionCounter;
 import io.micrometer.core.instrument.Gauge;
 import io.micrometer.core.instrument.MeterRegistry;
-import java.util.Set;
 import java.util.concurrent.ConcurrentHashMap;
 
 /**
@@ -15,7 +14,8 @@ import java.util.concurrent.ConcurrentHashMap;
 public final class RouterMetrics {
   private final MeterRegistry registry;
   private final Router router;
-  private final Set<String> watchedWorkers = ConcurrentHashMap.newKeySet();
+  /** Each worker's meters, by worker id, removed when it leaves (a worker that returns gets new ones). */
+  private final java.util.Map<String, java.util.List<io.micrometer.core.instrument.Meter>> workerMeters = new ConcurrentHashMap<>();
 
   private RouterMetrics(MeterRegistry registry, Router router) {
     this.registry = registry;
@@ -27,6 +27,7 @@ public final class RouterMetrics {
     RouterMetrics m = new RouterMetrics(registry, router);
     m.bindRouter();
     router.pool().onJoin(m::bindWorker);
+    router.pool().onLeave(m::unbindWorker);
     return m;
   }
 
@@ -49,20 +50,36 @@ public final class RouterMetrics {
         .description("prompt tokens the router expected the chosen worker to hold").register(registry);
     Gauge.builder(MetricNames.OPEN_RESERVATIONS, router.pool().ledger(), l -> l.open())
         .description("routed requests whose load is still reserved").register(registry);
+    for (dev.tandem.common.WorkerRole role : dev.tandem.common.WorkerRole.values()) {
+      Gauge.builder(MetricNames.WORKERS, router.pool(), p -> p.all().stream().filter(w -> w.description().role() == role).count())
+          .description("workers admitted, by role").tag("role", role.cliName()).register(registry);
+    }
+    Gauge.builder(MetricNames.REFUSED_WORKERS, router.pool(), p -> p.refused().size())
+        .description("workers that registered but were refused (another model or block size)").register(registry);
   }
 
   private void bindWorker(WorkerClient w) {
     String id = w.workerId().value();
-    if (!watchedWorkers.add(id)) {
-      return;
-    }
-    Gauge.builder(MetricNames.WORKER_ACTIVE_REQUESTS, w, c -> c.lastLoadReport().activeRequests()).tag("worker", id).register(registry);
-    Gauge.builder(MetricNames.WORKER_KV_BLOCKS_USED, w, c -> c.lastLoadReport().kvBlocksUsed()).tag("worker", id).register(registry);
-    Gauge.builder(MetricNames.WORKER_KV_BLOCKS_TOTAL, w, c -> c.lastLoadReport().kvBlocksTotal()).tag("worker", id).register(registry);
-    Gauge.builder(MetricNames.WORKER_REACHABLE, w, c -> c.reachable() ? 1 : 0).tag("worker", id).register(registry);
-    Gauge.builder(MetricNames.WORKER_PREFILL_RATE, w, c -> c.lastLoadReport().prefillTokensPerSecond()).tag("worker", id).register(registry);
-    router.kv().ifPresent(kv -> Gauge.builder(MetricNames.WORKER_MISSING_EVENTS, kv,
+    java.util.List<io.micrometer.core.instrument.Meter> meters = new java.util.ArrayList<>();
+    meters.add(Gauge.builder(MetricNames.WORKER_ACTIVE_REQUESTS, w, c -> c.lastLoadReport().activeRequests()).tag("worker", id).register(registry));
+    meters.add(Gauge.builder(MetricNames.WORKER_KV_BLOCKS_USED, w, c -> c.lastLoadReport().kvBlocksUsed()).tag("worker", id).register(registry));
+    meters.add(Gauge.builder(MetricNames.WORKER_KV_BLOCKS_TOTAL, w, c -> c.lastLoadReport().kvBlocksTotal()).tag("worker", id).register(registry));
+    meters.add(Gauge.builder(MetricNames.WORKER_REACHABLE, w, c -> c.reachable() ? 1 : 0).tag("worker", id).register(registry));
+    meters.add(Gauge.builder(MetricNames.WORKER_DRAINING, w, c -> c.draining() ? 1 : 0).tag("worker", id).register(registry));
+    meters.add(Gauge.builder(MetricNames.WORKER_PREFILL_RATE, w, c -> c.lastLoadReport().prefillTokensPerSecond()).tag("worker", id).register(registry));
+    router.kv().ifPresent(kv -> meters.add(Gauge.builder(MetricNames.WORKER_MISSING_EVENTS, kv,
             k -> k.workersWithoutEvents().contains(w.workerId()) ? 1 : 0)
-        .tag("worker", id).register(registry));
+        .tag("worker", id).register(registry)));
+    var old = workerMeters.put(id, meters);
+    if (old != null) {
+      old.forEach(registry::remove);
+    }
+  }
+
+  private void unbindWorker(WorkerClient w) {
+    var meters = workerMeters.remove(w.workerId().value());
+    if (meters != null) {
+      meters.forEach(registry::remove);
+    }
   }
 }

@@ -49,7 +49,10 @@ class RouterTest {
   private Router router;
 
   /** How the fake worker answers Generate. */
-  enum Behaviour { FINISH, FAIL_UNAVAILABLE, FAIL_INVALID, HANG }
+  enum Behaviour { FINISH, FAIL_UNAVAILABLE, FAIL_INVALID, HANG, FINISH_ON_RELEASE }
+
+  /** FINISH_ON_RELEASE workers finish their streams when this completes. */
+  private final CompletableFuture<Void> release = new CompletableFuture<>();
 
   /** What the fake worker saw. */
   static final class Seen {
@@ -62,6 +65,10 @@ class RouterTest {
   }
 
   private Seen worker(String id, WorkerRole role, Behaviour behaviour, String kvTransferAddress) throws Exception {
+    return worker(id, role, behaviour, kvTransferAddress, false);
+  }
+
+  private Seen worker(String id, WorkerRole role, Behaviour behaviour, String kvTransferAddress, boolean draining) throws Exception {
     Seen seen = new Seen();
     Server server =
         InProcessServerBuilder.forName(id)
@@ -77,7 +84,7 @@ class RouterTest {
 
               @Override
               public void watchLoad(WatchLoadRequest r, StreamObserver<LoadReport> out) {
-                out.onNext(LoadReport.newBuilder().setWorkerId(id).setKvBlocksTotal(100).build()); // and stays open
+                out.onNext(LoadReport.newBuilder().setWorkerId(id).setKvBlocksTotal(100).setDraining(draining).build()); // and stays open
               }
 
               @Override
@@ -93,6 +100,13 @@ class RouterTest {
                   case FAIL_UNAVAILABLE -> out.onError(Status.UNAVAILABLE.withDescription("engine stopped").asRuntimeException());
                   case FAIL_INVALID -> out.onError(Status.INVALID_ARGUMENT.withDescription("prompt too long").asRuntimeException());
                   case HANG -> out.onNext(GenerateChunk.newBuilder().setWorkerId(id).build());
+                  case FINISH_ON_RELEASE -> {
+                    out.onNext(GenerateChunk.newBuilder().addTokenIds(7).setWorkerId(id).setPromptTokens(r.getTokenIdsCount()).build());
+                    release.thenRun(() -> {
+                      out.onNext(GenerateChunk.newBuilder().addTokenIds(8).setFinishReason(FinishReason.FINISH_REASON_LENGTH).build());
+                      out.onCompleted();
+                    });
+                  }
                 }
               }
             })
@@ -180,6 +194,142 @@ class RouterTest {
     assertEquals("w0", c.chunks.getFirst().origin().workerId());
     assertEquals(0, c.openWhenFinished, "released before the last chunk reached the listener");
     assertEquals(0, pool.ledger().open());
+  }
+
+  @Test
+  void aWorkerThatRefusesBeforeAnyOutputIsPassedOverForAnother() throws Exception {
+    worker("draining", WorkerRole.WORKER_ROLE_AGGREGATED, Behaviour.FAIL_UNAVAILABLE);
+    worker("ok", WorkerRole.WORKER_ROLE_AGGREGATED, Behaviour.FINISH);
+    Router r = router("draining", "ok");
+    for (int i = 0; i < 6; i++) {
+      Collector c = new Collector(pool);
+      r.route(request("r" + i, 8), null).start(c);
+      assertEquals(null, c.end.get(5, TimeUnit.SECONDS), "request " + i);
+      assertEquals("ok", c.chunks.getFirst().origin().workerId());
+      assertEquals(2, c.chunks.size(), "the refused attempt adds nothing the listener sees");
+    }
+    assertEquals(6, r.reroutes(), "each request met the refusing worker first (the reroute took round-robin's other turn)");
+    assertEquals(0, pool.ledger().open(), "both attempts' reservations released");
+  }
+
+  @Test
+  void whenNoOtherWorkerCanTakeItTheRefusalReachesTheListener() throws Exception {
+    worker("down", WorkerRole.WORKER_ROLE_AGGREGATED, Behaviour.FAIL_UNAVAILABLE);
+    Router r = router("down");
+    Collector c = new Collector(pool);
+    r.route(request("x", 8), null).start(c);
+    GenerationException e = c.end.get(5, TimeUnit.SECONDS);
+    assertEquals(GenerationException.Kind.UNAVAILABLE, e.kind());
+    assertEquals("engine stopped", e.getMessage());
+    assertEquals(0, pool.ledger().open());
+  }
+
+  @Test
+  void aDrainingWorkerIsNotChosen() throws Exception {
+    worker("leaving", WorkerRole.WORKER_ROLE_AGGREGATED, Behaviour.FINISH, "", true);
+    worker("staying", WorkerRole.WORKER_ROLE_AGGREGATED, Behaviour.FINISH);
+    Router r = router("leaving", "staying");
+    awaitLoad(pool, "leaving");
+    for (int i = 0; i < 4; i++) {
+      Route route = r.route(request("d" + i, 8), null);
+      assertEquals(new WorkerId("staying"), route.worker());
+      route.release();
+    }
+    WorkerClient staying = pool.all().stream().filter(w -> w.workerId().value().equals("staying")).findFirst().orElseThrow();
+    pool.remove(staying);
+    var e = assertThrows(NoWorkerAvailableException.class, () -> r.route(request("none", 8), null));
+    assertEquals("every decode or aggregated worker is draining", e.getMessage());
+  }
+
+  @Test
+  void aWorkerThatLeavesTakesNoNewRequestsButFinishesTheOnesItHas() throws Exception {
+    worker("old", WorkerRole.WORKER_ROLE_AGGREGATED, Behaviour.FINISH_ON_RELEASE);
+    worker("new", WorkerRole.WORKER_ROLE_AGGREGATED, Behaviour.FINISH);
+    Router r = router("old", "new");
+    Collector inFlight = new Collector(pool);
+    r.route(request("long", 8), "old").start(inFlight);
+    WorkerClient old = pool.all().stream().filter(w -> w.workerId().value().equals("old")).findFirst().orElseThrow();
+    pool.remove(old);
+    assertEquals(List.of("new"), pool.all().stream().map(w -> w.workerId().value()).toList());
+    for (int i = 0; i < 3; i++) {
+      Route route = r.route(request("after" + i, 8), null);
+      assertEquals(new WorkerId("new"), route.worker());
+      route.release();
+    }
+    release.complete(null);
+    assertEquals(null, inFlight.end.get(5, TimeUnit.SECONDS), "the stream open on the leaving worker finished");
+    assertEquals(2, inFlight.chunks.size());
+    assertEquals(0, pool.ledger().open());
+  }
+
+  @Test
+  void thePoolFollowsDiscoveryAsWorkersComeAndGo() throws Exception {
+    worker("a", WorkerRole.WORKER_ROLE_AGGREGATED, Behaviour.FINISH);
+    worker("b", WorkerRole.WORKER_ROLE_AGGREGATED, Behaviour.FINISH);
+    Router r = router();
+    var discovery = new dev.tandem.discovery.StaticDiscovery(List.of());
+    try (DiscoveredWorkers followed = DiscoveredWorkers.follow(discovery, pool)) {
+      var a = discovery.register(record("a", 16));
+      awaitIds(pool, List.of("a"));
+      var b = discovery.register(record("b", 16));
+      awaitIds(pool, List.of("a", "b"));
+      a.close();
+      awaitIds(pool, List.of("b"));
+      for (int i = 0; i < 3; i++) {
+        Route route = r.route(request("f" + i, 8), null);
+        assertEquals(new WorkerId("b"), route.worker());
+        route.release();
+      }
+      discovery.register(record("a", 16));
+      awaitIds(pool, List.of("a", "b"));
+      assertEquals(java.util.Map.of(), pool.refused());
+      b.close();
+      awaitIds(pool, List.of("a"));
+    }
+  }
+
+  @Test
+  void aWorkerRegisteringAnotherBlockSizeIsRefusedAndListed() throws Exception {
+    worker("odd", WorkerRole.WORKER_ROLE_AGGREGATED, Behaviour.FINISH);
+    Router r = router();
+    var discovery = new dev.tandem.discovery.StaticDiscovery(List.of());
+    try (DiscoveredWorkers followed = DiscoveredWorkers.follow(discovery, pool)) {
+      var odd = discovery.register(record("odd", 32));
+      long deadline = System.nanoTime() + TimeUnit.SECONDS.toNanos(5);
+      while (r.refusedWorkers().isEmpty()) {
+        assertTrue(System.nanoTime() < deadline, "no refusal recorded");
+        Thread.sleep(10);
+      }
+      assertEquals("worker odd at odd registered KV block size 32 but this router uses 16; refusing it (prefix hashes would never match)",
+          r.refusedWorkers().get("odd"));
+      assertTrue(pool.all().isEmpty());
+      odd.close();
+      deadline = System.nanoTime() + TimeUnit.SECONDS.toNanos(5);
+      while (!r.refusedWorkers().isEmpty()) {
+        assertTrue(System.nanoTime() < deadline, "the refusal outlived the worker");
+        Thread.sleep(10);
+      }
+    }
+  }
+
+  private static dev.tandem.discovery.WorkerRecord record(String id, int blockSize) {
+    return new dev.tandem.discovery.WorkerRecord(id, dev.tandem.common.WorkerRole.AGGREGATED, id, null, "m", blockSize, 100, "host-" + id);
+  }
+
+  private static void awaitIds(WorkerPool pool, List<String> ids) throws InterruptedException {
+    long deadline = System.nanoTime() + TimeUnit.SECONDS.toNanos(5);
+    while (!pool.all().stream().map(w -> w.workerId().value()).sorted().toList().equals(ids)) {
+      assertTrue(System.nanoTime() < deadline, "pool is " + pool.all().stream().map(w -> w.workerId().value()).toList() + ", not " + ids);
+      Thread.sleep(10);
+    }
+  }
+
+  private static void awaitLoad(WorkerPool pool, String id) throws InterruptedException {
+    long deadline = System.nanoTime() + TimeUnit.SECONDS.toNanos(5);
+    while (pool.all().stream().noneMatch(w -> w.workerId().value().equals(id) && w.draining())) {
+      assertTrue(System.nanoTime() < deadline, "no load report from " + id);
+      Thread.sleep(10);
+    }
   }
 
   @Test
