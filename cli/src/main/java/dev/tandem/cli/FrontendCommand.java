@@ -58,8 +58,8 @@ final class FrontendCommand implements Callable<Integer> {
     } else {
       followed = DiscoveredWorkers.follow(found, pool);
       System.out.println("frontend: waiting for workers from " + found.describe());
-      if (!pool.awaitAny(connectTimeout)) {
-        throw new IllegalStateException("no worker registered in " + found.describe() + " within " + connectTimeoutSeconds
+      if (!pool.awaitGenerating(connectTimeout)) {
+        throw new IllegalStateException("no decode or aggregated worker registered in " + found.describe() + " within " + connectTimeoutSeconds
             + " s (--worker-connect-timeout-s); refused: " + pool.refused());
       }
     }

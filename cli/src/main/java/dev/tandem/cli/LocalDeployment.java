@@ -139,9 +139,13 @@ public final class LocalDeployment implements AutoCloseable {
     }
   }
 
-  /** The model the pool's first worker describes, with the tokenizer from its model card. */
+  /**
+   * The model the pool's first generating worker describes (any worker if none generates), with
+   * the tokenizer from its model card. Not a prefill worker's: the card is megabytes, and a prefill
+   * worker's link is for KV (a decode worker may be measuring it right now).
+   */
   static ServedModel servedModel(WorkerPool pool, Duration timeout) {
-    WorkerClient first = pool.all().getFirst();
+    WorkerClient first = pool.all().stream().filter(w -> !w.isPrefillOnly()).findFirst().orElse(pool.all().getFirst());
     return ServedModel.of(first.description(), first.modelCard(timeout));
   }
 

@@ -68,24 +68,7 @@ public final class KubernetesDiscovery implements Discovery {
   @Override
   public Registration register(WorkerRecord record) {
     log.info("worker {} is published by Kubernetes: its pod joins {} when its readiness probe passes", record.workerId(), describe());
-    return new Registration() {
-      private volatile boolean open = true;
-
-      @Override
-      public WorkerRecord record() {
-        return record;
-      }
-
-      @Override
-      public boolean registered() {
-        return open;
-      }
-
-      @Override
-      public void close() {
-        open = false;
-      }
-    };
+    return new HeldRegistration(record, () -> {});
   }
 
   @Override

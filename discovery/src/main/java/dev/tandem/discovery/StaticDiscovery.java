@@ -45,30 +45,12 @@ public final class StaticDiscovery implements Discovery {
       throw new IllegalStateException("worker id " + record.workerId() + " is already registered");
     }
     publish();
-    return new Registration() {
-      private volatile boolean open = true;
-
-      @Override
-      public WorkerRecord record() {
-        return record;
+    return new HeldRegistration(record, () -> {
+      synchronized (StaticDiscovery.this) {
+        workers.remove(record.workerId(), record);
+        publish();
       }
-
-      @Override
-      public boolean registered() {
-        return open;
-      }
-
-      @Override
-      public void close() {
-        synchronized (StaticDiscovery.this) {
-          if (open) {
-            open = false;
-            workers.remove(record.workerId(), record);
-            publish();
-          }
-        }
-      }
-    };
+    });
   }
 
   @Override

@@ -82,15 +82,6 @@ class EtcdScaleOutTest {
     return ids;
   }
 
-  private static void await(String what, long seconds, BooleanSupplier condition) throws InterruptedException {
-    long deadline = System.nanoTime() + TimeUnit.SECONDS.toNanos(seconds);
-    while (!condition.getAsBoolean()) {
-      if (System.nanoTime() > deadline) {
-        throw new AssertionError("not within " + seconds + " s: " + what);
-      }
-      Thread.sleep(50);
-    }
-  }
 
   private BooleanSupplier idsAre(URI base, Set<String> expected) {
     return () -> {
@@ -119,7 +110,7 @@ class EtcdScaleOutTest {
     int http = freePort();
     Process frontend = tandem("frontend", "frontend", "--host", "127.0.0.1", "--port", Integer.toString(http), "--router-mode", "round-robin");
     URI base = URI.create("http://127.0.0.1:" + http);
-    await("the frontend serves both workers found in etcd", 90, () -> {
+    TestDeployments.await("the frontend serves both workers found in etcd", 90, () -> {
       assertTrue(frontend.isAlive(), () -> read("frontend"));
       return idsAre(base, Set.of("w-a", "w-b")).getAsBoolean();
     });
@@ -128,13 +119,13 @@ class EtcdScaleOutTest {
     Process a = processes.getFirst();
     long killed = System.nanoTime();
     a.destroyForcibly().waitFor();
-    await("w-a gone after SIGKILL", TTL_S + 5, idsAre(base, Set.of("w-b")));
+    TestDeployments.await("w-a gone after SIGKILL", TTL_S + 5, idsAre(base, Set.of("w-b")));
     double leftAfterS = (System.nanoTime() - killed) / 1e9;
     assertTrue(leftAfterS <= TTL_S + 2, "w-a left routing " + leftAfterS + " s after its kill; TTL is " + TTL_S + " s");
 
     // A new worker joins and is routed to.
     worker("w-c");
-    await("w-c joins", 60, idsAre(base, Set.of("w-b", "w-c")));
+    TestDeployments.await("w-c joins", 60, idsAre(base, Set.of("w-b", "w-c")));
 
     // SIGTERM under load: 100 streams in flight, then 20 more while w-b drains.
     List<CompletableFuture<HttpResponse<String>>> requests = new ArrayList<>();
@@ -165,7 +156,7 @@ class EtcdScaleOutTest {
     assertTrue(b.waitFor(60, TimeUnit.SECONDS), "w-b did not exit after draining");
     assertEquals(0, b.exitValue(), () -> "w-b's exit after SIGTERM; log:\n" + read("w-b"));
     assertTrue(!read("w-b").contains("drain timed out"), () -> read("w-b"));
-    await("w-b gone after its drain", 10, idsAre(base, Set.of("w-c")));
+    TestDeployments.await("w-b gone after its drain", 10, idsAre(base, Set.of("w-c")));
 
     // The rest keeps serving.
     HttpResponse<String> after = stream(base, 999).get(30, TimeUnit.SECONDS);

@@ -32,7 +32,6 @@ import java.util.ArrayList;
 import java.util.List;
 import java.util.concurrent.CompletableFuture;
 import java.util.concurrent.TimeUnit;
-import java.util.function.BooleanSupplier;
 import org.junit.jupiter.api.AfterEach;
 import org.junit.jupiter.api.Assumptions;
 import org.junit.jupiter.api.Test;
@@ -115,7 +114,7 @@ class NetnsDisaggTest {
     try (EtcdDiscovery etcd = new EtcdDiscovery(List.of(URI.create(ETCD)), "default", Duration.ofSeconds(5));
         WorkerPool pool = new WorkerPool(16, Duration.ofSeconds(300), Duration.ofMillis(250));
         DiscoveredWorkers followed = DiscoveredWorkers.follow(etcd, pool)) {
-      await("both workers admitted through etcd", 300, () -> pool.routable().size() == 2);
+      TestDeployments.await("both workers admitted through etcd", 300, () -> pool.routable().size() == 2);
       WorkerClient prefill = pool.all().stream().filter(WorkerClient::isPrefillOnly).findFirst().orElseThrow();
       WorkerClient decode = pool.all().stream().filter(w -> !w.isPrefillOnly()).findFirst().orElseThrow();
       assertEquals("10.77.0.11:9000", prefill.address());
@@ -135,7 +134,7 @@ class NetnsDisaggTest {
       Generation stream = decode.generate(new GenerationRequest("stream", prompt(64, 3), SamplingParams.greedy(),
           new StopConditions(100_000, new int[0], true)), new Discard());
       try {
-        await("the stream decodes", 30, () -> decode.lastLoadReport().activeRequests() == 1);
+        TestDeployments.await("the stream decodes", 30, () -> decode.lastLoadReport().activeRequests() == 1);
         SplitPolicy.Decision overSlow = decide(pool, prompt(1200, 11));
         assertFalse(overSlow.split(), "over 40 Mbit/s: " + overSlow);
         sh(NETNS.toString(), "shape", "2gbit");
@@ -214,13 +213,4 @@ class NetnsDisaggTest {
     return ids;
   }
 
-  private static void await(String what, int seconds, BooleanSupplier condition) throws InterruptedException {
-    long deadline = System.nanoTime() + TimeUnit.SECONDS.toNanos(seconds);
-    while (!condition.getAsBoolean()) {
-      if (System.nanoTime() > deadline) {
-        throw new AssertionError("not within " + seconds + " s: " + what);
-      }
-      Thread.sleep(100);
-    }
-  }
 }

@@ -36,6 +36,17 @@ final class TestDeployments {
     return w.loop().call(e -> e.load().runningRequests() + e.load().waitingRequests()).get(5, TimeUnit.SECONDS);
   }
 
+  /** Waits for {@code condition}, failing with {@code what} after {@code seconds}. */
+  static void await(String what, int seconds, java.util.function.BooleanSupplier condition) throws InterruptedException {
+    long deadline = System.nanoTime() + TimeUnit.SECONDS.toNanos(seconds);
+    while (!condition.getAsBoolean()) {
+      if (System.nanoTime() > deadline) {
+        throw new AssertionError("not within " + seconds + " s: " + what);
+      }
+      Thread.sleep(50);
+    }
+  }
+
   /** Every worker's pool is full again (waits briefly: cancellations are asynchronous). */
   static void assertPoolsFull(LocalDeployment d) throws Exception {
     long deadline = System.nanoTime() + TimeUnit.SECONDS.toNanos(5);

@@ -95,8 +95,9 @@ public final class LinkProbe {
    * layer), each of two descriptors (keys and values) — at a small and a large total size, best of
    * several, and fits a line: the intercept is what every pull costs regardless of size, the slope
    * the link's throughput as a pull sees it. The large size is what the link moves in about two
-   * seconds (a first 1 MiB pull tells), at most the region and 64 MiB; the small one a sixteenth of
-   * it. So a fast link is measured with 64 MiB pulls, and a 10 Mbit/s one in seconds, not minutes.
+   * seconds (a first 1 MiB pull tells), at most the region and 64 MiB, pulled three times or more
+   * (best kept); the small one a sixteenth of it. So a fast link is measured with 64 MiB pulls, and
+   * a 10 Mbit/s one in about ten seconds, not minutes.
    */
   public static PullCost pullShaped(TransferAgent reader, MemoryDescriptor region, int reads, double budgetSeconds) throws Exception {
     long cap = Math.min(region.length(), 64L << 20);
@@ -112,7 +113,9 @@ public final class LinkProbe {
       long large = roundDown((long) Math.max(16.0 * unit, Math.min(cap, guess * 2.0)), unit);
       long small = Math.max(unit, roundDown(large / 16, unit));
       double tSmall = bestPull(reader, region, local, small, reads, budgetSeconds);
-      double tLarge = bestPull(reader, region, local, large, reads, budgetSeconds);
+      // At least three large pulls: on a slow, shaped link one lost segment (a TCP retransmission
+      // timeout) can halve a single two-second measurement.
+      double tLarge = bestPull(reader, region, local, large, reads, Math.max(budgetSeconds, 6.0));
       double bytesPerSecond = (large - small) / Math.max(tLarge - tSmall, 1e-9);
       double fixed = Math.max(0, tSmall - small / bytesPerSecond);
       return new PullCost(reader.backend(), fixed, bytesPerSecond);

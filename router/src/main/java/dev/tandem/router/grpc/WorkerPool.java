@@ -189,10 +189,10 @@ public final class WorkerPool implements AutoCloseable {
     return workers.stream().filter(WorkerClient::routable).toList();
   }
 
-  /** Waits until at least one worker is admitted; false if none was within {@code timeout}. */
-  public boolean awaitAny(Duration timeout) throws InterruptedException {
+  /** Waits until a worker that generates (not prefill-only) is admitted; false if none was within {@code timeout}. */
+  public boolean awaitGenerating(Duration timeout) throws InterruptedException {
     long deadline = System.nanoTime() + timeout.toNanos();
-    while (workers.isEmpty()) {
+    while (workers.stream().allMatch(WorkerClient::isPrefillOnly)) {
       if (System.nanoTime() > deadline) {
         return false;
       }
