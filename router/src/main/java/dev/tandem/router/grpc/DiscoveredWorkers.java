@@ -31,6 +31,8 @@ public final class DiscoveredWorkers implements WorkerSetListener, AutoCloseable
   private final WorkerPool pool;
   private final Map<String, WorkerRecord> present = new ConcurrentHashMap<>();
   private final Map<String, WorkerClient> admitted = new ConcurrentHashMap<>();
+  /** Connections still being tried, by worker id; cancelled when the worker leaves meanwhile. */
+  private final Map<String, java.util.concurrent.Future<?>> connecting = new ConcurrentHashMap<>();
   private final ExecutorService connects = Executors.newVirtualThreadPerTaskExecutor();
   private volatile Watch watch;
 
@@ -55,7 +57,18 @@ public final class DiscoveredWorkers implements WorkerSetListener, AutoCloseable
       pool.refuse(worker.grpcAddress(), why);
       return;
     }
-    connects.execute(() -> connect(worker));
+    java.util.concurrent.FutureTask<Void> attempt = new java.util.concurrent.FutureTask<>(() -> connect(worker), null);
+    java.util.concurrent.Future<?> previous = connecting.put(worker.workerId(), attempt);
+    if (previous != null) {
+      previous.cancel(true);
+    }
+    connects.execute(() -> {
+      try {
+        attempt.run();
+      } finally {
+        connecting.remove(worker.workerId(), attempt);
+      }
+    });
   }
 
   /** Connects until admitted, refused, or the record is gone. */
@@ -71,6 +84,9 @@ public final class DiscoveredWorkers implements WorkerSetListener, AutoCloseable
         admitted.put(worker.workerId(), client);
         return;
       } catch (IllegalStateException e) {
+        if (Thread.currentThread().isInterrupted()) {
+          return; // the worker left while we were connecting
+        }
         if (pool.refused().containsKey(worker.grpcAddress())) {
           log.error("discovery: {}", e.getMessage());
           return;
@@ -92,6 +108,10 @@ public final class DiscoveredWorkers implements WorkerSetListener, AutoCloseable
   @Override
   public void removed(WorkerRecord worker) {
     present.remove(worker.workerId(), worker);
+    java.util.concurrent.Future<?> attempt = connecting.remove(worker.workerId());
+    if (attempt != null) {
+      attempt.cancel(true); // interrupts a Describe still waiting for a worker that is gone
+    }
     pool.forgetRefusal(worker.grpcAddress());
     WorkerClient client = admitted.remove(worker.workerId());
     if (client != null) {
