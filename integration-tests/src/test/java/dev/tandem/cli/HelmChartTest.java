@@ -240,9 +240,10 @@ class HelmChartTest {
         "tandem-etcd.yaml", Map.of("discovery", "etcd", "etcd.enabled", true));
     for (var v : variants.entrySet()) {
       var template = new Helm(CHART).template().withName("tandem").withNamespace("tandem");
-      v.getValue().forEach(template::set);
+      Map<String, Object> values = new java.util.TreeMap<>(v.getValue()); // one order, for the header
+      values.forEach(template::set);
       String rendered = "# Rendered from deploy/helm/tandem (release tandem, namespace tandem"
-          + (v.getValue().isEmpty() ? "" : ", " + v.getValue()) + "); do not edit.\n"
+          + (values.isEmpty() ? "" : ", " + values) + "); do not edit.\n"
           + "# Regenerate: ./mvnw -pl integration-tests verify -Dtest=HelmChartTest -Dtandem.renderManifests=true\n"
           + template.call();
       Path file = CHART.resolve("../../kubernetes").normalize().resolve(v.getKey());
