@@ -17,7 +17,7 @@ import java.util.concurrent.ConcurrentHashMap;
 /** The conformance suite against a real etcd started by the test (Debian's etcd-server). */
 @org.junit.jupiter.api.Tag("e2e") // starts and restarts real etcd servers: ~20 s, kept out of the fast tier
 class EtcdDiscoveryTest extends DiscoveryConformanceTest {
-  static final Duration TTL = Duration.ofSeconds(2);
+  static final Duration TTL = Duration.ofSeconds(3);
 
   @Override
   protected Backend open() throws Exception {
@@ -131,14 +131,27 @@ class EtcdDiscoveryTest extends DiscoveryConformanceTest {
         EtcdDiscovery worker = new EtcdDiscovery(List.of(etcd.endpoint()), "test", TTL);
         EtcdDiscovery router = new EtcdDiscovery(List.of(etcd.endpoint()), "test", TTL)) {
       Registration r = worker.register(worker("w1", 9100));
-      Watch w = router.watch(IGNORE);
+      var calls = new java.util.concurrent.CopyOnWriteArrayList<String>();
+      Watch w = router.watch(new WorkerSetListener() {
+        @Override
+        public void added(WorkerRecord worker) {
+          calls.add("+" + worker.workerId());
+        }
+
+        @Override
+        public void removed(WorkerRecord worker) {
+          calls.add("-" + worker.workerId());
+        }
+      });
       await("w1 seen", Duration.ofSeconds(10), () -> w.current().containsKey("w1"));
       // Revoke its lease behind its back, as an etcd that lost it (or an operator) would.
       long lease = raw.getKVClient().get(worker.key("w1")).get().getKvs().getFirst().getLease();
       raw.getLeaseClient().revoke(lease).get();
-      await("w1 dropped", Duration.ofSeconds(5), () -> !w.current().containsKey("w1"));
-      await("w1 back under a new lease", Duration.ofSeconds(10), () -> w.current().containsKey("w1"));
+      // Dropped, then back under a new lease (the gap may be shorter than a poll: read the calls).
+      await("w1 dropped and back", Duration.ofSeconds(10), () -> calls.equals(List.of("+w1", "-w1", "+w1")));
       assertTrue(r.registered());
+      long newLease = raw.getKVClient().get(worker.key("w1")).get().getKvs().getFirst().getLease();
+      assertTrue(newLease != lease, "a new lease");
     }
   }
 

@@ -83,6 +83,21 @@ class EtcdScaleOutTest {
   }
 
 
+  /** The requests {@code worker} reported running, as the frontend's /health shows it. */
+  private int activeOn(URI base, String worker) {
+    try {
+      HttpResponse<String> r = client.send(HttpRequest.newBuilder(base.resolve("/health")).build(), HttpResponse.BodyHandlers.ofString());
+      for (JsonNode w : JSON.readTree(r.body()).path("workers")) {
+        if (w.path("id").asText().equals(worker)) {
+          return w.path("active_requests").asInt();
+        }
+      }
+    } catch (Exception e) {
+      // not answering yet
+    }
+    return 0;
+  }
+
   private BooleanSupplier idsAre(URI base, Set<String> expected) {
     return () -> {
       try {
@@ -132,7 +147,7 @@ class EtcdScaleOutTest {
     for (int i = 0; i < 100; i++) {
       requests.add(stream(base, i));
     }
-    Thread.sleep(300);
+    TestDeployments.await("w-b serving at least 20 of the streams", 60, () -> activeOn(base, "w-b") >= 20);
     b.destroy(); // SIGTERM
     for (int i = 100; i < 120; i++) {
       requests.add(stream(base, i));
