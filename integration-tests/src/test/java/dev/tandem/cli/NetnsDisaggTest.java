@@ -130,20 +130,42 @@ class NetnsDisaggTest {
       int[] local = tokens(decode, new GenerationRequest("local", prompt, SamplingParams.greedy(), StopConditions.maxTokens(12)));
       assertArrayEquals(local, split);
 
-      // (b) Beside a decoding stream, a long prompt is split over a fast link, kept local over a slow one.
-      Generation stream = decode.generate(new GenerationRequest("stream", prompt(64, 3), SamplingParams.greedy(),
-          new StopConditions(100_000, new int[0], true)), new Discard());
-      try {
-        TestDeployments.await("the stream decodes", 30, () -> decode.lastLoadReport().activeRequests() == 1);
-        SplitPolicy.Decision overSlow = decide(pool, prompt(1200, 11));
-        assertFalse(overSlow.split(), "over 40 Mbit/s: " + overSlow);
-        sh(NETNS.toString(), "shape", "2gbit");
-        SplitPolicy.Decision overFast = decide(pool, prompt(1200, 11));
-        assertTrue(overFast.split(), "over 2 Gbit/s: " + overFast);
-        assertTrue(overFast.transferSeconds() < overSlow.transferSeconds() / 10, overFast + " vs " + overSlow);
-      } finally {
-        stream.cancel("done");
-      }
+      // (b) Beside a decoding stream, a long prompt is kept local over a slow link, split over a fast one.
+      // 8 Mbit/s: the prompt's 19.7 MB of KV take ~20 s, against a ~2.5 s prefill and its stall.
+      sh(NETNS.toString(), "shape", "8mbit");
+      SplitPolicy.Decision overSlow = besideAStream(decode, () -> decide(pool, prompt(1200, 11)));
+      assertFalse(overSlow.split(), "over 8 Mbit/s: " + overSlow);
+      sh(NETNS.toString(), "shape", "2gbit");
+      SplitPolicy.Decision overFast = besideAStream(decode, () -> decide(pool, prompt(1200, 11)));
+      assertTrue(overFast.split(), "over 2 Gbit/s: " + overFast);
+      assertTrue(overFast.transferSeconds() < overSlow.transferSeconds() / 10, overFast + " vs " + overSlow);
+    }
+  }
+
+  private interface Decide {
+    SplitPolicy.Decision run() throws Exception;
+  }
+
+  /**
+   * Runs {@code decide} while one stream decodes on {@code decode} (a new one each time: a stream
+   * ends at the context window, which a fast decode reaches in under a minute).
+   */
+  private static SplitPolicy.Decision besideAStream(WorkerClient decode, Decide decide) throws Exception {
+    // 4,000 tokens fit the 4,096-token window after the 64-token prompt: tens of seconds of decoding.
+    Discard listener = new Discard();
+    Generation stream = decode.generate(new GenerationRequest("stream-" + System.nanoTime(), prompt(64, 3), SamplingParams.greedy(),
+        new StopConditions(4_000, new int[0], true)), listener);
+    try {
+      TestDeployments.await("the stream decodes", 30, () -> {
+        assertEquals(null, listener.error, "the stream was refused");
+        return decode.lastLoadReport().activeRequests() == 1;
+      });
+      SplitPolicy.Decision d = decide.run();
+      assertEquals(1, decode.lastLoadReport().activeRequests(), "the stream still decoding when the router decided");
+      return d;
+    } finally {
+      stream.cancel("done");
+      TestDeployments.await("the stream cancelled", 30, () -> decode.lastLoadReport().activeRequests() == 0);
     }
   }
 
@@ -194,12 +216,17 @@ class NetnsDisaggTest {
     return done.get(120, TimeUnit.SECONDS);
   }
 
+  /** Drops a stream's tokens; keeps its error, if any. */
   private static final class Discard implements TokenListener {
+    volatile GenerationException error;
+
     @Override
     public void onChunk(TokenChunk chunk) {}
 
     @Override
-    public void onError(GenerationException error) {}
+    public void onError(GenerationException error) {
+      this.error = error;
+    }
 
     @Override
     public void onCompleted() {}
