@@ -60,7 +60,7 @@ final class FrontendCommand implements Callable<Integer> {
       System.out.println("frontend: waiting for workers from " + found.describe());
       if (!pool.awaitGenerating(connectTimeout)) {
         throw new IllegalStateException("no decode or aggregated worker registered in " + found.describe() + " within " + connectTimeoutSeconds
-            + " s (--worker-connect-timeout-s); refused: " + pool.refused());
+            + " s (--worker-connect-timeout-s)" + (pool.refused().isEmpty() ? "" : "; refused: " + pool.refused()));
       }
     }
     ServedModel model = LocalDeployment.servedModel(pool, connectTimeout);

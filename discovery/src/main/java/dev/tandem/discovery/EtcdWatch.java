@@ -41,6 +41,7 @@ final class EtcdWatch implements Watch {
   private long epoch; // which read a jetcd callback belongs to; stale ones are dropped
   private Duration backoff = FIRST_BACKOFF;
   private volatile boolean connected;
+  private boolean everConnected; // watch thread only
   private volatile boolean closed;
 
   EtcdWatch(EtcdDiscovery etcd, WorkerSetListener listener) {
@@ -102,6 +103,7 @@ final class EtcdWatch implements Watch {
         log.info("watching {} again: {} worker(s)", etcd.describe(), now.size());
       }
       connected = true;
+      everConnected = true;
       backoff = FIRST_BACKOFF;
     } catch (Exception e) {
       failed(epoch, e instanceof java.util.concurrent.ExecutionException ? e.getCause() : e);
@@ -136,7 +138,9 @@ final class EtcdWatch implements Watch {
       return;
     }
     epoch++;
-    if (connected || backoff.equals(FIRST_BACKOFF)) {
+    if (!everConnected && backoff.equals(FIRST_BACKOFF)) {
+      log.warn("cannot reach {} ({}); trying again with backoff", etcd.describe(), why.getMessage());
+    } else if (connected || backoff.equals(FIRST_BACKOFF)) {
       log.warn("lost the watch on {} ({}); keeping the last {} worker(s), reading again in {} ms",
           etcd.describe(), why.getMessage(), set.snapshot().size(), backoff.toMillis());
     }
