@@ -108,10 +108,7 @@ public final class DiscoveryBench {
         await(90, () -> pool.routable().size() == 2);
         System.out.println("quiet: 2 workers registered");
         measure(router, "quiet, 2 workers");
-        int closedPort;
-        try (ServerSocket s = new ServerSocket(0)) {
-          closedPort = s.getLocalPort();
-        }
+        int closedPort = freePort(); // nobody listens there
         List<Registration> registrations = new ArrayList<>();
         long t0 = System.nanoTime();
         for (int i = 0; i < 1000; i++) {
@@ -188,16 +185,19 @@ public final class DiscoveryBench {
   }
 
   private static Process launchWorker(String id, URI etcd, int ttl, Path log, String namespace) throws Exception {
-    int port;
-    try (ServerSocket s = new ServerSocket(0)) {
-      port = s.getLocalPort();
-    }
+    int port = freePort();
     return new ProcessBuilder(Path.of(System.getProperty("java.home"), "bin", "java").toString(),
         "--add-modules", "jdk.incubator.vector", "--enable-native-access=ALL-UNNAMED", "--sun-misc-unsafe-memory-access=allow",
         "-cp", System.getProperty("java.class.path"), "dev.tandem.cli.Main", "worker", "--engine", "mocker", "--speedup-ratio", "0",
         "--port", Integer.toString(port), "--metrics-port", "-1", "--worker-id", id, "--discovery", "etcd",
         "--etcd-endpoints", etcd.toString(), "--discovery-namespace", namespace, "--discovery-ttl-s", Integer.toString(ttl))
         .redirectErrorStream(true).redirectOutput(log.toFile()).start();
+  }
+
+  private static int freePort() throws java.io.IOException {
+    try (ServerSocket s = new ServerSocket(0)) {
+      return s.getLocalPort();
+    }
   }
 
   private static void await(int seconds, BooleanSupplier condition) throws InterruptedException {

@@ -68,17 +68,9 @@ abstract class DiscoveryConformanceTest {
     return new WorkerRecord(id, WorkerRole.DECODE, "127.0.0.1:" + port, "127.0.0.1:" + (port + 1), "qwen3", 16, 1000, "node-a");
   }
 
-  /** A watch that records every call, in order. */
-  final class Recorder implements WorkerSetListener {
+  /** A listener that records every call, in order: {@code +id} added, {@code -id} removed. */
+  static class Calls implements WorkerSetListener {
     final List<String> calls = new CopyOnWriteArrayList<>();
-    final Watch watch;
-
-    Recorder() {
-      Discovery d = backend.client();
-      opened.add(d);
-      watch = d.watch(this);
-      opened.add(watch);
-    }
 
     @Override
     public void added(WorkerRecord worker) {
@@ -88,6 +80,18 @@ abstract class DiscoveryConformanceTest {
     @Override
     public void removed(WorkerRecord worker) {
       calls.add("-" + worker.workerId());
+    }
+  }
+
+  /** A watch of a new client of the backend, recording every call. */
+  final class Recorder extends Calls {
+    final Watch watch;
+
+    Recorder() {
+      Discovery d = backend.client();
+      opened.add(d);
+      watch = d.watch(this);
+      opened.add(watch);
     }
 
     Set<String> ids() {

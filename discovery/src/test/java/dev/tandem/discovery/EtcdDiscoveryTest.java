@@ -76,14 +76,6 @@ class EtcdDiscoveryTest extends DiscoveryConformanceTest {
     };
   }
 
-  private static final WorkerSetListener IGNORE = new WorkerSetListener() {
-    @Override
-    public void added(WorkerRecord worker) {}
-
-    @Override
-    public void removed(WorkerRecord worker) {}
-  };
-
   @Test
   void malformedAndForeignKeysUnderThePrefixAreSkipped() throws Exception {
     try (EtcdServer etcd = EtcdServer.startOrSkip();
@@ -96,7 +88,7 @@ class EtcdDiscoveryTest extends DiscoveryConformanceTest {
       raw.getKVClient().put(bytes(prefix + "liar"), ByteSequence.from(WorkerRecordJson.encode(worker("someone-else", 9200)))).get();
       raw.getKVClient().put(bytes(prefix + "nested/key"), bytes("{}")).get();
       worker.register(worker("w1", 9100));
-      Watch w = router.watch(IGNORE);
+      Watch w = router.watch(new Calls());
       await("w1 seen", Duration.ofSeconds(10), () -> w.current().containsKey("w1"));
       raw.getKVClient().put(bytes(prefix + "later-garbage"), bytes("[1,2]")).get();
       worker.register(worker("w2", 9110));
@@ -113,7 +105,7 @@ class EtcdDiscoveryTest extends DiscoveryConformanceTest {
       try (EtcdDiscovery worker = new EtcdDiscovery(List.of(etcd.endpoint()), "test", TTL);
           EtcdDiscovery router = new EtcdDiscovery(List.of(etcd.endpoint()), "test", TTL)) {
         Registration r = worker.register(worker("w1", 9100));
-        Watch w = router.watch(IGNORE);
+        Watch w = router.watch(new Calls());
         Thread.sleep(1500);
         assertFalse(r.registered());
         assertFalse(w.connected());
@@ -131,24 +123,14 @@ class EtcdDiscoveryTest extends DiscoveryConformanceTest {
         EtcdDiscovery worker = new EtcdDiscovery(List.of(etcd.endpoint()), "test", TTL);
         EtcdDiscovery router = new EtcdDiscovery(List.of(etcd.endpoint()), "test", TTL)) {
       Registration r = worker.register(worker("w1", 9100));
-      var calls = new java.util.concurrent.CopyOnWriteArrayList<String>();
-      Watch w = router.watch(new WorkerSetListener() {
-        @Override
-        public void added(WorkerRecord worker) {
-          calls.add("+" + worker.workerId());
-        }
-
-        @Override
-        public void removed(WorkerRecord worker) {
-          calls.add("-" + worker.workerId());
-        }
-      });
+      Calls calls = new Calls();
+      Watch w = router.watch(calls);
       await("w1 seen", Duration.ofSeconds(10), () -> w.current().containsKey("w1"));
       // Revoke its lease behind its back, as an etcd that lost it (or an operator) would.
       long lease = raw.getKVClient().get(worker.key("w1")).get().getKvs().getFirst().getLease();
       raw.getLeaseClient().revoke(lease).get();
       // Dropped, then back under a new lease (the gap may be shorter than a poll: read the calls).
-      await("w1 dropped and back", Duration.ofSeconds(10), () -> calls.equals(List.of("+w1", "-w1", "+w1")));
+      await("w1 dropped and back", Duration.ofSeconds(10), () -> calls.calls.equals(List.of("+w1", "-w1", "+w1")));
       assertTrue(r.registered());
       long newLease = raw.getKVClient().get(worker.key("w1")).get().getKvs().getFirst().getLease();
       assertTrue(newLease != lease, "a new lease");

@@ -5,7 +5,6 @@ import static org.junit.jupiter.api.Assertions.assertTrue;
 
 import com.fasterxml.jackson.databind.ObjectMapper;
 import java.io.IOException;
-import java.net.ServerSocket;
 import java.net.URI;
 import java.net.http.HttpClient;
 import java.net.http.HttpRequest;
@@ -47,10 +46,7 @@ class ContainerImageTest {
     assertTrue(create.waitFor(120, TimeUnit.SECONDS));
     assertEquals(0, create.exitValue(), Files.readString(work.resolve("create.log")));
 
-    int port;
-    try (ServerSocket s = new ServerSocket(0)) {
-      port = s.getLocalPort();
-    }
+    int port = TestDeployments.freePort();
     Process serve = run(work.resolve("serve.log"), work, "serve", "--host", "127.0.0.1", "--port", Integer.toString(port),
         "--model", work.resolve("tiny").toString(), "--kv-cache-memory", "64m");
     try {

@@ -7,7 +7,6 @@ import com.fasterxml.jackson.databind.JsonNode;
 import com.fasterxml.jackson.databind.ObjectMapper;
 import dev.tandem.discovery.EtcdServer;
 import java.io.IOException;
-import java.net.ServerSocket;
 import java.net.URI;
 import java.net.http.HttpClient;
 import java.net.http.HttpRequest;
@@ -53,18 +52,8 @@ class EtcdScaleOutTest {
     }
   }
 
-  private static int freePort() throws IOException {
-    try (ServerSocket s = new ServerSocket(0)) {
-      return s.getLocalPort();
-    }
-  }
-
   private Process tandem(String name, String... args) throws IOException {
-    List<String> cmd = new ArrayList<>(List.of(
-        Path.of(System.getProperty("java.home"), "bin", "java").toString(),
-        "--add-modules", "jdk.incubator.vector", "--enable-native-access=ALL-UNNAMED",
-        "-cp", System.getProperty("java.class.path"), Main.class.getName()));
-    cmd.addAll(List.of(args));
+    List<String> cmd = TestDeployments.tandemCommand(args);
     cmd.addAll(List.of("--discovery", "etcd", "--etcd-endpoints", etcd.endpoint().toString(), "--discovery-ttl-s", Integer.toString(TTL_S)));
     Process p = new ProcessBuilder(cmd).redirectErrorStream(true).redirectOutput(logs.resolve(name + ".log").toFile()).start();
     processes.add(p);
@@ -72,7 +61,7 @@ class EtcdScaleOutTest {
   }
 
   private Process worker(String id) throws IOException {
-    return tandem(id, "worker", "--engine", "mocker", "--port", Integer.toString(freePort()), "--metrics-port", "-1", "--worker-id", id);
+    return tandem(id, "worker", "--engine", "mocker", "--port", Integer.toString(TestDeployments.freePort()), "--metrics-port", "-1", "--worker-id", id);
   }
 
   private Set<String> workerIds(URI base) throws Exception {
@@ -122,7 +111,7 @@ class EtcdScaleOutTest {
     logs = Files.createTempDirectory("tandem-etcd-scale");
     worker("w-a");
     Process b = worker("w-b");
-    int http = freePort();
+    int http = TestDeployments.freePort();
     Process frontend = tandem("frontend", "frontend", "--host", "127.0.0.1", "--port", Integer.toString(http), "--router-mode", "round-robin");
     URI base = URI.create("http://127.0.0.1:" + http);
     TestDeployments.await("the frontend serves both workers found in etcd", 90, () -> {

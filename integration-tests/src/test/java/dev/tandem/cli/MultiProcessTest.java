@@ -6,7 +6,6 @@ import static org.junit.jupiter.api.Assertions.assertTrue;
 import com.fasterxml.jackson.databind.JsonNode;
 import com.fasterxml.jackson.databind.ObjectMapper;
 import java.io.IOException;
-import java.net.ServerSocket;
 import java.net.URI;
 import java.net.http.HttpClient;
 import java.net.http.HttpRequest;
@@ -41,19 +40,8 @@ class MultiProcessTest {
     }
   }
 
-  private static int freePort() throws IOException {
-    try (ServerSocket s = new ServerSocket(0)) {
-      return s.getLocalPort();
-    }
-  }
-
   private Process tandem(Path log, String... args) throws IOException {
-    List<String> cmd = new ArrayList<>(List.of(
-        Path.of(System.getProperty("java.home"), "bin", "java").toString(),
-        "--add-modules", "jdk.incubator.vector", "--enable-native-access=ALL-UNNAMED",
-        "-cp", System.getProperty("java.class.path"), Main.class.getName()));
-    cmd.addAll(List.of(args));
-    Process p = new ProcessBuilder(cmd).redirectErrorStream(true).redirectOutput(log.toFile()).start();
+    Process p = new ProcessBuilder(TestDeployments.tandemCommand(args)).redirectErrorStream(true).redirectOutput(log.toFile()).start();
     processes.add(p);
     return p;
   }
@@ -61,9 +49,9 @@ class MultiProcessTest {
   /** Starts two worker processes and a frontend process; returns the frontend's base URI once healthy. */
   private URI startCluster(String routerMode) throws Exception {
     Path logs = Files.createTempDirectory("tandem-mp");
-    int w0 = freePort();
-    int w1 = freePort();
-    int http = freePort();
+    int w0 = TestDeployments.freePort();
+    int w1 = TestDeployments.freePort();
+    int http = TestDeployments.freePort();
     tandem(logs.resolve("w0.log"), "worker", "--engine", "mocker", "--port", Integer.toString(w0), "--worker-id", "proc-w0", "--speedup-ratio", "0");
     tandem(logs.resolve("w1.log"), "worker", "--engine", "mocker", "--port", Integer.toString(w1), "--worker-id", "proc-w1", "--speedup-ratio", "0");
     Process frontend = tandem(logs.resolve("fe.log"), "frontend", "--host", "127.0.0.1", "--port", Integer.toString(http),

@@ -82,10 +82,8 @@ class NetnsDisaggTest {
   }
 
   private void worker(String role, String ip, String cpu, Path model) throws IOException {
-    List<String> cmd = new ArrayList<>(List.of("taskset", "-c", cpu,
-        Path.of(System.getProperty("java.home"), "bin", "java").toString(),
-        "--add-modules", "jdk.incubator.vector", "--enable-native-access=ALL-UNNAMED",
-        "-cp", System.getProperty("java.class.path"), Main.class.getName(), "worker",
+    List<String> cmd = new ArrayList<>(List.of("taskset", "-c", cpu));
+    cmd.addAll(TestDeployments.tandemCommand("worker",
         "--role", role, "--host", ip, "--port", "9000", "--metrics-port", "9100", "--worker-id", role + "-0",
         "--model", model.toString(), "--kv-cache-memory", "256m", "--max-context-length", "4096",
         "--no-chunked-prefill", "--max-batched-tokens", "4096", "--kv-transfer", "tcp",

@@ -36,6 +36,23 @@ final class TestDeployments {
     return w.loop().call(e -> e.load().runningRequests() + e.load().waitingRequests()).get(5, TimeUnit.SECONDS);
   }
 
+  /** A port nobody listens on now. */
+  static int freePort() throws java.io.IOException {
+    try (java.net.ServerSocket s = new java.net.ServerSocket(0)) {
+      return s.getLocalPort();
+    }
+  }
+
+  /** The command line that runs {@code tandem ARGS} in a JVM of its own, on this test's class path. */
+  static java.util.List<String> tandemCommand(String... args) {
+    java.util.List<String> cmd = new java.util.ArrayList<>(java.util.List.of(
+        java.nio.file.Path.of(System.getProperty("java.home"), "bin", "java").toString(),
+        "--add-modules", "jdk.incubator.vector", "--enable-native-access=ALL-UNNAMED",
+        "-cp", System.getProperty("java.class.path"), Main.class.getName()));
+    cmd.addAll(java.util.List.of(args));
+    return cmd;
+  }
+
   /** Waits for {@code condition}, failing with {@code what} after {@code seconds}. */
   static void await(String what, int seconds, java.util.function.BooleanSupplier condition) throws InterruptedException {
     long deadline = System.nanoTime() + TimeUnit.SECONDS.toNanos(seconds);

@@ -9,6 +9,8 @@ import java.util.Map;
 import java.util.concurrent.ConcurrentHashMap;
 import java.util.concurrent.ExecutorService;
 import java.util.concurrent.Executors;
+import java.util.concurrent.Future;
+import java.util.concurrent.FutureTask;
 import org.slf4j.Logger;
 import org.slf4j.LoggerFactory;
 
@@ -32,7 +34,7 @@ public final class DiscoveredWorkers implements WorkerSetListener, AutoCloseable
   private final Map<String, WorkerRecord> present = new ConcurrentHashMap<>();
   private final Map<String, WorkerClient> admitted = new ConcurrentHashMap<>();
   /** Connections still being tried, by worker id; cancelled when the worker leaves meanwhile. */
-  private final Map<String, java.util.concurrent.Future<?>> connecting = new ConcurrentHashMap<>();
+  private final Map<String, Future<?>> connecting = new ConcurrentHashMap<>();
   private final ExecutorService connects = Executors.newVirtualThreadPerTaskExecutor();
   private volatile Watch watch;
 
@@ -57,8 +59,8 @@ public final class DiscoveredWorkers implements WorkerSetListener, AutoCloseable
       pool.refuse(worker.grpcAddress(), why);
       return;
     }
-    java.util.concurrent.FutureTask<Void> attempt = new java.util.concurrent.FutureTask<>(() -> connect(worker), null);
-    java.util.concurrent.Future<?> previous = connecting.put(worker.workerId(), attempt);
+    FutureTask<Void> attempt = new FutureTask<>(() -> connect(worker), null);
+    Future<?> previous = connecting.put(worker.workerId(), attempt);
     if (previous != null) {
       previous.cancel(true);
     }
@@ -108,7 +110,7 @@ public final class DiscoveredWorkers implements WorkerSetListener, AutoCloseable
   @Override
   public void removed(WorkerRecord worker) {
     present.remove(worker.workerId(), worker);
-    java.util.concurrent.Future<?> attempt = connecting.remove(worker.workerId());
+    Future<?> attempt = connecting.remove(worker.workerId());
     if (attempt != null) {
       attempt.cancel(true); // interrupts a Describe still waiting for a worker that is gone
     }

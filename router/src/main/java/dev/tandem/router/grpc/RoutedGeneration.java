@@ -1,20 +1,19 @@
 package dev.tandem.router.grpc;
 
-import dev.tandem.common.WorkerId;
-import java.util.Set;
-import java.util.concurrent.atomic.AtomicBoolean;
-import java.util.concurrent.atomic.AtomicReference;
-import org.slf4j.Logger;
-import org.slf4j.LoggerFactory;
-
 import dev.tandem.common.GenerationException;
 import dev.tandem.common.GenerationRequest;
 import dev.tandem.common.TokenChunk;
+import dev.tandem.common.WorkerId;
 import dev.tandem.router.Generation;
 import dev.tandem.router.LoadLedger;
 import dev.tandem.router.Route;
 import dev.tandem.router.SplitPolicy;
 import dev.tandem.router.TokenListener;
+import java.util.Set;
+import java.util.concurrent.atomic.AtomicBoolean;
+import java.util.concurrent.atomic.AtomicReference;
+import org.slf4j.Logger;
+import org.slf4j.LoggerFactory;
 
 /**
  * A routed request: the worker, the request to send it (naming the prefill worker when split), and

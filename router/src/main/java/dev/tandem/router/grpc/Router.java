@@ -2,6 +2,7 @@ package dev.tandem.router.grpc;
 
 import dev.tandem.common.BlockHasher;
 import dev.tandem.common.GenerationRequest;
+import dev.tandem.common.WorkerId;
 import dev.tandem.router.Generation;
 import dev.tandem.router.KvCost;
 import dev.tandem.router.KvSelector;
@@ -22,6 +23,9 @@ import dev.tandem.router.WorkerSelector;
 import dev.tandem.router.index.Overlap;
 import java.time.Duration;
 import java.util.List;
+import java.util.Map;
+import java.util.Set;
+import java.util.concurrent.ConcurrentHashMap;
 import java.util.Optional;
 
 /**
@@ -39,6 +43,8 @@ public final class Router implements RequestRouter, AutoCloseable {
   private final KvRouting kv;
   private final Disaggregation disagg;
   private final java.util.concurrent.atomic.AtomicLong predictedOverlapTokens = new java.util.concurrent.atomic.AtomicLong();
+  private final java.util.concurrent.atomic.AtomicLong reroutes = new java.util.concurrent.atomic.AtomicLong();
+  private volatile String discoveryName = "static";
 
   /**
    * How a router routes: the mode; in kv mode the cost ({@code null} for the default, {@link
@@ -126,7 +132,7 @@ public final class Router implements RequestRouter, AutoCloseable {
    */
   @Override
   public Route route(GenerationRequest request, String pinnedWorker) {
-    return route(request, pinnedWorker, java.util.concurrent.ConcurrentHashMap.newKeySet());
+    return route(request, pinnedWorker, ConcurrentHashMap.newKeySet());
   }
 
   /** Requests sent again to another worker after one refused them before any output. */
@@ -134,14 +140,12 @@ public final class Router implements RequestRouter, AutoCloseable {
     return reroutes.get();
   }
 
-  private final java.util.concurrent.atomic.AtomicLong reroutes = new java.util.concurrent.atomic.AtomicLong();
-
   /**
    * Routes among the routable workers not in {@code tried}; the route may route again, adding to
    * {@code tried}, when its worker refuses the request before any output (it was draining or went
    * away): nothing was produced, so sending it elsewhere is safe.
    */
-  private Route route(GenerationRequest request, String pinnedWorker, java.util.Set<dev.tandem.common.WorkerId> tried) {
+  private Route route(GenerationRequest request, String pinnedWorker, Set<WorkerId> tried) {
     List<WorkerClient> candidates =
         pool.routable().stream().filter(w -> !w.isPrefillOnly() && !tried.contains(w.workerId())).toList();
     if (candidates.isEmpty()) {
@@ -236,7 +240,7 @@ public final class Router implements RequestRouter, AutoCloseable {
   }
 
   @Override
-  public java.util.Map<String, String> refusedWorkers() {
+  public Map<String, String> refusedWorkers() {
     return pool.refused();
   }
 
@@ -244,8 +248,6 @@ public final class Router implements RequestRouter, AutoCloseable {
   public String discovery() {
     return discoveryName;
   }
-
-  private volatile String discoveryName = "static";
 
   /** Names where this router's workers are found, for {@code /health}. */
   public void describeDiscovery(String where) {

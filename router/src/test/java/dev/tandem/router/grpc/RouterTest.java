@@ -295,20 +295,12 @@ class RouterTest {
     var discovery = new dev.tandem.discovery.StaticDiscovery(List.of());
     try (DiscoveredWorkers followed = DiscoveredWorkers.follow(discovery, pool)) {
       var odd = discovery.register(record("odd", 32));
-      long deadline = System.nanoTime() + TimeUnit.SECONDS.toNanos(5);
-      while (r.refusedWorkers().isEmpty()) {
-        assertTrue(System.nanoTime() < deadline, "no refusal recorded");
-        Thread.sleep(10);
-      }
+      await("a refusal recorded", () -> !r.refusedWorkers().isEmpty());
       assertEquals("worker odd at odd registered KV block size 32 but this router uses 16; refusing it (prefix hashes would never match)",
           r.refusedWorkers().get("odd"));
       assertTrue(pool.all().isEmpty());
       odd.close();
-      deadline = System.nanoTime() + TimeUnit.SECONDS.toNanos(5);
-      while (!r.refusedWorkers().isEmpty()) {
-        assertTrue(System.nanoTime() < deadline, "the refusal outlived the worker");
-        Thread.sleep(10);
-      }
+      await("the refusal gone with the worker", () -> r.refusedWorkers().isEmpty());
     }
   }
 
@@ -317,17 +309,18 @@ class RouterTest {
   }
 
   private static void awaitIds(WorkerPool pool, List<String> ids) throws InterruptedException {
-    long deadline = System.nanoTime() + TimeUnit.SECONDS.toNanos(5);
-    while (!pool.all().stream().map(w -> w.workerId().value()).sorted().toList().equals(ids)) {
-      assertTrue(System.nanoTime() < deadline, "pool is " + pool.all().stream().map(w -> w.workerId().value()).toList() + ", not " + ids);
-      Thread.sleep(10);
-    }
+    await("pool holds " + ids, () -> pool.all().stream().map(w -> w.workerId().value()).sorted().toList().equals(ids));
   }
 
   private static void awaitLoad(WorkerPool pool, String id) throws InterruptedException {
+    await("a draining load report from " + id, () -> pool.all().stream().anyMatch(w -> w.workerId().value().equals(id) && w.draining()));
+  }
+
+  /** Polls {@code condition} for up to 5 s. */
+  private static void await(String what, java.util.function.BooleanSupplier condition) throws InterruptedException {
     long deadline = System.nanoTime() + TimeUnit.SECONDS.toNanos(5);
-    while (pool.all().stream().noneMatch(w -> w.workerId().value().equals(id) && w.draining())) {
-      assertTrue(System.nanoTime() < deadline, "no load report from " + id);
+    while (!condition.getAsBoolean()) {
+      assertTrue(System.nanoTime() < deadline, "not within 5 s: " + what);
       Thread.sleep(10);
     }
   }
