@@ -1,0 +1,45 @@
+package dev.tandem.planner;
+
+/**
+ * What was measured over one planner interval: its length, the requests that arrived, their mean
+ * prompt and output lengths and the fraction of prompt tokens served from cache, the p90 time to
+ * first token and inter-token latency of the requests that finished (NaN when none did), the
+ * requests waiting at the frontend for want of any worker, and each pool's load at its end.
+ * Values may be NaN or missing (0) when a source could not be read; the planner copes.
+ */
+public record IntervalStats(
+    double seconds,
+    double requests,
+    double meanIsl,
+    double meanOsl,
+    double prefixHitRate,
+    double ttftP90Seconds,
+    double itlP90Seconds,
+    double waitingRequests,
+    PoolLoad prefill,
+    PoolLoad decode) {
+
+  public IntervalStats {
+    prefill = prefill == null ? PoolLoad.EMPTY : prefill;
+    decode = decode == null ? PoolLoad.EMPTY : decode;
+  }
+
+  public PoolLoad pool(Pool pool) {
+    return pool == Pool.PREFILL ? prefill : decode;
+  }
+
+  /** Arrivals per second; 0 when the interval or the count is unusable. */
+  public double requestRate() {
+    return seconds > 0 && Predictor.usable(requests) ? requests / seconds : 0;
+  }
+
+  /** Whether anything at all asked for a worker: arrivals, waiting requests or running ones. */
+  public boolean anyDemand() {
+    return positive(requests) || positive(waitingRequests) || positive(prefill.activeRequests())
+        || positive(decode.activeRequests()) || positive(prefill.queuedPrefillTokens());
+  }
+
+  private static boolean positive(double v) {
+    return Double.isFinite(v) && v > 0;
+  }
+}

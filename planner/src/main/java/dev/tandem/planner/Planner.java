@@ -1,0 +1,176 @@
+package dev.tandem.planner;
+
+import java.util.Locale;
+
+/**
+ * Sizes the prefill and decode pools once per interval. It feeds each interval's measurements to
+ * its predictors (request rate, prompt and output length, prefix hit rate), forecasts the larger
+ * of the next interval and the one when a worker started now would serve, and sizes for it: SLA
+ * mode from the profile with correction factors (observed ÷ expected TTFT and ITL), plus load
+ * mode's scale-up signal so that a surge nobody predicted still adds workers; load mode from the
+ * workers' reports alone. Then: a pool whose minimum is 0 goes to 0 after {@code
+ * idleIntervalsToZero} intervals with no demand at all and comes back at the first request; no
+ * pool shrinks within {@code graceIntervals} of its last change; the worker budget is shared in
+ * proportion; every result is within each pool's [min, max], whatever the inputs.
+ *
+ * <p>Pure: no clock, no I/O. Not thread-safe: one loop (or the simulator) owns it.
+ */
+public final class Planner {
+  private static final double CORRECTION_MIN = 0.5;
+  private static final double CORRECTION_MAX = 3.0;
+
+  private final PlannerConfig config;
+  private final Predictor rate;
+  private final Predictor isl;
+  private final Predictor osl;
+  private final Predictor hit;
+  private final LoadSizer load;
+  private final SlaSizer sla;
+  private double prefillCorrection = 1;
+  private double decodeCorrection = 1;
+  private long interval;
+  private int idleIntervals;
+  private final long[] lastChange = {Long.MIN_VALUE / 2, Long.MIN_VALUE / 2};
+
+  public Planner(PlannerConfig config) {
+    this.config = config;
+    this.rate = Predictors.create(config.predictor(), config.seasonIntervals());
+    this.isl = Predictors.create(config.predictor(), config.seasonIntervals());
+    this.osl = Predictors.create(config.predictor(), config.seasonIntervals());
+    this.hit = Predictors.create(config.predictor(), config.seasonIntervals());
+    this.load = new LoadSizer(config.thresholds());
+    this.sla = config.mode() == PlannerConfig.Mode.SLA && config.profile() != null
+        ? new SlaSizer(config.profile(), config.targets()) : null;
+  }
+
+  public PlannerConfig config() {
+    return config;
+  }
+
+  /** The mode that actually sizes: {@code sla} with a profile, {@code load} otherwise. */
+  public String effectiveMode() {
+    return sla != null ? "sla" : "load";
+  }
+
+  /** Decides the pools' sizes after an interval measured as {@code s}. */
+  public Decision plan(IntervalStats s) {
+    interval++;
+    double observedRate = s.requestRate();
+    rate.observe(observedRate);
+    if (observedRate > 0) {
+      isl.observe(s.meanIsl());
+      osl.observe(s.meanOsl());
+      hit.observe(Math.min(1, s.prefixHitRate()));
+    }
+    int ahead = 1 + config.lookaheadIntervals();
+    double forecastRate = Math.max(rate.predict(1), rate.predict(ahead));
+    Forecast forecast = new Forecast(forecastRate, isl.predict(), osl.predict(), Math.min(1, hit.predict()));
+    int prefillBefore = Math.max(0, s.prefill().replicas());
+    int decodeBefore = Math.max(0, s.decode().replicas());
+
+    int prefill;
+    int decode;
+    StringBuilder reason = new StringBuilder();
+    if (sla != null) {
+      updateCorrections(s);
+      Forecast padded = new Forecast(forecast.requestRate() * (1 + config.headroom()), forecast.isl(), forecast.osl(), forecast.prefixHitRate());
+      SlaSizer.Sizing sizing = sla.size(padded, prefillCorrection, decodeCorrection);
+      prefill = sizing.prefill();
+      decode = sizing.decode();
+      reason.append(String.format(Locale.ROOT,
+          "sla: %.0f prefill tok/s ÷ %.0f per worker (×%.2f) → %d; %.0f decode tok/s ÷ %.0f per worker → %d",
+          padded.prefillTokensPerSecond(), sizing.prefillPerWorker(), prefillCorrection, prefill,
+          padded.decodeTokensPerSecond(), sizing.decodePerWorker(), decode));
+      int surgeP = load.prefill(s.prefill());
+      int surgeD = load.decode(s.decode());
+      if (surgeP > prefillBefore && surgeP > prefill) {
+        prefill = surgeP;
+        reason.append("; prefill queue over its mark → ").append(surgeP);
+      }
+      if (surgeD > decodeBefore && surgeD > decode) {
+        decode = surgeD;
+        reason.append("; decode load over its mark → ").append(surgeD);
+      }
+    } else {
+      prefill = load.prefill(s.prefill());
+      decode = load.decode(s.decode());
+      reason.append(String.format(Locale.ROOT, "load: %.0f queued prompt tokens on %d prefill, KV %.0f%% and %.0f running on %d decode",
+          finite(s.prefill().queuedPrefillTokens()), prefillBefore, 100 * finite(s.decode().kvUsage()),
+          finite(s.decode().activeRequests()), decodeBefore));
+    }
+
+    boolean demand = s.anyDemand() || forecastRate > 0;
+    idleIntervals = demand ? 0 : idleIntervals + 1;
+    if (idleIntervals >= config.idleIntervalsToZero()) {
+      prefill = 0;
+      decode = 0;
+      reason.append("; idle ").append(idleIntervals).append(" intervals");
+    } else if (demand) {
+      if (decode < 1) {
+        decode = 1;
+      }
+      if (prefillBefore == 0 && decodeBefore == 0 && prefill < 1 && config.prefillLimits().max() > 0) {
+        prefill = 1; // back from zero: both pools
+      }
+    }
+    prefill = grace(Pool.PREFILL, prefillBefore, prefill);
+    decode = grace(Pool.DECODE, decodeBefore, decode);
+    prefill = config.prefillLimits().clamp(prefill);
+    decode = config.decodeLimits().clamp(decode);
+    if (config.workerBudget() > 0 && prefill + decode > config.workerBudget()) {
+      int budget = config.workerBudget();
+      int p = (int) Math.floor((double) prefill * budget / (prefill + decode));
+      p = Math.max(config.prefillLimits().min(), Math.min(p, budget - config.decodeLimits().min()));
+      int d = Math.max(config.decodeLimits().min(), budget - p);
+      reason.append("; budget ").append(budget).append(" → ").append(p).append(" + ").append(d);
+      prefill = p;
+      decode = d;
+    }
+    if (prefill != prefillBefore) {
+      lastChange[Pool.PREFILL.ordinal()] = interval;
+    }
+    if (decode != decodeBefore) {
+      lastChange[Pool.DECODE.ordinal()] = interval;
+    }
+    return new Decision(interval, effectiveMode(), forecast, prefillBefore, decodeBefore, prefill, decode,
+        prefillCorrection, decodeCorrection, reason.toString());
+  }
+
+  /** No shrinking within the grace period after a change; growing is always allowed. */
+  private int grace(Pool pool, int before, int wanted) {
+    if (wanted < before && interval - lastChange[pool.ordinal()] <= config.graceIntervals()) {
+      return before;
+    }
+    return wanted;
+  }
+
+  /** Observed ÷ expected latency, smoothed (half old, half new) and kept within [0.5, 3]. */
+  private void updateCorrections(IntervalStats s) {
+    Profile p = sla.profile();
+    double meanIsl = s.meanIsl();
+    double uncached = meanIsl * (1 - Math.min(1, Math.max(0, finite(s.prefixHitRate()))));
+    int readyP = s.prefill().ready();
+    if (Double.isFinite(s.ttftP90Seconds()) && s.ttftP90Seconds() > 0 && uncached >= 1 && readyP > 0 && s.requestRate() > 0) {
+      double rho = s.requestRate() * uncached / (readyP * p.prefillTokensPerSecond(uncached));
+      double ratio = s.ttftP90Seconds() / sla.expectedTtft(uncached, rho);
+      prefillCorrection = smooth(prefillCorrection, ratio);
+    }
+    int readyD = s.decode().ready();
+    if (Double.isFinite(s.itlP90Seconds()) && s.itlP90Seconds() > 0 && readyD > 0 && Double.isFinite(meanIsl)) {
+      double batch = Math.max(1, finite(s.decode().activeRequests()) / readyD);
+      double ratio = s.itlP90Seconds() / sla.expectedItl(batch, meanIsl + finite(s.meanOsl()) / 2);
+      decodeCorrection = smooth(decodeCorrection, ratio);
+    }
+  }
+
+  private static double smooth(double old, double ratio) {
+    if (!Double.isFinite(ratio) || ratio <= 0) {
+      return old;
+    }
+    return Math.max(CORRECTION_MIN, Math.min(CORRECTION_MAX, 0.5 * old + 0.5 * ratio));
+  }
+
+  private static double finite(double v) {
+    return Double.isFinite(v) && v > 0 ? v : 0;
+  }
+}

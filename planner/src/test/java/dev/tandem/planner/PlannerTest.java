@@ -1,0 +1,136 @@
+package dev.tandem.planner;
+
+import static org.junit.jupiter.api.Assertions.assertEquals;
+import static org.junit.jupiter.api.Assertions.assertTrue;
+
+import java.util.ArrayList;
+import java.util.List;
+import java.util.Random;
+import org.junit.jupiter.api.Test;
+
+/** Load mode, scale to zero, grace, limits and the budget. */
+class PlannerTest {
+  private static IntervalStats stats(double requests, PoolLoad prefill, PoolLoad decode) {
+    return new IntervalStats(60, requests, 1000, 100, 0, Double.NaN, Double.NaN, 0, prefill, decode);
+  }
+
+  @Test
+  void loadModeAddsPrefillWorkersForAQueueAtMostTheStep() {
+    Planner planner = new Planner(PlannerConfig.builder().prefillLimits(new PoolLimits(1, 10)).build());
+    Decision d = planner.plan(stats(10, new PoolLoad(1, 0, 100_000, 0, 0), new PoolLoad(1, 0, 0, 0.1, 2)));
+    assertEquals(3, d.prefill(), d.reason()); // wants 17, the step allows +2
+    assertEquals(1, d.decode(), d.reason());
+  }
+
+  @Test
+  void aFlatLoadAtTheBoundaryDoesNotOscillate() {
+    Planner planner = new Planner(PlannerConfig.builder().graceIntervals(0).build());
+    double running = 1.05 * LoadThresholds.DEFAULTS.activeHigh(); // just over one worker's mark
+    int decode = 1;
+    List<Integer> sizes = new ArrayList<>();
+    for (int i = 0; i < 30; i++) {
+      Decision d = planner.plan(stats(10, new PoolLoad(1, 0, 0, 0, 0), new PoolLoad(decode, 0, 0, 0.2, running)));
+      decode = d.decode();
+      sizes.add(decode);
+    }
+    assertEquals(2, sizes.get(0));
+    assertTrue(sizes.stream().allMatch(n -> n == 2), "sizes " + sizes);
+  }
+
+  @Test
+  void loadModeRemovesAnIdleWorkerOneAtATime() {
+    Planner planner = new Planner(PlannerConfig.builder().graceIntervals(0).build());
+    Decision d = planner.plan(stats(1, new PoolLoad(4, 0, 0, 0, 0), new PoolLoad(4, 0, 0, 0.05, 4)));
+    assertEquals(3, d.prefill(), d.reason());
+    assertEquals(3, d.decode(), d.reason());
+  }
+
+  @Test
+  void noScaleDownWithinTheGracePeriodButScaleUpAnyTime() {
+    Planner planner = new Planner(PlannerConfig.builder().graceIntervals(2).build());
+    PoolLoad busy = new PoolLoad(1, 0, 0, 0.95, 100);
+    assertEquals(3, planner.plan(stats(10, new PoolLoad(1, 0, 0, 0, 0), busy)).decode());
+    PoolLoad idle = new PoolLoad(3, 0, 0, 0.01, 0);
+    assertEquals(3, planner.plan(stats(10, new PoolLoad(1, 0, 0, 0, 0), idle)).decode()); // grace
+    assertEquals(3, planner.plan(stats(10, new PoolLoad(1, 0, 0, 0, 0), idle)).decode()); // grace
+    assertEquals(2, planner.plan(stats(10, new PoolLoad(1, 0, 0, 0, 0), idle)).decode()); // grace over
+    assertEquals(4, planner.plan(stats(10, new PoolLoad(1, 0, 0, 0, 0), new PoolLoad(2, 0, 0, 0.95, 200))).decode());
+  }
+
+  @Test
+  void scalesToZeroAfterIdleIntervalsAndBackAtTheFirstWaitingRequest() {
+    Planner planner = new Planner(PlannerConfig.builder()
+        .prefillLimits(new PoolLimits(0, 4)).decodeLimits(new PoolLimits(0, 4)).idleIntervalsToZero(2).graceIntervals(0).build());
+    PoolLoad one = new PoolLoad(1, 0, 0, 0, 0);
+    Decision first = planner.plan(stats(0, one, one));
+    assertEquals(1, first.decode(), "one idle interval is not enough: " + first.reason());
+    Decision second = planner.plan(stats(0, one, one));
+    assertEquals(0, second.prefill(), second.reason());
+    assertEquals(0, second.decode(), second.reason());
+    Decision stillZero = planner.plan(stats(0, PoolLoad.EMPTY, PoolLoad.EMPTY));
+    assertEquals(0, stillZero.decode());
+    Decision back = planner.plan(new IntervalStats(60, 0, Double.NaN, Double.NaN, Double.NaN, Double.NaN, Double.NaN, 1,
+        PoolLoad.EMPTY, PoolLoad.EMPTY));
+    assertEquals(1, back.prefill(), back.reason());
+    assertEquals(1, back.decode(), back.reason());
+  }
+
+  @Test
+  void aPoolWithMinimumOneNeverGoesToZero() {
+    Planner planner = new Planner(PlannerConfig.builder().idleIntervalsToZero(1).build());
+    Decision d = planner.plan(stats(0, new PoolLoad(1, 0, 0, 0, 0), new PoolLoad(1, 0, 0, 0, 0)));
+    assertEquals(1, d.prefill());
+    assertEquals(1, d.decode());
+  }
+
+  @Test
+  void theBudgetIsSharedInProportion() {
+    Planner planner = new Planner(PlannerConfig.builder().mode(PlannerConfig.Mode.SLA).profile(Profiles.linear(40_000, 1e-3))
+        .predictor("constant").prefillLimits(new PoolLimits(1, 100)).decodeLimits(new PoolLimits(1, 100)).workerBudget(6).build());
+    Decision d = planner.plan(stats(6000, new PoolLoad(1, 0, 0, 0, 0), new PoolLoad(1, 0, 0, 0, 0)));
+    assertEquals(6, d.prefill() + d.decode(), d.reason());
+    assertTrue(d.prefill() >= 1 && d.decode() >= 1, d.reason());
+  }
+
+  @Test
+  void slaModeWithoutAProfileSizesByLoad() {
+    Planner planner = new Planner(PlannerConfig.builder().mode(PlannerConfig.Mode.SLA).build());
+    assertEquals("load", planner.effectiveMode());
+  }
+
+  /** Whatever the inputs — NaN, infinities, negatives, huge numbers — the result respects min, max and budget. */
+  @Test
+  void neverOutsideTheLimitsWhateverTheInputs() {
+    Random r = new Random(7);
+    double[] odd = {Double.NaN, Double.POSITIVE_INFINITY, Double.NEGATIVE_INFINITY, -1, 0, 1e300, -1e300};
+    for (int trial = 0; trial < 200; trial++) {
+      int minP = r.nextInt(3), minD = r.nextInt(3);
+      PoolLimits lp = new PoolLimits(minP, minP + r.nextInt(6));
+      PoolLimits ld = new PoolLimits(minD, minD + r.nextInt(6));
+      int budget = r.nextBoolean() ? 0 : minP + minD + r.nextInt(6);
+      PlannerConfig.Builder b = PlannerConfig.builder().prefillLimits(lp).decodeLimits(ld).workerBudget(budget)
+          .predictor(Predictors.NAMES.get(r.nextInt(Predictors.NAMES.size()))).graceIntervals(r.nextInt(3))
+          .lookaheadIntervals(r.nextInt(3)).seasonIntervals(4);
+      if (r.nextBoolean()) {
+        b.mode(PlannerConfig.Mode.SLA).profile(Profiles.linear(1 + r.nextDouble() * 50_000, 1e-5 + r.nextDouble() * 1e-2));
+      }
+      Planner planner = new Planner(b.build());
+      for (int i = 0; i < 50; i++) {
+        PoolLoad p = new PoolLoad(r.nextInt(10) - 2, r.nextInt(3), pick(r, odd, 1e6), pick(r, odd, 1.5), pick(r, odd, 500));
+        PoolLoad d = new PoolLoad(r.nextInt(10) - 2, r.nextInt(3), pick(r, odd, 1e6), pick(r, odd, 1.5), pick(r, odd, 500));
+        IntervalStats s = new IntervalStats(pick(r, odd, 120), pick(r, odd, 1e5), pick(r, odd, 1e5), pick(r, odd, 1e4),
+            pick(r, odd, 1.5), pick(r, odd, 10), pick(r, odd, 1), pick(r, odd, 100), p, d);
+        Decision decision = planner.plan(s);
+        assertTrue(decision.prefill() >= lp.min() && decision.prefill() <= lp.max(), "prefill " + decision + " limits " + lp);
+        assertTrue(decision.decode() >= ld.min() && decision.decode() <= ld.max(), "decode " + decision + " limits " + ld);
+        if (budget > 0) {
+          assertTrue(decision.prefill() + decision.decode() <= budget, decision + " budget " + budget);
+        }
+      }
+    }
+  }
+
+  private static double pick(Random r, double[] odd, double scale) {
+    return r.nextInt(5) == 0 ? odd[r.nextInt(odd.length)] : r.nextDouble() * scale;
+  }
+}
