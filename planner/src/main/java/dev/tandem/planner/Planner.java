@@ -4,8 +4,10 @@ import java.util.Locale;
 
 /**
  * Sizes the prefill and decode pools once per interval. It feeds each interval's measurements to
- * its predictors (request rate, prompt and output length, prefix hit rate), forecasts the larger
- * of the next interval and the one when a worker started now would serve, and sizes for it: SLA
+ * its predictors (request rate with the configured one; prompt and output length and prefix hit
+ * rate with a moving average), forecasts the largest of the rate just measured, the next
+ * interval's and the one when a worker started now would serve, and sizes for it, adding what is
+ * already queued: SLA
  * mode from the profile with correction factors (observed ÷ expected TTFT and ITL), plus load
  * mode's scale-up signal so that a surge nobody predicted still adds workers; load mode from the
  * workers' reports alone. Then: a pool whose minimum is 0 goes to 0 after {@code
@@ -16,7 +18,7 @@ import java.util.Locale;
  * <p>Pure: no clock, no I/O. Not thread-safe: one loop (or the simulator) owns it.
  */
 public final class Planner {
-  private static final double CORRECTION_MIN = 0.5;
+  private static final double CORRECTION_MIN = 1.0;
   private static final double CORRECTION_MAX = 3.0;
 
   private final PlannerConfig config;
@@ -35,9 +37,11 @@ public final class Planner {
   public Planner(PlannerConfig config) {
     this.config = config;
     this.rate = Predictors.create(config.predictor(), config.seasonIntervals());
-    this.isl = Predictors.create(config.predictor(), config.seasonIntervals());
-    this.osl = Predictors.create(config.predictor(), config.seasonIntervals());
-    this.hit = Predictors.create(config.predictor(), config.seasonIntervals());
+    // Lengths and hit rate drift slowly and carry no season worth modelling; a short moving
+    // average keeps one odd interval from resizing the pools.
+    this.isl = new MovingAveragePredictor(6);
+    this.osl = new MovingAveragePredictor(6);
+    this.hit = new MovingAveragePredictor(6);
     this.load = new LoadSizer(config.thresholds());
     this.sla = config.mode() == PlannerConfig.Mode.SLA && config.profile() != null
         ? new SlaSizer(config.profile(), config.targets()) : null;
@@ -63,7 +67,9 @@ public final class Planner {
       hit.observe(Math.min(1, s.prefixHitRate()));
     }
     int ahead = 1 + config.lookaheadIntervals();
-    double forecastRate = Math.max(rate.predict(1), rate.predict(ahead));
+    // Never below what was just measured: the predictors are there to see rises coming, and a
+    // seasonal model that has not seen this phase before may forecast nothing at all.
+    double forecastRate = Math.max(observedRate, Math.max(rate.predict(1), rate.predict(ahead)));
     Forecast forecast = new Forecast(forecastRate, isl.predict(), osl.predict(), Math.min(1, hit.predict()));
     int prefillBefore = Math.max(0, s.prefill().replicas());
     int decodeBefore = Math.max(0, s.decode().replicas());
@@ -74,7 +80,7 @@ public final class Planner {
     if (sla != null) {
       updateCorrections(s);
       Forecast padded = new Forecast(forecast.requestRate() * (1 + config.headroom()), forecast.isl(), forecast.osl(), forecast.prefixHitRate());
-      SlaSizer.Sizing sizing = sla.size(padded, prefillCorrection, decodeCorrection);
+      SlaSizer.Sizing sizing = sla.size(padded, backlog(s, forecast), prefillCorrection, decodeCorrection);
       prefill = sizing.prefill();
       decode = sizing.decode();
       reason.append(String.format(Locale.ROOT,
@@ -99,7 +105,9 @@ public final class Planner {
           finite(s.decode().activeRequests()), decodeBefore));
     }
 
-    boolean demand = s.anyDemand() || forecastRate > 0;
+    // Less than half a request forecast per interval is no demand: trend models decay towards 0
+    // without reaching it, and a pool must not stay up for a fraction of a request.
+    boolean demand = s.anyDemand() || forecastRate * config.intervalSeconds() >= 0.5;
     idleIntervals = demand ? 0 : idleIntervals + 1;
     if (idleIntervals >= config.idleIntervalsToZero()) {
       prefill = 0;
@@ -136,6 +144,18 @@ public final class Planner {
         prefillCorrection, decodeCorrection, reason.toString());
   }
 
+  /**
+   * Work already waiting, as extra prompt and output tokens per second to clear within the next
+   * interval: prompt tokens queued on the workers, and requests waiting at the frontend for want
+   * of a worker (at the forecast's lengths).
+   */
+  private SlaSizer.Backlog backlog(IntervalStats s, Forecast f) {
+    double waiting = finite(s.waitingRequests());
+    double prompt = finite(s.prefill().queuedPrefillTokens()) + finite(s.decode().queuedPrefillTokens())
+        + waiting * f.isl() * (1 - f.prefixHitRate());
+    return new SlaSizer.Backlog(prompt / config.intervalSeconds(), waiting * f.osl() / config.intervalSeconds());
+  }
+
   /** No shrinking within the grace period after a change; growing is always allowed. */
   private int grace(Pool pool, int before, int wanted) {
     if (wanted < before && interval - lastChange[pool.ordinal()] <= config.graceIntervals()) {
@@ -144,8 +164,17 @@ public final class Planner {
     return wanted;
   }
 
-  /** Observed ÷ expected latency, smoothed (half old, half new) and kept within [0.5, 3]. */
+  /**
+   * Observed ÷ expected latency, smoothed (half old, half new) and kept within [1, 3] (a profile
+   * that is pessimistic costs workers; one that is optimistic costs the SLA, so the planner only
+   * ever corrects towards more capacity); only from
+   * settled intervals (no request waiting for a worker, no worker starting), since latency from
+   * being short of workers is not an error of the profile.
+   */
   private void updateCorrections(IntervalStats s) {
+    if (finite(s.waitingRequests()) > 0 || s.prefill().starting() > 0 || s.decode().starting() > 0) {
+      return;
+    }
     Profile p = sla.profile();
     double meanIsl = s.meanIsl();
     double uncached = meanIsl * (1 - Math.min(1, Math.max(0, finite(s.prefixHitRate()))));

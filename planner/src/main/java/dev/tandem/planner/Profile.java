@@ -10,13 +10,19 @@ import java.util.TreeMap;
  * length (one request alone), and decode inter-token latency at each (batch, context) of a grid.
  * SLA mode reads it to turn a forecast into replicas; the simulator times its workers with it.
  *
- * @param model the model the profile was measured with (the planner refuses another)
- * @param engine the engine ({@code builtin}, {@code mocker})
- * @param kvTokens KV capacity of one worker in tokens (bounds the decode batch)
- * @param maxNumSeqs the most sequences one worker batches
  */
-public record Profile(
-    String model, String engine, long kvTokens, int maxNumSeqs, List<PrefillPoint> prefill, List<DecodePoint> decode) {
+public final class Profile {
+  private final String model;
+  private final String engine;
+  private final long kvTokens;
+  private final int maxNumSeqs;
+  private final List<PrefillPoint> prefill;
+  private final List<DecodePoint> decode;
+  private final double[] prefillIsl; // ascending
+  private final double[] prefillSeconds;
+  private final double[] contexts; // ascending, the decode grid's contexts
+  private final double[][] batches; // per context, ascending
+  private final double[][] itls; // per context, per batch
 
   /** Seconds to prefill a prompt of {@code isl} tokens with nothing cached. */
   public record PrefillPoint(double isl, double seconds) {}
@@ -24,19 +30,81 @@ public record Profile(
   /** Seconds between tokens with {@code batch} sequences of {@code context} tokens decoding. */
   public record DecodePoint(double batch, double context, double itlSeconds) {}
 
-  public Profile {
-    prefill = prefill.stream().sorted(Comparator.comparingDouble(PrefillPoint::isl)).toList();
-    decode = List.copyOf(decode);
+  public Profile(String model, String engine, long kvTokens, int maxNumSeqs, List<PrefillPoint> prefill, List<DecodePoint> decode) {
     if (prefill.isEmpty() || decode.isEmpty()) {
       throw new IllegalArgumentException("a profile needs at least one prefill and one decode point");
     }
+    this.model = model;
+    this.engine = engine;
+    this.kvTokens = kvTokens;
+    this.maxNumSeqs = maxNumSeqs;
+    this.prefill = prefill.stream().sorted(Comparator.comparingDouble(PrefillPoint::isl)).toList();
+    this.decode = List.copyOf(decode);
+    this.prefillIsl = this.prefill.stream().mapToDouble(PrefillPoint::isl).toArray();
+    this.prefillSeconds = this.prefill.stream().mapToDouble(PrefillPoint::seconds).toArray();
+    TreeMap<Double, List<DecodePoint>> byContext = new TreeMap<>();
+    for (DecodePoint p : decode) {
+      byContext.computeIfAbsent(p.context(), c -> new ArrayList<>()).add(p);
+    }
+    int n = byContext.size();
+    this.contexts = new double[n];
+    this.batches = new double[n][];
+    this.itls = new double[n][];
+    int i = 0;
+    for (var e : byContext.entrySet()) {
+      List<DecodePoint> sorted = e.getValue().stream().sorted(Comparator.comparingDouble(DecodePoint::batch)).toList();
+      contexts[i] = e.getKey();
+      batches[i] = sorted.stream().mapToDouble(DecodePoint::batch).toArray();
+      itls[i] = sorted.stream().mapToDouble(DecodePoint::itlSeconds).toArray();
+      i++;
+    }
+  }
+
+  public String model() {
+    return model;
+  }
+
+  public String engine() {
+    return engine;
+  }
+
+  /** KV capacity of one worker in tokens (bounds the decode batch). */
+  public long kvTokens() {
+    return kvTokens;
+  }
+
+  /** The most sequences one worker batches. */
+  public int maxNumSeqs() {
+    return maxNumSeqs;
+  }
+
+  public List<PrefillPoint> prefill() {
+    return prefill;
+  }
+
+  public List<DecodePoint> decode() {
+    return decode;
+  }
+
+  @Override
+  public boolean equals(Object o) {
+    return o instanceof Profile p && model.equals(p.model) && engine.equals(p.engine) && kvTokens == p.kvTokens
+        && maxNumSeqs == p.maxNumSeqs && prefill.equals(p.prefill) && decode.equals(p.decode);
+  }
+
+  @Override
+  public int hashCode() {
+    return java.util.Objects.hash(model, engine, kvTokens, maxNumSeqs, prefill, decode);
+  }
+
+  @Override
+  public String toString() {
+    return "Profile[" + model + ", " + engine + ", " + prefill.size() + " prefill and " + decode.size() + " decode points]";
   }
 
   /** Prefill seconds for {@code isl} new tokens: piecewise linear, extended along the end segments. */
   public double prefillSeconds(double isl) {
-    double[] x = prefill.stream().mapToDouble(PrefillPoint::isl).toArray();
-    double[] y = prefill.stream().mapToDouble(PrefillPoint::seconds).toArray();
-    return Math.max(1e-6, interpolate(x, y, Math.max(0, isl)));
+    return Math.max(1e-6, interpolate(prefillIsl, prefillSeconds, Math.max(0, isl)));
   }
 
   /** Prompt tokens per second one worker computes at prompts of {@code isl} tokens. */
@@ -69,38 +137,26 @@ public record Profile(
    * each measured context, then between the two nearest contexts, both piecewise linear.
    */
   public double itl(double batch, double context) {
-    TreeMap<Double, List<DecodePoint>> byContext = new TreeMap<>();
-    for (DecodePoint p : decode) {
-      byContext.computeIfAbsent(p.context(), c -> new ArrayList<>()).add(p);
+    int n = contexts.length;
+    int hi = 0;
+    while (hi < n - 1 && contexts[hi] < context) {
+      hi++;
     }
-    Double lo = byContext.floorKey(context);
-    Double hi = byContext.ceilingKey(context);
-    if (lo == null) {
-      lo = hi;
+    if (n == 1) {
+      return Math.max(1e-6, interpolate(batches[0], itls[0], batch));
     }
-    if (hi == null) {
-      hi = lo;
+    int lo = hi == 0 ? 0 : hi - 1;
+    if (hi == lo) {
+      hi = 1;
     }
-    double a = itlAlongBatch(byContext.get(lo), batch);
-    if (lo.equals(hi)) {
-      if (context > hi && byContext.size() > 1) { // extend along the last two contexts
-        Double below = byContext.lowerKey(hi);
-        double b = itlAlongBatch(byContext.get(below), batch);
-        return Math.max(1e-6, a + (a - b) * (context - hi) / (hi - below));
-      }
-      return Math.max(1e-6, a);
+    double a = interpolate(batches[lo], itls[lo], batch);
+    double b = interpolate(batches[hi], itls[hi], batch);
+    double t = (context - contexts[lo]) / (contexts[hi] - contexts[lo]);
+    if (context < contexts[0]) {
+      t = 0; // below the grid: the smallest context's figures
     }
-    double b = itlAlongBatch(byContext.get(hi), batch);
-    return Math.max(1e-6, a + (b - a) * (context - lo) / (hi - lo));
+    return Math.max(1e-6, a + t * (b - a));
   }
-
-  private static double itlAlongBatch(List<DecodePoint> points, double batch) {
-    List<DecodePoint> sorted = points.stream().sorted(Comparator.comparingDouble(DecodePoint::batch)).toList();
-    double[] x = sorted.stream().mapToDouble(DecodePoint::batch).toArray();
-    double[] y = sorted.stream().mapToDouble(DecodePoint::itlSeconds).toArray();
-    return interpolate(x, y, batch);
-  }
-
   /** The most sequences of {@code context} tokens one worker can hold: batching limit and KV. */
   public int maxBatch(double context) {
     long byKv = context <= 0 ? maxNumSeqs : (long) (kvTokens / Math.max(1, context));

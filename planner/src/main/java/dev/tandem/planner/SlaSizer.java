@@ -23,14 +23,24 @@ public final class SlaSizer {
   /** The sizing and the figures behind it. */
   public record Sizing(int prefill, int decode, double prefillPerWorker, double decodePerWorker) {}
 
+  /** Work already waiting, as prompt and output tokens per second to add to the forecast's. */
+  public record Backlog(double prefillTokensPerSecond, double decodeTokensPerSecond) {
+    public static final Backlog NONE = new Backlog(0, 0);
+  }
+
   public Sizing size(Forecast f, double prefillCorrection, double decodeCorrection) {
+    return size(f, Backlog.NONE, prefillCorrection, decodeCorrection);
+  }
+
+  public Sizing size(Forecast f, Backlog backlog, double prefillCorrection, double decodeCorrection) {
     double isl = Math.max(1, f.isl());
     double uncached = Math.max(1, isl * (1 - Math.min(1, f.prefixHitRate())));
     double prefillPerWorker = profile.prefillThroughputWithin(uncached, targets.ttftSeconds());
-    int prefill = (int) Math.ceil(f.prefillTokensPerSecond() * prefillCorrection / prefillPerWorker - 1e-9);
+    double prefillNeed = f.prefillTokensPerSecond() * prefillCorrection + backlog.prefillTokensPerSecond();
+    int prefill = (int) Math.ceil(prefillNeed / prefillPerWorker - 1e-9);
     double context = isl + Math.max(1, f.osl()) / 2;
     double decodePerWorker = profile.decodeThroughputWithin(context, targets.itlSeconds() / decodeCorrection);
-    int decode = (int) Math.ceil(f.decodeTokensPerSecond() / decodePerWorker - 1e-9);
+    int decode = (int) Math.ceil((f.decodeTokensPerSecond() + backlog.decodeTokensPerSecond()) / decodePerWorker - 1e-9);
     return new Sizing(Math.max(0, prefill), Math.max(0, decode), prefillPerWorker, decodePerWorker);
   }
 

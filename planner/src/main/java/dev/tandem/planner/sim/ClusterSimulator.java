@@ -1,0 +1,551 @@
+package dev.tandem.planner.sim;
+
+import dev.tandem.common.PrefillCost;
+import dev.tandem.common.WorkerId;
+import dev.tandem.planner.Decision;
+import dev.tandem.planner.IntervalStats;
+import dev.tandem.planner.Planner;
+import dev.tandem.planner.Pool;
+import dev.tandem.planner.PoolLoad;
+import dev.tandem.planner.Profile;
+import dev.tandem.router.KvSelector;
+import dev.tandem.router.PredictedTtftCost;
+import dev.tandem.router.RoutingRequest;
+import dev.tandem.router.Selection;
+import dev.tandem.router.SplitPolicy;
+import dev.tandem.router.WorkerLoad;
+import dev.tandem.router.index.BlockHashIndex;
+import dev.tandem.router.index.Overlap;
+import it.unimi.dsi.fastutil.doubles.DoubleArrayList;
+import java.util.ArrayDeque;
+import java.util.ArrayList;
+import java.util.Arrays;
+import java.util.Comparator;
+import java.util.HashMap;
+import java.util.List;
+import java.util.Map;
+import java.util.PriorityQueue;
+import java.util.TreeSet;
+import java.util.function.LongConsumer;
+
+/**
+ * A discrete-event cluster: prefill and decode workers timed by a {@link Profile}, routed by the
+ * router's own code — {@link BlockHashIndex} fed by the workers' simulated KV events, {@link
+ * KvSelector} with {@link PredictedTtftCost} choosing the decode worker and the prefill worker,
+ * {@link SplitPolicy} deciding whether to split — and sized by the planner's own {@link Planner},
+ * driven by a {@link Trace}. New workers serve after {@code startupSeconds}; removed workers drain
+ * (no new requests, the running ones finish); requests arriving while no decode worker serves wait
+ * at the "frontend" and are routed when one does.
+ *
+ * <p>For big clusters each decision scores the workers that hold part of the prompt plus the
+ * {@code narrowTo} least loaded (a load-ordered set per pool), not every worker; {@code narrowTo 0}
+ * scores all. Single-threaded; one run per instance.
+ */
+public final class ClusterSimulator {
+  private static final int ARRIVAL = 0, PREFILL_DONE = 1, FIRST_TOKEN = 2, DECODE_CHECK = 3, WORKER_READY = 4, PLAN = 5, SAMPLE = 6;
+  private static final double GIVE_UP_AFTER_SECONDS = 3600;
+
+  private record Event(double time, long seq, int kind, SimRequest request, SimWorker worker, long version) {}
+
+  private final SimConfig config;
+  private final Trace trace;
+  private final Profile profile;
+  private final int blockTokens;
+  private final PriorityQueue<Event> events =
+      new PriorityQueue<>(Comparator.comparingDouble(Event::time).thenComparingLong(Event::seq));
+  private long seq;
+  private double now;
+  private final BlockHashIndex index = new BlockHashIndex();
+  private final Map<WorkerId, SimWorker> byId = new HashMap<>();
+  private final KvSelector selector;
+  private final SplitPolicy split;
+  private final PrefillCost cost;
+  private final Planner planner;
+  private final List<SimWorker> workers = new ArrayList<>();
+  private final Comparator<SimWorker> byLoad =
+      Comparator.comparingLong((SimWorker w) -> w.loadKey).thenComparing(w -> w.id.value());
+  private final TreeSet<SimWorker> prefillReady = new TreeSet<>(byLoad);
+  private final TreeSet<SimWorker> decodeReady = new TreeSet<>(byLoad);
+  private final ArrayDeque<SimRequest> waiting = new ArrayDeque<>();
+  private int nextWorker;
+  private int nextArrival;
+  private long inFlight;
+  private long decisions;
+  private long stamps;
+  private int scaleEvents;
+  private int peakWorkers;
+  // the whole run
+  private final DoubleArrayList ttfts = new DoubleArrayList();
+  private final DoubleArrayList itls = new DoubleArrayList();
+  private int met;
+  // the current planner interval and timeline window
+  private final Window interval = new Window();
+  private final Window sample = new Window();
+  private final List<SimReport.Sample> timeline = new ArrayList<>();
+
+  /** Arrivals and finished requests over a window of simulated time. */
+  private static final class Window {
+    int arrivals;
+    long isl;
+    long osl;
+    long cached;
+    long prompt;
+    int met;
+    final DoubleArrayList ttft = new DoubleArrayList();
+    final DoubleArrayList itl = new DoubleArrayList();
+
+    void clear() {
+      arrivals = 0;
+      isl = osl = cached = prompt = 0;
+      met = 0;
+      ttft.clear();
+      itl.clear();
+    }
+  }
+
+  private java.util.function.ObjDoubleConsumer<Decision> decisionLog;
+
+  /** Hears every planner decision with the simulated time it was taken at. */
+  public ClusterSimulator onDecision(java.util.function.ObjDoubleConsumer<Decision> log) {
+    this.decisionLog = log;
+    return this;
+  }
+
+  public ClusterSimulator(SimConfig config, Trace trace) {
+    this.config = config;
+    this.trace = trace;
+    this.profile = config.profile();
+    this.blockTokens = trace.blockTokens();
+    this.cost = fit(profile);
+    this.selector = new KvSelector(index, new BlockHashIndex(), w -> false,
+        w -> byId.get(w).inFlight(), w -> byId.get(w).cachedBlocks(), PredictedTtftCost.defaults(), 0);
+    this.split = new SplitPolicy(config.split(), 1.0);
+    this.planner = config.planner() == null ? null : new Planner(config.planner());
+  }
+
+  /** The profile's prefill points fitted to the router's prefill cost model. */
+  static PrefillCost fit(Profile p) {
+    int n = p.prefill().size();
+    double[] tokens = new double[n], context = new double[n], seconds = new double[n];
+    for (int i = 0; i < n; i++) {
+      double isl = p.prefill().get(i).isl();
+      tokens[i] = isl;
+      context[i] = isl * (isl - 1) / 2;
+      seconds[i] = p.prefill().get(i).seconds();
+    }
+    PrefillCost c = PrefillCost.fit(tokens, context, seconds, n);
+    return c.known() ? c : new PrefillCost(p.prefillSeconds(1000) / 1000, 0);
+  }
+
+  /** Runs the trace to the last request's end; {@code progress} hears the simulated second now and then. */
+  public SimReport run(LongConsumer progress) {
+    long wallStart = System.nanoTime();
+    for (int i = 0; i < config.initialPrefill(); i++) {
+      startWorker(Pool.PREFILL, 0);
+    }
+    for (int i = 0; i < config.initialDecode(); i++) {
+      startWorker(Pool.DECODE, 0);
+    }
+    scaleEvents = 0;
+    scheduleArrival();
+    if (planner != null) {
+      push(config.planner().intervalSeconds(), PLAN, null, null, 0);
+    }
+    push(config.sampleSeconds(), SAMPLE, null, null, 0);
+    double end = trace.durationSeconds() + GIVE_UP_AFTER_SECONDS;
+    long reported = -1;
+    while (!events.isEmpty()) {
+      Event e = events.poll();
+      now = e.time();
+      if (now > end) {
+        break;
+      }
+      if (progress != null && (long) now / 60 != reported) {
+        reported = (long) now / 60;
+        progress.accept((long) now);
+      }
+      switch (e.kind()) {
+        case ARRIVAL -> arrive(e.request());
+        case PREFILL_DONE -> prefillDone(e.request(), (PrefillSim) e.worker());
+        case FIRST_TOKEN -> firstToken(e.request(), (DecodeSim) e.worker());
+        case DECODE_CHECK -> decodeCheck((DecodeSim) e.worker(), e.version());
+        case WORKER_READY -> ready(e.worker());
+        case PLAN -> plan();
+        case SAMPLE -> sample();
+        default -> throw new IllegalStateException("event " + e.kind());
+      }
+    }
+    double duration = Math.max(trace.durationSeconds(), now);
+    double workerSeconds = 0;
+    for (SimWorker w : workers) {
+      workerSeconds += w.workerSeconds(duration);
+    }
+    double[] t = ttfts.toDoubleArray();
+    Arrays.sort(t);
+    double[] l = itls.toDoubleArray();
+    Arrays.sort(l);
+    int requests = trace.requests().size();
+    double goodput = met / duration;
+    double meanWorkers = workerSeconds / duration;
+    return new SimReport(config.name(), trace.name(), requests, t.length, requests == 0 ? 1 : (double) met / requests,
+        percentile(t, 0.5), percentile(t, 0.9), percentile(t, 0.99), percentile(l, 0.9), duration, goodput,
+        workerSeconds, meanWorkers, meanWorkers > 0 ? goodput / meanWorkers : 0, scaleEvents, peakWorkers,
+        (System.nanoTime() - wallStart) / 1e9, decisions, List.copyOf(timeline));
+  }
+
+  private void push(double time, int kind, SimRequest r, SimWorker w, long version) {
+    events.add(new Event(time, seq++, kind, r, w, version));
+  }
+
+  private void scheduleArrival() {
+    if (nextArrival < trace.requests().size()) {
+      TraceRequest t = trace.requests().get(nextArrival++);
+      push(t.arrivalSeconds(), ARRIVAL, new SimRequest(t), null, 0);
+    }
+  }
+
+  private boolean busy() {
+    return nextArrival < trace.requests().size() || inFlight > 0 || !waiting.isEmpty();
+  }
+
+  // ---- requests ----
+
+  private void arrive(SimRequest r) {
+    scheduleArrival();
+    inFlight++;
+    for (Window w : new Window[] {interval, sample}) {
+      w.arrivals++;
+      w.isl += r.isl();
+      w.osl += r.osl();
+    }
+    route(r);
+  }
+
+  private void route(SimRequest r) {
+    if (decodeReady.isEmpty()) {
+      waiting.add(r);
+      return;
+    }
+    decisions++;
+    RoutingRequest routing = new RoutingRequest("r", new int[r.isl()], r.hashes, blockTokens);
+    Map<WorkerId, Overlap> overlaps = index.overlaps(r.hashes);
+    DecodeSim d = (DecodeSim) choose(routing, decodeReady, overlaps);
+    int decodeCached = cachedTokens(r, d.cachedPrefix(r.hashes));
+    PrefillSim p = prefillReady.isEmpty() ? null : (PrefillSim) choose(routing, prefillReady, overlaps);
+    r.decode = d;
+    d.reserve(r);
+    boolean remote = false;
+    int prefillCached = 0;
+    if (p != null) {
+      prefillCached = cachedTokens(r, p.cachedPrefix(r.hashes));
+      SplitPolicy.Decision decision = split.decide(new SplitPolicy.Inputs(r.isl(), r.isl() - decodeCached,
+          r.isl() - prefillCached, config.kvBytesPerToken(), config.layers(),
+          new SplitPolicy.Link(config.linkBytesPerSecond(), 20e-6), cost, cost, d.localPrefillTokens(),
+          p.queuedTokens(), d.running(), false));
+      remote = decision.split();
+    }
+    if (remote) {
+      r.split = true;
+      r.prefill = p;
+      r.cachedTokens = prefillCached;
+      r.uncachedTokens = r.isl() - prefillCached;
+      // the decode worker still needs what it lacks of the prompt: that crosses the link
+      r.target = r.isl() - decodeCached;
+      double done = p.enqueue(r, r.uncachedTokens, now);
+      push(done, PREFILL_DONE, r, p, 0);
+      touch(p);
+    } else {
+      r.cachedTokens = decodeCached;
+      r.uncachedTokens = r.isl() - decodeCached;
+      double first = d.prefillLocally(r, now);
+      push(first, FIRST_TOKEN, r, d, 0);
+      scheduleCompletion(d);
+    }
+    touch(d);
+    for (Window w : new Window[] {interval, sample}) {
+      w.cached += r.cachedTokens;
+      w.prompt += r.isl();
+    }
+  }
+
+  /** Cached tokens for {@code blocks} leading cached blocks (at least one token is always computed). */
+  private int cachedTokens(SimRequest r, int blocks) {
+    return (int) Math.min((long) blocks * blockTokens, r.isl() - 1L);
+  }
+
+  /** The selector's choice among the pool's routable workers (narrowed for big pools). */
+  private SimWorker choose(RoutingRequest routing, TreeSet<SimWorker> pool, Map<WorkerId, Overlap> overlaps) {
+    List<WorkerLoad> loads = new ArrayList<>();
+    int narrow = config.narrowTo();
+    if (narrow <= 0 || pool.size() <= 2 * narrow) {
+      for (SimWorker w : pool) {
+        loads.add(load(w));
+      }
+    } else {
+      long stamp = ++stamps;
+      int k = 0;
+      for (SimWorker w : pool) {
+        if (k++ >= narrow) {
+          break;
+        }
+        w.stamp = stamp;
+        loads.add(load(w));
+      }
+      Pool kind = pool.first().pool;
+      for (WorkerId id : overlaps.keySet()) {
+        SimWorker w = byId.get(id);
+        if (w != null && w.pool == kind && w.routable() && w.stamp != stamp) {
+          w.stamp = stamp;
+          loads.add(load(w));
+        }
+      }
+    }
+    Selection s = selector.select(routing, loads);
+    return byId.get(s.worker());
+  }
+
+  private WorkerLoad load(SimWorker w) {
+    if (w instanceof PrefillSim p) {
+      return new WorkerLoad(w.id, p.inFlight(), (int) (p.queuedTokens() / blockTokens), 0, p.inFlight(), 0,
+          p.cachedBlocks(), p.cacheCapacity(), new WorkerLoad.Speed(cost, p.queuedTokens(), profile.maxNumSeqs(), 0, 0));
+    }
+    DecodeSim d = (DecodeSim) w;
+    return new WorkerLoad(w.id, d.inFlight(), (int) (d.localPrefillTokens() / blockTokens), 0, d.running(),
+        d.inFlight() - d.running(), d.cachedBlocks(), d.cacheCapacity(),
+        new WorkerLoad.Speed(cost, d.localPrefillTokens(), profile.maxNumSeqs(), 0, d.currentItl()));
+  }
+
+  private void prefillDone(SimRequest r, PrefillSim p) {
+    p.finish(r);
+    touch(p);
+    stopIfDrained(p);
+    double transfer = config.kvBytesPerToken() * r.target / config.linkBytesPerSecond();
+    int layers = Math.max(1, config.layers());
+    double prefillSeconds = profile.prefillSeconds(r.uncachedTokens);
+    double exposed = Math.max(transfer / layers, transfer - prefillSeconds * (layers - 1) / layers);
+    push(now + exposed, FIRST_TOKEN, r, r.decode, 0);
+  }
+
+  private void firstToken(SimRequest r, DecodeSim d) {
+    r.firstTokenAt = now;
+    if (!r.split) {
+      d.localPrefillDone(r);
+    }
+    d.join(r, now);
+    scheduleCompletion(d);
+    touch(d);
+  }
+
+  private void scheduleCompletion(DecodeSim d) {
+    double t = d.nextCompletion(now);
+    d.version++;
+    if (!Double.isNaN(t)) {
+      push(t, DECODE_CHECK, null, d, d.version);
+    }
+  }
+
+  private void decodeCheck(DecodeSim d, long version) {
+    if (version != d.version) {
+      return;
+    }
+    d.complete(now, this::finished);
+    scheduleCompletion(d);
+    touch(d);
+    stopIfDrained(d);
+  }
+
+  private void finished(SimRequest r) {
+    inFlight--;
+    double ttft = r.ttft();
+    double itl = r.itl();
+    ttfts.add(ttft);
+    itls.add(itl);
+    boolean good = config.targets().met(ttft, itl);
+    if (good) {
+      met++;
+    }
+    for (Window w : new Window[] {interval, sample}) {
+      w.ttft.add(ttft);
+      w.itl.add(itl);
+      if (good) {
+        w.met++;
+      }
+    }
+  }
+
+  // ---- workers ----
+
+  private SimWorker startWorker(Pool pool, double startup) {
+    WorkerId id = new WorkerId(pool.cliName() + "-" + nextWorker++);
+    SimWorker w = pool == Pool.PREFILL
+        ? new PrefillSim(id, now, now + startup, index, profile, blockTokens)
+        : new DecodeSim(id, now, now + startup, index, profile, blockTokens);
+    workers.add(w);
+    byId.put(id, w);
+    scaleEvents++;
+    if (w.state == SimWorker.State.READY) {
+      ready(w);
+    } else {
+      push(w.readyAt, WORKER_READY, null, w, 0);
+    }
+    peakWorkers = Math.max(peakWorkers, held(Pool.PREFILL) + held(Pool.DECODE));
+    return w;
+  }
+
+  private void ready(SimWorker w) {
+    if (w.state == SimWorker.State.STARTING) {
+      w.state = SimWorker.State.READY;
+    }
+    if (w.state != SimWorker.State.READY) {
+      return;
+    }
+    touch(w);
+    if (w.pool == Pool.DECODE) {
+      while (!waiting.isEmpty()) {
+        route(waiting.poll());
+      }
+    }
+  }
+
+  /** Re-files {@code w} in its pool's load order after a change of its load or state. */
+  private void touch(SimWorker w) {
+    TreeSet<SimWorker> set = w.pool == Pool.PREFILL ? prefillReady : decodeReady;
+    set.remove(w);
+    w.loadKey = w.load();
+    if (w.routable()) {
+      set.add(w);
+    }
+  }
+
+  private void stopIfDrained(SimWorker w) {
+    if (w.state == SimWorker.State.DRAINING && w.inFlight() == 0) {
+      w.state = SimWorker.State.STOPPED;
+      w.stoppedAt = now;
+    }
+  }
+
+  private int held(Pool pool) {
+    int n = 0;
+    for (SimWorker w : workers) {
+      if (w.pool == pool && (w.state == SimWorker.State.READY || w.state == SimWorker.State.STARTING)) {
+        n++;
+      }
+    }
+    return n;
+  }
+
+  /** Brings {@code pool} to {@code target} workers: starts new ones, or drains the least loaded. */
+  private void scale(Pool pool, int target) {
+    List<SimWorker> held = new ArrayList<>();
+    for (SimWorker w : workers) {
+      if (w.pool == pool && (w.state == SimWorker.State.READY || w.state == SimWorker.State.STARTING)) {
+        held.add(w);
+      }
+    }
+    for (int i = held.size(); i < target; i++) {
+      startWorker(pool, config.startupSeconds());
+    }
+    int excess = held.size() - target;
+    if (excess <= 0) {
+      return;
+    }
+    // Workers still starting go first (newest first); then the least loaded of those serving.
+    held.sort(Comparator.comparingInt((SimWorker w) -> w.state == SimWorker.State.STARTING ? 0 : 1)
+        .thenComparingInt(SimWorker::inFlight).thenComparingDouble(w -> -w.startedAt));
+    for (int i = 0; i < excess; i++) {
+      SimWorker w = held.get(i);
+      scaleEvents++;
+      if (w.state == SimWorker.State.STARTING) {
+        w.state = SimWorker.State.STOPPED;
+        w.stoppedAt = now;
+      } else {
+        w.state = SimWorker.State.DRAINING;
+        touch(w);
+        stopIfDrained(w);
+      }
+    }
+  }
+
+  // ---- planner and timeline ----
+
+  private void plan() {
+    double seconds = config.planner().intervalSeconds();
+    IntervalStats stats = new IntervalStats(seconds, interval.arrivals,
+        interval.arrivals == 0 ? Double.NaN : (double) interval.isl / interval.arrivals,
+        interval.arrivals == 0 ? Double.NaN : (double) interval.osl / interval.arrivals,
+        interval.prompt == 0 ? Double.NaN : (double) interval.cached / interval.prompt,
+        p90(interval.ttft), p90(interval.itl), waiting.size(), poolLoad(Pool.PREFILL), poolLoad(Pool.DECODE));
+    Decision d = planner.plan(stats);
+    if (decisionLog != null) {
+      decisionLog.accept(d, now);
+    }
+    scale(Pool.PREFILL, d.prefill());
+    scale(Pool.DECODE, d.decode());
+    peakWorkers = Math.max(peakWorkers, held(Pool.PREFILL) + held(Pool.DECODE));
+    interval.clear();
+    if (busy()) {
+      push(now + seconds, PLAN, null, null, 0);
+    }
+  }
+
+  private PoolLoad poolLoad(Pool pool) {
+    int ready = 0, starting = 0;
+    double queued = 0, kv = 0, active = 0;
+    for (SimWorker w : workers) {
+      if (w.pool != pool) {
+        continue;
+      }
+      switch (w.state) {
+        case STARTING -> starting++;
+        case READY -> {
+          ready++;
+          if (w instanceof DecodeSim d) {
+            kv += d.kvUsage();
+          }
+        }
+        default -> {}
+      }
+      if (w.state == SimWorker.State.READY || w.state == SimWorker.State.DRAINING) {
+        active += w.inFlight();
+        queued += w instanceof PrefillSim p ? p.queuedTokens() : ((DecodeSim) w).localPrefillTokens();
+      }
+    }
+    return new PoolLoad(ready, starting, queued, ready == 0 ? 0 : kv / ready, active);
+  }
+
+  private void sample() {
+    int[] counts = new int[4];
+    for (SimWorker w : workers) {
+      int base = w.pool == Pool.PREFILL ? 0 : 1;
+      if (w.state == SimWorker.State.READY) {
+        counts[base]++;
+      }
+      if (w.state != SimWorker.State.STOPPED) {
+        counts[base + 2]++;
+      }
+    }
+    timeline.add(new SimReport.Sample(now, sample.arrivals / config.sampleSeconds(), counts[0], counts[1], counts[2], counts[3],
+        p90(sample.ttft), p90(sample.itl), sample.ttft.size(), sample.met));
+    sample.clear();
+    if (busy()) {
+      push(now + config.sampleSeconds(), SAMPLE, null, null, 0);
+    }
+  }
+
+  private static double p90(DoubleArrayList values) {
+    if (values.isEmpty()) {
+      return Double.NaN;
+    }
+    double[] v = values.toDoubleArray();
+    Arrays.sort(v);
+    return percentile(v, 0.9);
+  }
+
+  static double percentile(double[] sorted, double q) {
+    if (sorted.length == 0) {
+      return Double.NaN;
+    }
+    int i = (int) Math.ceil(q * sorted.length) - 1;
+    return sorted[Math.max(0, Math.min(sorted.length - 1, i))];
+  }
+}

@@ -1,0 +1,108 @@
+package dev.tandem.planner.sim;
+
+import dev.tandem.planner.Forecast;
+import dev.tandem.planner.PlannerConfig;
+import dev.tandem.planner.SlaSizer;
+import java.util.ArrayList;
+import java.util.HashSet;
+import java.util.List;
+import java.util.Set;
+import java.util.function.Consumer;
+
+/**
+ * The planner against two static pools on the same trace, in one run:
+ * <ul>
+ *   <li>{@code static-peak}: the cheapest fixed pool that serves the trace's busiest interval —
+ *       sized by SLA mode's own formula at the peak arrival rate (mean lengths, the trace's prefix
+ *       reuse), then grown one worker at a time, in whichever pool misses its target, until ≥ 99%
+ *       of requests meet both SLAs (at most 12 tries);
+ *   <li>{@code static-mean}: the same formula at the mean arrival rate, not grown;
+ *   <li>{@code planner}: starting from one worker a pool, sized every interval by the planner.
+ * </ul>
+ */
+public final class SimulationSuite {
+  private SimulationSuite() {}
+
+  /**
+   * The three runs; {@code plannerRun} is the planner run's configuration (its starting pools),
+   * for further runs on the same footing.
+   */
+  public record Result(SimReport staticPeak, SimReport staticMean, SimReport planner, int peakPrefill, int peakDecode,
+      SimConfig plannerRun) {}
+
+  public static Result run(Trace trace, SimConfig base, PlannerConfig planner, Consumer<String> progress) {
+    double interval = planner.intervalSeconds();
+    int[] arrivals = trace.arrivalsPer(interval);
+    int peakCount = 0;
+    for (int a : arrivals) {
+      peakCount = Math.max(peakCount, a);
+    }
+    double meanRate = trace.requests().size() / Math.max(1, trace.durationSeconds());
+    double isl = trace.requests().stream().mapToInt(TraceRequest::inputTokens).average().orElse(1);
+    double osl = trace.requests().stream().mapToInt(TraceRequest::outputTokens).average().orElse(1);
+    double hit = reuse(trace);
+    SlaSizer sizer = new SlaSizer(base.profile(), base.targets());
+    SlaSizer.Sizing peak = sizer.size(new Forecast(peakCount / interval, isl, osl, hit), 1, 1);
+    int p = Math.max(1, peak.prefill());
+    int d = Math.max(1, peak.decode());
+    SimReport staticPeak = null;
+    for (int attempt = 0; attempt < 12; attempt++) {
+      progress.accept("static-peak: trying " + p + " prefill + " + d + " decode");
+      staticPeak = new ClusterSimulator(named(base, "static-peak", p, d), trace).run(null);
+      if (staticPeak.slaAttainment() >= 0.99) {
+        break;
+      }
+      if (staticPeak.ttftP90() > base.targets().ttftSeconds() || staticPeak.itlP90() <= base.targets().itlSeconds()) {
+        p++;
+      } else {
+        d++;
+      }
+    }
+    SlaSizer.Sizing mean = sizer.size(new Forecast(meanRate, isl, osl, hit), 1, 1);
+    progress.accept("static-mean: " + Math.max(1, mean.prefill()) + " prefill + " + Math.max(1, mean.decode()) + " decode");
+    SimReport staticMean = new ClusterSimulator(named(base, "static-mean", Math.max(1, mean.prefill()), Math.max(1, mean.decode())), trace).run(null);
+    progress.accept("planner: " + planner.mode().name().toLowerCase() + " mode, " + planner.predictor() + " predictor");
+    // The planner starts where an operator would deploy it: sized for the first interval's load.
+    int[] first = firstInterval(trace, sizer, interval, isl, osl, planner.headroom());
+    SimConfig plannerRun = named(base, "planner", first[0], first[1]).planned("planner", planner, base.startupSeconds());
+    SimReport planned = new ClusterSimulator(plannerRun, trace).run(null);
+    return new Result(staticPeak, staticMean, planned, p, d, plannerRun);
+  }
+
+  /** Sized for the first interval, caches cold. */
+  private static int[] firstInterval(Trace trace, SlaSizer sizer, double interval, double isl, double osl, double headroom) {
+    int[] arrivals = trace.arrivalsPer(interval);
+    double rate = arrivals.length == 0 ? 0 : arrivals[0] / interval * (1 + headroom);
+    SlaSizer.Sizing s = sizer.size(new Forecast(rate, isl, osl, 0), 1, 1);
+    return new int[] {Math.max(1, s.prefill()), Math.max(1, s.decode())};
+  }
+
+  private static SimConfig named(SimConfig base, String name, int prefill, int decode) {
+    return new SimConfig(name, base.profile(), base.targets(), base.startupSeconds(), prefill, decode, null, base.split(),
+        base.kvBytesPerToken(), base.layers(), base.linkBytesPerSecond(), base.narrowTo(), base.sampleSeconds());
+  }
+
+  /** The fraction of prompt blocks a trace repeats (what an unbounded cache would serve). */
+  static double reuse(Trace trace) {
+    Set<Long> seen = new HashSet<>();
+    long total = 0, repeated = 0;
+    for (TraceRequest r : trace.requests()) {
+      for (long id : r.blockIds()) {
+        total++;
+        if (!seen.add(id)) {
+          repeated++;
+        }
+      }
+    }
+    return total == 0 ? 0 : (double) repeated / total;
+  }
+
+  /** Names of the runs, in the order {@link Result} holds them. */
+  public static List<SimReport> all(Result r) {
+    List<SimReport> list = new ArrayList<>();
+    list.add(r.staticPeak());
+    list.add(r.staticMean());
+    list.add(r.planner());
+    return list;
+  }
+}
