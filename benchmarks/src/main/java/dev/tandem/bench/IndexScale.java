@@ -107,7 +107,7 @@ public final class IndexScale {
       double[] decideUs = new double[decisions / 10];
       for (int pass = 0; pass < 2; pass++) {
         for (int i = 0; i < decideUs.length; i++) {
-          RoutingRequest req = new RoutingRequest("r", tokens[i % distinct], requests[i % distinct], 16);
+          RoutingRequest req = new RoutingRequest("r", tokens[i % distinct].length, requests[i % distinct], 16);
           long s = System.nanoTime();
           sink += selector.select(req, loads).predictedOverlap().blocks();
           decideUs[i] = (System.nanoTime() - s) / 1e3;

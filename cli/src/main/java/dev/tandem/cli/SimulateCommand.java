@@ -141,11 +141,8 @@ final class SimulateCommand implements Callable<Integer> {
     SimulationSuite.Result result;
     if (plannerOnly) {
       ProgressBar bar = new ProgressBar("planner run");
-      SimConfig run = new SimConfig("planner", p, targets, startupSeconds, 1, 1, planner, base.split(), kvBytesPerToken, 32,
-          base.linkBytesPerSecond(), narrow, base.sampleSeconds());
-      SimReport r = new ClusterSimulator(run, t).run(s -> bar.update(s, t.durationSeconds(), "simulated " + s + " s"));
+      result = SimulationSuite.plannerOnly(t, base, planner, s -> bar.update(s, t.durationSeconds(), "simulated " + s + " s"));
       bar.done();
-      result = new SimulationSuite.Result(null, null, r, 0, 0, run);
     } else {
       result = SimulationSuite.run(t, base, planner, line -> System.err.println("  " + line));
     }
@@ -191,12 +188,8 @@ final class SimulateCommand implements Callable<Integer> {
   }
 
   private Trace trace() throws java.io.IOException {
-    Trace t;
     if (SyntheticTraces.NAMES.contains(trace)) {
-      SyntheticTraces.Spec spec = SyntheticTraces.Spec.of(trace, rate);
-      if (!trace.equals("mooncake")) {
-        spec = spec.withDuration(durationSeconds);
-      }
+      SyntheticTraces.Spec spec = SyntheticTraces.Spec.of(trace, rate).withDuration(durationSeconds);
       spec = new SyntheticTraces.Spec(spec.shape(), spec.durationSeconds(), spec.baseRate() * rateScale, spec.meanIsl(), spec.meanOsl(), seed);
       return SyntheticTraces.generate(spec);
     }
@@ -204,7 +197,7 @@ final class SimulateCommand implements Callable<Integer> {
     if (!Files.exists(file)) {
       throw new IllegalArgumentException("--trace " + trace + ": neither a built-in trace " + SyntheticTraces.NAMES + " nor a file");
     }
-    t = MooncakeTraces.read(file);
+    Trace t = MooncakeTraces.read(file);
     if (rateScale != 1) {
       List<TraceRequest> scaled = t.requests().stream()
           .map(r -> new TraceRequest(r.arrivalSeconds() / rateScale, r.inputTokens(), r.outputTokens(), r.blockIds())).toList();

@@ -88,7 +88,7 @@ public record PredictedTtftCost(double itlTargetSeconds, double evictionWeight) 
   public Breakdown breakdown(RoutingRequest request, WorkerLoad load, Overlap overlap, int cachedBlocks, PrefillCost fallback) {
     PrefillCost cost = load.speed().prefillCost().known() ? load.speed().prefillCost() : fallback;
     int blockSize = request.blockSize();
-    int prompt = request.tokens().length;
+    int prompt = request.promptTokens();
     long cached = Math.min((long) Math.floor(overlap.credit() * blockSize), Math.max(prompt - 1, 0));
     long uncached = prompt - cached;
     long queued = Math.max(load.speed().reportedQueuedPrefillTokens(), (long) load.routedPrefillBlocks() * blockSize);

@@ -30,7 +30,7 @@ class KvSelectorTest {
   }
 
   private static RoutingRequest request(int[] tokens) {
-    return new RoutingRequest("r", tokens, BlockHasher.sequenceHashes(tokens, 16), 16);
+    return new RoutingRequest("r", tokens.length, BlockHasher.sequenceHashes(tokens, 16), 16);
   }
 
   private void cache(WorkerId w, int[] tokens) {

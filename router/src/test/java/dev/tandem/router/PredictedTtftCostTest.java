@@ -21,7 +21,7 @@ class PredictedTtftCostTest {
     for (int i = 0; i < tokens; i++) {
       t[i] = 7 + i;
     }
-    return new RoutingRequest("r", t, BlockHasher.sequenceHashes(t, 16), 16);
+    return new RoutingRequest("r", t.length, BlockHasher.sequenceHashes(t, 16), 16);
   }
 
   /** A worker: in-flight requests and prefill blocks routed there, tokens it reported queued. */

@@ -12,7 +12,7 @@ import java.util.SplittableRandom;
 import org.junit.jupiter.api.Test;
 
 class SelectorsTest {
-  private static final RoutingRequest REQUEST = new RoutingRequest("r", new int[] {1}, new long[0], 16);
+  private static final RoutingRequest REQUEST = new RoutingRequest("r", 1, new long[0], 16);
   private static final List<WorkerLoad> THREE = List.of(load("a"), load("b"), load("c"));
 
   private static WorkerLoad load(String id) {

@@ -45,14 +45,20 @@ public final class ClusterSimulator {
   private static final int ARRIVAL = 0, PREFILL_DONE = 1, FIRST_TOKEN = 2, DECODE_CHECK = 3, WORKER_READY = 4, PLAN = 5, SAMPLE = 6;
   private static final double GIVE_UP_AFTER_SECONDS = 3600;
 
-  private record Event(double time, long seq, int kind, SimRequest request, SimWorker worker, long version) {}
+  private record Event(double time, long seq, int kind, SimRequest request, SimWorker worker, long version)
+      implements Comparable<Event> {
+    @Override
+    public int compareTo(Event o) {
+      int c = Double.compare(time, o.time);
+      return c != 0 ? c : Long.compare(seq, o.seq);
+    }
+  }
 
   private final SimConfig config;
   private final Trace trace;
   private final Profile profile;
   private final int blockTokens;
-  private final PriorityQueue<Event> events =
-      new PriorityQueue<>(Comparator.comparingDouble(Event::time).thenComparingLong(Event::seq));
+  private final PriorityQueue<Event> events = new PriorityQueue<>();
   private long seq;
   private double now;
   private final BlockHashIndex index = new BlockHashIndex();
@@ -62,10 +68,12 @@ public final class ClusterSimulator {
   private final PrefillCost cost;
   private final Planner planner;
   private final List<SimWorker> workers = new ArrayList<>();
-  private final Comparator<SimWorker> byLoad =
-      Comparator.comparingLong((SimWorker w) -> w.loadKey).thenComparing(w -> w.id.value());
-  private final TreeSet<SimWorker> prefillReady = new TreeSet<>(byLoad);
-  private final TreeSet<SimWorker> decodeReady = new TreeSet<>(byLoad);
+  private static final Comparator<SimWorker> BY_LOAD = (a, b) -> {
+    int c = Long.compare(a.loadKey, b.loadKey);
+    return c != 0 ? c : Integer.compare(a.serial, b.serial);
+  };
+  private final TreeSet<SimWorker> prefillReady = new TreeSet<>(BY_LOAD);
+  private final TreeSet<SimWorker> decodeReady = new TreeSet<>(BY_LOAD);
   private final ArrayDeque<SimRequest> waiting = new ArrayDeque<>();
   private int nextWorker;
   private int nextArrival;
@@ -227,7 +235,7 @@ public final class ClusterSimulator {
       return;
     }
     decisions++;
-    RoutingRequest routing = new RoutingRequest("r", new int[r.isl()], r.hashes, blockTokens);
+    RoutingRequest routing = new RoutingRequest("r", r.isl(), r.hashes, blockTokens);
     Map<WorkerId, Overlap> overlaps = index.overlaps(r.hashes);
     DecodeSim d = (DecodeSim) choose(routing, decodeReady, overlaps);
     int decodeCached = cachedTokens(r, d.cachedPrefix(r.hashes));
@@ -376,10 +384,11 @@ public final class ClusterSimulator {
   // ---- workers ----
 
   private SimWorker startWorker(Pool pool, double startup) {
-    WorkerId id = new WorkerId(pool.cliName() + "-" + nextWorker++);
+    int serial = nextWorker++;
+    WorkerId id = new WorkerId(pool.cliName() + "-" + serial);
     SimWorker w = pool == Pool.PREFILL
-        ? new PrefillSim(id, now, now + startup, index, profile, blockTokens)
-        : new DecodeSim(id, now, now + startup, index, profile, blockTokens);
+        ? new PrefillSim(id, serial, now, now + startup, index, profile, blockTokens)
+        : new DecodeSim(id, serial, now, now + startup, index, profile, blockTokens);
     workers.add(w);
     byId.put(id, w);
     scaleEvents++;

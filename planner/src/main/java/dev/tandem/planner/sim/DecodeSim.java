@@ -30,8 +30,8 @@ final class DecodeSim extends SimWorker {
   /** The simulator's stamp on this worker's pending completion event; older events are stale. */
   long version;
 
-  DecodeSim(WorkerId id, double startedAt, double readyAt, BlockHashIndex index, Profile profile, int blockTokens) {
-    super(id, Pool.DECODE, startedAt, readyAt, index, (int) (profile.kvTokens() / blockTokens));
+  DecodeSim(WorkerId id, int serial, double startedAt, double readyAt, BlockHashIndex index, Profile profile, int blockTokens) {
+    super(id, serial, Pool.DECODE, startedAt, readyAt, index, (int) (profile.kvTokens() / blockTokens));
     this.profile = profile;
     this.kvTokens = profile.kvTokens();
   }

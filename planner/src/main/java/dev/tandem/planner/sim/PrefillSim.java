@@ -15,8 +15,8 @@ final class PrefillSim extends SimWorker {
   private long queuedTokens;
   private int queued;
 
-  PrefillSim(WorkerId id, double startedAt, double readyAt, BlockHashIndex index, Profile profile, int blockTokens) {
-    super(id, Pool.PREFILL, startedAt, readyAt, index, (int) (profile.kvTokens() / blockTokens));
+  PrefillSim(WorkerId id, int serial, double startedAt, double readyAt, BlockHashIndex index, Profile profile, int blockTokens) {
+    super(id, serial, Pool.PREFILL, startedAt, readyAt, index, (int) (profile.kvTokens() / blockTokens));
     this.profile = profile;
   }
 

@@ -5,9 +5,8 @@ import dev.tandem.common.StorageTier;
 import dev.tandem.common.WorkerId;
 import dev.tandem.planner.Pool;
 import dev.tandem.router.index.BlockHashIndex;
+import it.unimi.dsi.fastutil.longs.LongLinkedOpenHashSet;
 import java.util.ArrayList;
-import java.util.Iterator;
-import java.util.LinkedHashMap;
 import java.util.List;
 import java.util.OptionalLong;
 
@@ -20,6 +19,8 @@ abstract class SimWorker {
   enum State { STARTING, READY, DRAINING, STOPPED }
 
   final WorkerId id;
+  /** Unique per simulator, orders workers of equal load. */
+  final int serial;
   final Pool pool;
   final double startedAt;
   double readyAt;
@@ -30,12 +31,13 @@ abstract class SimWorker {
   /** The routing decision that last listed this worker as a candidate. */
   long stamp;
   private final BlockHashIndex index;
-  private final LinkedHashMap<Long, Boolean> cache = new LinkedHashMap<>(256, 0.75f, true);
+  private final LongLinkedOpenHashSet cache = new LongLinkedOpenHashSet(); // least recently used first
   private final int cacheBlocks;
   private long eventId;
 
-  SimWorker(WorkerId id, Pool pool, double startedAt, double readyAt, BlockHashIndex index, int cacheBlocks) {
+  SimWorker(WorkerId id, int serial, Pool pool, double startedAt, double readyAt, BlockHashIndex index, int cacheBlocks) {
     this.id = id;
+    this.serial = serial;
     this.pool = pool;
     this.startedAt = startedAt;
     this.readyAt = readyAt;
@@ -57,8 +59,11 @@ abstract class SimWorker {
   /** Leading blocks of {@code hashes} this worker caches (touching them, as a lookup does). */
   int cachedPrefix(long[] hashes) {
     int n = 0;
-    while (n < hashes.length && cache.get(hashes[n]) != null) {
+    while (n < hashes.length && cache.contains(hashes[n])) {
       n++;
+    }
+    for (int i = 0; i < n; i++) {
+      cache.addAndMoveToLast(hashes[i]);
     }
     return n;
   }
@@ -68,7 +73,7 @@ abstract class SimWorker {
     List<KvEvent.StoredBlock> added = null;
     int first = -1;
     for (int i = 0; i < hashes.length; i++) {
-      if (cache.put(hashes[i], Boolean.TRUE) == null) {
+      if (cache.addAndMoveToLast(hashes[i])) {
         if (added == null) {
           added = new ArrayList<>();
           first = i;
@@ -83,10 +88,8 @@ abstract class SimWorker {
     int over = cache.size() - cacheBlocks;
     if (over > 0) {
       long[] removed = new long[over];
-      Iterator<Long> it = cache.keySet().iterator();
       for (int i = 0; i < over; i++) {
-        removed[i] = it.next();
-        it.remove();
+        removed[i] = cache.removeFirstLong();
       }
       index.apply(id, new KvEvent.Removed(++eventId, removed, StorageTier.DEVICE));
     }

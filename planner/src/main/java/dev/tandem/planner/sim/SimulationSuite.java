@@ -77,6 +77,15 @@ public final class SimulationSuite {
     return new int[] {Math.max(1, s.prefill()), Math.max(1, s.decode())};
   }
 
+  /** The planner run alone, from the same start as in {@link #run}; {@code progress} hears simulated seconds. */
+  public static Result plannerOnly(Trace trace, SimConfig base, PlannerConfig planner, java.util.function.LongConsumer progress) {
+    double isl = trace.requests().stream().mapToInt(TraceRequest::inputTokens).average().orElse(1);
+    double osl = trace.requests().stream().mapToInt(TraceRequest::outputTokens).average().orElse(1);
+    int[] first = firstInterval(trace, new SlaSizer(base.profile(), base.targets()), planner.intervalSeconds(), isl, osl, planner.headroom());
+    SimConfig plannerRun = named(base, "planner", first[0], first[1]).planned("planner", planner, base.startupSeconds());
+    return new Result(null, null, new ClusterSimulator(plannerRun, trace).run(progress), 0, 0, plannerRun);
+  }
+
   private static SimConfig named(SimConfig base, String name, int prefill, int decode) {
     return new SimConfig(name, base.profile(), base.targets(), base.startupSeconds(), prefill, decode, null, base.split(),
         base.kvBytesPerToken(), base.layers(), base.linkBytesPerSecond(), base.narrowTo(), base.sampleSeconds());

@@ -144,7 +144,7 @@ public final class Disaggregation implements AutoCloseable {
     Selection pick = selector.select(routing, prefillers.stream().map(pool::load).toList());
     WorkerClient prefill = prefillers.stream().filter(w -> w.workerId().equals(pick.worker())).findFirst().orElseThrow();
     int blockSize = routing.blockSize();
-    int prompt = routing.tokens().length;
+    int prompt = routing.promptTokens();
     WorkerLoad dLoad = pool.load(decode);
     WorkerLoad pLoad = pool.load(prefill);
     var dReport = decode.lastLoadReport();

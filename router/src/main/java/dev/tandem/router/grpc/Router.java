@@ -174,7 +174,7 @@ public final class Router implements RequestRouter, AutoCloseable {
     int[] tokens = request.promptTokens();
     RoutingRequest routing =
         new RoutingRequest(
-            request.requestId(), tokens, BlockHasher.sequenceHashes(tokens, pool.blockSize()), pool.blockSize());
+            request.requestId(), tokens.length, BlockHasher.sequenceHashes(tokens, pool.blockSize()), pool.blockSize());
     // Selection and reservation happen together, so that requests arriving at once see each
     // other's load instead of all picking the same idle worker.
     synchronized (this) {

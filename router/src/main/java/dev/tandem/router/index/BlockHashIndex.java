@@ -3,6 +3,7 @@ package dev.tandem.router.index;
 import dev.tandem.common.KvEvent;
 import dev.tandem.common.StorageTier;
 import dev.tandem.common.WorkerId;
+import it.unimi.dsi.fastutil.ints.Int2IntOpenHashMap;
 import it.unimi.dsi.fastutil.longs.Long2ObjectOpenHashMap;
 import it.unimi.dsi.fastutil.longs.LongIterator;
 import it.unimi.dsi.fastutil.longs.LongOpenHashSet;
@@ -29,6 +30,9 @@ import java.util.concurrent.locks.ReentrantReadWriteLock;
  */
 public final class BlockHashIndex implements PrefixIndex {
 
+  /** Per-thread position tables for {@link #overlaps} (readers run concurrently). */
+  private static final ThreadLocal<int[][]> SCRATCH = ThreadLocal.withInitial(() -> new int[][] {new int[0], new int[0]});
+
   private final ReentrantReadWriteLock lock = new ReentrantReadWriteLock();
   private final Long2ObjectOpenHashMap<Holders> blocks = new Long2ObjectOpenHashMap<>();
   private final Map<WorkerId, Integer> workerIndex = new HashMap<>();
@@ -38,13 +42,22 @@ public final class BlockHashIndex implements PrefixIndex {
   private final AtomicLong unknownRemovals = new AtomicLong();
   private final AtomicLong eventsApplied = new AtomicLong();
 
-  /** The workers holding one block, as worker indices with their tier; usually one or two. */
+  /**
+   * The workers holding one block, as worker indices with their tier; usually one or two, so a
+   * scan finds one. A block many workers hold (a shared system prompt across a big fleet) also
+   * keeps a worker → slot table, so that adding and removing a holder stay O(1).
+   */
   private static final class Holders {
+    private static final int TABLE_FROM = 16;
     int[] workers = new int[1];
     byte[] tiers = new byte[1];
     int size;
+    Int2IntOpenHashMap slots; // worker → index in workers, once size reaches TABLE_FROM
 
     int indexOf(int w) {
+      if (slots != null) {
+        return slots.get(w);
+      }
       for (int i = 0; i < size; i++) {
         if (workers[i] == w) {
           return i;
@@ -64,7 +77,17 @@ public final class BlockHashIndex implements PrefixIndex {
         tiers = java.util.Arrays.copyOf(tiers, size * 2);
       }
       workers[size] = w;
-      tiers[size++] = (byte) tier.ordinal();
+      tiers[size] = (byte) tier.ordinal();
+      if (slots != null) {
+        slots.put(w, size);
+      } else if (size + 1 >= TABLE_FROM) {
+        slots = new Int2IntOpenHashMap(2 * TABLE_FROM);
+        slots.defaultReturnValue(-1);
+        for (int j = 0; j <= size; j++) {
+          slots.put(workers[j], j);
+        }
+      }
+      size++;
     }
 
     boolean remove(int w) {
@@ -75,6 +98,12 @@ public final class BlockHashIndex implements PrefixIndex {
       size--;
       workers[i] = workers[size];
       tiers[i] = tiers[size];
+      if (slots != null) {
+        slots.remove(w);
+        if (i < size) {
+          slots.put(workers[i], i);
+        }
+      }
       return true;
     }
   }
@@ -185,11 +214,34 @@ public final class BlockHashIndex implements PrefixIndex {
         depthOf[i] = i;
       }
       int live = n;
+      // A block many workers hold is looked up through a position table (this call's, indexed by
+      // worker), so that a popular prefix costs O(holders + live) per block, not O(holders × live).
+      int[][] scratch = null;
+      int[] stampOf = null;
+      int[] slotOf = null;
       for (int b = 1; b < sequenceHashes.length && live > 0; b++) {
         Holders holders = blocks.get(sequenceHashes[b]);
+        boolean table = holders != null && holders.size > 8 && live > 2;
+        if (table) {
+          if (scratch == null) {
+            scratch = SCRATCH.get();
+            if (scratch[0].length < workers.length) {
+              scratch[0] = new int[workers.length];
+              scratch[1] = new int[workers.length];
+            }
+            stampOf = scratch[0];
+            slotOf = scratch[1];
+            java.util.Arrays.fill(stampOf, 0, workers.length, 0);
+          }
+          for (int j = 0; j < holders.size; j++) {
+            stampOf[holders.workers[j]] = b;
+            slotOf[holders.workers[j]] = j;
+          }
+        }
         int kept = 0;
         for (int i = 0; i < live; i++) {
-          int at = holders == null ? -1 : holders.indexOf(active[i]);
+          int at = holders == null ? -1
+              : table ? (stampOf[active[i]] == b ? slotOf[active[i]] : -1) : holders.indexOf(active[i]);
           if (at >= 0) {
             counts[depthOf[i]][holders.tiers[at]]++;
             active[kept] = active[i];

@@ -58,6 +58,26 @@ class BlockHashIndexTest {
     assertEquals(Map.of(W0, 1, W1, 3), match(1, 4, 5));
   }
 
+  /** A prefix forty workers hold to different depths (the position-table path) matches each to its own depth. */
+  @Test
+  void aPopularPrefixMatchesEveryHolderToItsDepth() {
+    Map<WorkerId, Integer> expected = new java.util.HashMap<>();
+    for (int i = 0; i < 40; i++) {
+      WorkerId w = new WorkerId("p" + i);
+      int depth = 1 + i % 6;
+      long[] locals = new long[depth];
+      for (int b = 0; b < depth; b++) {
+        locals[b] = b + 1;
+      }
+      store(w, locals);
+      expected.put(w, depth);
+    }
+    store(W0, 1, 2, 99); // diverges at the third block
+    expected.put(W0, 2);
+    assertEquals(expected, match(1, 2, 3, 4, 5, 6));
+    assertEquals(expected, match(1, 2, 3, 4, 5, 6)); // again: the per-thread table is reset between calls
+  }
+
   @Test
   void removalsShrinkTheMatch() {
     store(W0, 1, 2, 3);
