@@ -42,7 +42,9 @@ public final class HoltPredictor implements Predictor {
       return;
     }
     double previous = level;
-    level = alpha * value + (1 - alpha) * (level + trend);
+    // The quantities forecast are never negative; a level below zero would only swing back up
+    // as a phantom positive trend after a drop to zero.
+    level = Math.max(0, alpha * value + (1 - alpha) * (level + trend));
     trend = beta * (level - previous) + (1 - beta) * trend;
   }
 

@@ -61,7 +61,7 @@ public final class HoltWintersPredictor implements Predictor {
       }
     } else {
       double previous = level;
-      level = alpha * (value - season[position]) + (1 - alpha) * (level + trend);
+      level = Math.max(0, alpha * (value - season[position]) + (1 - alpha) * (level + trend));
       trend = beta * (level - previous) + (1 - beta) * trend;
       season[position] = gamma * (value - level) + (1 - gamma) * season[position];
     }

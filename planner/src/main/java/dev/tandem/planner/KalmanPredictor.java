@@ -64,6 +64,10 @@ public final class KalmanPredictor implements Predictor {
     double innovation = x - l;
     level = l + k0 * innovation;
     slope = slope + k1 * innovation;
+    if (level < 0) { // never negative: a level below zero would swing back as a phantom rise
+      level = 0;
+      slope = Math.max(0, slope);
+    }
     p00 = (1 - k0) * a00;
     p01 = (1 - k0) * a01;
     p11 = a11 - k1 * a01;

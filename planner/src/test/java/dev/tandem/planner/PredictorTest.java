@@ -91,6 +91,25 @@ class PredictorTest {
     }
   }
 
+  /** After traffic stops, a trend model must settle at zero, not swing back to a phantom rise. */
+  @ParameterizedTest
+  @MethodSource("names")
+  void aDropToZeroStaysAtZero(String name) {
+    Predictor p = create(name);
+    for (int i = 0; i < 30; i++) {
+      p.observe(100);
+    }
+    for (int i = 0; i < 4; i++) {
+      p.observe(0);
+    }
+    for (int i = 0; i < 40; i++) {
+      p.observe(0);
+      if (!name.equals("holt-winters")) { // its season remembers the traffic a season ago
+        assertTrue(p.predict(4) < 0.5, name + " forecast " + p.predict(4) + " after " + i + " zero intervals");
+      }
+    }
+  }
+
   @org.junit.jupiter.api.Test
   void holtWintersLearnsASeason() {
     Predictor p = Predictors.create("holt-winters", 4);

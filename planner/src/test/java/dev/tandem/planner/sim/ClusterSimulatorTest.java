@@ -1,0 +1,86 @@
+package dev.tandem.planner.sim;
+
+import static org.junit.jupiter.api.Assertions.assertEquals;
+import static org.junit.jupiter.api.Assertions.assertTrue;
+
+import dev.tandem.planner.PlannerConfig;
+import dev.tandem.planner.PoolLimits;
+import dev.tandem.planner.Profile;
+import dev.tandem.planner.SlaTargets;
+import java.util.ArrayList;
+import java.util.List;
+import org.junit.jupiter.api.Test;
+
+/** The simulator's bookkeeping: nothing lost, worker-seconds counted, pools following the planner. */
+class ClusterSimulatorTest {
+  private static final Profile PROFILE = MockerProfile.defaults();
+
+  private static Trace trace(String shape, double rate, double seconds) {
+    return SyntheticTraces.generate(SyntheticTraces.Spec.of(shape, rate).withDuration(seconds));
+  }
+
+  private static PlannerConfig planner(int min) {
+    return PlannerConfig.builder().mode(PlannerConfig.Mode.SLA).profile(PROFILE).intervalSeconds(10).lookaheadIntervals(3)
+        .prefillLimits(new PoolLimits(min, 50)).decodeLimits(new PoolLimits(min, 50)).headroom(0.2).build();
+  }
+
+  @Test
+  void aStaticPoolFinishesEveryRequestAndCostsItsSizeTimesTheDuration() {
+    Trace t = trace("steady", 5, 300);
+    SimReport r = new ClusterSimulator(SimConfig.fixed("static", PROFILE, SlaTargets.DEFAULTS, 2, 2), t).run(null);
+    assertEquals(t.requests().size(), r.completed());
+    assertEquals(4 * r.durationSeconds(), r.workerSeconds(), 1e-6);
+    assertEquals(0, r.scaleEvents());
+    assertTrue(r.slaAttainment() > 0.99, "two of each pool serve 5 req/s: " + r.slaAttainment());
+  }
+
+  @Test
+  void anOverloadedPoolMissesTheSlaButStillFinishesEverything() {
+    Trace t = trace("steady", 40, 120);
+    SimReport r = new ClusterSimulator(SimConfig.fixed("small", PROFILE, SlaTargets.DEFAULTS, 1, 1), t).run(null);
+    assertEquals(t.requests().size(), r.completed());
+    assertTrue(r.slaAttainment() < 0.5, "one of each pool cannot serve 40 req/s: " + r.slaAttainment());
+  }
+
+  @Test
+  void thePlannerScalesToZeroWhenTrafficStopsAndServesTheFirstRequestAfter() {
+    Trace t = trace("zero", 5, 900); // traffic, nothing from 300 s to 600 s, traffic again
+    SimConfig run = SimConfig.fixed("p", PROFILE, SlaTargets.DEFAULTS, 1, 1).planned("planner", planner(0), 30);
+    SimReport r = new ClusterSimulator(run, t).run(null);
+    assertEquals(t.requests().size(), r.completed(), "requests that arrived with no worker waited, none was dropped");
+    List<SimReport.Sample> quiet = new ArrayList<>();
+    for (SimReport.Sample s : r.timeline()) {
+      if (s.time() > 400 && s.time() < 600) {
+        quiet.add(s);
+      }
+    }
+    assertTrue(quiet.stream().allMatch(s -> s.prefillHeld() == 0 && s.decodeHeld() == 0), "pools at zero while idle: " + quiet);
+    assertTrue(r.timeline().stream().anyMatch(s -> s.time() > 650 && s.decodeReady() > 0), "back up after the pause");
+    int peak = r.timeline().stream().mapToInt(s -> s.prefillHeld() + s.decodeHeld()).max().orElseThrow();
+    assertTrue(r.workerSeconds() < 0.75 * peak * r.durationSeconds(),
+        "a third of the trace idle costs no worker: " + r.workerSeconds() + " worker-s, peak " + peak);
+  }
+
+  @Test
+  void thePlannerFollowsAStepUpAndDrainsOnTheWayDown() {
+    Trace t = trace("bursty", 10, 1200);
+    SimConfig run = SimConfig.fixed("p", PROFILE, SlaTargets.DEFAULTS, 2, 2).planned("planner", planner(1), 30);
+    SimReport r = new ClusterSimulator(run, t).run(null);
+    assertEquals(t.requests().size(), r.completed(), "scale-down drains: no request lost");
+    int peakHeld = r.timeline().stream().mapToInt(s -> s.prefillHeld() + s.decodeHeld()).max().orElse(0);
+    int calmHeld = r.timeline().stream().filter(s -> s.time() > 100 && s.time() < 150)
+        .mapToInt(s -> s.prefillHeld() + s.decodeHeld()).max().orElse(0);
+    assertTrue(peakHeld >= 2 * calmHeld, "spikes to 5× grow the pools: peak " + peakHeld + ", calm " + calmHeld);
+    assertTrue(r.scaleEvents() > 4, "events " + r.scaleEvents());
+  }
+
+  @Test
+  void narrowingToTheLeastLoadedKeepsTheOutcome() {
+    Trace t = trace("steady", 60, 240);
+    SimConfig all = SimConfig.fixed("all", PROFILE, SlaTargets.DEFAULTS, 4, 6).withNarrowTo(0);
+    SimReport a = new ClusterSimulator(all, t).run(null);
+    SimReport n = new ClusterSimulator(all.withNarrowTo(2), t).run(null);
+    assertEquals(a.completed(), n.completed());
+    assertEquals(a.slaAttainment(), n.slaAttainment(), 0.03, "scoring the 2 least loaded plus the prefix holders");
+  }
+}
