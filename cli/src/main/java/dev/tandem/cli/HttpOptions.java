@@ -14,7 +14,11 @@ final class HttpOptions {
   @Option(names = "--max-body-bytes", defaultValue = "33554432", description = "Largest request body accepted (default ${DEFAULT-VALUE}).")
   int maxBodyBytes;
 
+  @Option(names = "--worker-wait-s", defaultValue = "${env:TANDEM_WORKER_WAIT_S:-0}",
+      description = "How long a request waits when no worker serves at all (a pool the planner scaled to zero coming back, workers starting) before a 503; 0 fails at once (default ${DEFAULT-VALUE}).")
+  double workerWaitSeconds;
+
   FrontendServer.Config config() {
-    return new FrontendServer.Config(host, port, maxBodyBytes);
+    return new FrontendServer.Config(host, port, maxBodyBytes, java.time.Duration.ofMillis((long) (workerWaitSeconds * 1000)));
   }
 }

@@ -16,6 +16,7 @@ import java.util.concurrent.atomic.AtomicInteger;
 public final class FrontendMetrics {
   private final PrometheusMeterRegistry registry = new PrometheusMeterRegistry(PrometheusConfig.DEFAULT);
   private final AtomicInteger inflight = new AtomicInteger();
+  private final AtomicInteger waiting = new AtomicInteger();
   private final Timer ttft;
   private final Timer itl;
   private final Timer duration;
@@ -28,6 +29,9 @@ public final class FrontendMetrics {
   public FrontendMetrics() {
     Gauge.builder(MetricNames.INFLIGHT_REQUESTS, inflight, AtomicInteger::get)
         .description("HTTP generation requests in flight")
+        .register(registry);
+    Gauge.builder(MetricNames.WAITING_REQUESTS, waiting, AtomicInteger::get)
+        .description("requests waiting for a worker to serve (none serves now: a pool scaled to zero or starting)")
         .register(registry);
     ttft = latency(MetricNames.TIME_TO_FIRST_TOKEN, "time from request arrival to the first token sent");
     itl = latency(MetricNames.INTER_TOKEN_LATENCY, "time between successive token chunks of a sequence");
@@ -73,6 +77,15 @@ public final class FrontendMetrics {
   /** Requests accepted and not yet answered in full. */
   public int inflight() {
     return inflight.get();
+  }
+
+  /** Requests waiting for any worker to serve. */
+  public int waiting() {
+    return waiting.get();
+  }
+
+  public void waitingChange(int delta) {
+    waiting.addAndGet(delta);
   }
 
   public void inflightChange(int delta) {

@@ -15,6 +15,8 @@ public final class MetricNames {
   public static final String INTER_TOKEN_LATENCY = "tandem.frontend.inter.token.latency";
   /** Timer: tandem_frontend_request_duration_seconds. */
   public static final String REQUEST_DURATION = "tandem.frontend.request.duration";
+  /** Gauge: tandem_frontend_waiting_requests (requests waiting for any worker to serve, e.g. a pool scaled to zero). */
+  public static final String WAITING_REQUESTS = "tandem.frontend.waiting.requests";
   /** Gauge: tandem_frontend_inflight_requests. */
   public static final String INFLIGHT_REQUESTS = "tandem.frontend.inflight.requests";
   /** Counter: tandem_frontend_input_tokens_total. */

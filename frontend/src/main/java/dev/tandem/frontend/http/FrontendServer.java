@@ -26,7 +26,16 @@ public final class FrontendServer implements AutoCloseable {
   private static final Logger log = LoggerFactory.getLogger(FrontendServer.class);
 
   /** Where to listen and how large a request body may be. Port 0 picks a free port. */
-  public record Config(String host, int port, int maxBodyBytes) {
+  /**
+   * Where to listen, the largest request body, and how long a request waits for a worker when none
+   * serves at all (a pool scaled to zero coming back, workers still starting) before a 503; zero
+   * fails at once.
+   */
+  public record Config(String host, int port, int maxBodyBytes, java.time.Duration workerWait) {
+    public Config(String host, int port, int maxBodyBytes) {
+      this(host, port, maxBodyBytes, java.time.Duration.ZERO);
+    }
+
     public static Config defaults() {
       return new Config("0.0.0.0", 8000, 32 << 20);
     }
@@ -63,7 +72,7 @@ public final class FrontendServer implements AutoCloseable {
                       ch.pipeline()
                           .addLast(new HttpServerCodec())
                           .addLast(new JsonErrorAggregator(config.maxBodyBytes()))
-                          .addLast(new HttpApiHandler(model, router, metrics, created));
+                          .addLast(new HttpApiHandler(model, router, metrics, created, config.workerWait()));
                     }
                   })
               .bind(new InetSocketAddress(config.host(), config.port()))

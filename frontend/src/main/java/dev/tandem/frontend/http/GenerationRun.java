@@ -9,6 +9,7 @@ import dev.tandem.frontend.FrontendMetrics;
 import dev.tandem.frontend.ServedModel;
 import dev.tandem.frontend.openai.GenerationSpec;
 import dev.tandem.frontend.openai.ResponseJson;
+import dev.tandem.router.NoWorkerAvailableException;
 import dev.tandem.router.RequestRouter;
 import dev.tandem.router.Route;
 import dev.tandem.router.TokenListener;
@@ -37,8 +38,10 @@ final class GenerationRun {
   private final List<ChoiceStream> choices = new ArrayList<>();
   private final SseWriter sse;
   private final RunTiming timing;
+  private final java.time.Duration workerWait;
   private boolean done;
   private int finished;
+  private long waitingSince; // nanoTime when it started waiting for a worker; 0 while not waiting
 
   GenerationRun(
       ChannelHandlerContext ctx,
@@ -48,7 +51,9 @@ final class GenerationRun {
       FrontendMetrics metrics,
       boolean keepAlive,
       long startNanos,
+      java.time.Duration workerWait,
       Runnable onDone) {
+    this.workerWait = workerWait;
     this.ctx = ctx;
     this.spec = spec;
     this.router = router;
@@ -76,21 +81,38 @@ final class GenerationRun {
    */
   void start() {
     metrics.inflightChange(1);
+    attempt(true);
+  }
+
+  /**
+   * Routes every choice. When no worker serves at all and {@code workerWait} allows, it waits —
+   * trying again every 100 ms on this event loop — instead of failing; a later failure is sent to
+   * the client here rather than thrown.
+   */
+  private void attempt(boolean first) {
+    if (done) {
+      return; // the client went away while waiting
+    }
+    // Route every choice first (reservations only), so that nothing starts unless all can.
+    List<Route> routes = new ArrayList<>();
     try {
       for (ChoiceStream c : choices) {
-        Route route = route(request(c));
-        c.predictedOverlapBlocks = route.predictedOverlapBlocks();
-        c.predictedCost = route.predictedCost();
-        c.costName = route.costName();
-        c.splitDecision = route.decision();
-        c.call = route.start(listener(c)); // releases the route's reservation itself if it cannot start
+        routes.add(route(request(c)));
       }
+    } catch (NoWorkerAvailableException e) {
+      routes.forEach(Route::release);
+      if (e.noneServing() && mayWait()) {
+        ctx.executor().schedule(() -> attempt(false), 100, java.util.concurrent.TimeUnit.MILLISECONDS);
+        return;
+      }
+      routingFailed(e, first);
+      return;
     } catch (RuntimeException e) {
-      cancelAll("routing failed");
-      metrics.inflightChange(-1);
-      done = true;
-      throw GenerationErrors.routing(e);
+      routes.forEach(Route::release);
+      routingFailed(e, first);
+      return;
     }
+    stopWaiting();
     if (spec.stream()) {
       sse.sendHeaders();
       if (spec.kind() == GenerationSpec.Kind.CHAT) {
@@ -100,6 +122,47 @@ final class GenerationRun {
         sse.flush();
       }
     }
+    for (int i = 0; i < choices.size(); i++) {
+      ChoiceStream c = choices.get(i);
+      Route route = routes.get(i);
+      c.predictedOverlapBlocks = route.predictedOverlapBlocks();
+      c.predictedCost = route.predictedCost();
+      c.costName = route.costName();
+      c.splitDecision = route.decision();
+      c.call = route.start(listener(c)); // releases the route's reservation itself if it cannot start
+    }
+  }
+
+  /** Whether this request may (still) wait for a worker; starts the wait's clock and count. */
+  private boolean mayWait() {
+    if (workerWait.isZero() || workerWait.isNegative()) {
+      return false;
+    }
+    long now = System.nanoTime();
+    if (waitingSince == 0) {
+      waitingSince = now;
+      metrics.waitingChange(1);
+      return true;
+    }
+    return now - waitingSince < workerWait.toNanos();
+  }
+
+  private void stopWaiting() {
+    if (waitingSince != 0) {
+      waitingSince = 0;
+      metrics.waitingChange(-1);
+    }
+  }
+
+  private void routingFailed(RuntimeException e, boolean first) {
+    stopWaiting();
+    ApiException api = GenerationErrors.routing(e);
+    if (first) {
+      metrics.inflightChange(-1);
+      done = true;
+      throw api;
+    }
+    fail(api);
   }
 
   private Route route(GenerationRequest request) {
@@ -281,6 +344,7 @@ final class GenerationRun {
       return;
     }
     done = true;
+    stopWaiting();
     cancelAll("client disconnected");
     metrics.disconnect();
     end(499);

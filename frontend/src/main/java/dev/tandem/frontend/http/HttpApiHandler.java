@@ -55,7 +55,10 @@ final class HttpApiHandler extends SimpleChannelInboundHandler<FullHttpRequest> 
   private final long createdSeconds;
   private GenerationRun current;
 
-  HttpApiHandler(ServedModel model, RequestRouter router, FrontendMetrics metrics, long createdSeconds) {
+  private final java.time.Duration workerWait;
+
+  HttpApiHandler(ServedModel model, RequestRouter router, FrontendMetrics metrics, long createdSeconds, java.time.Duration workerWait) {
+    this.workerWait = workerWait;
     this.model = model;
     this.parser = new RequestParser(model);
     this.router = router;
@@ -127,7 +130,7 @@ final class HttpApiHandler extends SimpleChannelInboundHandler<FullHttpRequest> 
     ctx.channel().config().setAutoRead(false);
     GenerationRun run =
         new GenerationRun(
-            ctx, spec, model, router, metrics, keepAlive, start,
+            ctx, spec, model, router, metrics, keepAlive, start, workerWait,
             () -> {
               current = null;
               ctx.channel().config().setAutoRead(true);

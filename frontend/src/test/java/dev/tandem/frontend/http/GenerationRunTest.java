@@ -74,7 +74,7 @@ class GenerationRunTest {
     @Override
     public Route route(GenerationRequest request, String pinnedWorker) {
       if (noWorker) {
-        throw new NoWorkerAvailableException("no worker is registered");
+        throw new NoWorkerAvailableException("no worker is registered", true);
       }
       routed.add(request);
       return new Route() {
@@ -107,7 +107,11 @@ class GenerationRunTest {
   }
 
   private static EmbeddedChannel channel(RequestRouter router) {
-    return new EmbeddedChannel(new HttpApiHandler(MODEL, router, new FrontendMetrics(), 0));
+    return channel(router, new FrontendMetrics(), Duration.ZERO);
+  }
+
+  private static EmbeddedChannel channel(RequestRouter router, FrontendMetrics metrics, Duration workerWait) {
+    return new EmbeddedChannel(new HttpApiHandler(MODEL, router, metrics, 0, workerWait));
   }
 
   private static void post(EmbeddedChannel ch, String body) {
@@ -247,6 +251,56 @@ class GenerationRunTest {
     ch.close();
     ch.runPendingTasks();
     assertEquals(List.of("client disconnected"), hanging.cancels);
+  }
+
+  /** Scale from zero: with --worker-wait-s the request waits for a worker instead of failing. */
+  @Test
+  void withAWorkerWaitARequestWaitsForTheFirstWorkerThenStreams() throws Exception {
+    var router = new ScriptedRouter(l -> {
+      l.onChunk(chunk(tokens("Hi"), FinishReason.STOP));
+      l.onCompleted();
+    });
+    router.noWorker = true;
+    FrontendMetrics metrics = new FrontendMetrics();
+    EmbeddedChannel ch = channel(router, metrics, Duration.ofSeconds(30));
+    post(ch, STREAM + "}");
+    assertEquals(-1, drain(ch).status(), "nothing written while no worker serves");
+    assertEquals(1, metrics.waiting());
+    ch.advanceTimeBy(300, java.util.concurrent.TimeUnit.MILLISECONDS);
+    ch.runScheduledPendingTasks();
+    assertEquals(-1, drain(ch).status(), "still waiting");
+    router.noWorker = false; // a worker comes up
+    ch.advanceTimeBy(200, java.util.concurrent.TimeUnit.MILLISECONDS);
+    ch.runScheduledPendingTasks();
+    ch.runPendingTasks();
+    Written w = drain(ch);
+    assertEquals(200, w.status(), w.body());
+    assertTrue(w.body().contains("[DONE]"), w.body());
+    assertEquals(0, metrics.waiting());
+    assertEquals(1, router.routed.size());
+  }
+
+  @Test
+  void aWorkerWaitThatRunsOutIs503AndAClientLeavingStopsTheWait() throws Exception {
+    var router = new ScriptedRouter(l -> {});
+    router.noWorker = true;
+    FrontendMetrics metrics = new FrontendMetrics();
+    EmbeddedChannel ch = channel(router, metrics, Duration.ofMillis(250));
+    post(ch, STREAM + "}");
+    for (int i = 0; i < 5; i++) {
+      ch.advanceTimeBy(100, java.util.concurrent.TimeUnit.MILLISECONDS);
+      Thread.sleep(60); // the wait's deadline is wall-clock time
+      ch.runScheduledPendingTasks();
+    }
+    assertEquals(503, drain(ch).status());
+    assertEquals(0, metrics.waiting());
+
+    EmbeddedChannel gone = channel(router, metrics, Duration.ofSeconds(30));
+    post(gone, STREAM + "}");
+    assertEquals(1, metrics.waiting());
+    gone.close();
+    gone.runPendingTasks();
+    assertEquals(0, metrics.waiting());
   }
 
   @Test

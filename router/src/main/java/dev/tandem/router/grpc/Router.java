@@ -158,7 +158,8 @@ public final class Router implements RequestRouter, AutoCloseable {
                       ? "no other decode or aggregated worker is reachable (tried " + tried + ")"
                       : pool.reachable().stream().anyMatch(w -> !w.isPrefillOnly())
                           ? "every decode or aggregated worker is draining"
-                          : "no decode or aggregated worker is reachable");
+                          : "no decode or aggregated worker is reachable",
+          tried.isEmpty());
     }
     if (pinnedWorker != null) {
       candidates = candidates.stream().filter(c -> c.workerId().value().equals(pinnedWorker)).toList();
