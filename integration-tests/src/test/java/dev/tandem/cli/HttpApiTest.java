@@ -214,7 +214,9 @@ class HttpApiTest {
         "tandem_frontend_inter_token_latency_seconds_count",
         "tandem_frontend_output_tokens_total",
         "tandem_frontend_inflight_requests",
-        "tandem_worker_kv_blocks_capacity{worker=\"worker-0\"}",
+        "tandem_worker_kv_blocks_capacity{role=\"agg\",worker=\"worker-0\"}",
+        "tandem_worker_queued_prefill_tokens{role=\"agg\",worker=\"worker-0\"}",
+        "tandem_frontend_waiting_requests",
         "tandem_router_open_reservations",
         "tandem_worker_engine_step_seconds_count{worker=\"worker-1\"}")) {
       assertTrue(metrics.contains(name), "missing " + name);

@@ -191,8 +191,8 @@ class KvRoutingTest {
           assertEquals("silent", h.at("/degraded_workers/0/id").asText());
           assertTrue(h.at("/degraded_workers/0/reason").asText().contains("no KV events"));
           String metrics = http.send(HttpRequest.newBuilder(base.resolve("/metrics")).build(), HttpResponse.BodyHandlers.ofString()).body();
-          assertTrue(metrics.contains("tandem_router_worker_missing_kv_events{worker=\"silent\"} 1.0"), "missing-events metric");
-          assertTrue(metrics.contains("tandem_router_worker_missing_kv_events{worker=\"talking\"} 0.0"), "missing-events metric");
+          assertTrue(metrics.contains("tandem_router_worker_missing_kv_events{role=\"agg\",worker=\"silent\"} 1.0"), "missing-events metric");
+          assertTrue(metrics.contains("tandem_router_worker_missing_kv_events{role=\"agg\",worker=\"talking\"} 0.0"), "missing-events metric");
         } finally {
           model.tokenizer().close();
         }

@@ -4,7 +4,7 @@ package dev.tandem.router;
  * The router's meter names, in Micrometer's dotted form (Prometheus shows {@code
  * tandem.router.kv.events.applied} as {@code tandem_router_kv_events_applied_total}). The {@code
  * tandem.worker.*} gauges are each worker's last load report as this router sees it, tagged {@code
- * worker}; workers serve their own meters on their metrics port.
+ * worker} and {@code role}; workers serve their own meters on their metrics port.
  */
 public final class MetricNames {
   private MetricNames() {}
@@ -31,6 +31,10 @@ public final class MetricNames {
   public static final String OPEN_RESERVATIONS = "tandem.router.open.reservations";
   /** A worker's running requests (gauge, tag {@code worker}). */
   public static final String WORKER_ACTIVE_REQUESTS = "tandem.worker.active.requests";
+  /** A worker's requests waiting to be scheduled (gauge, tags {@code worker}, {@code role}). */
+  public static final String WORKER_WAITING_REQUESTS = "tandem.worker.waiting.requests";
+  /** Prompt tokens queued on a worker, not yet prefilled (gauge, tags {@code worker}, {@code role}). */
+  public static final String WORKER_QUEUED_PREFILL_TOKENS = "tandem.worker.queued.prefill.tokens";
   /** A worker's KV blocks in use (gauge, tag {@code worker}). */
   public static final String WORKER_KV_BLOCKS_USED = "tandem.worker.kv.blocks.used";
   /** A worker's KV blocks in all (gauge, tag {@code worker}). */

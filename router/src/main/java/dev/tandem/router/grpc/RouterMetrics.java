@@ -60,16 +60,20 @@ public final class RouterMetrics {
 
   private void bindWorker(WorkerClient w) {
     String id = w.workerId().value();
+    io.micrometer.core.instrument.Tags tags =
+        io.micrometer.core.instrument.Tags.of("worker", id, "role", w.description().role().cliName());
     java.util.List<io.micrometer.core.instrument.Meter> meters = new java.util.ArrayList<>();
-    meters.add(Gauge.builder(MetricNames.WORKER_ACTIVE_REQUESTS, w, c -> c.lastLoadReport().activeRequests()).tag("worker", id).register(registry));
-    meters.add(Gauge.builder(MetricNames.WORKER_KV_BLOCKS_USED, w, c -> c.lastLoadReport().kvBlocksUsed()).tag("worker", id).register(registry));
-    meters.add(Gauge.builder(MetricNames.WORKER_KV_BLOCKS_TOTAL, w, c -> c.lastLoadReport().kvBlocksTotal()).tag("worker", id).register(registry));
-    meters.add(Gauge.builder(MetricNames.WORKER_REACHABLE, w, c -> c.reachable() ? 1 : 0).tag("worker", id).register(registry));
-    meters.add(Gauge.builder(MetricNames.WORKER_DRAINING, w, c -> c.draining() ? 1 : 0).tag("worker", id).register(registry));
-    meters.add(Gauge.builder(MetricNames.WORKER_PREFILL_RATE, w, c -> c.lastLoadReport().prefillTokensPerSecond()).tag("worker", id).register(registry));
+    meters.add(Gauge.builder(MetricNames.WORKER_ACTIVE_REQUESTS, w, c -> c.lastLoadReport().activeRequests()).tags(tags).register(registry));
+    meters.add(Gauge.builder(MetricNames.WORKER_WAITING_REQUESTS, w, c -> c.lastLoadReport().waitingRequests()).tags(tags).register(registry));
+    meters.add(Gauge.builder(MetricNames.WORKER_QUEUED_PREFILL_TOKENS, w, c -> c.lastLoadReport().queuedPrefillTokens()).tags(tags).register(registry));
+    meters.add(Gauge.builder(MetricNames.WORKER_KV_BLOCKS_USED, w, c -> c.lastLoadReport().kvBlocksUsed()).tags(tags).register(registry));
+    meters.add(Gauge.builder(MetricNames.WORKER_KV_BLOCKS_TOTAL, w, c -> c.lastLoadReport().kvBlocksTotal()).tags(tags).register(registry));
+    meters.add(Gauge.builder(MetricNames.WORKER_REACHABLE, w, c -> c.reachable() ? 1 : 0).tags(tags).register(registry));
+    meters.add(Gauge.builder(MetricNames.WORKER_DRAINING, w, c -> c.draining() ? 1 : 0).tags(tags).register(registry));
+    meters.add(Gauge.builder(MetricNames.WORKER_PREFILL_RATE, w, c -> c.lastLoadReport().prefillTokensPerSecond()).tags(tags).register(registry));
     router.kv().ifPresent(kv -> meters.add(Gauge.builder(MetricNames.WORKER_MISSING_EVENTS, kv,
             k -> k.workersWithoutEvents().contains(w.workerId()) ? 1 : 0)
-        .tag("worker", id).register(registry)));
+        .tags(tags).register(registry)));
     var old = workerMeters.put(id, meters);
     if (old != null) {
       old.forEach(registry::remove);

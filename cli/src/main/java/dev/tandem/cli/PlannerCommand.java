@@ -1,0 +1,233 @@
+package dev.tandem.cli;
+
+import com.sun.net.httpserver.HttpServer;
+import dev.tandem.planner.Planner;
+import dev.tandem.planner.PlannerConfig;
+import dev.tandem.planner.Pool;
+import dev.tandem.planner.PoolLimits;
+import dev.tandem.planner.Profile;
+import dev.tandem.planner.ProfileException;
+import dev.tandem.planner.ProfileJson;
+import dev.tandem.planner.SlaTargets;
+import dev.tandem.planner.connect.Connector;
+import dev.tandem.planner.connect.KubernetesConnector;
+import dev.tandem.planner.connect.LocalConnector;
+import dev.tandem.planner.connect.VirtualConnector;
+import dev.tandem.planner.live.PlannerLoop;
+import dev.tandem.planner.live.PlannerMetrics;
+import io.fabric8.kubernetes.client.KubernetesClientBuilder;
+import java.net.InetSocketAddress;
+import java.net.URI;
+import java.nio.charset.StandardCharsets;
+import java.nio.file.Path;
+import java.time.Duration;
+import java.util.ArrayList;
+import java.util.Arrays;
+import java.util.EnumMap;
+import java.util.List;
+import java.util.Map;
+import java.util.concurrent.Callable;
+import java.util.concurrent.CountDownLatch;
+import org.slf4j.Logger;
+import org.slf4j.LoggerFactory;
+import picocli.CommandLine.Command;
+import picocli.CommandLine.Option;
+
+@Command(
+    name = "planner",
+    mixinStandardHelpOptions = true,
+    description = {
+      "Scales the prefill and decode pools to load: every interval it reads the frontends' /metrics, forecasts the",
+      "next intervals, sizes each pool (sla mode from a `tandem profile` JSON, load mode from queues and KV use),",
+      "and acts through a connector: local (worker processes on this machine), kubernetes (the chart's",
+      "Deployments) or virtual (decisions written to a file). Serves its own /metrics (tandem_planner_*)."
+    })
+final class PlannerCommand implements Callable<Integer> {
+  private static final Logger log = LoggerFactory.getLogger(PlannerCommand.class);
+
+  @Option(names = "--frontend-url", defaultValue = "${env:TANDEM_FRONTEND_URL:-http://127.0.0.1:8000}", split = ",",
+      description = "Frontends whose /metrics to read, comma-separated (default ${DEFAULT-VALUE}).")
+  List<URI> frontends;
+
+  @Option(names = "--connector", defaultValue = "${env:TANDEM_PLANNER_CONNECTOR:-virtual}", description = "local, kubernetes or virtual (default ${DEFAULT-VALUE}).")
+  String connector;
+
+  @Option(names = "--mode", defaultValue = "${env:TANDEM_PLANNER_MODE:-sla}", description = "sla (needs --profile; load mode without one) or load (default ${DEFAULT-VALUE}).")
+  String mode;
+
+  @Option(names = "--profile", defaultValue = "${env:TANDEM_PLANNER_PROFILE}", description = "Profile JSON from `tandem profile` for sla mode.")
+  Path profile;
+
+  @Option(names = "--model", description = "Model the workers serve, checked against the profile's (default: not checked).")
+  String model;
+
+  @Option(names = "--interval-s", defaultValue = "${env:TANDEM_PLANNER_INTERVAL_S:-10}", description = "Seconds between decisions (default ${DEFAULT-VALUE}).")
+  double intervalSeconds;
+
+  @Option(names = "--predictor", defaultValue = "holt", description = "constant, moving-average, holt, holt-winters or kalman (default ${DEFAULT-VALUE}).")
+  String predictor;
+
+  @Option(names = "--season-s", defaultValue = "86400", description = "Season of holt-winters (default ${DEFAULT-VALUE}: a day).")
+  double seasonSeconds;
+
+  @Option(names = "--startup-s", defaultValue = "30", description = "How long a new worker takes to serve; the planner sizes that far ahead (default ${DEFAULT-VALUE}).")
+  double startupSeconds;
+
+  @Option(names = "--headroom", defaultValue = "0.2", description = "Extra capacity over the forecast in sla mode (default ${DEFAULT-VALUE}).")
+  double headroom;
+
+  @Option(names = "--ttft-ms", defaultValue = "500", description = "p90 TTFT target (default ${DEFAULT-VALUE}).")
+  double ttftMs;
+
+  @Option(names = "--itl-ms", defaultValue = "50", description = "p90 ITL target (default ${DEFAULT-VALUE}).")
+  double itlMs;
+
+  @Option(names = "--prefill-min", defaultValue = "1", description = "Fewest prefill workers; 0 allows scale to zero (default ${DEFAULT-VALUE}).")
+  int prefillMin;
+
+  @Option(names = "--prefill-max", defaultValue = "8", description = "Most prefill workers (default ${DEFAULT-VALUE}).")
+  int prefillMax;
+
+  @Option(names = "--decode-min", defaultValue = "1", description = "Fewest decode workers; 0 allows scale to zero (default ${DEFAULT-VALUE}).")
+  int decodeMin;
+
+  @Option(names = "--decode-max", defaultValue = "8", description = "Most decode workers (default ${DEFAULT-VALUE}).")
+  int decodeMax;
+
+  @Option(names = "--worker-budget", defaultValue = "0", description = "Most workers across both pools (default ${DEFAULT-VALUE}: none).")
+  int workerBudget;
+
+  @Option(names = "--grace-intervals", defaultValue = "2", description = "Intervals after a change before a pool may shrink (default ${DEFAULT-VALUE}).")
+  int graceIntervals;
+
+  @Option(names = "--idle-intervals-to-zero", defaultValue = "3", description = "Intervals with no demand before a pool with minimum 0 goes to 0 (default ${DEFAULT-VALUE}).")
+  int idleIntervals;
+
+  @Option(names = "--advisory", description = "Decide, log and export metrics, but do not act.")
+  boolean advisory;
+
+  @Option(names = "--metrics-port", defaultValue = "${env:TANDEM_PLANNER_METRICS_PORT:-9300}", description = "Port of the planner's /metrics and /health (0: none; default ${DEFAULT-VALUE}).")
+  int metricsPort;
+
+  @Option(names = "--worker-args", defaultValue = "", description = "local: arguments every worker gets, e.g. \"--engine mocker --discovery etcd --etcd-endpoints http://127.0.0.1:2379\".")
+  String workerArgs;
+
+  @Option(names = "--prefill-args", defaultValue = "", description = "local: extra arguments of prefill workers.")
+  String prefillArgs;
+
+  @Option(names = "--decode-args", defaultValue = "", description = "local: extra arguments of decode workers.")
+  String decodeArgs;
+
+  @Option(names = "--cpus-per-worker", defaultValue = "0", description = "local: pin each worker to its own range of this many CPUs (0: no pinning).")
+  int cpusPerWorker;
+
+  @Option(names = "--log-dir", defaultValue = "planner-workers", description = "local: where each worker's log goes (default ${DEFAULT-VALUE}).")
+  Path logDir;
+
+  @Option(names = "--worker-host", defaultValue = "127.0.0.1", description = "local: address the workers listen on (default ${DEFAULT-VALUE}).")
+  String workerHost;
+
+  @Option(names = "--kubernetes-namespace", defaultValue = "${env:TANDEM_KUBERNETES_NAMESPACE:-default}", description = "kubernetes: namespace of the Deployments (default ${DEFAULT-VALUE}).")
+  String namespace;
+
+  @Option(names = "--prefill-deployment", defaultValue = "${env:TANDEM_PREFILL_DEPLOYMENT:-tandem-prefill}", description = "kubernetes: the prefill Deployment (default ${DEFAULT-VALUE}).")
+  String prefillDeployment;
+
+  @Option(names = "--decode-deployment", defaultValue = "${env:TANDEM_DECODE_DEPLOYMENT:-tandem-decode}", description = "kubernetes: the decode Deployment (default ${DEFAULT-VALUE}).")
+  String decodeDeployment;
+
+  @Option(names = "--decisions-file", defaultValue = "planner-decisions.jsonl", description = "virtual: where decisions go, one JSON line each (default ${DEFAULT-VALUE}).")
+  Path decisionsFile;
+
+  @Override
+  public Integer call() throws Exception {
+    Profile p = null;
+    if (profile != null) {
+      try {
+        p = ProfileJson.read(profile, model);
+      } catch (ProfileException e) {
+        log.error("{}; the planner stays in load mode", e.getMessage());
+      }
+    } else if (mode.equals("sla")) {
+      log.warn("sla mode needs --profile (write one with `tandem profile`); the planner stays in load mode");
+    }
+    SlaTargets targets = new SlaTargets(ttftMs / 1000, itlMs / 1000);
+    PlannerConfig config = PlannerConfig.builder().mode(PlannerConfig.Mode.parse(mode)).profile(p).intervalSeconds(intervalSeconds)
+        .targets(targets).predictor(predictor).seasonIntervals((int) Math.max(2, Math.round(seasonSeconds / intervalSeconds)))
+        .lookaheadIntervals((int) Math.ceil(startupSeconds / intervalSeconds)).headroom(headroom)
+        .prefillLimits(new PoolLimits(prefillMin, prefillMax)).decodeLimits(new PoolLimits(decodeMin, decodeMax))
+        .workerBudget(workerBudget).graceIntervals(graceIntervals).idleIntervalsToZero(idleIntervals).build();
+    PlannerMetrics metrics = new PlannerMetrics();
+    Connector c = connector();
+    HttpServer server = metricsPort > 0 ? serve(metrics) : null;
+    PlannerLoop loop = new PlannerLoop(new Planner(config), c,
+        new PlannerLoop.Options(frontends, Duration.ofMillis((long) (intervalSeconds * 1000)), advisory), metrics);
+    CountDownLatch stopped = new CountDownLatch(1);
+    Runtime.getRuntime().addShutdownHook(new Thread(() -> {
+      log.info("planner stopping");
+      loop.close();
+      c.close(); // local: drains the workers it started
+      if (server != null) {
+        server.stop(0);
+      }
+      stopped.countDown();
+    }, "planner-shutdown"));
+    if (c instanceof LocalConnector && !advisory) {
+      // Start at the minimums, so that a frontend waiting for workers gets them without a first interval.
+      c.scale(Pool.PREFILL, prefillMin, List.of());
+      c.scale(Pool.DECODE, decodeMin, List.of());
+    }
+    loop.start();
+    stopped.await();
+    return 0;
+  }
+
+  private Connector connector() throws Exception {
+    return switch (connector) {
+      case "virtual" -> new VirtualConnector(decisionsFile);
+      case "kubernetes" -> new KubernetesConnector(new KubernetesClientBuilder().build(), namespace, prefillDeployment, decodeDeployment);
+      case "local" -> {
+        Map<Pool, List<String>> args = new EnumMap<>(Pool.class);
+        args.put(Pool.PREFILL, concat(split(workerArgs), split(prefillArgs)));
+        args.put(Pool.DECODE, concat(split(workerArgs), split(decodeArgs)));
+        yield new LocalConnector(new LocalConnector.Spec(launcher(), args, logDir, cpusPerWorker, workerHost));
+      }
+      default -> throw new IllegalArgumentException("--connector must be local, kubernetes or virtual, was " + connector);
+    };
+  }
+
+  /** This JVM's own command: the same Java, flags and class path run {@code tandem worker}. */
+  static List<String> launcher() {
+    String java = ProcessHandle.current().info().command().orElse(Path.of(System.getProperty("java.home"), "bin", "java").toString());
+    return List.of(java, "--sun-misc-unsafe-memory-access=allow", "--add-modules", "jdk.incubator.vector",
+        "--enable-native-access=ALL-UNNAMED", "-cp", System.getProperty("java.class.path"), Main.class.getName());
+  }
+
+  private static List<String> split(String s) {
+    return s.isBlank() ? List.of() : Arrays.asList(s.trim().split("\\s+"));
+  }
+
+  private static List<String> concat(List<String> a, List<String> b) {
+    List<String> out = new ArrayList<>(a);
+    out.addAll(b);
+    return out;
+  }
+
+  private HttpServer serve(PlannerMetrics metrics) throws java.io.IOException {
+    HttpServer server = HttpServer.create(new InetSocketAddress(metricsPort), 0);
+    server.createContext("/metrics", ex -> {
+      byte[] body = metrics.scrape().getBytes(StandardCharsets.UTF_8);
+      ex.getResponseHeaders().set("Content-Type", "text/plain; version=0.0.4");
+      ex.sendResponseHeaders(200, body.length);
+      ex.getResponseBody().write(body);
+      ex.close();
+    });
+    server.createContext("/health", ex -> {
+      ex.sendResponseHeaders(200, -1);
+      ex.close();
+    });
+    server.start();
+    log.info("planner metrics on http://0.0.0.0:{}/metrics", server.getAddress().getPort());
+    return server;
+  }
+}

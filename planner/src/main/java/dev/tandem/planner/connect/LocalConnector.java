@@ -1,0 +1,240 @@
+package dev.tandem.planner.connect;
+
+import dev.tandem.planner.Pool;
+import java.io.IOException;
+import java.net.ServerSocket;
+import java.net.URI;
+import java.net.http.HttpClient;
+import java.net.http.HttpRequest;
+import java.net.http.HttpResponse;
+import java.nio.file.Files;
+import java.nio.file.Path;
+import java.time.Duration;
+import java.util.ArrayList;
+import java.util.Collection;
+import java.util.EnumMap;
+import java.util.LinkedHashSet;
+import java.util.List;
+import java.util.Map;
+import java.util.concurrent.TimeUnit;
+import org.slf4j.Logger;
+import org.slf4j.LoggerFactory;
+
+/**
+ * Starts and stops worker processes on this machine: each new worker runs {@code launcher worker
+ * --role R --worker-id ID --port P --metrics-port M} plus the pool's arguments (its discovery
+ * backend, engine and model), optionally under {@code taskset} on its own CPU range, logging to
+ * {@code logDir/ID.log}. Removing a worker drains it ({@code POST /drain} on its metrics port:
+ * readiness off, no new requests, those in flight finish, then it exits 0) — the least-loaded first,
+ * never a worker still serving its last request. A worker that dies within its first seconds
+ * fails the scale with its log's tail.
+ *
+ * <p>Thread-safe (one planner loop calls it; {@link #close} may come from a shutdown hook).
+ */
+public final class LocalConnector implements Connector {
+  private static final Logger log = LoggerFactory.getLogger(LocalConnector.class);
+
+  /** How to launch workers. {@code cpusPerWorker} 0: no pinning. */
+  public record Spec(List<String> launcher, Map<Pool, List<String>> poolArgs, Path logDir, int cpusPerWorker, String host) {}
+
+  private final class Child {
+    final String id;
+    final Pool pool;
+    final Process process;
+    final int metricsPort;
+    final int cpuSlot;
+    volatile boolean draining;
+
+    Child(String id, Pool pool, Process process, int metricsPort, int cpuSlot) {
+      this.id = id;
+      this.pool = pool;
+      this.process = process;
+      this.metricsPort = metricsPort;
+      this.cpuSlot = cpuSlot;
+    }
+
+    boolean serving() {
+      try {
+        HttpResponse<Void> r = http.send(HttpRequest.newBuilder(URI.create("http://" + spec.host() + ":" + metricsPort + "/health"))
+            .timeout(Duration.ofSeconds(1)).GET().build(), HttpResponse.BodyHandlers.discarding());
+        return r.statusCode() == 200;
+      } catch (IOException e) {
+        return false;
+      } catch (InterruptedException e) {
+        Thread.currentThread().interrupt();
+        return false;
+      }
+    }
+  }
+
+  private final Spec spec;
+  private final HttpClient http = HttpClient.newBuilder().connectTimeout(Duration.ofSeconds(1)).build();
+  private final Map<Pool, List<Child>> children = new EnumMap<>(Pool.class);
+  private int next;
+
+  public LocalConnector(Spec spec) throws IOException {
+    this.spec = spec;
+    Files.createDirectories(spec.logDir());
+    for (Pool p : Pool.values()) {
+      children.put(p, new ArrayList<>());
+    }
+  }
+
+  @Override
+  public String name() {
+    return "local";
+  }
+
+  /** Workers alive and not draining. */
+  private synchronized List<Child> live(Pool pool) {
+    children.get(pool).removeIf(c -> !c.process.isAlive());
+    return children.get(pool).stream().filter(c -> !c.draining).toList();
+  }
+
+  /** Ids of the live workers this connector started in {@code pool}. */
+  public List<String> workers(Pool pool) {
+    return live(pool).stream().map(c -> c.id).toList();
+  }
+
+  @Override
+  public int starting(Pool pool) {
+    int n = 0;
+    for (Child c : live(pool)) {
+      if (!c.serving()) {
+        n++;
+      }
+    }
+    return n;
+  }
+
+  @Override
+  public void scale(Pool pool, int replicas, Collection<String> leastLoaded) throws ConnectorException {
+    List<Child> live = live(pool);
+    for (int i = live.size(); i < replicas; i++) {
+      start(pool);
+    }
+    int excess = live.size() - replicas;
+    if (excess <= 0) {
+      return;
+    }
+    // Victims: those still starting (they serve nobody), then the least loaded as the routers see them.
+    LinkedHashSet<Child> victims = new LinkedHashSet<>();
+    for (Child c : live) {
+      if (!c.serving()) {
+        victims.add(c);
+      }
+    }
+    for (String id : leastLoaded) {
+      live.stream().filter(c -> c.id.equals(id)).findFirst().ifPresent(victims::add);
+    }
+    victims.addAll(live);
+    int n = 0;
+    for (Child c : victims) {
+      if (n++ >= excess) {
+        break;
+      }
+      drain(c);
+    }
+  }
+
+  private void drain(Child c) throws ConnectorException {
+    c.draining = true;
+    try {
+      HttpResponse<String> r = http.send(HttpRequest.newBuilder(URI.create("http://" + spec.host() + ":" + c.metricsPort + "/drain"))
+          .timeout(Duration.ofSeconds(5)).POST(HttpRequest.BodyPublishers.noBody()).build(), HttpResponse.BodyHandlers.ofString());
+      log.info("draining {} worker {} (pid {}): {}", c.pool.cliName(), c.id, c.process.pid(), r.statusCode());
+    } catch (IOException e) {
+      // Not listening yet (still starting) or already gone: SIGTERM drains as well.
+      log.info("draining {} worker {} (pid {}) by SIGTERM: {}", c.pool.cliName(), c.id, c.process.pid(), e.getMessage());
+      c.process.destroy();
+    } catch (InterruptedException e) {
+      Thread.currentThread().interrupt();
+      throw new ConnectorException("interrupted draining " + c.id);
+    }
+  }
+
+  private void start(Pool pool) throws ConnectorException {
+    String id;
+    int slot;
+    synchronized (this) {
+      id = "local-" + pool.cliName() + "-" + next;
+      slot = next++;
+    }
+    List<String> cmd = new ArrayList<>();
+    if (spec.cpusPerWorker() > 0) {
+      int cpus = Runtime.getRuntime().availableProcessors();
+      int first = (slot * spec.cpusPerWorker()) % Math.max(1, cpus);
+      int last = Math.min(cpus - 1, first + spec.cpusPerWorker() - 1);
+      cmd.addAll(List.of("taskset", "-c", first + "-" + last));
+    }
+    cmd.addAll(spec.launcher());
+    int port = freePort();
+    int metricsPort = freePort();
+    cmd.addAll(List.of("worker", "--role", pool == Pool.PREFILL ? "prefill" : "decode", "--worker-id", id,
+        "--host", spec.host(), "--port", Integer.toString(port), "--metrics-port", Integer.toString(metricsPort)));
+    cmd.addAll(spec.poolArgs().getOrDefault(pool, List.of()));
+    Path logFile = spec.logDir().resolve(id + ".log");
+    Process p;
+    try {
+      p = new ProcessBuilder(cmd).redirectErrorStream(true).redirectOutput(logFile.toFile()).start();
+    } catch (IOException e) {
+      throw new ConnectorException("cannot start " + pool.cliName() + " worker " + id + " (" + String.join(" ", cmd) + "): " + e.getMessage(), e);
+    }
+    try {
+      if (p.waitFor(2, TimeUnit.SECONDS)) {
+        throw new ConnectorException(pool.cliName() + " worker " + id + " exited with " + p.exitValue() + " at start; "
+            + logFile + " ends: " + tail(logFile));
+      }
+    } catch (InterruptedException e) {
+      Thread.currentThread().interrupt();
+      p.destroy();
+      throw new ConnectorException("interrupted starting " + id);
+    }
+    synchronized (this) {
+      children.get(pool).add(new Child(id, pool, p, metricsPort, slot));
+    }
+    log.info("started {} worker {} (pid {}, gRPC {}:{}, metrics {}), log {}", pool.cliName(), id, p.pid(), spec.host(), port, metricsPort, logFile);
+  }
+
+  private static String tail(Path file) {
+    try {
+      List<String> lines = Files.readAllLines(file);
+      return String.join(" | ", lines.subList(Math.max(0, lines.size() - 5), lines.size()));
+    } catch (IOException e) {
+      return "(unreadable: " + e.getMessage() + ")";
+    }
+  }
+
+  private static int freePort() throws ConnectorException {
+    try (ServerSocket s = new ServerSocket(0)) {
+      return s.getLocalPort();
+    } catch (IOException e) {
+      throw new ConnectorException("no free port: " + e.getMessage(), e);
+    }
+  }
+
+  /** Drains every worker it started (SIGTERM) and waits up to {@code timeout} for them to exit. */
+  public void stopAll(Duration timeout) {
+    List<Child> all = new ArrayList<>();
+    synchronized (this) {
+      children.values().forEach(all::addAll);
+    }
+    all.forEach(c -> c.process.destroy());
+    long deadline = System.nanoTime() + timeout.toNanos();
+    for (Child c : all) {
+      try {
+        if (!c.process.waitFor(Math.max(0, deadline - System.nanoTime()), TimeUnit.NANOSECONDS)) {
+          c.process.destroyForcibly();
+        }
+      } catch (InterruptedException e) {
+        Thread.currentThread().interrupt();
+        return;
+      }
+    }
+  }
+
+  @Override
+  public void close() {
+    stopAll(Duration.ofSeconds(60));
+  }
+}

@@ -1,0 +1,77 @@
+package dev.tandem.planner.live;
+
+import dev.tandem.planner.IntervalStats;
+import dev.tandem.planner.Pool;
+import dev.tandem.planner.PoolLoad;
+import java.util.Map;
+import java.util.TreeMap;
+
+/**
+ * Turns two scrapes {@code seconds} apart into the planner's {@link IntervalStats}: arrivals =
+ * requests finished in between plus the change in requests in flight; mean lengths and hit rate
+ * from the token counters; p90 TTFT and ITL from the histograms' bucket differences (linear within
+ * a bucket); pools from the workers the routers see, plus those the connector is still starting.
+ */
+public final class IntervalMeasurement {
+  private IntervalMeasurement() {}
+
+  public static IntervalStats between(FrontendSnapshot before, FrontendSnapshot after, double seconds,
+      Map<Pool, Integer> starting) {
+    double finished = Math.max(0, after.finished() - before.finished());
+    double arrivals = Math.max(0, finished + after.inflight() - before.inflight());
+    double prompt = after.promptTokens() - before.promptTokens();
+    double output = after.outputTokens() - before.outputTokens();
+    double cached = after.cachedTokens() - before.cachedTokens();
+    double isl = finished > 0 ? prompt / finished : Double.NaN;
+    double osl = finished > 0 ? output / finished : Double.NaN;
+    double hit = prompt > 0 ? cached / prompt : Double.NaN;
+    return new IntervalStats(seconds, arrivals, isl, osl, hit, quantile(before.ttftBuckets(), after.ttftBuckets(), 0.9),
+        quantile(before.itlBuckets(), after.itlBuckets(), 0.9), after.waiting(),
+        pool(after, Pool.PREFILL, starting.getOrDefault(Pool.PREFILL, 0)),
+        pool(after, Pool.DECODE, starting.getOrDefault(Pool.DECODE, 0)));
+  }
+
+  private static PoolLoad pool(FrontendSnapshot s, Pool pool, int starting) {
+    int ready = 0;
+    double queued = 0, active = 0, kv = 0;
+    for (FrontendSnapshot.WorkerView w : s.workers().values()) {
+      if (w.pool() != pool) {
+        continue;
+      }
+      if (w.serving()) {
+        ready++;
+        kv += w.kvTotal() > 0 ? w.kvUsed() / w.kvTotal() : 0;
+      }
+      queued += w.queuedTokens();
+      active += w.active() + w.waiting();
+    }
+    return new PoolLoad(ready, starting, queued, ready == 0 ? 0 : kv / ready, active);
+  }
+
+  /** The q-quantile of the observations between two cumulative histograms; NaN with none. */
+  static double quantile(TreeMap<Double, Double> before, TreeMap<Double, Double> after, double q) {
+    TreeMap<Double, Double> delta = new TreeMap<>();
+    for (var e : after.entrySet()) {
+      delta.put(e.getKey(), e.getValue() - before.getOrDefault(e.getKey(), 0.0));
+    }
+    Double total = delta.get(Double.POSITIVE_INFINITY);
+    if (total == null || total <= 0) {
+      return Double.NaN;
+    }
+    double rank = q * total;
+    double prevLe = 0, prevCount = 0;
+    for (var e : delta.entrySet()) {
+      if (e.getValue() >= rank) {
+        if (Double.isInfinite(e.getKey())) {
+          return prevLe; // beyond the last finite bucket: its bound is all we know
+        }
+        double inBucket = e.getValue() - prevCount;
+        double f = inBucket <= 0 ? 1 : (rank - prevCount) / inBucket;
+        return prevLe + f * (e.getKey() - prevLe);
+      }
+      prevLe = e.getKey();
+      prevCount = e.getValue();
+    }
+    return prevLe;
+  }
+}
