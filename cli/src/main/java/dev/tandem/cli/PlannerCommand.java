@@ -103,6 +103,12 @@ final class PlannerCommand implements Callable<Integer> {
   @Option(names = "--idle-intervals-to-zero", defaultValue = "3", description = "Intervals with no demand before a pool with minimum 0 goes to 0 (default ${DEFAULT-VALUE}).")
   int idleIntervals;
 
+  @Option(names = "--initial-prefill", description = "local: prefill workers to start with (default: --prefill-min).")
+  Integer initialPrefill;
+
+  @Option(names = "--initial-decode", description = "local: decode workers to start with (default: --decode-min, at least 1: a frontend learns the model card from a generating worker).")
+  Integer initialDecode;
+
   @Option(names = "--advisory", description = "Decide, log and export metrics, but do not act.")
   boolean advisory;
 
@@ -117,6 +123,9 @@ final class PlannerCommand implements Callable<Integer> {
 
   @Option(names = "--decode-args", defaultValue = "", description = "local: extra arguments of decode workers.")
   String decodeArgs;
+
+  @Option(names = "--decode-role", defaultValue = "decode", description = "local: role of the generating pool's workers: decode (with a prefill pool) or agg (aggregated: they prefill too; set --prefill-max 0). Default ${DEFAULT-VALUE}.")
+  String decodeRole;
 
   @Option(names = "--cpus-per-worker", defaultValue = "0", description = "local: pin each worker to its own range of this many CPUs (0: no pinning).")
   int cpusPerWorker;
@@ -173,9 +182,14 @@ final class PlannerCommand implements Callable<Integer> {
       stopped.countDown();
     }, "planner-shutdown"));
     if (c instanceof LocalConnector && !advisory) {
-      // Start at the minimums, so that a frontend waiting for workers gets them without a first interval.
-      c.scale(Pool.PREFILL, prefillMin, List.of());
-      c.scale(Pool.DECODE, decodeMin, List.of());
+      // Start at the minimums (one decode worker at least: a frontend learns the model card from a
+      // generating worker), so that a frontend waiting for workers gets them without a first interval.
+      try {
+        c.scale(Pool.PREFILL, initialPrefill != null ? initialPrefill : prefillMin, List.of());
+        c.scale(Pool.DECODE, initialDecode != null ? initialDecode : Math.max(1, decodeMin), List.of());
+      } catch (dev.tandem.planner.connect.ConnectorException e) {
+        log.error("cannot start the first workers: {}; the planner keeps trying every interval", e.getMessage());
+      }
     }
     loop.start();
     stopped.await();
@@ -190,7 +204,11 @@ final class PlannerCommand implements Callable<Integer> {
         Map<Pool, List<String>> args = new EnumMap<>(Pool.class);
         args.put(Pool.PREFILL, concat(split(workerArgs), split(prefillArgs)));
         args.put(Pool.DECODE, concat(split(workerArgs), split(decodeArgs)));
-        yield new LocalConnector(new LocalConnector.Spec(launcher(), args, logDir, cpusPerWorker, workerHost));
+        if (!decodeRole.equals("decode") && !decodeRole.equals("agg")) {
+          throw new IllegalArgumentException("--decode-role must be decode or agg, was " + decodeRole);
+        }
+        yield new LocalConnector(new LocalConnector.Spec(launcher(), Map.of(Pool.PREFILL, "prefill", Pool.DECODE, decodeRole), args,
+            logDir, cpusPerWorker, workerHost));
       }
       default -> throw new IllegalArgumentException("--connector must be local, kubernetes or virtual, was " + connector);
     };

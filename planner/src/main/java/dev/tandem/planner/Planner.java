@@ -87,6 +87,13 @@ public final class Planner {
           "sla: %.0f prefill tok/s ÷ %.0f per worker (×%.2f) → %d; %.0f decode tok/s ÷ %.0f per worker → %d",
           padded.prefillTokensPerSecond(), sizing.prefillPerWorker(), prefillCorrection, prefill,
           padded.decodeTokensPerSecond(), sizing.decodePerWorker(), decode));
+      if (config.prefillLimits().max() == 0) {
+        // No prefill pool: the generating workers prefill their own prompts, so they carry both loads.
+        prefill = 0;
+        decode = sizing.aggregated();
+        reason.append(String.format(Locale.ROOT, "; aggregated (no prefill pool): %.2f + %.2f workers → %d",
+            sizing.prefillWorkers(), sizing.decodeWorkers(), decode));
+      }
       int surgeP = load.prefill(s.prefill());
       int surgeD = load.decode(s.decode());
       if (surgeP > prefillBefore && surgeP > prefill) {

@@ -20,8 +20,17 @@ public final class SlaSizer {
     return profile;
   }
 
-  /** The sizing and the figures behind it. */
-  public record Sizing(int prefill, int decode, double prefillPerWorker, double decodePerWorker) {}
+  /**
+   * The sizing and the figures behind it: {@code prefillWorkers} and {@code decodeWorkers} are the
+   * fractional workers each pool's load needs (before rounding up).
+   */
+  public record Sizing(int prefill, int decode, double prefillPerWorker, double decodePerWorker,
+      double prefillWorkers, double decodeWorkers) {
+    /** Workers of an aggregated pool, which does both pools' work: the two loads added, rounded up. */
+    public int aggregated() {
+      return (int) Math.ceil(prefillWorkers + decodeWorkers - 1e-9);
+    }
+  }
 
   /** Work already waiting, as prompt and output tokens per second to add to the forecast's. */
   public record Backlog(double prefillTokensPerSecond, double decodeTokensPerSecond) {
@@ -37,11 +46,14 @@ public final class SlaSizer {
     double uncached = Math.max(1, isl * (1 - Math.min(1, f.prefixHitRate())));
     double prefillPerWorker = profile.prefillThroughputWithin(uncached, targets.ttftSeconds());
     double prefillNeed = f.prefillTokensPerSecond() * prefillCorrection + backlog.prefillTokensPerSecond();
-    int prefill = (int) Math.ceil(prefillNeed / prefillPerWorker - 1e-9);
+    double prefillWorkers = prefillNeed / prefillPerWorker;
+    int prefill = (int) Math.ceil(prefillWorkers - 1e-9);
     double context = isl + Math.max(1, f.osl()) / 2;
     double decodePerWorker = profile.decodeThroughputWithin(context, targets.itlSeconds() / decodeCorrection);
-    int decode = (int) Math.ceil((f.decodeTokensPerSecond() + backlog.decodeTokensPerSecond()) / decodePerWorker - 1e-9);
-    return new Sizing(Math.max(0, prefill), Math.max(0, decode), prefillPerWorker, decodePerWorker);
+    double decodeWorkers = (f.decodeTokensPerSecond() + backlog.decodeTokensPerSecond()) / decodePerWorker;
+    int decode = (int) Math.ceil(decodeWorkers - 1e-9);
+    return new Sizing(Math.max(0, prefill), Math.max(0, decode), prefillPerWorker, decodePerWorker,
+        Math.max(0, prefillWorkers), Math.max(0, decodeWorkers));
   }
 
   /** TTFT the profile predicts at the observed prompt length and prefill utilisation. */

@@ -69,6 +69,18 @@ class SlaSizerTest {
   }
 
   @Test
+  void withoutAPrefillPoolTheGeneratingPoolCarriesBothLoads() {
+    // 1,400 requests: 70k prompt tok/s ÷ 34k = 2.06 workers; 3,500 output tok/s ÷ 1k = 3.5 workers → 6 aggregated.
+    Planner planner = new Planner(PlannerConfig.builder()
+        .mode(PlannerConfig.Mode.SLA).profile(Profiles.linear(40_000, 1e-3)).intervalSeconds(INTERVAL).predictor("constant")
+        .prefillLimits(new PoolLimits(0, 0)).decodeLimits(new PoolLimits(1, 100)).build());
+    PoolLoad one = new PoolLoad(1, 0, 0, 0, 0);
+    Decision d = planner.plan(new IntervalStats(INTERVAL, 1400, 3000, 150, 0, Double.NaN, Double.NaN, 0, PoolLoad.EMPTY, one));
+    assertEquals(0, d.prefill(), d.reason());
+    assertEquals(6, d.decode(), d.reason());
+  }
+
+  @Test
   void batchWithinRespectsKvCapacity() {
     Profile p = new Profile("m", "mocker", 64_000, 256, Profiles.linear(40_000, 1e-4).prefill(), Profiles.linear(40_000, 1e-4).decode());
     assertEquals(16, p.maxBatch(4000)); // 64k tokens of KV ÷ 4,000-token contexts

@@ -34,8 +34,13 @@ import org.slf4j.LoggerFactory;
 public final class LocalConnector implements Connector {
   private static final Logger log = LoggerFactory.getLogger(LocalConnector.class);
 
-  /** How to launch workers. {@code cpusPerWorker} 0: no pinning. */
-  public record Spec(List<String> launcher, Map<Pool, List<String>> poolArgs, Path logDir, int cpusPerWorker, String host) {}
+  /**
+   * How to launch workers: the launcher command, each pool's worker role ({@code prefill}; {@code
+   * decode}, or {@code agg} for aggregated workers that prefill their own prompts) and arguments,
+   * where logs go, CPUs per worker (0: no pinning) and the address workers listen on.
+   */
+  public record Spec(List<String> launcher, Map<Pool, String> roles, Map<Pool, List<String>> poolArgs, Path logDir,
+      int cpusPerWorker, String host) {}
 
   private final class Child {
     final String id;
@@ -170,7 +175,7 @@ public final class LocalConnector implements Connector {
     cmd.addAll(spec.launcher());
     int port = freePort();
     int metricsPort = freePort();
-    cmd.addAll(List.of("worker", "--role", pool == Pool.PREFILL ? "prefill" : "decode", "--worker-id", id,
+    cmd.addAll(List.of("worker", "--role", spec.roles().get(pool), "--worker-id", id,
         "--host", spec.host(), "--port", Integer.toString(port), "--metrics-port", Integer.toString(metricsPort)));
     cmd.addAll(spec.poolArgs().getOrDefault(pool, List.of()));
     Path logFile = spec.logDir().resolve(id + ".log");

@@ -82,7 +82,7 @@ public final class PlannerLoop implements AutoCloseable {
       now = scrape();
     } catch (IOException e) {
       metrics.scrapeFailed();
-      log.warn("cannot read the frontends' metrics ({}); skipping this interval", e.getMessage());
+      log.warn("cannot read the frontends' metrics ({}); skipping this interval", e.toString());
       return null;
     } catch (InterruptedException e) {
       Thread.currentThread().interrupt();
