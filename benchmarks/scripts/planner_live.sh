@@ -28,8 +28,8 @@ sleep 2
   >"$out/frontend.log" 2>&1 &
 pids+=($!)
 ./tandem planner --connector local --profile "$out/profile.json" --frontend-url "http://127.0.0.1:$fport" \
-  --interval-s 5 --startup-s 10 --prefill-min 0 --prefill-max 0 --decode-min 0 --decode-max 4 --decode-role agg \
-  --idle-intervals-to-zero 3 --grace-intervals 1 --metrics-port "$pport" --log-dir "$out/workers" \
+  --interval-s 5 --startup-s 10 --prefill-min 0 --prefill-max 0 --decode-min 0 --decode-max 6 --decode-role agg \
+  --idle-intervals-to-zero 6 --grace-intervals 1 --metrics-port "$pport" --log-dir "$out/workers" \
   --worker-args "--engine mocker --discovery etcd --etcd-endpoints $etcd_url --discovery-ttl-s 3 --drain-timeout-s 120" \
   >"$out/planner.log" 2>&1 &
 planner=$!
@@ -54,7 +54,7 @@ phase() {  # name rate requests
 }
 : >"$out/summary.txt"
 phase low 2 120
-phase high 60 5400
+phase high 40 3600
 echo zero >"$out/phase"; echo "== phase zero: no requests for 60 s" | tee -a "$out/summary.txt"; sleep 60
 phase after-zero 2 120
 sleep 3

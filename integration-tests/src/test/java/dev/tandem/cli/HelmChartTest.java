@@ -2,6 +2,7 @@ package dev.tandem.cli;
 
 import static org.junit.jupiter.api.Assertions.assertEquals;
 import static org.junit.jupiter.api.Assertions.assertFalse;
+import static org.junit.jupiter.api.Assertions.assertNull;
 import static org.junit.jupiter.api.Assertions.assertThrows;
 import static org.junit.jupiter.api.Assertions.assertTrue;
 
@@ -195,8 +196,15 @@ class HelmChartTest {
     for (String target : scale.getResourceNames()) {
       named(docs, Deployment.class, target);
     }
-    assertEquals("demo-tandem-planner",
-        named(docs, Deployment.class, "demo-tandem-planner").getSpec().getTemplate().getSpec().getServiceAccountName());
+    Deployment planner = named(docs, Deployment.class, "demo-tandem-planner");
+    assertEquals("demo-tandem-planner", planner.getSpec().getTemplate().getSpec().getServiceAccountName());
+    List<String> args = planner.getSpec().getTemplate().getSpec().getContainers().getFirst().getArgs();
+    assertTrue(args.containsAll(List.of("planner", "--connector=kubernetes", "--prefill-deployment=demo-tandem-prefill",
+        "--decode-deployment=demo-tandem-decode", "--frontend-url=http://demo-tandem-frontend:8000")), args.toString());
+    var pods = role.getRules().stream().filter(r -> r.getResources().contains("pods")).findFirst().orElseThrow();
+    assertTrue(pods.getVerbs().contains("patch"), "pod-deletion-cost needs patch on pods");
+    // The planner owns the pools' sizes: helm upgrade must not reset them.
+    assertNull(named(docs, Deployment.class, "demo-tandem-decode").getSpec().getReplicas());
   }
 
   @Test
