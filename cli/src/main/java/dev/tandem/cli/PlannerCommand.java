@@ -82,14 +82,14 @@ final class PlannerCommand implements Callable<Integer> {
   @Option(names = "--itl-ms", defaultValue = "50", description = "p90 ITL target (default ${DEFAULT-VALUE}).")
   double itlMs;
 
-  @Option(names = "--prefill-min", defaultValue = "1", description = "Fewest prefill workers; 0 allows scale to zero (default ${DEFAULT-VALUE}).")
-  int prefillMin;
+  @Option(names = "--prefill-min", description = "Fewest prefill workers; 0 allows scale to zero (default 1, or 0 with --prefill-max 0).")
+  Integer prefillMinOption;
 
   @Option(names = "--prefill-max", defaultValue = "8", description = "Most prefill workers (default ${DEFAULT-VALUE}).")
   int prefillMax;
 
-  @Option(names = "--decode-min", defaultValue = "1", description = "Fewest decode workers; 0 allows scale to zero (default ${DEFAULT-VALUE}).")
-  int decodeMin;
+  @Option(names = "--decode-min", description = "Fewest decode workers; 0 allows scale to zero (default 1).")
+  Integer decodeMinOption;
 
   @Option(names = "--decode-max", defaultValue = "8", description = "Most decode workers (default ${DEFAULT-VALUE}).")
   int decodeMax;
@@ -150,6 +150,8 @@ final class PlannerCommand implements Callable<Integer> {
 
   @Override
   public Integer call() throws Exception {
+    int prefillMin = prefillMinOption != null ? prefillMinOption : Math.min(1, prefillMax);
+    int decodeMin = decodeMinOption != null ? decodeMinOption : Math.min(1, decodeMax);
     Profile p = null;
     if (profile != null) {
       try {

@@ -156,6 +156,8 @@ final class SimulateCommand implements Callable<Integer> {
             r.workerSeconds(), r.meanWorkers(), r.peakWorkers(), r.goodputPerWorker(), r.scaleEvents(), r.speedup());
       }
     }
+    out.printf(Locale.ROOT, "%nat most %.2f%% of these requests can meet both SLAs on an idle worker (prompt prefilled alone)%n",
+        100 * result.attainable());
     if (result.staticPeak() != null) {
       out.printf(Locale.ROOT, "%nplanner vs static-peak (%d prefill + %d decode): %.1f%% of its worker-seconds, %.2f× its goodput per worker;"
               + " vs static-mean: %.2f× its goodput per worker%n", result.peakPrefill(), result.peakDecode(),

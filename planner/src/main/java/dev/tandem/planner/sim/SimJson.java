@@ -29,6 +29,7 @@ public final class SimJson {
     root.put("duration_s", p.durationSeconds());
     root.putObject("sla").put("ttft_s", targets.ttftSeconds()).put("itl_s", targets.itlSeconds());
     root.put("sla_attainment", p.slaAttainment());
+    root.put("sla_attainable", r.attainable());
     root.put("worker_seconds", p.workerSeconds());
     root.put("goodput_per_worker", p.goodputPerWorker());
     if (r.staticPeak() != null) {

@@ -19,6 +19,7 @@ import org.junit.jupiter.api.Test;
  * The Kubernetes connector against fabric8's mock API server in CRUD mode — no cluster can run
  * here, so the API server is the one thing mocked; the connector's requests are the real ones.
  */
+@org.junit.jupiter.api.Tag("e2e")
 @EnableKubernetesMockClient(crud = true)
 class KubernetesConnectorTest {
   KubernetesClient client;

@@ -18,6 +18,7 @@ import org.junit.jupiter.api.io.TempDir;
  * JDK's source launcher) serving /health and /drain as a worker's metrics port does, so that the
  * test proves start, readiness, drain-on-scale-down and start failures without a model.
  */
+@org.junit.jupiter.api.Tag("e2e")
 class LocalConnectorTest {
   @TempDir Path logs;
 
