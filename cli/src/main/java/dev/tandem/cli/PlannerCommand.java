@@ -8,7 +8,6 @@ import dev.tandem.planner.PoolLimits;
 import dev.tandem.planner.Profile;
 import dev.tandem.planner.ProfileException;
 import dev.tandem.planner.ProfileJson;
-import dev.tandem.planner.SlaTargets;
 import dev.tandem.planner.connect.Connector;
 import dev.tandem.planner.connect.KubernetesConnector;
 import dev.tandem.planner.connect.LocalConnector;
@@ -31,6 +30,7 @@ import java.util.concurrent.CountDownLatch;
 import org.slf4j.Logger;
 import org.slf4j.LoggerFactory;
 import picocli.CommandLine.Command;
+import picocli.CommandLine.Mixin;
 import picocli.CommandLine.Option;
 
 @Command(
@@ -45,6 +45,8 @@ import picocli.CommandLine.Option;
 final class PlannerCommand implements Callable<Integer> {
   private static final Logger log = LoggerFactory.getLogger(PlannerCommand.class);
 
+  @Mixin PlannerOptions decide;
+
   @Option(names = "--frontend-url", defaultValue = "${env:TANDEM_FRONTEND_URL:-http://127.0.0.1:8000}", split = ",",
       description = "Frontends whose /metrics to read, comma-separated (default ${DEFAULT-VALUE}).")
   List<URI> frontends;
@@ -52,35 +54,11 @@ final class PlannerCommand implements Callable<Integer> {
   @Option(names = "--connector", defaultValue = "${env:TANDEM_PLANNER_CONNECTOR:-virtual}", description = "local, kubernetes or virtual (default ${DEFAULT-VALUE}).")
   String connector;
 
-  @Option(names = "--mode", defaultValue = "${env:TANDEM_PLANNER_MODE:-sla}", description = "sla (needs --profile; load mode without one) or load (default ${DEFAULT-VALUE}).")
-  String mode;
-
   @Option(names = "--profile", defaultValue = "${env:TANDEM_PLANNER_PROFILE}", description = "Profile JSON from `tandem profile` for sla mode.")
   Path profile;
 
   @Option(names = "--model", description = "Model the workers serve, checked against the profile's (default: not checked).")
   String model;
-
-  @Option(names = "--interval-s", defaultValue = "${env:TANDEM_PLANNER_INTERVAL_S:-10}", description = "Seconds between decisions (default ${DEFAULT-VALUE}).")
-  double intervalSeconds;
-
-  @Option(names = "--predictor", defaultValue = "holt", description = "constant, moving-average, holt, holt-winters or kalman (default ${DEFAULT-VALUE}).")
-  String predictor;
-
-  @Option(names = "--season-s", defaultValue = "86400", description = "Season of holt-winters (default ${DEFAULT-VALUE}: a day).")
-  double seasonSeconds;
-
-  @Option(names = "--startup-s", defaultValue = "30", description = "How long a new worker takes to serve; the planner sizes that far ahead (default ${DEFAULT-VALUE}).")
-  double startupSeconds;
-
-  @Option(names = "--headroom", defaultValue = "0.2", description = "Extra capacity over the forecast in sla mode (default ${DEFAULT-VALUE}).")
-  double headroom;
-
-  @Option(names = "--ttft-ms", defaultValue = "500", description = "p90 TTFT target (default ${DEFAULT-VALUE}).")
-  double ttftMs;
-
-  @Option(names = "--itl-ms", defaultValue = "50", description = "p90 ITL target (default ${DEFAULT-VALUE}).")
-  double itlMs;
 
   @Option(names = "--prefill-min", description = "Fewest prefill workers; 0 allows scale to zero (default 1, or 0 with --prefill-max 0).")
   Integer prefillMinOption;
@@ -93,15 +71,6 @@ final class PlannerCommand implements Callable<Integer> {
 
   @Option(names = "--decode-max", defaultValue = "8", description = "Most decode workers (default ${DEFAULT-VALUE}).")
   int decodeMax;
-
-  @Option(names = "--worker-budget", defaultValue = "0", description = "Most workers across both pools (default ${DEFAULT-VALUE}: none).")
-  int workerBudget;
-
-  @Option(names = "--grace-intervals", defaultValue = "2", description = "Intervals after a change before a pool may shrink (default ${DEFAULT-VALUE}).")
-  int graceIntervals;
-
-  @Option(names = "--idle-intervals-to-zero", defaultValue = "3", description = "Intervals with no demand before a pool with minimum 0 goes to 0 (default ${DEFAULT-VALUE}).")
-  int idleIntervals;
 
   @Option(names = "--initial-prefill", description = "local: prefill workers to start with (default: --prefill-min).")
   Integer initialPrefill;
@@ -159,20 +128,16 @@ final class PlannerCommand implements Callable<Integer> {
       } catch (ProfileException e) {
         log.error("{}; the planner stays in load mode", e.getMessage());
       }
-    } else if (mode.equals("sla")) {
+    } else if (decide.mode.equals("sla")) {
       log.warn("sla mode needs --profile (write one with `tandem profile`); the planner stays in load mode");
     }
-    SlaTargets targets = new SlaTargets(ttftMs / 1000, itlMs / 1000);
-    PlannerConfig config = PlannerConfig.builder().mode(PlannerConfig.Mode.parse(mode)).profile(p).intervalSeconds(intervalSeconds)
-        .targets(targets).predictor(predictor).seasonIntervals((int) Math.max(2, Math.round(seasonSeconds / intervalSeconds)))
-        .lookaheadIntervals((int) Math.ceil(startupSeconds / intervalSeconds)).headroom(headroom)
-        .prefillLimits(new PoolLimits(prefillMin, prefillMax)).decodeLimits(new PoolLimits(decodeMin, decodeMax))
-        .workerBudget(workerBudget).graceIntervals(graceIntervals).idleIntervalsToZero(idleIntervals).build();
+    PlannerConfig config = decide.builder(p)
+        .prefillLimits(new PoolLimits(prefillMin, prefillMax)).decodeLimits(new PoolLimits(decodeMin, decodeMax)).build();
     PlannerMetrics metrics = new PlannerMetrics();
     Connector c = connector();
     HttpServer server = metricsPort > 0 ? serve(metrics) : null;
     PlannerLoop loop = new PlannerLoop(new Planner(config), c,
-        new PlannerLoop.Options(frontends, Duration.ofMillis((long) (intervalSeconds * 1000)), advisory), metrics);
+        new PlannerLoop.Options(frontends, Duration.ofMillis((long) (decide.intervalSeconds * 1000)), advisory), metrics);
     CountDownLatch stopped = new CountDownLatch(1);
     Runtime.getRuntime().addShutdownHook(new Thread(() -> {
       log.info("planner stopping");

@@ -27,6 +27,7 @@ import java.util.List;
 import java.util.Locale;
 import java.util.concurrent.Callable;
 import picocli.CommandLine.Command;
+import picocli.CommandLine.Mixin;
 import picocli.CommandLine.Option;
 
 @Command(
@@ -38,6 +39,8 @@ import picocli.CommandLine.Option;
       "for the trace's peak and one sized for its mean. Prints a table; --json and --chart write the details."
     })
 final class SimulateCommand implements Callable<Integer> {
+  @Mixin PlannerOptions decide;
+
   @Option(names = "--trace", defaultValue = "bursty", description = "steady, diurnal, bursty, zero, mooncake, or a Mooncake-format JSONL file (default ${DEFAULT-VALUE}).")
   String trace;
 
@@ -56,30 +59,6 @@ final class SimulateCommand implements Callable<Integer> {
   @Option(names = "--profile", description = "Profile JSON from `tandem profile` (default: the mocker's timing model).")
   Path profile;
 
-  @Option(names = "--mode", defaultValue = "sla", description = "Planner mode: sla or load (default ${DEFAULT-VALUE}).")
-  String mode;
-
-  @Option(names = "--predictor", defaultValue = "holt", description = "constant, moving-average, holt, holt-winters or kalman (default ${DEFAULT-VALUE}).")
-  String predictor;
-
-  @Option(names = "--season-s", defaultValue = "86400", description = "Season of holt-winters (default ${DEFAULT-VALUE}: a day).")
-  double seasonSeconds;
-
-  @Option(names = "--interval-s", defaultValue = "10", description = "Planner interval (default ${DEFAULT-VALUE}).")
-  double intervalSeconds;
-
-  @Option(names = "--startup-s", defaultValue = "30", description = "Seconds from asking for a worker to it serving (default ${DEFAULT-VALUE}).")
-  double startupSeconds;
-
-  @Option(names = "--headroom", defaultValue = "0.2", description = "Extra capacity SLA mode plans, as a fraction of the forecast (default ${DEFAULT-VALUE}).")
-  double headroom;
-
-  @Option(names = "--ttft-ms", defaultValue = "500", description = "p90 TTFT target (default ${DEFAULT-VALUE}).")
-  double ttftMs;
-
-  @Option(names = "--itl-ms", defaultValue = "50", description = "p90 ITL target (default ${DEFAULT-VALUE}).")
-  double itlMs;
-
   @Option(names = "--prefill-max", defaultValue = "2000", description = "Most prefill workers (default ${DEFAULT-VALUE}).")
   int prefillMax;
 
@@ -88,9 +67,6 @@ final class SimulateCommand implements Callable<Integer> {
 
   @Option(names = "--min-workers", defaultValue = "0", description = "Fewest workers per pool; 0 lets a pool scale to zero (default ${DEFAULT-VALUE}).")
   int minWorkers;
-
-  @Option(names = "--worker-budget", defaultValue = "0", description = "Most workers across both pools (default ${DEFAULT-VALUE}: none).")
-  int workerBudget;
 
   @Option(names = "--split", defaultValue = "auto", description = "Split rule: auto, always or never (default ${DEFAULT-VALUE}).")
   String split;
@@ -127,15 +103,12 @@ final class SimulateCommand implements Callable<Integer> {
     if (writeTrace != null) {
       MooncakeTraces.write(t, writeTrace);
     }
-    SlaTargets targets = new SlaTargets(ttftMs / 1000, itlMs / 1000);
-    int season = (int) Math.max(2, Math.round(seasonSeconds / intervalSeconds));
-    PlannerConfig planner = PlannerConfig.builder().mode(PlannerConfig.Mode.parse(mode)).profile(p)
-        .intervalSeconds(intervalSeconds).targets(targets).predictor(predictor).seasonIntervals(season)
-        .lookaheadIntervals((int) Math.ceil(startupSeconds / intervalSeconds)).headroom(headroom)
+    SlaTargets targets = decide.targets();
+    PlannerConfig planner = decide.builder(p)
         .prefillLimits(new PoolLimits(Math.min(minWorkers, prefillMax), prefillMax))
-        .decodeLimits(new PoolLimits(Math.min(minWorkers, decodeMax), decodeMax)).workerBudget(workerBudget).build();
-    SimConfig base = new SimConfig("base", p, targets, startupSeconds, 1, 1, null, SplitPolicy.Mode.parse(split),
-        kvBytesPerToken, 32, linkGbit * 1e9 / 8, narrow, Math.max(intervalSeconds, t.durationSeconds() / 720));
+        .decodeLimits(new PoolLimits(Math.min(minWorkers, decodeMax), decodeMax)).build();
+    SimConfig base = new SimConfig("base", p, targets, decide.startupSeconds, 1, 1, null, SplitPolicy.Mode.parse(split),
+        kvBytesPerToken, 32, linkGbit * 1e9 / 8, narrow, Math.max(decide.intervalSeconds, t.durationSeconds() / 720));
     out.printf(Locale.ROOT, "trace %s: %,d requests over %.0f s (mean %.2f/s), profile %s (%s)%n", t.name(), t.requests().size(),
         t.durationSeconds(), t.requests().size() / Math.max(1, t.durationSeconds()), p.model(), p.engine());
     SimulationSuite.Result result;
