@@ -1,6 +1,11 @@
 package dev.tandem.cli;
 
+import dev.tandem.frontend.http.Admission;
+import dev.tandem.frontend.http.ApiKeys;
 import dev.tandem.frontend.http.FrontendServer;
+import java.nio.file.Path;
+import java.time.Duration;
+import java.util.List;
 import picocli.CommandLine.Option;
 
 /** Where the HTTP frontend listens; shared by {@code serve} and {@code frontend}. */
@@ -18,7 +23,39 @@ final class HttpOptions {
       description = "How long a request waits when no worker serves at all (a pool the planner scaled to zero coming back, workers starting) before a 503; 0 fails at once (default ${DEFAULT-VALUE}).")
   double workerWaitSeconds;
 
+  @Option(names = "--api-key", split = ",", defaultValue = "${env:TANDEM_API_KEY}",
+      description = "API key(s) clients must send as 'Authorization: Bearer <key>' (comma-separated; /live and /health need none).")
+  List<String> apiKeys;
+
+  @Option(names = "--api-key-file", defaultValue = "${env:TANDEM_API_KEY_FILE}", description = "A file of API keys, one a line (# comments).")
+  Path apiKeyFile;
+
+  @Option(names = "--metrics-need-key", description = "With API keys, /metrics needs one too (default: open, for Prometheus).")
+  boolean metricsNeedKey;
+
+  @Option(names = "--max-inflight-requests", defaultValue = "${env:TANDEM_MAX_INFLIGHT_REQUESTS:-0}",
+      description = "Generation requests in flight before new ones get 429 with Retry-After (0: no limit; default ${DEFAULT-VALUE}).")
+  int maxInflight;
+
+  @Option(names = "--max-connections", defaultValue = "${env:TANDEM_MAX_CONNECTIONS:-10000}",
+      description = "Open connections before new ones are closed (0: no limit; default ${DEFAULT-VALUE}).")
+  int maxConnections;
+
+  @Option(names = "--request-read-timeout-s", defaultValue = "60",
+      description = "A request must arrive whole within this long of its first byte, or 408 and close (0: none; default ${DEFAULT-VALUE}).")
+  double readTimeoutSeconds;
+
+  @Option(names = "--idle-timeout-s", defaultValue = "300",
+      description = "A connection with no request for this long is closed (0: never; default ${DEFAULT-VALUE}).")
+  double idleTimeoutSeconds;
+
   FrontendServer.Config config() {
-    return new FrontendServer.Config(host, port, maxBodyBytes, java.time.Duration.ofMillis((long) (workerWaitSeconds * 1000)));
+    ApiKeys keys = ApiKeys.of(apiKeys == null ? List.of() : apiKeys);
+    if (apiKeyFile != null) {
+      keys = keys.and(ApiKeys.fromFile(apiKeyFile));
+    }
+    Admission admission = new Admission(keys, metricsNeedKey, maxInflight, maxConnections,
+        Duration.ofMillis((long) (readTimeoutSeconds * 1000)), Duration.ofMillis((long) (idleTimeoutSeconds * 1000)));
+    return new FrontendServer.Config(host, port, maxBodyBytes, Duration.ofMillis((long) (workerWaitSeconds * 1000)), admission);
   }
 }

@@ -27,13 +27,17 @@ public final class FrontendServer implements AutoCloseable {
 
   /** Where to listen and how large a request body may be. Port 0 picks a free port. */
   /**
-   * Where to listen, the largest request body, and how long a request waits for a worker when none
-   * serves at all (a pool scaled to zero coming back, workers still starting) before a 503; zero
-   * fails at once.
+   * Where to listen, the largest request body, how long a request waits for a worker when none
+   * serves at all (a pool scaled to zero coming back, workers still starting) before a 503 (zero
+   * fails at once), and who may call and how much at once ({@link Admission}).
    */
-  public record Config(String host, int port, int maxBodyBytes, java.time.Duration workerWait) {
+  public record Config(String host, int port, int maxBodyBytes, java.time.Duration workerWait, Admission admission) {
     public Config(String host, int port, int maxBodyBytes) {
-      this(host, port, maxBodyBytes, java.time.Duration.ZERO);
+      this(host, port, maxBodyBytes, java.time.Duration.ZERO, Admission.open());
+    }
+
+    public Config(String host, int port, int maxBodyBytes, java.time.Duration workerWait) {
+      this(host, port, maxBodyBytes, workerWait, Admission.open());
     }
 
     public static Config defaults() {
@@ -58,6 +62,8 @@ public final class FrontendServer implements AutoCloseable {
     EventLoopGroup boss = new MultiThreadIoEventLoopGroup(1, io);
     EventLoopGroup workers = new MultiThreadIoEventLoopGroup(io);
     long created = System.currentTimeMillis() / 1000;
+    Admission admission = config.admission();
+    ConnectionLimit connections = admission.maxConnections() > 0 ? new ConnectionLimit(admission.maxConnections()) : null;
     try {
       Channel channel =
           new ServerBootstrap()
@@ -69,17 +75,22 @@ public final class FrontendServer implements AutoCloseable {
                   new ChannelInitializer<SocketChannel>() {
                     @Override
                     protected void initChannel(SocketChannel ch) {
+                      if (connections != null) {
+                        ch.pipeline().addLast(connections);
+                      }
                       ch.pipeline()
                           .addLast(new HttpServerCodec())
+                          .addLast(new RequestTimeouts(admission.requestReadTimeout(), admission.idleTimeout()))
                           .addLast(new JsonErrorAggregator(config.maxBodyBytes()))
-                          .addLast(new HttpApiHandler(model, router, metrics, created, config.workerWait()));
+                          .addLast(new HttpApiHandler(model, router, metrics, created, config.workerWait(), admission));
                     }
                   })
               .bind(new InetSocketAddress(config.host(), config.port()))
               .syncUninterruptibly()
               .channel();
       FrontendServer server = new FrontendServer(boss, workers, channel);
-      log.info("frontend serving {} on http://{}:{} ({} transport)", model.name(), config.host(), server.port(), epoll ? "epoll" : "nio");
+      log.info("frontend serving {} on http://{}:{} ({} transport{})", model.name(), config.host(), server.port(), epoll ? "epoll" : "nio",
+          admission.keys().enabled() ? ", " + admission.keys().count() + " API key(s) required" : "");
       return server;
     } catch (RuntimeException e) {
       boss.shutdownGracefully();

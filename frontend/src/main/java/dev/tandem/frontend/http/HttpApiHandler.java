@@ -56,9 +56,16 @@ final class HttpApiHandler extends SimpleChannelInboundHandler<FullHttpRequest> 
   private GenerationRun current;
 
   private final java.time.Duration workerWait;
+  private final Admission admission;
 
   HttpApiHandler(ServedModel model, RequestRouter router, FrontendMetrics metrics, long createdSeconds, java.time.Duration workerWait) {
+    this(model, router, metrics, createdSeconds, workerWait, Admission.open());
+  }
+
+  HttpApiHandler(ServedModel model, RequestRouter router, FrontendMetrics metrics, long createdSeconds, java.time.Duration workerWait,
+      Admission admission) {
     this.workerWait = workerWait;
+    this.admission = admission;
     this.model = model;
     this.parser = new RequestParser(model);
     this.router = router;
@@ -69,7 +76,7 @@ final class HttpApiHandler extends SimpleChannelInboundHandler<FullHttpRequest> 
   @Override
   protected void channelRead0(ChannelHandlerContext ctx, FullHttpRequest request) {
     long start = System.nanoTime();
-    boolean keepAlive = HttpUtil.isKeepAlive(request);
+    boolean keepAlive = HttpUtil.isKeepAlive(request) && request.decoderResult().isSuccess(); // after a malformed request, close
     String path = new QueryStringDecoder(request.uri()).path();
     String endpoint = path.startsWith("/v1/") ? path.substring(4).replace('/', '_') : path.replaceFirst("^/", "");
     try {
@@ -82,6 +89,16 @@ final class HttpApiHandler extends SimpleChannelInboundHandler<FullHttpRequest> 
       }
       if (!allowed.equals(request.method())) {
         throw new ApiException(405, "Method " + request.method() + " is not allowed on " + path + "; use " + allowed + ".", "invalid_request_error", null, "method_not_allowed");
+      }
+      boolean open = path.equals("/live") || path.equals("/health") || (path.equals("/metrics") && !admission.keysOnMetrics());
+      if (!open && !admission.keys().admits(request)) {
+        throw new ApiException(401, "Incorrect or missing API key: send it as 'Authorization: Bearer <key>'.",
+            "invalid_request_error", null, "invalid_api_key");
+      }
+      if (admission.maxInflightRequests() > 0 && (path.equals("/v1/chat/completions") || path.equals("/v1/completions"))
+          && metrics.inflight() >= admission.maxInflightRequests()) {
+        throw new ApiException(429, "Too many requests in flight (" + admission.maxInflightRequests()
+            + ", --max-inflight-requests); retry shortly.", "requests", null, "rate_limit_exceeded");
       }
       switch (path) {
         case "/v1/chat/completions", "/v1/completions" -> {
@@ -106,7 +123,19 @@ final class HttpApiHandler extends SimpleChannelInboundHandler<FullHttpRequest> 
         default -> throw new IllegalStateException("unrouted " + path);
       }
     } catch (ApiException e) {
-      if (e.status() == 405) {
+      if (e.status() == 401 || e.status() == 429) {
+        DefaultFullHttpResponse r = new DefaultFullHttpResponse(HttpVersion.HTTP_1_1, HttpResponseStatus.valueOf(e.status()),
+            io.netty.buffer.Unpooled.wrappedBuffer(ResponseJson.bytes(ResponseJson.error(e))));
+        r.headers().set(HttpHeaderNames.CONTENT_TYPE, "application/json");
+        if (e.status() == 401) {
+          r.headers().set(HttpHeaderNames.WWW_AUTHENTICATE, "Bearer");
+        } else {
+          r.headers().set(HttpHeaderNames.RETRY_AFTER, "1");
+        }
+        r.headers().setInt(HttpHeaderNames.CONTENT_LENGTH, r.content().readableBytes());
+        HttpUtil.setKeepAlive(r, keepAlive);
+        ctx.writeAndFlush(r).addListener(closeUnlessKeepAlive(keepAlive));
+      } else if (e.status() == 405) {
         DefaultFullHttpResponse r = new DefaultFullHttpResponse(HttpVersion.HTTP_1_1, HttpResponseStatus.METHOD_NOT_ALLOWED,
             io.netty.buffer.Unpooled.wrappedBuffer(ResponseJson.bytes(ResponseJson.error(e))));
         r.headers().set(HttpHeaderNames.CONTENT_TYPE, "application/json");

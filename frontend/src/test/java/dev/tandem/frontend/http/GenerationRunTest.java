@@ -101,7 +101,7 @@ class GenerationRunTest {
     return TOKENIZER.encode(text, false);
   }
 
-  private static TokenChunk chunk(int[] tokens, FinishReason finish) {
+  static TokenChunk chunk(int[] tokens, FinishReason finish) {
     return new TokenChunk(tokens, null, finish, finish == null ? 0 : 12, 0,
         finish == null ? new TokenChunk.Origin("w0", 100, "", "", 0, 0, 0) : null);
   }
@@ -114,7 +114,7 @@ class GenerationRunTest {
     return new EmbeddedChannel(new HttpApiHandler(MODEL, router, metrics, 0, workerWait));
   }
 
-  private static void post(EmbeddedChannel ch, String body) {
+  static void post(EmbeddedChannel ch, String body) {
     ByteBuf content = Unpooled.copiedBuffer(body, StandardCharsets.UTF_8);
     var request = new DefaultFullHttpRequest(HttpVersion.HTTP_1_1, HttpMethod.POST, "/v1/chat/completions", content);
     request.headers().set(HttpHeaderNames.CONTENT_TYPE, "application/json");
@@ -126,7 +126,7 @@ class GenerationRunTest {
   /** Everything written back: the response head's status and the body bytes as text. */
   record Written(int status, String body) {}
 
-  private static Written drain(EmbeddedChannel ch) {
+  static Written drain(EmbeddedChannel ch) {
     int status = -1;
     StringBuilder body = new StringBuilder();
     Object o;
