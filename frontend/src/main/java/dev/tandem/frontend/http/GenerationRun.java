@@ -169,7 +169,12 @@ final class GenerationRun {
     try {
       return router.route(request, spec.pinnedWorker());
     } catch (IllegalArgumentException e) {
-      throw ApiException.invalid("tandem.worker_id", "No reachable worker has id '" + spec.pinnedWorker() + "'.");
+      boolean known = router.workers().stream().anyMatch(w -> w.description().workerId().value().equals(spec.pinnedWorker()));
+      if (known) { // registered but not reachable (or draining): the service, not the request, is at fault
+        throw new ApiException(503, "Worker '" + spec.pinnedWorker() + "' is registered but not reachable now.",
+            "service_unavailable", "tandem.worker_id", null);
+      }
+      throw ApiException.invalid("tandem.worker_id", "No worker has id '" + spec.pinnedWorker() + "'.");
     }
   }
 
@@ -331,7 +336,7 @@ final class GenerationRun {
     cancelAll("request failed");
     if (sse.headersSent()) {
       sse.event(ResponseJson.error(error));
-      sse.end();
+      sse.abort(); // an error event and no [DONE]: the stream did not complete
     } else {
       HttpResponses.error(ctx, error, keepAlive).addListener(SseWriter.closeUnlessKeepAlive(keepAlive));
     }

@@ -200,12 +200,21 @@ final class HttpApiHandler extends SimpleChannelInboundHandler<FullHttpRequest> 
     ObjectNode root = ResponseJson.JSON.createObjectNode();
     List<WorkerStatus> all = router.workers();
     long reachable = all.stream().filter(WorkerStatus::reachable).count();
+    // Whether anything can generate: a reachable decode or aggregated worker that is not draining.
+    long serving = all.stream().filter(w -> w.reachable() && !w.load().draining()
+        && w.description().role() != dev.tandem.common.WorkerRole.PREFILL).count();
     List<WorkerStatus> silent = all.stream().filter(WorkerStatus::missingKvEvents).toList();
-    root.put("status", reachable == 0 ? "unhealthy" : silent.isEmpty() ? "healthy" : "degraded");
+    boolean someDown = reachable < all.size();
+    root.put("status", serving == 0 ? "unhealthy" : silent.isEmpty() && !someDown ? "healthy" : "degraded");
     root.put("model", model.name());
     root.put("router_mode", router.mode());
-    if (!silent.isEmpty()) {
+    if (!silent.isEmpty() || someDown) {
       ArrayNode degraded = root.putArray("degraded_workers");
+      for (WorkerStatus w : all) {
+        if (!w.reachable()) {
+          degraded.addObject().put("id", w.description().workerId().value()).put("reason", "not reachable (its load stream is down)");
+        }
+      }
       for (WorkerStatus w : silent) {
         degraded.addObject()
             .put("id", w.description().workerId().value())
@@ -231,7 +240,7 @@ final class HttpApiHandler extends SimpleChannelInboundHandler<FullHttpRequest> 
       ArrayNode r = root.putArray("refused_workers");
       refused.forEach((address, why) -> r.addObject().put("address", address).put("reason", why));
     }
-    reply(ctx, endpoint, reachable > 0 ? 200 : 503, root, keepAlive);
+    reply(ctx, endpoint, serving > 0 ? 200 : 503, root, keepAlive);
   }
 
   private ObjectNode tokenize(ObjectNode body) {

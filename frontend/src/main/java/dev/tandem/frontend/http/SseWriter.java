@@ -75,6 +75,14 @@ final class SseWriter {
     ctx.writeAndFlush(LastHttpContent.EMPTY_LAST_CONTENT).addListener(closeUnlessKeepAlive(keepAlive));
   }
 
+  /**
+   * The end of a stream that failed: no {@code data: [DONE]} (a client must not take it for a
+   * complete answer), and the connection closed.
+   */
+  void abort() {
+    ctx.writeAndFlush(LastHttpContent.EMPTY_LAST_CONTENT).addListener(ChannelFutureListener.CLOSE);
+  }
+
   static ChannelFutureListener closeUnlessKeepAlive(boolean keepAlive) {
     return keepAlive ? f -> {} : ChannelFutureListener.CLOSE;
   }

@@ -22,6 +22,7 @@ import dev.tandem.router.RequestRouter;
 import dev.tandem.router.Route;
 import dev.tandem.router.SplitPolicy;
 import dev.tandem.router.TokenListener;
+import dev.tandem.common.WorkerRole;
 import dev.tandem.router.WorkerStatus;
 import io.netty.buffer.ByteBuf;
 import io.netty.buffer.Unpooled;
@@ -66,6 +67,7 @@ class GenerationRunTest {
     final List<GenerationRequest> routed = new ArrayList<>();
     int released;
     boolean noWorker;
+    List<WorkerStatus> workers = List.of();
 
     ScriptedRouter(Consumer<TokenListener> script) {
       this.script = script;
@@ -75,6 +77,9 @@ class GenerationRunTest {
     public Route route(GenerationRequest request, String pinnedWorker) {
       if (noWorker) {
         throw new NoWorkerAvailableException("no worker is registered", true);
+      }
+      if (pinnedWorker != null) {
+        throw new IllegalArgumentException("no reachable worker has id '" + pinnedWorker + "'");
       }
       routed.add(request);
       return new Route() {
@@ -93,7 +98,7 @@ class GenerationRunTest {
 
     @Override public int blockSize() { return 16; }
     @Override public String mode() { return "scripted"; }
-    @Override public List<WorkerStatus> workers() { return List.of(); }
+    @Override public List<WorkerStatus> workers() { return workers; }
     @Override public Duration missingEventsWindow() { return null; }
   }
 
@@ -222,7 +227,7 @@ class GenerationRunTest {
   }
 
   @Test
-  void aStreamThatFailsAfterItsHeadersEndsWithAnErrorEventAndDone() throws Exception {
+  void aStreamThatFailsAfterItsHeadersEndsWithAnErrorEventAndNoDone() throws Exception {
     var router = new ScriptedRouter(l -> {
       l.onChunk(chunk(tokens("partial"), null));
       l.onError(new GenerationException(GenerationException.Kind.UNAVAILABLE, "UNAVAILABLE", "worker died", null));
@@ -233,7 +238,47 @@ class GenerationRunTest {
     assertEquals(200, w.status());
     List<JsonNode> events = events(w.body());
     assertTrue(events.getLast().has("error"), w.body());
-    assertTrue(w.body().endsWith("data: [DONE]\n\n"));
+    assertFalse(w.body().contains("[DONE]"), "a failed stream must not look complete: " + w.body());
+    assertFalse(ch.isActive(), "and its connection is closed");
+  }
+
+  private static WorkerStatus worker(String id, WorkerRole role, boolean reachable) {
+    var d = new dev.tandem.common.WorkerDescription(new WorkerId(id), role, 16, "m", 4096, 151_936, 1024, 64, "mocker",
+        List.of(), new int[] {151645}, "", "", null, "h", "", 2, 64, 512);
+    return new WorkerStatus(d, id + ":1", reachable, dev.tandem.common.WorkerLoadReport.empty(new WorkerId(id)), false);
+  }
+
+  private static JsonNode health(ScriptedRouter router, int status) throws Exception {
+    EmbeddedChannel ch = channel(router);
+    ch.writeInbound(new DefaultFullHttpRequest(HttpVersion.HTTP_1_1, HttpMethod.GET, "/health"));
+    ch.runPendingTasks();
+    Written w = drain(ch);
+    assertEquals(status, w.status(), w.body());
+    return JSON.readTree(w.body());
+  }
+
+  @Test
+  void healthIsDegradedWhenSomeWorkersAreDownAndUnhealthyWhenNoneCanGenerate() throws Exception {
+    var router = new ScriptedRouter(l -> {});
+    router.workers = List.of(worker("d0", WorkerRole.DECODE, true), worker("d1", WorkerRole.DECODE, false));
+    JsonNode h = health(router, 200);
+    assertEquals("degraded", h.get("status").asText());
+    assertEquals("d1", h.at("/degraded_workers/0/id").asText());
+    router.workers = List.of(worker("p0", WorkerRole.PREFILL, true), worker("d1", WorkerRole.DECODE, false));
+    assertEquals("unhealthy", health(router, 503).get("status").asText(), "a prefill worker alone generates nothing");
+    router.workers = List.of(worker("d0", WorkerRole.DECODE, true));
+    assertEquals("healthy", health(router, 200).get("status").asText());
+  }
+
+  @Test
+  void aRequestPinnedToAnUnreachableWorkerIs503AndToAnUnknownOne400() throws Exception {
+    var router = new ScriptedRouter(l -> {});
+    router.workers = List.of(worker("d1", WorkerRole.DECODE, false));
+    EmbeddedChannel ch = channel(router);
+    post(ch, "{\"model\":\"m\",\"max_tokens\":4,\"messages\":[{\"role\":\"user\",\"content\":\"hi\"}],\"tandem\":{\"worker_id\":\"d1\"}}");
+    assertEquals(503, drain(ch).status());
+    post(ch, "{\"model\":\"m\",\"max_tokens\":4,\"messages\":[{\"role\":\"user\",\"content\":\"hi\"}],\"tandem\":{\"worker_id\":\"nobody\"}}");
+    assertEquals(400, drain(ch).status());
   }
 
   @Test
@@ -256,9 +301,13 @@ class GenerationRunTest {
   /** Scale from zero: with --worker-wait-s the request waits for a worker instead of failing. */
   @Test
   void withAWorkerWaitARequestWaitsForTheFirstWorkerThenStreams() throws Exception {
+    // The stream's end comes after its chunks have been handled: EmbeddedChannel runs queued tasks
+    // inside a write when called from a scheduled task, which a real event loop never does.
+    java.util.concurrent.atomic.AtomicReference<TokenListener> started = new java.util.concurrent.atomic.AtomicReference<>();
     var router = new ScriptedRouter(l -> {
-      l.onChunk(chunk(tokens("Hi"), FinishReason.STOP));
-      l.onCompleted();
+      started.set(l);
+      l.onChunk(chunk(tokens("Hi"), null));
+      l.onChunk(chunk(tokens("!"), FinishReason.STOP));
     });
     router.noWorker = true;
     FrontendMetrics metrics = new FrontendMetrics();
@@ -273,9 +322,11 @@ class GenerationRunTest {
     ch.advanceTimeBy(200, java.util.concurrent.TimeUnit.MILLISECONDS);
     ch.runScheduledPendingTasks();
     ch.runPendingTasks();
+    started.get().onCompleted();
+    ch.runPendingTasks();
     Written w = drain(ch);
     assertEquals(200, w.status(), w.body());
-    assertTrue(w.body().contains("[DONE]"), w.body());
+    assertTrue(w.body().contains("[DONE]") && !w.body().contains("\"error\""), w.body());
     assertEquals(0, metrics.waiting());
     assertEquals(1, router.routed.size());
   }
