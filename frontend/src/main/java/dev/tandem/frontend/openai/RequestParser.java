@@ -29,6 +29,12 @@ public final class RequestParser {
   private static final ObjectMapper JSON = new ObjectMapper();
   private static final Set<String> ROLES = Set.of("system", "developer", "user", "assistant", "tool");
   private static final int MAX_N = 128;
+  /**
+   * Output tokens all choices of a request may produce together when it sets {@code n > 1} but no
+   * {@code max_tokens}: without it, {@code n} choices each running to the end of the context
+   * window fill the KV cache and delay everyone (each choice gets this ÷ n).
+   */
+  static final int DEFAULT_TOKENS_FOR_ALL_CHOICES = 4096;
   private static final int MAX_STOP_STRINGS = 16;
 
   private final ServedModel model;
@@ -136,6 +142,11 @@ public final class RequestParser {
 
   private GenerationSpec common(ObjectNode body, GenerationSpec.Kind kind, List<int[]> prompts, int maxTokens, int logprobs) {
     int n = integer(body, "n", 1, 1, MAX_N);
+    boolean unset = (!body.has("max_tokens") || body.get("max_tokens").isNull())
+        && (!body.has("max_completion_tokens") || body.get("max_completion_tokens").isNull());
+    if (n > 1 && unset) {
+      maxTokens = Math.min(maxTokens, DEFAULT_TOKENS_FOR_ALL_CHOICES / n);
+    }
     boolean stream = bool(body, "stream", false);
     boolean includeUsage = false;
     JsonNode so = body.get("stream_options");

@@ -36,6 +36,16 @@ class RequestParserTest {
   private static final String HI = "\"messages\":[{\"role\":\"user\",\"content\":\"hi\"}]";
 
   @Test
+  void nChoicesWithoutMaxTokensShareABudgetInsteadOfTheWholeContextEach() {
+    RequestParser big = new RequestParser(new ServedModel("m", 32_768, 151_936, "test", Set.of(), new int[] {151645}, TOKENIZER, TEMPLATE));
+    assertEquals(4096 / 8, chat(big, "{\"model\":\"m\",\"n\":8," + HI + "}").stop().maxTokens());
+    assertEquals(32, chat(big, "{\"model\":\"m\",\"n\":128," + HI + "}").stop().maxTokens());
+    assertEquals(1000, chat(big, "{\"model\":\"m\",\"n\":8,\"max_tokens\":1000," + HI + "}").stop().maxTokens(), "an explicit value stands");
+    GenerationSpec one = chat(big, "{\"model\":\"m\"," + HI + "}");
+    assertEquals(32_768 - one.prompts().getFirst().length, one.stop().maxTokens(), "n = 1 keeps the rest of the window");
+  }
+
+  @Test
   void aRequestThatSetsNothingGetsTheSharedDefaults() {
     GenerationSpec spec = chat(parser(Set.of()), "{\"model\":\"m\"," + HI + "}");
     assertEquals(SamplingParams.DEFAULTS, spec.sampling(), "one place for the defaults: common's SamplingParams");
