@@ -132,6 +132,9 @@ public final class WorkerServer implements AutoCloseable {
             // Every handler only enqueues onto the engine loop or answers from memory: no blocking,
             // so it runs on the transport thread without a hop through an executor.
             .directExecutor()
+            // Routers ping every 10 s to notice a worker that stopped answering; allow it.
+            .permitKeepAliveTime(5, java.util.concurrent.TimeUnit.SECONDS)
+            .permitKeepAliveWithoutCalls(true)
             .build();
   }
 

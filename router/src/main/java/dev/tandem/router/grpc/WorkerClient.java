@@ -81,6 +81,11 @@ public final class WorkerClient implements AutoCloseable {
         // thread saves a thread hop per message.
         .directExecutor()
         .maxInboundMessageSize(MAX_MESSAGE_BYTES)
+        // A worker that stops answering (frozen, its host gone without a reset) is noticed within
+        // ~15 s: its transport closes, its load stream breaks (unroutable), its streams fail cleanly.
+        .keepAliveTime(10, TimeUnit.SECONDS)
+        .keepAliveTimeout(5, TimeUnit.SECONDS)
+        .keepAliveWithoutCalls(true)
         .build();
   }
 
