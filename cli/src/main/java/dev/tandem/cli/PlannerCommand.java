@@ -78,6 +78,9 @@ final class PlannerCommand implements Callable<Integer> {
   @Option(names = "--initial-decode", description = "local: decode workers to start with (default: --decode-min, at least 1: a frontend learns the model card from a generating worker).")
   Integer initialDecode;
 
+  @Option(names = "--api-key", defaultValue = "${env:TANDEM_API_KEY}", description = "API key to send to the frontends (when they run with --metrics-need-key).")
+  String apiKey;
+
   @Option(names = "--advisory", description = "Decide, log and export metrics, but do not act.")
   boolean advisory;
 
@@ -137,7 +140,8 @@ final class PlannerCommand implements Callable<Integer> {
     Connector c = connector();
     HttpServer server = metricsPort > 0 ? serve(metrics) : null;
     PlannerLoop loop = new PlannerLoop(new Planner(config), c,
-        new PlannerLoop.Options(frontends, Duration.ofMillis((long) (decide.intervalSeconds * 1000)), advisory), metrics);
+        new PlannerLoop.Options(frontends, Duration.ofMillis((long) (decide.intervalSeconds * 1000)), advisory,
+            apiKey == null ? null : apiKey.split(",")[0].strip()), metrics);
     CountDownLatch stopped = new CountDownLatch(1);
     Runtime.getRuntime().addShutdownHook(new Thread(() -> {
       log.info("planner stopping");

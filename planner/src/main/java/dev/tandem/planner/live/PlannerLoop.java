@@ -36,8 +36,15 @@ import org.slf4j.LoggerFactory;
 public final class PlannerLoop implements AutoCloseable {
   private static final Logger log = LoggerFactory.getLogger(PlannerLoop.class);
 
-  /** The frontends to read, the interval, and whether to act. */
-  public record Options(List<URI> frontends, Duration interval, boolean advisory) {}
+  /**
+   * The frontends to read, the interval, whether to act, and the API key to send when the
+   * frontends' {@code /metrics} need one (null: none).
+   */
+  public record Options(List<URI> frontends, Duration interval, boolean advisory, String apiKey) {
+    public Options(List<URI> frontends, Duration interval, boolean advisory) {
+      this(frontends, interval, advisory, null);
+    }
+  }
 
   private final Planner planner;
   private final Connector connector;
@@ -152,8 +159,11 @@ public final class PlannerLoop implements AutoCloseable {
   private FrontendSnapshot scrape() throws IOException, InterruptedException {
     List<List<PrometheusText.Sample>> scrapes = new ArrayList<>();
     for (URI base : options.frontends()) {
-      HttpResponse<String> r = http.send(HttpRequest.newBuilder(base.resolve("/metrics")).timeout(Duration.ofSeconds(5)).GET().build(),
-          HttpResponse.BodyHandlers.ofString());
+      HttpRequest.Builder get = HttpRequest.newBuilder(base.resolve("/metrics")).timeout(Duration.ofSeconds(5)).GET();
+      if (options.apiKey() != null && !options.apiKey().isBlank()) {
+        get.header("Authorization", "Bearer " + options.apiKey());
+      }
+      HttpResponse<String> r = http.send(get.build(), HttpResponse.BodyHandlers.ofString());
       if (r.statusCode() != 200) {
         throw new IOException(base + "/metrics answered " + r.statusCode());
       }

@@ -33,11 +33,17 @@ class PlannerLoopTest {
   @TempDir Path dir;
   HttpServer frontend;
   final AtomicReference<String> metrics = new AtomicReference<>("");
+  final AtomicReference<String> key = new AtomicReference<>();
 
   @BeforeEach
   void serve() throws Exception {
     frontend = HttpServer.create(new InetSocketAddress("127.0.0.1", 0), 0);
     frontend.createContext("/metrics", ex -> {
+      if (key.get() != null && !("Bearer " + key.get()).equals(ex.getRequestHeaders().getFirst("Authorization"))) {
+        ex.sendResponseHeaders(401, -1);
+        ex.close();
+        return;
+      }
       byte[] b = metrics.get().getBytes(StandardCharsets.UTF_8);
       ex.sendResponseHeaders(200, b.length);
       ex.getResponseBody().write(b);
@@ -103,6 +109,24 @@ class PlannerLoopTest {
       }
       // Tries at ticks 1, 2, 4, 8 (backoff 1, 2, 4, 8 intervals), not 12 times.
       assertEquals(4, attempts.size(), "attempts " + attempts);
+    }
+  }
+
+  @Test
+  void theApiKeyIsSentWhenTheFrontendsMetricsNeedOne() throws Exception {
+    key.set("sk-planner");
+    Planner planner = new Planner(PlannerConfig.builder().intervalSeconds(1).prefillLimits(new PoolLimits(0, 0)).build());
+    URI url = URI.create("http://127.0.0.1:" + frontend.getAddress().getPort());
+    try (PlannerLoop without = new PlannerLoop(planner, new VirtualConnector(dir.resolve("a.jsonl")),
+            new PlannerLoop.Options(List.of(url), Duration.ofSeconds(1), false), new PlannerMetrics());
+        PlannerLoop with = new PlannerLoop(planner, new VirtualConnector(dir.resolve("b.jsonl")),
+            new PlannerLoop.Options(List.of(url), Duration.ofSeconds(1), false, "sk-planner"), new PlannerMetrics())) {
+      metrics.set(load(0, 0, 1));
+      without.tick();
+      with.tick();
+      metrics.set(load(10, 0, 1));
+      assertNull(without.tick(), "401: the interval is skipped");
+      assertTrue(with.tick() != null, "with the key it decides");
     }
   }
 
