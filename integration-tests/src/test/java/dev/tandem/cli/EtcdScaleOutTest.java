@@ -41,12 +41,7 @@ class EtcdScaleOutTest {
 
   @AfterEach
   void stop() throws Exception {
-    for (Process p : processes) {
-      p.destroyForcibly();
-    }
-    for (Process p : processes) {
-      p.waitFor(10, TimeUnit.SECONDS);
-    }
+    TestDeployments.stopAll(processes, false, 10);
     if (etcd != null) {
       etcd.close();
     }

@@ -30,14 +30,7 @@ class MultiProcessTest {
 
   @AfterEach
   void stop() throws InterruptedException {
-    for (Process p : processes) {
-      p.destroy();
-    }
-    for (Process p : processes) {
-      if (!p.waitFor(10, TimeUnit.SECONDS)) {
-        p.destroyForcibly();
-      }
-    }
+    TestDeployments.stopAll(processes, true, 10);
   }
 
   private Process tandem(Path log, String... args) throws IOException {

@@ -54,12 +54,7 @@ class NetnsDisaggTest {
 
   @AfterEach
   void tearDown() throws Exception {
-    for (Process p : processes) {
-      p.destroyForcibly();
-    }
-    for (Process p : processes) {
-      p.waitFor(10, TimeUnit.SECONDS);
-    }
+    TestDeployments.stopAll(processes, false, 10);
     sh(NETNS.toString(), "down");
   }
 

@@ -18,7 +18,6 @@ import java.util.ArrayList;
 import java.util.List;
 import java.util.concurrent.CompletableFuture;
 import java.util.concurrent.TimeUnit;
-import java.util.function.BooleanSupplier;
 import java.util.regex.Matcher;
 import java.util.regex.Pattern;
 import org.junit.jupiter.api.AfterEach;
@@ -41,24 +40,9 @@ class PlannerScaleToZeroTest {
 
   @AfterEach
   void stop() throws Exception {
-    for (Process p : processes) {
-      p.destroy(); // the planner drains the workers it started
-    }
-    for (Process p : processes) {
-      if (!p.waitFor(30, TimeUnit.SECONDS)) {
-        p.destroyForcibly();
-      }
-    }
+    TestDeployments.stopAll(processes, true, 30); // SIGTERM: the planner drains the workers it started
     if (etcd != null) {
       etcd.close();
-    }
-  }
-
-  private void await(String what, Duration timeout, BooleanSupplier done) throws InterruptedException {
-    long deadline = System.nanoTime() + timeout.toNanos();
-    while (!done.getAsBoolean()) {
-      assertTrue(System.nanoTime() < deadline, "timed out waiting for " + what);
-      Thread.sleep(200);
     }
   }
 
@@ -81,7 +65,13 @@ class PlannerScaleToZeroTest {
   @Test
   void scalesToZeroWhenIdleAndBackForTheNextRequestWithoutFailingAny() throws Exception {
     etcd = EtcdServer.startOrSkip();
-    Path logs = Files.createDirectories(Path.of("target", "planner-scale-to-zero"));
+    Path logs = Path.of("target", "planner-scale-to-zero");
+    if (Files.exists(logs)) { // an earlier run's worker logs would be counted as this run's workers
+      try (var old = Files.walk(logs)) {
+        old.sorted(java.util.Comparator.reverseOrder()).forEach(f -> f.toFile().delete());
+      }
+    }
+    Files.createDirectories(logs);
     Path profile = logs.resolve("profile.json");
     ProfileJson.write(MockerProfile.defaults(), profile);
     String etcdUrl = etcd.endpoint().toString();
@@ -99,7 +89,7 @@ class PlannerScaleToZeroTest {
         .redirectErrorStream(true).redirectOutput(logs.resolve("planner.log").toFile()).start());
     URI frontend = URI.create("http://127.0.0.1:" + frontendPort);
     URI planner = URI.create("http://127.0.0.1:" + plannerPort);
-    await("the frontend to serve (the planner starts its first worker)", Duration.ofSeconds(90), () -> {
+    TestDeployments.await("the frontend to serve (the planner starts its first worker)", 90, () -> {
       try {
         return client.send(HttpRequest.newBuilder(frontend.resolve("/v1/models")).build(), HttpResponse.BodyHandlers.discarding()).statusCode() == 200;
       } catch (Exception e) {
@@ -116,11 +106,11 @@ class PlannerScaleToZeroTest {
       assertEquals(200, f.get(120, TimeUnit.SECONDS).statusCode(), f.get().body());
     }
     String down = "tandem_planner_decisions_total{direction=\"down\",pool=\"decode\"}";
-    await("the idle pool to go to zero", Duration.ofSeconds(60),
+    TestDeployments.await("the idle pool to go to zero", 60,
         () -> metric(planner, down) >= 1 && metric(planner, "tandem_planner_desired_replicas{pool=\"decode\"}") == 0
             && metric(planner, "tandem_planner_actual_replicas{pool=\"decode\"}") == 0);
     Path workers = logs.resolve("workers");
-    await("the drained worker to exit", Duration.ofSeconds(30), () -> {
+    TestDeployments.await("the drained worker to exit", 30, () -> {
       try (var s = Files.list(workers)) {
         return s.count() == 1 && ProcessHandle.current().descendants().noneMatch(h -> h.info().commandLine().orElse("").contains("local-decode-0"));
       } catch (java.io.IOException e) {

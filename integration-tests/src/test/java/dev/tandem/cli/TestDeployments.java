@@ -54,6 +54,25 @@ final class TestDeployments {
   }
 
   /** Waits for {@code condition}, failing with {@code what} after {@code seconds}. */
+  /**
+   * Stops every process: SIGTERM ({@code graceful}: then SIGKILL what is still there after {@code
+   * seconds}) or SIGKILL at once, waiting up to {@code seconds} for each.
+   */
+  static void stopAll(java.util.List<Process> processes, boolean graceful, int seconds) throws InterruptedException {
+    for (Process p : processes) {
+      if (graceful) {
+        p.destroy();
+      } else {
+        p.destroyForcibly();
+      }
+    }
+    for (Process p : processes) {
+      if (!p.waitFor(seconds, TimeUnit.SECONDS) && graceful) {
+        p.destroyForcibly();
+      }
+    }
+  }
+
   static void await(String what, int seconds, java.util.function.BooleanSupplier condition) throws InterruptedException {
     long deadline = System.nanoTime() + TimeUnit.SECONDS.toNanos(seconds);
     while (!condition.getAsBoolean()) {

@@ -20,8 +20,4 @@ public record Decision(
   public int replicas(Pool pool) {
     return pool == Pool.PREFILL ? prefill : decode;
   }
-
-  public boolean changed() {
-    return prefill != prefillBefore || decode != decodeBefore;
-  }
 }

@@ -13,15 +13,15 @@ public final class LoadSizer {
 
   /** Prefill pool: pressure is queued tokens per worker over the high mark. */
   public int prefill(PoolLoad load) {
-    double queued = finite(load.queuedPrefillTokens());
+    double queued = NonNegative.of(load.queuedPrefillTokens());
     return size(load.replicas(), queued / t.prefillQueueHigh(), t.prefillQueueLow() / t.prefillQueueHigh());
   }
 
   /** Decode pool: pressure is the larger of KV use and running requests per worker over their marks. */
   public int decode(PoolLoad load) {
     int n = Math.max(1, load.ready());
-    double kv = finite(load.kvUsage()) / t.kvUsageHigh(); // a mean over workers: total pressure = kv × n
-    double active = finite(load.activeRequests()) / t.activeHigh();
+    double kv = NonNegative.of(load.kvUsage()) / t.kvUsageHigh(); // a mean over workers: total pressure = kv × n
+    double active = NonNegative.of(load.activeRequests()) / t.activeHigh();
     double total = Math.max(kv * n, active);
     return size(load.replicas(), total, t.lowFraction());
   }
@@ -46,7 +46,4 @@ public final class LoadSizer {
     return n;
   }
 
-  private static double finite(double v) {
-    return Double.isFinite(v) && v > 0 ? v : 0;
-  }
 }

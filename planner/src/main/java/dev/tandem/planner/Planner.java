@@ -108,8 +108,8 @@ public final class Planner {
       prefill = load.prefill(s.prefill());
       decode = load.decode(s.decode());
       reason.append(String.format(Locale.ROOT, "load: %.0f queued prompt tokens on %d prefill, KV %.0f%% and %.0f running on %d decode",
-          finite(s.prefill().queuedPrefillTokens()), prefillBefore, 100 * finite(s.decode().kvUsage()),
-          finite(s.decode().activeRequests()), decodeBefore));
+          NonNegative.of(s.prefill().queuedPrefillTokens()), prefillBefore, 100 * NonNegative.of(s.decode().kvUsage()),
+          NonNegative.of(s.decode().activeRequests()), decodeBefore));
     }
 
     // Less than half a request forecast per interval is no demand: trend models decay towards 0
@@ -157,8 +157,8 @@ public final class Planner {
    * of a worker (at the forecast's lengths).
    */
   private SlaSizer.Backlog backlog(IntervalStats s, Forecast f) {
-    double waiting = finite(s.waitingRequests());
-    double prompt = finite(s.prefill().queuedPrefillTokens()) + finite(s.decode().queuedPrefillTokens())
+    double waiting = NonNegative.of(s.waitingRequests());
+    double prompt = NonNegative.of(s.prefill().queuedPrefillTokens()) + NonNegative.of(s.decode().queuedPrefillTokens())
         + waiting * f.isl() * (1 - f.prefixHitRate());
     return new SlaSizer.Backlog(prompt / config.intervalSeconds(), waiting * f.osl() / config.intervalSeconds());
   }
@@ -179,12 +179,12 @@ public final class Planner {
    * being short of workers is not an error of the profile.
    */
   private void updateCorrections(IntervalStats s) {
-    if (finite(s.waitingRequests()) > 0 || s.prefill().starting() > 0 || s.decode().starting() > 0) {
+    if (NonNegative.of(s.waitingRequests()) > 0 || s.prefill().starting() > 0 || s.decode().starting() > 0) {
       return;
     }
     Profile p = sla.profile();
     double meanIsl = s.meanIsl();
-    double uncached = meanIsl * (1 - Math.min(1, Math.max(0, finite(s.prefixHitRate()))));
+    double uncached = meanIsl * (1 - Math.min(1, NonNegative.of(s.prefixHitRate())));
     int readyP = s.prefill().ready();
     if (Double.isFinite(s.ttftP90Seconds()) && s.ttftP90Seconds() > 0 && uncached >= 1 && readyP > 0 && s.requestRate() > 0) {
       double rho = s.requestRate() * uncached / (readyP * p.prefillTokensPerSecond(uncached));
@@ -193,8 +193,8 @@ public final class Planner {
     }
     int readyD = s.decode().ready();
     if (Double.isFinite(s.itlP90Seconds()) && s.itlP90Seconds() > 0 && readyD > 0 && Double.isFinite(meanIsl)) {
-      double batch = Math.max(1, finite(s.decode().activeRequests()) / readyD);
-      double ratio = s.itlP90Seconds() / sla.expectedItl(batch, meanIsl + finite(s.meanOsl()) / 2);
+      double batch = Math.max(1, NonNegative.of(s.decode().activeRequests()) / readyD);
+      double ratio = s.itlP90Seconds() / sla.expectedItl(batch, meanIsl + NonNegative.of(s.meanOsl()) / 2);
       decodeCorrection = smooth(decodeCorrection, ratio);
     }
   }
@@ -206,7 +206,4 @@ public final class Planner {
     return Math.max(CORRECTION_MIN, Math.min(CORRECTION_MAX, 0.5 * old + 0.5 * ratio));
   }
 
-  private static double finite(double v) {
-    return Double.isFinite(v) && v > 0 ? v : 0;
-  }
 }

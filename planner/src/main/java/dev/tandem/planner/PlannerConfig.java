@@ -56,18 +56,8 @@ public record PlannerConfig(
     Predictors.create(predictor, seasonIntervals); // fails naming the known predictors
   }
 
-  public PoolLimits limits(Pool pool) {
-    return pool == Pool.PREFILL ? prefillLimits : decodeLimits;
-  }
-
   public static Builder builder() {
     return new Builder();
-  }
-
-  /** A copy with another profile (null: load mode only). */
-  public PlannerConfig withProfile(Profile p) {
-    return new PlannerConfig(mode, p, intervalSeconds, targets, prefillLimits, decodeLimits, workerBudget, thresholds,
-        predictor, seasonIntervals, lookaheadIntervals, graceIntervals, idleIntervalsToZero, headroom);
   }
 
   /** Builds a {@link PlannerConfig}; unset settings keep their defaults. */

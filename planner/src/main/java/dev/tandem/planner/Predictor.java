@@ -30,6 +30,6 @@ public interface Predictor {
 
   /** {@code value} made a valid prediction: finite and not negative. */
   static double clamp(double value) {
-    return Double.isFinite(value) ? Math.max(0, value) : 0;
+    return NonNegative.of(value);
   }
 }

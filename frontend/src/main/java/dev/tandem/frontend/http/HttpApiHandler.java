@@ -15,13 +15,10 @@ import io.netty.buffer.ByteBufUtil;
 import io.netty.channel.ChannelFutureListener;
 import io.netty.channel.ChannelHandlerContext;
 import io.netty.channel.SimpleChannelInboundHandler;
-import io.netty.handler.codec.http.DefaultFullHttpResponse;
 import io.netty.handler.codec.http.FullHttpRequest;
 import io.netty.handler.codec.http.HttpHeaderNames;
 import io.netty.handler.codec.http.HttpMethod;
-import io.netty.handler.codec.http.HttpResponseStatus;
 import io.netty.handler.codec.http.HttpUtil;
-import io.netty.handler.codec.http.HttpVersion;
 import io.netty.handler.codec.http.QueryStringDecoder;
 import java.util.List;
 import java.util.Map;
@@ -123,29 +120,14 @@ final class HttpApiHandler extends SimpleChannelInboundHandler<FullHttpRequest> 
         default -> throw new IllegalStateException("unrouted " + path);
       }
     } catch (ApiException e) {
-      if (e.status() == 401 || e.status() == 429) {
-        DefaultFullHttpResponse r = new DefaultFullHttpResponse(HttpVersion.HTTP_1_1, HttpResponseStatus.valueOf(e.status()),
-            io.netty.buffer.Unpooled.wrappedBuffer(ResponseJson.bytes(ResponseJson.error(e))));
-        r.headers().set(HttpHeaderNames.CONTENT_TYPE, "application/json");
-        if (e.status() == 401) {
-          r.headers().set(HttpHeaderNames.WWW_AUTHENTICATE, "Bearer");
-        } else {
-          r.headers().set(HttpHeaderNames.RETRY_AFTER, "1");
-        }
-        r.headers().setInt(HttpHeaderNames.CONTENT_LENGTH, r.content().readableBytes());
-        HttpUtil.setKeepAlive(r, keepAlive);
-        ctx.writeAndFlush(r).addListener(closeUnlessKeepAlive(keepAlive));
-      } else if (e.status() == 405) {
-        DefaultFullHttpResponse r = new DefaultFullHttpResponse(HttpVersion.HTTP_1_1, HttpResponseStatus.METHOD_NOT_ALLOWED,
-            io.netty.buffer.Unpooled.wrappedBuffer(ResponseJson.bytes(ResponseJson.error(e))));
-        r.headers().set(HttpHeaderNames.CONTENT_TYPE, "application/json");
-        r.headers().set(HttpHeaderNames.ALLOW, ROUTES.get(path).name());
-        r.headers().setInt(HttpHeaderNames.CONTENT_LENGTH, r.content().readableBytes());
-        HttpUtil.setKeepAlive(r, keepAlive);
-        ctx.writeAndFlush(r).addListener(closeUnlessKeepAlive(keepAlive));
-      } else {
-        HttpResponses.error(ctx, e, keepAlive).addListener(closeUnlessKeepAlive(keepAlive));
-      }
+      // The header each status needs beside its OpenAI-shaped body.
+      java.util.Map.Entry<CharSequence, String> header = switch (e.status()) {
+        case 401 -> java.util.Map.entry(HttpHeaderNames.WWW_AUTHENTICATE, "Bearer");
+        case 405 -> java.util.Map.entry(HttpHeaderNames.ALLOW, ROUTES.get(path).name());
+        case 429 -> java.util.Map.entry(HttpHeaderNames.RETRY_AFTER, "1");
+        default -> null;
+      };
+      HttpResponses.error(ctx, e, keepAlive, header).addListener(closeUnlessKeepAlive(keepAlive));
       metrics.requestFinished(ROUTES.containsKey(path) ? endpoint : "unknown", e.status());
     } catch (RuntimeException e) {
       log.error("request {} {} failed", request.method(), path, e);

@@ -13,6 +13,7 @@ import io.netty.handler.codec.http.HttpResponseStatus;
 import io.netty.handler.codec.http.HttpUtil;
 import io.netty.handler.codec.http.HttpVersion;
 import java.nio.charset.StandardCharsets;
+import java.util.Map;
 
 /** Writes complete HTTP responses: JSON bodies, OpenAI-shaped errors, plain text. */
 final class HttpResponses {
@@ -23,7 +24,12 @@ final class HttpResponses {
   }
 
   static ChannelFuture error(ChannelHandlerContext ctx, ApiException e, boolean keepAlive) {
-    return json(ctx, e.status(), ResponseJson.error(e), keepAlive);
+    return error(ctx, e, keepAlive, null);
+  }
+
+  /** An error with one more header ({@code Allow}, {@code WWW-Authenticate}, {@code Retry-After}); null: none. */
+  static ChannelFuture error(ChannelHandlerContext ctx, ApiException e, boolean keepAlive, Map.Entry<CharSequence, String> header) {
+    return write(ctx, e.status(), ResponseJson.bytes(ResponseJson.error(e)), "application/json", keepAlive, header);
   }
 
   static ChannelFuture text(ChannelHandlerContext ctx, int status, String body, String contentType, boolean keepAlive) {
@@ -31,11 +37,19 @@ final class HttpResponses {
   }
 
   static ChannelFuture write(ChannelHandlerContext ctx, int status, byte[] body, String contentType, boolean keepAlive) {
+    return write(ctx, status, body, contentType, keepAlive, null);
+  }
+
+  private static ChannelFuture write(
+      ChannelHandlerContext ctx, int status, byte[] body, String contentType, boolean keepAlive, Map.Entry<CharSequence, String> header) {
     FullHttpResponse response =
         new DefaultFullHttpResponse(
             HttpVersion.HTTP_1_1, HttpResponseStatus.valueOf(status), Unpooled.wrappedBuffer(body));
     response.headers().set(HttpHeaderNames.CONTENT_TYPE, contentType);
     response.headers().setInt(HttpHeaderNames.CONTENT_LENGTH, body.length);
+    if (header != null) {
+      response.headers().set(header.getKey(), header.getValue());
+    }
     HttpUtil.setKeepAlive(response, keepAlive);
     if (!keepAlive) {
       response.headers().set(HttpHeaderNames.CONNECTION, HttpHeaderValues.CLOSE);

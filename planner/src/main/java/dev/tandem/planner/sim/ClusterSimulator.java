@@ -67,7 +67,10 @@ public final class ClusterSimulator {
   private final SplitPolicy split;
   private final PrefillCost cost;
   private final Planner planner;
+  /** Workers not stopped yet; a stopped one leaves this list, the index and {@code byId}. */
   private final List<SimWorker> workers = new ArrayList<>();
+  private double stoppedWorkerSeconds;
+  private int heldWorkers; // starting or ready, both pools
   private static final Comparator<SimWorker> BY_LOAD = (a, b) -> {
     int c = Long.compare(a.loadKey, b.loadKey);
     return c != 0 ? c : Integer.compare(a.serial, b.serial);
@@ -184,7 +187,7 @@ public final class ClusterSimulator {
       }
     }
     double duration = Math.max(trace.durationSeconds(), now);
-    double workerSeconds = 0;
+    double workerSeconds = stoppedWorkerSeconds;
     for (SimWorker w : workers) {
       workerSeconds += w.workerSeconds(duration);
     }
@@ -241,7 +244,7 @@ public final class ClusterSimulator {
     int decodeCached = cachedTokens(r, d.cachedPrefix(r.hashes));
     PrefillSim p = prefillReady.isEmpty() ? null : (PrefillSim) choose(routing, prefillReady, overlaps);
     r.decode = d;
-    d.reserve(r);
+    d.reserve();
     boolean remote = false;
     int prefillCached = 0;
     if (p != null) {
@@ -391,13 +394,14 @@ public final class ClusterSimulator {
         : new DecodeSim(id, serial, now, now + startup, index, profile, blockTokens);
     workers.add(w);
     byId.put(id, w);
+    heldWorkers++;
     scaleEvents++;
     if (w.state == SimWorker.State.READY) {
       ready(w);
     } else {
       push(w.readyAt, WORKER_READY, null, w, 0);
     }
-    peakWorkers = Math.max(peakWorkers, held(Pool.PREFILL) + held(Pool.DECODE));
+    peakWorkers = Math.max(peakWorkers, heldWorkers);
     return w;
   }
 
@@ -428,19 +432,18 @@ public final class ClusterSimulator {
 
   private void stopIfDrained(SimWorker w) {
     if (w.state == SimWorker.State.DRAINING && w.inFlight() == 0) {
-      w.state = SimWorker.State.STOPPED;
-      w.stoppedAt = now;
+      stop(w);
     }
   }
 
-  private int held(Pool pool) {
-    int n = 0;
-    for (SimWorker w : workers) {
-      if (w.pool == pool && (w.state == SimWorker.State.READY || w.state == SimWorker.State.STARTING)) {
-        n++;
-      }
-    }
-    return n;
+  /** The worker is gone: as a router does for a worker that left, its index entries go too. */
+  private void stop(SimWorker w) {
+    w.state = SimWorker.State.STOPPED;
+    w.stoppedAt = now;
+    stoppedWorkerSeconds += w.workerSeconds(now);
+    workers.remove(w);
+    byId.remove(w.id);
+    index.removeWorker(w.id);
   }
 
   /** Brings {@code pool} to {@code target} workers: starts new ones, or drains the least loaded. */
@@ -464,9 +467,9 @@ public final class ClusterSimulator {
     for (int i = 0; i < excess; i++) {
       SimWorker w = held.get(i);
       scaleEvents++;
+      heldWorkers--;
       if (w.state == SimWorker.State.STARTING) {
-        w.state = SimWorker.State.STOPPED;
-        w.stoppedAt = now;
+        stop(w);
       } else {
         w.state = SimWorker.State.DRAINING;
         touch(w);
@@ -490,7 +493,7 @@ public final class ClusterSimulator {
     }
     scale(Pool.PREFILL, d.prefill());
     scale(Pool.DECODE, d.decode());
-    peakWorkers = Math.max(peakWorkers, held(Pool.PREFILL) + held(Pool.DECODE));
+    peakWorkers = Math.max(peakWorkers, heldWorkers);
     interval.clear();
     if (busy()) {
       push(now + seconds, PLAN, null, null, 0);

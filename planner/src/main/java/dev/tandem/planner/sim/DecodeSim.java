@@ -46,7 +46,7 @@ final class DecodeSim extends SimWorker {
   }
 
   /** A request routed here; its KV is reserved until it finishes. */
-  void reserve(SimRequest r) {
+  void reserve() {
     reserved++;
   }
 

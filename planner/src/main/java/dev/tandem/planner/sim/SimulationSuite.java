@@ -59,8 +59,8 @@ public final class SimulationSuite {
       peakCount = Math.max(peakCount, a);
     }
     double meanRate = trace.requests().size() / Math.max(1, trace.durationSeconds());
-    double isl = trace.requests().stream().mapToInt(TraceRequest::inputTokens).average().orElse(1);
-    double osl = trace.requests().stream().mapToInt(TraceRequest::outputTokens).average().orElse(1);
+    double isl = meanIsl(trace);
+    double osl = meanOsl(trace);
     double hit = reuse(trace);
     SlaSizer sizer = new SlaSizer(base.profile(), base.targets());
     SlaSizer.Sizing peak = sizer.size(new Forecast(peakCount / interval, isl, osl, hit), 1, 1);
@@ -93,28 +93,35 @@ public final class SimulationSuite {
     progress.accept("static-mean: " + Math.max(1, mean.prefill()) + " prefill + " + Math.max(1, mean.decode()) + " decode");
     SimReport staticMean = new ClusterSimulator(named(base, "static-mean", Math.max(1, mean.prefill()), Math.max(1, mean.decode())), trace).run(null);
     progress.accept("planner: " + planner.mode().name().toLowerCase() + " mode, " + planner.predictor() + " predictor");
-    // The planner starts where an operator would deploy it: sized for the first interval's load.
-    int[] first = firstInterval(trace, sizer, interval, isl, osl, planner.headroom());
-    SimConfig plannerRun = named(base, "planner", first[0], first[1]).planned("planner", planner, base.startupSeconds());
+    SimConfig plannerRun = plannerRun(trace, base, planner, sizer, isl, osl);
     SimReport planned = new ClusterSimulator(plannerRun, trace).run(null);
     return new Result(staticPeak, staticMean, planned, p, d, plannerRun, bound);
   }
 
-  /** Sized for the first interval, caches cold. */
-  private static int[] firstInterval(Trace trace, SlaSizer sizer, double interval, double isl, double osl, double headroom) {
+  /**
+   * The planner run's configuration: it starts where an operator would deploy it, sized for the
+   * first interval's load with caches cold.
+   */
+  private static SimConfig plannerRun(Trace trace, SimConfig base, PlannerConfig planner, SlaSizer sizer, double isl, double osl) {
+    double interval = planner.intervalSeconds();
     int[] arrivals = trace.arrivalsPer(interval);
-    double rate = arrivals.length == 0 ? 0 : arrivals[0] / interval * (1 + headroom);
+    double rate = arrivals.length == 0 ? 0 : arrivals[0] / interval * (1 + planner.headroom());
     SlaSizer.Sizing s = sizer.size(new Forecast(rate, isl, osl, 0), 1, 1);
-    return new int[] {Math.max(1, s.prefill()), Math.max(1, s.decode())};
+    return named(base, "planner", Math.max(1, s.prefill()), Math.max(1, s.decode())).planned("planner", planner, base.startupSeconds());
   }
 
   /** The planner run alone, from the same start as in {@link #run}; {@code progress} hears simulated seconds. */
   public static Result plannerOnly(Trace trace, SimConfig base, PlannerConfig planner, java.util.function.LongConsumer progress) {
-    double isl = trace.requests().stream().mapToInt(TraceRequest::inputTokens).average().orElse(1);
-    double osl = trace.requests().stream().mapToInt(TraceRequest::outputTokens).average().orElse(1);
-    int[] first = firstInterval(trace, new SlaSizer(base.profile(), base.targets()), planner.intervalSeconds(), isl, osl, planner.headroom());
-    SimConfig plannerRun = named(base, "planner", first[0], first[1]).planned("planner", planner, base.startupSeconds());
+    SimConfig plannerRun = plannerRun(trace, base, planner, new SlaSizer(base.profile(), base.targets()), meanIsl(trace), meanOsl(trace));
     return new Result(null, null, new ClusterSimulator(plannerRun, trace).run(progress), 0, 0, plannerRun, attainable(trace, base));
+  }
+
+  private static double meanIsl(Trace trace) {
+    return trace.requests().stream().mapToInt(TraceRequest::inputTokens).average().orElse(1);
+  }
+
+  private static double meanOsl(Trace trace) {
+    return trace.requests().stream().mapToInt(TraceRequest::outputTokens).average().orElse(1);
   }
 
   private static SimConfig named(SimConfig base, String name, int prefill, int decode) {
