@@ -4,12 +4,17 @@ import java.util.Objects;
 
 /**
  * One generation as the frontend hands it to the router and the router to a worker: the prompt's
- * token ids, sampling and stop rules, and (when the router splits the request) the prefill worker
- * that computes the prompt. Immutable; {@code promptTokens} is copied in and must not be changed
- * through the accessor.
+ * token ids, sampling and stop rules, an optional {@link StructuredOutput} constraint, and (when
+ * the router splits the request) the prefill worker that computes the prompt. Immutable; {@code
+ * promptTokens} is copied in and must not be changed through the accessor.
  */
 public record GenerationRequest(
-    String requestId, int[] promptTokens, SamplingParams sampling, StopConditions stop, RemotePrefillTarget remotePrefill) {
+    String requestId,
+    int[] promptTokens,
+    SamplingParams sampling,
+    StopConditions stop,
+    RemotePrefillTarget remotePrefill,
+    StructuredOutput structuredOutput) {
   public GenerationRequest {
     Objects.requireNonNull(requestId, "requestId");
     promptTokens = promptTokens.clone();
@@ -18,11 +23,21 @@ public record GenerationRequest(
   }
 
   public GenerationRequest(String requestId, int[] promptTokens, SamplingParams sampling, StopConditions stop) {
-    this(requestId, promptTokens, sampling, stop, null);
+    this(requestId, promptTokens, sampling, stop, null, null);
+  }
+
+  public GenerationRequest(
+      String requestId, int[] promptTokens, SamplingParams sampling, StopConditions stop, RemotePrefillTarget remotePrefill) {
+    this(requestId, promptTokens, sampling, stop, remotePrefill, null);
   }
 
   /** This request with its prompt prefilled by {@code target}. */
   public GenerationRequest withRemotePrefill(RemotePrefillTarget target) {
-    return new GenerationRequest(requestId, promptTokens, sampling, stop, target);
+    return new GenerationRequest(requestId, promptTokens, sampling, stop, target, structuredOutput);
+  }
+
+  /** This request with its output constrained (null: not constrained). */
+  public GenerationRequest withStructuredOutput(StructuredOutput constraint) {
+    return new GenerationRequest(requestId, promptTokens, sampling, stop, remotePrefill, constraint);
   }
 }

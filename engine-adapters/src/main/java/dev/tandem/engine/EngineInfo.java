@@ -37,7 +37,9 @@ public record EngineInfo(
     FREQUENCY_PENALTY,
     REPETITION_PENALTY,
     LOGPROBS,
-    STOP_TOKEN_IDS;
+    STOP_TOKEN_IDS,
+    /** Constrained decoding: JSON schema outputs and forced tool calls. */
+    STRUCTURED_OUTPUTS;
 
     /** The name used on the wire and in error messages. */
     public String wireName() {

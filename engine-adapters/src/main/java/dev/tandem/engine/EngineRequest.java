@@ -3,11 +3,22 @@ package dev.tandem.engine;
 import dev.tandem.common.GenerationRequest;
 import dev.tandem.common.SamplingParams;
 import dev.tandem.common.StopConditions;
+import dev.tandem.common.StructuredOutput;
 import java.util.Objects;
 
-/** One generation request as an engine sees it: token ids in, sampling and stop rules. */
+/**
+ * One generation request as an engine sees it: token ids in, sampling and stop rules, and an
+ * optional constraint on the output ({@code structuredOutput}, null when free) with the tokens
+ * the whole output may take ({@code outputBudget}: {@code stop.maxTokens()}, except where an engine
+ * runs the first token of a longer output, as a prefill worker does).
+ */
 public record EngineRequest(
-    String requestId, int[] promptTokens, SamplingParams sampling, StopConditions stop) {
+    String requestId,
+    int[] promptTokens,
+    SamplingParams sampling,
+    StopConditions stop,
+    StructuredOutput structuredOutput,
+    int outputBudget) {
   public EngineRequest {
     Objects.requireNonNull(requestId, "requestId");
     promptTokens = promptTokens.clone();
@@ -18,12 +29,18 @@ public record EngineRequest(
     }
   }
 
+  public EngineRequest(String requestId, int[] promptTokens, SamplingParams sampling, StopConditions stop) {
+    this(requestId, promptTokens, sampling, stop, null, stop.maxTokens());
+  }
+
   /**
    * The engine's view of a generation (its remote prefill, if any, is the worker's business).
    *
    * @throws IllegalArgumentException if the prompt is empty
    */
   public static EngineRequest of(GenerationRequest request) {
-    return new EngineRequest(request.requestId(), request.promptTokens(), request.sampling(), request.stop());
+    return new EngineRequest(
+        request.requestId(), request.promptTokens(), request.sampling(), request.stop(), request.structuredOutput(),
+        request.stop().maxTokens());
   }
 }

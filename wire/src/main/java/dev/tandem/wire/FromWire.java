@@ -44,8 +44,14 @@ public final class FromWire {
             ? new RemotePrefillTarget(
                 r.getRemotePrefill().getWorkerAddress(), new WorkerId(r.getRemotePrefill().getWorkerId()), r.getRemotePrefill().getTimeoutMs())
             : null;
+    dev.tandem.common.StructuredOutput constraint =
+        r.hasStructuredOutput()
+            ? new dev.tandem.common.StructuredOutput(
+                r.getStructuredOutput().getJsonSchema(), r.getStructuredOutput().getPrefix(), r.getStructuredOutput().getSuffix())
+            : null;
     return new GenerationRequest(
-        r.getRequestId().isEmpty() ? idIfEmpty : r.getRequestId(), tokens(r), sampling(r.getSampling()), stop(r.getStop()), remote);
+        r.getRequestId().isEmpty() ? idIfEmpty : r.getRequestId(), tokens(r), sampling(r.getSampling()), stop(r.getStop()), remote,
+        constraint);
   }
 
   public static SamplingParams sampling(dev.tandem.proto.worker.v1.SamplingParams s) {

@@ -45,6 +45,13 @@ public final class ToWire {
               .setWorkerId(r.remotePrefill().workerId().value())
               .setTimeoutMs(r.remotePrefill().timeoutMillis()));
     }
+    if (r.structuredOutput() != null) {
+      b.setStructuredOutput(
+          dev.tandem.proto.worker.v1.StructuredOutput.newBuilder()
+              .setJsonSchema(r.structuredOutput().jsonSchema())
+              .setPrefix(r.structuredOutput().prefix())
+              .setSuffix(r.structuredOutput().suffix()));
+    }
     return b.build();
   }
 

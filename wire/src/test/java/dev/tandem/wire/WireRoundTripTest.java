@@ -34,7 +34,8 @@ class WireRoundTripTest {
     var sampling = new SamplingParams(0.7f, 0.9f, 40, 0.05f, OptionalLong.of(42), 0.1f, 0.2f, 1.1f, 3);
     var request =
         new GenerationRequest("r1", new int[] {1, 2, 3}, sampling, new StopConditions(9, new int[] {7}, true),
-            new RemotePrefillTarget("127.0.0.1:9", new WorkerId("p0"), 250));
+            new RemotePrefillTarget("127.0.0.1:9", new WorkerId("p0"), 250),
+            new dev.tandem.common.StructuredOutput("{\"type\":\"integer\"}", "<tool_call>\n", "\n</tool_call>"));
     GenerationRequest back = FromWire.request(ToWire.request(request), "unused");
     assertEquals("r1", back.requestId());
     assertArrayEquals(new int[] {1, 2, 3}, back.promptTokens());
@@ -43,6 +44,8 @@ class WireRoundTripTest {
     assertArrayEquals(new int[] {7}, back.stop().stopTokenIds());
     assertEquals(true, back.stop().ignoreEos());
     assertEquals(request.remotePrefill(), back.remotePrefill());
+    assertEquals(request.structuredOutput(), back.structuredOutput());
+    assertEquals(null, FromWire.request(ToWire.request(request.withStructuredOutput(null)), "x").structuredOutput());
   }
 
   @Test

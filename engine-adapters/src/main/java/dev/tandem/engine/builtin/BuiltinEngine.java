@@ -34,6 +34,7 @@ public final class BuiltinEngine extends SchedulingEngine implements KvHandoff {
   private final PagedKvCache cache;
   private final Transformer transformer;
   private final Sampler sampler = new Sampler();
+  private final OutputConstraints constraints;
   private final EngineInfo info;
   private PromptLayerListener promptLayerListener;
   private final java.util.Map<String, Scheduler.Imported> pendingImports = new java.util.HashMap<>();
@@ -75,6 +76,21 @@ public final class BuiltinEngine extends SchedulingEngine implements KvHandoff {
     this.backend = backend;
     this.cache = new PagedKvCache(model, blocks, config.blockSize());
     this.transformer = new Transformer(weights, backend, config.blockSize());
+    this.constraints = new OutputConstraints(config.modelDir(), model.vocabSize(), model.eosTokenIds());
+    EnumSet<EngineInfo.Feature> features = EnumSet.of(
+        EngineInfo.Feature.TEMPERATURE,
+        EngineInfo.Feature.TOP_P,
+        EngineInfo.Feature.TOP_K,
+        EngineInfo.Feature.MIN_P,
+        EngineInfo.Feature.SEED,
+        EngineInfo.Feature.PRESENCE_PENALTY,
+        EngineInfo.Feature.FREQUENCY_PENALTY,
+        EngineInfo.Feature.REPETITION_PENALTY,
+        EngineInfo.Feature.LOGPROBS,
+        EngineInfo.Feature.STOP_TOKEN_IDS);
+    if (constraints.available()) {
+      features.add(EngineInfo.Feature.STRUCTURED_OUTPUTS);
+    }
     String name =
         config.modelName() != null ? config.modelName() : config.modelDir().getFileName().toString();
     this.info =
@@ -86,17 +102,7 @@ public final class BuiltinEngine extends SchedulingEngine implements KvHandoff {
             model.vocabSize(),
             scheduler.maxContextLength(),
             model.kvBytesPerToken(),
-            EnumSet.of(
-                EngineInfo.Feature.TEMPERATURE,
-                EngineInfo.Feature.TOP_P,
-                EngineInfo.Feature.TOP_K,
-                EngineInfo.Feature.MIN_P,
-                EngineInfo.Feature.SEED,
-                EngineInfo.Feature.PRESENCE_PENALTY,
-                EngineInfo.Feature.FREQUENCY_PENALTY,
-                EngineInfo.Feature.REPETITION_PENALTY,
-                EngineInfo.Feature.LOGPROBS,
-                EngineInfo.Feature.STOP_TOKEN_IDS),
+            features,
             model.eosTokenIds(),
             scheduler.batching());
   }
@@ -128,8 +134,19 @@ public final class BuiltinEngine extends SchedulingEngine implements KvHandoff {
   @Override
   public void add(EngineRequest request) {
     checkVocabulary(request);
+    Sampler.State state = samplingState(request);
     Sequence seq = scheduler.add(request);
-    seq.setEngineState(new Sampler.State(request.sampling(), request.promptTokens()));
+    seq.setEngineState(state);
+  }
+
+  /** A new sequence's sampling state, its output's grammar included (compiled before it is queued). */
+  private Sampler.State samplingState(EngineRequest request) {
+    Sampler.State state = new Sampler.State(request.sampling(), request.promptTokens());
+    state.grammar = constraints.start(request);
+    if (state.grammar != null) {
+      state.endTokens = constraints.endTokens(request);
+    }
+    return state;
   }
 
   /**
@@ -197,6 +214,7 @@ public final class BuiltinEngine extends SchedulingEngine implements KvHandoff {
   @Override
   public PendingImport beginImport(EngineRequest request) {
     checkVocabulary(request);
+    constraints.start(request); // refuses a constraint it cannot compile before blocks are taken
     Scheduler.Imported imported = scheduler.addImported(request);
     if (imported == null) {
       return null;
@@ -213,8 +231,11 @@ public final class BuiltinEngine extends SchedulingEngine implements KvHandoff {
       throw new IllegalStateException("no import of " + pending.requestId() + " is pending (aborted?)");
     }
     EngineRequest request = imported.sequence().request();
-    Sampler.State state = new Sampler.State(request.sampling(), request.promptTokens());
+    Sampler.State state = samplingState(request);
     state.accept(firstToken);
+    if (state.grammar != null) {
+      constraints.accept(state.grammar, firstToken, state.endTokens);
+    }
     imported.sequence().setEngineState(state);
     scheduler.commitImported(imported, firstToken);
   }
@@ -305,7 +326,16 @@ public final class BuiltinEngine extends SchedulingEngine implements KvHandoff {
       Sampler.State state = seq.engineState();
       int top = seq.request().sampling().logprobs();
       float[] raw = top >= 0 ? logits[i].clone() : null; // sampling adjusts logits in place
-      int token = sampler.sample(logits[i], seq.request().sampling(), state);
+      int token;
+      if (state.grammar == null) {
+        token = sampler.sample(logits[i], seq.request().sampling(), state);
+      } else {
+        int left = Math.min(seq.request().outputBudget() - seq.generated(), scheduler.maxContextLength() - seq.length());
+        token = constraints.apply(state.grammar, left, state.endTokens, logits[i])
+            ? sampler.sample(logits[i], seq.request().sampling(), state)
+            : state.endTokens[0]; // nothing can follow: end the output
+        constraints.accept(state.grammar, token, state.endTokens);
+      }
       state.accept(token);
       if (raw != null) {
         seq.setDrawnLogprob(Sampler.logprobs(raw, token, top));

@@ -14,8 +14,13 @@ import java.util.concurrent.ThreadLocalRandom;
  * <p>Threading: one per engine, used on the engine thread.
  */
 final class Sampler {
-  /** A sequence's sampling state: its random generator and how often it produced each token. */
+  /**
+   * A sequence's sampling state: its random generator, how often it produced each token, and its
+   * output's grammar (null when unconstrained) with the tokens that end it.
+   */
   static final class State {
+    dev.tandem.engine.grammar.GrammarState grammar;
+    int[] endTokens;
     private final SplittableRandom random;
     private final it.unimi.dsi.fastutil.ints.Int2IntOpenHashMap outputCounts =
         new it.unimi.dsi.fastutil.ints.Int2IntOpenHashMap();

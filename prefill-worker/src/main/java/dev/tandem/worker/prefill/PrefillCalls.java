@@ -130,7 +130,8 @@ public final class PrefillCalls implements PrefillEndpoint {
       String requestId = full.requestId();
       EngineRequest one =
           new EngineRequest(
-              requestId, full.promptTokens(), full.sampling(), new StopConditions(1, full.stop().stopTokenIds(), true));
+              requestId, full.promptTokens(), full.sampling(), new StopConditions(1, full.stop().stopTokenIds(), true),
+              full.structuredOutput(), full.outputBudget());
       if (calls.putIfAbsent(requestId, this) != null) {
         end(Status.ALREADY_EXISTS.withDescription("request " + requestId + " is already being prefilled here"), "duplicate");
         return;

@@ -1,0 +1,133 @@
+package dev.tandem.engine.grammar;
+
+/**
+ * One node of a compiled byte-level grammar. Composite nodes ({@link Seq}, {@link Alt}, {@link
+ * Rep}, {@link Ref}) arrange others; terminals ({@link Lit}, {@link ByteSet}, {@link Str}, {@link
+ * Chr}, {@link Num}) consume bytes. Nodes compare by identity: a grammar is built once and shared.
+ * {@link #minLen} is the fewest bytes the node can match (filled in by {@link Grammar}).
+ */
+abstract sealed class GrammarNode {
+  int minLen;
+
+  /** A fixed byte string. */
+  static final class Lit extends GrammarNode {
+    final byte[] bytes;
+
+    Lit(byte[] bytes) {
+      this.bytes = bytes;
+    }
+  }
+
+  /** One byte from a set. */
+  static final class ByteSet extends GrammarNode {
+    private final long[] bits = new long[4];
+
+    ByteSet(String chars) {
+      for (int i = 0; i < chars.length(); i++) {
+        int b = chars.charAt(i);
+        bits[b >>> 6] |= 1L << b;
+      }
+    }
+
+    boolean contains(int b) {
+      return (bits[b >>> 6] & (1L << b)) != 0;
+    }
+  }
+
+  /** The items one after another. */
+  static final class Seq extends GrammarNode {
+    final GrammarNode[] items;
+    int[] suffixMin; // suffixMin[i]: fewest bytes items[i..] can match
+
+    Seq(GrammarNode... items) {
+      this.items = items;
+    }
+  }
+
+  /** Any one of the alternatives. */
+  static final class Alt extends GrammarNode {
+    final GrammarNode[] alts;
+
+    Alt(GrammarNode... alts) {
+      this.alts = alts;
+    }
+  }
+
+  /** {@code min}..{@code max} items, with {@code separator} (or null) between them. */
+  static final class Rep extends GrammarNode {
+    final GrammarNode item;
+    final GrammarNode separator;
+    final int min;
+    final int max;
+
+    Rep(GrammarNode item, GrammarNode separator, int min, int max) {
+      this.item = item;
+      this.separator = separator;
+      this.min = min;
+      this.max = max;
+    }
+  }
+
+  /** Another node, filled in after it is built (recursive schemas). */
+  static final class Ref extends GrammarNode {
+    GrammarNode target;
+  }
+
+  /**
+   * A JSON string with quotes, {@code minChars}..{@code maxChars} characters (an escape is one),
+   * any valid UTF-8; {@code counted} when either bound is set (else the count stays 0, so the
+   * matcher's states repeat and their masks cache).
+   */
+  static final class Str extends GrammarNode {
+    final int minChars;
+    final int maxChars;
+    final boolean counted;
+
+    Str(int minChars, int maxChars) {
+      this.minChars = minChars;
+      this.maxChars = maxChars;
+      this.counted = minChars > 0 || maxChars < Integer.MAX_VALUE;
+    }
+  }
+
+  /**
+   * One character inside a JSON string, as a pattern atom: an ASCII character of {@code ascii}
+   * (written raw, or escaped where JSON needs it), or any non-ASCII character when {@code
+   * nonAscii}.
+   */
+  static final class Chr extends GrammarNode {
+    final long[] ascii; // 2 words: bits 0..127
+    final boolean nonAscii;
+
+    Chr(long[] ascii, boolean nonAscii) {
+      this.ascii = ascii;
+      this.nonAscii = nonAscii;
+    }
+
+    boolean has(int c) {
+      return c < 128 && (ascii[c >>> 6] & (1L << c)) != 0;
+    }
+
+    /** True if some character of the set is written as an escape ({@code \\"}, {@code \\n}, …). */
+    boolean escapable() {
+      for (char c : "\"\\/\n\t\r\b\f".toCharArray()) {
+        if (has(c)) {
+          return true;
+        }
+      }
+      return false;
+    }
+  }
+
+  /**
+   * A JSON number without exponent (at most {@link NumberRange#MAX_DIGITS} digits before and
+   * after the point), optionally an integer, optionally within a range.
+   */
+  static final class Num extends GrammarNode {
+    final NumberRange range;
+
+    Num(NumberRange range) {
+      this.range = range;
+    }
+  }
+}

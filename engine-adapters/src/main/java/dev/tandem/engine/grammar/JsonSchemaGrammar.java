@@ -1,0 +1,432 @@
+package dev.tandem.engine.grammar;
+
+import com.fasterxml.jackson.core.JsonProcessingException;
+import com.fasterxml.jackson.databind.JsonNode;
+import com.fasterxml.jackson.databind.ObjectMapper;
+import dev.tandem.engine.grammar.GrammarNode.Alt;
+import dev.tandem.engine.grammar.GrammarNode.ByteSet;
+import dev.tandem.engine.grammar.GrammarNode.Lit;
+import dev.tandem.engine.grammar.GrammarNode.Num;
+import dev.tandem.engine.grammar.GrammarNode.Ref;
+import dev.tandem.engine.grammar.GrammarNode.Rep;
+import dev.tandem.engine.grammar.GrammarNode.Seq;
+import dev.tandem.engine.grammar.GrammarNode.Str;
+import java.math.BigDecimal;
+import java.nio.charset.StandardCharsets;
+import java.util.ArrayList;
+import java.util.HashMap;
+import java.util.Iterator;
+import java.util.List;
+import java.util.Map;
+import java.util.Set;
+
+/**
+ * Compiles a JSON schema into a {@link Grammar} of the JSON text that satisfies it.
+ *
+ * <p>Supported: {@code type} (one or a list), {@code enum}, {@code const}, {@code anyOf}, {@code
+ * oneOf} (as anyOf: the output matches at least one), {@code allOf} of one schema, {@code $ref}
+ * into the same document ({@code #}, {@code #/$defs/…}, {@code #/definitions/…}, recursion
+ * included), {@code nullable}; objects with {@code properties} (written in the schema's order;
+ * those not {@code required} may be left out), {@code required}, {@code additionalProperties}
+ * (false unless given when there are {@code properties}; a schema or true only without them);
+ * arrays with {@code items}, {@code minItems}, {@code maxItems}; strings with {@code minLength},
+ * {@code maxLength}, {@code pattern} (a regular-expression subset, see {@link PatternGrammar}) or
+ * {@code format} date, time, date-time, uuid, email, ipv4; numbers and integers with {@code
+ * minimum}, {@code maximum}, {@code exclusiveMinimum}, {@code exclusiveMaximum} (no exponent, at
+ * most 15 digits each side of the point). Annotations (title, description, default, examples, …)
+ * are ignored. Anything else is refused with a {@link GrammarException} naming the keyword.
+ *
+ * <p>Whitespace: up to {@value #MAX_WHITESPACE} spaces, tabs or newlines after {@code { [ , :}
+ * and before {@code } ]}, nowhere else. Limits: {@value #MAX_NODES} grammar nodes, schemas
+ * nested {@value #MAX_SCHEMA_DEPTH} deep, {@value #MAX_PROPERTIES} properties per object.
+ *
+ * <p>Stateless; thread-safe.
+ */
+public final class JsonSchemaGrammar {
+  static final int MAX_WHITESPACE = 12;
+  static final int MAX_NODES = 20_000;
+  static final int MAX_SCHEMA_DEPTH = 32;
+  static final int MAX_PROPERTIES = 128;
+  private static final ObjectMapper JSON = new ObjectMapper();
+  private static final Set<String> ANNOTATIONS = Set.of(
+      "title", "description", "default", "examples", "$schema", "$id", "$comment", "deprecated",
+      "readOnly", "writeOnly", "$defs", "definitions", "discriminator", "example");
+  private static final Set<String> HANDLED = Set.of(
+      "type", "enum", "const", "anyOf", "oneOf", "allOf", "$ref", "nullable", "properties", "required",
+      "additionalProperties", "items", "minItems", "maxItems", "minLength", "maxLength", "pattern", "format",
+      "minimum", "maximum", "exclusiveMinimum", "exclusiveMaximum");
+
+  private final JsonNode document;
+  private final Map<String, Ref> refs = new HashMap<>();
+  private final GrammarNode ws = new Rep(new ByteSet(" \t\n"), null, 0, MAX_WHITESPACE);
+  private GrammarNode anyValue;
+  private int nodes;
+
+  private JsonSchemaGrammar(JsonNode document) {
+    this.document = document;
+  }
+
+  /** The grammar of JSON values valid under {@code schema}. */
+  public static Grammar compile(JsonNode schema) {
+    return compile("", schema, "");
+  }
+
+  /**
+   * The grammar of {@code prefix}, a JSON value valid under {@code schema}, then {@code suffix}
+   * (literal text, such as a tool-call tag).
+   */
+  public static Grammar compile(String prefix, JsonNode schema, String suffix) {
+    JsonSchemaGrammar c = new JsonSchemaGrammar(schema);
+    GrammarNode value = c.schema(schema, "", 0);
+    GrammarNode root = prefix.isEmpty() && suffix.isEmpty() ? value : new Seq(lit(prefix), value, lit(suffix));
+    return new Grammar(root, "json schema");
+  }
+
+  /** The grammar of JSON values valid under the schema in {@code schemaJson}. */
+  public static Grammar compile(String prefix, String schemaJson, String suffix) {
+    return compile(prefix, parse(schemaJson), suffix);
+  }
+
+  /** Parses schema text, or throws a GrammarException saying why it is not JSON. */
+  public static JsonNode parse(String schemaJson) {
+    try {
+      return JSON.readTree(schemaJson);
+    } catch (JsonProcessingException e) {
+      throw new GrammarException("", "the schema is not valid JSON: " + e.getOriginalMessage());
+    }
+  }
+
+  private GrammarNode schema(JsonNode s, String path, int depth) {
+    if (depth > MAX_SCHEMA_DEPTH) {
+      throw new GrammarException(path, "the schema is nested deeper than " + MAX_SCHEMA_DEPTH + " levels");
+    }
+    if (++nodes > MAX_NODES) {
+      throw new GrammarException(path, "the schema is larger than " + MAX_NODES + " nodes");
+    }
+    if (s.isBoolean()) {
+      if (!s.asBoolean()) {
+        throw new GrammarException(path, "the schema 'false' admits no value");
+      }
+      return any();
+    }
+    if (!s.isObject()) {
+      throw new GrammarException(path, "a schema must be an object or a boolean");
+    }
+    for (Iterator<String> it = s.fieldNames(); it.hasNext(); ) {
+      String k = it.next();
+      if (!HANDLED.contains(k) && !ANNOTATIONS.contains(k)) {
+        throw new GrammarException(path + "/" + k, "the JSON schema keyword '" + k + "' is not supported");
+      }
+    }
+    if (s.has("$ref")) {
+      return ref(s.get("$ref"), path + "/$ref", depth);
+    }
+    GrammarNode node = typed(s, path, depth);
+    if (s.path("nullable").asBoolean(false)) {
+      node = new Alt(node, lit("null"));
+    }
+    return node;
+  }
+
+  private GrammarNode typed(JsonNode s, String path, int depth) {
+    if (s.has("const")) {
+      return lit(compact(s.get("const")));
+    }
+    if (s.has("enum")) {
+      JsonNode e = s.get("enum");
+      if (!e.isArray() || e.isEmpty()) {
+        throw new GrammarException(path + "/enum", "'enum' must be a non-empty array");
+      }
+      List<GrammarNode> alts = new ArrayList<>();
+      for (JsonNode v : e) {
+        alts.add(lit(compact(v)));
+      }
+      return alts.size() == 1 ? alts.get(0) : new Alt(alts.toArray(GrammarNode[]::new));
+    }
+    for (String union : List.of("anyOf", "oneOf")) {
+      if (s.has(union)) {
+        return union(s.get(union), path + "/" + union, depth);
+      }
+    }
+    if (s.has("allOf")) {
+      JsonNode all = s.get("allOf");
+      if (!all.isArray() || all.size() != 1) {
+        throw new GrammarException(path + "/allOf", "'allOf' is supported with exactly one schema");
+      }
+      return schema(all.get(0), path + "/allOf/0", depth + 1);
+    }
+    JsonNode type = s.get("type");
+    if (type == null) {
+      if (s.has("properties") || s.has("required") || s.has("additionalProperties")) {
+        return object(s, path, depth);
+      }
+      if (s.has("items") || s.has("minItems") || s.has("maxItems")) {
+        return array(s, path, depth);
+      }
+      if (s.has("minLength") || s.has("maxLength") || s.has("pattern") || s.has("format")) {
+        return string(s, path);
+      }
+      if (s.has("minimum") || s.has("maximum") || s.has("exclusiveMinimum") || s.has("exclusiveMaximum")) {
+        return number(s, path, false);
+      }
+      return any();
+    }
+    if (type.isArray()) {
+      if (type.isEmpty()) {
+        throw new GrammarException(path + "/type", "'type' must not be an empty list");
+      }
+      List<GrammarNode> alts = new ArrayList<>();
+      for (JsonNode t : type) {
+        alts.add(ofType(t, s, path, depth));
+      }
+      return alts.size() == 1 ? alts.get(0) : new Alt(alts.toArray(GrammarNode[]::new));
+    }
+    return ofType(type, s, path, depth);
+  }
+
+  private GrammarNode ofType(JsonNode type, JsonNode s, String path, int depth) {
+    return switch (type.asText()) {
+      case "object" -> object(s, path, depth);
+      case "array" -> array(s, path, depth);
+      case "string" -> string(s, path);
+      case "integer" -> number(s, path, true);
+      case "number" -> number(s, path, false);
+      case "boolean" -> new Alt(lit("true"), lit("false"));
+      case "null" -> lit("null");
+      default -> throw new GrammarException(path + "/type", "unknown type '" + type.asText() + "'");
+    };
+  }
+
+  private GrammarNode union(JsonNode alts, String path, int depth) {
+    if (!alts.isArray() || alts.isEmpty()) {
+      throw new GrammarException(path, "must be a non-empty array of schemas");
+    }
+    List<GrammarNode> out = new ArrayList<>();
+    for (int i = 0; i < alts.size(); i++) {
+      out.add(schema(alts.get(i), path + "/" + i, depth + 1));
+    }
+    return out.size() == 1 ? out.get(0) : new Alt(out.toArray(GrammarNode[]::new));
+  }
+
+  private GrammarNode ref(JsonNode r, String path, int depth) {
+    if (!r.isTextual() || !r.asText().startsWith("#")) {
+      throw new GrammarException(path, "only references into the same schema ('#…') are supported");
+    }
+    String pointer = r.asText().substring(1);
+    Ref ref = refs.get(pointer);
+    if (ref != null) {
+      return ref;
+    }
+    JsonNode target = pointer.isEmpty() ? document : document.at(pointer);
+    if (target.isMissingNode()) {
+      throw new GrammarException(path, "the reference '" + r.asText() + "' points at nothing");
+    }
+    ref = new Ref();
+    refs.put(pointer, ref);
+    ref.target = schema(target, pointer, depth + 1);
+    return ref;
+  }
+
+  private GrammarNode object(JsonNode s, String path, int depth) {
+    JsonNode props = s.get("properties");
+    JsonNode additional = s.get("additionalProperties");
+    if (props != null && !props.isObject()) {
+      throw new GrammarException(path + "/properties", "'properties' must be an object");
+    }
+    Set<String> required = new java.util.HashSet<>();
+    JsonNode req = s.get("required");
+    if (req != null) {
+      if (!req.isArray()) {
+        throw new GrammarException(path + "/required", "'required' must be an array of names");
+      }
+      for (JsonNode r : req) {
+        required.add(r.asText());
+      }
+    }
+    if (props == null || props.isEmpty()) {
+      if (!required.isEmpty()) {
+        throw new GrammarException(path + "/required", "required properties need 'properties' describing them");
+      }
+      if (additional != null && additional.isBoolean() && !additional.asBoolean()) {
+        return new Seq(lit("{"), ws, lit("}"));
+      }
+      GrammarNode value = additional == null || additional.isBoolean()
+          ? any() : schema(additional, path + "/additionalProperties", depth + 1);
+      return anyObject(value);
+    }
+    if (additional != null && !(additional.isBoolean() && !additional.asBoolean())) {
+      throw new GrammarException(path + "/additionalProperties",
+          "'additionalProperties' other than false is supported only without 'properties'");
+    }
+    if (props.size() > MAX_PROPERTIES) {
+      throw new GrammarException(path + "/properties", "more than " + MAX_PROPERTIES + " properties");
+    }
+    List<GrammarNode> members = new ArrayList<>();
+    List<Boolean> needed = new ArrayList<>();
+    for (Iterator<Map.Entry<String, JsonNode>> it = props.fields(); it.hasNext(); ) {
+      Map.Entry<String, JsonNode> e = it.next();
+      GrammarNode value = schema(e.getValue(), path + "/properties/" + e.getKey(), depth + 1);
+      members.add(new Seq(lit(compact(JSON.getNodeFactory().textNode(e.getKey())) + ":"), ws, value));
+      needed.add(required.remove(e.getKey()));
+    }
+    if (!required.isEmpty()) {
+      throw new GrammarException(path + "/required",
+          "required property '" + required.iterator().next() + "' is not among the properties");
+    }
+    // rest[j]: what may follow member j — ", member m" for a later m with only optional ones
+    // skipped, or the end if everything after j is optional.
+    int n = members.size();
+    GrammarNode[] rest = new GrammarNode[n];
+    for (int j = n - 1; j >= 0; j--) {
+      rest[j] = following(j + 1, members, needed, rest, true);
+    }
+    GrammarNode body = following(0, members, needed, rest, false);
+    return new Seq(lit("{"), ws, body, ws, lit("}"));
+  }
+
+  private GrammarNode following(int from, List<GrammarNode> members, List<Boolean> needed, GrammarNode[] rest, boolean comma) {
+    List<GrammarNode> alts = new ArrayList<>();
+    boolean allOptional = true;
+    for (int m = from; m < members.size(); m++) {
+      GrammarNode member = comma ? new Seq(lit(","), ws, members.get(m), rest[m]) : new Seq(members.get(m), rest[m]);
+      alts.add(member);
+      nodes++;
+      if (needed.get(m)) {
+        allOptional = false;
+        break;
+      }
+    }
+    if (allOptional) {
+      alts.add(lit(""));
+    }
+    return alts.size() == 1 ? alts.get(0) : new Alt(alts.toArray(GrammarNode[]::new));
+  }
+
+  private GrammarNode anyObject(GrammarNode value) {
+    GrammarNode member = new Seq(new Str(0, Integer.MAX_VALUE), lit(":"), ws, value);
+    return new Seq(lit("{"), ws, new Rep(member, new Seq(lit(","), ws), 0, Integer.MAX_VALUE), ws, lit("}"));
+  }
+
+  private GrammarNode array(JsonNode s, String path, int depth) {
+    int min = count(s, "minItems", 0, path);
+    int max = count(s, "maxItems", Integer.MAX_VALUE, path);
+    if (min > max) {
+      throw new GrammarException(path + "/minItems", "minItems is above maxItems");
+    }
+    JsonNode items = s.get("items");
+    GrammarNode item = items == null ? any() : schema(items, path + "/items", depth + 1);
+    return new Seq(lit("["), ws, new Rep(item, new Seq(lit(","), ws), min, max), ws, lit("]"));
+  }
+
+  private GrammarNode string(JsonNode s, String path) {
+    int min = count(s, "minLength", 0, path);
+    int max = count(s, "maxLength", Integer.MAX_VALUE, path);
+    if (min > max) {
+      throw new GrammarException(path + "/minLength", "minLength is above maxLength");
+    }
+    String pattern = null;
+    if (s.has("format")) {
+      pattern = PatternGrammar.forFormat(s.get("format").asText(), path + "/format");
+    }
+    if (s.has("pattern")) {
+      if (pattern != null) {
+        throw new GrammarException(path + "/pattern", "'pattern' together with 'format' is not supported");
+      }
+      pattern = s.get("pattern").asText();
+    }
+    if (pattern == null) {
+      return new Str(min, max);
+    }
+    if (s.has("minLength") || s.has("maxLength")) {
+      throw new GrammarException(path + "/" + (s.has("minLength") ? "minLength" : "maxLength"),
+          "length limits together with a pattern or format are not supported");
+    }
+    return new Seq(lit("\""), PatternGrammar.compile(pattern, path + (s.has("pattern") ? "/pattern" : "/format")), lit("\""));
+  }
+
+  private GrammarNode number(JsonNode s, String path, boolean integer) {
+    BigDecimal min = null;
+    BigDecimal max = null;
+    boolean minEx = false;
+    boolean maxEx = false;
+    if (s.has("minimum")) {
+      min = decimal(s, "minimum", path);
+    }
+    if (s.has("maximum")) {
+      max = decimal(s, "maximum", path);
+    }
+    JsonNode exMin = s.get("exclusiveMinimum");
+    if (exMin != null) {
+      if (exMin.isBoolean()) { // draft 4
+        minEx = exMin.asBoolean();
+      } else {
+        BigDecimal v = decimal(s, "exclusiveMinimum", path);
+        if (min == null || v.compareTo(min) >= 0) {
+          min = v;
+          minEx = true;
+        }
+      }
+    }
+    JsonNode exMax = s.get("exclusiveMaximum");
+    if (exMax != null) {
+      if (exMax.isBoolean()) {
+        maxEx = exMax.asBoolean();
+      } else {
+        BigDecimal v = decimal(s, "exclusiveMaximum", path);
+        if (max == null || v.compareTo(max) <= 0) {
+          max = v;
+          maxEx = true;
+        }
+      }
+    }
+    NumberRange range = new NumberRange(integer, min, minEx, max, maxEx);
+    if (!range.satisfiable()) {
+      throw new GrammarException(path, "no " + (integer ? "integer" : "number") + " of at most "
+          + NumberRange.MAX_DIGITS + " digits lies in the range");
+    }
+    return new Num(range);
+  }
+
+  private static BigDecimal decimal(JsonNode s, String key, String path) {
+    JsonNode v = s.get(key);
+    if (!v.isNumber()) {
+      throw new GrammarException(path + "/" + key, "'" + key + "' must be a number");
+    }
+    return v.decimalValue();
+  }
+
+  private static int count(JsonNode s, String key, int dflt, String path) {
+    JsonNode v = s.get(key);
+    if (v == null) {
+      return dflt;
+    }
+    if (!v.canConvertToInt() || v.asInt() < 0 || !v.isIntegralNumber()) {
+      throw new GrammarException(path + "/" + key, "'" + key + "' must be a non-negative integer");
+    }
+    return v.asInt();
+  }
+
+  /** Any JSON value (one recursive node per grammar). */
+  private GrammarNode any() {
+    if (anyValue == null) {
+      Ref ref = new Ref();
+      anyValue = ref;
+      GrammarNode array = new Seq(lit("["), ws, new Rep(ref, new Seq(lit(","), ws), 0, Integer.MAX_VALUE), ws, lit("]"));
+      ref.target = new Alt(anyObject(ref), array, new Str(0, Integer.MAX_VALUE), new Num(NumberRange.ANY_NUMBER),
+          lit("true"), lit("false"), lit("null"));
+    }
+    return anyValue;
+  }
+
+  private static GrammarNode lit(String s) {
+    return new Lit(s.getBytes(StandardCharsets.UTF_8));
+  }
+
+  private static String compact(JsonNode v) {
+    try {
+      return JSON.writeValueAsString(v);
+    } catch (JsonProcessingException e) {
+      throw new IllegalStateException(e);
+    }
+  }
+}

@@ -1,0 +1,168 @@
+package dev.tandem.engine.builtin;
+
+import static org.junit.jupiter.api.Assertions.assertEquals;
+import static org.junit.jupiter.api.Assertions.assertThrows;
+import static org.junit.jupiter.api.Assertions.assertTrue;
+
+import com.fasterxml.jackson.databind.ObjectMapper;
+import com.networknt.schema.SchemaRegistry;
+import com.networknt.schema.SpecificationVersion;
+import dev.tandem.common.FinishReason;
+import dev.tandem.common.SamplingParams;
+import dev.tandem.common.StopConditions;
+import dev.tandem.common.StructuredOutput;
+import dev.tandem.engine.EngineInfo;
+import dev.tandem.engine.EngineRequest;
+import dev.tandem.engine.RequestOutput;
+import dev.tandem.engine.grammar.SchemaCorpus;
+import dev.tandem.engine.model.DType;
+import dev.tandem.engine.modeltools.ModelGenerator;
+import java.io.ByteArrayOutputStream;
+import java.nio.file.Files;
+import java.nio.file.Path;
+import java.util.ArrayList;
+import java.util.List;
+import java.util.OptionalLong;
+import org.junit.jupiter.api.BeforeAll;
+import org.junit.jupiter.api.Test;
+import org.junit.jupiter.api.io.TempDir;
+
+/**
+ * The built-in engine with random weights (a tiny Qwen3-shaped model whose 256 ids are the Qwen3
+ * tokenizer's byte tokens) constrained by every schema of the corpus: each output, greedy and
+ * sampled, is JSON that an independent validator accepts, and a prefilled-elsewhere continuation
+ * (the disaggregated path) gives the same tokens as a local run.
+ */
+class StructuredOutputEngineTest {
+  private static final ObjectMapper JSON = new ObjectMapper();
+  private static final int EOS = 2;
+  @TempDir static Path dir;
+  static Path model;
+
+  @BeforeAll
+  static void createModel() {
+    model = TestModels.tinyQwen3(dir.resolve("tiny"), DType.BF16);
+  }
+
+  private static BuiltinEngine engine() {
+    return BuiltinEngine.open(BuiltinConfig.of(model).withCompute("cpu", 2).withKvCacheBytes(1L << 24).withBatching(16, 512, true));
+  }
+
+  private static EngineRequest request(String id, String schema, SamplingParams sampling, int maxTokens) {
+    return new EngineRequest(id, new int[] {10, 20, 30, 40, 50}, sampling, new StopConditions(maxTokens, new int[0], false),
+        StructuredOutput.jsonSchema(schema), maxTokens);
+  }
+
+  @Test
+  void everyOutputOfARandomModelValidatesAgainstItsSchema() throws Exception {
+    var registry = SchemaRegistry.withDefaultDialect(SpecificationVersion.DRAFT_2020_12);
+    try (BuiltinEngine engine = engine()) {
+      assertTrue(engine.info().features().contains(EngineInfo.Feature.STRUCTURED_OUTPUTS));
+      List<EngineRequest> requests = new ArrayList<>();
+      int i = 0;
+      for (String schema : SchemaCorpus.SCHEMAS) {
+        requests.add(request("g" + i, schema, SamplingParams.greedy(), 64));
+        requests.add(request("s" + i, schema, SamplingParams.DEFAULTS.withSeed(OptionalLong.of(i)), 64));
+        i++;
+      }
+      for (EngineRequest r : requests) {
+        engine.add(r); // all batched together
+      }
+      var outputs = run(engine);
+      for (EngineRequest r : requests) {
+        Output out = outputs.get(r.requestId());
+        assertEquals(FinishReason.STOP, out.finish, () -> r.requestId() + " ended by its end token: " + out.text() + " " + out.tokens());
+        var errors = registry.getSchema(JSON.readTree(r.structuredOutput().jsonSchema()))
+            .validate(JSON.readTree(out.text()), ctx -> ctx.executionConfig(c -> c.formatAssertionsEnabled(true)));
+        assertEquals(List.of(), errors, () -> r.structuredOutput().jsonSchema() + " → " + out.text());
+      }
+    }
+  }
+
+  @Test
+  void aContinuationPrefilledElsewhereFollowsTheSameGrammar() throws Exception {
+    String schema = SchemaCorpus.SCHEMAS.get(5);
+    EngineRequest local = request("local", schema, SamplingParams.greedy(), 48);
+    List<Integer> expected;
+    try (BuiltinEngine engine = engine()) {
+      engine.add(local);
+      expected = run(engine).get("local").tokens;
+    }
+    try (BuiltinEngine prefill = engine(); BuiltinEngine decode = engine()) {
+      EngineRequest first = new EngineRequest("split", local.promptTokens(), local.sampling(),
+          new StopConditions(1, new int[0], true), local.structuredOutput(), 48);
+      prefill.add(first);
+      prefill.holdKvOnFinish("split");
+      int firstToken = run(prefill).get("split").tokens.get(0);
+      int[] blocks = prefill.heldBlocks("split");
+      PagedKvCache kv = prefill.kvCache();
+      decode.addPrefilled(new EngineRequest("split", local.promptTokens(), local.sampling(), local.stop(),
+          local.structuredOutput(), 48), firstToken, (layer, index, keys, values) -> {
+            keys.copyFrom(kv.keyBlock(layer, blocks[index]));
+            values.copyFrom(kv.valueBlock(layer, blocks[index]));
+          });
+      List<Integer> split = new ArrayList<>(List.of(firstToken));
+      split.addAll(run(decode).get("split").tokens);
+      assertEquals(expected, split);
+      prefill.releaseHeld("split");
+    }
+  }
+
+  @Test
+  void aSchemaTheEngineCannotCompileIsRefusedBeforeItIsQueued() {
+    try (BuiltinEngine engine = engine()) {
+      var e = assertThrows(IllegalArgumentException.class,
+          () -> engine.add(request("bad", "{\"type\":\"number\",\"multipleOf\":3}", SamplingParams.greedy(), 8)));
+      assertTrue(e.getMessage().contains("multipleOf"), e.getMessage());
+      assertTrue(!engine.hasWork());
+    }
+  }
+
+  @Test
+  void withoutTokenizerJsonTheFeatureIsNotOffered() throws Exception {
+    Path bare = dir.resolve("bare");
+    ModelGenerator.write(TestModels.tinyQwen3Config(), DType.F32, 5, bare, 0);
+    Files.delete(bare.resolve("tokenizer.json"));
+    try (BuiltinEngine engine = BuiltinEngine.open(BuiltinConfig.of(bare).withCompute("cpu", 1).withKvCacheBytes(1L << 22))) {
+      assertTrue(!engine.info().features().contains(EngineInfo.Feature.STRUCTURED_OUTPUTS));
+      var e = assertThrows(IllegalArgumentException.class, () -> engine.add(request("x", "{}", SamplingParams.greedy(), 4)));
+      assertTrue(e.getMessage().contains("tokenizer.json"), e.getMessage());
+    }
+  }
+
+  private record Output(List<Integer> tokens, FinishReason finish, String text) {}
+
+  private static java.util.Map<String, Output> run(BuiltinEngine engine) {
+    java.util.Map<String, List<Integer>> tokens = new java.util.HashMap<>();
+    java.util.Map<String, FinishReason> finish = new java.util.HashMap<>();
+    for (int guard = 0; engine.hasWork() && guard < 10_000; guard++) {
+      for (RequestOutput o : engine.step()) {
+        for (int t : o.newTokens()) {
+          tokens.computeIfAbsent(o.requestId(), k -> new ArrayList<>()).add(t);
+        }
+        if (o.finishReason() != null) {
+          finish.put(o.requestId(), o.finishReason());
+        }
+      }
+    }
+    java.util.Map<String, Output> out = new java.util.HashMap<>();
+    for (var e : tokens.entrySet()) {
+      ByteArrayOutputStream text = new ByteArrayOutputStream();
+      for (int t : e.getValue()) {
+        if (t != EOS) {
+          text.writeBytes(qwenByte(t));
+        }
+      }
+      out.put(e.getKey(), new Output(e.getValue(), finish.get(e.getKey()), text.toString(java.nio.charset.StandardCharsets.UTF_8)));
+    }
+    return out;
+  }
+
+  private static byte[] qwenByte(int token) {
+    return VOCAB.bytes(token);
+  }
+
+  private static final dev.tandem.engine.grammar.TokenVocabulary VOCAB =
+      dev.tandem.engine.grammar.TokenVocabulary.fromTokenizerJson(
+          dev.tandem.engine.ModelFiles.bundledQwen3().tokenizerJson(), 256, "bundled Qwen3 tokenizer");
+}

@@ -1,0 +1,33 @@
+package dev.tandem.engine.grammar;
+
+import dev.tandem.engine.ModelFiles;
+import java.nio.charset.StandardCharsets;
+
+/** Shared fixtures: the real Qwen3 vocabulary, and matching whole strings. */
+final class GrammarTesting {
+  static final int QWEN3_VOCAB = 151_936;
+  static final int IM_END = 151_645;
+  private static TokenMasker qwen;
+
+  private GrammarTesting() {}
+
+  /** A masker over the bundled Qwen3 tokenizer (built once: about a second). */
+  static synchronized TokenMasker qwen3() {
+    if (qwen == null) {
+      qwen = new TokenMasker(TokenVocabulary.fromTokenizerJson(
+          ModelFiles.bundledQwen3().tokenizerJson(), QWEN3_VOCAB, "bundled Qwen3 tokenizer"));
+    }
+    return qwen;
+  }
+
+  /** True if {@code text} is a complete output of {@code grammar}. */
+  static boolean matches(Grammar grammar, String text) {
+    GrammarState s = grammar.newState();
+    return s.advance(text.getBytes(StandardCharsets.UTF_8)) && s.accepting();
+  }
+
+  /** True if {@code text} can still be continued into an output of {@code grammar}. */
+  static boolean prefix(Grammar grammar, String text) {
+    return grammar.newState().advance(text.getBytes(StandardCharsets.UTF_8));
+  }
+}
