@@ -1,0 +1,36 @@
+package dev.tandem.frontend.parse;
+
+import java.util.function.Predicate;
+
+/**
+ * The reasoning and tool-call formats a served model's output is parsed with: named by flag, or
+ * ({@code auto}) recognised from what its chat template writes — {@code <think>} for Qwen3-style
+ * reasoning, {@code <tool_call>} for Hermes, {@code [TOOL_CALLS]} for Mistral, {@code
+ * <|python_tag|>} or {@code "parameters"} for Llama 3 JSON.
+ */
+public record OutputParsers(ReasoningFormat reasoning, ToolCallFormat toolCalls) {
+  public static final OutputParsers NONE = new OutputParsers(ReasoningFormat.NONE, ToolCallFormat.NONE);
+
+  /**
+   * @param templateMentions whether the model's chat template contains a string
+   * @throws IllegalArgumentException for an unknown parser name
+   */
+  public static OutputParsers resolve(String reasoningFlag, String toolCallFlag, Predicate<String> templateMentions) {
+    ReasoningFormat reasoning = reasoningFlag.equals("auto")
+        ? (templateMentions.test("<think>") ? ReasoningFormat.QWEN3 : ReasoningFormat.NONE)
+        : ReasoningFormat.of(reasoningFlag);
+    ToolCallFormat tools;
+    if (!toolCallFlag.equals("auto")) {
+      tools = ToolCallFormat.of(toolCallFlag);
+    } else if (templateMentions.test("<tool_call>")) {
+      tools = ToolCallFormat.HERMES;
+    } else if (templateMentions.test("[TOOL_CALLS]")) {
+      tools = ToolCallFormat.MISTRAL;
+    } else if (templateMentions.test("<|python_tag|>") || templateMentions.test("\"parameters\"")) {
+      tools = ToolCallFormat.LLAMA3_JSON;
+    } else {
+      tools = ToolCallFormat.NONE;
+    }
+    return new OutputParsers(reasoning, tools);
+  }
+}
