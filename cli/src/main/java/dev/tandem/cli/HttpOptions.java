@@ -49,6 +49,15 @@ final class HttpOptions {
       description = "A connection with no request for this long is closed (0: never; default ${DEFAULT-VALUE}).")
   double idleTimeoutSeconds;
 
+  @Option(names = "--reasoning-parser", defaultValue = "${env:TANDEM_REASONING_PARSER:-auto}",
+      description = "Where reasoning is split from content: auto (from the chat template), none, qwen3, deepseek_r1 (default ${DEFAULT-VALUE}).")
+  String reasoningParser;
+
+  @Option(names = "--tool-call-parser", defaultValue = "${env:TANDEM_TOOL_CALL_PARSER:-auto}",
+      description = "How tool calls are read from the output: auto (from the chat template), none, hermes (qwen3), llama3_json, "
+          + "mistral, pythonic (default ${DEFAULT-VALUE}).")
+  String toolCallParser;
+
   FrontendServer.Config config() {
     ApiKeys keys = ApiKeys.of(apiKeys == null ? List.of() : apiKeys);
     if (apiKeyFile != null) {
@@ -56,6 +65,7 @@ final class HttpOptions {
     }
     Admission admission = new Admission(keys, metricsNeedKey, maxInflight, maxConnections,
         Duration.ofMillis((long) (readTimeoutSeconds * 1000)), Duration.ofMillis((long) (idleTimeoutSeconds * 1000)));
-    return new FrontendServer.Config(host, port, maxBodyBytes, Duration.ofMillis((long) (workerWaitSeconds * 1000)), admission);
+    return new FrontendServer.Config(
+        host, port, maxBodyBytes, Duration.ofMillis((long) (workerWaitSeconds * 1000)), admission, reasoningParser, toolCallParser);
   }
 }

@@ -1,5 +1,6 @@
 package dev.tandem.frontend;
 
+import dev.tandem.frontend.parse.OutputParsers;
 import dev.tandem.frontend.text.ChatTemplate;
 import dev.tandem.frontend.text.TextTokenizer;
 import dev.tandem.common.ModelCard;
@@ -8,7 +9,8 @@ import java.util.Set;
 
 /**
  * The model the frontend serves, as its workers describe it: name, context window, the request
- * features the engine honours, and the tokenizer and chat template from the model card.
+ * features the engine honours, the tokenizer and chat template from the model card, and the
+ * formats its reasoning and tool calls are parsed with.
  *
  * <p>Immutable and thread-safe.
  */
@@ -20,7 +22,22 @@ public record ServedModel(
     Set<String> features,
     int[] eosTokenIds,
     TextTokenizer tokenizer,
-    ChatTemplate chatTemplate) {
+    ChatTemplate chatTemplate,
+    OutputParsers parsers) {
+
+  /** A model whose output is parsed in the formats its chat template shows ({@code auto}). */
+  public ServedModel(
+      String name, int maxContextLength, int vocabSize, String engine, Set<String> features, int[] eosTokenIds,
+      TextTokenizer tokenizer, ChatTemplate chatTemplate) {
+    this(name, maxContextLength, vocabSize, engine, features, eosTokenIds, tokenizer, chatTemplate,
+        OutputParsers.resolve("auto", "auto", chatTemplate::mentions));
+  }
+
+  /** This model with its output parsed as {@code --reasoning-parser} and {@code --tool-call-parser} say. */
+  public ServedModel withParsers(String reasoningParser, String toolCallParser) {
+    return new ServedModel(name, maxContextLength, vocabSize, engine, features, eosTokenIds, tokenizer, chatTemplate,
+        OutputParsers.resolve(reasoningParser, toolCallParser, chatTemplate::mentions));
+  }
 
   /** The model a registered worker describes, with the tokenizer from its model card. */
   public static ServedModel of(WorkerDescription worker, ModelCard card) {

@@ -53,6 +53,60 @@ public final class Grammar {
     return root.minLen;
   }
 
+  /**
+   * A shortest output, near enough to count its tokens: every choice takes its shortest way (a
+   * number is written as one digit, whatever its range).
+   */
+  public String shortestExample() {
+    StringBuilder out = new StringBuilder();
+    shortest(root, out, 0);
+    return out.toString();
+  }
+
+  private static void shortest(GrammarNode n, StringBuilder out, int depth) {
+    if (depth > MAX_DEPTH) {
+      return;
+    }
+    switch (n) {
+      case Lit lit -> out.append(new String(lit.bytes, java.nio.charset.StandardCharsets.UTF_8));
+      case ByteSet set -> out.append(' ');
+      case Str str -> out.append('"').append("a".repeat(str.minChars)).append('"');
+      case Chr chr -> {
+        for (int c = 0x20; c < 0x7f; c++) {
+          if (chr.has(c)) {
+            out.append((char) c);
+            return;
+          }
+        }
+        out.append('a');
+      }
+      case Num num -> out.append('0');
+      case Seq seq -> {
+        for (GrammarNode i : seq.items) {
+          shortest(i, out, depth + 1);
+        }
+      }
+      case Alt alt -> {
+        GrammarNode best = alt.alts[0];
+        for (GrammarNode a : alt.alts) {
+          if (a.minLen < best.minLen) {
+            best = a;
+          }
+        }
+        shortest(best, out, depth + 1);
+      }
+      case Rep rep -> {
+        for (int i = 0; i < rep.min; i++) {
+          if (i > 0 && rep.separator != null) {
+            shortest(rep.separator, out, depth + 1);
+          }
+          shortest(rep.item, out, depth + 1);
+        }
+      }
+      case Ref ref -> shortest(ref.target, out, depth + 1);
+    }
+  }
+
   @Override
   public String toString() {
     return description;

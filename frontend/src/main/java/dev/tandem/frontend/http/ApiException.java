@@ -19,6 +19,11 @@ public final class ApiException extends RuntimeException {
   }
 
   /** 400 invalid_request_error about one parameter. */
+  /** A parameter this deployment understands but cannot honour (code {@code unsupported_parameter}). */
+  public static ApiException unsupportedParameter(String param, String message) {
+    return new ApiException(400, message, "invalid_request_error", param, "unsupported_parameter");
+  }
+
   public static ApiException invalid(String param, String message) {
     return new ApiException(400, message, "invalid_request_error", param, null);
   }

@@ -5,6 +5,9 @@ import dev.tandem.common.TokenChunk;
 import dev.tandem.common.TokenLogprob;
 import dev.tandem.frontend.openai.GenerationSpec;
 import dev.tandem.frontend.openai.ResponseJson;
+import dev.tandem.frontend.parse.ReasoningSplitter;
+import dev.tandem.frontend.parse.ToolCall;
+import dev.tandem.frontend.parse.ToolCallExtractor;
 import dev.tandem.frontend.text.IncrementalDetokenizer;
 import dev.tandem.frontend.text.StopStrings;
 import dev.tandem.frontend.text.TextTokenizer;
@@ -16,7 +19,7 @@ import java.util.List;
 
 /**
  * One generated sequence of a request: its generation on a worker, the text so far (detokenized
- * incrementally, checked for stop strings), token counts, log-probabilities not yet sent, and what
+ * incrementally, checked for stop strings, split into reasoning, content and tool calls), token counts, log-probabilities not yet sent, and what
  * the worker said about serving it (for usage and timing).
  *
  * <p>Threading: the channel's event loop only.
@@ -27,7 +30,11 @@ final class ChoiceStream {
   private final TextTokenizer tokenizer;
   private final IncrementalDetokenizer detokenizer;
   private final StopStrings stops;
-  final StringBuilder text = new StringBuilder();
+  final StringBuilder text = new StringBuilder(); // content (non-streaming)
+  final StringBuilder reasoning = new StringBuilder(); // non-streaming
+  final List<ToolCall> toolCalls = new ArrayList<>();
+  private final ReasoningSplitter reasoningSplitter;
+  private final ToolCallExtractor toolCallExtractor;
   Generation call;
   String finishReason;
   int tokens;
@@ -55,6 +62,36 @@ final class ChoiceStream {
     this.detokenizer = new IncrementalDetokenizer(tokenizer, tail(prompt), spec.skipSpecialTokens());
     this.stops = new StopStrings(spec.stopStrings());
     this.promptTokens = prompt.length;
+    this.reasoningSplitter = new ReasoningSplitter(spec.parsers().reasoning());
+    this.toolCallExtractor = new ToolCallExtractor(spec.parsers().toolCalls());
+  }
+
+  /** A piece of output text divided into reasoning, content and complete tool calls. */
+  record Piece(String reasoning, String content, List<ToolCall> toolCalls) {
+    boolean isEmpty() {
+      return reasoning.isEmpty() && content.isEmpty() && toolCalls.isEmpty();
+    }
+  }
+
+  /** Divides the next text; with {@code last}, also what the parsers held back. */
+  Piece parse(String text, boolean last) {
+    ReasoningSplitter.Split split = reasoningSplitter.add(text);
+    ToolCallExtractor.Extracted x = toolCallExtractor.add(split.content());
+    if (!last) {
+      return new Piece(split.reasoning(), x.content(), x.calls());
+    }
+    ReasoningSplitter.Split end = reasoningSplitter.finish();
+    ToolCallExtractor.Extracted more = toolCallExtractor.add(end.content());
+    ToolCallExtractor.Extracted rest = toolCallExtractor.finish();
+    List<ToolCall> calls = new ArrayList<>(x.calls());
+    calls.addAll(more.calls());
+    calls.addAll(rest.calls());
+    return new Piece(split.reasoning() + end.reasoning(), x.content() + more.content() + rest.content(), calls);
+  }
+
+  /** True once the output held a tool call (finish_reason tool_calls). */
+  boolean calledTools() {
+    return toolCallExtractor.calls() > 0;
   }
 
   private static int[] tail(int[] prompt) {

@@ -31,13 +31,23 @@ public final class FrontendServer implements AutoCloseable {
    * serves at all (a pool scaled to zero coming back, workers still starting) before a 503 (zero
    * fails at once), and who may call and how much at once ({@link Admission}).
    */
-  public record Config(String host, int port, int maxBodyBytes, java.time.Duration workerWait, Admission admission) {
+  /**
+   * @param reasoningParser {@code --reasoning-parser}: auto, none, qwen3, deepseek_r1
+   * @param toolCallParser {@code --tool-call-parser}: auto, none, hermes, qwen3, llama3_json, mistral, pythonic
+   */
+  public record Config(
+      String host, int port, int maxBodyBytes, java.time.Duration workerWait, Admission admission,
+      String reasoningParser, String toolCallParser) {
     public Config(String host, int port, int maxBodyBytes) {
       this(host, port, maxBodyBytes, java.time.Duration.ZERO, Admission.open());
     }
 
     public Config(String host, int port, int maxBodyBytes, java.time.Duration workerWait) {
       this(host, port, maxBodyBytes, workerWait, Admission.open());
+    }
+
+    public Config(String host, int port, int maxBodyBytes, java.time.Duration workerWait, Admission admission) {
+      this(host, port, maxBodyBytes, workerWait, admission, "auto", "auto");
     }
 
     public static Config defaults() {
@@ -55,7 +65,12 @@ public final class FrontendServer implements AutoCloseable {
     this.channel = channel;
   }
 
-  public static FrontendServer start(Config config, ServedModel model, RequestRouter router, FrontendMetrics metrics) {
+  /**
+   * @throws IllegalArgumentException naming the flag when a parser name is unknown
+   */
+  public static FrontendServer start(Config config, ServedModel served, RequestRouter router, FrontendMetrics metrics) {
+    ServedModel model = served.withParsers(config.reasoningParser(), config.toolCallParser());
+    log.info("output parsers: reasoning {}, tool calls {}", model.parsers().reasoning().flagName(), model.parsers().toolCalls().flagName());
     // Linux's native epoll transport where it loads (fewer copies and syscalls), NIO elsewhere.
     boolean epoll = Epoll.isAvailable();
     IoHandlerFactory io = epoll ? EpollIoHandler.newFactory() : NioIoHandler.newFactory();

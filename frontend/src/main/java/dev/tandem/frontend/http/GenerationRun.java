@@ -184,7 +184,7 @@ final class GenerationRun {
     if (sampling.seed().isPresent()) {
       sampling = sampling.withSeed(java.util.OptionalLong.of(sampling.seed().getAsLong() + (c.index % spec.n())));
     }
-    return new GenerationRequest(id + "-" + c.index, c.prompt, sampling, spec.stop());
+    return new GenerationRequest(id + "-" + c.index, c.prompt, sampling, spec.stop()).withStructuredOutput(spec.constraint());
   }
 
   private TokenListener listener(ChoiceStream c) {
@@ -234,7 +234,7 @@ final class GenerationRun {
       out.append(c.token(tokens[k], k < chunk.logprobCount() ? chunk.logprobs()[k] : null));
       if (c.stopped()) {
         c.call.cancel("stop string matched");
-        emit(c, out.toString());
+        emit(c, out.toString(), true);
         finish(c, "stop");
         return;
       }
@@ -242,7 +242,7 @@ final class GenerationRun {
     FinishReason reason = chunk.finishReason();
     if (reason != null) {
       out.append(c.flush());
-      emit(c, out.toString());
+      emit(c, out.toString(), true);
       switch (reason) {
         case STOP -> finish(c, "stop");
         case LENGTH -> finish(c, "length");
@@ -250,24 +250,43 @@ final class GenerationRun {
       }
       return;
     }
-    emit(c, out.toString());
+    emit(c, out.toString(), false);
   }
 
-  private void emit(ChoiceStream c, String text) {
-    if (text.isEmpty()) {
+  /** Sends (or keeps) the next text of a choice, divided into reasoning, content and tool calls. */
+  private void emit(ChoiceStream c, String text, boolean last) {
+    if (text.isEmpty() && !last) {
       return;
     }
-    if (spec.stream()) {
-      ObjectNode chunk = ResponseJson.chunk(spec.kind(), id, created, spec.model(), c.index, null, text, null);
+    ChoiceStream.Piece piece = c.parse(text, last);
+    if (!spec.stream()) {
+      c.reasoning.append(piece.reasoning());
+      c.text.append(piece.content());
+      c.toolCalls.addAll(piece.toolCalls());
+      return;
+    }
+    if (piece.isEmpty()) {
+      return;
+    }
+    if (!piece.reasoning().isEmpty()) {
+      sse.event(ResponseJson.reasoningChunk(id, created, spec.model(), c.index, piece.reasoning()));
+    }
+    if (!piece.content().isEmpty()) {
+      ObjectNode chunk = ResponseJson.chunk(spec.kind(), id, created, spec.model(), c.index, null, piece.content(), null);
       c.attachLogprobs(spec.kind(), chunk);
       sse.event(chunk);
-      sse.flush();
-    } else {
-      c.text.append(text);
     }
+    for (var call : piece.toolCalls()) {
+      ResponseJson.toolCallChunks(id, created, spec.model(), c.index, c.toolCalls.size(), call).forEach(sse::event);
+      c.toolCalls.add(call);
+    }
+    sse.flush();
   }
 
   private void finish(ChoiceStream c, String reason) {
+    if (reason.equals("stop") && c.calledTools()) {
+      reason = "tool_calls";
+    }
     c.finishReason = reason;
     finished++;
     boolean last = finished == choices.size();
@@ -301,7 +320,8 @@ final class GenerationRun {
       List<ResponseJson.ChoiceResult> results = new ArrayList<>();
       for (ChoiceStream c : choices) {
         ObjectNode logprobs = spec.logprobs() < 0 ? null : ResponseJson.logprobs(spec.kind(), c.logprobs, 0);
-        results.add(new ResponseJson.ChoiceResult(c.index, c.text.toString(), c.finishReason, logprobs));
+        results.add(new ResponseJson.ChoiceResult(
+            c.index, c.text.toString(), c.reasoning.toString(), c.toolCalls, c.finishReason, logprobs));
       }
       ObjectNode body = ResponseJson.response(spec.kind(), id, created, spec.model(), results, usage);
       if (spec.timing()) {

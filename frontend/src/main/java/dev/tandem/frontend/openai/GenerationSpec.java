@@ -2,12 +2,15 @@ package dev.tandem.frontend.openai;
 
 import dev.tandem.common.SamplingParams;
 import dev.tandem.common.StopConditions;
+import dev.tandem.common.StructuredOutput;
+import dev.tandem.frontend.parse.OutputParsers;
 import java.util.List;
 
 /**
  * A validated chat or text completion request, ready to run: the tokenized prompts, how many
  * choices per prompt, sampling (log-probabilities included) and stop rules as the workers get
- * them, and the frontend's own options: stop strings, detokenizing, streaming, timing, pinning.
+ * them, an optional constraint on the output, and the frontend's own options: stop strings,
+ * detokenizing, how the output is parsed (reasoning, tool calls), streaming, timing, pinning.
  */
 public record GenerationSpec(
     Kind kind,
@@ -21,7 +24,9 @@ public record GenerationSpec(
     boolean stream,
     boolean includeUsage,
     boolean timing,
-    String pinnedWorker) {
+    String pinnedWorker,
+    StructuredOutput constraint,
+    OutputParsers parsers) {
 
   public GenerationSpec {
     prompts = List.copyOf(prompts);

@@ -13,6 +13,10 @@ import java.util.Map;
 import java.util.OptionalLong;
 import dev.tandem.common.SamplingParams;
 import dev.tandem.common.StopConditions;
+import dev.tandem.common.StructuredOutput;
+import dev.tandem.frontend.parse.OutputParsers;
+import dev.tandem.frontend.parse.ReasoningFormat;
+import dev.tandem.frontend.parse.ToolCallFormat;
 import java.util.Set;
 
 /**
@@ -72,6 +76,10 @@ public final class RequestParser {
     checkModel(body);
     List<Map<String, Object>> messages = messages(body);
     List<Map<String, Object>> tools = tools(body);
+    StructuredOutputs.ToolChoice toolChoice = StructuredOutputs.toolChoice(body.get("tool_choice"), body.get("tools"));
+    if (toolChoice.kind() == StructuredOutputs.ToolChoice.Kind.NONE) {
+      tools = null; // not offered to the model
+    }
     Map<String, Object> kwargs = new LinkedHashMap<>();
     JsonNode kw = body.get("chat_template_kwargs");
     if (kw != null && !kw.isNull()) {
@@ -103,9 +111,19 @@ public final class RequestParser {
       throw ApiException.invalid("messages", "The chat template rejected the conversation: " + e.getMessage());
     }
     int[] prompt = model.tokenizer().encode(text, false);
-    int maxTokens =
-        maxTokens(body, prompt.length, "messages", body.has("max_completion_tokens") ? "max_completion_tokens" : "max_tokens");
-    return common(body, GenerationSpec.Kind.CHAT, List.of(prompt), maxTokens, logprobs);
+    String maxTokensParam = body.has("max_completion_tokens") ? "max_completion_tokens" : "max_tokens";
+    int maxTokens = maxTokens(body, prompt.length, "messages", maxTokensParam);
+    StructuredOutput forced = null;
+    if (toolChoice.forced()) {
+      requireFeature("tool_choice", "structured_outputs");
+      forced = StructuredOutputs.forcedCall(toolChoice, body.get("tools"), model.parsers().toolCalls());
+      StructuredOutputs.check(forced, "tool_choice", maxTokens, maxTokensParam, model.tokenizer());
+    }
+    boolean thinking = !Boolean.FALSE.equals(kwargs.get("enable_thinking"));
+    OutputParsers parsers = new OutputParsers(
+        thinking ? model.parsers().reasoning() : ReasoningFormat.NONE,
+        tools != null ? model.parsers().toolCalls() : ToolCallFormat.NONE);
+    return common(body, GenerationSpec.Kind.CHAT, List.of(prompt), maxTokens, logprobs, maxTokensParam, forced, parsers);
   }
 
   public GenerationSpec parseCompletion(ObjectNode body) {
@@ -137,10 +155,11 @@ public final class RequestParser {
     if (!body.has("max_tokens") || body.get("max_tokens").isNull()) {
       maxTokens = Math.min(maxTokens, 16); // OpenAI's default for completions
     }
-    return common(body, GenerationSpec.Kind.COMPLETION, prompts, maxTokens, logprobs);
+    return common(body, GenerationSpec.Kind.COMPLETION, prompts, maxTokens, logprobs, "max_tokens", null, OutputParsers.NONE);
   }
 
-  private GenerationSpec common(ObjectNode body, GenerationSpec.Kind kind, List<int[]> prompts, int maxTokens, int logprobs) {
+  private GenerationSpec common(ObjectNode body, GenerationSpec.Kind kind, List<int[]> prompts, int maxTokens, int logprobs,
+      String maxTokensParam, StructuredOutput forcedCall, OutputParsers parsers) {
     int n = integer(body, "n", 1, 1, MAX_N);
     boolean unset = (!body.has("max_tokens") || body.get("max_tokens").isNull())
         && (!body.has("max_completion_tokens") || body.get("max_completion_tokens").isNull());
@@ -161,10 +180,24 @@ public final class RequestParser {
       includeUsage = bool((ObjectNode) so, "include_usage", false, "stream_options.include_usage");
     }
     rejectUnsupportedOptions(body);
+    StructuredOutput constraint = StructuredOutputs.responseFormat(body.get("response_format"));
+    if (constraint != null) {
+      if (forcedCall != null) {
+        throw ApiException.invalid("response_format", "'response_format' cannot be combined with a forced 'tool_choice'.");
+      }
+      requireFeature("response_format", "structured_outputs");
+      StructuredOutputs.check(constraint, constraint == StructuredOutput.JSON_OBJECT ? "response_format" : "response_format.json_schema.schema",
+          maxTokens, maxTokensParam, model.tokenizer());
+    } else {
+      constraint = forcedCall;
+    }
     SamplingParams sampling = sampling(body).withLogprobs(logprobs);
     List<String> stops = stopStrings(body);
     int[] stopIds = stopTokenIds(body);
     boolean ignoreEos = bool(body, "ignore_eos", false);
+    if (ignoreEos && constraint != null) {
+      throw ApiException.invalid("ignore_eos", "'ignore_eos' cannot be combined with structured outputs: the output ends when its value is complete.");
+    }
     boolean skipSpecial = bool(body, "skip_special_tokens", true);
     boolean timing = false;
     String pinned = null;
@@ -184,27 +217,13 @@ public final class RequestParser {
     }
     return new GenerationSpec(
         kind, model.name(), prompts, n, sampling, new StopConditions(maxTokens, stopIds, ignoreEos), stops, skipSpecial,
-        stream, includeUsage, timing, pinned);
+        stream, includeUsage, timing, pinned, constraint, parsers);
   }
 
   private void rejectUnsupportedOptions(ObjectNode body) {
     JsonNode bias = body.get("logit_bias");
     if (bias != null && !bias.isNull() && !(bias.isObject() && bias.isEmpty())) {
       throw unsupported("logit_bias", "is not supported yet");
-    }
-    JsonNode rf = body.get("response_format");
-    if (rf != null && !rf.isNull()) {
-      String type = rf.path("type").asText("");
-      if (!type.equals("text")) {
-        throw unsupported("response_format", "of type '" + type + "' (structured output) is not supported yet");
-      }
-    }
-    JsonNode choice = body.get("tool_choice");
-    if (choice != null && !choice.isNull()) {
-      String c = choice.isTextual() ? choice.asText() : "named";
-      if (!c.equals("none") && !c.equals("auto")) {
-        throw unsupported("tool_choice", "'" + c + "' is not supported yet (forcing a tool call needs guided decoding); use auto or none");
-      }
     }
   }
 
@@ -384,6 +403,13 @@ public final class RequestParser {
       JsonNode t = ts.get(i);
       if (!t.isObject() || !t.path("function").path("name").isTextual()) {
         throw ApiException.invalid("tools[" + i + "]", "Each tool needs a function with a name.");
+      }
+      if (t.has("type") && !"function".equals(t.get("type").asText())) {
+        throw ApiException.invalid("tools[" + i + "].type", "Invalid value for 'tools[" + i + "].type': only 'function' tools are supported.");
+      }
+      JsonNode params = t.get("function").get("parameters");
+      if (params != null && !params.isNull() && !params.isObject()) {
+        throw typeError("tools[" + i + "].function.parameters", "an object (a JSON schema)", params);
       }
       out.add(toJava(t));
     }

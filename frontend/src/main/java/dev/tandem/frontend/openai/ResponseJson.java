@@ -5,6 +5,7 @@ import com.fasterxml.jackson.databind.ObjectMapper;
 import com.fasterxml.jackson.databind.node.ArrayNode;
 import com.fasterxml.jackson.databind.node.ObjectNode;
 import dev.tandem.frontend.http.ApiException;
+import dev.tandem.frontend.parse.ToolCall;
 import java.util.List;
 
 /**
@@ -16,8 +17,16 @@ public final class ResponseJson {
 
   private ResponseJson() {}
 
-  /** One finished choice. */
-  public record ChoiceResult(int index, String text, String finishReason, ObjectNode logprobs) {}
+  /**
+   * One finished choice: its content, and for chat the reasoning split from it and the tool calls
+   * taken out of it (empty when not parsed).
+   */
+  public record ChoiceResult(
+      int index, String text, String reasoning, List<ToolCall> toolCalls, String finishReason, ObjectNode logprobs) {
+    public ChoiceResult(int index, String text, String finishReason, ObjectNode logprobs) {
+      this(index, text, "", List.of(), finishReason, logprobs);
+    }
+  }
 
   /** Token counts for {@code usage}. */
   public record Usage(long promptTokens, long completionTokens, long cachedTokens) {}
@@ -73,6 +82,31 @@ public final class ResponseJson {
     return n;
   }
 
+  /** A streamed chat chunk whose delta carries reasoning ({@code reasoning_content}). */
+  public static ObjectNode reasoningChunk(String id, long created, String model, int index, String reasoning) {
+    ObjectNode n = chunk(GenerationSpec.Kind.CHAT, id, created, model, index, null, null, null);
+    ((ObjectNode) n.get("choices").get(0).get("delta")).put("reasoning_content", reasoning);
+    return n;
+  }
+
+  /**
+   * The streamed chat chunks of one complete tool call, as OpenAI sends them: index, id, type and
+   * name first (empty arguments), then the arguments.
+   */
+  public static List<ObjectNode> toolCallChunks(String id, long created, String model, int index, int callIndex, ToolCall call) {
+    ObjectNode head = chunk(GenerationSpec.Kind.CHAT, id, created, model, index, null, null, null);
+    ObjectNode first = ((ObjectNode) head.get("choices").get(0).get("delta")).putArray("tool_calls").addObject();
+    first.put("index", callIndex);
+    first.put("id", call.id());
+    first.put("type", "function");
+    first.putObject("function").put("name", call.name()).put("arguments", "");
+    ObjectNode body = chunk(GenerationSpec.Kind.CHAT, id, created, model, index, null, null, null);
+    ObjectNode rest = ((ObjectNode) body.get("choices").get(0).get("delta")).putArray("tool_calls").addObject();
+    rest.put("index", callIndex);
+    rest.putObject("function").put("arguments", call.arguments());
+    return List.of(head, body);
+  }
+
   /** The final streamed chunk with usage and no choices (stream_options.include_usage). */
   public static ObjectNode usageChunk(GenerationSpec.Kind kind, String id, long created, String model, Usage usage) {
     ObjectNode n = envelope(kind, true, id, created, model);
@@ -91,7 +125,23 @@ public final class ResponseJson {
       if (kind == GenerationSpec.Kind.CHAT) {
         ObjectNode message = choice.putObject("message");
         message.put("role", "assistant");
-        message.put("content", c.text());
+        if (c.text().isEmpty() && !c.toolCalls().isEmpty()) {
+          message.putNull("content");
+        } else {
+          message.put("content", c.text());
+        }
+        if (!c.reasoning().isEmpty()) {
+          message.put("reasoning_content", c.reasoning());
+        }
+        if (!c.toolCalls().isEmpty()) {
+          ArrayNode calls = message.putArray("tool_calls");
+          for (ToolCall t : c.toolCalls()) {
+            ObjectNode call = calls.addObject();
+            call.put("id", t.id());
+            call.put("type", "function");
+            call.putObject("function").put("name", t.name()).put("arguments", t.arguments());
+          }
+        }
       } else {
         choice.put("text", c.text());
       }

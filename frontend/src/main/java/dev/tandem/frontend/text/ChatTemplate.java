@@ -89,6 +89,11 @@ public final class ChatTemplate {
     return source;
   }
 
+  /** True if the template's text contains {@code s} (how a model family's output format is recognised). */
+  public boolean mentions(String s) {
+    return compiled.contains(s);
+  }
+
   /**
    * Renders a conversation.
    *

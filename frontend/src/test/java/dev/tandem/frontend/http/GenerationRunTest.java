@@ -52,7 +52,7 @@ class GenerationRunTest {
   private static final ObjectMapper JSON = new ObjectMapper();
   private static final TextTokenizer TOKENIZER = TextTokenizer.fromJson(ModelFiles.bundledQwen3().tokenizerJson(), "qwen3");
   private static final ServedModel MODEL =
-      new ServedModel("m", 4096, 151_936, "test", Set.of(), new int[] {151645}, TOKENIZER,
+      new ServedModel("m", 4096, 151_936, "test", Set.of("structured_outputs"), new int[] {151645}, TOKENIZER,
           ChatTemplate.fromTokenizerConfig(ModelFiles.bundledQwen3().tokenizerConfigJson(), "qwen3"));
 
   @AfterAll
@@ -187,6 +187,90 @@ class GenerationRunTest {
     assertEquals(8, router.routed.getFirst().stop().maxTokens());
     assertEquals(0f, router.routed.getFirst().sampling().temperature());
     assertTrue(router.cancels.isEmpty(), "a finished generation is not cancelled");
+  }
+
+  private static final String TOOLS = ",\"tools\":[{\"type\":\"function\",\"function\":{\"name\":\"get_weather\","
+      + "\"parameters\":{\"type\":\"object\",\"properties\":{\"city\":{\"type\":\"string\"}},\"required\":[\"city\"]}}}]";
+
+  /** The Qwen3 model's reply: reasoning, a sentence, and a tool call, cut into awkward pieces. */
+  private static ScriptedRouter thinkingCaller() {
+    return new ScriptedRouter(l -> {
+      l.onChunk(chunk(tokens("<think>\nThe user wants"), null));
+      l.onChunk(chunk(tokens(" weather.\n</th"), null));
+      l.onChunk(chunk(tokens("ink>\n\nChecking. <tool_"), null));
+      l.onChunk(chunk(tokens("call>\n{\"name\": \"get_weather\", \"arguments\": {\"city\": \"Paris\"}}\n</tool_call>"), FinishReason.STOP));
+      l.onCompleted();
+    });
+  }
+
+  @Test
+  void reasoningAndToolCallsAreParsedOutOfAStreamedChat() throws Exception {
+    EmbeddedChannel ch = channel(thinkingCaller());
+    post(ch, STREAM + TOOLS + "}");
+    List<JsonNode> events = events(drain(ch).body());
+    StringBuilder reasoning = new StringBuilder();
+    StringBuilder content = new StringBuilder();
+    List<JsonNode> calls = new ArrayList<>();
+    for (JsonNode e : events) {
+      reasoning.append(e.at("/choices/0/delta/reasoning_content").asText(""));
+      content.append(e.at("/choices/0/delta/content").asText(""));
+      e.at("/choices/0/delta/tool_calls").forEach(calls::add);
+    }
+    assertEquals("The user wants weather.\n", reasoning.toString());
+    assertEquals("Checking. ", content.toString());
+    assertEquals(2, calls.size(), "id and name first, then the arguments");
+    assertEquals("get_weather", calls.get(0).at("/function/name").asText());
+    assertTrue(calls.get(0).get("id").asText().startsWith("call_"));
+    assertEquals("", calls.get(0).at("/function/arguments").asText());
+    assertEquals(0, calls.get(1).get("index").asInt());
+    assertEquals("{\"city\":\"Paris\"}", calls.get(1).at("/function/arguments").asText());
+    assertEquals("tool_calls", events.getLast().at("/choices/0/finish_reason").asText());
+  }
+
+  @Test
+  void aNonStreamedChatCarriesReasoningContentAndToolCalls() throws Exception {
+    EmbeddedChannel ch = channel(thinkingCaller());
+    post(ch, "{\"model\":\"m\",\"max_tokens\":64,\"messages\":[{\"role\":\"user\",\"content\":\"weather?\"}]" + TOOLS + "}");
+    JsonNode body = JSON.readTree(drain(ch).body());
+    JsonNode message = body.at("/choices/0/message");
+    assertEquals("The user wants weather.\n", message.get("reasoning_content").asText());
+    assertEquals("Checking. ", message.get("content").asText());
+    assertEquals("get_weather", message.at("/tool_calls/0/function/name").asText());
+    assertEquals("function", message.at("/tool_calls/0/type").asText());
+    assertEquals("tool_calls", body.at("/choices/0/finish_reason").asText());
+    int all = tokens("<think>\nThe user wants").length + tokens(" weather.\n</th").length + tokens("ink>\n\nChecking. <tool_").length
+        + tokens("call>\n{\"name\": \"get_weather\", \"arguments\": {\"city\": \"Paris\"}}\n</tool_call>").length;
+    assertEquals(all, body.at("/usage/completion_tokens").asInt(), "usage counts every token, reasoning and calls included");
+  }
+
+  @Test
+  void withThinkingOffOrToolsNotOfferedTheTextIsLeftAlone() throws Exception {
+    EmbeddedChannel ch = channel(thinkingCaller());
+    post(ch, "{\"model\":\"m\",\"max_tokens\":64,\"messages\":[{\"role\":\"user\",\"content\":\"weather?\"}],"
+        + "\"chat_template_kwargs\":{\"enable_thinking\":false},\"tool_choice\":\"none\"" + TOOLS + "}");
+    JsonNode message = JSON.readTree(drain(ch).body()).at("/choices/0/message");
+    assertTrue(message.get("content").asText().startsWith("<think>"), message.toString());
+    assertTrue(message.get("content").asText().contains("<tool_call>"));
+    assertFalse(message.has("tool_calls"));
+  }
+
+  @Test
+  void aForcedToolChoiceSendsTheWorkerAConstraintInTheModelsFormat() throws Exception {
+    var router = new ScriptedRouter(l -> {
+      l.onChunk(chunk(tokens("<tool_call>\n{\"name\": \"get_weather\", \"arguments\": {\"city\": \"x\"}}\n</tool_call>"), FinishReason.STOP));
+      l.onCompleted();
+    });
+    EmbeddedChannel ch = channel(router);
+    post(ch, "{\"model\":\"m\",\"max_tokens\":64,\"messages\":[{\"role\":\"user\",\"content\":\"hi\"}],"
+        + "\"tool_choice\":{\"type\":\"function\",\"function\":{\"name\":\"get_weather\"}}" + TOOLS + "}");
+    JsonNode body = JSON.readTree(drain(ch).body());
+    assertEquals("tool_calls", body.at("/choices/0/finish_reason").asText(), body.toString());
+    var constraint = router.routed.getFirst().structuredOutput();
+    assertEquals("<tool_call>\n", constraint.prefix());
+    assertEquals("\n</tool_call>", constraint.suffix());
+    JsonNode schema = JSON.readTree(constraint.jsonSchema());
+    assertEquals("get_weather", schema.at("/properties/name/const").asText());
+    assertEquals("city", schema.at("/properties/arguments/required/0").asText());
   }
 
   @Test
