@@ -86,4 +86,62 @@ class RequestParserTest {
     ApiException tooLong = assertThrows(ApiException.class, () -> chat(p, "{\"model\":\"m\"," + HI + ",\"max_tokens\":1000}"));
     assertTrue(tooLong.getMessage().contains("maximum context length is 256"), tooLong.getMessage());
   }
+
+  private static final String TOOL = "{\"type\":\"function\",\"function\":{\"name\":\"f\",\"parameters\":"
+      + "{\"type\":\"object\",\"properties\":{\"n\":{\"type\":\"integer\"}},\"required\":[\"n\"]}}}";
+
+  private static ApiException refused(RequestParser p, String json) {
+    return assertThrows(ApiException.class, () -> chat(p, json));
+  }
+
+  @Test
+  void structuredOutputsAreCheckedBeforeAnythingRuns() {
+    RequestParser p = parser(Set.of("structured_outputs"));
+    GenerationSpec spec = chat(p, "{\"model\":\"m\",\"max_tokens\":50," + HI
+        + ",\"response_format\":{\"type\":\"json_schema\",\"json_schema\":{\"name\":\"x\",\"strict\":true,\"schema\":{\"type\":\"integer\"}}}}");
+    assertEquals("{\"type\":\"integer\"}", spec.constraint().jsonSchema());
+    assertEquals(dev.tandem.common.StructuredOutput.JSON_OBJECT,
+        chat(p, "{\"model\":\"m\",\"max_tokens\":50," + HI + ",\"response_format\":{\"type\":\"json_object\"}}").constraint());
+    assertEquals(null, chat(p, "{\"model\":\"m\",\"max_tokens\":50," + HI + ",\"response_format\":{\"type\":\"text\"}}").constraint());
+
+    ApiException keyword = refused(p, "{\"model\":\"m\",\"max_tokens\":50," + HI
+        + ",\"response_format\":{\"type\":\"json_schema\",\"json_schema\":{\"schema\":{\"type\":\"number\",\"multipleOf\":2}}}}");
+    assertEquals("response_format.json_schema.schema", keyword.param());
+    assertTrue(keyword.getMessage().contains("multipleOf"), keyword.getMessage());
+    assertEquals("response_format", refused(parser(Set.of()), "{\"model\":\"m\"," + HI
+        + ",\"response_format\":{\"type\":\"json_object\"}}").param(), "an engine without constrained decoding refuses");
+    assertEquals("response_format", refused(p, "{\"model\":\"m\"," + HI + ",\"response_format\":{\"type\":\"yaml\"}}").param());
+    assertEquals("ignore_eos", refused(p, "{\"model\":\"m\",\"ignore_eos\":true," + HI
+        + ",\"response_format\":{\"type\":\"json_object\"}}").param());
+    ApiException tooShort = refused(p, "{\"model\":\"m\",\"max_tokens\":3," + HI
+        + ",\"response_format\":{\"type\":\"json_schema\",\"json_schema\":{\"schema\":{\"const\":\"a long constant that needs tokens\"}}}}");
+    assertEquals("max_tokens", tooShort.param());
+  }
+
+  @Test
+  void toolChoiceIsCheckedAgainstTheOfferedTools() {
+    RequestParser p = parser(Set.of("structured_outputs"));
+    GenerationSpec auto = chat(p, "{\"model\":\"m\"," + HI + ",\"tools\":[" + TOOL + "]}");
+    assertEquals(dev.tandem.frontend.parse.ToolCallFormat.HERMES, auto.parsers().toolCalls(), "Qwen3's template writes <tool_call>");
+    assertEquals(null, auto.constraint());
+    GenerationSpec none = chat(p, "{\"model\":\"m\"," + HI + ",\"tool_choice\":\"none\",\"tools\":[" + TOOL + "]}");
+    assertEquals(dev.tandem.frontend.parse.ToolCallFormat.NONE, none.parsers().toolCalls());
+    GenerationSpec required = chat(p, "{\"model\":\"m\",\"max_tokens\":100," + HI + ",\"tool_choice\":\"required\",\"tools\":[" + TOOL + "]}");
+    assertEquals("<tool_call>\n", required.constraint().prefix());
+
+    assertEquals("tool_choice", refused(p, "{\"model\":\"m\"," + HI
+        + ",\"tool_choice\":{\"type\":\"function\",\"function\":{\"name\":\"g\"}},\"tools\":[" + TOOL + "]}").param());
+    assertEquals("tool_choice", refused(p, "{\"model\":\"m\"," + HI + ",\"tool_choice\":\"required\"}").param());
+    assertEquals("tool_choice", refused(p, "{\"model\":\"m\"," + HI + ",\"tool_choice\":\"always\",\"tools\":[" + TOOL + "]}").param());
+    assertEquals("tools[0].function.parameters", refused(p, "{\"model\":\"m\"," + HI
+        + ",\"tool_choice\":\"required\",\"tools\":[{\"type\":\"function\",\"function\":{\"name\":\"f\",\"parameters\":"
+        + "{\"type\":\"object\",\"properties\":{\"n\":{\"not\":{}}}}}}]}").param());
+    assertEquals("tools[0].function.parameters", refused(p, "{\"model\":\"m\"," + HI
+        + ",\"tools\":[{\"type\":\"function\",\"function\":{\"name\":\"f\",\"parameters\":\"n\"}}]}").param());
+    assertEquals("tool_choice", refused(parser(Set.of()), "{\"model\":\"m\"," + HI
+        + ",\"tool_choice\":\"required\",\"tools\":[" + TOOL + "]}").param(), "forcing a call needs constrained decoding");
+    RequestParser mistral = new RequestParser(new ServedModel("m", 256, 151_936, "test", Set.of("structured_outputs"),
+        new int[] {151645}, TOKENIZER, TEMPLATE).withParsers("none", "mistral"));
+    assertEquals("tool_choice", refused(mistral, "{\"model\":\"m\"," + HI + ",\"tool_choice\":\"required\",\"tools\":[" + TOOL + "]}").param());
+  }
 }

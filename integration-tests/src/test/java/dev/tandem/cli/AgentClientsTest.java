@@ -1,0 +1,240 @@
+package dev.tandem.cli;
+
+import static org.junit.jupiter.api.Assertions.assertEquals;
+import static org.junit.jupiter.api.Assertions.assertFalse;
+import static org.junit.jupiter.api.Assertions.assertNotNull;
+import static org.junit.jupiter.api.Assertions.assertTrue;
+
+import com.openai.client.OpenAIClient;
+import com.openai.client.okhttp.OpenAIOkHttpClient;
+import com.openai.helpers.ChatCompletionAccumulator;
+import com.openai.models.chat.completions.ChatCompletion;
+import com.openai.models.chat.completions.ChatCompletionCreateParams;
+import com.openai.models.chat.completions.ChatCompletionMessage;
+import com.openai.models.chat.completions.ChatCompletionMessageFunctionToolCall;
+import com.openai.models.chat.completions.ChatCompletionNamedToolChoice;
+import com.openai.models.chat.completions.ChatCompletionToolChoiceOption;
+import com.openai.models.chat.completions.ChatCompletionToolMessageParam;
+import com.openai.models.chat.completions.StructuredChatCompletion;
+import dev.langchain4j.agent.tool.ReturnBehavior;
+import dev.langchain4j.agent.tool.Tool;
+import dev.langchain4j.agent.tool.ToolSpecification;
+import dev.langchain4j.model.chat.Capability;
+import dev.langchain4j.model.chat.request.ChatRequest;
+import dev.langchain4j.model.chat.request.ChatRequestParameters;
+import dev.langchain4j.model.chat.request.ToolChoice;
+import dev.langchain4j.model.chat.request.json.JsonObjectSchema;
+import dev.langchain4j.model.chat.response.ChatResponse;
+import dev.langchain4j.model.chat.response.StreamingChatResponseHandler;
+import dev.langchain4j.model.openai.OpenAiChatModel;
+import dev.langchain4j.model.openai.OpenAiStreamingChatModel;
+import dev.langchain4j.data.message.UserMessage;
+import dev.langchain4j.service.AiServices;
+import dev.langchain4j.service.Result;
+import dev.tandem.engine.ModelFiles;
+import dev.tandem.engine.builtin.BuiltinConfig;
+import dev.tandem.engine.builtin.BuiltinEngine;
+import dev.tandem.engine.model.DType;
+import dev.tandem.engine.modeltools.ModelGenerator;
+import dev.tandem.frontend.http.FrontendServer;
+import dev.tandem.router.grpc.Router;
+import java.nio.file.Path;
+import java.util.List;
+import java.util.concurrent.CompletableFuture;
+import java.util.concurrent.CopyOnWriteArrayList;
+import java.util.concurrent.TimeUnit;
+import org.junit.jupiter.api.AfterAll;
+import org.junit.jupiter.api.AfterEach;
+import org.junit.jupiter.api.BeforeAll;
+import org.junit.jupiter.api.Test;
+import org.junit.jupiter.api.io.TempDir;
+
+/**
+ * Real agent clients — the openai-java SDK and LangChain4j — against `tandem serve` on a generated
+ * model with random weights, unchanged except for the base URL. Random weights never choose a
+ * tool or write JSON of their own accord, so every case forces the shape (tool_choice required or
+ * named, response_format with a schema) and constrained decoding guarantees it.
+ */
+@org.junit.jupiter.api.Tag("e2e")
+class AgentClientsTest {
+  @TempDir static Path dir;
+  private static LocalDeployment deployment;
+  private static OpenAIClient openai;
+  private static String base;
+
+  /** A tool's arguments, as openai-java derives a function from a class. */
+  public static class GetWeather {
+    public String city;
+    public int days;
+  }
+
+  /** A structured answer. */
+  public static class Person {
+    public String name;
+    public int age;
+    public List<String> hobbies;
+  }
+
+  public record Contact(String name, String email, boolean subscribed) {}
+
+  @BeforeAll
+  static void start() throws Exception {
+    Path model = dir.resolve("tiny");
+    ModelGenerator.write(ModelGenerator.shape("tiny"), DType.BF16, 0, model, 0);
+    BuiltinConfig config = BuiltinConfig.of(model).withCompute("cpu", 2).withKvCacheBytes(64L << 20);
+    deployment = LocalDeployment.start(
+        new LocalDeployment.Spec(
+            1, () -> BuiltinEngine.open(config), ModelFiles.fromDirectory(model), 16,
+            Router.Config.of("kv"), new FrontendServer.Config("127.0.0.1", 0, 1 << 20)));
+    base = "http://127.0.0.1:" + deployment.port() + "/v1";
+    openai = OpenAIOkHttpClient.builder().baseUrl(base).apiKey("unused").build();
+  }
+
+  @AfterAll
+  static void stop() {
+    openai.close();
+    deployment.close();
+  }
+
+  @AfterEach
+  void poolsAreFull() throws Exception {
+    TestDeployments.assertPoolsFull(deployment);
+  }
+
+  private static ChatCompletionCreateParams.Builder weatherRequest() {
+    return ChatCompletionCreateParams.builder()
+        .model("tiny")
+        .addUserMessage("What is the weather in Paris for the next 3 days?")
+        .addTool(GetWeather.class)
+        .maxCompletionTokens(200)
+        .temperature(0.0);
+  }
+
+  @Test
+  void openAiSdkToolRoundTrip() {
+    ChatCompletion first = openai.chat().completions().create(weatherRequest()
+        .toolChoice(ChatCompletionToolChoiceOption.Auto.REQUIRED).build());
+    ChatCompletion.Choice choice = first.choices().getFirst();
+    assertEquals(ChatCompletion.Choice.FinishReason.TOOL_CALLS, choice.finishReason());
+    ChatCompletionMessage message = choice.message();
+    List<ChatCompletionMessageFunctionToolCall> calls =
+        message.toolCalls().orElseThrow().stream().map(c -> c.asFunction()).toList();
+    assertEquals(1, calls.size());
+    assertEquals("GetWeather", calls.getFirst().function().name());
+    GetWeather args = calls.getFirst().function().arguments(GetWeather.class);
+    assertNotNull(args.city, "the arguments match the function's schema");
+
+    ChatCompletion answer = openai.chat().completions().create(weatherRequest()
+        .addMessage(message)
+        .addMessage(ChatCompletionToolMessageParam.builder().toolCallId(calls.getFirst().id()).content("Sunny, 24 °C").build())
+        .toolChoice(ChatCompletionToolChoiceOption.Auto.NONE)
+        .maxCompletionTokens(8)
+        .build());
+    assertTrue(answer.choices().getFirst().message().content().isPresent());
+    assertTrue(answer.usage().orElseThrow().promptTokens() > first.usage().orElseThrow().promptTokens(),
+        "the call and its result went back through the chat template");
+  }
+
+  @Test
+  void openAiSdkStreamsANamedToolCall() {
+    ChatCompletionAccumulator acc = ChatCompletionAccumulator.create();
+    try (var stream = openai.chat().completions().createStreaming(weatherRequest()
+        .toolChoice(ChatCompletionNamedToolChoice.builder()
+            .function(ChatCompletionNamedToolChoice.Function.builder().name("GetWeather").build()).build())
+        .temperature(1.0).seed(5).build())) {
+      stream.stream().forEach(acc::accumulate);
+    }
+    ChatCompletion done = acc.chatCompletion();
+    var call = done.choices().getFirst().message().toolCalls().orElseThrow().getFirst().asFunction();
+    assertEquals("GetWeather", call.function().name());
+    assertNotNull(call.function().arguments(GetWeather.class).city);
+  }
+
+  @Test
+  void openAiSdkStructuredOutputFromAJavaClass() {
+    StructuredChatCompletion<Person> r = openai.chat().completions().create(ChatCompletionCreateParams.builder()
+        .model("tiny")
+        .addUserMessage("Invent a person.")
+        .responseFormat(Person.class)
+        .maxCompletionTokens(300)
+        .build());
+    Person p = r.choices().getFirst().message().content().orElseThrow();
+    assertNotNull(p.name);
+    assertNotNull(p.hobbies);
+  }
+
+  /** A LangChain4j agent's tool, counting its calls. */
+  public static final class WeatherTools {
+    final List<String> cities = new CopyOnWriteArrayList<>();
+
+    @Tool(value = "The weather forecast for a city", returnBehavior = ReturnBehavior.IMMEDIATE)
+    public String forecast(String city, int days) {
+      cities.add(city);
+      return "Sunny in " + city + " for " + days + " days";
+    }
+  }
+
+  interface WeatherAgent {
+    Result<String> ask(String question);
+  }
+
+  interface ContactExtractor {
+    Contact extract(String text);
+  }
+
+  @Test
+  void langChain4jAgentCallsItsToolAndReturnsARecord() {
+    OpenAiChatModel forcing = OpenAiChatModel.builder()
+        .baseUrl(base).apiKey("unused").modelName("tiny").maxTokens(200)
+        .defaultRequestParameters(ChatRequestParameters.builder().toolChoice(ToolChoice.REQUIRED).build())
+        .build();
+    WeatherTools tools = new WeatherTools();
+    WeatherAgent agent = AiServices.builder(WeatherAgent.class).chatModel(forcing).tools(tools).build();
+    Result<String> result = agent.ask("Weather in Oslo this week?");
+    assertEquals(1, tools.cities.size(), "the agent ran its tool with arguments the model produced");
+    assertEquals("forecast", result.toolExecutions().getFirst().request().name());
+
+    OpenAiChatModel structured = OpenAiChatModel.builder()
+        .baseUrl(base).apiKey("unused").modelName("tiny").maxTokens(300)
+        .supportedCapabilities(Capability.RESPONSE_FORMAT_JSON_SCHEMA).strictJsonSchema(true)
+        .build();
+    Contact c = AiServices.create(ContactExtractor.class, structured).extract("Ada, ada@example.com, yes");
+    assertNotNull(c);
+    assertNotNull(c.name());
+  }
+
+  @Test
+  void langChain4jStreamingModelGetsAToolCall() throws Exception {
+    OpenAiStreamingChatModel model = OpenAiStreamingChatModel.builder()
+        .baseUrl(base).apiKey("unused").modelName("tiny").maxTokens(200).build();
+    ToolSpecification spec = ToolSpecification.builder()
+        .name("lookup")
+        .description("Looks a word up")
+        .parameters(JsonObjectSchema.builder().addStringProperty("word").required("word").build())
+        .build();
+    CompletableFuture<ChatResponse> done = new CompletableFuture<>();
+    model.chat(ChatRequest.builder()
+        .messages(UserMessage.from("Look up 'tandem'."))
+        .parameters(ChatRequestParameters.builder().toolSpecifications(spec).toolChoice(ToolChoice.REQUIRED).build())
+        .build(), new StreamingChatResponseHandler() {
+          @Override
+          public void onPartialResponse(String partial) {}
+
+          @Override
+          public void onCompleteResponse(ChatResponse response) {
+            done.complete(response);
+          }
+
+          @Override
+          public void onError(Throwable error) {
+            done.completeExceptionally(error);
+          }
+        });
+    ChatResponse response = done.get(60, TimeUnit.SECONDS);
+    assertTrue(response.aiMessage().hasToolExecutionRequests(), response.toString());
+    var request = response.aiMessage().toolExecutionRequests().getFirst();
+    assertEquals("lookup", request.name());
+    assertFalse(request.arguments().isBlank());
+    assertTrue(new com.fasterxml.jackson.databind.ObjectMapper().readTree(request.arguments()).get("word").isTextual());
+  }
+}
