@@ -27,6 +27,7 @@ class ConstrainedGenerationTest {
   private static final SchemaRegistry REGISTRY = SchemaRegistry.withDefaultDialect(SpecificationVersion.DRAFT_2020_12);
 
   @Test
+  @org.junit.jupiter.api.Tag("e2e") // 200 generations over the full vocabulary: seconds, kept out of the fast tier
   void everySchemaOfTheCorpusGivesValidJsonFromARandomModel() throws Exception {
     TokenMasker masker = GrammarTesting.qwen3();
     assertTrue(SchemaCorpus.SCHEMAS.size() >= 30);
