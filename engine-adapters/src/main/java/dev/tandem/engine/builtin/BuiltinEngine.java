@@ -121,6 +121,11 @@ public final class BuiltinEngine extends SchedulingEngine implements KvHandoff {
     return weights.bytesReadPerToken();
   }
 
+  /** Time this engine has spent on constrained decoding (token masks, matchers), in nanoseconds. */
+  public long constrainedDecodingNanos() {
+    return constraints.nanos();
+  }
+
   /** Bytes per element of the weight matrices (as stored). */
   public int weightElementBytes() {
     return weights.layer(0).q().dtype().bytes();

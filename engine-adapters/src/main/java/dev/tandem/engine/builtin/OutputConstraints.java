@@ -34,6 +34,7 @@ final class OutputConstraints {
   private final int[] eosTokenIds;
   private TokenMasker masker;
   private long[] mask;
+  private long nanos; // spent masking and advancing matchers
   private final Map<StructuredOutput, Grammar> grammars = new LinkedHashMap<>(16, 0.75f, true) {
     @Override
     protected boolean removeEldestEntry(Map.Entry<StructuredOutput, Grammar> eldest) {
@@ -95,6 +96,20 @@ final class OutputConstraints {
    * @return false if no token is allowed (the output cannot go on; end it)
    */
   boolean apply(GrammarState state, int tokensLeft, int[] ends, float[] logits) {
+    long t0 = System.nanoTime();
+    try {
+      return applyMask(state, tokensLeft, ends, logits);
+    } finally {
+      nanos += System.nanoTime() - t0;
+    }
+  }
+
+  /** Time spent on constrained decoding so far (masks and matchers), in nanoseconds. */
+  long nanos() {
+    return nanos;
+  }
+
+  private boolean applyMask(GrammarState state, int tokensLeft, int[] ends, float[] logits) {
     int n = masker.mask(state, tokensLeft, ends, mask);
     if (n == 0) {
       return false;
@@ -121,8 +136,11 @@ final class OutputConstraints {
         return;
       }
     }
+    long t0 = System.nanoTime();
     byte[] bytes = masker.vocabulary().bytes(token);
-    if (bytes == null || !state.advance(bytes)) {
+    boolean ok = bytes != null && state.advance(bytes);
+    nanos += System.nanoTime() - t0;
+    if (!ok) {
       throw new IllegalStateException("token " + token + " is outside the output's grammar");
     }
   }

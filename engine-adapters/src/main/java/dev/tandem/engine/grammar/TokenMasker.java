@@ -11,34 +11,26 @@ import java.util.Map;
  * prunes every token under it; the mask of each matcher frame is cached (frames recur: the body of
  * a string, a property's value), and a state's mask is the union of its frames' masks.
  *
- * <p>Near the token budget it allows only tokens after which the output can still be completed
- * within the tokens left (each token is at least one byte), and once even that fails, tokens that
- * bring it strictly closer: a value finishes within {@code max_tokens} whenever it can, whatever
- * the model prefers.
+ * <p>Each cached mask remembers the most bytes any of its tokens leaves to complete the output;
+ * when that would not fit in the tokens left (each token is at least one byte), the tokens are
+ * checked one by one against the budget, and once even that fails, only tokens that bring the end
+ * strictly closer are allowed: a value finishes within {@code max_tokens} whenever it can,
+ * whatever the model prefers.
  *
  * <p>Threading: not thread-safe; one per engine, used on the engine thread.
  */
 public final class TokenMasker {
   /** Cached frame masks (each vocabulary/64 words). */
   static final int CACHE_ENTRIES = 1024;
-  /**
-   * Within this many bytes of the budget, each token is checked against it (uncached): a token
-   * that opens a long required structure could otherwise leave too few tokens to close it.
-   */
-  static final int BUDGET_WINDOW = 32;
 
   private final TokenVocabulary vocabulary;
   private final int words;
-  // The trie: node 0 is the root; node n's children are edges [edgeStart[n], edgeStart[n + 1]).
-  private final int[] edgeStart;
-  private final byte[] edgeByte;
-  private final int[] edgeTarget;
-  private final int[] tokenAt; // per node: a token whose bytes end here, or -1
-  private final int[] sameBytes; // per token: another token with the same bytes, or -1
+  private final ByteTrie trie;
   private final StringTokens strings;
-  private final Map<Frame, long[]> cache = new LinkedHashMap<>(256, 0.75f, true) {
+  private int longestAfter; // during an unlimited walk: the most bytes an allowed token leaves
+  private final Map<Frame, FrameMask> cache = new LinkedHashMap<>(256, 0.75f, true) {
     @Override
-    protected boolean removeEldestEntry(Map.Entry<Frame, long[]> eldest) {
+    protected boolean removeEldestEntry(Map.Entry<Frame, FrameMask> eldest) {
       return size() > CACHE_ENTRIES;
     }
   };
@@ -48,69 +40,12 @@ public final class TokenMasker {
   public TokenMasker(TokenVocabulary vocabulary) {
     this.vocabulary = vocabulary;
     this.words = (vocabulary.size() + 63) >>> 6;
-    int n = vocabulary.size();
-    Integer[] order = new Integer[n];
-    int count = 0;
-    for (int t = 0; t < n; t++) {
-      if (vocabulary.bytes(t) != null) {
-        order[count++] = t;
-      }
+    byte[][] keys = new byte[vocabulary.size()][];
+    for (int t = 0; t < keys.length; t++) {
+      keys[t] = vocabulary.bytes(t);
     }
-    Integer[] tokens = Arrays.copyOf(order, count);
-    Arrays.sort(tokens, (a, b) -> Arrays.compareUnsigned(vocabulary.bytes(a), vocabulary.bytes(b)));
-    // Insert in sorted order: a token shares its path with the previous one up to their common prefix.
-    int maxNodes = 1;
-    for (Integer t : tokens) {
-      maxNodes += vocabulary.bytes(t).length;
-    }
-    int[] parentOf = new int[maxNodes];
-    byte[] byteOf = new byte[maxNodes];
-    int[] tokenAtNode = new int[maxNodes];
-    Arrays.fill(tokenAtNode, -1);
-    sameBytes = new int[n];
-    Arrays.fill(sameBytes, -1);
-    int nodes = 1;
-    int[] path = new int[1];
-    byte[] previous = new byte[0];
-    for (Integer t : tokens) {
-      byte[] b = vocabulary.bytes(t);
-      if (path.length < b.length + 1) {
-        path = Arrays.copyOf(path, b.length + 1);
-      }
-      int common = 0;
-      while (common < Math.min(b.length, previous.length) && b[common] == previous[common]) {
-        common++;
-      }
-      for (int i = common; i < b.length; i++) {
-        parentOf[nodes] = path[i];
-        byteOf[nodes] = b[i];
-        path[i + 1] = nodes++;
-      }
-      int end = path[b.length];
-      if (tokenAtNode[end] >= 0) {
-        sameBytes[t] = tokenAtNode[end];
-      }
-      tokenAtNode[end] = t;
-      previous = b;
-    }
-    // Group edges by parent (children were created in byte order per parent).
-    edgeStart = new int[nodes + 1];
-    for (int c = 1; c < nodes; c++) {
-      edgeStart[parentOf[c] + 1]++;
-    }
-    for (int i = 0; i < nodes; i++) {
-      edgeStart[i + 1] += edgeStart[i];
-    }
-    edgeByte = new byte[nodes - 1];
-    edgeTarget = new int[nodes - 1];
-    int[] fill = Arrays.copyOf(edgeStart, nodes);
-    for (int c = 1; c < nodes; c++) {
-      int e = fill[parentOf[c]]++;
-      edgeByte[e] = byteOf[c];
-      edgeTarget[e] = c;
-    }
-    tokenAt = Arrays.copyOf(tokenAtNode, nodes);
-    strings = new StringTokens(vocabulary);
+    this.trie = new ByteTrie(keys);
+    this.strings = new StringTokens(vocabulary);
   }
 
   public TokenVocabulary vocabulary() {
@@ -138,7 +73,18 @@ public final class TokenMasker {
       return setEnds(endTokens, mask);
     }
     int budget = tokensLeft - 2; // bytes the output may still need after this token (and an end token)
-    if (budget - left < BUDGET_WINDOW) {
+    List<FrameMask> masks = new java.util.ArrayList<>(states.size());
+    boolean withinBudget = budget >= left;
+    for (Frame f : states) {
+      if (f != Frame.ACCEPT) {
+        FrameMask m = frameMask(state.grammar(), f);
+        masks.add(m);
+        withinBudget &= m.longestAfter <= budget;
+      }
+    }
+    if (!withinBudget) {
+      // Some allowed token would leave too little room: check each against the budget (or, once
+      // the budget cannot be met, allow only tokens that bring the end closer).
       walkFrom(state.grammar(), states, mask, budget >= left ? budget : left - 1);
       clearEnds(endTokens, mask);
       int n = count(mask);
@@ -149,12 +95,9 @@ public final class TokenMasker {
         return n;
       }
     }
-    for (Frame f : states) {
-      if (f != Frame.ACCEPT) {
-        long[] m = frameMask(state.grammar(), f);
-        for (int i = 0; i < words; i++) {
-          mask[i] |= m[i];
-        }
+    for (FrameMask m : masks) {
+      for (int i = 0; i < words; i++) {
+        mask[i] |= m.bits[i];
       }
     }
     clearEnds(endTokens, mask); // an end token is only ever the end (even where it has bytes)
@@ -181,15 +124,20 @@ public final class TokenMasker {
     return misses;
   }
 
-  private long[] frameMask(Grammar grammar, Frame f) {
-    long[] m = cache.get(f);
+  /** A frame's allowed tokens, and the most bytes any of them leaves to complete the output. */
+  private record FrameMask(long[] bits, int longestAfter) {}
+
+  private FrameMask frameMask(Grammar grammar, Frame f) {
+    FrameMask m = cache.get(f);
     if (m != null) {
       hits++;
       return m;
     }
     misses++;
-    m = new long[words];
-    walkFrom(grammar, List.of(f), m, -1);
+    long[] bits = new long[words];
+    longestAfter = 0;
+    walkFrom(grammar, List.of(f), bits, -1);
+    m = new FrameMask(bits, longestAfter);
     cache.put(f, m);
     return m;
   }
@@ -198,7 +146,7 @@ public final class TokenMasker {
     if (states.size() == 1 && states.get(0).node instanceof GrammarNode.Str str && states.get(0).aux == 1) {
       stringBody(grammar, states.get(0), str, mask, limit);
     } else {
-      walk(grammar, states, 0, mask, limit);
+      walk(grammar, states, trie, 0, mask, limit, null);
     }
   }
 
@@ -212,17 +160,20 @@ public final class TokenMasker {
       int completeLeft = Grammar.remaining(f); // a whole-character token leaves the state as it is
       if (limit < 0 || completeLeft + 3 <= limit) {
         System.arraycopy(strings.plain, 0, mask, 0, words);
+        longestAfter = Math.max(longestAfter, completeLeft + 3);
       } else {
         for (int t = 0; t < strings.kind.length; t++) {
-          if (strings.kind[t] != StringTokens.OTHER && completeLeft + strings.open[t] <= limit) {
+          byte k = strings.kind[t];
+          if ((k == StringTokens.COMPLETE || k == StringTokens.OPEN) && completeLeft + strings.open[t] <= limit) {
             mask[t >>> 6] |= 1L << t;
+            longestAfter = Math.max(longestAfter, completeLeft + strings.open[t]);
           }
         }
       }
     } else {
       for (int t = 0; t < strings.kind.length; t++) {
         byte k = strings.kind[t];
-        if (k == StringTokens.OTHER) {
+        if (k != StringTokens.COMPLETE && k != StringTokens.OPEN) {
           continue;
         }
         int pos = f.pos + strings.chars[t];
@@ -232,11 +183,26 @@ public final class TokenMasker {
             : strings.open[t] + Math.max(0, str.minChars - pos - 1) + 1 + rest;
         if (fits && (limit < 0 || after <= limit)) {
           mask[t >>> 6] |= 1L << t;
+          longestAfter = Math.max(longestAfter, after);
         }
       }
     }
+    // Tokens that close the string: what follows depends only on the frames above it.
+    int closeAt = str.counted ? Math.min(Math.max(f.pos, str.minChars), str.maxChars) : 0;
+    List<Frame> closed = grammar.step(List.of(new Frame(str, closeAt, 1, null, f.parent)), '"');
+    if (!closed.isEmpty()) {
+      java.util.function.IntPredicate fits = !str.counted ? null : t -> {
+        int pos = f.pos + strings.chars[t];
+        return pos >= str.minChars && pos <= str.maxChars;
+      };
+      ByteTrie rests = strings.quotedRests;
+      if (rests.tokenAt[0] >= 0) {
+        mark(rests, 0, closed, mask, limit, fits);
+      }
+      walk(grammar, closed, rests, 0, mask, limit, fits);
+    }
     List<Frame> start = List.of(f);
-    for (int t : strings.others) {
+    for (int t : strings.escaped) {
       List<Frame> s = start;
       for (byte b : vocabulary.bytes(t)) {
         s = grammar.step(s, b & 0xff);
@@ -244,30 +210,46 @@ public final class TokenMasker {
           break;
         }
       }
-      if (!s.isEmpty() && (limit < 0 || Grammar.remaining(s) <= limit)) {
-        mask[t >>> 6] |= 1L << t;
+      if (!s.isEmpty()) {
+        int after = Grammar.remaining(s);
+        if (limit < 0 || after <= limit) {
+          mask[t >>> 6] |= 1L << t;
+          longestAfter = Math.max(longestAfter, after);
+        }
       }
     }
   }
 
   /**
-   * Marks the tokens under trie node {@code node} that keep the grammar alive; with {@code limit}
-   * ≥ 0 only those after which at most {@code limit} bytes complete the output.
+   * Marks the tokens under {@code node} of {@code in} that keep the grammar alive; with {@code
+   * limit} ≥ 0 only those after which at most {@code limit} bytes complete the output. With {@code
+   * counted}, a token is marked only if {@code fits} says its string length is allowed.
    */
-  private void walk(Grammar grammar, List<Frame> states, int node, long[] mask, int limit) {
-    for (int e = edgeStart[node]; e < edgeStart[node + 1]; e++) {
-      List<Frame> next = grammar.step(states, edgeByte[e] & 0xff);
+  private void walk(Grammar grammar, List<Frame> states, ByteTrie in, int node, long[] mask, int limit, java.util.function.IntPredicate fits) {
+    for (int e = in.edgeStart[node]; e < in.edgeStart[node + 1]; e++) {
+      List<Frame> next = grammar.step(states, in.edgeByte[e] & 0xff);
       if (next.isEmpty()) {
         continue;
       }
-      int child = edgeTarget[e];
-      if (tokenAt[child] >= 0 && (limit < 0 || Grammar.remaining(next) <= limit)) {
-        for (int t = tokenAt[child]; t >= 0; t = sameBytes[t]) {
-          mask[t >>> 6] |= 1L << t;
-        }
+      int child = in.edgeTarget[e];
+      if (in.tokenAt[child] >= 0) {
+        mark(in, child, next, mask, limit, fits);
       }
-      if (edgeStart[child] < edgeStart[child + 1]) {
-        walk(grammar, next, child, mask, limit);
+      if (in.hasChildren(child)) {
+        walk(grammar, next, in, child, mask, limit, fits);
+      }
+    }
+  }
+
+  private void mark(ByteTrie in, int node, List<Frame> after, long[] mask, int limit, java.util.function.IntPredicate fits) {
+    int left = Grammar.remaining(after);
+    if (limit >= 0 && left > limit) {
+      return;
+    }
+    for (int t = in.tokenAt[node]; t >= 0; t = in.sameBytes[t]) {
+      if (fits == null || fits.test(t)) {
+        mask[t >>> 6] |= 1L << t;
+        longestAfter = Math.max(longestAfter, left);
       }
     }
   }
