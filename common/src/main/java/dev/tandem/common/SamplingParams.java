@@ -5,7 +5,8 @@ import java.util.OptionalLong;
 /**
  * How to pick each token, as every module sees it (frontend, router, worker, engine). Temperature 0
  * is greedy; {@code seed} makes sampling reproducible; {@code topK} -1 and {@code topP} 1 are off;
- * {@code logprobs} is the number of top alternatives to return with each token, or -1 for none.
+ * {@code logprobs} is the number of top alternatives to return with each token, or -1 for none;
+ * {@code logitBias} adds to a token's logit before sampling (OpenAI's −100…100; empty: none).
  *
  * <p>The defaults live here and nowhere else: {@link #DEFAULTS} is what an OpenAI request that sets
  * nothing gets (temperature 1, no truncation, no penalties).
@@ -19,7 +20,8 @@ public record SamplingParams(
     float presencePenalty,
     float frequencyPenalty,
     float repetitionPenalty,
-    int logprobs) {
+    int logprobs,
+    java.util.Map<Integer, Float> logitBias) {
 
   /** OpenAI's default temperature. */
   public static final float DEFAULT_TEMPERATURE = 1f;
@@ -38,7 +40,15 @@ public record SamplingParams(
   public static final SamplingParams DEFAULTS =
       new SamplingParams(DEFAULT_TEMPERATURE, NO_TOP_P, NO_TOP_K, 0f, OptionalLong.empty(), 0f, 0f, NO_REPETITION_PENALTY, NO_LOGPROBS);
 
+  /** Without logit bias. */
+  public SamplingParams(
+      float temperature, float topP, int topK, float minP, OptionalLong seed, float presencePenalty, float frequencyPenalty,
+      float repetitionPenalty, int logprobs) {
+    this(temperature, topP, topK, minP, seed, presencePenalty, frequencyPenalty, repetitionPenalty, logprobs, java.util.Map.of());
+  }
+
   public SamplingParams {
+    logitBias = logitBias == null ? java.util.Map.of() : java.util.Map.copyOf(logitBias);
     if (topK == 0) {
       topK = NO_TOP_K;
     }
@@ -57,14 +67,18 @@ public record SamplingParams(
   }
 
   public SamplingParams withTemperature(float t) {
-    return new SamplingParams(t, topP, topK, minP, seed, presencePenalty, frequencyPenalty, repetitionPenalty, logprobs);
+    return new SamplingParams(t, topP, topK, minP, seed, presencePenalty, frequencyPenalty, repetitionPenalty, logprobs, logitBias);
   }
 
   public SamplingParams withSeed(OptionalLong s) {
-    return new SamplingParams(temperature, topP, topK, minP, s, presencePenalty, frequencyPenalty, repetitionPenalty, logprobs);
+    return new SamplingParams(temperature, topP, topK, minP, s, presencePenalty, frequencyPenalty, repetitionPenalty, logprobs, logitBias);
+  }
+
+  public SamplingParams withLogitBias(java.util.Map<Integer, Float> bias) {
+    return new SamplingParams(temperature, topP, topK, minP, seed, presencePenalty, frequencyPenalty, repetitionPenalty, logprobs, bias);
   }
 
   public SamplingParams withLogprobs(int n) {
-    return new SamplingParams(temperature, topP, topK, minP, seed, presencePenalty, frequencyPenalty, repetitionPenalty, n);
+    return new SamplingParams(temperature, topP, topK, minP, seed, presencePenalty, frequencyPenalty, repetitionPenalty, n, logitBias);
   }
 }

@@ -38,6 +38,7 @@ public record EngineInfo(
     REPETITION_PENALTY,
     LOGPROBS,
     STOP_TOKEN_IDS,
+    LOGIT_BIAS,
     /** Constrained decoding: JSON schema outputs and forced tool calls. */
     STRUCTURED_OUTPUTS;
 

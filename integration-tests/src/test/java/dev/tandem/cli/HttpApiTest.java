@@ -137,7 +137,11 @@ class HttpApiTest {
         Arguments.of("top_p zero", chat, "{\"model\": \"" + M + "\", " + msgs + ", \"top_p\": 0}", 400, "top_p", "invalid_value"),
         Arguments.of("penalty the engine lacks", chat, "{\"model\": \"" + M + "\", " + msgs + ", \"presence_penalty\": 0.5}", 400, "presence_penalty", "unsupported_parameter"),
         Arguments.of("structured output", chat, "{\"model\": \"" + M + "\", " + msgs + ", \"response_format\": {\"type\": \"json_object\"}}", 400, "response_format", "unsupported_parameter"),
-        Arguments.of("echo", "/v1/completions", "{\"model\": \"" + M + "\", \"prompt\": \"x\", \"echo\": true}", 400, "echo", "unsupported_parameter"),
+        Arguments.of("echo with prompt logprobs", "/v1/completions", "{\"model\": \"" + M + "\", \"prompt\": \"x\", \"echo\": true, \"logprobs\": 1}", 400, "echo", "unsupported_parameter"),
+        Arguments.of("forced tool call on the mocker", chat, "{\"model\": \"" + M + "\", " + msgs + ", \"tool_choice\": \"required\", \"tools\": [{\"type\": \"function\", \"function\": {\"name\": \"f\"}}]}", 400, "tool_choice", "unsupported_parameter"),
+        Arguments.of("tool_choice naming no offered tool", chat, "{\"model\": \"" + M + "\", " + msgs + ", \"tool_choice\": {\"type\": \"function\", \"function\": {\"name\": \"g\"}}, \"tools\": [{\"type\": \"function\", \"function\": {\"name\": \"f\"}}]}", 400, "tool_choice", null),
+        Arguments.of("logit_bias on the mocker", chat, "{\"model\": \"" + M + "\", " + msgs + ", \"logit_bias\": {\"42\": 5}}", 400, "logit_bias", "unsupported_parameter"),
+        Arguments.of("logit_bias key not a token id", chat, "{\"model\": \"" + M + "\", " + msgs + ", \"logit_bias\": {\"hello\": 5}}", 400, "logit_bias", null),
         Arguments.of("template raises", chat, "{\"model\": \"" + M + "\", \"messages\": [{\"role\": \"assistant\"}]}", 400, "messages[0].content", null),
         Arguments.of("pinned worker unknown", chat, "{\"model\": \"" + M + "\", " + msgs + ", \"tandem\": {\"worker_id\": \"nobody\"}}", 400, "tandem.worker_id", null));
   }
@@ -158,6 +162,25 @@ class HttpApiTest {
     TestDeployments.assertPoolsFull(deployment);
     // The server keeps serving on the same client.
     assertEquals(200, post("/v1/completions", "{\"model\": \"" + M + "\", \"prompt\": \"ok\", \"max_tokens\": 1}").statusCode());
+  }
+
+  @Test
+  void echoReturnsThePromptBeforeTheCompletion() throws Exception {
+    JsonNode plain = JSON.readTree(post("/v1/completions", """
+        {"model": "%s", "prompt": "Once upon a time", "max_tokens": 3, "seed": 1}""".formatted(M)).body());
+    JsonNode echoed = JSON.readTree(post("/v1/completions", """
+        {"model": "%s", "prompt": "Once upon a time", "max_tokens": 3, "seed": 1, "echo": true}""".formatted(M)).body());
+    assertEquals("Once upon a time" + plain.at("/choices/0/text").asText(), echoed.at("/choices/0/text").asText());
+    assertEquals(plain.at("/usage/completion_tokens").asInt(), echoed.at("/usage/completion_tokens").asInt());
+    String streamed = post("/v1/completions", """
+        {"model": "%s", "prompt": "Once upon a time", "max_tokens": 3, "seed": 1, "echo": true, "stream": true}""".formatted(M)).body();
+    StringBuilder text = new StringBuilder();
+    for (String e : streamed.split("\n\n")) {
+      if (e.startsWith("data: {")) {
+        text.append(JSON.readTree(e.substring(6)).at("/choices/0/text").asText(""));
+      }
+    }
+    assertEquals(echoed.at("/choices/0/text").asText(), text.toString());
   }
 
   @Test

@@ -64,7 +64,8 @@ public final class FromWire {
         s.getPresencePenalty(),
         s.getFrequencyPenalty(),
         s.getRepetitionPenalty() == 0f ? SamplingParams.NO_REPETITION_PENALTY : s.getRepetitionPenalty(),
-        s.hasLogprobs() ? (int) Math.min(SamplingParams.MAX_LOGPROBS, s.getLogprobs()) : SamplingParams.NO_LOGPROBS);
+        s.hasLogprobs() ? (int) Math.min(SamplingParams.MAX_LOGPROBS, s.getLogprobs()) : SamplingParams.NO_LOGPROBS,
+        s.getLogitBiasMap());
   }
 
   /**

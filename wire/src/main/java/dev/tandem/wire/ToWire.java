@@ -69,6 +69,7 @@ public final class ToWire {
       b.setLogprobs(s.logprobs());
     }
     s.seed().ifPresent(b::setSeed);
+    s.logitBias().forEach(b::putLogitBias);
     return b.build();
   }
 

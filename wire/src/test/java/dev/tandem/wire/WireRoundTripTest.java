@@ -31,7 +31,7 @@ import org.junit.jupiter.api.Test;
 class WireRoundTripTest {
   @Test
   void aGenerationRequestRoundTrips() {
-    var sampling = new SamplingParams(0.7f, 0.9f, 40, 0.05f, OptionalLong.of(42), 0.1f, 0.2f, 1.1f, 3);
+    var sampling = new SamplingParams(0.7f, 0.9f, 40, 0.05f, OptionalLong.of(42), 0.1f, 0.2f, 1.1f, 3, java.util.Map.of(7, -100f, 9, 2.5f));
     var request =
         new GenerationRequest("r1", new int[] {1, 2, 3}, sampling, new StopConditions(9, new int[] {7}, true),
             new RemotePrefillTarget("127.0.0.1:9", new WorkerId("p0"), 250),

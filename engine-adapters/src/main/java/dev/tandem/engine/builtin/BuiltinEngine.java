@@ -87,7 +87,8 @@ public final class BuiltinEngine extends SchedulingEngine implements KvHandoff {
         EngineInfo.Feature.FREQUENCY_PENALTY,
         EngineInfo.Feature.REPETITION_PENALTY,
         EngineInfo.Feature.LOGPROBS,
-        EngineInfo.Feature.STOP_TOKEN_IDS);
+        EngineInfo.Feature.STOP_TOKEN_IDS,
+        EngineInfo.Feature.LOGIT_BIAS);
     if (constraints.available()) {
       features.add(EngineInfo.Feature.STRUCTURED_OUTPUTS);
     }

@@ -7,7 +7,7 @@ import java.util.SplittableRandom;
 import java.util.concurrent.ThreadLocalRandom;
 
 /**
- * Picks a token from logits the way vLLM does: repetition penalty (prompt and output tokens),
+ * Picks a token from logits the way vLLM does: logit bias, repetition penalty (prompt and output tokens),
  * frequency and presence penalties (output tokens), then greedy argmax, or temperature → min-p →
  * top-k → top-p and a draw from the sequence's own generator (seeded: reproducible).
  *
@@ -83,6 +83,12 @@ final class Sampler {
   }
 
   private static void applyPenalties(float[] logits, SamplingParams p, State state) {
+    for (var e : p.logitBias().entrySet()) {
+      int t = e.getKey();
+      if (t >= 0 && t < logits.length) {
+        logits[t] += e.getValue();
+      }
+    }
     if (p.repetitionPenalty() != 1f) {
       float rp = p.repetitionPenalty();
       var seen = new it.unimi.dsi.fastutil.ints.IntOpenHashSet(state.promptTokens);

@@ -73,6 +73,17 @@ class BuiltinEngineTest {
   }
 
   @Test
+  void logitBiasForcesAndBansTokens() {
+    int[] p = prompt(20, 9);
+    List<Integer> free = alone(greedy("free", p, 6));
+    SamplingParams force = SamplingParams.greedy().withLogitBias(java.util.Map.of(77, 100f));
+    assertEquals(List.of(77, 77, 77, 77, 77, 77), alone(sampled("force", p, 6, force)));
+    SamplingParams ban = SamplingParams.greedy().withLogitBias(java.util.Map.of(free.get(0), -100f));
+    List<Integer> banned = alone(sampled("ban", p, 1, ban));
+    assertTrue(!banned.get(0).equals(free.get(0)), "the greedy first token is banned: " + free + " vs " + banned);
+  }
+
+  @Test
   void greedyOutputIsTheSameAloneBatchedChunkedAndPreempted() {
     int[] p1 = prompt(37, 1);
     int[] p2 = prompt(21, 2);

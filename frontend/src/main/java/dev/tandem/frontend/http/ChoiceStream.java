@@ -89,6 +89,11 @@ final class ChoiceStream {
     return new Piece(split.reasoning() + end.reasoning(), x.content() + more.content() + rest.content(), calls);
   }
 
+  /** The prompt as text (completions' {@code echo}). */
+  String promptText() {
+    return tokenizer.decode(prompt, false);
+  }
+
   /** True once the output held a tool call (finish_reason tool_calls). */
   boolean calledTools() {
     return toolCallExtractor.calls() > 0;

@@ -122,6 +122,11 @@ final class GenerationRun {
         sse.flush();
       }
     }
+    if (spec.echo()) {
+      for (ChoiceStream c : choices) {
+        emit(c, c.promptText(), false);
+      }
+    }
     for (int i = 0; i < choices.size(); i++) {
       ChoiceStream c = choices.get(i);
       Route route = routes.get(i);

@@ -10,7 +10,8 @@ import java.util.List;
  * A validated chat or text completion request, ready to run: the tokenized prompts, how many
  * choices per prompt, sampling (log-probabilities included) and stop rules as the workers get
  * them, an optional constraint on the output, and the frontend's own options: stop strings,
- * detokenizing, how the output is parsed (reasoning, tool calls), streaming, timing, pinning.
+ * detokenizing, how the output is parsed (reasoning, tool calls), streaming, timing, pinning,
+ * echoing the prompt.
  */
 public record GenerationSpec(
     Kind kind,
@@ -26,7 +27,22 @@ public record GenerationSpec(
     boolean timing,
     String pinnedWorker,
     StructuredOutput constraint,
-    OutputParsers parsers) {
+    OutputParsers parsers,
+    boolean echo) {
+
+  public GenerationSpec(
+      Kind kind, String model, List<int[]> prompts, int n, SamplingParams sampling, StopConditions stop, List<String> stopStrings,
+      boolean skipSpecialTokens, boolean stream, boolean includeUsage, boolean timing, String pinnedWorker,
+      StructuredOutput constraint, OutputParsers parsers) {
+    this(kind, model, prompts, n, sampling, stop, stopStrings, skipSpecialTokens, stream, includeUsage, timing, pinnedWorker,
+        constraint, parsers, false);
+  }
+
+  /** Completions' {@code echo}: the prompt's text comes back before each choice's completion. */
+  public GenerationSpec withEcho(boolean echo) {
+    return new GenerationSpec(kind, model, prompts, n, sampling, stop, stopStrings, skipSpecialTokens, stream, includeUsage, timing,
+        pinnedWorker, constraint, parsers, echo);
+  }
 
   public GenerationSpec {
     prompts = List.copyOf(prompts);

@@ -40,6 +40,7 @@ public final class RequestParser {
    */
   static final int DEFAULT_TOKENS_FOR_ALL_CHOICES = 4096;
   private static final int MAX_STOP_STRINGS = 16;
+  private static final int MAX_LOGIT_BIAS = 1024;
 
   private final ServedModel model;
 
@@ -134,8 +135,10 @@ public final class RequestParser {
         throw unsupported(unsupported, "is not supported yet");
       }
     }
-    if (bool(body, "echo", false)) {
-      throw unsupported("echo", "is not supported yet");
+    boolean echo = bool(body, "echo", false);
+    if (echo && body.has("logprobs") && !body.get("logprobs").isNull()) {
+      throw unsupported("echo", "together with 'logprobs' (the prompt's log-probabilities) is not supported yet; "
+          + "echo alone returns the prompt before the completion");
     }
     if (body.has("best_of") && !body.get("best_of").isNull()) {
       int bestOf = integer(body, "best_of", 1, 1, MAX_N);
@@ -155,7 +158,8 @@ public final class RequestParser {
     if (!body.has("max_tokens") || body.get("max_tokens").isNull()) {
       maxTokens = Math.min(maxTokens, 16); // OpenAI's default for completions
     }
-    return common(body, GenerationSpec.Kind.COMPLETION, prompts, maxTokens, logprobs, "max_tokens", null, OutputParsers.NONE);
+    return common(body, GenerationSpec.Kind.COMPLETION, prompts, maxTokens, logprobs, "max_tokens", null, OutputParsers.NONE)
+        .withEcho(echo);
   }
 
   private GenerationSpec common(ObjectNode body, GenerationSpec.Kind kind, List<int[]> prompts, int maxTokens, int logprobs,
@@ -179,7 +183,6 @@ public final class RequestParser {
       }
       includeUsage = bool((ObjectNode) so, "include_usage", false, "stream_options.include_usage");
     }
-    rejectUnsupportedOptions(body);
     StructuredOutput constraint = StructuredOutputs.responseFormat(body.get("response_format"));
     if (constraint != null) {
       if (forcedCall != null) {
@@ -191,7 +194,7 @@ public final class RequestParser {
     } else {
       constraint = forcedCall;
     }
-    SamplingParams sampling = sampling(body).withLogprobs(logprobs);
+    SamplingParams sampling = sampling(body).withLogprobs(logprobs).withLogitBias(logitBias(body));
     List<String> stops = stopStrings(body);
     int[] stopIds = stopTokenIds(body);
     boolean ignoreEos = bool(body, "ignore_eos", false);
@@ -220,11 +223,39 @@ public final class RequestParser {
         stream, includeUsage, timing, pinned, constraint, parsers);
   }
 
-  private void rejectUnsupportedOptions(ObjectNode body) {
+  /** OpenAI's {@code logit_bias}: token id (as a string key) → −100…100. */
+  private Map<Integer, Float> logitBias(ObjectNode body) {
     JsonNode bias = body.get("logit_bias");
-    if (bias != null && !bias.isNull() && !(bias.isObject() && bias.isEmpty())) {
-      throw unsupported("logit_bias", "is not supported yet");
+    if (bias == null || bias.isNull() || (bias.isObject() && bias.isEmpty())) {
+      return Map.of();
     }
+    if (!bias.isObject()) {
+      throw typeError("logit_bias", "an object of token id → bias", bias);
+    }
+    if (bias.size() > MAX_LOGIT_BIAS) {
+      throw ApiException.invalid("logit_bias", "At most " + MAX_LOGIT_BIAS + " tokens may be biased.");
+    }
+    requireFeature("logit_bias", "logit_bias");
+    Map<Integer, Float> out = new LinkedHashMap<>();
+    for (var it = bias.fields(); it.hasNext(); ) {
+      var e = it.next();
+      int id;
+      try {
+        id = Integer.parseInt(e.getKey());
+      } catch (NumberFormatException x) {
+        throw ApiException.invalid("logit_bias", "Invalid key in 'logit_bias': '" + e.getKey() + "' is not a token id.");
+      }
+      if (id < 0 || id >= model.vocabSize()) {
+        throw ApiException.invalid("logit_bias", "Invalid key in 'logit_bias': token id " + id + " is not in the vocabulary [0, "
+            + model.vocabSize() + ").");
+      }
+      JsonNode v = e.getValue();
+      if (!v.isNumber() || v.asDouble() < -100 || v.asDouble() > 100 || Double.isNaN(v.asDouble())) {
+        throw ApiException.invalid("logit_bias", "Invalid value in 'logit_bias' for token " + id + ": expected a number from -100 to 100.");
+      }
+      out.put(id, (float) v.asDouble());
+    }
+    return out;
   }
 
   private SamplingParams sampling(ObjectNode body) {

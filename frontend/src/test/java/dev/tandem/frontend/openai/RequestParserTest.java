@@ -144,4 +144,17 @@ class RequestParserTest {
         new int[] {151645}, TOKENIZER, TEMPLATE).withParsers("none", "mistral"));
     assertEquals("tool_choice", refused(mistral, "{\"model\":\"m\"," + HI + ",\"tool_choice\":\"required\",\"tools\":[" + TOOL + "]}").param());
   }
+
+  @Test
+  void logitBiasIsCheckedAndReachesTheSampler() {
+    RequestParser p = parser(Set.of("logit_bias"));
+    assertEquals(java.util.Map.of(42, -100f, 7, 2.5f),
+        chat(p, "{\"model\":\"m\"," + HI + ",\"logit_bias\":{\"42\":-100,\"7\":2.5}}").sampling().logitBias());
+    assertEquals("logit_bias", refused(p, "{\"model\":\"m\"," + HI + ",\"logit_bias\":{\"42\":101}}").param());
+    assertEquals("logit_bias", refused(p, "{\"model\":\"m\"," + HI + ",\"logit_bias\":{\"999999\":1}}").param());
+    assertEquals("logit_bias", refused(p, "{\"model\":\"m\"," + HI + ",\"logit_bias\":{\"x\":1}}").param());
+    assertEquals("logit_bias", refused(p, "{\"model\":\"m\"," + HI + ",\"logit_bias\":[1]}").param());
+    assertEquals("logit_bias", refused(parser(Set.of()), "{\"model\":\"m\"," + HI + ",\"logit_bias\":{\"1\":1}}").param());
+    assertTrue(chat(parser(Set.of()), "{\"model\":\"m\"," + HI + ",\"logit_bias\":{}}").sampling().logitBias().isEmpty());
+  }
 }
