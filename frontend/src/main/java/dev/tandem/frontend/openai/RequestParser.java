@@ -439,8 +439,11 @@ public final class RequestParser {
         throw ApiException.invalid("tools[" + i + "].type", "Invalid value for 'tools[" + i + "].type': only 'function' tools are supported.");
       }
       JsonNode params = t.get("function").get("parameters");
-      if (params != null && !params.isNull() && !params.isObject()) {
-        throw typeError("tools[" + i + "].function.parameters", "an object (a JSON schema)", params);
+      if (params != null && !params.isNull()) {
+        if (!params.isObject()) {
+          throw typeError("tools[" + i + "].function.parameters", "an object (a JSON schema)", params);
+        }
+        SchemaSanity.check(params, "tools[" + i + "].function.parameters");
       }
       out.add(toJava(t));
     }

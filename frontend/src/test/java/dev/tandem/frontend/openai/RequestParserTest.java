@@ -138,6 +138,13 @@ class RequestParserTest {
         + "{\"type\":\"object\",\"properties\":{\"n\":{\"not\":{}}}}}}]}").param());
     assertEquals("tools[0].function.parameters", refused(p, "{\"model\":\"m\"," + HI
         + ",\"tools\":[{\"type\":\"function\",\"function\":{\"name\":\"f\",\"parameters\":\"n\"}}]}").param());
+    ApiException malformed = refused(p, "{\"model\":\"m\"," + HI
+        + ",\"tools\":[{\"type\":\"function\",\"function\":{\"name\":\"f\",\"parameters\":"
+        + "{\"type\":\"object\",\"properties\":{\"n\":{\"type\":\"strin\"}}}}}]}");
+    assertEquals("tools[0].function.parameters", malformed.param(), "an invalid schema is refused even with tool_choice auto");
+    assertTrue(malformed.getMessage().contains("/properties/n/type"), malformed.getMessage());
+    chat(p, "{\"model\":\"m\"," + HI + ",\"tools\":[{\"type\":\"function\",\"function\":{\"name\":\"f\",\"parameters\":"
+        + "{\"type\":\"object\",\"properties\":{\"n\":{\"type\":\"number\",\"multipleOf\":3}}}}}]}"); // valid, merely unconstrainable: fine for auto
     assertEquals("tool_choice", refused(parser(Set.of()), "{\"model\":\"m\"," + HI
         + ",\"tool_choice\":\"required\",\"tools\":[" + TOOL + "]}").param(), "forcing a call needs constrained decoding");
     RequestParser mistral = new RequestParser(new ServedModel("m", 256, 151_936, "test", Set.of("structured_outputs"),
