@@ -59,10 +59,13 @@ public final class FrontendServer implements AutoCloseable {
   private final EventLoopGroup workers;
   private final Channel channel;
 
-  private FrontendServer(EventLoopGroup boss, EventLoopGroup workers, Channel channel) {
+  private final PromptPreparation preparation;
+
+  private FrontendServer(EventLoopGroup boss, EventLoopGroup workers, Channel channel, PromptPreparation preparation) {
     this.boss = boss;
     this.workers = workers;
     this.channel = channel;
+    this.preparation = preparation;
   }
 
   /**
@@ -79,6 +82,7 @@ public final class FrontendServer implements AutoCloseable {
     long created = System.currentTimeMillis() / 1000;
     Admission admission = config.admission();
     ConnectionLimit connections = admission.maxConnections() > 0 ? new ConnectionLimit(admission.maxConnections()) : null;
+    PromptPreparation preparation = PromptPreparation.forThisMachine();
     try {
       Channel channel =
           new ServerBootstrap()
@@ -97,19 +101,20 @@ public final class FrontendServer implements AutoCloseable {
                           .addLast(new HttpServerCodec())
                           .addLast(new RequestTimeouts(admission.requestReadTimeout(), admission.idleTimeout()))
                           .addLast(new JsonErrorAggregator(config.maxBodyBytes()))
-                          .addLast(new HttpApiHandler(model, router, metrics, created, config.workerWait(), admission));
+                          .addLast(new HttpApiHandler(model, router, metrics, created, config.workerWait(), admission, preparation));
                     }
                   })
               .bind(new InetSocketAddress(config.host(), config.port()))
               .syncUninterruptibly()
               .channel();
-      FrontendServer server = new FrontendServer(boss, workers, channel);
+      FrontendServer server = new FrontendServer(boss, workers, channel, preparation);
       log.info("frontend serving {} on http://{}:{} ({} transport{})", model.name(), config.host(), server.port(), epoll ? "epoll" : "nio",
           admission.keys().enabled() ? ", " + admission.keys().count() + " API key(s) required" : "");
       return server;
     } catch (RuntimeException e) {
       boss.shutdownGracefully();
       workers.shutdownGracefully();
+      preparation.close();
       throw new IllegalStateException(
           "cannot listen on " + config.host() + ":" + config.port() + ": " + e.getMessage(), e);
     }
@@ -147,5 +152,6 @@ public final class FrontendServer implements AutoCloseable {
     channel.close().syncUninterruptibly();
     boss.shutdownGracefully().syncUninterruptibly();
     workers.shutdownGracefully().syncUninterruptibly();
+    preparation.close();
   }
 }

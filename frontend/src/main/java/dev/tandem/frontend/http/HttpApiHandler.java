@@ -54,6 +54,7 @@ final class HttpApiHandler extends SimpleChannelInboundHandler<FullHttpRequest> 
 
   private final java.time.Duration workerWait;
   private final Admission admission;
+  private final java.util.concurrent.Executor preparation;
 
   HttpApiHandler(ServedModel model, RequestRouter router, FrontendMetrics metrics, long createdSeconds, java.time.Duration workerWait) {
     this(model, router, metrics, createdSeconds, workerWait, Admission.open());
@@ -61,6 +62,12 @@ final class HttpApiHandler extends SimpleChannelInboundHandler<FullHttpRequest> 
 
   HttpApiHandler(ServedModel model, RequestRouter router, FrontendMetrics metrics, long createdSeconds, java.time.Duration workerWait,
       Admission admission) {
+    this(model, router, metrics, createdSeconds, workerWait, admission, PromptPreparation.DIRECT);
+  }
+
+  HttpApiHandler(ServedModel model, RequestRouter router, FrontendMetrics metrics, long createdSeconds, java.time.Duration workerWait,
+      Admission admission, java.util.concurrent.Executor preparation) {
+    this.preparation = preparation;
     this.workerWait = workerWait;
     this.admission = admission;
     this.model = model;
@@ -99,9 +106,7 @@ final class HttpApiHandler extends SimpleChannelInboundHandler<FullHttpRequest> 
       }
       switch (path) {
         case "/v1/chat/completions", "/v1/completions" -> {
-          ObjectNode body = RequestParser.parseBody(ByteBufUtil.getBytes(request.content()));
-          GenerationSpec spec = path.equals("/v1/chat/completions") ? parser.parseChat(body) : parser.parseCompletion(body);
-          generate(ctx, spec, keepAlive, start);
+          prepare(ctx, path, endpoint, ByteBufUtil.getBytes(request.content()), keepAlive, start);
           return;
         }
         case "/v1/models" -> reply(ctx, endpoint, 200, models(), keepAlive);
@@ -119,21 +124,72 @@ final class HttpApiHandler extends SimpleChannelInboundHandler<FullHttpRequest> 
         }
         default -> throw new IllegalStateException("unrouted " + path);
       }
-    } catch (ApiException e) {
+    } catch (RuntimeException e) {
+      fail(ctx, request.method() + " " + path, path, endpoint, e, keepAlive);
+    }
+  }
+
+  /** Answers a failed request: its OpenAI error, or a 500 (and the connection closed) for a bug. */
+  private void fail(ChannelHandlerContext ctx, String what, String path, String endpoint, RuntimeException error, boolean keepAlive) {
+    if (error instanceof ApiException e) {
       // The header each status needs beside its OpenAI-shaped body.
       java.util.Map.Entry<CharSequence, String> header = switch (e.status()) {
         case 401 -> java.util.Map.entry(HttpHeaderNames.WWW_AUTHENTICATE, "Bearer");
         case 405 -> java.util.Map.entry(HttpHeaderNames.ALLOW, ROUTES.get(path).name());
-        case 429 -> java.util.Map.entry(HttpHeaderNames.RETRY_AFTER, "1");
+        case 429, 503 -> java.util.Map.entry(HttpHeaderNames.RETRY_AFTER, "1");
         default -> null;
       };
       HttpResponses.error(ctx, e, keepAlive, header).addListener(closeUnlessKeepAlive(keepAlive));
       metrics.requestFinished(ROUTES.containsKey(path) ? endpoint : "unknown", e.status());
+      return;
+    }
+    log.error("request {} failed", what, error);
+    ApiException api = new ApiException(500, "Internal error: " + error.getMessage(), "server_error", null, null);
+    HttpResponses.error(ctx, api, false).addListener(ChannelFutureListener.CLOSE);
+    metrics.requestFinished(endpoint, 500);
+  }
+
+  /**
+   * Parses, renders and tokenizes a generation request on the preparation pool (reading from the
+   * connection paused meanwhile), then starts it back on the connection's event loop.
+   */
+  private void prepare(ChannelHandlerContext ctx, String path, String endpoint, byte[] body, boolean keepAlive, long start) {
+    ctx.channel().config().setAutoRead(false);
+    try {
+      preparation.execute(() -> {
+        GenerationSpec spec = null;
+        RuntimeException failure = null;
+        try {
+          ObjectNode json = RequestParser.parseBody(body);
+          spec = path.equals("/v1/chat/completions") ? parser.parseChat(json) : parser.parseCompletion(json);
+        } catch (RuntimeException e) {
+          failure = e;
+        }
+        GenerationSpec prepared = spec;
+        RuntimeException error = failure;
+        Runnable resume = () -> {
+          if (!ctx.channel().isActive()) {
+            return; // the client went away while its prompt was prepared
+          }
+          try {
+            if (error != null) {
+              throw error;
+            }
+            generate(ctx, prepared, keepAlive, start);
+          } catch (RuntimeException e) {
+            ctx.channel().config().setAutoRead(true);
+            fail(ctx, "POST " + path, path, endpoint, e, keepAlive);
+          }
+        };
+        if (ctx.executor().inEventLoop()) {
+          resume.run();
+        } else {
+          ctx.executor().execute(resume);
+        }
+      });
     } catch (RuntimeException e) {
-      log.error("request {} {} failed", request.method(), path, e);
-      ApiException api = new ApiException(500, "Internal error: " + e.getMessage(), "server_error", null, null);
-      HttpResponses.error(ctx, api, false).addListener(ChannelFutureListener.CLOSE);
-      metrics.requestFinished(endpoint, 500);
+      ctx.channel().config().setAutoRead(true);
+      throw e;
     }
   }
 

@@ -105,6 +105,7 @@ public final class RequestParser {
       }
       logprobs = top;
     }
+    checkLengthBeforeTokenizing(contentChars(body), "messages");
     String text;
     try {
       text = model.chatTemplate().render(messages, tools, addGenerationPrompt, kwargs);
@@ -478,7 +479,37 @@ public final class RequestParser {
     return out;
   }
 
+  /**
+   * Refuses a prompt that cannot fit before rendering or tokenizing it (both cost time in its
+   * length): every token stands for at most {@code longestTokenChars} characters.
+   */
+  private void checkLengthBeforeTokenizing(long chars, String param) {
+    long atLeast = chars / Math.max(1, model.tokenizer().longestTokenChars());
+    if (atLeast >= model.maxContextLength()) {
+      throw ApiException.invalid(param, "This model's maximum context length is " + model.maxContextLength()
+          + " tokens. However, your request has at least " + atLeast + " input tokens (" + chars
+          + " characters). Please reduce the length of the input.", "context_length_exceeded");
+    }
+  }
+
+  /** Characters of text in the messages (a lower bound on what the template renders). */
+  private static long contentChars(ObjectNode body) {
+    long n = 0;
+    for (JsonNode m : body.path("messages")) {
+      JsonNode c = m.get("content");
+      if (c != null && c.isTextual()) {
+        n += c.asText().length();
+      } else if (c != null && c.isArray()) {
+        for (JsonNode part : c) {
+          n += part.path("text").asText("").length();
+        }
+      }
+    }
+    return n;
+  }
+
   private int[] encode(String text, String param) {
+    checkLengthBeforeTokenizing(text.length(), param);
     int[] ids = model.tokenizer().encode(text, true);
     if (ids.length == 0) {
       throw ApiException.invalid(param, "The prompt is empty.");

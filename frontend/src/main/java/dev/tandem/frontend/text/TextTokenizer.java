@@ -20,9 +20,47 @@ public final class TextTokenizer implements AutoCloseable {
   }
 
   private final HuggingFaceTokenizer tokenizer;
+  private final int longestToken;
 
-  private TextTokenizer(HuggingFaceTokenizer tokenizer) {
+  private TextTokenizer(HuggingFaceTokenizer tokenizer, int longestToken) {
     this.tokenizer = tokenizer;
+    this.longestToken = longestToken;
+  }
+
+  /**
+   * The most characters of text one token can stand for (at least 1): a text of n characters
+   * has at least n ÷ this many tokens, which bounds a prompt's length before it is tokenized.
+   */
+  public int longestTokenChars() {
+    return longestToken;
+  }
+
+  /** The longest vocabulary entry or added token, in characters, read without building a tree. */
+  private static int longestToken(byte[] json) throws IOException {
+    int longest = 1;
+    try (com.fasterxml.jackson.core.JsonParser p = new com.fasterxml.jackson.core.JsonFactory().createParser(json)) {
+      String section = null;
+      int depth = 0;
+      for (var t = p.nextToken(); t != null; t = p.nextToken()) {
+        switch (t) {
+          case START_OBJECT, START_ARRAY -> depth++;
+          case END_OBJECT, END_ARRAY -> depth--;
+          case FIELD_NAME -> {
+            String name = p.currentName();
+            if (depth == 1) {
+              section = name;
+            } else if (depth == 3 && "model".equals(section) && "vocab".equals(p.getParsingContext().getParent().getCurrentName())) {
+              longest = Math.max(longest, name.length());
+            } else if (depth == 3 && "added_tokens".equals(section) && name.equals("content")) {
+              p.nextToken();
+              longest = Math.max(longest, p.getText().length());
+            }
+          }
+          default -> { }
+        }
+      }
+    }
+    return longest;
   }
 
   /**
@@ -34,7 +72,8 @@ public final class TextTokenizer implements AutoCloseable {
       return new TextTokenizer(
           HuggingFaceTokenizer.newInstance(
               new ByteArrayInputStream(tokenizerJson),
-              Map.of("addSpecialTokens", "false", "truncation", "false", "padding", "false")));
+              Map.of("addSpecialTokens", "false", "truncation", "false", "padding", "false")),
+          longestToken(tokenizerJson));
     } catch (IOException | RuntimeException e) {
       throw new IllegalArgumentException(
           source + ": tokenizer.json cannot be loaded: " + e.getMessage(), e);

@@ -274,6 +274,53 @@ class GenerationRunTest {
   }
 
   @Test
+  void promptsArePreparedOffTheEventLoopAndAFullQueueIs503() throws Exception {
+    var router = new ScriptedRouter(l -> {
+      l.onChunk(chunk(tokens("ok"), FinishReason.STOP));
+      l.onCompleted();
+    });
+    List<Runnable> deferred = new ArrayList<>();
+    EmbeddedChannel ch = new EmbeddedChannel(new HttpApiHandler(MODEL, router, new FrontendMetrics(), 0, Duration.ZERO,
+        Admission.open(), deferred::add));
+    post(ch, "{\"model\":\"m\",\"max_tokens\":4,\"messages\":[{\"role\":\"user\",\"content\":\"hi\"}]}");
+    assertEquals(1, deferred.size(), "the body waits for the preparation pool");
+    assertEquals(-1, drain(ch).status(), "nothing parsed, routed or answered on the event loop");
+    assertTrue(router.routed.isEmpty());
+    assertFalse(ch.config().isAutoRead(), "the connection is not read meanwhile");
+    deferred.getFirst().run();
+    ch.runPendingTasks();
+    assertEquals(200, drain(ch).status());
+    assertEquals(1, router.routed.size());
+
+    try (PromptPreparation pool = new PromptPreparation(1, 1)) {
+      java.util.concurrent.CountDownLatch hold = new java.util.concurrent.CountDownLatch(1);
+      pool.execute(() -> {
+        try {
+          hold.await();
+        } catch (InterruptedException e) {
+          Thread.currentThread().interrupt();
+        }
+      });
+      pool.execute(() -> { });
+      ApiException busy = org.junit.jupiter.api.Assertions.assertThrows(ApiException.class, () -> pool.execute(() -> { }));
+      assertEquals(503, busy.status());
+      hold.countDown();
+    }
+  }
+
+  @Test
+  void aPromptThatCannotFitIsRefusedBeforeItIsRenderedOrTokenized() throws Exception {
+    EmbeddedChannel ch = channel(new ScriptedRouter(l -> { }));
+    String huge = "x".repeat(4096 * 128 + 1000); // more characters than 4,096 tokens of at most 128 can hold
+    post(ch, "{\"model\":\"m\",\"messages\":[{\"role\":\"user\",\"content\":\"" + huge + "\"}]}");
+    Written w = drain(ch);
+    assertEquals(400, w.status());
+    JsonNode error = JSON.readTree(w.body()).get("error");
+    assertEquals("context_length_exceeded", error.get("code").asText());
+    assertTrue(error.get("message").asText().contains("at least 4103 input tokens"), error.toString());
+  }
+
+  @Test
   void aStopStringEndsTheChoiceAndCancelsTheWorker() throws Exception {
     var router = new ScriptedRouter(l -> {
       l.onChunk(chunk(tokens("one two"), null));

@@ -112,4 +112,10 @@ class TextTokenizerTest {
     StopStrings none = new StopStrings(List.of());
     assertEquals("abc", none.add("abc"));
   }
+
+  @Test
+  void theLongestTokenBoundsHowManyCharactersATokenCovers() {
+    // Qwen3's longest entries are 128 characters (runs of spaces); its longest added token is shorter.
+    assertEquals(128, QWEN3.longestTokenChars());
+  }
 }
