@@ -30,9 +30,14 @@ import java.util.Set;
  * <p>Stateless apart from the served model; thread-safe.
  */
 public final class RequestParser {
-  private static final ObjectMapper JSON = new ObjectMapper();
+  private static final ObjectMapper JSON =
+      new ObjectMapper().enable(com.fasterxml.jackson.databind.DeserializationFeature.FAIL_ON_TRAILING_TOKENS);
   private static final Set<String> ROLES = Set.of("system", "developer", "user", "assistant", "tool");
   private static final int MAX_N = 128;
+  /** Template variables the parser sets itself (passing them in kwargs would bypass its checks). */
+  private static final List<String> RESERVED_TEMPLATE_VARIABLES =
+      List.of("messages", "tools", "add_generation_prompt", "bos_token", "eos_token", "documents");
+  static final int MAX_MESSAGES = 8192;
   /**
    * Output tokens all choices of a request may produce together when it sets {@code n > 1} but no
    * {@code max_tokens}: without it, {@code n} choices each running to the end of the context
@@ -48,11 +53,24 @@ public final class RequestParser {
     this.model = model;
   }
 
-  /** A parsed JSON body, or a 400 if it is not a JSON object. */
+  /**
+   * A parsed JSON body, or a 400 if it is not well-formed UTF-8 (overlong forms and lone
+   * surrogates included, which Jackson alone lets through) or not exactly one JSON object.
+   */
   public static ObjectNode parseBody(byte[] body) {
     JsonNode node;
+    String text;
     try {
-      node = JSON.readTree(body);
+      text = java.nio.charset.StandardCharsets.UTF_8.newDecoder()
+          .onMalformedInput(java.nio.charset.CodingErrorAction.REPORT)
+          .onUnmappableCharacter(java.nio.charset.CodingErrorAction.REPORT)
+          .decode(java.nio.ByteBuffer.wrap(body))
+          .toString();
+    } catch (java.nio.charset.CharacterCodingException e) {
+      throw ApiException.invalid(null, "The request body is not valid UTF-8.", "invalid_json");
+    }
+    try {
+      node = JSON.readTree(text);
     } catch (java.io.IOException e) {
       throw ApiException.invalid(
           null,
@@ -88,6 +106,12 @@ public final class RequestParser {
         throw typeError("chat_template_kwargs", "an object", kw);
       }
       kwargs.putAll(toJava(kw));
+      for (String reserved : RESERVED_TEMPLATE_VARIABLES) {
+        if (kwargs.containsKey(reserved)) {
+          throw ApiException.invalid("chat_template_kwargs." + reserved,
+              "'" + reserved + "' cannot be set through 'chat_template_kwargs'; it comes from the request's own parameters.");
+        }
+      }
     }
     boolean addGenerationPrompt = bool(body, "add_generation_prompt", true);
     int logprobs = -1;
@@ -383,6 +407,9 @@ public final class RequestParser {
     if (ms.isEmpty()) {
       throw ApiException.invalid("messages", "Invalid 'messages': empty array. Expected an array with minimum length 1, but got an empty array instead.", "empty_array");
     }
+    if (ms.size() > MAX_MESSAGES) {
+      throw ApiException.invalid("messages", "Invalid 'messages': at most " + MAX_MESSAGES + " messages, got " + ms.size() + ".");
+    }
     List<Map<String, Object>> out = new ArrayList<>();
     for (int i = 0; i < ms.size(); i++) {
       String at = "messages[" + i + "]";
@@ -393,6 +420,22 @@ public final class RequestParser {
       JsonNode role = m.get("role");
       if (role == null || !role.isTextual() || !ROLES.contains(role.asText())) {
         throw ApiException.invalid(at + ".role", "Invalid value for '" + at + ".role': expected one of system, developer, user, assistant, tool.");
+      }
+      JsonNode calls = m.get("tool_calls");
+      if (calls != null && !calls.isNull()) {
+        if (!role.asText().equals("assistant")) {
+          throw ApiException.invalid(at + ".tool_calls", "Only assistant messages carry 'tool_calls'.");
+        }
+        if (!calls.isArray()) {
+          throw typeError(at + ".tool_calls", "an array", calls);
+        }
+        for (int k = 0; k < calls.size(); k++) {
+          JsonNode f = calls.get(k).path("function");
+          if (!f.path("name").isTextual() || !(f.path("arguments").isTextual() || f.path("arguments").isObject())) {
+            throw ApiException.invalid(at + ".tool_calls[" + k + "]",
+                "Each tool call needs a function with a 'name' and its 'arguments' (a JSON string).");
+          }
+        }
       }
       Map<String, Object> message = toJava(m);
       if (role.asText().equals("developer")) {

@@ -164,4 +164,24 @@ class RequestParserTest {
     assertEquals("logit_bias", refused(parser(Set.of()), "{\"model\":\"m\"," + HI + ",\"logit_bias\":{\"1\":1}}").param());
     assertTrue(chat(parser(Set.of()), "{\"model\":\"m\"," + HI + ",\"logit_bias\":{}}").sampling().logitBias().isEmpty());
   }
+
+  @Test
+  void laxInputIsRefusedNamingTheProblem() {
+    RequestParser p = parser(Set.of());
+    assertThrows(ApiException.class, () -> RequestParser.parseBody("{\"model\":\"m\"} trailing".getBytes(StandardCharsets.UTF_8)));
+    byte[] overlong = {'{', '"', 'a', '"', ':', '"', (byte) 0xC0, (byte) 0xAF, '"', '}'};
+    ApiException utf8 = assertThrows(ApiException.class, () -> RequestParser.parseBody(overlong));
+    assertTrue(utf8.getMessage().contains("UTF-8"), utf8.getMessage());
+    assertEquals("messages[0].tool_calls", refused(p, "{\"model\":\"m\",\"messages\":[{\"role\":\"assistant\",\"content\":null,"
+        + "\"tool_calls\":\"call f\"}]}").param());
+    assertEquals("messages[0].tool_calls[0]", refused(p, "{\"model\":\"m\",\"messages\":[{\"role\":\"assistant\",\"content\":null,"
+        + "\"tool_calls\":[{\"function\":{\"arguments\":\"{}\"}}]}]}").param());
+    assertEquals("chat_template_kwargs.tools", refused(p, "{\"model\":\"m\"," + HI
+        + ",\"chat_template_kwargs\":{\"tools\":[{\"function\":{}}]}}").param());
+    StringBuilder many = new StringBuilder("{\"model\":\"m\",\"messages\":[");
+    for (int i = 0; i <= RequestParser.MAX_MESSAGES; i++) {
+      many.append(i == 0 ? "" : ",").append("{\"role\":\"user\",\"content\":\"x\"}");
+    }
+    assertEquals("messages", refused(p, many.append("]}").toString()).param());
+  }
 }
