@@ -55,6 +55,8 @@ final class HttpApiHandler extends SimpleChannelInboundHandler<FullHttpRequest> 
   private final java.time.Duration workerWait;
   private final Admission admission;
   private final java.util.concurrent.Executor preparation;
+  /** Bodies up to this size are prepared on the event loop (a millisecond or so), larger ones on the pool. */
+  static final int SMALL_BODY_BYTES = 64 << 10;
 
   HttpApiHandler(ServedModel model, RequestRouter router, FrontendMetrics metrics, long createdSeconds, java.time.Duration workerWait) {
     this(model, router, metrics, createdSeconds, workerWait, Admission.open());
@@ -155,11 +157,17 @@ final class HttpApiHandler extends SimpleChannelInboundHandler<FullHttpRequest> 
    */
   private void prepare(ChannelHandlerContext ctx, String path, String endpoint, byte[] body, boolean keepAlive, long start) {
     ctx.channel().config().setAutoRead(false);
+    // A small body is quicker to prepare here than to hand over: only large ones go to the pool,
+    // so that a few huge prompts never queue ahead of ordinary requests.
+    java.util.concurrent.Executor where = body.length <= SMALL_BODY_BYTES ? PromptPreparation.DIRECT : preparation;
     try {
-      preparation.execute(() -> {
+      where.execute(() -> {
         GenerationSpec spec = null;
         RuntimeException failure = null;
         try {
+          if (body.length > SMALL_BODY_BYTES) {
+            parser.refuseIfPromptCannotFit(body); // before anything is built from it
+          }
           ObjectNode json = RequestParser.parseBody(body);
           spec = path.equals("/v1/chat/completions") ? parser.parseChat(json) : parser.parseCompletion(json);
         } catch (RuntimeException e) {

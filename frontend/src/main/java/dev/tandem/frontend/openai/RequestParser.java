@@ -30,8 +30,13 @@ import java.util.Set;
  * <p>Stateless apart from the served model; thread-safe.
  */
 public final class RequestParser {
-  private static final ObjectMapper JSON =
-      new ObjectMapper().enable(com.fasterxml.jackson.databind.DeserializationFeature.FAIL_ON_TRAILING_TOKENS);
+  // Strings as long as a body may be (the body limit bounds them), so that a long prompt is
+  // refused for its length, not for Jackson's default 20M-character cap.
+  private static final ObjectMapper JSON = new ObjectMapper(
+      com.fasterxml.jackson.core.JsonFactory.builder()
+          .streamReadConstraints(com.fasterxml.jackson.core.StreamReadConstraints.builder().maxStringLength(Integer.MAX_VALUE).build())
+          .build())
+      .enable(com.fasterxml.jackson.databind.DeserializationFeature.FAIL_ON_TRAILING_TOKENS);
   private static final Set<String> ROLES = Set.of("system", "developer", "user", "assistant", "tool");
   private static final int MAX_N = 128;
   /** Template variables the parser sets itself (passing them in kwargs would bypass its checks). */
@@ -520,6 +525,47 @@ public final class RequestParser {
       throw typeError("prompt", "a non-empty string, array of strings, or array of token ids", p);
     }
     return out;
+  }
+
+  /**
+   * Refuses a body whose prompt text cannot fit the context window, by a streaming scan that
+   * builds nothing: the characters of {@code messages[].content} (and their text parts) or of
+   * {@code prompt} strings are counted as they go by, and the scan stops as soon as they are
+   * too many. Used on large bodies before they are parsed; a body that is not JSON is left to
+   * {@link #parseBody} to refuse.
+   */
+  public void refuseIfPromptCannotFit(byte[] body) {
+    long bound = (long) model.maxContextLength() * Math.max(1, model.tokenizer().longestTokenChars());
+    long chars = 0;
+    try (com.fasterxml.jackson.core.JsonParser p = JSON.getFactory().createParser(body)) {
+      int depth = 0;
+      String top = null;
+      for (var t = p.nextToken(); t != null; t = p.nextToken()) {
+        switch (t) {
+          case START_OBJECT, START_ARRAY -> depth++;
+          case END_OBJECT, END_ARRAY -> depth--;
+          case FIELD_NAME -> {
+            if (depth == 1) {
+              top = p.currentName();
+            }
+          }
+          case VALUE_STRING -> {
+            String field = p.currentName();
+            boolean prompt = "prompt".equals(top)
+                || ("messages".equals(top) && ("content".equals(field) || "text".equals(field)));
+            if (prompt) {
+              chars += p.getTextLength();
+              if (chars > bound) {
+                checkLengthBeforeTokenizing(chars, "messages".equals(top) ? "messages" : "prompt");
+              }
+            }
+          }
+          default -> { }
+        }
+      }
+    } catch (java.io.IOException e) {
+      // not JSON: parseBody says why
+    }
   }
 
   /**

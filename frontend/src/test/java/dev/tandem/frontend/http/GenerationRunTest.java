@@ -283,7 +283,12 @@ class GenerationRunTest {
     EmbeddedChannel ch = new EmbeddedChannel(new HttpApiHandler(MODEL, router, new FrontendMetrics(), 0, Duration.ZERO,
         Admission.open(), deferred::add));
     post(ch, "{\"model\":\"m\",\"max_tokens\":4,\"messages\":[{\"role\":\"user\",\"content\":\"hi\"}]}");
-    assertEquals(1, deferred.size(), "the body waits for the preparation pool");
+    assertEquals(0, deferred.size(), "a small body is prepared on the event loop");
+    assertEquals(200, drain(ch).status());
+    router.routed.clear();
+    String large = " ".repeat(HttpApiHandler.SMALL_BODY_BYTES + 100); // large in bytes, few tokens (runs of 128 spaces)
+    post(ch, "{\"model\":\"m\",\"max_tokens\":4,\"messages\":[{\"role\":\"user\",\"content\":\"" + large + "\"}]}");
+    assertEquals(1, deferred.size(), "a large body waits for the preparation pool");
     assertEquals(-1, drain(ch).status(), "nothing parsed, routed or answered on the event loop");
     assertTrue(router.routed.isEmpty());
     assertFalse(ch.config().isAutoRead(), "the connection is not read meanwhile");

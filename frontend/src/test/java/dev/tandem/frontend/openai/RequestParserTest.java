@@ -184,4 +184,22 @@ class RequestParserTest {
     }
     assertEquals("messages", refused(p, many.append("]}").toString()).param());
   }
+
+  @Test
+  void aBodyWhosePromptCannotFitIsRefusedByAScanThatBuildsNothing() {
+    RequestParser p = parser(Set.of()); // context 256 tokens, Qwen3's longest token 128 characters
+    String ok = "{\"model\":\"m\",\"messages\":[{\"role\":\"user\",\"content\":\"" + "x".repeat(256 * 128) + "\"}]}";
+    p.refuseIfPromptCannotFit(ok.getBytes(StandardCharsets.UTF_8));
+    String parts = "{\"model\":\"m\",\"messages\":[{\"role\":\"user\",\"content\":[{\"type\":\"text\",\"text\":\""
+        + "x".repeat(256 * 64) + "\"},{\"type\":\"text\",\"text\":\"" + "x".repeat(256 * 64 + 1) + "\"}]}]}";
+    ApiException e = assertThrows(ApiException.class, () -> p.refuseIfPromptCannotFit(parts.getBytes(StandardCharsets.UTF_8)));
+    assertEquals("messages", e.param());
+    assertEquals("context_length_exceeded", e.code());
+    String prompt = "{\"model\":\"m\",\"prompt\":[\"" + "y".repeat(256 * 128) + "\", \"z\"]}";
+    assertEquals("prompt", assertThrows(ApiException.class, () -> p.refuseIfPromptCannotFit(prompt.getBytes(StandardCharsets.UTF_8))).param());
+    p.refuseIfPromptCannotFit("{not json".getBytes(StandardCharsets.UTF_8)); // left to parseBody
+    String other = "{\"model\":\"m\",\"messages\":[],\"response_format\":{\"type\":\"json_schema\",\"json_schema\":{\"description\":\""
+        + "d".repeat(256 * 200) + "\"}}}";
+    p.refuseIfPromptCannotFit(other.getBytes(StandardCharsets.UTF_8)); // not prompt text
+  }
 }
