@@ -58,6 +58,11 @@ final class HttpOptions {
           + "mistral, pythonic (default ${DEFAULT-VALUE}).")
   String toolCallParser;
 
+  @Option(names = "--migration-limit", defaultValue = "${env:TANDEM_MIGRATION_LIMIT:-3}",
+      description = "Times a stream may move to another worker (prompt plus the tokens so far) when its worker fails mid-stream; "
+          + "0 turns migration off (default ${DEFAULT-VALUE}).")
+  int migrationLimit;
+
   FrontendServer.Config config() {
     ApiKeys keys = ApiKeys.of(apiKeys == null ? List.of() : apiKeys);
     if (apiKeyFile != null) {
@@ -66,6 +71,7 @@ final class HttpOptions {
     Admission admission = new Admission(keys, metricsNeedKey, maxInflight, maxConnections,
         Duration.ofMillis((long) (readTimeoutSeconds * 1000)), Duration.ofMillis((long) (idleTimeoutSeconds * 1000)));
     return new FrontendServer.Config(
-        host, port, maxBodyBytes, Duration.ofMillis((long) (workerWaitSeconds * 1000)), admission, reasoningParser, toolCallParser);
+        host, port, maxBodyBytes, Duration.ofMillis((long) (workerWaitSeconds * 1000)), admission, reasoningParser, toolCallParser,
+        migrationLimit);
   }
 }

@@ -25,6 +25,7 @@ public final class FrontendMetrics {
   private final Counter outputTokens;
   private final Counter disconnects;
   private final Counter remotePrefillFallbacks;
+  private final Counter migrations;
 
   public FrontendMetrics() {
     Gauge.builder(MetricNames.INFLIGHT_REQUESTS, inflight, AtomicInteger::get)
@@ -39,6 +40,10 @@ public final class FrontendMetrics {
     remotePrefillFallbacks =
         Counter.builder(MetricNames.REMOTE_PREFILL_FALLBACKS)
             .description("requests sent for remote prefill that their decode worker prefilled itself")
+            .register(registry);
+    migrations =
+        Counter.builder(MetricNames.MIGRATIONS)
+            .description("Choices moved to another worker (prompt plus the tokens so far) after theirs failed mid-stream")
             .register(registry);
     inputTokens = Counter.builder(MetricNames.INPUT_TOKENS).description("prompt tokens").register(registry);
     cachedTokens =
@@ -68,6 +73,15 @@ public final class FrontendMetrics {
   /** A decode worker prefilled a request itself because its remote prefill failed. */
   public void remotePrefillFallback() {
     remotePrefillFallbacks.increment();
+  }
+
+  /** A choice continued on another worker after its worker failed. */
+  public void migration() {
+    migrations.increment();
+  }
+
+  public long migrations() {
+    return (long) migrations.count();
   }
 
   public void requestFinished(String endpoint, int status) {

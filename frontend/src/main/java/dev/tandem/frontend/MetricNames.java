@@ -31,4 +31,6 @@ public final class MetricNames {
   public static final String ROUTER_KV_HIT_RATE = "tandem.router.kv.hit.rate";
   /** Counter: requests sent for remote prefill that the decode worker prefilled itself (prefill worker failed). */
   public static final String REMOTE_PREFILL_FALLBACKS = "tandem.frontend.remote.prefill.fallbacks";
+  /** Counter: tandem_frontend_migrations_total, choices moved to another worker after theirs failed mid-stream. */
+  public static final String MIGRATIONS = "tandem.frontend.migrations";
 }

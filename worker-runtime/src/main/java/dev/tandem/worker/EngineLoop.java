@@ -103,8 +103,14 @@ public final class EngineLoop implements AutoCloseable {
     listeners.put(requestId, listener);
   }
 
-  /** Aborts a request; its listener gets an ABORTED output. Completes with whether it existed. */
+  /**
+   * Aborts a request; its listener gets an ABORTED output. Completes with whether it existed
+   * (false at once when the loop has stopped: nothing runs there any more).
+   */
   public CompletableFuture<Boolean> abort(String requestId) {
+    if (!running) {
+      return CompletableFuture.completedFuture(false);
+    }
     return call(
         e -> {
           boolean found = e.abort(requestId);

@@ -176,6 +176,8 @@ public final class WorkerServer implements AutoCloseable {
   }
 
   /** Starts a worker serving {@code engine}; the worker owns the engine from now on. */
+  private final java.util.concurrent.atomic.AtomicBoolean closed = new java.util.concurrent.atomic.AtomicBoolean();
+
   public static WorkerServer start(Config config, Engine engine) {
     WorkerServer worker = new WorkerServer(config, engine);
     try {
@@ -294,8 +296,12 @@ public final class WorkerServer implements AutoCloseable {
     server.awaitTermination();
   }
 
+  /** Stops the worker: its gRPC server, metrics port, engine loop and transfer agent. Idempotent. */
   @Override
   public void close() {
+    if (!closed.compareAndSet(false, true)) {
+      return;
+    }
     if (metricsEndpoint != null) {
       metricsEndpoint.close();
     }

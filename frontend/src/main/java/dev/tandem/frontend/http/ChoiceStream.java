@@ -38,6 +38,9 @@ final class ChoiceStream {
   Generation call;
   String finishReason;
   int tokens;
+  final it.unimi.dsi.fastutil.ints.IntArrayList generated = new it.unimi.dsi.fastutil.ints.IntArrayList(); // for migration
+  int migrations; // times this choice moved to another worker
+  int attempt; // which generation's callbacks count (older ones are ignored)
   int promptTokens;
   int cachedTokens;
   String workerId;
@@ -130,6 +133,7 @@ final class ChoiceStream {
       logprobs.add(logprobEntry(token, logprob));
     }
     tokens++;
+    generated.add(token);
     return stops.add(detokenizer.add(token));
   }
 

@@ -34,10 +34,18 @@ public final class FrontendServer implements AutoCloseable {
   /**
    * @param reasoningParser {@code --reasoning-parser}: auto, none, qwen3, deepseek_r1
    * @param toolCallParser {@code --tool-call-parser}: auto, none, hermes, qwen3, llama3_json, mistral, pythonic
+   * @param migrationLimit {@code --migration-limit}: times a choice may move to another worker when
+   *     its worker fails mid-stream (0: never)
    */
   public record Config(
       String host, int port, int maxBodyBytes, java.time.Duration workerWait, Admission admission,
-      String reasoningParser, String toolCallParser) {
+      String reasoningParser, String toolCallParser, int migrationLimit) {
+    public Config(
+        String host, int port, int maxBodyBytes, java.time.Duration workerWait, Admission admission,
+        String reasoningParser, String toolCallParser) {
+      this(host, port, maxBodyBytes, workerWait, admission, reasoningParser, toolCallParser, DEFAULT_MIGRATION_LIMIT);
+    }
+
     public Config(String host, int port, int maxBodyBytes) {
       this(host, port, maxBodyBytes, java.time.Duration.ZERO, Admission.open());
     }
@@ -54,6 +62,9 @@ public final class FrontendServer implements AutoCloseable {
       return new Config("0.0.0.0", 8000, 32 << 20);
     }
   }
+
+  /** Dynamo's default: a choice may move to another worker three times. */
+  public static final int DEFAULT_MIGRATION_LIMIT = 3;
 
   private final EventLoopGroup boss;
   private final EventLoopGroup workers;
@@ -101,7 +112,8 @@ public final class FrontendServer implements AutoCloseable {
                           .addLast(new HttpServerCodec())
                           .addLast(new RequestTimeouts(admission.requestReadTimeout(), admission.idleTimeout()))
                           .addLast(new JsonErrorAggregator(config.maxBodyBytes()))
-                          .addLast(new HttpApiHandler(model, router, metrics, created, config.workerWait(), admission, preparation));
+                          .addLast(new HttpApiHandler(
+                              model, router, metrics, created, config.workerWait(), admission, preparation, config.migrationLimit()));
                     }
                   })
               .bind(new InetSocketAddress(config.host(), config.port()))

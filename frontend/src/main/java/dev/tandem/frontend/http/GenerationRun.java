@@ -27,6 +27,7 @@ import java.util.UUID;
  * so the state below needs no locks.
  */
 final class GenerationRun {
+  private static final org.slf4j.Logger log = org.slf4j.LoggerFactory.getLogger(GenerationRun.class);
   private final ChannelHandlerContext ctx;
   private final GenerationSpec spec;
   private final RequestRouter router;
@@ -39,6 +40,8 @@ final class GenerationRun {
   private final SseWriter sse;
   private final RunTiming timing;
   private final java.time.Duration workerWait;
+  private final int migrationLimit;
+  private final int maxContextLength;
   private boolean done;
   private int finished;
   private long waitingSince; // nanoTime when it started waiting for a worker; 0 while not waiting
@@ -52,8 +55,11 @@ final class GenerationRun {
       boolean keepAlive,
       long startNanos,
       java.time.Duration workerWait,
+      int migrationLimit,
       Runnable onDone) {
     this.workerWait = workerWait;
+    this.migrationLimit = migrationLimit;
+    this.maxContextLength = model.maxContextLength();
     this.ctx = ctx;
     this.spec = spec;
     this.router = router;
@@ -134,7 +140,7 @@ final class GenerationRun {
       c.predictedCost = route.predictedCost();
       c.costName = route.costName();
       c.splitDecision = route.decision();
-      c.call = route.start(listener(c)); // releases the route's reservation itself if it cannot start
+      c.call = route.start(listener(c, c.attempt)); // releases the route's reservation itself if it cannot start
     }
   }
 
@@ -192,17 +198,22 @@ final class GenerationRun {
     return new GenerationRequest(id + "-" + c.index, c.prompt, sampling, spec.stop()).withStructuredOutput(spec.constraint());
   }
 
-  private TokenListener listener(ChoiceStream c) {
+  /** Callbacks of one generation of {@code c}; those of a generation it migrated away from are ignored. */
+  private TokenListener listener(ChoiceStream c, int attempt) {
     return new TokenListener() {
       @Override
       public void onChunk(TokenChunk chunk) {
-        ctx.executor().execute(() -> onChunkInLoop(c, chunk));
+        ctx.executor().execute(() -> {
+          if (c.attempt == attempt) {
+            onChunkInLoop(c, chunk);
+          }
+        });
       }
 
       @Override
       public void onError(GenerationException error) {
         ctx.executor().execute(() -> {
-          if (!done && !c.finished()) {
+          if (c.attempt == attempt && !done && !c.finished() && !migrate(c, error)) {
             fail(GenerationErrors.worker(c.workerId, error));
           }
         });
@@ -211,12 +222,51 @@ final class GenerationRun {
       @Override
       public void onCompleted() {
         ctx.executor().execute(() -> {
-          if (!done && !c.finished()) {
+          if (c.attempt == attempt && !done && !c.finished() && !migrate(c, null)) {
             fail(GenerationErrors.streamEndedEarly(c.workerId));
           }
         });
       }
     };
+  }
+
+  /**
+   * Continues a choice whose worker failed mid-stream on another worker: the prompt and the
+   * tokens generated so far as the new prompt, the rest of the budget, the same sampling. The
+   * client sees one stream. Not for a request the worker refused, one pinned to a worker, or a
+   * constrained one (the new worker's grammar would start over), and at most {@code
+   * --migration-limit} times per choice.
+   *
+   * @return false when the choice cannot move (it is then failed)
+   */
+  private boolean migrate(ChoiceStream c, GenerationException cause) {
+    if (c.migrations >= migrationLimit || spec.pinnedWorker() != null || spec.constraint() != null
+        || (cause != null && cause.kind() == GenerationException.Kind.INVALID_REQUEST)) {
+      return false;
+    }
+    int left = spec.stop().maxTokens() - c.generated.size();
+    int[] prompt = java.util.Arrays.copyOf(c.prompt, c.prompt.length + c.generated.size());
+    System.arraycopy(c.generated.elements(), 0, prompt, c.prompt.length, c.generated.size());
+    if (left <= 0 || prompt.length >= maxContextLength) {
+      return false;
+    }
+    var stop = new dev.tandem.common.StopConditions(left, spec.stop().stopTokenIds(), spec.stop().ignoreEos());
+    GenerationRequest request = new GenerationRequest(
+        id + "-" + c.index + "-m" + (c.migrations + 1), prompt, request(c).sampling(), stop);
+    Route route;
+    try {
+      route = router.route(request, null);
+    } catch (RuntimeException e) {
+      return false; // nowhere to go
+    }
+    String from = c.workerId;
+    c.migrations++;
+    c.attempt++;
+    metrics.migration();
+    log.info("request {} choice {}: worker {} failed after {} tokens ({}); continuing on {}", id, c.index, from, c.generated.size(),
+        cause == null ? "stream ended" : cause.getMessage(), route.worker());
+    c.call = route.start(listener(c, c.attempt));
+    return true;
   }
 
   private void onChunkInLoop(ChoiceStream c, TokenChunk chunk) {
@@ -226,7 +276,7 @@ final class GenerationRun {
     if (chunk.origin() != null && c.origin(chunk.origin())) {
       metrics.remotePrefillFallback();
     }
-    if (chunk.promptTokens() > 0) {
+    if (chunk.promptTokens() > 0 && c.migrations == 0) { // after a migration the prompt holds the tokens so far
       c.promptTokens = chunk.promptTokens();
       c.cachedTokens = chunk.cachedTokens();
     }

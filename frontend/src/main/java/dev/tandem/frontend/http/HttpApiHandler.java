@@ -55,6 +55,7 @@ final class HttpApiHandler extends SimpleChannelInboundHandler<FullHttpRequest> 
   private final java.time.Duration workerWait;
   private final Admission admission;
   private final java.util.concurrent.Executor preparation;
+  private final int migrationLimit;
   /** Bodies up to this size are prepared on the event loop (a millisecond or so), larger ones on the pool. */
   static final int SMALL_BODY_BYTES = 64 << 10;
 
@@ -69,6 +70,12 @@ final class HttpApiHandler extends SimpleChannelInboundHandler<FullHttpRequest> 
 
   HttpApiHandler(ServedModel model, RequestRouter router, FrontendMetrics metrics, long createdSeconds, java.time.Duration workerWait,
       Admission admission, java.util.concurrent.Executor preparation) {
+    this(model, router, metrics, createdSeconds, workerWait, admission, preparation, FrontendServer.DEFAULT_MIGRATION_LIMIT);
+  }
+
+  HttpApiHandler(ServedModel model, RequestRouter router, FrontendMetrics metrics, long createdSeconds, java.time.Duration workerWait,
+      Admission admission, java.util.concurrent.Executor preparation, int migrationLimit) {
+    this.migrationLimit = migrationLimit;
     this.preparation = preparation;
     this.workerWait = workerWait;
     this.admission = admission;
@@ -205,7 +212,7 @@ final class HttpApiHandler extends SimpleChannelInboundHandler<FullHttpRequest> 
     ctx.channel().config().setAutoRead(false);
     GenerationRun run =
         new GenerationRun(
-            ctx, spec, model, router, metrics, keepAlive, start, workerWait,
+            ctx, spec, model, router, metrics, keepAlive, start, workerWait, migrationLimit,
             () -> {
               current = null;
               ctx.channel().config().setAutoRead(true);

@@ -325,6 +325,62 @@ class GenerationRunTest {
     assertTrue(error.get("message").asText().contains("at least 4103 input tokens"), error.toString());
   }
 
+  /** The first worker fails after "Hello"; whoever takes the request next finishes it. */
+  private static ScriptedRouter failingOnce(List<GenerationRequest> seen) {
+    List<Integer> calls = new ArrayList<>();
+    return new ScriptedRouter(l -> {
+      calls.add(1);
+      if (calls.size() == 1) {
+        l.onChunk(chunk(tokens("Hello"), null));
+        l.onError(new GenerationException(GenerationException.Kind.UNAVAILABLE, "UNAVAILABLE", "worker went away", null));
+      } else {
+        l.onChunk(chunk(tokens(" world"), null));
+        l.onChunk(chunk(tokens("!"), FinishReason.STOP));
+        l.onCompleted();
+      }
+    });
+  }
+
+  @Test
+  void aChoiceWhoseWorkerFailsMidStreamContinuesOnAnotherAsOneStream() throws Exception {
+    ScriptedRouter router = failingOnce(null);
+    FrontendMetrics metrics = new FrontendMetrics();
+    EmbeddedChannel ch = new EmbeddedChannel(new HttpApiHandler(MODEL, router, metrics, 0, Duration.ZERO));
+    post(ch, STREAM + ",\"stream_options\":{\"include_usage\":true}}");
+    Written w = drain(ch);
+    assertTrue(w.body().endsWith("data: [DONE]\n\n"), w.body());
+    StringBuilder text = new StringBuilder();
+    List<JsonNode> events = events(w.body());
+    events.forEach(e -> text.append(e.at("/choices/0/delta/content").asText("")));
+    assertEquals("Hello world!", text.toString());
+    assertEquals(2, router.routed.size());
+    int[] first = router.routed.get(0).promptTokens();
+    int[] second = router.routed.get(1).promptTokens();
+    int hello = tokens("Hello").length;
+    assertEquals(first.length + hello, second.length, "the new prompt is the old one and the tokens so far");
+    assertEquals(8 - hello, router.routed.get(1).stop().maxTokens(), "the rest of the budget");
+    assertEquals(first.length, events.getLast().at("/usage/prompt_tokens").asInt(), "usage counts the client's prompt, once");
+    assertEquals(hello + tokens(" world").length + tokens("!").length, events.getLast().at("/usage/completion_tokens").asInt());
+    assertEquals(1, metrics.migrations());
+  }
+
+  @Test
+  void pinnedConstrainedOrLimitedRequestsAreNotMigrated() throws Exception {
+    ScriptedRouter off = failingOnce(null);
+    EmbeddedChannel ch = new EmbeddedChannel(new HttpApiHandler(MODEL, off, new FrontendMetrics(), 0, Duration.ZERO, Admission.open(),
+        PromptPreparation.DIRECT, 0));
+    post(ch, STREAM + "}");
+    assertTrue(drain(ch).body().contains("worker went away"), "--migration-limit 0: the stream fails");
+    assertEquals(1, off.routed.size());
+
+    ScriptedRouter constrained = failingOnce(null);
+    ch = channel(constrained);
+    post(ch, STREAM.replace("\"max_tokens\":8", "\"max_tokens\":40") + ",\"response_format\":{\"type\":\"json_object\"}}");
+    String body = drain(ch).body();
+    assertTrue(body.contains("\"error\"") && !body.contains("[DONE]"), body);
+    assertEquals(1, constrained.routed.size(), "a grammar cannot resume on another worker");
+  }
+
   @Test
   void aStopStringEndsTheChoiceAndCancelsTheWorker() throws Exception {
     var router = new ScriptedRouter(l -> {
