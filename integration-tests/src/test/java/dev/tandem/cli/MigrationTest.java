@@ -32,7 +32,8 @@ import org.junit.jupiter.api.io.TempDir;
 /**
  * A worker that dies mid-stream: the frontend continues the stream on the other worker with the
  * prompt and the tokens so far, and the client sees one stream — greedy text identical to an
- * undisturbed run, no error event, one [DONE]. Two built-in workers on a generated model.
+ * undisturbed run, no error event, one [DONE]. Three built-in workers on a generated model (each
+ * test kills one).
  */
 @org.junit.jupiter.api.Tag("e2e")
 class MigrationTest {
@@ -50,7 +51,7 @@ class MigrationTest {
     BuiltinConfig config = BuiltinConfig.of(model).withCompute("cpu", 1).withKvCacheBytes(64L << 20);
     deployment = LocalDeployment.start(
         new LocalDeployment.Spec(
-            2, () -> BuiltinEngine.open(config), ModelFiles.fromDirectory(model), 16,
+            3, () -> BuiltinEngine.open(config), ModelFiles.fromDirectory(model), 16,
             Router.Config.of("kv"), new FrontendServer.Config("127.0.0.1", 0, 1 << 20)));
   }
 
@@ -66,6 +67,7 @@ class MigrationTest {
 
   @Test
   void aStreamWhoseWorkerDiesContinuesOnTheOtherWithTheSameText() throws Exception {
+    double before = migrations();
     JsonNode undisturbed = JSON.readTree(HTTP.send(post(BODY + "}"), HttpResponse.BodyHandlers.ofString()).body());
     String expected = undisturbed.at("/choices/0/message/content").asText();
     assertEquals(600, undisturbed.at("/usage/completion_tokens").asInt());
@@ -99,9 +101,46 @@ class MigrationTest {
     assertFalse(events.stream().anyMatch(e -> e.has("error")), "no error event");
     assertEquals(expected, text.toString(), "the same greedy text as the undisturbed run");
     assertEquals(600, events.getLast().at("/usage/completion_tokens").asInt());
+    assertEquals(before + 1, migrations(), "one migration counted");
+  }
+
+  private static double migrations() throws Exception {
     String metrics = HTTP.send(HttpRequest.newBuilder(URI.create("http://127.0.0.1:" + deployment.port() + "/metrics")).build(),
         HttpResponse.BodyHandlers.ofString()).body();
-    assertTrue(metrics.contains("tandem_frontend_migrations_total 1.0"), "one migration counted");
+    return metrics.lines().filter(l -> l.startsWith("tandem_frontend_migrations_total "))
+        .mapToDouble(l -> Double.parseDouble(l.substring(l.indexOf(' ') + 1))).findFirst().orElse(-1);
+  }
+
+  @Test
+  void aStructuredOutputResumesItsGrammarOnTheOtherWorker() throws Exception {
+    String body = "{\"model\":\"tiny\",\"max_tokens\":400,\"temperature\":0,"
+        + "\"messages\":[{\"role\":\"user\",\"content\":\"Write a note.\"}],"
+        + "\"response_format\":{\"type\":\"json_schema\",\"json_schema\":{\"schema\":{\"type\":\"object\","
+        + "\"properties\":{\"note\":{\"type\":\"string\",\"minLength\":200}},\"required\":[\"note\"]}}}";
+    String expected = JSON.readTree(HTTP.send(post(body + "}"), HttpResponse.BodyHandlers.ofString()).body())
+        .at("/choices/0/message/content").asText();
+    assertTrue(JSON.readTree(expected).get("note").asText().length() >= 200, expected);
+    HttpResponse<Stream<String>> r = HTTP.send(post(body + ",\"stream\":true}"), HttpResponse.BodyHandlers.ofLines());
+    StringBuilder text = new StringBuilder();
+    int events = 0;
+    boolean killed = false;
+    for (Iterator<String> lines = r.body().iterator(); lines.hasNext(); ) {
+      String line = lines.next();
+      if (!line.startsWith("data: {")) {
+        continue;
+      }
+      JsonNode e = JSON.readTree(line.substring(6));
+      assertFalse(e.has("error"), line);
+      text.append(e.at("/choices/0/delta/content").asText(""));
+      if (!killed && ++events == 30) {
+        WorkerServer victim = serving();
+        assertNotNull(victim);
+        Thread.ofPlatform().start(victim::close);
+        killed = true;
+      }
+    }
+    assertTrue(killed);
+    assertEquals(expected, text.toString(), "the same constrained output, its grammar resumed mid-string");
   }
 
   private static WorkerServer serving() throws Exception {

@@ -47,7 +47,8 @@ public final class FromWire {
     dev.tandem.common.StructuredOutput constraint =
         r.hasStructuredOutput()
             ? new dev.tandem.common.StructuredOutput(
-                r.getStructuredOutput().getJsonSchema(), r.getStructuredOutput().getPrefix(), r.getStructuredOutput().getSuffix())
+                r.getStructuredOutput().getJsonSchema(), r.getStructuredOutput().getPrefix(), r.getStructuredOutput().getSuffix(),
+                r.getStructuredOutput().getResumeTokens())
             : null;
     return new GenerationRequest(
         r.getRequestId().isEmpty() ? idIfEmpty : r.getRequestId(), tokens(r), sampling(r.getSampling()), stop(r.getStop()), remote,

@@ -50,7 +50,8 @@ public final class ToWire {
           dev.tandem.proto.worker.v1.StructuredOutput.newBuilder()
               .setJsonSchema(r.structuredOutput().jsonSchema())
               .setPrefix(r.structuredOutput().prefix())
-              .setSuffix(r.structuredOutput().suffix()));
+              .setSuffix(r.structuredOutput().suffix())
+              .setResumeTokens(r.structuredOutput().resumeTokens()));
     }
     return b.build();
   }

@@ -35,7 +35,7 @@ class WireRoundTripTest {
     var request =
         new GenerationRequest("r1", new int[] {1, 2, 3}, sampling, new StopConditions(9, new int[] {7}, true),
             new RemotePrefillTarget("127.0.0.1:9", new WorkerId("p0"), 250),
-            new dev.tandem.common.StructuredOutput("{\"type\":\"integer\"}", "<tool_call>\n", "\n</tool_call>"));
+            new dev.tandem.common.StructuredOutput("{\"type\":\"integer\"}", "<tool_call>\n", "\n</tool_call>", 2));
     GenerationRequest back = FromWire.request(ToWire.request(request), "unused");
     assertEquals("r1", back.requestId());
     assertArrayEquals(new int[] {1, 2, 3}, back.promptTokens());

@@ -109,6 +109,28 @@ class StructuredOutputEngineTest {
   }
 
   @Test
+  void aConstrainedOutputResumesOnAnotherEngineAfterTheTokensSoFar() {
+    String schema = SchemaCorpus.SCHEMAS.get(8);
+    EngineRequest whole = request("whole", schema, SamplingParams.greedy(), 64);
+    List<Integer> expected;
+    try (BuiltinEngine engine = engine()) {
+      engine.add(whole);
+      expected = run(engine).get("whole").tokens;
+    }
+    int k = expected.size() / 2;
+    int[] prompt = java.util.stream.IntStream.concat(java.util.Arrays.stream(whole.promptTokens()),
+        expected.subList(0, k).stream().mapToInt(Integer::intValue)).toArray();
+    try (BuiltinEngine other = engine()) {
+      other.add(new EngineRequest("moved", prompt, SamplingParams.greedy(), new StopConditions(64 - k, new int[0], false),
+          whole.structuredOutput().resumedAfter(k), 64 - k));
+      assertEquals(expected.subList(k, expected.size()), run(other).get("moved").tokens, "the rest of the same output");
+      var bad = assertThrows(IllegalArgumentException.class, () -> other.add(new EngineRequest("bad", new int[] {10, 20, 30},
+          SamplingParams.greedy(), new StopConditions(8, new int[0], false), whole.structuredOutput().resumedAfter(2), 8)));
+      assertTrue(bad.getMessage().contains("leaves its grammar"), bad.getMessage());
+    }
+  }
+
+  @Test
   void aSchemaTheEngineCannotCompileIsRefusedBeforeItIsQueued() {
     try (BuiltinEngine engine = engine()) {
       var e = assertThrows(IllegalArgumentException.class,

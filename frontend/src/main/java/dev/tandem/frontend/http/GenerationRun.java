@@ -233,14 +233,14 @@ final class GenerationRun {
   /**
    * Continues a choice whose worker failed mid-stream on another worker: the prompt and the
    * tokens generated so far as the new prompt, the rest of the budget, the same sampling. The
-   * client sees one stream. Not for a request the worker refused, one pinned to a worker, or a
-   * constrained one (the new worker's grammar would start over), and at most {@code
-   * --migration-limit} times per choice.
+   * client sees one stream; a constrained one resumes its grammar after the tokens so far. Not for
+   * a request the worker refused or one pinned to a worker, and at most {@code --migration-limit}
+   * times per choice.
    *
    * @return false when the choice cannot move (it is then failed)
    */
   private boolean migrate(ChoiceStream c, GenerationException cause) {
-    if (c.migrations >= migrationLimit || spec.pinnedWorker() != null || spec.constraint() != null
+    if (c.migrations >= migrationLimit || spec.pinnedWorker() != null
         || (cause != null && cause.kind() == GenerationException.Kind.INVALID_REQUEST)) {
       return false;
     }
@@ -252,7 +252,8 @@ final class GenerationRun {
     }
     var stop = new dev.tandem.common.StopConditions(left, spec.stop().stopTokenIds(), spec.stop().ignoreEos());
     GenerationRequest request = new GenerationRequest(
-        id + "-" + c.index + "-m" + (c.migrations + 1), prompt, request(c).sampling(), stop);
+        id + "-" + c.index + "-m" + (c.migrations + 1), prompt, request(c).sampling(), stop)
+        .withStructuredOutput(spec.constraint() == null ? null : spec.constraint().resumedAfter(c.generated.size()));
     Route route;
     try {
       route = router.route(request, null);

@@ -326,7 +326,7 @@ class GenerationRunTest {
   }
 
   /** The first worker fails after "Hello"; whoever takes the request next finishes it. */
-  private static ScriptedRouter failingOnce(List<GenerationRequest> seen) {
+  private static ScriptedRouter failingOnce() {
     List<Integer> calls = new ArrayList<>();
     return new ScriptedRouter(l -> {
       calls.add(1);
@@ -343,7 +343,7 @@ class GenerationRunTest {
 
   @Test
   void aChoiceWhoseWorkerFailsMidStreamContinuesOnAnotherAsOneStream() throws Exception {
-    ScriptedRouter router = failingOnce(null);
+    ScriptedRouter router = failingOnce();
     FrontendMetrics metrics = new FrontendMetrics();
     EmbeddedChannel ch = new EmbeddedChannel(new HttpApiHandler(MODEL, router, metrics, 0, Duration.ZERO));
     post(ch, STREAM + ",\"stream_options\":{\"include_usage\":true}}");
@@ -365,20 +365,22 @@ class GenerationRunTest {
   }
 
   @Test
-  void pinnedConstrainedOrLimitedRequestsAreNotMigrated() throws Exception {
-    ScriptedRouter off = failingOnce(null);
+  void migrationHonoursItsLimitAndResumesAConstraint() throws Exception {
+    ScriptedRouter off = failingOnce();
     EmbeddedChannel ch = new EmbeddedChannel(new HttpApiHandler(MODEL, off, new FrontendMetrics(), 0, Duration.ZERO, Admission.open(),
         PromptPreparation.DIRECT, 0));
     post(ch, STREAM + "}");
     assertTrue(drain(ch).body().contains("worker went away"), "--migration-limit 0: the stream fails");
     assertEquals(1, off.routed.size());
 
-    ScriptedRouter constrained = failingOnce(null);
+    ScriptedRouter constrained = failingOnce();
     ch = channel(constrained);
     post(ch, STREAM.replace("\"max_tokens\":8", "\"max_tokens\":40") + ",\"response_format\":{\"type\":\"json_object\"}}");
-    String body = drain(ch).body();
-    assertTrue(body.contains("\"error\"") && !body.contains("[DONE]"), body);
-    assertEquals(1, constrained.routed.size(), "a grammar cannot resume on another worker");
+    drain(ch);
+    assertEquals(2, constrained.routed.size(), "a constrained stream moves too");
+    assertEquals(tokens("Hello").length, constrained.routed.get(1).structuredOutput().resumeTokens(),
+        "its grammar resumes after the tokens so far");
+    assertEquals(0, constrained.routed.get(0).structuredOutput().resumeTokens());
   }
 
   @Test
