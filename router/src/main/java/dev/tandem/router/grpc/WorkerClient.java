@@ -287,7 +287,12 @@ public final class WorkerClient implements AutoCloseable {
                   log.warn("worker {} at {} is unreachable: {}", workerId(), address, error.toString());
                 }
                 reachable = false;
-                timer.schedule(() -> watchLoad(timer, interval), 1, TimeUnit.SECONDS);
+                // Try again in a second, and let the channel reconnect then instead of after its
+                // exponential backoff (up to two minutes): a restarted worker is back in ~1 s.
+                timer.schedule(() -> {
+                  channel.resetConnectBackoff();
+                  watchLoad(timer, interval);
+                }, 1, TimeUnit.SECONDS);
               }
 
               @Override

@@ -1,0 +1,213 @@
+package dev.tandem.cli;
+
+import static org.junit.jupiter.api.Assertions.assertEquals;
+import static org.junit.jupiter.api.Assertions.assertTrue;
+
+import com.fasterxml.jackson.databind.JsonNode;
+import com.fasterxml.jackson.databind.ObjectMapper;
+import java.io.IOException;
+import java.net.URI;
+import java.net.http.HttpClient;
+import java.net.http.HttpRequest;
+import java.net.http.HttpResponse;
+import java.nio.file.Files;
+import java.nio.file.Path;
+import java.time.Duration;
+import java.util.ArrayList;
+import java.util.Iterator;
+import java.util.List;
+import java.util.Random;
+import java.util.concurrent.ConcurrentHashMap;
+import java.util.concurrent.ExecutorService;
+import java.util.concurrent.Executors;
+import java.util.concurrent.TimeUnit;
+import java.util.concurrent.atomic.AtomicBoolean;
+import java.util.stream.Stream;
+import org.junit.jupiter.api.AfterEach;
+import org.junit.jupiter.api.Test;
+
+/**
+ * Chaos: three mocker worker processes under a steady streaming load while one of them is killed
+ * with SIGKILL every few seconds and started again. Every stream must end properly — complete
+ * (migrated where its worker died) or with a clean OpenAI error — none may hang or stop without
+ * a word, and the survivors hold no KV blocks at the end. Bounded: about 25 s of chaos.
+ */
+@org.junit.jupiter.api.Tag("e2e")
+class ChaosTest {
+  private static final ObjectMapper JSON = new ObjectMapper();
+  private final List<Process> processes = new ArrayList<>();
+  private final List<String> errors = java.util.Collections.synchronizedList(new ArrayList<>());
+  private final HttpClient client = HttpClient.newBuilder().version(HttpClient.Version.HTTP_1_1)
+      .connectTimeout(Duration.ofSeconds(5)).build();
+
+  @AfterEach
+  void stop() throws InterruptedException {
+    TestDeployments.stopAll(processes, false, 5);
+  }
+
+  private Process worker(Path logs, int i, int port, int metrics) throws IOException {
+    Process p = new ProcessBuilder(TestDeployments.tandemCommand("worker", "--engine", "mocker", "--port", Integer.toString(port),
+        "--metrics-port", Integer.toString(metrics), "--worker-id", "chaos-w" + i, "--speedup-ratio", "1"))
+        .redirectErrorStream(true).redirectOutput(ProcessBuilder.Redirect.appendTo(logs.resolve("w" + i + ".log").toFile())).start();
+    processes.add(p);
+    return p;
+  }
+
+  enum Outcome { COMPLETE, CLEAN_ERROR, BROKEN, HUNG }
+
+  @Test
+  void killedWorkersCostNoStreamItsEnd() throws Exception {
+    Path logs = Files.createTempDirectory("tandem-chaos");
+    int n = 3;
+    int[] ports = new int[n];
+    int[] metricsPorts = new int[n];
+    Process[] workers = new Process[n];
+    for (int i = 0; i < n; i++) {
+      ports[i] = TestDeployments.freePort();
+      metricsPorts[i] = TestDeployments.freePort();
+      workers[i] = worker(logs, i, ports[i], metricsPorts[i]);
+    }
+    int http = TestDeployments.freePort();
+    StringBuilder list = new StringBuilder();
+    for (int p : ports) {
+      list.append(list.isEmpty() ? "" : ",").append("127.0.0.1:").append(p);
+    }
+    Process frontend = new ProcessBuilder(TestDeployments.tandemCommand("frontend", "--host", "127.0.0.1", "--port",
+        Integer.toString(http), "--worker", list.toString(), "--router-mode", "round-robin"))
+        .redirectErrorStream(true).redirectOutput(logs.resolve("fe.log").toFile()).start();
+    processes.add(frontend);
+    URI base = URI.create("http://127.0.0.1:" + http);
+    awaitWorkers(base, n, logs);
+
+    AtomicBoolean running = new AtomicBoolean(true);
+    ConcurrentHashMap<Outcome, Integer> outcomes = new ConcurrentHashMap<>();
+    List<String> broken = java.util.Collections.synchronizedList(new ArrayList<>());
+    ExecutorService load = Executors.newFixedThreadPool(8);
+    for (int c = 0; c < 8; c++) {
+      int id = c;
+      load.submit(() -> {
+        for (int k = 0; running.get(); k++) {
+          Outcome o = stream(base, id * 1000 + k, broken);
+          outcomes.merge(o, 1, Integer::sum);
+        }
+        return null;
+      });
+    }
+    Random random = new Random(7);
+    int kills = 0;
+    long end = System.nanoTime() + TimeUnit.SECONDS.toNanos(25);
+    while (System.nanoTime() < end) {
+      Thread.sleep(4000);
+      int victim = random.nextInt(n);
+      workers[victim].destroyForcibly().waitFor(5, TimeUnit.SECONDS); // SIGKILL
+      kills++;
+      Thread.sleep(1000);
+      workers[victim] = worker(logs, victim, ports[victim], metricsPorts[victim]);
+    }
+    running.set(false);
+    load.shutdown();
+    assertTrue(load.awaitTermination(60, TimeUnit.SECONDS), "every client finished its last stream");
+
+    int complete = outcomes.getOrDefault(Outcome.COMPLETE, 0);
+    int clean = outcomes.getOrDefault(Outcome.CLEAN_ERROR, 0);
+    double migrated = metric(base.resolve("/metrics"), "tandem_frontend_migrations_total");
+    System.out.printf("chaos: %d kills; %d streams complete (%.0f migrated), %d clean errors, %s broken, %s hung%n",
+        kills, complete, migrated, clean, outcomes.getOrDefault(Outcome.BROKEN, 0), outcomes.getOrDefault(Outcome.HUNG, 0));
+    errors.forEach(e -> System.out.println("error sample: " + e));
+    assertEquals(0, outcomes.getOrDefault(Outcome.HUNG, 0), "no stream hangs");
+    assertEquals(List.of(), broken, "no stream stops without [DONE] or an error event");
+    assertTrue(kills >= 4 && complete > 20, "the load ran through the kills");
+    assertTrue(migrated > 0, "streams on killed workers moved to the others");
+    assertTrue(clean * 10 < complete + clean, "a restarted worker is back in the pool within seconds, so few requests find none: "
+        + clean + " errors, e.g. " + errors);
+    awaitWorkers(base, n, logs);
+    for (int m : metricsPorts) { // restarted or survivor: nothing held once the load is over
+      long deadline = System.nanoTime() + TimeUnit.SECONDS.toNanos(10);
+      double used;
+      while ((used = metric(URI.create("http://127.0.0.1:" + m + "/metrics"), "tandem_worker_engine_kv_blocks_used")) != 0
+          && System.nanoTime() < deadline) {
+        Thread.sleep(100);
+      }
+      assertEquals(0.0, used, "KV blocks held on the worker with metrics port " + m);
+    }
+  }
+
+  /** One streamed chat request and how it ended. */
+  private Outcome stream(URI base, int k, List<String> broken) {
+    String body = """
+        {"model": "%s", "messages": [{"role": "user", "content": "chaos %d"}], "max_tokens": 48, "stream": true, "ignore_eos": true}"""
+        .formatted(TestDeployments.MODEL, k);
+    try {
+      HttpResponse<Stream<String>> r = client.send(HttpRequest.newBuilder(base.resolve("/v1/chat/completions"))
+          .timeout(Duration.ofSeconds(30)).POST(HttpRequest.BodyPublishers.ofString(body)).build(), HttpResponse.BodyHandlers.ofLines());
+      try (Stream<String> lines = r.body()) {
+        return outcome(r.statusCode(), lines, k, broken);
+      }
+    } catch (java.net.http.HttpTimeoutException e) {
+      return Outcome.HUNG;
+    } catch (IOException e) {
+      return e.getMessage() != null && e.getMessage().contains("timed out") ? Outcome.HUNG : brokenWith(broken, "stream " + k + ": " + e);
+    } catch (InterruptedException e) {
+      Thread.currentThread().interrupt();
+      return Outcome.HUNG;
+    }
+  }
+
+  private Outcome outcome(int status, Stream<String> body, int k, List<String> broken) throws IOException {
+    {
+      if (status != 200) {
+        String text = String.join("\n", body.toList());
+        if (errors.size() < 5) {
+          errors.add(status + " " + text);
+        }
+        return JSON.readTree(text).has("error") ? Outcome.CLEAN_ERROR : brokenWith(broken, status + " " + text);
+      }
+      boolean finished = false;
+      for (Iterator<String> lines = body.iterator(); lines.hasNext(); ) {
+        String line = lines.next();
+        if (line.equals("data: [DONE]")) {
+          return finished ? Outcome.COMPLETE : brokenWith(broken, "[DONE] without a finish_reason");
+        }
+        if (line.startsWith("data: ")) {
+          JsonNode e = JSON.readTree(line.substring(6));
+          if (e.has("error")) {
+            if (errors.size() < 5) {
+              errors.add(line);
+            }
+            return Outcome.CLEAN_ERROR;
+          }
+          finished |= !e.at("/choices/0/finish_reason").isMissingNode() && !e.at("/choices/0/finish_reason").isNull();
+        }
+      }
+      return brokenWith(broken, "stream " + k + " ended without [DONE] or an error");
+    }
+  }
+
+  private static Outcome brokenWith(List<String> broken, String why) {
+    broken.add(why);
+    return Outcome.BROKEN;
+  }
+
+  private void awaitWorkers(URI base, int n, Path logs) throws Exception {
+    long deadline = System.nanoTime() + TimeUnit.SECONDS.toNanos(60);
+    while (System.nanoTime() < deadline) {
+      try {
+        HttpResponse<String> h = client.send(HttpRequest.newBuilder(base.resolve("/health")).build(), HttpResponse.BodyHandlers.ofString());
+        if (h.statusCode() == 200 && JSON.readTree(h.body()).path("status").asText().equals("healthy")
+            && JSON.readTree(h.body()).get("workers").size() == n) {
+          return;
+        }
+      } catch (IOException notYet) {
+        // starting
+      }
+      Thread.sleep(200);
+    }
+    throw new AssertionError("the frontend never saw " + n + " healthy workers: " + Files.readString(logs.resolve("fe.log")));
+  }
+
+  private double metric(URI uri, String name) throws Exception {
+    String text = client.send(HttpRequest.newBuilder(uri).build(), HttpResponse.BodyHandlers.ofString()).body();
+    return text.lines().filter(l -> l.startsWith(name + " ") || l.startsWith(name + "{"))
+        .mapToDouble(l -> Double.parseDouble(l.substring(l.lastIndexOf(' ') + 1))).sum();
+  }
+}
