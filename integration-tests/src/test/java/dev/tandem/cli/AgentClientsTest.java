@@ -31,13 +31,6 @@ import dev.langchain4j.model.openai.OpenAiStreamingChatModel;
 import dev.langchain4j.data.message.UserMessage;
 import dev.langchain4j.service.AiServices;
 import dev.langchain4j.service.Result;
-import dev.tandem.engine.ModelFiles;
-import dev.tandem.engine.builtin.BuiltinConfig;
-import dev.tandem.engine.builtin.BuiltinEngine;
-import dev.tandem.engine.model.DType;
-import dev.tandem.engine.modeltools.ModelGenerator;
-import dev.tandem.frontend.http.FrontendServer;
-import dev.tandem.router.grpc.Router;
 import java.nio.file.Path;
 import java.util.List;
 import java.util.concurrent.CompletableFuture;
@@ -79,13 +72,7 @@ class AgentClientsTest {
 
   @BeforeAll
   static void start() throws Exception {
-    Path model = dir.resolve("tiny");
-    ModelGenerator.write(ModelGenerator.shape("tiny"), DType.BF16, 0, model, 0);
-    BuiltinConfig config = BuiltinConfig.of(model).withCompute("cpu", 2).withKvCacheBytes(64L << 20);
-    deployment = LocalDeployment.start(
-        new LocalDeployment.Spec(
-            1, () -> BuiltinEngine.open(config), ModelFiles.fromDirectory(model), 16,
-            Router.Config.of("kv"), new FrontendServer.Config("127.0.0.1", 0, 1 << 20)));
+    deployment = TestDeployments.builtinTiny(dir, 1, 2);
     base = "http://127.0.0.1:" + deployment.port() + "/v1";
     openai = OpenAIOkHttpClient.builder().baseUrl(base).apiKey("unused").build();
   }

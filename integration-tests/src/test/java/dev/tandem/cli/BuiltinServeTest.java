@@ -5,13 +5,6 @@ import static org.junit.jupiter.api.Assertions.assertTrue;
 
 import com.fasterxml.jackson.databind.JsonNode;
 import com.fasterxml.jackson.databind.ObjectMapper;
-import dev.tandem.engine.builtin.BuiltinConfig;
-import dev.tandem.engine.builtin.BuiltinEngine;
-import dev.tandem.engine.model.DType;
-import dev.tandem.engine.modeltools.ModelGenerator;
-import dev.tandem.engine.ModelFiles;
-import dev.tandem.frontend.http.FrontendServer;
-import dev.tandem.router.grpc.Router;
 import java.io.PrintWriter;
 import java.io.StringWriter;
 import java.net.URI;
@@ -35,13 +28,7 @@ class BuiltinServeTest {
 
   @BeforeAll
   static void start() throws Exception {
-    Path model = dir.resolve("tiny");
-    ModelGenerator.write(ModelGenerator.shape("tiny"), DType.BF16, 0, model, 0);
-    BuiltinConfig config = BuiltinConfig.of(model).withCompute("cpu", 2).withKvCacheBytes(64L << 20);
-    deployment = LocalDeployment.start(
-        new LocalDeployment.Spec(
-            1, () -> BuiltinEngine.open(config), ModelFiles.fromDirectory(model), 16,
-            Router.Config.of("kv"), new FrontendServer.Config("127.0.0.1", 0, 1 << 20)));
+    deployment = TestDeployments.builtinTiny(dir, 1, 2);
   }
 
   @AfterAll

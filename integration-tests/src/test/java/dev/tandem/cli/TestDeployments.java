@@ -28,6 +28,22 @@ final class TestDeployments {
             new FrontendServer.Config("127.0.0.1", 0, maxBodyBytes)));
   }
 
+  /**
+   * {@code workers} built-in engines on the generated "tiny" model (Qwen3-shaped, the real Qwen3
+   * tokenizer) written under {@code dir}, served by name "tiny", KV routing.
+   */
+  static LocalDeployment builtinTiny(java.nio.file.Path dir, int workers, int threads) throws java.io.IOException {
+    java.nio.file.Path model = dir.resolve("tiny");
+    dev.tandem.engine.modeltools.ModelGenerator.write(
+        dev.tandem.engine.modeltools.ModelGenerator.shape("tiny"), dev.tandem.engine.model.DType.BF16, 0, model, 0);
+    dev.tandem.engine.builtin.BuiltinConfig config =
+        dev.tandem.engine.builtin.BuiltinConfig.of(model).withCompute("cpu", threads).withKvCacheBytes(64L << 20);
+    return LocalDeployment.start(
+        new LocalDeployment.Spec(
+            workers, () -> dev.tandem.engine.builtin.BuiltinEngine.open(config), ModelFiles.fromDirectory(model), 16,
+            Router.Config.of("kv"), new FrontendServer.Config("127.0.0.1", 0, 1 << 20)));
+  }
+
   static int usedBlocks(WorkerServer w) throws Exception {
     return w.loop().call(e -> e.load().kvBlocksUsed()).get(5, TimeUnit.SECONDS);
   }
