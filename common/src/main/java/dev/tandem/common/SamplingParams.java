@@ -6,7 +6,10 @@ import java.util.OptionalLong;
  * How to pick each token, as every module sees it (frontend, router, worker, engine). Temperature 0
  * is greedy; {@code seed} makes sampling reproducible; {@code topK} -1 and {@code topP} 1 are off;
  * {@code logprobs} is the number of top alternatives to return with each token, or -1 for none;
- * {@code logitBias} adds to a token's logit before sampling (OpenAI's −100…100; empty: none).
+ * {@code logitBias} adds to a token's logit before sampling (OpenAI's −100…100; empty: none);
+ * {@code promptLogprobs}, when not -1, asks for each prompt token's log-probability (given the
+ * tokens before it) and that many top alternatives (completions' {@code echo} with {@code
+ * logprobs}); the prompt is then computed in full, not taken from the prefix cache.
  *
  * <p>The defaults live here and nowhere else: {@link #DEFAULTS} is what an OpenAI request that sets
  * nothing gets (temperature 1, no truncation, no penalties).
@@ -21,7 +24,8 @@ public record SamplingParams(
     float frequencyPenalty,
     float repetitionPenalty,
     int logprobs,
-    java.util.Map<Integer, Float> logitBias) {
+    java.util.Map<Integer, Float> logitBias,
+    int promptLogprobs) {
 
   /** OpenAI's default temperature. */
   public static final float DEFAULT_TEMPERATURE = 1f;
@@ -44,7 +48,15 @@ public record SamplingParams(
   public SamplingParams(
       float temperature, float topP, int topK, float minP, OptionalLong seed, float presencePenalty, float frequencyPenalty,
       float repetitionPenalty, int logprobs) {
-    this(temperature, topP, topK, minP, seed, presencePenalty, frequencyPenalty, repetitionPenalty, logprobs, java.util.Map.of());
+    this(temperature, topP, topK, minP, seed, presencePenalty, frequencyPenalty, repetitionPenalty, logprobs, java.util.Map.of(),
+        NO_LOGPROBS);
+  }
+
+  /** Without prompt log-probabilities. */
+  public SamplingParams(
+      float temperature, float topP, int topK, float minP, OptionalLong seed, float presencePenalty, float frequencyPenalty,
+      float repetitionPenalty, int logprobs, java.util.Map<Integer, Float> logitBias) {
+    this(temperature, topP, topK, minP, seed, presencePenalty, frequencyPenalty, repetitionPenalty, logprobs, logitBias, NO_LOGPROBS);
   }
 
   public SamplingParams {
@@ -54,6 +66,9 @@ public record SamplingParams(
     }
     if (logprobs > MAX_LOGPROBS) {
       logprobs = MAX_LOGPROBS;
+    }
+    if (promptLogprobs > MAX_LOGPROBS) {
+      promptLogprobs = MAX_LOGPROBS;
     }
   }
 
@@ -67,18 +82,26 @@ public record SamplingParams(
   }
 
   public SamplingParams withTemperature(float t) {
-    return new SamplingParams(t, topP, topK, minP, seed, presencePenalty, frequencyPenalty, repetitionPenalty, logprobs, logitBias);
+    return new SamplingParams(t, topP, topK, minP, seed, presencePenalty, frequencyPenalty, repetitionPenalty, logprobs, logitBias, promptLogprobs);
   }
 
   public SamplingParams withSeed(OptionalLong s) {
-    return new SamplingParams(temperature, topP, topK, minP, s, presencePenalty, frequencyPenalty, repetitionPenalty, logprobs, logitBias);
+    return new SamplingParams(temperature, topP, topK, minP, s, presencePenalty, frequencyPenalty, repetitionPenalty, logprobs, logitBias, promptLogprobs);
   }
 
   public SamplingParams withLogitBias(java.util.Map<Integer, Float> bias) {
-    return new SamplingParams(temperature, topP, topK, minP, seed, presencePenalty, frequencyPenalty, repetitionPenalty, logprobs, bias);
+    return new SamplingParams(temperature, topP, topK, minP, seed, presencePenalty, frequencyPenalty, repetitionPenalty, logprobs, bias, promptLogprobs);
+  }
+
+  public SamplingParams withPromptLogprobs(int n) {
+    return new SamplingParams(temperature, topP, topK, minP, seed, presencePenalty, frequencyPenalty, repetitionPenalty, logprobs, logitBias, n);
+  }
+
+  public boolean wantsPromptLogprobs() {
+    return promptLogprobs >= 0;
   }
 
   public SamplingParams withLogprobs(int n) {
-    return new SamplingParams(temperature, topP, topK, minP, seed, presencePenalty, frequencyPenalty, repetitionPenalty, n, logitBias);
+    return new SamplingParams(temperature, topP, topK, minP, seed, presencePenalty, frequencyPenalty, repetitionPenalty, n, logitBias, promptLogprobs);
   }
 }

@@ -3,10 +3,24 @@ package dev.tandem.common;
 /**
  * A piece of a generation's output stream: new tokens (with their log-probabilities when asked
  * for), and on the last chunk the finish reason. The first chunk also says who served the request
- * ({@link Origin}); prompt and cached token counts come on the first and the last.
+ * ({@link Origin}); prompt and cached token counts come on the first and the last. {@code
+ * promptLogprobs}, on the first chunk when asked for: one per prompt token after the first (the
+ * log-probability of token i given tokens 0..i-1), else null.
  */
 public record TokenChunk(
-    int[] tokens, TokenLogprob[] logprobs, FinishReason finishReason, int promptTokens, int cachedTokens, Origin origin) {
+    int[] tokens,
+    TokenLogprob[] logprobs,
+    FinishReason finishReason,
+    int promptTokens,
+    int cachedTokens,
+    Origin origin,
+    TokenLogprob[] promptLogprobs) {
+
+  /** A chunk without prompt log-probabilities (all but a prompt-logprobs request's first). */
+  public TokenChunk(
+      int[] tokens, TokenLogprob[] logprobs, FinishReason finishReason, int promptTokens, int cachedTokens, Origin origin) {
+    this(tokens, logprobs, finishReason, promptTokens, cachedTokens, origin, null);
+  }
 
   /**
    * Who served a generation and what it cost them: the decode (or aggregated) worker and its TTFT,

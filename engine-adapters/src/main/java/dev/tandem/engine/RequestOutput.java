@@ -7,7 +7,9 @@ import dev.tandem.common.TokenLogprob;
  * What one step produced for one request: new tokens, and a finish reason on the last output
  * ({@code null} before; an engine ends a request with {@code STOP}, {@code LENGTH} or {@code
  * CANCELLED}). {@code cachedTokens} counts prompt tokens served from the prefix cache. {@code
- * logprobs} has one entry per new token when the request asked for them, else null.
+ * logprobs} has one entry per new token when the request asked for them, else null; {@code
+ * promptLogprobs}, on a request's first output when it asked for them, one per prompt token after
+ * the first.
  */
 public record RequestOutput(
     String requestId,
@@ -15,7 +17,13 @@ public record RequestOutput(
     FinishReason finishReason,
     int promptTokens,
     int cachedTokens,
-    TokenLogprob[] logprobs) {
+    TokenLogprob[] logprobs,
+    TokenLogprob[] promptLogprobs) {
+
+  public RequestOutput(
+      String requestId, int[] newTokens, FinishReason finishReason, int promptTokens, int cachedTokens, TokenLogprob[] logprobs) {
+    this(requestId, newTokens, finishReason, promptTokens, cachedTokens, logprobs, null);
+  }
 
   public RequestOutput(
       String requestId, int[] newTokens, FinishReason finishReason, int promptTokens, int cachedTokens) {

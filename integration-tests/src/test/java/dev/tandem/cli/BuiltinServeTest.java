@@ -126,6 +126,30 @@ class BuiltinServeTest {
   }
 
   @Test
+  void echoWithLogprobsScoresThePromptAsLegacyClientsExpect() throws Exception {
+    HttpResponse<String> r = post("/v1/completions",
+        "{\"model\":\"tiny\",\"prompt\":\"The quick brown fox jumps\",\"max_tokens\":2,\"temperature\":0,"
+            + "\"echo\":true,\"logprobs\":1}");
+    assertEquals(200, r.statusCode(), r.body());
+    JsonNode body = JSON.readTree(r.body());
+    JsonNode lp = body.at("/choices/0/logprobs");
+    int prompt = body.at("/usage/prompt_tokens").asInt();
+    assertEquals(prompt + 2, lp.get("tokens").size(), "every prompt token, then the completion's");
+    assertTrue(lp.at("/token_logprobs/0").isNull(), "nothing comes before the first token");
+    assertTrue(lp.at("/top_logprobs/0").isNull());
+    for (int i = 1; i < prompt + 2; i++) {
+      assertTrue(lp.at("/token_logprobs/" + i).asDouble() <= 0, lp.toString());
+      assertEquals(1, lp.at("/top_logprobs/" + i).size());
+    }
+    String text = body.at("/choices/0/text").asText();
+    assertTrue(text.startsWith("The quick brown fox jumps"), text);
+    StringBuilder joined = new StringBuilder();
+    lp.get("tokens").forEach(t -> joined.append(t.asText()));
+    assertEquals(text, joined.toString(), "the tokens spell the echoed text");
+    assertEquals(0, lp.at("/text_offset/0").asInt());
+  }
+
+  @Test
   void aMissingModelDirectoryFailsAtStartupNamingIt() {
     StringWriter err = new StringWriter();
     var cl = Main.commandLine();

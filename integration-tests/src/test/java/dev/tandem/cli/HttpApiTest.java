@@ -137,7 +137,7 @@ class HttpApiTest {
         Arguments.of("top_p zero", chat, "{\"model\": \"" + M + "\", " + msgs + ", \"top_p\": 0}", 400, "top_p", "invalid_value"),
         Arguments.of("penalty the engine lacks", chat, "{\"model\": \"" + M + "\", " + msgs + ", \"presence_penalty\": 0.5}", 400, "presence_penalty", "unsupported_parameter"),
         Arguments.of("structured output", chat, "{\"model\": \"" + M + "\", " + msgs + ", \"response_format\": {\"type\": \"json_object\"}}", 400, "response_format", "unsupported_parameter"),
-        Arguments.of("echo with prompt logprobs", "/v1/completions", "{\"model\": \"" + M + "\", \"prompt\": \"x\", \"echo\": true, \"logprobs\": 1}", 400, "echo", "unsupported_parameter"),
+        Arguments.of("echo with logprobs on the mocker", "/v1/completions", "{\"model\": \"" + M + "\", \"prompt\": \"x\", \"echo\": true, \"logprobs\": 1}", 400, "logprobs", "unsupported_parameter"),
         Arguments.of("forced tool call on the mocker", chat, "{\"model\": \"" + M + "\", " + msgs + ", \"tool_choice\": \"required\", \"tools\": [{\"type\": \"function\", \"function\": {\"name\": \"f\"}}]}", 400, "tool_choice", "unsupported_parameter"),
         Arguments.of("tool_choice naming no offered tool", chat, "{\"model\": \"" + M + "\", " + msgs + ", \"tool_choice\": {\"type\": \"function\", \"function\": {\"name\": \"g\"}}, \"tools\": [{\"type\": \"function\", \"function\": {\"name\": \"f\"}}]}", 400, "tool_choice", null),
         Arguments.of("logit_bias on the mocker", chat, "{\"model\": \"" + M + "\", " + msgs + ", \"logit_bias\": {\"42\": 5}}", 400, "logit_bias", "unsupported_parameter"),

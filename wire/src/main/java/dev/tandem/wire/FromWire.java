@@ -66,7 +66,8 @@ public final class FromWire {
         s.getFrequencyPenalty(),
         s.getRepetitionPenalty() == 0f ? SamplingParams.NO_REPETITION_PENALTY : s.getRepetitionPenalty(),
         s.hasLogprobs() ? (int) Math.min(SamplingParams.MAX_LOGPROBS, s.getLogprobs()) : SamplingParams.NO_LOGPROBS,
-        s.getLogitBiasMap());
+        s.getLogitBiasMap(),
+        s.hasPromptLogprobs() ? (int) Math.min(SamplingParams.MAX_LOGPROBS, s.getPromptLogprobs()) : SamplingParams.NO_LOGPROBS);
   }
 
   /**
@@ -100,7 +101,8 @@ public final class FromWire {
       tokens[i] = c.getTokenIds(i);
     }
     return new TokenChunk(
-        tokens, logprobs, finishReason(c.getFinishReason()), c.getPromptTokens(), c.getCachedTokens(), origin);
+        tokens, logprobs, finishReason(c.getFinishReason()), c.getPromptTokens(), c.getCachedTokens(), origin,
+        c.getPromptLogprobsCount() == 0 ? null : c.getPromptLogprobsList().stream().map(FromWire::logprob).toArray(TokenLogprob[]::new));
   }
 
   public static TokenLogprob logprob(dev.tandem.proto.worker.v1.TokenLogprob lp) {

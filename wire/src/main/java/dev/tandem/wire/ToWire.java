@@ -69,6 +69,9 @@ public final class ToWire {
     if (s.logprobs() >= 0) {
       b.setLogprobs(s.logprobs());
     }
+    if (s.wantsPromptLogprobs()) {
+      b.setPromptLogprobs(s.promptLogprobs());
+    }
     s.seed().ifPresent(b::setSeed);
     s.logitBias().forEach(b::putLogitBias);
     return b.build();
@@ -89,6 +92,11 @@ public final class ToWire {
     }
     for (int i = 0; i < c.logprobCount(); i++) {
       b.addLogprobs(logprob(c.logprobs()[i]));
+    }
+    if (c.promptLogprobs() != null) {
+      for (TokenLogprob lp : c.promptLogprobs()) {
+        b.addPromptLogprobs(logprob(lp));
+      }
     }
     b.setPromptTokens(c.promptTokens()).setCachedTokens(c.cachedTokens());
     if (c.finishReason() != null) {

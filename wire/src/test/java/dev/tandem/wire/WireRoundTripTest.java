@@ -31,7 +31,7 @@ import org.junit.jupiter.api.Test;
 class WireRoundTripTest {
   @Test
   void aGenerationRequestRoundTrips() {
-    var sampling = new SamplingParams(0.7f, 0.9f, 40, 0.05f, OptionalLong.of(42), 0.1f, 0.2f, 1.1f, 3, java.util.Map.of(7, -100f, 9, 2.5f));
+    var sampling = new SamplingParams(0.7f, 0.9f, 40, 0.05f, OptionalLong.of(42), 0.1f, 0.2f, 1.1f, 3, java.util.Map.of(7, -100f, 9, 2.5f), 2);
     var request =
         new GenerationRequest("r1", new int[] {1, 2, 3}, sampling, new StopConditions(9, new int[] {7}, true),
             new RemotePrefillTarget("127.0.0.1:9", new WorkerId("p0"), 250),
@@ -69,8 +69,11 @@ class WireRoundTripTest {
     var origin = new TokenChunk.Origin("w0", 1234, "p0", "", 55, 4096, 7);
     var chunk = new TokenChunk(new int[] {4, 5}, new TokenLogprob[] {
         new TokenLogprob(-0.5f, new int[] {4, 9}, new float[] {-0.5f, -1.5f}),
-        new TokenLogprob(-0.1f, new int[0], new float[0])}, FinishReason.LENGTH, 30, 16, origin);
+        new TokenLogprob(-0.1f, new int[0], new float[0])}, FinishReason.LENGTH, 30, 16, origin,
+        new TokenLogprob[] {new TokenLogprob(-2f, new int[] {8}, new float[] {-1f})});
     TokenChunk back = FromWire.chunk(ToWire.chunk(chunk));
+    assertEquals(1, back.promptLogprobs().length);
+    assertArrayEquals(new int[] {8}, back.promptLogprobs()[0].topTokenIds());
     assertArrayEquals(chunk.tokens(), back.tokens());
     assertEquals(2, back.logprobCount());
     assertArrayEquals(new int[] {4, 9}, back.logprobs()[0].topTokenIds());

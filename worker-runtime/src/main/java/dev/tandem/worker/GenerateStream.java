@@ -76,7 +76,8 @@ final class GenerateStream implements PrefillSink {
         cachedTokens = output.cachedTokens();
       }
     }
-    TokenChunk chunk = new TokenChunk(output.newTokens(), output.logprobs(), output.finishReason(), promptTokens, cachedTokens, origin);
+    TokenChunk chunk = new TokenChunk(
+        output.newTokens(), output.logprobs(), output.finishReason(), promptTokens, cachedTokens, origin, output.promptLogprobs());
     try {
       call.onNext(ToWire.chunk(chunk));
       if (output.finished()) {

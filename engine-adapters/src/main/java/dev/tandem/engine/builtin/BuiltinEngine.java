@@ -148,6 +148,9 @@ public final class BuiltinEngine extends SchedulingEngine implements KvHandoff {
   /** A new sequence's sampling state, its output's grammar included (compiled before it is queued). */
   private Sampler.State samplingState(EngineRequest request) {
     Sampler.State state = new Sampler.State(request.sampling(), request.promptTokens());
+    if (request.sampling().wantsPromptLogprobs()) {
+      state.promptLogprobs = new dev.tandem.common.TokenLogprob[request.promptTokens().length - 1];
+    }
     state.grammar = constraints.start(request);
     if (state.grammar != null) {
       state.endTokens = constraints.endTokens(request);
@@ -305,6 +308,7 @@ public final class BuiltinEngine extends SchedulingEngine implements KvHandoff {
     List<Transformer.Slice> slices = new ArrayList<>(batch.size());
     List<String> promptsDone = new ArrayList<>();
     List<int[]> promptsDoneBlocks = new ArrayList<>();
+    boolean wantPromptLogits = false;
     for (int i = 0; i < batch.size(); i++) {
       Sequence seq = batch.sequence(i);
       if (seq.computedTokens() < seq.promptLength()) {
@@ -313,6 +317,9 @@ public final class BuiltinEngine extends SchedulingEngine implements KvHandoff {
           promptsDoneBlocks.add(Arrays.copyOf(seq.blocks(), seq.blockCount()));
         }
       }
+      Sampler.State st = seq.engineState();
+      boolean promptLogits = st != null && st.promptLogprobs != null && seq.computedTokens() < seq.promptLength();
+      wantPromptLogits |= promptLogits;
       slices.add(
           new Transformer.Slice(
               seq.tokens(),
@@ -320,14 +327,21 @@ public final class BuiltinEngine extends SchedulingEngine implements KvHandoff {
               batch.tokens()[i],
               seq.computedTokens(),
               Arrays.copyOf(seq.blocks(), seq.blockCount()),
-              batch.drawsToken(i)));
+              batch.drawsToken(i),
+              promptLogits ? seq.promptLength() : 0));
     }
     PromptLayerListener listener = promptLayerListener;
     float[][] logits =
         transformer.forward(
             slices,
             cache,
-            promptsDone.isEmpty() ? null : layer -> listener.layerDone(layer, promptsDone, promptsDoneBlocks));
+            promptsDone.isEmpty() ? null : layer -> listener.layerDone(layer, promptsDone, promptsDoneBlocks),
+            wantPromptLogits ? (slice, position, row) -> {
+              Sequence seq = batch.sequence(slice);
+              Sampler.State st = seq.engineState();
+              int next = seq.tokens()[position + 1];
+              st.promptLogprobs[position] = Sampler.logprobs(row, next, seq.request().sampling().promptLogprobs());
+            } : null);
     return scheduler.complete(batch, (i, seq) -> {
       Sampler.State state = seq.engineState();
       int top = seq.request().sampling().logprobs();
@@ -345,6 +359,10 @@ public final class BuiltinEngine extends SchedulingEngine implements KvHandoff {
       state.accept(token);
       if (raw != null) {
         seq.setDrawnLogprob(Sampler.logprobs(raw, token, top));
+      }
+      if (state.promptLogprobs != null && !state.promptLogprobsSent) {
+        seq.setPromptLogprobs(state.promptLogprobs);
+        state.promptLogprobsSent = true;
       }
       return token;
     });

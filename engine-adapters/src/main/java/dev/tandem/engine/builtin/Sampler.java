@@ -21,6 +21,8 @@ final class Sampler {
   static final class State {
     dev.tandem.engine.grammar.GrammarState grammar;
     int[] endTokens;
+    TokenLogprob[] promptLogprobs; // [i]: prompt token i + 1 given tokens 0..i; null when not asked
+    boolean promptLogprobsSent;
     private final SplittableRandom random;
     private final it.unimi.dsi.fastutil.ints.Int2IntOpenHashMap outputCounts =
         new it.unimi.dsi.fastutil.ints.Int2IntOpenHashMap();

@@ -20,10 +20,25 @@ public final class Transformer {
   /**
    * One sequence's share of a forward pass: {@code count} tokens from {@code tokens[from..]}, at
    * positions {@code startPosition..}, KV in {@code blockTable}. Logits are computed for its last
-   * token when {@code wantLogits}.
+   * token when {@code wantLogits}, and for every token at a position p with p + 1 < {@code
+   * promptLogitsBefore} (a prompt's log-probabilities; 0: none).
    */
   public record Slice(
-      int[] tokens, int from, int count, int startPosition, int[] blockTable, boolean wantLogits) {}
+      int[] tokens, int from, int count, int startPosition, int[] blockTable, boolean wantLogits, int promptLogitsBefore) {
+    /** A slice that wants no logits of its earlier tokens. */
+    public Slice(int[] tokens, int from, int count, int startPosition, int[] blockTable, boolean wantLogits) {
+      this(tokens, from, count, startPosition, blockTable, wantLogits, 0);
+    }
+  }
+
+  /** Receives the logits {@code (vocab)} after the token at {@code position} of slice {@code slice}. */
+  @FunctionalInterface
+  public interface PositionLogits {
+    void accept(int slice, int position, float[] logits);
+  }
+
+  /** Tokens whose logits go through the LM head together when every position's are wanted. */
+  private static final int PROMPT_LOGITS_CHUNK = 16;
 
   private final ModelConfig config;
   private final ModelWeights weights;
@@ -67,6 +82,15 @@ public final class Transformer {
    * layer's index as soon as that layer's keys and values for every slice are in the cache.
    */
   public float[][] forward(List<Slice> slices, PagedKvCache cache, java.util.function.IntConsumer layerKvWritten) {
+    return forward(slices, cache, layerKvWritten, null);
+  }
+
+  /**
+   * As above, handing {@code positionLogits} (may be null) the logits after each token that a
+   * slice's {@code promptLogitsBefore} asks for.
+   */
+  public float[][] forward(
+      List<Slice> slices, PagedKvCache cache, java.util.function.IntConsumer layerKvWritten, PositionLogits positionLogits) {
     int tokens = 0;
     for (Slice s : slices) {
       tokens += s.count();
@@ -101,7 +125,33 @@ public final class Transformer {
       }
       mlpBlock(weights.layer(l), tokens);
     }
+    if (positionLogits != null) {
+      positionLogits(slices, positionLogits);
+    }
     return logits(slices, tokens);
+  }
+
+  /** Final norm and LM head over every asked-for position, a few tokens at a time. */
+  private void positionLogits(List<Slice> slices, PositionLogits out) {
+    int hidden = config.hiddenSize();
+    int vocab = config.vocabSize();
+    float[] rows = new float[PROMPT_LOGITS_CHUNK * hidden];
+    float[] logits = new float[PROMPT_LOGITS_CHUNK * vocab];
+    int first = 0; // row of the slice's first token in x
+    for (int i = 0; i < slices.size(); i++) {
+      Slice s = slices.get(i);
+      int wanted = Math.min(s.count(), s.promptLogitsBefore() - 1 - s.startPosition()); // p + 1 < bound
+      for (int j = 0; j < wanted; j += PROMPT_LOGITS_CHUNK) {
+        int n = Math.min(PROMPT_LOGITS_CHUNK, wanted - j);
+        System.arraycopy(x, (first + j) * hidden, rows, 0, n * hidden);
+        backend.rmsNorm(rows, rows, weights.finalNorm(), config.rmsNormEps(), n, hidden);
+        backend.matmul(rows, n, weights.lmHead(), logits);
+        for (int r = 0; r < n; r++) {
+          out.accept(i, s.startPosition() + j + r, java.util.Arrays.copyOfRange(logits, r * vocab, (r + 1) * vocab));
+        }
+      }
+      first += s.count();
+    }
   }
 
   private void attentionBlock(

@@ -245,7 +245,7 @@ public final class Scheduler {
       outputs.add(
           new RequestOutput(
               seq.id(), new int[] {token}, finish, seq.promptLength, seq.cachedTokens,
-              logprob == null ? null : new TokenLogprob[] {logprob}));
+              logprob == null ? null : new TokenLogprob[] {logprob}, seq.takePromptLogprobs()));
       if (finish != null) {
         running.remove(seq);
         byId.remove(seq.id());
@@ -314,7 +314,8 @@ public final class Scheduler {
       Sequence seq = waiting.peek();
       long[] hashes = seq.allFullBlockHashes(blockSize);
       // Keep at least one token to compute so the next token can be drawn.
-      int maxCachedBlocks = (seq.length() - 1) / blockSize;
+      // A request for the prompt's log-probabilities computes it all: cached blocks have no logits.
+      int maxCachedBlocks = seq.request.sampling().wantsPromptLogprobs() ? 0 : (seq.length() - 1) / blockSize;
       int cachedBlocks = Math.min(pool.cachedPrefixLength(hashes), maxCachedBlocks);
       int cachedTokens = cachedBlocks * blockSize;
       int pending = seq.length() - cachedTokens;

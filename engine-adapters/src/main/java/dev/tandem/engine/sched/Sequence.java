@@ -13,6 +13,7 @@ public final class Sequence {
   final EngineRequest request;
   final int promptLength;
   private Object engineState;
+  private TokenLogprob[] promptLogprobs;
   private TokenLogprob pendingLogprob;
   private int[] tokens; // prompt then generated; [0, length)
   private int length;
@@ -88,6 +89,17 @@ public final class Sequence {
   /** Log-probabilities of the token being drawn now; the scheduler puts them into the output. */
   public void setDrawnLogprob(TokenLogprob logprob) {
     this.pendingLogprob = logprob;
+  }
+
+  /** The prompt's log-probabilities (one per token after the first), sent with the first output. */
+  public void setPromptLogprobs(TokenLogprob[] logprobs) {
+    this.promptLogprobs = logprobs;
+  }
+
+  TokenLogprob[] takePromptLogprobs() {
+    TokenLogprob[] l = promptLogprobs;
+    promptLogprobs = null;
+    return l;
   }
 
   TokenLogprob takeDrawnLogprob() {

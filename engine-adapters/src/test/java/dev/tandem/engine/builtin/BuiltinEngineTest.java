@@ -18,6 +18,7 @@ import dev.tandem.engine.model.DType;
 import java.lang.foreign.MemorySegment;
 import java.nio.file.Path;
 import java.util.ArrayList;
+import java.util.Arrays;
 import java.util.HashMap;
 import java.util.HashSet;
 import java.util.List;
@@ -69,6 +70,51 @@ class BuiltinEngineTest {
     try (BuiltinEngine e = engine(64, 512)) {
       e.add(request);
       return runToCompletion(e, new HashMap<>()).get(request.requestId());
+    }
+  }
+
+  private static RequestOutput firstOutput(BuiltinEngine e, EngineRequest r) {
+    e.add(r);
+    RequestOutput first = null;
+    while (e.hasWork()) {
+      for (RequestOutput o : e.step()) {
+        if (first == null && o.requestId().equals(r.requestId())) {
+          first = o;
+        }
+      }
+    }
+    return first;
+  }
+
+  @Test
+  void promptLogprobsAreEachTokensLogprobGivenThoseBeforeIt() {
+    int[] p = prompt(40, 11);
+    SamplingParams wants = SamplingParams.greedy().withPromptLogprobs(2);
+    dev.tandem.common.TokenLogprob[] whole;
+    dev.tandem.common.TokenLogprob[] chunked;
+    try (BuiltinEngine e = engine(64, 512)) {
+      whole = firstOutput(e, sampled("whole", p, 1, wants)).promptLogprobs();
+      assertEquals(p.length - 1, whole.length);
+      // The same prompt again: cached now, but the logprobs need every position computed.
+      dev.tandem.common.TokenLogprob[] again = firstOutput(e, sampled("again", p, 1, wants)).promptLogprobs();
+      for (int i = 0; i < whole.length; i++) {
+        assertEquals(whole[i].logprob(), again[i].logprob(), 1e-4, "position " + i);
+      }
+      // Position i equals the logprob of prompt[i + 1] drawn after prompt[0..i] (forced by a bias;
+      // reported logprobs are of the raw distribution).
+      for (int i : new int[] {0, 7, 20, 38}) {
+        SamplingParams forced = SamplingParams.greedy().withLogprobs(0).withLogitBias(java.util.Map.of(p[i + 1], 100f));
+        RequestOutput o = firstOutput(e, sampled("prefix" + i, Arrays.copyOf(p, i + 1), 1, forced));
+        assertEquals(p[i + 1], o.newTokens()[0]);
+        assertEquals(o.logprobs()[0].logprob(), whole[i].logprob(), 2e-3, "position " + i);
+        assertTrue(whole[i].logprob() <= 0 && whole[i].topTokenIds().length == 2);
+      }
+    }
+    try (BuiltinEngine e = engine(64, 16)) { // chunked prefill: 16 tokens a step
+      chunked = firstOutput(e, sampled("chunked", p, 1, wants)).promptLogprobs();
+    }
+    for (int i = 0; i < whole.length; i++) {
+      assertEquals(whole[i].logprob(), chunked[i].logprob(), 2e-3, "position " + i);
     }
   }
 

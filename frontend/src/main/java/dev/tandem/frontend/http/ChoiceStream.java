@@ -127,6 +127,19 @@ final class ChoiceStream {
     return false;
   }
 
+  /**
+   * Puts the echoed prompt's log-probabilities first: its first token has none, each later one
+   * its own given the tokens before it.
+   */
+  void promptLogprobs(TokenLogprob[] prompt) {
+    List<ResponseJson.LogprobEntry> entries = new ArrayList<>();
+    entries.add(new ResponseJson.LogprobEntry(tokenText(this.prompt[0]), null, null));
+    for (int i = 0; i < prompt.length && i + 1 < this.prompt.length; i++) {
+      entries.add(logprobEntry(this.prompt[i + 1], prompt[i]));
+    }
+    logprobs.addAll(0, entries);
+  }
+
   /** One token's text, after stop strings (empty while a stop string may be starting). */
   String token(int token, TokenLogprob logprob) {
     if (logprob != null) {

@@ -252,7 +252,7 @@ final class GenerationRun {
     }
     var stop = new dev.tandem.common.StopConditions(left, spec.stop().stopTokenIds(), spec.stop().ignoreEos());
     GenerationRequest request = new GenerationRequest(
-        id + "-" + c.index + "-m" + (c.migrations + 1), prompt, request(c).sampling(), stop)
+        id + "-" + c.index + "-m" + (c.migrations + 1), prompt, request(c).sampling().withPromptLogprobs(-1), stop)
         .withStructuredOutput(spec.constraint() == null ? null : spec.constraint().resumedAfter(c.generated.size()));
     Route route;
     try {
@@ -276,6 +276,9 @@ final class GenerationRun {
     }
     if (chunk.origin() != null && c.origin(chunk.origin())) {
       metrics.remotePrefillFallback();
+    }
+    if (chunk.promptLogprobs() != null && spec.echo() && c.migrations == 0) {
+      c.promptLogprobs(chunk.promptLogprobs());
     }
     if (chunk.promptTokens() > 0 && c.migrations == 0) { // after a migration the prompt holds the tokens so far
       c.promptTokens = chunk.promptTokens();

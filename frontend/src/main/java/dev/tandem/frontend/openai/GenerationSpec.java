@@ -38,6 +38,11 @@ public record GenerationSpec(
         constraint, parsers, false);
   }
 
+  public GenerationSpec withSampling(SamplingParams s) {
+    return new GenerationSpec(kind, model, prompts, n, s, stop, stopStrings, skipSpecialTokens, stream, includeUsage, timing,
+        pinnedWorker, constraint, parsers, echo);
+  }
+
   /** Completions' {@code echo}: the prompt's text comes back before each choice's completion. */
   public GenerationSpec withEcho(boolean echo) {
     return new GenerationSpec(kind, model, prompts, n, sampling, stop, stopStrings, skipSpecialTokens, stream, includeUsage, timing,

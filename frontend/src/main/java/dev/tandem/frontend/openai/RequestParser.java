@@ -166,10 +166,6 @@ public final class RequestParser {
       }
     }
     boolean echo = bool(body, "echo", false);
-    if (echo && body.has("logprobs") && !body.get("logprobs").isNull()) {
-      throw unsupported("echo", "together with 'logprobs' (the prompt's log-probabilities) is not supported yet; "
-          + "echo alone returns the prompt before the completion");
-    }
     if (body.has("best_of") && !body.get("best_of").isNull()) {
       int bestOf = integer(body, "best_of", 1, 1, MAX_N);
       if (bestOf != integer(body, "n", 1, 1, MAX_N)) {
@@ -188,8 +184,12 @@ public final class RequestParser {
     if (!body.has("max_tokens") || body.get("max_tokens").isNull()) {
       maxTokens = Math.min(maxTokens, 16); // OpenAI's default for completions
     }
-    return common(body, GenerationSpec.Kind.COMPLETION, prompts, maxTokens, logprobs, "max_tokens", null, OutputParsers.NONE)
-        .withEcho(echo);
+    GenerationSpec spec =
+        common(body, GenerationSpec.Kind.COMPLETION, prompts, maxTokens, logprobs, "max_tokens", null, OutputParsers.NONE);
+    if (echo && logprobs >= 0) { // the prompt's log-probabilities too, as OpenAI's legacy API gives them
+      spec = spec.withSampling(spec.sampling().withPromptLogprobs(logprobs));
+    }
+    return spec.withEcho(echo);
   }
 
   private GenerationSpec common(ObjectNode body, GenerationSpec.Kind kind, List<int[]> prompts, int maxTokens, int logprobs,

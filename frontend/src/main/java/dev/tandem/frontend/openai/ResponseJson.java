@@ -156,8 +156,11 @@ public final class ResponseJson {
     return n;
   }
 
-  /** One generated token's log-probability and its most likely alternatives. */
-  public record LogprobEntry(String token, float logprob, List<Alternative> top) {}
+  /**
+   * One token's log-probability and its most likely alternatives; both null for the first token
+   * of an echoed prompt (nothing comes before it).
+   */
+  public record LogprobEntry(String token, Float logprob, List<Alternative> top) {}
 
   public record Alternative(String token, float logprob) {}
 
@@ -188,10 +191,15 @@ public final class ResponseJson {
     int offset = textOffset;
     for (LogprobEntry e : entries) {
       tokens.add(e.token());
-      lps.add(e.logprob());
-      ObjectNode top = tops.addObject();
-      for (Alternative a : e.top()) {
-        top.put(a.token(), a.logprob());
+      if (e.logprob() == null) {
+        lps.addNull();
+        tops.addNull();
+      } else {
+        lps.add(e.logprob());
+        ObjectNode top = tops.addObject();
+        for (Alternative a : e.top()) {
+          top.put(a.token(), a.logprob());
+        }
       }
       offsets.add(offset);
       offset += e.token().length();

@@ -129,7 +129,8 @@ public final class Disaggregation implements AutoCloseable {
    */
   Split consider(
       GenerationRequest request, RoutingRequest routing, WorkerClient decode, Overlap decodeOverlap, WorkerSelector selector) {
-    if (policy.mode() == SplitPolicy.Mode.NEVER || !decode.movesKv() || request.stop().maxTokens() < 2) {
+    if (policy.mode() == SplitPolicy.Mode.NEVER || !decode.movesKv() || request.stop().maxTokens() < 2
+        || request.sampling().wantsPromptLogprobs()) { // the prompt's logprobs come from the worker that computes it
       return null;
     }
     List<WorkerClient> prefillers = new ArrayList<>();
