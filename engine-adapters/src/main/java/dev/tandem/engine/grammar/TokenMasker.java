@@ -27,6 +27,7 @@ public final class TokenMasker {
   private final int words;
   private final ByteTrie trie;
   private final StringTokens strings;
+  private final StateCache states = new StateCache();
   private int longestAfter; // during an unlimited walk: the most bytes an allowed token leaves
   private final Map<Frame, FrameMask> cache = new LinkedHashMap<>(256, 0.75f, true) {
     @Override
@@ -36,6 +37,7 @@ public final class TokenMasker {
   };
   private long hits;
   private long misses;
+  private long budgetWalks;
 
   public TokenMasker(TokenVocabulary vocabulary) {
     this.vocabulary = vocabulary;
@@ -83,6 +85,7 @@ public final class TokenMasker {
       }
     }
     if (!withinBudget) {
+      budgetWalks++;
       // Some allowed token would leave too little room: check each against the budget (or, once
       // the budget cannot be met, allow only tokens that bring the end closer).
       walkFrom(state.grammar(), states, mask, budget >= left ? budget : left - 1);
@@ -124,6 +127,11 @@ public final class TokenMasker {
     return misses;
   }
 
+  /** Masks checked token by token against the budget (near {@code max_tokens}). */
+  public long budgetWalks() {
+    return budgetWalks;
+  }
+
   /** A frame's allowed tokens, and the most bytes any of them leaves to complete the output. */
   private record FrameMask(long[] bits, int longestAfter) {}
 
@@ -146,7 +154,7 @@ public final class TokenMasker {
     if (states.size() == 1 && states.get(0).node instanceof GrammarNode.Str str && states.get(0).aux == 1) {
       stringBody(grammar, states.get(0), str, mask, limit);
     } else {
-      walk(grammar, states, trie, 0, mask, limit, null);
+      walk(grammar, this.states.of(states), trie, 0, mask, limit, null);
     }
   }
 
@@ -189,33 +197,30 @@ public final class TokenMasker {
     }
     // Tokens that close the string: what follows depends only on the frames above it.
     int closeAt = str.counted ? Math.min(Math.max(f.pos, str.minChars), str.maxChars) : 0;
-    List<Frame> closed = grammar.step(List.of(new Frame(str, closeAt, 1, null, f.parent)), '"');
-    if (!closed.isEmpty()) {
+    StateCache.State closed = states.step(grammar, states.of(List.of(new Frame(str, closeAt, 1, null, f.parent))), '"');
+    if (closed != StateCache.DEAD) {
       java.util.function.IntPredicate fits = !str.counted ? null : t -> {
         int pos = f.pos + strings.chars[t];
         return pos >= str.minChars && pos <= str.maxChars;
       };
       ByteTrie rests = strings.quotedRests;
       if (rests.tokenAt[0] >= 0) {
-        mark(rests, 0, closed, mask, limit, fits);
+        mark(rests, 0, closed.remaining, mask, limit, fits);
       }
       walk(grammar, closed, rests, 0, mask, limit, fits);
     }
-    List<Frame> start = List.of(f);
+    StateCache.State start = states.of(List.of(f));
     for (int t : strings.escaped) {
-      List<Frame> s = start;
+      StateCache.State s = start;
       for (byte b : vocabulary.bytes(t)) {
-        s = grammar.step(s, b & 0xff);
-        if (s.isEmpty()) {
+        s = states.step(grammar, s, b & 0xff);
+        if (s == StateCache.DEAD) {
           break;
         }
       }
-      if (!s.isEmpty()) {
-        int after = Grammar.remaining(s);
-        if (limit < 0 || after <= limit) {
-          mask[t >>> 6] |= 1L << t;
-          longestAfter = Math.max(longestAfter, after);
-        }
+      if (s != StateCache.DEAD && (limit < 0 || s.remaining <= limit)) {
+        mask[t >>> 6] |= 1L << t;
+        longestAfter = Math.max(longestAfter, s.remaining);
       }
     }
   }
@@ -225,15 +230,16 @@ public final class TokenMasker {
    * limit} ≥ 0 only those after which at most {@code limit} bytes complete the output. With {@code
    * counted}, a token is marked only if {@code fits} says its string length is allowed.
    */
-  private void walk(Grammar grammar, List<Frame> states, ByteTrie in, int node, long[] mask, int limit, java.util.function.IntPredicate fits) {
+  private void walk(Grammar grammar, StateCache.State from, ByteTrie in, int node, long[] mask, int limit,
+      java.util.function.IntPredicate fits) {
     for (int e = in.edgeStart[node]; e < in.edgeStart[node + 1]; e++) {
-      List<Frame> next = grammar.step(states, in.edgeByte[e] & 0xff);
-      if (next.isEmpty()) {
+      StateCache.State next = states.step(grammar, from, in.edgeByte[e] & 0xff);
+      if (next == StateCache.DEAD) {
         continue;
       }
       int child = in.edgeTarget[e];
       if (in.tokenAt[child] >= 0) {
-        mark(in, child, next, mask, limit, fits);
+        mark(in, child, next.remaining, mask, limit, fits);
       }
       if (in.hasChildren(child)) {
         walk(grammar, next, in, child, mask, limit, fits);
@@ -241,8 +247,7 @@ public final class TokenMasker {
     }
   }
 
-  private void mark(ByteTrie in, int node, List<Frame> after, long[] mask, int limit, java.util.function.IntPredicate fits) {
-    int left = Grammar.remaining(after);
+  private void mark(ByteTrie in, int node, int left, long[] mask, int limit, java.util.function.IntPredicate fits) {
     if (limit >= 0 && left > limit) {
       return;
     }
