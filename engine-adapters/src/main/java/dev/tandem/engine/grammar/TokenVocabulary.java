@@ -5,7 +5,6 @@ import com.fasterxml.jackson.databind.ObjectMapper;
 import java.io.ByteArrayOutputStream;
 import java.io.IOException;
 import java.nio.charset.StandardCharsets;
-import java.util.Iterator;
 import java.util.Map;
 
 /**
@@ -46,33 +45,72 @@ public final class TokenVocabulary {
    *     tokenizer this reads
    */
   public static TokenVocabulary fromTokenizerJson(byte[] json, int vocabSize, String source) {
-    JsonNode root;
-    try {
-      root = new ObjectMapper().readTree(json);
+    // One streaming pass: model.vocab (token → id), added_tokens, and whether the decoder or
+    // pre-tokenizer is byte-level; the merges (most of the file) are skipped, not built.
+    java.util.Map<String, Integer> vocab = new java.util.HashMap<>(Math.max(16, vocabSize * 2));
+    java.util.List<JsonNode> added = new java.util.ArrayList<>();
+    String modelType = "?";
+    boolean byteLevel = false;
+    boolean sawVocab = false;
+    ObjectMapper mapper = new ObjectMapper();
+    try (com.fasterxml.jackson.core.JsonParser p = mapper.getFactory().createParser(json)) {
+      if (p.nextToken() != com.fasterxml.jackson.core.JsonToken.START_OBJECT) {
+        throw new IOException("not a JSON object");
+      }
+      while (p.nextToken() == com.fasterxml.jackson.core.JsonToken.FIELD_NAME) {
+        String top = p.currentName();
+        p.nextToken();
+        switch (top) {
+          case "model" -> {
+            if (p.currentToken() != com.fasterxml.jackson.core.JsonToken.START_OBJECT) {
+              p.skipChildren();
+              continue;
+            }
+            while (p.nextToken() == com.fasterxml.jackson.core.JsonToken.FIELD_NAME) {
+              String field = p.currentName();
+              p.nextToken();
+              if (field.equals("type")) {
+                modelType = p.getText();
+              } else if (field.equals("vocab") && p.currentToken() == com.fasterxml.jackson.core.JsonToken.START_OBJECT) {
+                sawVocab = true;
+                while (p.nextToken() == com.fasterxml.jackson.core.JsonToken.FIELD_NAME) {
+                  String token = p.currentName();
+                  p.nextToken();
+                  vocab.put(token, p.getValueAsInt(-1));
+                }
+              } else {
+                p.skipChildren();
+              }
+            }
+          }
+          case "added_tokens" -> {
+            JsonNode list = mapper.readTree(p);
+            list.forEach(added::add);
+          }
+          case "decoder", "pre_tokenizer" -> byteLevel |= mentions(mapper.readTree(p), "ByteLevel");
+          default -> p.skipChildren();
+        }
+      }
     } catch (IOException e) {
       throw new IllegalArgumentException(source + ": tokenizer.json is not JSON: " + e.getMessage(), e);
     }
-    JsonNode model = root.path("model");
-    JsonNode vocab = model.path("vocab");
-    if (!vocab.isObject()) {
+    if (!sawVocab) {
       throw new IllegalArgumentException(
           source + ": tokenizer.json field model.vocab is not a token → id map (model type "
-              + model.path("type").asText("?") + "; structured outputs need a BPE tokenizer)");
+              + modelType + "; structured outputs need a BPE tokenizer)");
     }
-    boolean byteLevel = mentions(root.path("decoder"), "ByteLevel") || mentions(root.path("pre_tokenizer"), "ByteLevel");
     int[] unicodeToByte = byteLevel ? unicodeToByte() : null;
     byte[][] out = new byte[vocabSize][];
-    for (Iterator<Map.Entry<String, JsonNode>> it = vocab.fields(); it.hasNext(); ) {
-      Map.Entry<String, JsonNode> e = it.next();
-      int id = e.getValue().asInt(-1);
+    for (Map.Entry<String, Integer> e : vocab.entrySet()) {
+      int id = e.getValue();
       if (id >= 0 && id < vocabSize) {
         out[id] = byteLevel ? byteLevel(e.getKey(), unicodeToByte) : sentencePiece(e.getKey());
       }
     }
-    for (JsonNode added : root.path("added_tokens")) {
-      int id = added.path("id").asInt(-1);
+    for (JsonNode a : added) {
+      int id = a.path("id").asInt(-1);
       if (id >= 0 && id < vocabSize) {
-        out[id] = added.path("special").asBoolean(false) ? null : added.path("content").asText().getBytes(StandardCharsets.UTF_8);
+        out[id] = a.path("special").asBoolean(false) ? null : a.path("content").asText().getBytes(StandardCharsets.UTF_8);
       }
     }
     for (int i = 0; i < out.length; i++) {

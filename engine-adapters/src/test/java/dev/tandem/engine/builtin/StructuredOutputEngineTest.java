@@ -54,6 +54,7 @@ class StructuredOutputEngineTest {
   }
 
   @Test
+  @org.junit.jupiter.api.Tag("e2e") // 68 constrained outputs: seconds, kept out of the fast tier
   void everyOutputOfARandomModelValidatesAgainstItsSchema() throws Exception {
     var registry = SchemaRegistry.withDefaultDialect(SpecificationVersion.DRAFT_2020_12);
     try (BuiltinEngine engine = engine()) {
