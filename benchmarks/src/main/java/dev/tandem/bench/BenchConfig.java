@@ -29,7 +29,8 @@ public record BenchConfig(
     Duration timeout,
     int turns,
     int longTokens,
-    double longShare) {
+    double longShare,
+    String apiKey) {
 
   public BenchConfig {
     if (!endpoint.equals("completions") && !endpoint.equals("chat")) {
@@ -85,6 +86,7 @@ public record BenchConfig(
     private int turns;
     private int longTokens;
     private double longShare;
+    private String apiKey;
 
     private Builder(URI url, String model) {
       this.url = url;
@@ -159,12 +161,18 @@ public record BenchConfig(
       return this;
     }
 
+    /** Sent as {@code Authorization: Bearer <key>} (null: none). */
+    public Builder apiKey(String apiKey) {
+      this.apiKey = apiKey;
+      return this;
+    }
+
     /**
      * @throws IllegalArgumentException naming what is inconsistent
      */
     public BenchConfig build() {
       return new BenchConfig(url, model, endpoint, concurrency, requestRate, numRequests, inputTokens, outputTokens,
-          prefixes, prefixRepeats, prefixTokens, seed, timeout, turns, longTokens, longShare);
+          prefixes, prefixRepeats, prefixTokens, seed, timeout, turns, longTokens, longShare, apiKey);
     }
   }
 }

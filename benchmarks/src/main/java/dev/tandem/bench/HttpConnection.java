@@ -30,12 +30,19 @@ final class HttpConnection implements AutoCloseable {
   record Status(int code, String errorBody, boolean reusable) {}
 
   private final URI base;
+  private final String authorization; // the header line, or ""
   private final Socket socket;
   private final InputStream in;
   private final OutputStream out;
 
   HttpConnection(URI base) throws IOException {
+    this(base, null);
+  }
+
+  /** A connection that sends {@code apiKey} (may be null) as a Bearer token with each request. */
+  HttpConnection(URI base, String apiKey) throws IOException {
     this.base = base;
+    this.authorization = apiKey == null || apiKey.isEmpty() ? "" : "Authorization: Bearer " + apiKey + "\r\n";
     this.socket = new Socket(base.getHost(), base.getPort() < 0 ? 80 : base.getPort());
     socket.setTcpNoDelay(true);
     this.in = new BufferedInputStream(socket.getInputStream(), 64 << 10);
@@ -45,7 +52,7 @@ final class HttpConnection implements AutoCloseable {
   Status post(String path, byte[] json, LineHandler handler) throws IOException {
     String head =
         "POST " + path + " HTTP/1.1\r\nHost: " + base.getHost() + "\r\nContent-Type: application/json\r\n"
-            + "Accept: text/event-stream\r\nContent-Length: " + json.length + "\r\n\r\n";
+            + "Accept: text/event-stream\r\n" + authorization + "Content-Length: " + json.length + "\r\n\r\n";
     out.write(head.getBytes(StandardCharsets.US_ASCII));
     out.write(json);
     out.flush();

@@ -38,9 +38,17 @@ public final class LoadGenerator {
 
   /** Asks the server which model it serves. */
   public static String servedModel(URI base) throws Exception {
+    return servedModel(base, null);
+  }
+
+  /** The model {@code /v1/models} lists, asked with {@code apiKey} (may be null). */
+  public static String servedModel(URI base, String apiKey) throws Exception {
     HttpClient c = HttpClient.newBuilder().version(HttpClient.Version.HTTP_1_1).build();
-    HttpResponse<String> r =
-        c.send(HttpRequest.newBuilder(base.resolve("/v1/models")).GET().build(), HttpResponse.BodyHandlers.ofString());
+    HttpRequest.Builder get = HttpRequest.newBuilder(base.resolve("/v1/models")).GET();
+    if (apiKey != null && !apiKey.isEmpty()) {
+      get.header("Authorization", "Bearer " + apiKey);
+    }
+    HttpResponse<String> r = c.send(get.build(), HttpResponse.BodyHandlers.ofString());
     if (r.statusCode() != 200) {
       throw new IllegalStateException("GET /v1/models answered " + r.statusCode() + ": " + r.body());
     }
@@ -108,7 +116,7 @@ public final class LoadGenerator {
     HttpConnection connection = idle.poll();
     try {
       if (connection == null) {
-        connection = new HttpConnection(config.url());
+        connection = new HttpConnection(config.url(), config.apiKey());
       }
       byte[] json = JSON.writeValueAsBytes(body(prompt));
       String path = config.endpoint().equals("chat") ? "/v1/chat/completions" : "/v1/completions";

@@ -67,9 +67,14 @@ final class BenchCommand implements Callable<Integer> {
   @Option(names = "--json", description = "Also write the report as JSON to this file.")
   Path json;
 
+  @Option(names = "--api-key", defaultValue = "${env:TANDEM_API_KEY}",
+      description = "Send this key as 'Authorization: Bearer' (a frontend started with --api-key needs one).")
+  String apiKey;
+
   @Override
   public Integer call() throws Exception {
-    String served = model != null ? model : LoadGenerator.servedModel(url);
+    String firstKey = apiKey == null ? null : apiKey.split(",")[0].strip(); // TANDEM_API_KEY may list several
+    String served = model != null ? model : LoadGenerator.servedModel(url, firstKey);
     BenchConfig.Builder builder =
         BenchConfig.builder(url, served)
             .endpoint(endpoint)
@@ -79,7 +84,8 @@ final class BenchCommand implements Callable<Integer> {
             .tokens(inputTokens, outputTokens)
             .mixed(longTokens, longShare)
             .seed(seed)
-            .timeout(Duration.ofSeconds(timeoutS));
+            .timeout(Duration.ofSeconds(timeoutS))
+            .apiKey(firstKey);
     BenchConfig config =
         turns > 0
             ? builder.multiTurn(prefixes, turns, prefixTokens, inputTokens).build()

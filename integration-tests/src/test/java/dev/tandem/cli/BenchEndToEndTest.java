@@ -45,4 +45,23 @@ class BenchEndToEndTest {
       TestDeployments.assertPoolsFull(d);
     }
   }
+
+  @Test
+  void sendsTheApiKeyAFrontendAsksFor() throws Exception {
+    var keys = dev.tandem.frontend.http.ApiKeys.of(java.util.List.of("sk-bench"));
+    var admission = new dev.tandem.frontend.http.Admission(keys, false, 0, 0, Duration.ofSeconds(60), Duration.ofSeconds(300));
+    var mocker = dev.tandem.engine.mocker.MockerConfig.defaults().withTiming(TimingModel.noDelay()).withPool(2048, 16);
+    try (LocalDeployment d = LocalDeployment.start(LocalDeployment.Spec.mocker(1, mocker, dev.tandem.engine.ModelFiles.bundledQwen3(),
+        dev.tandem.router.grpc.Router.Config.of("round-robin"),
+        new dev.tandem.frontend.http.FrontendServer.Config("127.0.0.1", 0, 1 << 20, Duration.ZERO, admission)))) {
+      URI url = URI.create("http://127.0.0.1:" + d.port());
+      org.junit.jupiter.api.Assertions.assertThrows(IllegalStateException.class, () -> LoadGenerator.servedModel(url), "401 without the key");
+      String model = LoadGenerator.servedModel(url, "sk-bench");
+      BenchConfig.Builder run = BenchConfig.builder(url, model).concurrency(2).numRequests(6).tokens(32, 4).timeout(Duration.ofSeconds(30));
+      assertEquals(6, new LoadGenerator(run.build()).run().failures(), "without the key every request is refused");
+      BenchReport keyed = new LoadGenerator(run.apiKey("sk-bench").build()).run();
+      assertEquals(0, keyed.failures(), keyed.text());
+      assertEquals(6 * 4, keyed.outputTokens());
+    }
+  }
 }
