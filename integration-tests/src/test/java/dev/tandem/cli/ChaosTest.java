@@ -16,6 +16,7 @@ import java.time.Duration;
 import java.util.ArrayList;
 import java.util.Iterator;
 import java.util.List;
+import java.util.Map;
 import java.util.Random;
 import java.util.concurrent.ConcurrentHashMap;
 import java.util.concurrent.ExecutorService;
@@ -55,10 +56,11 @@ class ChaosTest {
 
   enum Outcome { COMPLETE, CLEAN_ERROR, BROKEN, HUNG }
 
-  @Test
-  void killedWorkersCostNoStreamItsEnd() throws Exception {
+  /** Three mocker worker processes and a frontend process over them. */
+  private record Cluster(Path logs, Process[] workers, int[] ports, int[] metricsPorts, URI base) {}
+
+  private Cluster startCluster(int n) throws Exception {
     Path logs = Files.createTempDirectory("tandem-chaos");
-    int n = 3;
     int[] ports = new int[n];
     int[] metricsPorts = new int[n];
     Process[] workers = new Process[n];
@@ -78,10 +80,13 @@ class ChaosTest {
     processes.add(frontend);
     URI base = URI.create("http://127.0.0.1:" + http);
     awaitWorkers(base, n, logs);
+    return new Cluster(logs, workers, ports, metricsPorts, base);
+  }
 
+  /** Eight clients streaming back to back while {@code chaos} runs; how their streams ended. */
+  private Map<Outcome, Integer> underLoad(URI base, List<String> broken, ThrowingRunnable chaos) throws Exception {
     AtomicBoolean running = new AtomicBoolean(true);
     ConcurrentHashMap<Outcome, Integer> outcomes = new ConcurrentHashMap<>();
-    List<String> broken = java.util.Collections.synchronizedList(new ArrayList<>());
     ExecutorService load = Executors.newFixedThreadPool(8);
     for (int c = 0; c < 8; c++) {
       int id = c;
@@ -93,35 +98,54 @@ class ChaosTest {
         return null;
       });
     }
-    Random random = new Random(7);
-    int kills = 0;
-    long end = System.nanoTime() + TimeUnit.SECONDS.toNanos(25);
-    while (System.nanoTime() < end) {
-      Thread.sleep(4000);
-      int victim = random.nextInt(n);
-      workers[victim].destroyForcibly().waitFor(5, TimeUnit.SECONDS); // SIGKILL
-      kills++;
-      Thread.sleep(1000);
-      workers[victim] = worker(logs, victim, ports[victim], metricsPorts[victim]);
+    try {
+      chaos.run();
+    } finally {
+      running.set(false);
+      load.shutdown();
     }
-    running.set(false);
-    load.shutdown();
     assertTrue(load.awaitTermination(60, TimeUnit.SECONDS), "every client finished its last stream");
+    return outcomes;
+  }
 
+  @FunctionalInterface
+  private interface ThrowingRunnable {
+    void run() throws Exception;
+  }
+
+  @Test
+  void killedWorkersCostNoStreamItsEnd() throws Exception {
+    int n = 3;
+    Cluster cluster = startCluster(n);
+    URI base = cluster.base();
+    List<String> broken = java.util.Collections.synchronizedList(new ArrayList<>());
+    Random random = new Random(7);
+    int[] kills = {0};
+    Map<Outcome, Integer> outcomes = underLoad(base, broken, () -> {
+      long end = System.nanoTime() + TimeUnit.SECONDS.toNanos(25);
+      while (System.nanoTime() < end) {
+        Thread.sleep(4000);
+        int victim = random.nextInt(n);
+        cluster.workers()[victim].destroyForcibly().waitFor(5, TimeUnit.SECONDS); // SIGKILL
+        kills[0]++;
+        Thread.sleep(1000);
+        cluster.workers()[victim] = worker(cluster.logs(), victim, cluster.ports()[victim], cluster.metricsPorts()[victim]);
+      }
+    });
     int complete = outcomes.getOrDefault(Outcome.COMPLETE, 0);
     int clean = outcomes.getOrDefault(Outcome.CLEAN_ERROR, 0);
     double migrated = metric(base.resolve("/metrics"), "tandem_frontend_migrations_total");
     System.out.printf("chaos: %d kills; %d streams complete (%.0f migrated), %d clean errors, %s broken, %s hung%n",
-        kills, complete, migrated, clean, outcomes.getOrDefault(Outcome.BROKEN, 0), outcomes.getOrDefault(Outcome.HUNG, 0));
+        kills[0], complete, migrated, clean, outcomes.getOrDefault(Outcome.BROKEN, 0), outcomes.getOrDefault(Outcome.HUNG, 0));
     errors.forEach(e -> System.out.println("error sample: " + e));
     assertEquals(0, outcomes.getOrDefault(Outcome.HUNG, 0), "no stream hangs");
     assertEquals(List.of(), broken, "no stream stops without [DONE] or an error event");
-    assertTrue(kills >= 4 && complete > 20, "the load ran through the kills");
+    assertTrue(kills[0] >= 4 && complete > 20, "the load ran through the kills");
     assertTrue(migrated > 0, "streams on killed workers moved to the others");
     assertTrue(clean * 10 < complete + clean, "a restarted worker is back in the pool within seconds, so few requests find none: "
         + clean + " errors, e.g. " + errors);
-    awaitWorkers(base, n, logs);
-    for (int m : metricsPorts) { // restarted or survivor: nothing held once the load is over
+    awaitWorkers(base, n, cluster.logs());
+    for (int m : cluster.metricsPorts()) { // restarted or survivor: nothing held once the load is over
       long deadline = System.nanoTime() + TimeUnit.SECONDS.toNanos(10);
       double used;
       while ((used = metric(URI.create("http://127.0.0.1:" + m + "/metrics"), "tandem_worker_engine_kv_blocks_used")) != 0
@@ -130,6 +154,29 @@ class ChaosTest {
       }
       assertEquals(0.0, used, "KV blocks held on the worker with metrics port " + m);
     }
+  }
+
+  @Test
+  void aFrozenWorkerCostsNoStreamItsEnd() throws Exception {
+    Cluster cluster = startCluster(3);
+    URI base = cluster.base();
+    List<String> broken = java.util.Collections.synchronizedList(new ArrayList<>());
+    long pid = cluster.workers()[1].pid();
+    Map<Outcome, Integer> outcomes = underLoad(base, broken, () -> {
+      Thread.sleep(3000);
+      new ProcessBuilder("kill", "-STOP", Long.toString(pid)).start().waitFor(); // frozen: the socket stays open
+      Thread.sleep(20_000);
+      new ProcessBuilder("kill", "-CONT", Long.toString(pid)).start().waitFor();
+      Thread.sleep(3000);
+    });
+    int complete = outcomes.getOrDefault(Outcome.COMPLETE, 0);
+    double migrated = metric(base.resolve("/metrics"), "tandem_frontend_migrations_total");
+    System.out.printf("frozen: %d streams complete (%.0f migrated), %s clean errors, %s broken, %s hung%n", complete, migrated,
+        outcomes.getOrDefault(Outcome.CLEAN_ERROR, 0), outcomes.getOrDefault(Outcome.BROKEN, 0), outcomes.getOrDefault(Outcome.HUNG, 0));
+    assertEquals(0, outcomes.getOrDefault(Outcome.HUNG, 0), "keepalive notices the frozen worker before a client gives up (30 s)");
+    assertEquals(List.of(), broken, "no stream stops without [DONE] or an error event");
+    assertTrue(migrated > 0, "the frozen worker's streams moved to the others");
+    assertTrue(complete > 20, "the others kept serving");
   }
 
   /** One streamed chat request and how it ended. */
