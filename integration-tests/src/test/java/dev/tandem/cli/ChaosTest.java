@@ -164,9 +164,9 @@ class ChaosTest {
     long pid = cluster.workers()[1].pid();
     Map<Outcome, Integer> outcomes = underLoad(base, broken, () -> {
       Thread.sleep(3000);
-      new ProcessBuilder("kill", "-STOP", Long.toString(pid)).start().waitFor(); // frozen: the socket stays open
+      signal("STOP", pid); // frozen: its sockets stay open
       Thread.sleep(20_000);
-      new ProcessBuilder("kill", "-CONT", Long.toString(pid)).start().waitFor();
+      signal("CONT", pid);
       Thread.sleep(3000);
     });
     int complete = outcomes.getOrDefault(Outcome.COMPLETE, 0);
@@ -177,6 +177,12 @@ class ChaosTest {
     assertEquals(List.of(), broken, "no stream stops without [DONE] or an error event");
     assertTrue(migrated > 0, "the frozen worker's streams moved to the others");
     assertTrue(complete > 20, "the others kept serving");
+  }
+
+  /** Sends a signal with the shell's own kill (no procps needed). */
+  private static void signal(String name, long pid) throws Exception {
+    Process p = new ProcessBuilder("sh", "-c", "kill -" + name + " " + pid).inheritIO().start();
+    assertEquals(0, p.waitFor(), "kill -" + name + " " + pid);
   }
 
   /** One streamed chat request and how it ended. */
