@@ -573,6 +573,9 @@ public final class RequestParser {
    * length): every token stands for at most {@code longestTokenChars} characters.
    */
   private void checkLengthBeforeTokenizing(long chars, String param) {
+    if (chars < model.maxContextLength()) {
+      return; // fewer characters than the window has tokens: it may fit (every token is at least one)
+    }
     long atLeast = chars / Math.max(1, model.tokenizer().longestTokenChars());
     if (atLeast >= model.maxContextLength()) {
       throw ApiException.invalid(param, "This model's maximum context length is " + model.maxContextLength()

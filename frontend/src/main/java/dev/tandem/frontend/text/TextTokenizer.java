@@ -20,11 +20,12 @@ public final class TextTokenizer implements AutoCloseable {
   }
 
   private final HuggingFaceTokenizer tokenizer;
-  private final int longestToken;
+  private byte[] json; // kept to find the longest token when first asked, then dropped
+  private volatile int longestToken; // 0 until computed
 
-  private TextTokenizer(HuggingFaceTokenizer tokenizer, int longestToken) {
+  private TextTokenizer(HuggingFaceTokenizer tokenizer, byte[] json) {
     this.tokenizer = tokenizer;
-    this.longestToken = longestToken;
+    this.json = json;
   }
 
   /**
@@ -32,7 +33,21 @@ public final class TextTokenizer implements AutoCloseable {
    * has at least n ÷ this many tokens, which bounds a prompt's length before it is tokenized.
    */
   public int longestTokenChars() {
-    return longestToken;
+    int l = longestToken;
+    if (l == 0) {
+      synchronized (this) {
+        if (longestToken == 0) {
+          try {
+            longestToken = longestToken(json);
+          } catch (IOException e) {
+            throw new IllegalStateException("tokenizer.json could not be read again", e);
+          }
+          json = null;
+        }
+        l = longestToken;
+      }
+    }
+    return l;
   }
 
   /** The longest vocabulary entry or added token, in characters, read without building a tree. */
@@ -73,7 +88,7 @@ public final class TextTokenizer implements AutoCloseable {
           HuggingFaceTokenizer.newInstance(
               new ByteArrayInputStream(tokenizerJson),
               Map.of("addSpecialTokens", "false", "truncation", "false", "padding", "false")),
-          longestToken(tokenizerJson));
+          tokenizerJson);
     } catch (IOException | RuntimeException e) {
       throw new IllegalArgumentException(
           source + ": tokenizer.json cannot be loaded: " + e.getMessage(), e);
