@@ -151,8 +151,13 @@ public final class RequestParser {
       StructuredOutputs.check(forced, "tool_choice", maxTokens, maxTokensParam, model.tokenizer());
     }
     boolean thinking = !Boolean.FALSE.equals(kwargs.get("enable_thinking"));
+    ReasoningFormat reasoning = thinking ? model.parsers().reasoning() : ReasoningFormat.NONE;
+    if (reasoning == ReasoningFormat.QWEN3 && text.stripTrailing().endsWith("<think>")) {
+      // The template opened the reasoning itself (Qwen3 thinking-2507, QwQ): the output starts inside it.
+      reasoning = ReasoningFormat.DEEPSEEK_R1;
+    }
     OutputParsers parsers = new OutputParsers(
-        thinking ? model.parsers().reasoning() : ReasoningFormat.NONE,
+        reasoning,
         tools != null ? model.parsers().toolCalls() : ToolCallFormat.NONE);
     return common(body, GenerationSpec.Kind.CHAT, List.of(prompt), maxTokens, logprobs, maxTokensParam, forced, parsers);
   }

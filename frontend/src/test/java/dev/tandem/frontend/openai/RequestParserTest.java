@@ -202,4 +202,16 @@ class RequestParserTest {
         + "d".repeat(256 * 200) + "\"}}}";
     p.refuseIfPromptCannotFit(other.getBytes(StandardCharsets.UTF_8)); // not prompt text
   }
+
+  @Test
+  void aTemplateThatOpensTheReasoningMakesTheOutputStartInsideIt() {
+    // Qwen3's own template with thinking on: the output opens <think> itself.
+    assertEquals(dev.tandem.frontend.parse.ReasoningFormat.QWEN3, chat(parser(Set.of()), "{\"model\":\"m\"," + HI + "}").parsers().reasoning());
+    // A template ending its generation prompt with <think> (Qwen3 thinking-2507 style).
+    ChatTemplate opening = ChatTemplate.fromTokenizerConfig(
+        ("{\"chat_template\": \"{% for m in messages %}{{ m.content }}{% endfor %}<think>\\n\"}").getBytes(StandardCharsets.UTF_8), "test");
+    RequestParser p = new RequestParser(new ServedModel("m", 256, 151_936, "test", Set.of(), new int[] {151645}, TOKENIZER, opening)
+        .withParsers("qwen3", "none"));
+    assertEquals(dev.tandem.frontend.parse.ReasoningFormat.DEEPSEEK_R1, chat(p, "{\"model\":\"m\"," + HI + "}").parsers().reasoning());
+  }
 }
