@@ -134,7 +134,7 @@ class ChaosTest {
     });
     int complete = outcomes.getOrDefault(Outcome.COMPLETE, 0);
     int clean = outcomes.getOrDefault(Outcome.CLEAN_ERROR, 0);
-    double migrated = metric(base.resolve("/metrics"), "tandem_frontend_migrations_total");
+    double migrated = TestDeployments.metric(base.resolve("/metrics"), "tandem_frontend_migrations_total");
     System.out.printf("chaos: %d kills; %d streams complete (%.0f migrated), %d clean errors, %s broken, %s hung%n",
         kills[0], complete, migrated, clean, outcomes.getOrDefault(Outcome.BROKEN, 0), outcomes.getOrDefault(Outcome.HUNG, 0));
     errors.forEach(e -> System.out.println("error sample: " + e));
@@ -148,7 +148,7 @@ class ChaosTest {
     for (int m : cluster.metricsPorts()) { // restarted or survivor: nothing held once the load is over
       long deadline = System.nanoTime() + TimeUnit.SECONDS.toNanos(10);
       double used;
-      while ((used = metric(URI.create("http://127.0.0.1:" + m + "/metrics"), "tandem_worker_engine_kv_blocks_used")) != 0
+      while ((used = TestDeployments.metric(URI.create("http://127.0.0.1:" + m + "/metrics"), "tandem_worker_engine_kv_blocks_used")) != 0
           && System.nanoTime() < deadline) {
         Thread.sleep(100);
       }
@@ -170,7 +170,7 @@ class ChaosTest {
       Thread.sleep(3000);
     });
     int complete = outcomes.getOrDefault(Outcome.COMPLETE, 0);
-    double migrated = metric(base.resolve("/metrics"), "tandem_frontend_migrations_total");
+    double migrated = TestDeployments.metric(base.resolve("/metrics"), "tandem_frontend_migrations_total");
     System.out.printf("frozen: %d streams complete (%.0f migrated), %s clean errors, %s broken, %s hung%n", complete, migrated,
         outcomes.getOrDefault(Outcome.CLEAN_ERROR, 0), outcomes.getOrDefault(Outcome.BROKEN, 0), outcomes.getOrDefault(Outcome.HUNG, 0));
     assertEquals(0, outcomes.getOrDefault(Outcome.HUNG, 0), "keepalive notices the frozen worker before a client gives up (30 s)");
@@ -256,11 +256,5 @@ class ChaosTest {
       Thread.sleep(200);
     }
     throw new AssertionError("the frontend never saw " + n + " healthy workers: " + Files.readString(logs.resolve("fe.log")));
-  }
-
-  private double metric(URI uri, String name) throws Exception {
-    String text = client.send(HttpRequest.newBuilder(uri).build(), HttpResponse.BodyHandlers.ofString()).body();
-    return text.lines().filter(l -> l.startsWith(name + " ") || l.startsWith(name + "{"))
-        .mapToDouble(l -> Double.parseDouble(l.substring(l.lastIndexOf(' ') + 1))).sum();
   }
 }

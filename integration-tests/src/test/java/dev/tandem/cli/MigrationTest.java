@@ -92,10 +92,7 @@ class MigrationTest {
   }
 
   private static double migrations() throws Exception {
-    String metrics = HTTP.send(HttpRequest.newBuilder(URI.create("http://127.0.0.1:" + deployment.port() + "/metrics")).build(),
-        HttpResponse.BodyHandlers.ofString()).body();
-    return metrics.lines().filter(l -> l.startsWith("tandem_frontend_migrations_total "))
-        .mapToDouble(l -> Double.parseDouble(l.substring(l.indexOf(' ') + 1))).findFirst().orElse(-1);
+    return TestDeployments.metric(URI.create("http://127.0.0.1:" + deployment.port() + "/metrics"), "tandem_frontend_migrations_total");
   }
 
   @Test

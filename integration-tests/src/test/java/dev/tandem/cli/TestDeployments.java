@@ -44,6 +44,16 @@ final class TestDeployments {
             Router.Config.of("kv"), new FrontendServer.Config("127.0.0.1", 0, 1 << 20)));
   }
 
+  /** The sum of a Prometheus metric's samples (every label set) that {@code metricsUrl} serves now. */
+  static double metric(java.net.URI metricsUrl, String name) throws Exception {
+    try (java.net.http.HttpClient c = java.net.http.HttpClient.newHttpClient()) {
+      String text = c.send(java.net.http.HttpRequest.newBuilder(metricsUrl).build(),
+          java.net.http.HttpResponse.BodyHandlers.ofString()).body();
+      return text.lines().filter(l -> l.startsWith(name + " ") || l.startsWith(name + "{"))
+          .mapToDouble(l -> Double.parseDouble(l.substring(l.lastIndexOf(' ') + 1))).sum();
+    }
+  }
+
   static int usedBlocks(WorkerServer w) throws Exception {
     return w.loop().call(e -> e.load().kvBlocksUsed()).get(5, TimeUnit.SECONDS);
   }

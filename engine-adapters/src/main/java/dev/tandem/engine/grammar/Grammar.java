@@ -236,7 +236,7 @@ public final class Grammar {
           complete(f.parent, out, 0);
         }
       } else if (b == '\\') {
-        if (chr.escapable()) {
+        if (chr.escapable) {
           add(out, new Frame(chr, 0, 1, null, f.parent));
         }
       } else if (b >= 0x80 && chr.nonAscii) {

@@ -99,23 +99,20 @@ abstract sealed class GrammarNode {
     final long[] ascii; // 2 words: bits 0..127
     final boolean nonAscii;
 
+    final boolean escapable; // some member is written as an escape (\", \n, …)
+
     Chr(long[] ascii, boolean nonAscii) {
       this.ascii = ascii;
       this.nonAscii = nonAscii;
+      boolean e = false;
+      for (char c : "\"\\/\n\t\r\b\f".toCharArray()) {
+        e |= has(c);
+      }
+      this.escapable = e;
     }
 
     boolean has(int c) {
       return c < 128 && (ascii[c >>> 6] & (1L << c)) != 0;
-    }
-
-    /** True if some character of the set is written as an escape ({@code \\"}, {@code \\n}, …). */
-    boolean escapable() {
-      for (char c : "\"\\/\n\t\r\b\f".toCharArray()) {
-        if (has(c)) {
-          return true;
-        }
-      }
-      return false;
     }
   }
 

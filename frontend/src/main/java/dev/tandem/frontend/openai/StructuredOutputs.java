@@ -18,10 +18,17 @@ import dev.tandem.frontend.text.TextTokenizer;
  * here too, so that an unsupported keyword, a schema over the limits, or a {@code max_tokens} too
  * small for the shortest valid output is a 400 naming the parameter before anything runs.
  *
- * <p>Stateless; thread-safe.
+ * <p>Thread-safe: its only state is a small cache of compiled schemas.
  */
 final class StructuredOutputs {
   private static final ObjectMapper JSON = new ObjectMapper();
+  /** Schemas compiled recently (clients send the same few again and again); guarded by itself. */
+  private static final java.util.Map<StructuredOutput, Grammar> COMPILED = new java.util.LinkedHashMap<>(64, 0.75f, true) {
+    @Override
+    protected boolean removeEldestEntry(java.util.Map.Entry<StructuredOutput, Grammar> eldest) {
+      return size() > 256;
+    }
+  };
 
   private StructuredOutputs() {}
 
@@ -155,8 +162,19 @@ final class StructuredOutputs {
   }
 
   private static Grammar compile(String prefix, String schema, String suffix, String param) {
+    StructuredOutput key = new StructuredOutput(schema, prefix, suffix);
+    synchronized (COMPILED) {
+      Grammar g = COMPILED.get(key);
+      if (g != null) {
+        return g;
+      }
+    }
     try {
-      return JsonSchemaGrammar.compile(prefix, schema, suffix);
+      Grammar g = JsonSchemaGrammar.compile(prefix, schema, suffix);
+      synchronized (COMPILED) {
+        COMPILED.put(key, g);
+      }
+      return g;
     } catch (GrammarException e) {
       String at = e.path().isEmpty() ? param : param + " (at " + e.path() + ")";
       throw ApiException.invalid(param, "Invalid schema in '" + at + "': " + e.getMessage().replace(" (at " + e.path() + ")", "") + ".");
