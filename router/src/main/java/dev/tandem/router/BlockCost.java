@@ -35,11 +35,17 @@ public record BlockCost(double prefillLoadScale, double activeRequestWeight) imp
   }
 
   @Override
-  public double[] costs(RoutingRequest request, List<WorkerLoad> candidates, Overlap[] overlaps, int[] cachedBlocks) {
-    double[] c = new double[candidates.size()];
-    for (int i = 0; i < c.length; i++) {
-      c[i] = cost(request, candidates.get(i), overlaps[i]);
-    }
-    return c;
+  public Scorer scorer(RoutingRequest request, List<WorkerLoad> candidates) {
+    return new Scorer() {
+      @Override
+      public double cost(int i, Overlap overlap, int cachedBlocks) {
+        return BlockCost.this.cost(request, candidates.get(i), overlap);
+      }
+
+      @Override
+      public double lowerBoundWithoutOverlap(int i) {
+        return BlockCost.this.cost(request, candidates.get(i), Overlap.NONE);
+      }
+    };
   }
 }

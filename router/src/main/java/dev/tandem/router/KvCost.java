@@ -13,10 +13,43 @@ public interface KvCost {
   String name();
 
   /**
-   * One cost per candidate, lower is better; {@code overlaps[i]} is what candidate {@code i} holds
-   * of the prompt, {@code cachedBlocks[i]} how many blocks it caches in all (its working set).
+   * Costs one decision's candidates one at a time, with whatever the decision shares (a fleet
+   * median, say) computed once when it is made.
    */
-  double[] costs(RoutingRequest request, List<WorkerLoad> candidates, Overlap[] overlaps, int[] cachedBlocks);
+  interface Scorer {
+    /**
+     * The cost of candidate {@code i} holding {@code overlap} of the prompt and caching {@code
+     * cachedBlocks} blocks in all (its working set); lower is better, never negative.
+     */
+    double cost(int i, Overlap overlap, int cachedBlocks);
+
+    /**
+     * At most {@code cost(i, Overlap.NONE, b)} for every {@code b}: cheap, and reads no working
+     * set, so that a decision over many workers prices only those that might win.
+     */
+    double lowerBoundWithoutOverlap(int i);
+
+    /**
+     * The part of {@code cost(i, overlap, cachedBlocks)} that is the slowdown this request imposes
+     * on the streams decoding there rather than its own wait (0 when the cost has no such term).
+     */
+    default double othersCost(int i, Overlap overlap, int cachedBlocks) {
+      return 0;
+    }
+  }
+
+  /** A scorer for one decision among {@code candidates}. */
+  Scorer scorer(RoutingRequest request, List<WorkerLoad> candidates);
+
+  /** One cost per candidate: {@code overlaps[i]} is what candidate {@code i} holds of the prompt, {@code cachedBlocks[i]} its working set. */
+  default double[] costs(RoutingRequest request, List<WorkerLoad> candidates, Overlap[] overlaps, int[] cachedBlocks) {
+    Scorer scorer = scorer(request, candidates);
+    double[] c = new double[candidates.size()];
+    for (int i = 0; i < c.length; i++) {
+      c[i] = scorer.cost(i, overlaps[i], cachedBlocks[i]);
+    }
+    return c;
+  }
 
   /**
    * Costs within this fraction of the minimum count as a tie (broken towards the worker the router
@@ -27,7 +60,7 @@ public interface KvCost {
     return 0;
   }
 
-  /** Whether {@link #costs} reads {@code cachedBlocks} (the selector skips counting them otherwise). */
+  /** Whether the cost reads {@code cachedBlocks} (the selector skips counting them otherwise). */
   default boolean needsWorkingSets() {
     return false;
   }

@@ -16,7 +16,9 @@ import java.util.random.RandomGenerator;
  * what it sent them), costed by a {@link KvCost} — {@link PredictedTtftCost} (predicted seconds to
  * the first token, the default) or {@link BlockCost} (Dynamo's, in blocks). Temperature 0 picks the
  * minimum (ties: the worker the router sent fewer blocks, then random); temperature T samples
- * {@code p ∝ exp(−(c − c_min) / ((c_max − c_min) · T))}.
+ * {@code p ∝ exp(−(c − c_min) / ((c_max − c_min) · T))}. At temperature 0 a large fleet is priced
+ * only where it can win: candidates holding part of the prompt, and the others whose cheap lower
+ * bound ({@link KvCost.Scorer#lowerBoundWithoutOverlap}) comes within the tie tolerance.
  *
  * <p>Thread-safe.
  */
@@ -79,7 +81,7 @@ public final class KvSelector implements WorkerSelector {
 
   /** The cost of sending {@code request} to a worker with this load and overlap (alone among candidates). */
   public double cost(RoutingRequest request, WorkerLoad load, Overlap overlap) {
-    return cost.costs(request, List.of(load), new Overlap[] {overlap}, new int[] {workingSetBlocks.applyAsInt(load.workerId())})[0];
+    return cost.scorer(request, List.of(load)).cost(0, overlap, workingSetBlocks.applyAsInt(load.workerId()));
   }
 
   @Override
@@ -88,29 +90,26 @@ public final class KvSelector implements WorkerSelector {
     Map<WorkerId, Overlap> fromRouting = null;
     int n = candidates.size();
     Overlap[] overlaps = new Overlap[n];
-    int[] workingSets = new int[n];
     for (int i = 0; i < n; i++) {
       WorkerId w = candidates.get(i).workerId();
-      Overlap o;
       if (useApproximate.test(w)) {
         if (fromRouting == null) {
           fromRouting = approximate.overlaps(request.blockHashes());
         }
-        o = fromRouting.getOrDefault(w, Overlap.NONE);
+        overlaps[i] = fromRouting.getOrDefault(w, Overlap.NONE);
       } else {
-        o = fromEvents.getOrDefault(w, Overlap.NONE);
-      }
-      overlaps[i] = o;
-      if (cost.needsWorkingSets()) {
-        workingSets[i] = workingSetBlocks.applyAsInt(w);
+        overlaps[i] = fromEvents.getOrDefault(w, Overlap.NONE);
       }
     }
-    double[] costs = cost.costs(request, candidates, overlaps, workingSets);
+    KvCost.Scorer scorer = cost.scorer(request, candidates);
+    double[] costs = temperature <= 0 ? cheapestCosts(scorer, candidates, overlaps) : allCosts(scorer, candidates, overlaps);
     double min = Double.POSITIVE_INFINITY;
     double max = Double.NEGATIVE_INFINITY;
     for (double c : costs) {
-      min = Math.min(min, c);
-      max = Math.max(max, c);
+      if (!Double.isNaN(c)) {
+        min = Math.min(min, c);
+        max = Math.max(max, c);
+      }
     }
     RandomGenerator random = ThreadLocalRandom.current();
     int chosen;
@@ -133,7 +132,65 @@ public final class KvSelector implements WorkerSelector {
         }
       }
     }
-    return new Selection(candidates.get(chosen).workerId(), overlaps[chosen], costs[chosen], cost.name());
+    return new Selection(candidates.get(chosen).workerId(), overlaps[chosen], costs[chosen], cost.name(),
+        scorer.othersCost(chosen, overlaps[chosen], workingSet(candidates.get(chosen))));
+  }
+
+  /** Every candidate's cost (sampling at a temperature weighs them all). */
+  private double[] allCosts(KvCost.Scorer scorer, List<WorkerLoad> candidates, Overlap[] overlaps) {
+    double[] costs = new double[overlaps.length];
+    for (int i = 0; i < costs.length; i++) {
+      costs[i] = scorer.cost(i, overlaps[i], workingSet(candidates.get(i)));
+    }
+    return costs;
+  }
+
+  /**
+   * The costs of every candidate that can be the cheapest or tie with it; NaN for the others. Those
+   * holding part of the prompt are priced; of the rest (most of a large fleet), only those whose
+   * lower bound is within the tie tolerance of the best cost found so far. A skipped candidate's
+   * bound exceeded a threshold that only falls, so it cannot tie the final minimum: the choice is
+   * the one pricing every candidate would make, at a fraction of the working-set reads and costs.
+   */
+  private double[] cheapestCosts(KvCost.Scorer scorer, List<WorkerLoad> candidates, Overlap[] overlaps) {
+    int n = overlaps.length;
+    double[] costs = new double[n];
+    double[] bounds = new double[n];
+    double min = Double.POSITIVE_INFINITY;
+    int lowest = -1;
+    for (int i = 0; i < n; i++) {
+      if (overlaps[i].blocks() > 0) {
+        costs[i] = scorer.cost(i, overlaps[i], workingSet(candidates.get(i)));
+        min = Math.min(min, costs[i]);
+        bounds[i] = Double.NaN;
+      } else {
+        costs[i] = Double.NaN;
+        bounds[i] = scorer.lowerBoundWithoutOverlap(i);
+        if (lowest < 0 || bounds[i] < bounds[lowest]) {
+          lowest = i;
+        }
+      }
+    }
+    if (lowest >= 0) {
+      costs[lowest] = scorer.cost(lowest, Overlap.NONE, workingSet(candidates.get(lowest)));
+      min = Math.min(min, costs[lowest]);
+    }
+    double tolerance = cost.tieTolerance();
+    double threshold = min + Math.abs(min) * tolerance;
+    for (int i = 0; i < n; i++) {
+      if (bounds[i] <= threshold && i != lowest) { // NaN (already priced) compares false
+        costs[i] = scorer.cost(i, Overlap.NONE, workingSet(candidates.get(i)));
+        if (costs[i] < min) {
+          min = costs[i];
+          threshold = min + Math.abs(min) * tolerance;
+        }
+      }
+    }
+    return costs;
+  }
+
+  private int workingSet(WorkerLoad load) {
+    return cost.needsWorkingSets() ? workingSetBlocks.applyAsInt(load.workerId()) : 0;
   }
 
   /** The cheapest candidate among those costing at most {@code tie}: fewest blocks sent, then random. */
@@ -142,7 +199,7 @@ public final class KvSelector implements WorkerSelector {
     int bestCached = 0;
     int ties = 0;
     for (int i = 0; i < costs.length; i++) {
-      if (costs[i] > tie) {
+      if (!(costs[i] <= tie)) { // NaN: not priced, cannot tie
         continue;
       }
       int cached = tieBreakBlocks.applyAsInt(candidates.get(i).workerId());

@@ -71,48 +71,87 @@ public record PredictedTtftCost(double itlTargetSeconds, double evictionWeight) 
   }
 
   @Override
-  public double[] costs(RoutingRequest request, List<WorkerLoad> candidates, Overlap[] overlaps, int[] cachedBlocks) {
+  public Scorer scorer(RoutingRequest request, List<WorkerLoad> candidates) {
     PrefillCost fallback = null; // the fleet median, computed only if some candidate needs it
-    double[] c = new double[candidates.size()];
-    for (int i = 0; i < c.length; i++) {
-      WorkerLoad load = candidates.get(i);
-      if (fallback == null && !load.speed().prefillCost().known()) {
+    for (WorkerLoad load : candidates) {
+      if (!load.speed().prefillCost().known()) {
         fallback = fleetMedian(candidates);
+        break;
       }
-      c[i] = breakdown(request, load, overlaps[i], cachedBlocks[i], fallback).total();
     }
-    return c;
+    PrefillCost median = fallback;
+    return new Scorer() {
+      @Override
+      public double cost(int i, Overlap overlap, int cachedBlocks) {
+        return breakdown(request, candidates.get(i), overlap, cachedBlocks, median).total();
+      }
+
+      @Override
+      public double othersCost(int i, Overlap overlap, int cachedBlocks) {
+        return breakdown(request, candidates.get(i), overlap, cachedBlocks, median).stall();
+      }
+
+      /** The queue and this prompt's prefill; the decode, eviction and stall terms are never negative. */
+      @Override
+      public double lowerBoundWithoutOverlap(int i) {
+        WorkerLoad load = candidates.get(i);
+        PrefillCost cost = load.speed().prefillCost().known() ? load.speed().prefillCost() : median;
+        long queued = Math.max(load.speed().reportedQueuedPrefillTokens(), (long) load.routedPrefillBlocks() * request.blockSize());
+        return queued * cost.perToken() + cost.seconds(request.promptTokens(), 0);
+      }
+    };
   }
 
-  /** The prediction for one candidate; {@code fallback} stands in for a cost it has not measured. */
+  /**
+   * The prediction for one candidate; {@code fallback} stands in for a cost it has not measured.
+   * Kept small (its terms are helpers) so that the JIT inlines it into {@link #costs} and the
+   * breakdown is never allocated there: a routing decision at 1,000 workers calls it 1,000 times.
+   */
   public Breakdown breakdown(RoutingRequest request, WorkerLoad load, Overlap overlap, int cachedBlocks, PrefillCost fallback) {
     PrefillCost cost = load.speed().prefillCost().known() ? load.speed().prefillCost() : fallback;
-    int blockSize = request.blockSize();
     int prompt = request.promptTokens();
-    long cached = Math.min((long) Math.floor(overlap.credit() * blockSize), Math.max(prompt - 1, 0));
+    long cached = Math.min((long) Math.floor(overlap.credit() * request.blockSize()), Math.max(prompt - 1, 0));
     long uncached = prompt - cached;
-    long queued = Math.max(load.speed().reportedQueuedPrefillTokens(), (long) load.routedPrefillBlocks() * blockSize);
-    double queue = queued * cost.perToken();
-    double prefill = cost.seconds(uncached, cached);
+    long queued = Math.max(load.speed().reportedQueuedPrefillTokens(), (long) load.routedPrefillBlocks() * request.blockSize());
     int running = Math.max(load.routedActiveRequests(), load.reportedActiveRequests());
-    int budget = load.speed().maxBatchedTokens();
-    long steps = budget > running ? ceilDiv(queued + uncached, budget - running) : 1;
-    double stepSeconds = load.speed().stepSeconds();
-    double decode = running == 0 ? 0 : 0.5 * stepSeconds + steps * running * cost.perToken();
-    int newBlocks = Math.max(request.promptBlocks() - overlap.blocks(), 0);
-    int free = load.kvBlocksTotal() - cachedBlocks;
-    double evict = load.kvBlocksTotal() > 0
-        ? evictionWeight * Math.max(newBlocks - Math.max(free, 0), 0) * blockSize * cost.perToken()
-        : 0;
-    double stall = 0;
-    if (itlTargetSeconds > 0 && running > 0) {
-      long chunk = budget > 0 ? Math.min(budget, uncached) : uncached;
-      double step = cost.seconds(chunk, cached) + running * cost.perToken();
-      if (step > itlTargetSeconds) {
-        stall = running * prefill;
-      }
+    double prefill = cost.seconds(uncached, cached);
+    return new Breakdown(
+        queued * cost.perToken(),
+        prefill,
+        decode(load, cost, queued + uncached, running),
+        evict(request, load, overlap, cachedBlocks, cost),
+        stall(load, cost, uncached, cached, running, prefill));
+  }
+
+  /** The rest of the step in progress, then one token per running stream in each step this prompt shares with them. */
+  private static double decode(WorkerLoad load, PrefillCost cost, long tokensAhead, int running) {
+    if (running == 0) {
+      return 0;
     }
-    return new Breakdown(queue, prefill, decode, evict, stall);
+    int budget = load.speed().maxBatchedTokens();
+    long steps = budget > running ? ceilDiv(tokensAhead, budget - running) : 1;
+    return 0.5 * load.speed().stepSeconds() + steps * running * cost.perToken();
+  }
+
+  /** The recompute of the prefix blocks this placement pushes out of a full cache, weighted. */
+  private double evict(RoutingRequest request, WorkerLoad load, Overlap overlap, int cachedBlocks, PrefillCost cost) {
+    if (load.kvBlocksTotal() <= 0) {
+      return 0;
+    }
+    int newBlocks = Math.max(request.promptBlocks() - overlap.blocks(), 0);
+    int free = Math.max(load.kvBlocksTotal() - cachedBlocks, 0);
+    return evictionWeight * Math.max(newBlocks - free, 0) * request.blockSize() * cost.perToken();
+  }
+
+  /** With an ITL target a step carrying this prefill would miss: every running stream waits it out. */
+  private double stall(WorkerLoad load, PrefillCost cost, long uncached, long cached, int running, double prefill) {
+    if (itlTargetSeconds <= 0 || running == 0) {
+      return 0;
+    }
+    int budget = load.speed().maxBatchedTokens();
+    long chunk = budget > 0 ? Math.min(budget, uncached) : uncached;
+    double step = cost.seconds(chunk, cached) + running * cost.perToken();
+    return step > itlTargetSeconds ? running * prefill : 0;
   }
 
   /** The median measured prefill cost among the candidates, or {@link #NOMINAL} when none measured. */
@@ -130,7 +169,8 @@ public record PredictedTtftCost(double itlTargetSeconds, double evictionWeight) 
     return known.get(known.size() / 2);
   }
 
+  /** ⌈a / b⌉ for positive values, in floating point: a 64-bit division costs tens of cycles, once per candidate. */
   private static long ceilDiv(long a, long b) {
-    return (a + b - 1) / b;
+    return (long) Math.ceil((double) a / b);
   }
 }

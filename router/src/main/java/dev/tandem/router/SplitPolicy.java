@@ -16,6 +16,11 @@ import dev.tandem.common.PrefillCost;
  * those streams just the same and computes no faster, so then the stall does not count for
  * splitting and both prefills are timed at the decode worker's speed.
  *
+ * <p>When the router chose both workers by predicted seconds ({@link PredictedTtftCost}), {@code
+ * wait + prefill} on each side is that prediction ({@link Predicted}: queue, prefill, the decode
+ * steps it shares, eviction), so the split weighs the very figures the worker choice minimised;
+ * on shared CPUs the speeds rule as above.
+ *
  * <p>Plain values in and out; no I/O. Thread-safe (immutable).
  */
 public final class SplitPolicy {
@@ -37,7 +42,22 @@ public final class SplitPolicy {
   /** The measured link between one decode worker and one prefill worker. */
   public record Link(double bytesPerSecond, double latencySeconds) {}
 
-  /** What the router knows about one candidate split. */
+  /**
+   * The router's own predictions of the time to first token (seconds; {@link Selection#predictedTtftSeconds}):
+   * on the decode worker prefilling itself, and on the chosen prefill worker before any transfer.
+   * When present, the decision weighs these — the same seconds the worker choice minimised — instead
+   * of recomputing queue and prefill from the measured speeds.
+   */
+  public record Predicted(double localSeconds, double remotePrefillSeconds) {
+    /** Both figures, or null when either is missing (a cost not in seconds). */
+    public static Predicted of(double localSeconds, double remotePrefillSeconds) {
+      return Double.isFinite(localSeconds) && Double.isFinite(remotePrefillSeconds) && localSeconds >= 0 && remotePrefillSeconds >= 0
+          ? new Predicted(localSeconds, remotePrefillSeconds)
+          : null;
+    }
+  }
+
+  /** What the router knows about one candidate split; {@code predicted} may be null. */
   public record Inputs(
       int promptTokens,
       int uncachedOnDecode,
@@ -50,7 +70,26 @@ public final class SplitPolicy {
       long decodeQueuedPrefillTokens,
       long prefillQueuedPrefillTokens,
       int decodeActiveRequests,
-      boolean sharedCompute) {}
+      boolean sharedCompute,
+      Predicted predicted) {
+    /** Without the router's predictions: queue and prefill times from the measured speeds. */
+    public Inputs(
+        int promptTokens,
+        int uncachedOnDecode,
+        int uncachedOnPrefill,
+        long kvBytesPerToken,
+        int layers,
+        Link link,
+        PrefillCost decodePrefill,
+        PrefillCost prefillPrefill,
+        long decodeQueuedPrefillTokens,
+        long prefillQueuedPrefillTokens,
+        int decodeActiveRequests,
+        boolean sharedCompute) {
+      this(promptTokens, uncachedOnDecode, uncachedOnPrefill, kvBytesPerToken, layers, link, decodePrefill, prefillPrefill,
+          decodeQueuedPrefillTokens, prefillQueuedPrefillTokens, decodeActiveRequests, sharedCompute, null);
+    }
+  }
 
   /** The decision with the estimates behind it (seconds; NaN where unknown). */
   public record Decision(boolean split, String reason, double localSeconds, double remoteSeconds, double transferSeconds) {}
@@ -98,8 +137,15 @@ public final class SplitPolicy {
     double transfer = in.link().latencySeconds() + (double) in.kvBytesPerToken() * in.uncachedOnDecode() / in.link().bytesPerSecond();
     int layers = Math.max(1, in.layers());
     double exposed = Math.max(transfer / layers, transfer - prefillP * (layers - 1) / layers);
-    double remote = in.prefillQueuedPrefillTokens() * costP.perToken() + prefillP + exposed;
-    double local = in.decodeQueuedPrefillTokens() * costD.perToken() + prefillD;
+    double remote;
+    double local;
+    if (in.predicted() != null && !in.sharedCompute()) {
+      remote = in.predicted().remotePrefillSeconds() + exposed;
+      local = in.predicted().localSeconds();
+    } else {
+      remote = in.prefillQueuedPrefillTokens() * costP.perToken() + prefillP + exposed;
+      local = in.decodeQueuedPrefillTokens() * costD.perToken() + prefillD;
+    }
     double stall = in.sharedCompute() ? 0 : stallWeight * in.decodeActiveRequests() * prefillD;
     boolean split = remote < local + stall;
     String reason;

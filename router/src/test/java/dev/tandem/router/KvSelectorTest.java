@@ -144,4 +144,78 @@ class KvSelectorTest {
         new WorkerLoad.Speed(new dev.tandem.common.PrefillCost(80e-6, 0), 0, 64, 2048, 0));
     assertEquals(A, seconds.select(request(prompt), List.of(fastA, b)).worker());
   }
+
+  /**
+   * At temperature 0 the selector prices only candidates that can win (those holding part of the
+   * prompt, and those whose lower bound comes within the tie tolerance): its choice must be one
+   * pricing every candidate would make. Random fleets of 1–400 workers, random speeds (some
+   * unmeasured), queues, running streams, full caches and overlaps, both costs.
+   */
+  @Test
+  void pricingOnlyPossibleWinnersChoosesAsPricingEveryCandidate() {
+    java.util.SplittableRandom random = new java.util.SplittableRandom(7);
+    Map<WorkerId, Integer> sent = new HashMap<>();
+    Map<WorkerId, Integer> workingSet = new HashMap<>();
+    List<KvCost> costs = List.of(PredictedTtftCost.defaults(), new PredictedTtftCost(0.05, 1.0), new BlockCost(4, 1));
+    int priced = 0;
+    for (int trial = 0; trial < 300; trial++) {
+      KvCost cost = costs.get(trial % costs.size());
+      int n = 1 + random.nextInt(400);
+      int[] prompt = tokens(16 * (1 + random.nextInt(64)), 100 + trial);
+      RoutingRequest request = request(prompt);
+      BlockHashIndex events = new BlockHashIndex();
+      List<WorkerLoad> fleet = new ArrayList<>();
+      sent.clear();
+      workingSet.clear();
+      for (int i = 0; i < n; i++) {
+        WorkerId w = new WorkerId("w" + i);
+        if (random.nextInt(20) == 0) { // a few hold a leading part of the prompt
+          int blocks = 1 + random.nextInt(request.promptBlocks());
+          long[] seq = java.util.Arrays.copyOf(request.blockHashes(), blocks);
+          List<KvEvent.StoredBlock> stored = new ArrayList<>();
+          for (long h : seq) {
+            stored.add(new KvEvent.StoredBlock(h, h));
+          }
+          events.apply(w, new KvEvent.Stored(1, OptionalLong.empty(), stored, StorageTier.values()[random.nextInt(3)]));
+        }
+        sent.put(w, random.nextInt(3) * 10); // coarse, so that tie-breaks by blocks sent happen
+        workingSet.put(w, random.nextInt(2000));
+        double perToken = random.nextInt(5) == 0 ? 0 : 50e-6 * (1 + random.nextInt(4) * 0.01 + random.nextDouble() * 0.3);
+        var speed = new WorkerLoad.Speed(
+            new dev.tandem.common.PrefillCost(perToken, random.nextBoolean() ? 0 : 1e-9), random.nextInt(3) * 1000L,
+            64, 1024 + random.nextInt(2) * 1024, random.nextDouble() * 0.02);
+        fleet.add(new WorkerLoad(w, random.nextInt(4), random.nextInt(3) * 16, random.nextInt(400), random.nextInt(4), random.nextInt(2),
+            random.nextInt(2000), 1000 + random.nextInt(2000), speed));
+      }
+      KvSelector selector = new KvSelector(events, approximate, w -> false, sent::get, workingSet::get, cost, 0);
+      Selection chosen = selector.select(request, fleet);
+
+      // Every candidate priced, by hand.
+      Map<WorkerId, Overlap> overlaps = events.overlaps(request.blockHashes());
+      KvCost.Scorer scorer = cost.scorer(request, fleet);
+      double[] all = new double[n];
+      double min = Double.POSITIVE_INFINITY;
+      for (int i = 0; i < n; i++) {
+        WorkerId w = fleet.get(i).workerId();
+        all[i] = scorer.cost(i, overlaps.getOrDefault(w, Overlap.NONE), cost.needsWorkingSets() ? workingSet.get(w) : 0);
+        min = Math.min(min, all[i]);
+        if (overlaps.getOrDefault(w, Overlap.NONE).blocks() == 0) {
+          assertTrue(scorer.lowerBoundWithoutOverlap(i) <= all[i], "the bound is a lower bound");
+        }
+      }
+      double tie = min + Math.abs(min) * cost.tieTolerance();
+      int fewestSent = Integer.MAX_VALUE;
+      for (int i = 0; i < n; i++) {
+        if (all[i] <= tie) {
+          fewestSent = Math.min(fewestSent, sent.get(fleet.get(i).workerId()));
+          priced++;
+        }
+      }
+      int at = fleet.indexOf(fleet.stream().filter(l -> l.workerId().equals(chosen.worker())).findFirst().orElseThrow());
+      assertTrue(all[at] <= tie, "trial " + trial + ": chose a worker costing " + all[at] + ", the minimum is " + min);
+      assertEquals(fewestSent, sent.get(chosen.worker()), "trial " + trial + ": the tie-break by blocks sent");
+      assertEquals(all[at], chosen.cost(), 1e-12, "the selection reports the chosen worker's cost");
+    }
+    assertTrue(priced > 300, "ties happened: " + priced);
+  }
 }

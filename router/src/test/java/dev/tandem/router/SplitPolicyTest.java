@@ -114,4 +114,43 @@ class SplitPolicyTest {
     assertEquals(SplitPolicy.Mode.ALWAYS, SplitPolicy.Mode.parse("Always"));
     assertThrows(IllegalArgumentException.class, () -> SplitPolicy.Mode.parse("sometimes"));
   }
+
+  private static SplitPolicy.Inputs predicted(int prompt, int active, boolean shared, double local, double remote) {
+    return new SplitPolicy.Inputs(prompt, prompt, prompt, KV_PER_TOKEN, 28, FAST, SPEED_100, SPEED_100, 0, 0, active, shared,
+        SplitPolicy.Predicted.of(local, remote));
+  }
+
+  @Test
+  void weighsTheRoutersPredictedSecondsWhenItHasThem() {
+    // 100 tokens at 100 tokens/s: 1 s to prefill on either side; one stream decoding.
+    // From the speeds alone: local 1 s + 1 s of stall against remote 1 s + a hidden transfer: split.
+    assertTrue(AUTO.decide(inputs(100, FAST, 1, false)).split());
+    // The router predicts 5 s on the prefill worker (work queued there it tracks) and 1 s locally:
+    // 5 s + the transfer's exposed share > 1 s + 1 s of stall: keep it.
+    var busyPrefill = AUTO.decide(predicted(100, 1, false, 1.0, 5.0));
+    assertFalse(busyPrefill.split(), busyPrefill.toString());
+    assertEquals(2.0, busyPrefill.localSeconds(), 1e-9, "the prediction plus the stall");
+    // 100 × 229,376 B over 4 GB/s + 700 µs = 6.4 ms, over 28 layers: at least 0.23 ms of it shows.
+    double transfer = 700e-6 + 100.0 * KV_PER_TOKEN / 4e9;
+    assertEquals(5.0 + Math.max(transfer / 28, transfer - 1.0 * 27 / 28), busyPrefill.remoteSeconds(), 1e-9);
+    // Nothing decoding, but the decode worker predicted 3 s (a queue) and the prefill worker 0.5 s: split.
+    var busyDecode = AUTO.decide(predicted(100, 0, false, 3.0, 0.5));
+    assertTrue(busyDecode.split(), busyDecode.toString());
+    assertEquals("remote prefill is faster", busyDecode.reason());
+  }
+
+  @Test
+  void onSharedCpusTheSpeedsRuleNotThePredictions() {
+    // The same CPUs compute both prefills: a lower remote prediction cannot make the split faster.
+    var d = AUTO.decide(predicted(100, 0, true, 3.0, 0.5));
+    assertFalse(d.split(), d.toString());
+    assertEquals(1.0, d.localSeconds(), 1e-9);
+  }
+
+  @Test
+  void aMissingOrNonFinitePredictionIsNone() {
+    assertEquals(null, SplitPolicy.Predicted.of(Double.NaN, 1));
+    assertEquals(null, SplitPolicy.Predicted.of(1, Double.POSITIVE_INFINITY));
+    assertEquals(null, SplitPolicy.Predicted.of(-1, 1));
+  }
 }

@@ -240,9 +240,11 @@ public final class ClusterSimulator {
     decisions++;
     RoutingRequest routing = new RoutingRequest("r", r.isl(), r.hashes, blockTokens);
     Map<WorkerId, Overlap> overlaps = index.overlaps(r.hashes);
-    DecodeSim d = (DecodeSim) choose(routing, decodeReady, overlaps);
+    Selection decodeChoice = choose(routing, decodeReady, overlaps);
+    DecodeSim d = (DecodeSim) byId.get(decodeChoice.worker());
     int decodeCached = cachedTokens(r, d.cachedPrefix(r.hashes));
-    PrefillSim p = prefillReady.isEmpty() ? null : (PrefillSim) choose(routing, prefillReady, overlaps);
+    Selection prefillChoice = prefillReady.isEmpty() ? null : choose(routing, prefillReady, overlaps);
+    PrefillSim p = prefillChoice == null ? null : (PrefillSim) byId.get(prefillChoice.worker());
     r.decode = d;
     d.reserve();
     boolean remote = false;
@@ -252,7 +254,8 @@ public final class ClusterSimulator {
       SplitPolicy.Decision decision = split.decide(new SplitPolicy.Inputs(r.isl(), r.isl() - decodeCached,
           r.isl() - prefillCached, config.kvBytesPerToken(), config.layers(),
           new SplitPolicy.Link(config.linkBytesPerSecond(), 20e-6), cost, cost, d.localPrefillTokens(),
-          p.queuedTokens(), d.running(), false));
+          p.queuedTokens(), d.running(), false,
+          SplitPolicy.Predicted.of(decodeChoice.predictedTtftSeconds(), prefillChoice.predictedTtftSeconds())));
       remote = decision.split();
     }
     if (remote) {
@@ -285,7 +288,7 @@ public final class ClusterSimulator {
   }
 
   /** The selector's choice among the pool's routable workers (narrowed for big pools). */
-  private SimWorker choose(RoutingRequest routing, TreeSet<SimWorker> pool, Map<WorkerId, Overlap> overlaps) {
+  private Selection choose(RoutingRequest routing, TreeSet<SimWorker> pool, Map<WorkerId, Overlap> overlaps) {
     List<WorkerLoad> loads = new ArrayList<>();
     int narrow = config.narrowTo();
     if (narrow <= 0 || pool.size() <= 2 * narrow) {
@@ -311,8 +314,7 @@ public final class ClusterSimulator {
         }
       }
     }
-    Selection s = selector.select(routing, loads);
-    return byId.get(s.worker());
+    return selector.select(routing, loads);
   }
 
   private WorkerLoad load(SimWorker w) {

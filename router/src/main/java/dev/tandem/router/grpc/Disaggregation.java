@@ -128,7 +128,7 @@ public final class Disaggregation implements AutoCloseable {
    * decode). Called under the router's lock.
    */
   Split consider(
-      GenerationRequest request, RoutingRequest routing, WorkerClient decode, Overlap decodeOverlap, WorkerSelector selector) {
+      GenerationRequest request, RoutingRequest routing, WorkerClient decode, Selection decodeChoice, WorkerSelector selector) {
     if (policy.mode() == SplitPolicy.Mode.NEVER || !decode.movesKv() || request.stop().maxTokens() < 2
         || request.sampling().wantsPromptLogprobs()) { // the prompt's logprobs come from the worker that computes it
       return null;
@@ -150,6 +150,7 @@ public final class Disaggregation implements AutoCloseable {
     WorkerLoad pLoad = pool.load(prefill);
     var dReport = decode.lastLoadReport();
     var pReport = prefill.lastLoadReport();
+    Overlap decodeOverlap = decodeChoice.predictedOverlap();
     SplitPolicy.Decision decision =
         policy.decide(
             new SplitPolicy.Inputs(
@@ -164,7 +165,8 @@ public final class Disaggregation implements AutoCloseable {
                 Math.max(dReport.queuedPrefillTokens(), (long) dLoad.routedPrefillBlocks() * blockSize),
                 Math.max(pReport.queuedPrefillTokens(), (long) pLoad.routedPrefillBlocks() * blockSize),
                 Math.max(dLoad.routedActiveRequests(), dReport.activeRequests()),
-                sharesCompute(decode, prefill)));
+                sharesCompute(decode, prefill),
+                SplitPolicy.Predicted.of(decodeChoice.predictedTtftSeconds(), pick.predictedTtftSeconds())));
     last = decision;
     if (!decision.split()) {
       kept.incrementAndGet();

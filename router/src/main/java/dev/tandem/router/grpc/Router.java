@@ -197,7 +197,7 @@ public final class Router implements RequestRouter, AutoCloseable {
       }
       int promptBlocks = routing.promptBlocks();
       int prefill = Math.max(0, promptBlocks - predicted.blocks());
-      Disaggregation.Split split = disagg.consider(request, routing, chosen, predicted, selector);
+      Disaggregation.Split split = disagg.consider(request, routing, chosen, selection, selector);
       LoadLedger ledger = pool.ledger();
       if (split != null && split.prefill() != null) {
         // The prefill worker computes the prompt; the decode worker only holds its blocks.

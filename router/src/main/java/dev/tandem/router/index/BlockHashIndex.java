@@ -9,6 +9,8 @@ import it.unimi.dsi.fastutil.longs.LongIterator;
 import it.unimi.dsi.fastutil.longs.LongOpenHashSet;
 import java.util.HashMap;
 import java.util.Map;
+import java.util.concurrent.ConcurrentHashMap;
+import java.util.concurrent.atomic.AtomicInteger;
 import java.util.concurrent.atomic.AtomicLong;
 import java.util.concurrent.locks.ReentrantReadWriteLock;
 
@@ -36,6 +38,9 @@ public final class BlockHashIndex implements PrefixIndex {
   private final ReentrantReadWriteLock lock = new ReentrantReadWriteLock();
   private final Long2ObjectOpenHashMap<Holders> blocks = new Long2ObjectOpenHashMap<>();
   private final Map<WorkerId, Integer> workerIndex = new HashMap<>();
+  /** Each worker's block count, readable without the lock (a routing decision reads one per candidate). */
+  private final Map<WorkerId, AtomicInteger> counts = new ConcurrentHashMap<>();
+  private AtomicInteger[] countOf = new AtomicInteger[16];
   private WorkerId[] workers = new WorkerId[16];
   private LongOpenHashSet[] byWorker = new LongOpenHashSet[16];
   private final AtomicLong unknownParents = new AtomicLong();
@@ -117,9 +122,11 @@ public final class BlockHashIndex implements PrefixIndex {
     if (n == workers.length) {
       workers = java.util.Arrays.copyOf(workers, n * 2);
       byWorker = java.util.Arrays.copyOf(byWorker, n * 2);
+      countOf = java.util.Arrays.copyOf(countOf, n * 2);
     }
     workers[n] = worker;
     byWorker[n] = new LongOpenHashSet();
+    countOf[n] = counts.computeIfAbsent(worker, k -> new AtomicInteger());
     workerIndex.put(worker, n);
     return n;
   }
@@ -161,6 +168,7 @@ public final class BlockHashIndex implements PrefixIndex {
         }
         case KvEvent.Cleared c -> dropWorker(w);
       }
+      countOf[w].set(byWorker[w].size());
     } finally {
       lock.writeLock().unlock();
     }
@@ -189,6 +197,7 @@ public final class BlockHashIndex implements PrefixIndex {
       }
     }
     byWorker[w] = new LongOpenHashSet();
+    countOf[w].set(0);
   }
 
   @Override
@@ -271,15 +280,10 @@ public final class BlockHashIndex implements PrefixIndex {
     }
   }
 
-  /** Blocks the index believes {@code worker} holds. */
+  /** Blocks the index believes {@code worker} holds (as of the last event applied; no lock taken). */
   public int blockCount(WorkerId worker) {
-    lock.readLock().lock();
-    try {
-      Integer w = workerIndex.get(worker);
-      return w == null ? 0 : byWorker[w].size();
-    } finally {
-      lock.readLock().unlock();
-    }
+    AtomicInteger c = counts.get(worker);
+    return c == null ? 0 : c.get();
   }
 
   public long unknownParents() {

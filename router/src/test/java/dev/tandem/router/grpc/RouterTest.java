@@ -14,7 +14,9 @@ import dev.tandem.proto.worker.v1.DescribeRequest;
 import dev.tandem.proto.worker.v1.FinishReason;
 import dev.tandem.proto.worker.v1.GenerateChunk;
 import dev.tandem.proto.worker.v1.GenerateRequest;
+import dev.tandem.proto.worker.v1.LinkFigures;
 import dev.tandem.proto.worker.v1.LoadReport;
+import dev.tandem.proto.worker.v1.ProbeLinkRequest;
 import dev.tandem.proto.worker.v1.WatchLoadRequest;
 import dev.tandem.proto.worker.v1.WorkerGrpc;
 import dev.tandem.proto.worker.v1.WorkerRegistration;
@@ -51,6 +53,9 @@ class RouterTest {
   /** How the fake worker answers Generate. */
   enum Behaviour { FINISH, FAIL_UNAVAILABLE, FAIL_INVALID, HANG, FINISH_ON_RELEASE }
 
+  /** What a worker reports in its load stream, when a test sets it (otherwise only its id and KV size). */
+  private final java.util.Map<String, LoadReport> reports = new java.util.concurrent.ConcurrentHashMap<>();
+
   /** FINISH_ON_RELEASE workers finish their streams when this completes. */
   private final CompletableFuture<Void> release = new CompletableFuture<>();
 
@@ -84,7 +89,14 @@ class RouterTest {
 
               @Override
               public void watchLoad(WatchLoadRequest r, StreamObserver<LoadReport> out) {
-                out.onNext(LoadReport.newBuilder().setWorkerId(id).setKvBlocksTotal(100).setDraining(draining).build()); // and stays open
+                out.onNext(reports.getOrDefault(id,
+                    LoadReport.newBuilder().setWorkerId(id).setKvBlocksTotal(100).setDraining(draining).build())); // and stays open
+              }
+
+              @Override
+              public void probeLink(ProbeLinkRequest r, StreamObserver<LinkFigures> out) {
+                out.onNext(LinkFigures.newBuilder().setBackend("tcp").setLatencyUs(100).setBytesPerS(1e9).build());
+                out.onCompleted();
               }
 
               @Override
@@ -403,6 +415,44 @@ class RouterTest {
     assertEquals(0, pool.ledger().open());
     assertEquals(LoadLedgerView.none(), pool.ledger().routed(new WorkerId("p")));
     assertEquals(1, router.disaggregation().splits());
+  }
+
+  /**
+   * With the seconds cost, the split decision weighs the very predictions the worker choices
+   * minimised: the decode worker's predicted time to first token is the local side, the prefill
+   * worker's (plus the transfer's exposed share) the remote side.
+   */
+  @Test
+  void theSplitDecisionWeighsTheSelectorsPredictedSeconds() throws Exception {
+    // 1 ms per prompt token on both; the decode worker runs 2 streams in 20 ms steps, the prefill
+    // worker has 2,000 prompt tokens queued (2 s).
+    reports.put("d", LoadReport.newBuilder().setWorkerId("d").setKvBlocksTotal(100).setPrefillSPerToken(1e-3)
+        .setActiveRequests(2).setStepS(0.020).build());
+    reports.put("p", LoadReport.newBuilder().setWorkerId("p").setKvBlocksTotal(100).setPrefillSPerToken(1e-3)
+        .setQueuedPrefillTokens(2000).build());
+    worker("d", WorkerRole.WORKER_ROLE_DECODE, Behaviour.FINISH, "d:1");
+    worker("p", WorkerRole.WORKER_ROLE_PREFILL, Behaviour.FINISH, "p:1");
+    pool = pool("d", "p");
+    router = Router.create(pool, Router.Config.of("kv"));
+    long deadline = System.nanoTime() + TimeUnit.SECONDS.toNanos(5);
+    while ((router.disaggregation().link("d", "p") == null
+            || pool.all().stream().anyMatch(w -> w.lastLoadReport().prefillCost().perToken() == 0))
+        && System.nanoTime() < deadline) {
+      Thread.sleep(10);
+    }
+    Route route = router.route(request("s", 40), null);
+    var decision = route.decision();
+    assertEquals("seconds", route.costName());
+    // 40 tokens at 1 ms, half the step in progress, one step's token for each of the 2 streams.
+    assertEquals(0.040 + 0.010 + 0.002, route.predictedCost(), 1e-9);
+    // Local: the decode worker's prediction, plus the 40 ms the 2 streams would wait (stall weight 1).
+    assertEquals(route.predictedCost() + 2 * 0.040, decision.localSeconds(), 1e-12, decision.toString());
+    // Remote: the prefill worker's prediction (2 s of queue + 40 ms) plus what of the transfer shows:
+    // 40 × 1,024 B at 1 GB/s + 100 µs over 2 layers, half hidden behind the last layer's prefill.
+    double transfer = 100e-6 + 40 * 1024 / 1e9;
+    assertEquals(2.040 + Math.max(transfer / 2, transfer - 0.040 / 2), decision.remoteSeconds(), 1e-9, decision.toString());
+    assertTrue(!decision.split(), decision.toString());
+    route.release();
   }
 
   @Test
