@@ -6,7 +6,7 @@ import picocli.CommandLine.Option;
 
 /** How prefill and decode workers move KV; shared by {@code worker} and {@code serve --mode disagg}. */
 final class KvTransferOptions {
-  @Option(names = "--kv-transfer", defaultValue = "${env:TANDEM_KV_TRANSFER:-auto}", description = "KV transfer backend of prefill/decode workers: auto (ucx where libucx0 is installed, else tcp), ucx, tcp or local (same process only). Default ${DEFAULT-VALUE}.")
+  @Option(names = "--kv-transfer", defaultValue = "${env:TANDEM_KV_TRANSFER:-auto}", description = "KV transfer backend of prefill/decode workers: auto (ucx where libucx0 is installed, with tcp beside it: routers probe both per peer pair and each pull takes the faster; else tcp), ucx, tcp or local (same process only). Default ${DEFAULT-VALUE}.")
   String backend;
 
   @Option(names = "--kv-transfer-host", defaultValue = "${env:TANDEM_KV_TRANSFER_HOST}", description = "Address peers reach this worker's transfer agent at (default: the worker's --host).")

@@ -5,8 +5,10 @@ import java.util.List;
 /**
  * A worker as it describes itself when it joins: id and role, the model and its KV geometry,
  * the engine and the request features it honours, its KV transfer agent (empty backend and
- * address when it has none, null probe region then), the host and CPU set it runs on, and its
- * batching limits (requests and tokens per engine step; 0 when the worker did not say).
+ * address when it has none, null probe region then), the host and CPU set it runs on, its
+ * batching limits (requests and tokens per engine step; 0 when the worker did not say), and every
+ * transfer agent it runs over its KV ({@code kvTransferEndpoints}, the primary first; empty for
+ * none).
  */
 public record WorkerDescription(
     WorkerId workerId,
@@ -27,10 +29,32 @@ public record WorkerDescription(
     String cpus,
     int numLayers,
     int maxNumSeqs,
-    int maxBatchedTokens) {
+    int maxBatchedTokens,
+    List<TransferEndpoint> kvTransferEndpoints) {
+  /** One transfer agent: its backend, the address peers reach it at, its probe region. */
+  public record TransferEndpoint(String backend, String address, KvRegionRef probeRegion) {}
+
   public WorkerDescription {
     supportedFeatures = List.copyOf(supportedFeatures);
     eosTokenIds = eosTokenIds.clone();
+    if (kvTransferEndpoints == null || kvTransferEndpoints.isEmpty()) {
+      // A worker that names only its primary agent (older workers): that one.
+      kvTransferEndpoints = kvTransferAddress == null || kvTransferAddress.isEmpty()
+          ? List.of()
+          : List.of(new TransferEndpoint(kvTransferBackend, kvTransferAddress, probeRegion));
+    } else {
+      kvTransferEndpoints = List.copyOf(kvTransferEndpoints);
+    }
+  }
+
+  /** The agent this worker runs for {@code backend}, or null. */
+  public TransferEndpoint endpoint(String backend) {
+    for (TransferEndpoint e : kvTransferEndpoints) {
+      if (e.backend().equals(backend)) {
+        return e;
+      }
+    }
+    return null;
   }
 
   /** True if the worker has a KV transfer agent. */

@@ -16,6 +16,7 @@ import dev.tandem.engine.modeltools.ModelGenerator;
 import dev.tandem.frontend.http.FrontendServer;
 import dev.tandem.common.GenerationException;
 import dev.tandem.common.GenerationRequest;
+import dev.tandem.common.RemotePrefillTarget;
 import dev.tandem.common.SamplingParams;
 import dev.tandem.common.StopConditions;
 import dev.tandem.common.TokenChunk;
@@ -240,5 +241,57 @@ class DisaggregationTest {
     SplitPolicy.Link link = d.router().disaggregation().link("decode-0", "prefill-0");
     assertNotNull(link, "the decode worker measured its link to the prefill worker at startup");
     assertTrue(link.bytesPerSecond() > 1e6 && link.latencySeconds() >= 0, link.toString()); // the fitted fixed cost may be 0
+  }
+
+  /**
+   * {@code --kv-transfer auto} with libucx0 installed: each worker runs ucx and tcp over the same
+   * KV memory, the router measures the pair's link over both, and each pull takes the backend
+   * that moves its bytes soonest by those figures. Either backend, named per request, gives the
+   * same tokens; a backend the workers do not run makes the decode worker prefill itself.
+   */
+  @Test
+  void autoRunsEveryBackendAndEachPullTakesTheFasterMeasuredOne() throws Exception {
+    assertBackendAvailable("ucx");
+    LocalDeployment d = disaggregated("auto");
+    d.router().disaggregation().awaitLinkProbes(Duration.ofMinutes(2));
+    WorkerClient decode = d.router().pool().all().stream().filter(w -> !w.isPrefillOnly()).findFirst().orElseThrow();
+    WorkerClient prefill = d.router().pool().all().stream().filter(WorkerClient::isPrefillOnly).findFirst().orElseThrow();
+    for (WorkerClient w : List.of(decode, prefill)) {
+      assertEquals(List.of("ucx", "tcp"), w.description().kvTransferEndpoints().stream().map(e -> e.backend()).toList(),
+          w.workerId() + " runs ucx (primary) and tcp beside it");
+    }
+    Map<String, SplitPolicy.Link> links = d.router().disaggregation().links("decode-0", "prefill-0");
+    assertEquals(java.util.Set.of("ucx", "tcp"), links.keySet(), "the pair was measured over both: " + links);
+    links.values().forEach(l -> assertTrue(l.bytesPerSecond() > 1e6, l.toString()));
+
+    int[] p = prompt(100, 4242);
+    long bytes = 100L * decode.description().kvBytesPerToken();
+    String expected = links.entrySet().stream()
+        .min(java.util.Comparator.comparingDouble(e -> e.getValue().latencySeconds() + bytes / e.getValue().bytesPerSecond()))
+        .orElseThrow().getKey();
+    Generated agg = generate(aggregated.router(), greedy("agg-auto", p, 12));
+    Generated dis = generate(d.router(), greedy("dis-auto", p, 12));
+    assertArrayEquals(agg.tokens(), dis.tokens());
+    assertEquals("prefill-0", dis.first().origin().prefillWorkerId());
+    assertEquals(expected, d.router().disaggregation().lastDecision().kvTransferBackend(), "the faster link for these bytes: " + links);
+
+    // Each backend, named explicitly (fresh prompts: no cached prefix on either side).
+    for (String backend : List.of("ucx", "tcp")) {
+      int[] q = prompt(100, backend.equals("ucx") ? 4243 : 4244);
+      Generated want = generate(aggregated.router(), greedy("agg-" + backend, q, 12));
+      Generated got = generate(decode, greedy("over-" + backend, q, 12)
+          .withRemotePrefill(new RemotePrefillTarget(prefill.address(), prefill.workerId(), 0, backend)));
+      assertArrayEquals(want.tokens(), got.tokens(), "pulled over " + backend);
+      assertEquals("", got.first().origin().prefillFallback(), backend);
+      assertEquals(100L / 16 * 16 * decode.description().kvBytesPerToken() + 16 * decode.description().kvBytesPerToken(),
+          got.first().origin().kvTransferBytes(), "every block pulled over " + backend);
+    }
+    int[] r = prompt(40, 4250);
+    Generated want = generate(aggregated.router(), greedy("agg-none", r, 8));
+    Generated got = generate(decode, greedy("over-none", r, 8)
+        .withRemotePrefill(new RemotePrefillTarget(prefill.address(), prefill.workerId(), 0, "rdma")));
+    assertArrayEquals(want.tokens(), got.tokens(), "prefilled locally instead");
+    assertTrue(got.first().origin().prefillFallback().contains("rdma"), got.first().origin().prefillFallback());
+    TestDeployments.assertPoolsFull(d);
   }
 }

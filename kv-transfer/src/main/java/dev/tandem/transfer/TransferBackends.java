@@ -48,4 +48,22 @@ public final class TransferBackends {
     }
     throw new IllegalArgumentException("unknown KV transfer backend '" + name + "'; known: " + names);
   }
+
+  /**
+   * With {@code auto}, the available backends other than {@code primary} that cross processes (not
+   * {@code local}), highest priority first: a worker runs them beside its primary so that each peer
+   * pair can pull over whichever its link probe measures faster. Empty for a named backend.
+   */
+  public static List<TransferBackendProvider> alongside(String name, TransferBackendProvider primary) {
+    if (name != null && !name.isEmpty() && !name.equals("auto")) {
+      return List.of();
+    }
+    List<TransferBackendProvider> out = new ArrayList<>();
+    for (TransferBackendProvider p : all()) {
+      if (p != primary && !p.name().equals(primary.name()) && p.priority() > 0 && p.isAvailable()) {
+        out.add(p);
+      }
+    }
+    return out;
+  }
 }

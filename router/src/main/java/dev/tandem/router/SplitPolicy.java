@@ -91,8 +91,21 @@ public final class SplitPolicy {
     }
   }
 
-  /** The decision with the estimates behind it (seconds; NaN where unknown). */
-  public record Decision(boolean split, String reason, double localSeconds, double remoteSeconds, double transferSeconds) {}
+  /**
+   * The decision with the estimates behind it (seconds; NaN where unknown), and the transfer
+   * backend whose measured link they used (empty when none was).
+   */
+  public record Decision(
+      boolean split, String reason, double localSeconds, double remoteSeconds, double transferSeconds, String kvTransferBackend) {
+    public Decision(boolean split, String reason, double localSeconds, double remoteSeconds, double transferSeconds) {
+      this(split, reason, localSeconds, remoteSeconds, transferSeconds, "");
+    }
+
+    /** This decision, made with the link measured over {@code backend}. */
+    public Decision over(String backend) {
+      return new Decision(split, reason, localSeconds, remoteSeconds, transferSeconds, backend);
+    }
+  }
 
   private final Mode mode;
   private final double stallWeight;

@@ -42,7 +42,8 @@ public final class FromWire {
     RemotePrefillTarget remote =
         r.hasRemotePrefill()
             ? new RemotePrefillTarget(
-                r.getRemotePrefill().getWorkerAddress(), new WorkerId(r.getRemotePrefill().getWorkerId()), r.getRemotePrefill().getTimeoutMs())
+                r.getRemotePrefill().getWorkerAddress(), new WorkerId(r.getRemotePrefill().getWorkerId()), r.getRemotePrefill().getTimeoutMs(),
+                r.getRemotePrefill().getKvTransferBackend())
             : null;
     dev.tandem.common.StructuredOutput constraint =
         r.hasStructuredOutput()
@@ -157,7 +158,10 @@ public final class FromWire {
         r.getCpus(),
         r.getNumLayers(),
         r.getMaxNumSeqs(),
-        r.getMaxBatchedTokens());
+        r.getMaxBatchedTokens(),
+        r.getKvTransferEndpointsList().stream()
+            .map(e -> new WorkerDescription.TransferEndpoint(e.getBackend(), e.getAddress(), e.hasProbeRegion() ? region(e.getProbeRegion()) : null))
+            .toList());
   }
 
   public static KvRegionRef region(KvRegion r) {

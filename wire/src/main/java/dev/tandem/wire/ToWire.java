@@ -43,7 +43,8 @@ public final class ToWire {
           RemotePrefill.newBuilder()
               .setWorkerAddress(r.remotePrefill().workerAddress())
               .setWorkerId(r.remotePrefill().workerId().value())
-              .setTimeoutMs(r.remotePrefill().timeoutMillis()));
+              .setTimeoutMs(r.remotePrefill().timeoutMillis())
+              .setKvTransferBackend(r.remotePrefill().kvTransferBackend()));
     }
     if (r.structuredOutput() != null) {
       b.setStructuredOutput(
@@ -166,6 +167,13 @@ public final class ToWire {
     }
     if (d.probeRegion() != null) {
       b.setProbeRegion(region(d.probeRegion()));
+    }
+    for (WorkerDescription.TransferEndpoint e : d.kvTransferEndpoints()) {
+      var endpoint = dev.tandem.proto.worker.v1.KvTransferEndpoint.newBuilder().setBackend(e.backend()).setAddress(e.address());
+      if (e.probeRegion() != null) {
+        endpoint.setProbeRegion(region(e.probeRegion()));
+      }
+      b.addKvTransferEndpoints(endpoint);
     }
     return b.build();
   }

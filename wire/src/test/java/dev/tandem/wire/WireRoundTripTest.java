@@ -34,7 +34,7 @@ class WireRoundTripTest {
     var sampling = new SamplingParams(0.7f, 0.9f, 40, 0.05f, OptionalLong.of(42), 0.1f, 0.2f, 1.1f, 3, java.util.Map.of(7, -100f, 9, 2.5f), 2);
     var request =
         new GenerationRequest("r1", new int[] {1, 2, 3}, sampling, new StopConditions(9, new int[] {7}, true),
-            new RemotePrefillTarget("127.0.0.1:9", new WorkerId("p0"), 250),
+            new RemotePrefillTarget("127.0.0.1:9", new WorkerId("p0"), 250, "tcp"),
             new dev.tandem.common.StructuredOutput("{\"type\":\"integer\"}", "<tool_call>\n", "\n</tool_call>", 2));
     GenerationRequest back = FromWire.request(ToWire.request(request), "unused");
     assertEquals("r1", back.requestId());
@@ -89,7 +89,9 @@ class WireRoundTripTest {
   @Test
   void descriptionsLoadsAndEventsRoundTrip() {
     var d = new WorkerDescription(new WorkerId("w"), WorkerRole.DECODE, 16, "m", 4096, 1000, 2048, 64, "builtin",
-        List.of("logprobs", "seed"), new int[] {2}, "tcp", "127.0.0.1:7", new KvRegionRef("127.0.0.1:7", 3, 0, 64), "h", "0-3", 2, 256, 8192);
+        List.of("logprobs", "seed"), new int[] {2}, "ucx", "127.0.0.1:7", new KvRegionRef("127.0.0.1:7", 3, 0, 64), "h", "0-3", 2, 256, 8192,
+        List.of(new WorkerDescription.TransferEndpoint("ucx", "127.0.0.1:7", new KvRegionRef("127.0.0.1:7", 3, 0, 64)),
+            new WorkerDescription.TransferEndpoint("tcp", "127.0.0.1:8", new KvRegionRef("127.0.0.1:8", 1, 0, 64))));
     WorkerDescription back = FromWire.description(ToWire.registration(d));
     assertEquals(d.workerId(), back.workerId());
     assertEquals(WorkerRole.DECODE, back.role());
@@ -98,6 +100,11 @@ class WireRoundTripTest {
     assertEquals(d.cpus(), back.cpus());
     assertEquals(256, back.maxNumSeqs());
     assertEquals(8192, back.maxBatchedTokens());
+    assertEquals(d.kvTransferEndpoints(), back.kvTransferEndpoints(), "every agent the worker runs");
+    assertEquals("127.0.0.1:8", back.endpoint("tcp").address());
+    // A worker that names only its primary agent has that one endpoint.
+    var primaryOnly = FromWire.description(ToWire.registration(d).toBuilder().clearKvTransferEndpoints().build());
+    assertEquals(List.of(new WorkerDescription.TransferEndpoint("ucx", "127.0.0.1:7", d.probeRegion())), primaryOnly.kvTransferEndpoints());
     var load = new WorkerLoadReport(new WorkerId("w"), 3, 1, 500, 10, 64, 77, new PrefillCost(1e-4, 2e-8), 2, 0.012, true);
     assertEquals(load, FromWire.load(ToWire.load(load)));
     var stored = new KvEvent.Stored(5, OptionalLong.of(9), List.of(new KvEvent.StoredBlock(11, 12)), StorageTier.HOST);

@@ -59,7 +59,10 @@ final class WorkerFacts {
         cpus,
         transfer == null ? 0 : transfer.handoff().layers(),
         info.batching().maxNumSeqs(),
-        info.batching().maxBatchedTokens());
+        info.batching().maxBatchedTokens(),
+        transfer == null ? java.util.List.of() : transfer.endpoints().stream()
+            .map(e -> new WorkerDescription.TransferEndpoint(e.backend(), e.agent().address(), WorkerKvTransfer.ref(e.probe())))
+            .toList());
   }
 
   ModelCard modelCard() {

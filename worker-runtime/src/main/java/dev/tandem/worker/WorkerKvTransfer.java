@@ -10,70 +10,159 @@ import dev.tandem.transfer.TransferAgent;
 import dev.tandem.transfer.RegisteredMemory;
 import java.lang.foreign.MemorySegment;
 import java.time.Duration;
+import java.util.ArrayList;
+import java.util.List;
 import java.util.Map;
 import java.util.concurrent.ConcurrentHashMap;
 import java.util.function.Consumer;
 
 /**
- * A worker's side of KV transfer: its agent, the engine's KV cache registered with it (one region
- * per layer for keys and one for values), and a probe region peers read to measure the link.
+ * A worker's side of KV transfer: its agents, the engine's KV cache registered with each (one
+ * region per layer for keys and one for values), and a probe region peers read to measure the
+ * link. The primary agent allocates that memory; with {@code --kv-transfer auto} the other
+ * available backends register the same memory, so that each peer pair can pull over whichever
+ * its link probe found faster.
  *
- * <p>Ownership: owns the agent. The engine's KV cache lives in memory the agent allocated (see
- * {@link #create}), as does the probe region, so this is closed after the engine. Thread-safe.
+ * <p>Ownership: owns the agents. The engine's KV cache lives in memory the primary agent allocated
+ * (see {@link #create}), as does the probe region, so this is closed after the engine.
+ * Thread-safe.
  */
 public final class WorkerKvTransfer implements AutoCloseable {
+  private static final org.slf4j.Logger log = org.slf4j.LoggerFactory.getLogger(WorkerKvTransfer.class);
+
   /** Bytes of the region peers read to measure the link (largest probe read). */
   public static final long PROBE_BYTES = 64L << 20;
 
-  private final TransferAgent agent;
+  /** One agent over the worker's KV memory, and that memory's descriptors as its peers read them. */
+  public static final class Endpoint {
+    private final TransferAgent agent;
+    private final MemoryDescriptor[] keys;
+    private final MemoryDescriptor[] values;
+    private final MemoryDescriptor probe;
+
+    private Endpoint(TransferAgent agent, MemoryDescriptor[] keys, MemoryDescriptor[] values, MemoryDescriptor probe) {
+      this.agent = agent;
+      this.keys = keys;
+      this.values = values;
+      this.probe = probe;
+    }
+
+    public TransferAgent agent() {
+      return agent;
+    }
+
+    public String backend() {
+      return agent.backend();
+    }
+
+    public MemoryDescriptor keys(int layer) {
+      return keys[layer];
+    }
+
+    public MemoryDescriptor values(int layer) {
+      return values[layer];
+    }
+
+    public MemoryDescriptor probe() {
+      return probe;
+    }
+  }
+
+  private final List<Endpoint> endpoints; // the primary first
   private final KvHandoff handoff;
-  private final MemoryDescriptor[] keys;
-  private final MemoryDescriptor[] values;
-  private final MemoryDescriptor probe;
   private final Duration timeout;
   private final java.util.concurrent.atomic.LongAdder pulledBytes = new java.util.concurrent.atomic.LongAdder();
   private final java.util.concurrent.atomic.LongAdder pullNanos = new java.util.concurrent.atomic.LongAdder();
   private final java.util.concurrent.atomic.LongAdder pulls = new java.util.concurrent.atomic.LongAdder();
 
-  private WorkerKvTransfer(TransferAgent agent, KvHandoff handoff, Map<Long, MemoryDescriptor> byAddress, Duration timeout) {
-    this.agent = agent;
+  private WorkerKvTransfer(
+      TransferAgent primary, List<TransferAgent> others, KvHandoff handoff, Map<Long, MemoryDescriptor> byAddress, Duration timeout) {
     this.handoff = handoff;
     this.timeout = timeout;
-    this.keys = new MemoryDescriptor[handoff.layers()];
-    this.values = new MemoryDescriptor[handoff.layers()];
-    for (int l = 0; l < keys.length; l++) {
-      keys[l] = descriptor(handoff.keys(l), byAddress);
-      values[l] = descriptor(handoff.values(l), byAddress);
+    int layers = handoff.layers();
+    MemoryDescriptor[] keys = new MemoryDescriptor[layers];
+    MemoryDescriptor[] values = new MemoryDescriptor[layers];
+    for (int l = 0; l < layers; l++) {
+      keys[l] = descriptor(primary, handoff.keys(l), byAddress);
+      values[l] = descriptor(primary, handoff.values(l), byAddress);
     }
-    this.probe = agent.allocate(PROBE_BYTES).descriptor();
+    RegisteredMemory probe = primary.allocate(PROBE_BYTES);
+    List<Endpoint> all = new ArrayList<>();
+    all.add(new Endpoint(primary, keys, values, probe.descriptor()));
+    for (TransferAgent other : others) {
+      try {
+        MemoryDescriptor[] k = new MemoryDescriptor[layers];
+        MemoryDescriptor[] v = new MemoryDescriptor[layers];
+        for (int l = 0; l < layers; l++) {
+          k[l] = other.register(handoff.keys(l));
+          v[l] = other.register(handoff.values(l));
+        }
+        all.add(new Endpoint(other, k, v, other.register(probe.segment())));
+      } catch (RuntimeException e) {
+        log.warn("KV transfer backend {} cannot serve memory {} allocated ({}); running {} only",
+            other.backend(), primary.backend(), e.getMessage(), primary.backend());
+        other.close();
+      }
+    }
+    this.endpoints = List.copyOf(all);
   }
 
-  private MemoryDescriptor descriptor(MemorySegment segment, Map<Long, MemoryDescriptor> byAddress) {
+  private static MemoryDescriptor descriptor(TransferAgent agent, MemorySegment segment, Map<Long, MemoryDescriptor> byAddress) {
     MemoryDescriptor d = byAddress.get(segment.address());
     return d != null && d.length() == segment.byteSize() ? d : agent.register(segment);
   }
 
   /**
-   * Moves {@code handoff}'s KV cache into memory {@code agent} allocates (where the backend reads
-   * it fastest; for ucx, shared memory that readers on the node copy from directly) and registers
-   * it. Runs the move on the engine's thread through {@code onEngine}, which must return once it
-   * ran; the engine must be idle.
+   * Moves {@code handoff}'s KV cache into memory {@code primary} allocates (where that backend
+   * reads it fastest; for ucx, shared memory that readers on the node copy from directly) and
+   * registers it with {@code primary} and every agent of {@code others} (an agent that cannot
+   * serve that memory is closed and left out, with a warning). Runs the move on the engine's
+   * thread through {@code onEngine}, which must return once it ran; the engine must be idle.
    *
    * @param timeout bound on one request's prefill and pull, and on a prefill worker's hold
    */
   public static WorkerKvTransfer create(
-      TransferAgent agent, KvHandoff handoff, Duration timeout, Consumer<Runnable> onEngine) {
+      TransferAgent primary, List<TransferAgent> others, KvHandoff handoff, Duration timeout, Consumer<Runnable> onEngine) {
     Map<Long, MemoryDescriptor> byAddress = new ConcurrentHashMap<>();
     onEngine.accept(() -> handoff.relocateKv(bytes -> {
-      RegisteredMemory memory = agent.allocate(bytes);
+      RegisteredMemory memory = primary.allocate(bytes);
       byAddress.put(memory.segment().address(), memory.descriptor());
       return memory.segment();
     }));
-    return new WorkerKvTransfer(agent, handoff, byAddress, timeout);
+    return new WorkerKvTransfer(primary, others, handoff, byAddress, timeout);
   }
 
+  /** One agent: {@link #create(TransferAgent, List, KvHandoff, Duration, Consumer)} with no others. */
+  public static WorkerKvTransfer create(TransferAgent agent, KvHandoff handoff, Duration timeout, Consumer<Runnable> onEngine) {
+    return create(agent, List.of(), handoff, timeout, onEngine);
+  }
+
+  /** The primary agent. */
   public TransferAgent agent() {
-    return agent;
+    return endpoints.getFirst().agent();
+  }
+
+  /** Every agent, the primary first. */
+  public List<Endpoint> endpoints() {
+    return endpoints;
+  }
+
+  /**
+   * The agent for {@code backend} (empty: the primary).
+   *
+   * @throws IllegalArgumentException naming the backends this worker runs, when it runs no such one
+   */
+  public Endpoint endpoint(String backend) {
+    if (backend == null || backend.isEmpty()) {
+      return endpoints.getFirst();
+    }
+    for (Endpoint e : endpoints) {
+      if (e.backend().equals(backend)) {
+        return e;
+      }
+    }
+    throw new IllegalArgumentException("this worker runs no '" + backend + "' transfer agent; it runs "
+        + endpoints.stream().map(Endpoint::backend).toList());
   }
 
   public KvHandoff handoff() {
@@ -85,15 +174,15 @@ public final class WorkerKvTransfer implements AutoCloseable {
   }
 
   public MemoryDescriptor keys(int layer) {
-    return keys[layer];
+    return endpoints.getFirst().keys(layer);
   }
 
   public MemoryDescriptor values(int layer) {
-    return values[layer];
+    return endpoints.getFirst().values(layer);
   }
 
   public MemoryDescriptor probe() {
-    return probe;
+    return endpoints.getFirst().probe();
   }
 
   /** A transfer descriptor as the record the wire mappers know. */
@@ -131,9 +220,11 @@ public final class WorkerKvTransfer implements AutoCloseable {
     return pulls.sum();
   }
 
-  /** Frees the KV memory too: only after the engine closed. */
+  /** Frees the KV memory too: only after the engine closed. The primary, whose memory it is, closes last. */
   @Override
   public void close() {
-    agent.close();
+    for (int i = endpoints.size() - 1; i >= 0; i--) {
+      endpoints.get(i).agent().close();
+    }
   }
 }

@@ -14,6 +14,8 @@ import io.grpc.netty.NettyServerBuilder;
 import java.io.IOException;
 import java.io.UncheckedIOException;
 import java.net.InetSocketAddress;
+import java.util.ArrayList;
+import java.util.List;
 import java.util.concurrent.Executors;
 import java.util.concurrent.ScheduledExecutorService;
 import java.util.concurrent.TimeUnit;
@@ -113,7 +115,10 @@ public final class WorkerServer implements AutoCloseable {
       this.transfer = transfer(config, loop);
       if (transfer != null) {
         roleParts = RoleProviders.forRole(config.role()).create(config.role(), loop, transfer, timer);
-        log.info("worker {}: KV transfer agent {} at {}", config.workerId(), transfer.agent().backend(), transfer.agent().address());
+        for (var e : transfer.endpoints()) {
+          log.info("worker {}: KV transfer agent {} at {}{}", config.workerId(), e.backend(), e.agent().address(),
+              e.agent() == transfer.agent() ? "" : " (beside the primary " + transfer.agent().backend() + "; peers choose per link)");
+        }
       }
     } catch (RuntimeException e) {
       timer.shutdownNow();
@@ -162,15 +167,21 @@ public final class WorkerServer implements AutoCloseable {
       return null;
     }
     PrefillWarmUp.run(config.workerId(), loop);
-    TransferAgent agent = TransferBackends.select(config.kvTransfer().backend()).createAgent(config.kvTransfer().host());
+    var primary = TransferBackends.select(config.kvTransfer().backend());
+    TransferAgent agent = primary.createAgent(config.kvTransfer().host());
+    List<TransferAgent> others = new ArrayList<>();
     try {
-      return WorkerKvTransfer.create(agent, handoff, config.kvTransfer().timeout(), move -> loop.call(e -> {
+      for (var p : TransferBackends.alongside(config.kvTransfer().backend(), primary)) {
+        others.add(p.createAgent(config.kvTransfer().host()));
+      }
+      return WorkerKvTransfer.create(agent, others, handoff, config.kvTransfer().timeout(), move -> loop.call(e -> {
             move.run();
             return null;
           })
           .join());
     } catch (RuntimeException e) {
-      agent.close(); // nothing runs on the engine yet, and closing it next does not touch its KV memory
+      others.forEach(TransferAgent::close); // nothing runs on the engine yet, and closing them does not touch its KV memory
+      agent.close();
       throw e;
     }
   }

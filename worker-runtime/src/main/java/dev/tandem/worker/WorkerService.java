@@ -155,10 +155,12 @@ public final class WorkerService extends WorkerGrpc.WorkerImplBase {
     // Probing takes a while: off the transport thread.
     Thread.ofVirtual().start(() -> {
       try {
-        response.onNext(parts.remote().probe(request.getPeerAddress()));
+        response.onNext(parts.remote().probe(request.getPeerAddress(), request.getBackend()));
         response.onCompleted();
       } catch (Exception e) {
-        response.onError(Status.UNAVAILABLE.withDescription("link probe of " + request.getPeerAddress() + " failed: " + e.getMessage()).asRuntimeException());
+        Status status = e instanceof IllegalArgumentException ? Status.FAILED_PRECONDITION : Status.UNAVAILABLE;
+        response.onError(status.withDescription("link probe of " + request.getPeerAddress()
+            + (request.getBackend().isEmpty() ? "" : " over " + request.getBackend()) + " failed: " + e.getMessage()).asRuntimeException());
       }
     });
   }

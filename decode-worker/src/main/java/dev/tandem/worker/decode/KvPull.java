@@ -57,6 +57,7 @@ final class KvPull implements ClientResponseObserver<PrefillMessage, PrefillEven
   private final PrefillSink sink;
   private final long startNanos = System.nanoTime();
   private final Duration timeout;
+  private final WorkerKvTransfer.Endpoint via; // the agent this pull reads with; null: none for the named backend
   private final List<CompletableFuture<Void>> reads = new ArrayList<>();
   private KvHandoff.PendingImport pending;
   private KvLayout layout;
@@ -79,11 +80,22 @@ final class KvPull implements ClientResponseObserver<PrefillMessage, PrefillEven
     this.remote = remote;
     this.sink = sink;
     this.timeout = remote.getTimeoutMs() > 0 ? Duration.ofMillis(remote.getTimeoutMs()) : transfer.timeout();
+    WorkerKvTransfer.Endpoint endpoint;
+    try {
+      endpoint = transfer.endpoint(remote.getKvTransferBackend());
+    } catch (IllegalArgumentException e) {
+      endpoint = null;
+    }
+    this.via = endpoint;
   }
 
   void begin() {
     if (request.stop().maxTokens() < 2) {
       fallBack("max_tokens < 2 leaves nothing to decode");
+      return;
+    }
+    if (via == null) {
+      fallBack("this worker runs no '" + remote.getKvTransferBackend() + "' transfer agent to pull with");
       return;
     }
     deadline = timer.schedule(
@@ -106,7 +118,9 @@ final class KvPull implements ClientResponseObserver<PrefillMessage, PrefillEven
                   return;
                 }
                 WorkerGrpc.newStub(owner.channel(remote.getWorkerAddress())).prefill(this);
-                call.onNext(PrefillMessage.newBuilder().setCall(wire.toBuilder().clearRemotePrefill()).build());
+                // The call keeps its remote_prefill: it names the backend the prefill worker's layout must be for.
+                call.onNext(PrefillMessage.newBuilder().setCall(wire.toBuilder().setRemotePrefill(
+                    remote.toBuilder().setKvTransferBackend(via == null ? "" : via.backend()))).build());
               }
             });
   }
@@ -147,6 +161,9 @@ final class KvPull implements ClientResponseObserver<PrefillMessage, PrefillEven
       return "prefill worker's KV layout (" + l.getLayerKeysCount() + " layers, " + l.getBlockBytes()
           + " bytes a block) differs from this worker's (" + h.layers() + ", " + h.blockBytes() + ")";
     }
+    if (!l.getTransferBackend().equals(via.backend())) {
+      return "prefill worker's KV layout is for transfer backend " + l.getTransferBackend() + ", this pull reads with " + via.backend();
+    }
     if (l.getBlocksCount() != pending.blocks().length) {
       return "prefill worker holds " + l.getBlocksCount() + " blocks for the prompt, this worker allocated " + pending.blocks().length;
     }
@@ -184,7 +201,7 @@ final class KvPull implements ClientResponseObserver<PrefillMessage, PrefillEven
       fallBackLocked("no time left to pull layer " + layer);
       return;
     } else {
-      reads.add(transfer.agent().read(from, into, left, null));
+      reads.add(via.agent().read(from, into, left, null));
     }
     finishIfComplete();
   }

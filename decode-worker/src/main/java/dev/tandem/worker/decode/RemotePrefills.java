@@ -8,6 +8,7 @@ import dev.tandem.proto.worker.v1.RemotePrefill;
 import dev.tandem.proto.worker.v1.WorkerGrpc;
 import dev.tandem.proto.worker.v1.WorkerRegistration;
 import dev.tandem.transfer.LinkProbe;
+import dev.tandem.wire.FromWire;
 import dev.tandem.worker.EngineLoop;
 import dev.tandem.worker.WorkerKvTransfer;
 import dev.tandem.worker.role.PrefillSink;
@@ -115,24 +116,31 @@ public final class RemotePrefills implements RemotePrefillClient {
     return pull != null && pull.cancel();
   }
 
-  /** Measures the link to the worker at {@code peerAddress} by reading its probe region. */
+  /**
+   * Measures the link to the worker at {@code peerAddress} by reading its probe region over {@code
+   * backend} (empty: this worker's primary); both workers must run that backend.
+   */
   @Override
-  public LinkFigures probe(String peerAddress) throws Exception {
+  public LinkFigures probe(String peerAddress, String backend) throws Exception {
     WorkerRegistration peer =
         WorkerGrpc.newBlockingStub(channel(peerAddress))
             .withDeadlineAfter(30, TimeUnit.SECONDS)
             .describe(DescribeRequest.getDefaultInstance());
-    if (!peer.hasProbeRegion()) {
+    var description = FromWire.description(peer);
+    if (description.kvTransferEndpoints().isEmpty()) {
       throw new IllegalArgumentException("worker " + peer.getWorkerId() + " at " + peerAddress + " has no KV transfer agent");
     }
-    if (!peer.getKvTransferBackend().equals(transfer.agent().backend())) {
+    WorkerKvTransfer.Endpoint mine = transfer.endpoint(backend);
+    var theirs = description.endpoint(mine.backend());
+    if (theirs == null || theirs.probeRegion() == null) {
       throw new IllegalArgumentException(
-          "worker " + peer.getWorkerId() + " uses KV transfer backend " + peer.getKvTransferBackend()
-              + " but this worker uses " + transfer.agent().backend());
+          "worker " + peer.getWorkerId() + " runs KV transfer backends "
+              + description.kvTransferEndpoints().stream().map(e -> e.backend()).toList() + " but not " + mine.backend());
     }
-    var region = WorkerKvTransfer.fromProto(peer.getProbeRegion());
+    var ref = theirs.probeRegion();
+    var region = new dev.tandem.transfer.MemoryDescriptor(ref.agentAddress(), ref.regionId(), ref.offset(), ref.length());
     // Shaped like this worker's pulls: one read per layer in flight, keys and values each.
-    LinkProbe.PullCost cost = LinkProbe.pullShaped(transfer.agent(), region, transfer.handoff().layers(), 0.5);
+    LinkProbe.PullCost cost = LinkProbe.pullShaped(mine.agent(), region, transfer.handoff().layers(), 0.5);
     return LinkFigures.newBuilder()
         .setBackend(cost.backend())
         .setLatencyUs(cost.fixedSeconds() * 1e6)

@@ -106,6 +106,9 @@ final class RunTiming {
       if (!Double.isNaN(decision.localSeconds())) {
         d.put("local_s", decision.localSeconds()).put("remote_s", decision.remoteSeconds()).put("transfer_s", decision.transferSeconds());
       }
+      if (!decision.kvTransferBackend().isEmpty()) {
+        d.put("kv_transfer_backend", decision.kvTransferBackend());
+      }
     }
     t.put("ttft_ms", firstTokenNanos < 0 ? -1 : (firstTokenNanos - startNanos) / 1e6);
     t.put("worker_ttft_ms", workerTtftUs < 0 ? -1 : workerTtftUs / 1e3);

@@ -93,6 +93,7 @@ public final class PrefillCalls implements PrefillEndpoint {
     private volatile String id;
     private long receivedNanos;
     private boolean layoutSent;
+    private WorkerKvTransfer.Endpoint via; // the agent the caller reads with
     private ScheduledFuture<?> holdTimeout;
 
     Call(ServerCallStreamObserver<PrefillEvent> response) {
@@ -125,6 +126,13 @@ public final class PrefillCalls implements PrefillEndpoint {
         full = EngineRequest.of(FromWire.request(wire, UUID.randomUUID().toString()));
       } catch (IllegalArgumentException e) {
         end(Status.INVALID_ARGUMENT.withDescription(e.getMessage()), "bad request");
+        return;
+      }
+      try {
+        // The decode worker names the backend it reads with; the layout describes the memory as that agent serves it.
+        via = transfer.endpoint(wire.hasRemotePrefill() ? wire.getRemotePrefill().getKvTransferBackend() : "");
+      } catch (IllegalArgumentException e) {
+        end(Status.FAILED_PRECONDITION.withDescription(e.getMessage()), "no such transfer backend");
         return;
       }
       String requestId = full.requestId();
@@ -170,10 +178,10 @@ public final class PrefillCalls implements PrefillEndpoint {
       if (!layoutSent) {
         layoutSent = true;
         var layout = KvLayout.newBuilder().setBlockBytes(transfer.handoff().blockBytes())
-            .setTransferBackend(transfer.agent().backend());
+            .setTransferBackend(via.backend());
         for (int l = 0; l < transfer.handoff().layers(); l++) {
-          layout.addLayerKeys(WorkerKvTransfer.toProto(transfer.keys(l)));
-          layout.addLayerValues(WorkerKvTransfer.toProto(transfer.values(l)));
+          layout.addLayerKeys(WorkerKvTransfer.toProto(via.keys(l)));
+          layout.addLayerValues(WorkerKvTransfer.toProto(via.values(l)));
         }
         for (int b : blocks) {
           layout.addBlocks(b);

@@ -22,9 +22,11 @@ import org.slf4j.LoggerFactory;
 
 /**
  * The router's disaggregation: it has every decode worker measure its KV link to every prefill
- * worker as they join (the {@code ProbeLink} RPC), and per request asks the {@link SplitPolicy}
- * whether to send the prompt to a prefill worker (picked by the same selector, over the prefill
- * pool) with the decode worker pulling its KV.
+ * worker as they join (the {@code ProbeLink} RPC), over every transfer backend both run (with
+ * {@code --kv-transfer auto}, ucx and tcp where libucx0 is installed), and per request asks the
+ * {@link SplitPolicy} whether to send the prompt to a prefill worker (picked by the same selector,
+ * over the prefill pool) with the decode worker pulling its KV over the backend that moves this
+ * request's bytes soonest by the figures measured for that pair.
  *
  * <p>Thread-safe.
  */
@@ -34,7 +36,8 @@ public final class Disaggregation implements AutoCloseable {
 
   private final WorkerPool pool;
   private final SplitPolicy policy;
-  private final Map<String, SplitPolicy.Link> links = new ConcurrentHashMap<>();
+  /** Per decode→prefill pair, the figures measured for each backend. */
+  private final Map<String, Map<String, SplitPolicy.Link>> links = new ConcurrentHashMap<>();
   private final Map<String, CompletableFuture<?>> probes = new ConcurrentHashMap<>();
   private final AtomicLong splits = new AtomicLong();
   private final AtomicLong kept = new AtomicLong();
@@ -68,9 +71,44 @@ public final class Disaggregation implements AutoCloseable {
     return last;
   }
 
-  /** The measured link from a decode worker to a prefill worker, or null if not (yet) measured. */
+  /**
+   * The measured link from a decode worker to a prefill worker, over the backend a 1,000-token
+   * prompt's KV would take; null if not (yet) measured.
+   */
   public SplitPolicy.Link link(String decodeWorkerId, String prefillWorkerId) {
-    return links.get(decodeWorkerId + "->" + prefillWorkerId);
+    var byBackend = links.get(decodeWorkerId + "->" + prefillWorkerId);
+    if (byBackend == null) {
+      return null;
+    }
+    String best = fastest(byBackend, TYPICAL_PULL_TOKENS * pool.all().stream()
+        .filter(w -> w.workerId().value().equals(decodeWorkerId)).mapToLong(w -> w.description().kvBytesPerToken()).findFirst().orElse(0));
+    return best == null ? null : byBackend.get(best);
+  }
+
+  /** Every backend's measured link from a decode worker to a prefill worker (empty if none measured yet). */
+  public Map<String, SplitPolicy.Link> links(String decodeWorkerId, String prefillWorkerId) {
+    return Map.copyOf(links.getOrDefault(decodeWorkerId + "->" + prefillWorkerId, Map.of()));
+  }
+
+  /** The prompt size the probe log and {@link #link} compare backends at. */
+  static final long TYPICAL_PULL_TOKENS = 1_000;
+
+  /** The backend that would move {@code bytes} soonest by its measured latency and throughput; null for none. */
+  static String fastest(Map<String, SplitPolicy.Link> byBackend, long bytes) {
+    String best = null;
+    double bestSeconds = Double.POSITIVE_INFINITY;
+    for (var e : byBackend.entrySet()) {
+      double s = seconds(e.getValue(), bytes);
+      if (s < bestSeconds) {
+        best = e.getKey();
+        bestSeconds = s;
+      }
+    }
+    return best;
+  }
+
+  private static double seconds(SplitPolicy.Link link, long bytes) {
+    return link.bytesPerSecond() > 0 ? link.latencySeconds() + bytes / link.bytesPerSecond() : Double.POSITIVE_INFINITY;
   }
 
   /** Waits until every link probe started so far has ended (answered or failed). */
@@ -98,27 +136,71 @@ public final class Disaggregation implements AutoCloseable {
       WorkerClient decode = joined.isPrefillOnly() ? other : joined;
       WorkerClient prefill = joined.isPrefillOnly() ? joined : other;
       String key = decode.workerId().value() + "->" + prefill.workerId().value();
-      probes.computeIfAbsent(key, k -> decode.probeLink(prefill.address(), PROBE_TIMEOUT)
-              .whenComplete((WorkerClient.Link f, Throwable e) -> {
-                if (e != null) {
-                  log.warn("link probe {} failed: {}; requests will not be split across it", key, e.toString());
-                  return;
-                }
-                links.put(key, new SplitPolicy.Link(f.bytesPerSecond(), f.latencyMicros() / 1e6));
-                log.info("KV link {} ({}): {} µs, {} MB/s", key, f.backend(),
-                    String.format("%.0f", f.latencyMicros()), String.format("%.3g", f.bytesPerSecond() / 1e6));
-              }));
+      List<String> common = new ArrayList<>();
+      for (var e : decode.description().kvTransferEndpoints()) {
+        if (prefill.description().endpoint(e.backend()) != null) {
+          common.add(e.backend());
+        }
+      }
+      if (common.isEmpty()) {
+        log.warn("KV link {}: no transfer backend in common (decode runs {}, prefill runs {}); requests will not be split across it",
+            key, backends(decode), backends(prefill));
+        continue;
+      }
+      // One backend at a time: probes at once would share the link and each measure part of it.
+      probes.computeIfAbsent(key, k -> probeInTurn(key, decode, prefill, common, 0));
     }
+  }
+
+  private static List<String> backends(WorkerClient w) {
+    return w.description().kvTransferEndpoints().stream().map(e -> e.backend()).toList();
+  }
+
+  private CompletableFuture<Void> probeInTurn(String key, WorkerClient decode, WorkerClient prefill, List<String> backends, int next) {
+    if (next == backends.size()) {
+      logChoice(key, decode);
+      return CompletableFuture.completedFuture(null);
+    }
+    String backend = backends.get(next);
+    return decode.probeLink(prefill.address(), backend, PROBE_TIMEOUT)
+        .handle((WorkerClient.Link f, Throwable e) -> {
+          if (e != null) {
+            log.warn("link probe {} over {} failed: {}; requests will not be split across it over {}", key, backend, e.toString(), backend);
+          } else {
+            links.computeIfAbsent(key, k -> new ConcurrentHashMap<>()).put(backend, new SplitPolicy.Link(f.bytesPerSecond(), f.latencyMicros() / 1e6));
+            log.info("KV link {} ({}): {} µs, {} MB/s", key, f.backend(),
+                String.format("%.0f", f.latencyMicros()), String.format("%.3g", f.bytesPerSecond() / 1e6));
+          }
+          return null;
+        })
+        .thenCompose(v -> probeInTurn(key, decode, prefill, backends, next + 1));
+  }
+
+  /** With more than one backend measured, says which one a typical pull takes and why. */
+  private void logChoice(String key, WorkerClient decode) {
+    var byBackend = links.get(key);
+    if (byBackend == null || byBackend.size() < 2) {
+      return;
+    }
+    long bytes = TYPICAL_PULL_TOKENS * decode.description().kvBytesPerToken();
+    StringBuilder times = new StringBuilder();
+    for (var e : new java.util.TreeMap<>(byBackend).entrySet()) {
+      times.append(times.isEmpty() ? "" : ", ").append(e.getKey()).append(' ')
+          .append(String.format("%.1f ms", seconds(e.getValue(), bytes) * 1e3));
+    }
+    log.info("KV link {}: a {}-token prompt's KV ({} MB) takes {}: pulls go over {} (each request's pull takes the backend"
+            + " that moves its bytes soonest)", key, TYPICAL_PULL_TOKENS, String.format("%.1f", bytes / 1e6), times,
+        fastest(byBackend, bytes));
   }
 
   /**
    * The policy's answer for one request on {@code decode}: the decision, and the prefill worker
    * with the blocks it must compute when the answer is to split ({@code prefill} null otherwise).
    */
-  record Split(SplitPolicy.Decision decision, WorkerClient prefill, int prefillBlocks) {
-    /** The request as the decode worker gets it: naming the prefill worker. */
+  record Split(SplitPolicy.Decision decision, WorkerClient prefill, int prefillBlocks, String backend) {
+    /** The request as the decode worker gets it: naming the prefill worker and the backend to pull with. */
     GenerationRequest request(GenerationRequest request) {
-      return request.withRemotePrefill(new RemotePrefillTarget(prefill.address(), prefill.workerId()));
+      return request.withRemotePrefill(new RemotePrefillTarget(prefill.address(), prefill.workerId(), 0, backend));
     }
   }
 
@@ -151,15 +233,19 @@ public final class Disaggregation implements AutoCloseable {
     var dReport = decode.lastLoadReport();
     var pReport = prefill.lastLoadReport();
     Overlap decodeOverlap = decodeChoice.predictedOverlap();
+    int uncachedOnDecode = Math.max(1, prompt - decodeOverlap.blocks() * blockSize);
+    var measured = links.getOrDefault(decode.workerId().value() + "->" + prefill.workerId().value(), Map.of());
+    String backend = fastest(measured, (long) uncachedOnDecode * decode.description().kvBytesPerToken());
+    SplitPolicy.Link link = backend == null ? null : measured.get(backend);
     SplitPolicy.Decision decision =
         policy.decide(
             new SplitPolicy.Inputs(
                 prompt,
-                Math.max(1, prompt - decodeOverlap.blocks() * blockSize),
+                uncachedOnDecode,
                 Math.max(1, prompt - pick.predictedOverlap().blocks() * blockSize),
                 decode.description().kvBytesPerToken(),
                 decode.description().numLayers(),
-                link(decode.workerId().value(), prefill.workerId().value()),
+                link,
                 dReport.prefillCost(),
                 pReport.prefillCost(),
                 Math.max(dReport.queuedPrefillTokens(), (long) dLoad.routedPrefillBlocks() * blockSize),
@@ -167,13 +253,17 @@ public final class Disaggregation implements AutoCloseable {
                 Math.max(dLoad.routedActiveRequests(), dReport.activeRequests()),
                 sharesCompute(decode, prefill),
                 SplitPolicy.Predicted.of(decodeChoice.predictedTtftSeconds(), pick.predictedTtftSeconds())));
+    if (backend != null) {
+      decision = decision.over(backend);
+    }
     last = decision;
     if (!decision.split()) {
       kept.incrementAndGet();
-      return new Split(decision, null, 0);
+      return new Split(decision, null, 0, backend);
     }
     splits.incrementAndGet();
-    return new Split(decision, prefill, Math.max(0, routing.promptBlocks() - pick.predictedOverlap().blocks()));
+    return new Split(decision, prefill, Math.max(0, routing.promptBlocks() - pick.predictedOverlap().blocks()),
+        backend == null ? "" : backend);
   }
 
   /** Same host and overlapping CPU sets: a prefill there stalls the decode worker's streams anyway. */

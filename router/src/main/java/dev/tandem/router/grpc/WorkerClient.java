@@ -135,13 +135,13 @@ public final class WorkerClient implements AutoCloseable {
   /** The link figures a probe measured. */
   public record Link(String backend, double latencyMicros, double bytesPerSecond) {}
 
-  /** Asks this worker to measure its KV link to the worker at {@code peerAddress}. */
-  public CompletableFuture<Link> probeLink(String peerAddress, Duration timeout) {
+  /** Asks this worker to measure its KV link to the worker at {@code peerAddress} over {@code backend} (empty: its primary). */
+  public CompletableFuture<Link> probeLink(String peerAddress, String backend, Duration timeout) {
     var result = new CompletableFuture<Link>();
     WorkerGrpc.newStub(channel)
         .withDeadlineAfter(timeout.toMillis(), TimeUnit.MILLISECONDS)
         .probeLink(
-            ProbeLinkRequest.newBuilder().setPeerAddress(peerAddress).build(),
+            ProbeLinkRequest.newBuilder().setPeerAddress(peerAddress).setBackend(backend).build(),
             new StreamObserver<>() {
               @Override
               public void onNext(LinkFigures f) {

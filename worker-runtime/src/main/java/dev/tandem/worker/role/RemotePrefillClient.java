@@ -23,8 +23,8 @@ public interface RemotePrefillClient extends AutoCloseable {
    */
   boolean cancel(String requestId);
 
-  /** Measures the KV link to the worker at {@code peerAddress}. */
-  LinkFigures probe(String peerAddress) throws Exception;
+  /** Measures the KV link to the worker at {@code peerAddress} over {@code backend} (empty: this worker's primary). */
+  LinkFigures probe(String peerAddress, String backend) throws Exception;
 
   /** Requests this worker prefilled itself although they came with a remote prefill. */
   long fallbacks();
