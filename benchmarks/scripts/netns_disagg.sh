@@ -10,6 +10,8 @@
 # its TTFT, the streams' largest gap, the KV moved and its window, and a hash of the greedy output.
 #   sudo benchmarks/scripts/netns_disagg.sh [out-dir]
 #   (MODEL=llama-100m STREAMS=1 LONG=1500 RATES="10mbit 100mbit 1gbit" BACKENDS="tcp ucx" MODES="auto always never")
+# BACKENDS=auto runs ucx and tcp in each worker and lets the router choose per pull; RATES may
+# include "none" (the bridge unshaped).
 set -euo pipefail
 cd "$(dirname "$0")/../.."
 export JAVA_HOME="${JAVA_HOME:-/usr/lib/jvm/temurin-25-jdk-amd64}"
@@ -83,9 +85,11 @@ for kv in $backends; do
       on_bg front "${java[@]}" -cp "$cp" dev.tandem.cli.Main frontend --host 10.77.0.10 --port 8000 --disagg "$mode" \
         "${disc[@]}" >"$out/$case-frontend.log" 2>&1
       fe=$!
-      for _ in $(seq 1 120); do grep -q "KV link" "$out/$case-frontend.log" 2>/dev/null && break; sleep 1; done
+      # With auto the router probes every backend both workers run, then logs which one pulls go over.
+      measured="KV link"; [ "$kv" = auto ] && measured="pulls go over"
+      for _ in $(seq 1 180); do grep -q "$measured" "$out/$case-frontend.log" 2>/dev/null && break; sleep 1; done
       sleep 2
-      echo "backend=$kv rate=$rate mode=$mode $(grep -ho "KV link .*" "$out/$case-frontend.log" | head -1 || echo "KV link not measured")" \
+      echo "backend=$kv rate=$rate mode=$mode $(grep -ho "KV link .*" "$out/$case-frontend.log" | paste -sd ';' - || echo "KV link not measured")" \
         | tee -a "$out/results.txt"
       on front "${java[@]}" -cp "$cp" dev.tandem.bench.Interference http://10.77.0.10:8000 "$shape" "$streams" "$long" 5 1 "$salt" \
         2>>"$out/$case-bench.err" | sed "s/^/backend=$kv rate=$rate mode=$mode /" | tee -a "$out/results.txt" \
