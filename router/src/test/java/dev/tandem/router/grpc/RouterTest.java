@@ -56,6 +56,12 @@ class RouterTest {
   /** What a worker reports in its load stream, when a test sets it (otherwise only its id and KV size). */
   private final java.util.Map<String, LoadReport> reports = new java.util.concurrent.ConcurrentHashMap<>();
 
+  /** The transfer backends the workers started next run, the primary first. */
+  private List<String> backends = List.of("tcp");
+  /** What a decode worker's link probe answers per backend (otherwise 1 GB/s, 100 µs). */
+  private final java.util.Map<String, LinkFigures> linkFigures = new java.util.concurrent.ConcurrentHashMap<>();
+  private final List<String> probedOver = new java.util.concurrent.CopyOnWriteArrayList<>();
+
   /** FINISH_ON_RELEASE workers finish their streams when this completes. */
   private final CompletableFuture<Void> release = new CompletableFuture<>();
 
@@ -81,9 +87,16 @@ class RouterTest {
             .addService(new WorkerGrpc.WorkerImplBase() {
               @Override
               public void describe(DescribeRequest r, StreamObserver<WorkerRegistration> out) {
-                out.onNext(WorkerRegistration.newBuilder().setWorkerId(id).setRole(role).setBlockSize(16).setModelName("m")
-                    .setKvTransferBackend(kvTransferAddress.isEmpty() ? "" : "tcp").setKvTransferAddress(kvTransferAddress)
-                    .setKvBytesPerToken(1024).setNumLayers(2).setHost("host-" + id).setCpus("0").build());
+                var registration = WorkerRegistration.newBuilder().setWorkerId(id).setRole(role).setBlockSize(16).setModelName("m")
+                    .setKvTransferBackend(kvTransferAddress.isEmpty() ? "" : backends.getFirst()).setKvTransferAddress(kvTransferAddress)
+                    .setKvBytesPerToken(1024).setNumLayers(2).setHost("host-" + id).setCpus("0");
+                if (!kvTransferAddress.isEmpty()) {
+                  for (String b : backends) {
+                    registration.addKvTransferEndpoints(
+                        dev.tandem.proto.worker.v1.KvTransferEndpoint.newBuilder().setBackend(b).setAddress(kvTransferAddress + "/" + b));
+                  }
+                }
+                out.onNext(registration.build());
                 out.onCompleted();
               }
 
@@ -95,7 +108,9 @@ class RouterTest {
 
               @Override
               public void probeLink(ProbeLinkRequest r, StreamObserver<LinkFigures> out) {
-                out.onNext(LinkFigures.newBuilder().setBackend("tcp").setLatencyUs(100).setBytesPerS(1e9).build());
+                probedOver.add(r.getBackend());
+                out.onNext(linkFigures.getOrDefault(r.getBackend(),
+                    LinkFigures.newBuilder().setBackend(r.getBackend()).setLatencyUs(100).setBytesPerS(1e9).build()));
                 out.onCompleted();
               }
 
@@ -453,6 +468,40 @@ class RouterTest {
     assertEquals(2.040 + Math.max(transfer / 2, transfer - 0.040 / 2), decision.remoteSeconds(), 1e-9, decision.toString());
     assertTrue(!decision.split(), decision.toString());
     route.release();
+  }
+
+  /**
+   * Two workers that both run ucx and tcp: the router probes the pair over each, one after the
+   * other, and each split request's pull goes over the backend that moves its bytes soonest —
+   * ucx's lower latency for a small prompt, tcp's higher throughput for a large one.
+   */
+  @Test
+  void eachPullTakesTheBackendThatMovesItsBytesSoonest() throws Exception {
+    backends = List.of("ucx", "tcp");
+    linkFigures.put("ucx", LinkFigures.newBuilder().setBackend("ucx").setLatencyUs(20).setBytesPerS(1e9).build());
+    linkFigures.put("tcp", LinkFigures.newBuilder().setBackend("tcp").setLatencyUs(200).setBytesPerS(2e9).build());
+    Seen decode = worker("d", WorkerRole.WORKER_ROLE_DECODE, Behaviour.FINISH, "d:1");
+    worker("p", WorkerRole.WORKER_ROLE_PREFILL, Behaviour.FINISH, "p:1");
+    pool = pool("d", "p");
+    router = Router.create(pool, Router.Config.of("round-robin").withSplit(new dev.tandem.router.SplitPolicy(dev.tandem.router.SplitPolicy.Mode.ALWAYS, 1)));
+    long deadline = System.nanoTime() + TimeUnit.SECONDS.toNanos(5);
+    while (router.disaggregation().links("d", "p").size() < 2 && System.nanoTime() < deadline) {
+      Thread.sleep(10);
+    }
+    assertEquals(List.of("ucx", "tcp"), probedOver, "both backends, one at a time, in the decode worker's order");
+    assertEquals(java.util.Set.of("ucx", "tcp"), router.disaggregation().links("d", "p").keySet());
+
+    // 40 tokens × 1,024 B = 41 kB: ucx 20 µs + 41 µs, tcp 200 µs + 20 µs.
+    Route small = router.route(request("small", 40), null);
+    assertEquals("ucx", small.decision().kvTransferBackend());
+    small.start(new Collector(pool));
+    assertEquals("ucx", decode.request.get(5, TimeUnit.SECONDS).getRemotePrefill().getKvTransferBackend(), "the decode worker is told");
+    // 100,000 tokens = 102 MB: ucx 102 ms, tcp 51 ms.
+    Route large = router.route(request("large", 100_000), null);
+    assertEquals("tcp", large.decision().kvTransferBackend());
+    // A 1,000-token prompt (1 MB: ucx 1.04 ms, tcp 0.71 ms) is what link() reports.
+    assertEquals(2e9, router.disaggregation().link("d", "p").bytesPerSecond());
+    large.release();
   }
 
   @Test
