@@ -59,3 +59,10 @@ lifecycle:
       command: ["sleep", "{{ .Values.preStopSleepSeconds }}"]
 {{- end }}
 {{- end -}}
+
+{{/* The model's name as a label value: characters a label may not hold become _, at most 63, alphanumeric at both ends; empty without model.name. */}}
+{{- define "tandem.modelLabel" -}}
+{{- if .Values.model.name -}}
+{{- regexReplaceAll "[^A-Za-z0-9_.-]" .Values.model.name "_" | trunc 63 | trimAll "_.-" -}}
+{{- end -}}
+{{- end -}}

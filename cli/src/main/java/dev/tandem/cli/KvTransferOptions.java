@@ -12,6 +12,9 @@ final class KvTransferOptions {
   @Option(names = "--kv-transfer-host", defaultValue = "${env:TANDEM_KV_TRANSFER_HOST}", description = "Address peers reach this worker's transfer agent at (default: the worker's --host).")
   String host;
 
+  @Option(names = "--kv-transfer-port", defaultValue = "${env:TANDEM_KV_TRANSFER_PORT:-0}", description = "Port of the primary transfer agent (0, the default: any free port); with auto, the agents beside it take the ports after it. Fix it where a firewall or a Kubernetes Service must name it.")
+  int port;
+
   @Option(names = "--kv-transfer-timeout-ms", defaultValue = "${env:TANDEM_KV_TRANSFER_TIMEOUT_MS:-30000}", description = "Bound on one request's remote prefill plus KV pull, and on how long a prefill worker holds blocks for a decode worker; past it the decode worker prefills itself (default ${DEFAULT-VALUE}).")
   long timeoutMs;
 
@@ -19,6 +22,6 @@ final class KvTransferOptions {
     if (timeoutMs <= 0) {
       throw new IllegalArgumentException("--kv-transfer-timeout-ms must be positive, was " + timeoutMs);
     }
-    return new WorkerServer.KvTransfer(backend, host != null ? host : defaultHost, Duration.ofMillis(timeoutMs));
+    return new WorkerServer.KvTransfer(backend, host != null ? host : defaultHost, Duration.ofMillis(timeoutMs), port);
   }
 }

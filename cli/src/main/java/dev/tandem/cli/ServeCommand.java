@@ -56,6 +56,10 @@ final class ServeCommand implements Callable<Integer> {
     var spec =
         new LocalDeployment.Spec(workers, engines.factory(), engines.modelFiles(), engines.blockSize(), router.config(), http.config());
     if (disagg) {
+      if (transfer.port != 0) {
+        throw new IllegalArgumentException("--kv-transfer-port: serve runs several workers in one process, each with its own agent;"
+            + " fix ports per worker with tandem worker instead");
+      }
       spec = spec.withDisaggregation(prefillWorkers, transfer.config("127.0.0.1"), !noPinCpus);
     }
     LocalDeployment deployment = LocalDeployment.start(spec);

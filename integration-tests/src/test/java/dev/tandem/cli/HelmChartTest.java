@@ -164,6 +164,33 @@ class HelmChartTest {
         && e.getValueFrom().getFieldRef().getFieldPath().equals("metadata.name")), "each pod is its own worker id");
   }
 
+  /**
+   * Routers learn a worker's transfer port from its Service's port named kv-transfer (with auto,
+   * kv-transfer-2 for the agent beside the primary), which the worker listens on; a model name
+   * labels the worker pods, made a valid label value.
+   */
+  @Test
+  void workersNameTheirTransferPortsAndCarryTheModelLabel() {
+    List<KubernetesResource> docs = render(Map.of("model.name", "Qwen/Qwen3-0.6B"));
+    for (String role : List.of("prefill", "decode")) {
+      Deployment d = named(docs, Deployment.class, "demo-tandem-" + role);
+      Container c = d.getSpec().getTemplate().getSpec().getContainers().getFirst();
+      assertTrue(c.getArgs().containsAll(List.of("--kv-transfer-port=9400", "--model-name=Qwen/Qwen3-0.6B")), c.getArgs().toString());
+      Map<String, Integer> ports = c.getPorts().stream().collect(Collectors.toMap(p -> p.getName(), p -> p.getContainerPort()));
+      assertEquals(Map.of("grpc", 9000, "metrics", 9100, "kv-transfer", 9400, "kv-transfer-2", 9401), ports, role);
+      Service s = named(docs, Service.class, "demo-tandem-" + role);
+      assertEquals(Set.of("grpc", "metrics", dev.tandem.discovery.KubernetesDiscovery.TRANSFER_PORT, "kv-transfer-2"),
+          s.getSpec().getPorts().stream().map(p -> p.getName()).collect(Collectors.toSet()));
+      assertEquals("Qwen_Qwen3-0.6B", d.getSpec().getTemplate().getMetadata().getLabels().get("tandem.dev/model"));
+    }
+    // tcp alone: one agent, one port; port 0: none named, no label without a model name.
+    var tcp = named(render(Map.of("worker.kvTransfer", "tcp")), Deployment.class, "demo-tandem-decode").getSpec().getTemplate();
+    assertEquals(List.of("grpc", "metrics", "kv-transfer"), tcp.getSpec().getContainers().getFirst().getPorts().stream().map(p -> p.getName()).toList());
+    assertFalse(tcp.getMetadata().getLabels().containsKey("tandem.dev/model"));
+    var free = named(render(Map.of("worker.kvTransferPort", 0)), Deployment.class, "demo-tandem-decode").getSpec().getTemplate();
+    assertEquals(List.of("grpc", "metrics"), free.getSpec().getContainers().getFirst().getPorts().stream().map(p -> p.getName()).toList());
+  }
+
   @Test
   void gpuValuesReachTheWorkerContainers() {
     List<KubernetesResource> docs = render(Map.of("prefill.gpus", 1, "decode.gpus", 2));

@@ -21,4 +21,17 @@ public interface TransferBackendProvider {
 
   /** A new agent; {@code host} is the address peers should use to reach it. */
   TransferAgent createAgent(String host);
+
+  /**
+   * A new agent listening on {@code port} (0: any free port), so that a firewall or a Kubernetes
+   * Service can name it.
+   *
+   * @throws IllegalArgumentException for a fixed port where the backend listens on none
+   */
+  default TransferAgent createAgent(String host, int port) {
+    if (port != 0) {
+      throw new IllegalArgumentException("KV transfer backend " + name() + " listens on no port; --kv-transfer-port does not apply");
+    }
+    return createAgent(host);
+  }
 }

@@ -57,4 +57,28 @@ class TcpBackendTest extends TransferBackendConformanceTest {
     var e = assertThrows(IllegalArgumentException.class, () -> TransferBackends.select("rdma"));
     assertTrue(e.getMessage().contains("known: [ucx, tcp, local]"), e.getMessage());
   }
+
+  @Test
+  void autoRunsTheOtherCrossProcessBackendsBesideThePrimary() {
+    var primary = TransferBackends.select("auto");
+    List<String> beside = TransferBackends.alongside("auto", primary).stream().map(TransferBackendProvider::name).toList();
+    assertEquals(primary.name().equals("ucx") ? List.of("tcp") : List.of(), beside, "never local, never the primary");
+    assertEquals(List.of(), TransferBackends.alongside("tcp", TransferBackends.select("tcp")), "a named backend runs alone");
+  }
+
+  @Test
+  void anAgentListensOnTheFixedPortItIsGiven() throws Exception {
+    int port;
+    try (ServerSocket free = new ServerSocket(0)) {
+      port = free.getLocalPort();
+    }
+    try (TransferAgent agent = TransferBackends.select("tcp").createAgent("127.0.0.1", port)) {
+      assertEquals("127.0.0.1:" + port, agent.address());
+      try (Socket s = new Socket("127.0.0.1", port)) {
+        assertTrue(s.isConnected());
+      }
+    }
+    var local = assertThrows(IllegalArgumentException.class, () -> TransferBackends.select("local").createAgent("127.0.0.1", port));
+    assertTrue(local.getMessage().contains("--kv-transfer-port"), local.getMessage());
+  }
 }

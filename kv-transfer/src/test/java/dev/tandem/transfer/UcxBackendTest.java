@@ -13,4 +13,17 @@ class UcxBackendTest extends TransferBackendConformanceTest {
     assumeTrue(provider.isAvailable(), provider.unavailableReason());
     return new UcxTransferAgent("127.0.0.1");
   }
+
+  @org.junit.jupiter.api.Test
+  void itsSideChannelListensOnTheFixedPortItIsGiven() throws Exception {
+    UcxBackendProvider provider = new UcxBackendProvider();
+    assumeTrue(provider.isAvailable(), provider.unavailableReason());
+    int port;
+    try (java.net.ServerSocket free = new java.net.ServerSocket(0)) {
+      port = free.getLocalPort();
+    }
+    try (TransferAgent agent = provider.createAgent("127.0.0.1", port)) {
+      org.junit.jupiter.api.Assertions.assertEquals("127.0.0.1:" + port, agent.address());
+    }
+  }
 }

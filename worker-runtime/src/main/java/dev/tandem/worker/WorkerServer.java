@@ -86,7 +86,18 @@ public final class WorkerServer implements AutoCloseable {
    * {@code local}), the host peers reach the agent at, and the bound on one request's prefill plus
    * transfer (and on how long a prefill worker holds blocks for a peer).
    */
-  public record KvTransfer(String backend, String host, java.time.Duration timeout) {}
+  public record KvTransfer(String backend, String host, java.time.Duration timeout, int port) {
+    public KvTransfer {
+      if (port < 0 || port > 65535) {
+        throw new IllegalArgumentException("--kv-transfer-port must be 0-65535, was " + port);
+      }
+    }
+
+    /** Agents on any free port. */
+    public KvTransfer(String backend, String host, java.time.Duration timeout) {
+      this(backend, host, timeout, 0);
+    }
+  }
 
   private final Config config;
   private final EngineLoop loop;
@@ -168,11 +179,13 @@ public final class WorkerServer implements AutoCloseable {
     }
     PrefillWarmUp.run(config.workerId(), loop);
     var primary = TransferBackends.select(config.kvTransfer().backend());
-    TransferAgent agent = primary.createAgent(config.kvTransfer().host());
+    int port = config.kvTransfer().port();
+    TransferAgent agent = primary.createAgent(config.kvTransfer().host(), port);
     List<TransferAgent> others = new ArrayList<>();
     try {
       for (var p : TransferBackends.alongside(config.kvTransfer().backend(), primary)) {
-        others.add(p.createAgent(config.kvTransfer().host()));
+        // A fixed port: the primary's, and the ports after it for the agents beside it.
+        others.add(p.createAgent(config.kvTransfer().host(), port == 0 ? 0 : port + 1 + others.size()));
       }
       return WorkerKvTransfer.create(agent, others, handoff, config.kvTransfer().timeout(), move -> loop.call(e -> {
             move.run();

@@ -24,4 +24,9 @@ public final class TcpBackendProvider implements TransferBackendProvider {
   public TransferAgent createAgent(String host) {
     return new TcpTransferAgent(host);
   }
+
+  @Override
+  public TransferAgent createAgent(String host, int port) {
+    return new TcpTransferAgent(host, port);
+  }
 }

@@ -46,6 +46,11 @@ public final class TcpTransferAgent implements TransferAgent {
   private final java.util.concurrent.atomic.AtomicBoolean closed = new java.util.concurrent.atomic.AtomicBoolean();
 
   public TcpTransferAgent(String host) {
+    this(host, 0);
+  }
+
+  /** Serving on {@code host:port} (0: any free port). */
+  public TcpTransferAgent(String host, int port) {
     this.server =
         new ServerBootstrap()
             .group(group)
@@ -59,7 +64,7 @@ public final class TcpTransferAgent implements TransferAgent {
                     ch.pipeline().addLast(new TcpServerHandler(regions));
                   }
                 })
-            .bind(new InetSocketAddress(host, 0))
+            .bind(new InetSocketAddress(host, port))
             .syncUninterruptibly()
             .channel();
     this.address = host + ":" + ((InetSocketAddress) server.localAddress()).getPort();

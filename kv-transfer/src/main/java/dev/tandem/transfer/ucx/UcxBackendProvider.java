@@ -45,4 +45,9 @@ public final class UcxBackendProvider implements TransferBackendProvider {
   public TransferAgent createAgent(String host) {
     return new UcxTransferAgent(host);
   }
+
+  @Override
+  public TransferAgent createAgent(String host, int port) {
+    return new UcxTransferAgent(host, port, true);
+  }
 }

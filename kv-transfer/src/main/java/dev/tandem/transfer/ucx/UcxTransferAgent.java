@@ -82,15 +82,20 @@ public final class UcxTransferAgent implements TransferAgent {
    *     class comment) or, like remote peers, with peer-error handling (UCX's tcp transport here)
    */
   public UcxTransferAgent(String host, boolean sharedMemory) {
+    this(host, 0, sharedMemory);
+  }
+
+  /** Its side channel on {@code host:port} (0: any free port); UCX's own transports pick theirs. */
+  public UcxTransferAgent(String host, int port, boolean sharedMemory) {
     this.sharedMemoryPath = sharedMemory;
     this.ucx = new UcxWorkerThread("ucx-worker");
     ServerSocket socket;
     try {
       socket = new ServerSocket();
-      socket.bind(new InetSocketAddress(InetAddress.getByName(host), 0));
+      socket.bind(new InetSocketAddress(InetAddress.getByName(host), port));
     } catch (IOException e) {
       ucx.close();
-      throw new IllegalStateException("cannot open the UCX agent's side channel on " + host, e);
+      throw new IllegalStateException("cannot open the UCX agent's side channel on " + host + (port == 0 ? "" : ":" + port), e);
     }
     this.address = host + ":" + socket.getLocalPort();
     this.sideChannel = new UcxSideChannelServer(this, socket);
