@@ -34,9 +34,10 @@ public final class Regions {
     if (s == null) {
       throw new IllegalArgumentException("region " + regionId + " is not registered");
     }
-    if (offset < 0 || length < 0 || offset + length > s.byteSize()) {
+    // Written so that no sum overflows: a peer's offset and length are any 64-bit values.
+    if (offset < 0 || length < 0 || offset > s.byteSize() || length > s.byteSize() - offset) {
       throw new IllegalArgumentException(
-          "range [" + offset + ", " + (offset + length) + ") is outside region " + regionId + " of " + s.byteSize() + " bytes");
+          "range of " + length + " bytes at " + offset + " is outside region " + regionId + " of " + s.byteSize() + " bytes");
     }
     return s.asSlice(offset, length);
   }

@@ -19,6 +19,7 @@ final class TcpServerHandler extends ByteToMessageDecoder {
   private static final Logger log = LoggerFactory.getLogger(TcpServerHandler.class);
 
   private final Regions regions;
+  private volatile Throwable failure;
 
   TcpServerHandler(Regions regions) {
     this.regions = regions;
@@ -60,7 +61,17 @@ final class TcpServerHandler extends ByteToMessageDecoder {
 
   @Override
   public void exceptionCaught(ChannelHandlerContext ctx, Throwable cause) {
-    log.debug("KV transfer connection from {} failed", ctx.channel().remoteAddress(), cause);
+    if (cause instanceof java.io.IOException) {
+      log.debug("KV transfer connection from {} failed", ctx.channel().remoteAddress(), cause);
+    } else {
+      failure = cause; // not the peer's doing: a bug here
+      log.warn("closing a KV transfer connection from {} on an unexpected error", ctx.channel().remoteAddress(), cause);
+    }
     ctx.close();
+  }
+
+  /** The last error on this connection that was not an I/O failure (a bug, not a peer's doing); null if none. */
+  Throwable failure() {
+    return failure;
   }
 }
