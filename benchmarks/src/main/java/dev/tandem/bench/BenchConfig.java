@@ -30,7 +30,8 @@ public record BenchConfig(
     int turns,
     int longTokens,
     double longShare,
-    String apiKey) {
+    String apiKey,
+    double durationS) {
 
   public BenchConfig {
     if (!endpoint.equals("completions") && !endpoint.equals("chat")) {
@@ -51,6 +52,9 @@ public record BenchConfig(
     }
     if (longShare < 0 || longShare > 1 || (longShare > 0 && longTokens < 1)) {
       throw new IllegalArgumentException("a mixed workload needs 0 <= long share <= 1 and long tokens >= 1");
+    }
+    if (durationS < 0 || (durationS > 0 && requestRate > 0)) {
+      throw new IllegalArgumentException("a duration needs >= 0 seconds and a concurrency, not a request rate");
     }
   }
 
@@ -86,6 +90,7 @@ public record BenchConfig(
     private int turns;
     private int longTokens;
     private double longShare;
+    private double durationS;
     private String apiKey;
 
     private Builder(URI url, String model) {
@@ -167,12 +172,18 @@ public record BenchConfig(
       return this;
     }
 
+    /** Keep the concurrency's requests in flight for this long, cycling through the workload's prompts (0: send them once). */
+    public Builder duration(double seconds) {
+      this.durationS = seconds;
+      return this;
+    }
+
     /**
      * @throws IllegalArgumentException naming what is inconsistent
      */
     public BenchConfig build() {
       return new BenchConfig(url, model, endpoint, concurrency, requestRate, numRequests, inputTokens, outputTokens,
-          prefixes, prefixRepeats, prefixTokens, seed, timeout, turns, longTokens, longShare, apiKey);
+          prefixes, prefixRepeats, prefixTokens, seed, timeout, turns, longTokens, longShare, apiKey, durationS);
     }
   }
 }

@@ -85,7 +85,9 @@ public final class LoadGenerator {
         }
       } else {
         Semaphore slots = new Semaphore(config.concurrency());
-        for (int[] prompt : prompts) {
+        long until = config.durationS() > 0 ? start + (long) (config.durationS() * 1e9) : Long.MAX_VALUE;
+        for (int i = 0; config.durationS() > 0 ? System.nanoTime() < until : i < prompts.size(); i++) {
+          int[] prompt = prompts.get(i % prompts.size());
           slots.acquire();
           futures.add(
               pool.submit(

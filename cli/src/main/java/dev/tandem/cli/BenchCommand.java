@@ -71,6 +71,10 @@ final class BenchCommand implements Callable<Integer> {
       description = "Send this key as 'Authorization: Bearer' (a frontend started with --api-key needs one).")
   String apiKey;
 
+  @Option(names = "--duration-s", defaultValue = "0",
+      description = "Keep --concurrency requests in flight for this many seconds, cycling through the workload's prompts (default 0: send --num-requests once).")
+  double durationS;
+
   @Override
   public Integer call() throws Exception {
     String firstKey = apiKey == null ? null : apiKey.split(",")[0].strip(); // TANDEM_API_KEY may list several
@@ -85,7 +89,8 @@ final class BenchCommand implements Callable<Integer> {
             .mixed(longTokens, longShare)
             .seed(seed)
             .timeout(Duration.ofSeconds(timeoutS))
-            .apiKey(firstKey);
+            .apiKey(firstKey)
+            .duration(durationS);
     BenchConfig config =
         turns > 0
             ? builder.multiTurn(prefixes, turns, prefixTokens, inputTokens).build()
