@@ -71,25 +71,7 @@ public final class SplitPolicy {
       long prefillQueuedPrefillTokens,
       int decodeActiveRequests,
       boolean sharedCompute,
-      Predicted predicted) {
-    /** Without the router's predictions: queue and prefill times from the measured speeds. */
-    public Inputs(
-        int promptTokens,
-        int uncachedOnDecode,
-        int uncachedOnPrefill,
-        long kvBytesPerToken,
-        int layers,
-        Link link,
-        PrefillCost decodePrefill,
-        PrefillCost prefillPrefill,
-        long decodeQueuedPrefillTokens,
-        long prefillQueuedPrefillTokens,
-        int decodeActiveRequests,
-        boolean sharedCompute) {
-      this(promptTokens, uncachedOnDecode, uncachedOnPrefill, kvBytesPerToken, layers, link, decodePrefill, prefillPrefill,
-          decodeQueuedPrefillTokens, prefillQueuedPrefillTokens, decodeActiveRequests, sharedCompute, null);
-    }
-  }
+      Predicted predicted) {}
 
   /**
    * The decision with the estimates behind it (seconds; NaN where unknown), and the transfer

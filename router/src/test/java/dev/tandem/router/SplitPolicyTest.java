@@ -22,7 +22,7 @@ class SplitPolicyTest {
   private static final PrefillCost UNKNOWN = PrefillCost.UNKNOWN;
 
   private static SplitPolicy.Inputs inputs(int prompt, SplitPolicy.Link link, int active, boolean shared) {
-    return new SplitPolicy.Inputs(prompt, prompt, prompt, KV_PER_TOKEN, 28, link, SPEED_100, SPEED_100, 0, 0, active, shared);
+    return new SplitPolicy.Inputs(prompt, prompt, prompt, KV_PER_TOKEN, 28, link, SPEED_100, SPEED_100, 0, 0, active, shared, null);
   }
 
   @Test
@@ -47,7 +47,7 @@ class SplitPolicyTest {
     assertFalse(d.split(), d.toString());
     assertTrue(d.reason().contains("shares"), d.reason());
     // Even when the prefill worker measured itself faster: on the same CPUs it is not.
-    var faster = new SplitPolicy.Inputs(3500, 3500, 3500, KV_PER_TOKEN, 28, FAST, SPEED_100, SPEED_120, 0, 0, 8, true);
+    var faster = new SplitPolicy.Inputs(3500, 3500, 3500, KV_PER_TOKEN, 28, FAST, SPEED_100, SPEED_120, 0, 0, 8, true, null);
     assertFalse(AUTO.decide(faster).split(), AUTO.decide(faster).toString());
   }
 
@@ -66,23 +66,23 @@ class SplitPolicyTest {
     var idle = AUTO.decide(inputs(1000, FAST, 2, false));
     assertTrue(idle.split(), idle.toString());
     // 100,000 queued prompt tokens on the prefill worker: 1,000 s of waiting.
-    var busy = AUTO.decide(new SplitPolicy.Inputs(1000, 1000, 1000, KV_PER_TOKEN, 28, FAST, SPEED_100, SPEED_100, 0, 100_000, 2, false));
+    var busy = AUTO.decide(new SplitPolicy.Inputs(1000, 1000, 1000, KV_PER_TOKEN, 28, FAST, SPEED_100, SPEED_100, 0, 100_000, 2, false, null));
     assertFalse(busy.split(), busy.toString());
   }
 
   @Test
   void aPrefixCachedOnTheDecodeWorkerMakesLocalPrefillCheap() {
-    var d = AUTO.decide(new SplitPolicy.Inputs(3500, 16, 3500, KV_PER_TOKEN, 28, FAST, SPEED_100, SPEED_100, 0, 0, 8, false));
+    var d = AUTO.decide(new SplitPolicy.Inputs(3500, 16, 3500, KV_PER_TOKEN, 28, FAST, SPEED_100, SPEED_100, 0, 0, 8, false, null));
     assertFalse(d.split(), d.toString());
   }
 
   @Test
   void unmeasuredFiguresKeepPromptsLocalUntilMeasured() {
     assertFalse(AUTO.decide(inputs(3500, null, 8, false)).split());
-    var noRate = new SplitPolicy.Inputs(3500, 3500, 3500, KV_PER_TOKEN, 28, FAST, UNKNOWN, UNKNOWN, 0, 0, 8, false);
+    var noRate = new SplitPolicy.Inputs(3500, 3500, 3500, KV_PER_TOKEN, 28, FAST, UNKNOWN, UNKNOWN, 0, 0, 8, false, null);
     assertFalse(AUTO.decide(noRate).split());
     // One side measured stands in for the other (same model).
-    var oneRate = new SplitPolicy.Inputs(3500, 3500, 3500, KV_PER_TOKEN, 28, FAST, SPEED_100, UNKNOWN, 0, 0, 8, false);
+    var oneRate = new SplitPolicy.Inputs(3500, 3500, 3500, KV_PER_TOKEN, 28, FAST, SPEED_100, UNKNOWN, 0, 0, 8, false, null);
     assertTrue(AUTO.decide(oneRate).split());
   }
 
