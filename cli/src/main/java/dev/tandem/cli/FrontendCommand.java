@@ -35,6 +35,10 @@ final class FrontendCommand implements Callable<Integer> {
       description = "How long to wait for each worker to answer at start (and, with discovery, for the first worker to register): workers with a KV transfer backend warm their engine up before they listen, a minute or more for a large model on CPU (default ${DEFAULT-VALUE}).")
   int connectTimeoutSeconds;
 
+  @Option(names = "--worker-unresponsive-s", defaultValue = "${env:TANDEM_WORKER_UNRESPONSIVE_S:-5}",
+      description = "A worker whose load reports (every 0.5 s, from its own timer) stop this long is taken for stopped: no new requests until it reports again, and its streams move to other workers (--migration-limit). 0: only gRPC keepalive notices, in about 15 s (default ${DEFAULT-VALUE}).")
+  double unresponsiveSeconds;
+
   @Option(names = "--drain-timeout-s", defaultValue = "${env:TANDEM_DRAIN_TIMEOUT_S:-60}",
       description = "On SIGTERM: stop accepting, then wait this long for the requests in flight to finish before exiting (default ${DEFAULT-VALUE}).")
   int drainTimeoutSeconds;
@@ -46,6 +50,7 @@ final class FrontendCommand implements Callable<Integer> {
     }
     Duration connectTimeout = Duration.ofSeconds(connectTimeoutSeconds);
     WorkerPool pool = new WorkerPool(blockSize, connectTimeout, LocalDeployment.LOAD_INTERVAL);
+    pool.unresponsiveAfter(Duration.ofMillis((long) (unresponsiveSeconds * 1000)));
     Router router = Router.create(pool, routerOptions.config());
     Discovery found = discovery.open(workers);
     router.describeDiscovery(found.describe());

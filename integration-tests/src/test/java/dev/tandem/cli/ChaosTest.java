@@ -56,6 +56,9 @@ class ChaosTest {
 
   enum Outcome { COMPLETE, CLEAN_ERROR, BROKEN, HUNG }
 
+  /** The longest any client waited for its stream's next line (or its first), this test. */
+  private final java.util.concurrent.atomic.AtomicLong longestWaitNanos = new java.util.concurrent.atomic.AtomicLong();
+
   /** Three mocker worker processes and a frontend process over them. */
   private record Cluster(Path logs, Process[] workers, int[] ports, int[] metricsPorts, URI base) {}
 
@@ -171,9 +174,14 @@ class ChaosTest {
     });
     int complete = outcomes.getOrDefault(Outcome.COMPLETE, 0);
     double migrated = TestDeployments.metric(base.resolve("/metrics"), "tandem_frontend_migrations_total");
-    System.out.printf("frozen: %d streams complete (%.0f migrated), %s clean errors, %s broken, %s hung%n", complete, migrated,
-        outcomes.getOrDefault(Outcome.CLEAN_ERROR, 0), outcomes.getOrDefault(Outcome.BROKEN, 0), outcomes.getOrDefault(Outcome.HUNG, 0));
-    assertEquals(0, outcomes.getOrDefault(Outcome.HUNG, 0), "keepalive notices the frozen worker before a client gives up (30 s)");
+    double longestWaitS = longestWaitNanos.get() / 1e9;
+    System.out.printf("frozen: %d streams complete (%.0f migrated), %s clean errors, %s broken, %s hung, longest wait %.1f s%n", complete,
+        migrated, outcomes.getOrDefault(Outcome.CLEAN_ERROR, 0), outcomes.getOrDefault(Outcome.BROKEN, 0), outcomes.getOrDefault(Outcome.HUNG, 0),
+        longestWaitS);
+    assertEquals(0, outcomes.getOrDefault(Outcome.HUNG, 0), "the frozen worker is noticed before a client gives up (30 s)");
+    // Noticed by its silent load stream (5 s by default), not by keepalive (~15 s): the streams
+    // caught on it wait about the deadline, then move.
+    assertTrue(longestWaitS < 11, "no client waited past the silence deadline and a migration: " + longestWaitS + " s");
     assertEquals(List.of(), broken, "no stream stops without [DONE] or an error event");
     assertTrue(migrated > 0, "the frozen worker's streams moved to the others");
     assertTrue(complete > 20, "the others kept serving");
@@ -187,6 +195,7 @@ class ChaosTest {
 
   /** One streamed chat request and how it ended. */
   private Outcome stream(URI base, int k, List<String> broken) {
+    long start = System.nanoTime();
     String body = """
         {"model": "%s", "messages": [{"role": "user", "content": "chaos %d"}], "max_tokens": 48, "stream": true, "ignore_eos": true}"""
         .formatted(TestDeployments.MODEL, k);
@@ -194,7 +203,7 @@ class ChaosTest {
       HttpResponse<Stream<String>> r = client.send(HttpRequest.newBuilder(base.resolve("/v1/chat/completions"))
           .timeout(Duration.ofSeconds(30)).POST(HttpRequest.BodyPublishers.ofString(body)).build(), HttpResponse.BodyHandlers.ofLines());
       try (Stream<String> lines = r.body()) {
-        return outcome(r.statusCode(), lines, k, broken);
+        return outcome(r.statusCode(), lines, k, broken, start);
       }
     } catch (java.net.http.HttpTimeoutException e) {
       return Outcome.HUNG;
@@ -206,8 +215,9 @@ class ChaosTest {
     }
   }
 
-  private Outcome outcome(int status, Stream<String> body, int k, List<String> broken) throws IOException {
+  private Outcome outcome(int status, Stream<String> body, int k, List<String> broken, long start) throws IOException {
     {
+      long last = start;
       if (status != 200) {
         String text = String.join("\n", body.toList());
         if (errors.size() < 5) {
@@ -218,6 +228,9 @@ class ChaosTest {
       boolean finished = false;
       for (Iterator<String> lines = body.iterator(); lines.hasNext(); ) {
         String line = lines.next();
+        long now = System.nanoTime();
+        longestWaitNanos.accumulateAndGet(now - last, Math::max);
+        last = now;
         if (line.equals("data: [DONE]")) {
           return finished ? Outcome.COMPLETE : brokenWith(broken, "[DONE] without a finish_reason");
         }

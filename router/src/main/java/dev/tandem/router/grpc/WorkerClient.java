@@ -1,5 +1,6 @@
 package dev.tandem.router.grpc;
 
+import dev.tandem.common.GenerationException;
 import dev.tandem.common.GenerationRequest;
 import dev.tandem.common.ModelCard;
 import dev.tandem.common.WorkerDescription;
@@ -56,6 +57,15 @@ public final class WorkerClient implements AutoCloseable {
   private volatile boolean closed;
   private volatile boolean retired;
   private volatile ClientCallStreamObserver<?> loadCall;
+  private volatile long lastReportNanos = System.nanoTime();
+  /** Generations in flight here, each failable at once when the worker stops answering. */
+  private final java.util.Set<Open> open = java.util.concurrent.ConcurrentHashMap.newKeySet();
+
+  /** One generation in flight: ends it for its listener with an error, and cancels its call. */
+  @FunctionalInterface
+  private interface Open {
+    void fail(GenerationException error);
+  }
 
   private WorkerClient(String address, ManagedChannel channel, WorkerDescription description) {
     this.address = address;
@@ -210,7 +220,9 @@ public final class WorkerClient implements AutoCloseable {
    * chunk, then completion or an error. Cancelling after the end does nothing.
    */
   public Generation generate(GenerationRequest request, TokenListener listener) {
-    AtomicBoolean finished = new AtomicBoolean();
+    AtomicBoolean finished = new AtomicBoolean(); // no cancel needed any more
+    AtomicBoolean ended = new AtomicBoolean(); // the listener heard its end
+    Open[] self = new Open[1];
     var observer =
         new ClientResponseObserver<GenerateRequest, GenerateChunk>() {
           private volatile ClientCallStreamObserver<GenerateRequest> call;
@@ -222,6 +234,9 @@ public final class WorkerClient implements AutoCloseable {
 
           @Override
           public void onNext(GenerateChunk chunk) {
+            if (ended.get()) {
+              return;
+            }
             var c = FromWire.chunk(chunk);
             if (c.finished()) {
               finished.set(true);
@@ -232,16 +247,37 @@ public final class WorkerClient implements AutoCloseable {
           @Override
           public void onError(Throwable error) {
             finished.set(true);
-            listener.onError(FromWire.failure(error));
+            if (ended.compareAndSet(false, true)) {
+              open.remove(self[0]);
+              listener.onError(FromWire.failure(error));
+            }
           }
 
           @Override
           public void onCompleted() {
             finished.set(true);
-            listener.onCompleted();
+            if (ended.compareAndSet(false, true)) {
+              open.remove(self[0]);
+              listener.onCompleted();
+            }
           }
         };
+    self[0] = error -> {
+      if (ended.compareAndSet(false, true)) {
+        open.remove(self[0]);
+        finished.set(true);
+        ClientCallStreamObserver<GenerateRequest> call = observer.call;
+        if (call != null) {
+          call.cancel(error.getMessage(), null);
+        }
+        listener.onError(error);
+      }
+    };
+    open.add(self[0]);
     WorkerGrpc.newStub(channel).generate(ToWire.request(request), observer);
+    if (ended.get() && observer.call != null) {
+      observer.call.cancel("the worker stopped answering as the call started", null); // failed in between
+    }
     return reason -> {
       ClientCallStreamObserver<GenerateRequest> call = observer.call;
       if (call != null && finished.compareAndSet(false, true)) {
@@ -272,6 +308,7 @@ public final class WorkerClient implements AutoCloseable {
               @Override
               public void onNext(LoadReport report) {
                 lastLoad = FromWire.load(report);
+                lastReportNanos = System.nanoTime();
                 if (!reachable) {
                   log.info("worker {} at {} is reachable again", workerId(), address);
                 }
@@ -300,6 +337,39 @@ public final class WorkerClient implements AutoCloseable {
                 onError(new IllegalStateException("load stream ended"));
               }
             });
+  }
+
+  /**
+   * A worker whose load stream, due every interval, has said nothing for {@code after} is frozen
+   * or cut off even if its connection looks open (SIGSTOP, a partition): it is marked unreachable
+   * (no new requests until a report arrives again), its load stream is restarted, and every
+   * generation in flight here ends with an UNAVAILABLE error, so that the frontend moves it to
+   * another worker instead of waiting for TCP keepalive.
+   *
+   * @return true if this call marked it (it was reachable and silent too long)
+   */
+  boolean failIfSilent(long nowNanos, Duration after) {
+    long silentNanos = nowNanos - lastReportNanos;
+    if (closed || !reachable || silentNanos <= after.toNanos()) {
+      return false;
+    }
+    reachable = false;
+    String why = String.format("worker %s at %s stopped answering: no load report for %.1f s", workerId(), address, silentNanos / 1e9);
+    log.warn("{}; moving its {} streams elsewhere", why, open.size());
+    var error = new GenerationException(GenerationException.Kind.UNAVAILABLE, "UNAVAILABLE", why, null);
+    for (Open o : open.toArray(Open[]::new)) {
+      o.fail(error);
+    }
+    ClientCallStreamObserver<?> load = loadCall;
+    if (load != null) {
+      load.cancel(why, null); // its onError retries the watch, which marks the worker reachable on its first report
+    }
+    return true;
+  }
+
+  /** Generations in flight on this worker (as this client started them). */
+  int openGenerations() {
+    return open.size();
   }
 
   @Override

@@ -48,6 +48,43 @@ public final class WorkerPool implements AutoCloseable {
     this.connectTimeout = connectTimeout;
     this.loadInterval = loadInterval;
     this.channels = channels;
+    long checkMillis = Math.max(100, Math.min(1000, loadInterval.toMillis()));
+    timer.scheduleWithFixedDelay(this::failSilentWorkers, checkMillis, checkMillis, java.util.concurrent.TimeUnit.MILLISECONDS);
+  }
+
+  /** How long a worker's load stream may say nothing before it counts as stopped (default 5 s). */
+  private volatile Duration unresponsiveAfter = DEFAULT_UNRESPONSIVE_AFTER;
+  public static final Duration DEFAULT_UNRESPONSIVE_AFTER = Duration.ofSeconds(5);
+
+  /**
+   * A worker whose load reports stop for {@code after} (due every load interval; sent by the
+   * worker's timer, not its engine, so a long step does not delay them) is marked unreachable and
+   * its streams fail over (see {@link WorkerClient#failIfSilent}); {@link Duration#ZERO}: only
+   * gRPC keepalive notices (about 15 s).
+   *
+   * @throws IllegalArgumentException if {@code after} is not zero and not above twice the load interval
+   */
+  public void unresponsiveAfter(Duration after) {
+    if (!after.isZero() && after.compareTo(loadInterval.multipliedBy(2)) <= 0) {
+      throw new IllegalArgumentException("--worker-unresponsive-s must exceed twice the load interval (" + loadInterval.multipliedBy(2)
+          + "), or be 0 to rely on keepalive; was " + after);
+    }
+    this.unresponsiveAfter = after;
+  }
+
+  private void failSilentWorkers() {
+    Duration after = unresponsiveAfter;
+    if (after.isZero()) {
+      return;
+    }
+    long now = System.nanoTime();
+    for (WorkerClient w : workers) {
+      try {
+        w.failIfSilent(now, after);
+      } catch (RuntimeException e) {
+        log.warn("checking worker {} for silence failed", w.workerId(), e);
+      }
+    }
   }
 
   /**

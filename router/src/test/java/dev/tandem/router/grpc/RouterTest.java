@@ -53,8 +53,14 @@ class RouterTest {
   /** How the fake worker answers Generate. */
   enum Behaviour { FINISH, FAIL_UNAVAILABLE, FAIL_INVALID, HANG, FINISH_ON_RELEASE }
 
+  private static final java.util.concurrent.ScheduledExecutorService REPORTS =
+      java.util.concurrent.Executors.newSingleThreadScheduledExecutor(Thread.ofPlatform().daemon().factory());
+
   /** What a worker reports in its load stream, when a test sets it (otherwise only its id and KV size). */
   private final java.util.Map<String, LoadReport> reports = new java.util.concurrent.ConcurrentHashMap<>();
+
+  /** Workers whose load stream says nothing while they are in here (a frozen process keeps its sockets open). */
+  private final java.util.Set<String> frozen = java.util.concurrent.ConcurrentHashMap.newKeySet();
 
   /** The transfer backends the workers started next run, the primary first. */
   private List<String> backends = List.of("tcp");
@@ -102,8 +108,16 @@ class RouterTest {
 
               @Override
               public void watchLoad(WatchLoadRequest r, StreamObserver<LoadReport> out) {
-                out.onNext(reports.getOrDefault(id,
-                    LoadReport.newBuilder().setWorkerId(id).setKvBlocksTotal(100).setDraining(draining).build())); // and stays open
+                // Every interval, as workers do (a worker silent for long is taken for stopped), until the call ends.
+                LoadReport report = reports.getOrDefault(id,
+                    LoadReport.newBuilder().setWorkerId(id).setKvBlocksTotal(100).setDraining(draining).build());
+                var call = (io.grpc.stub.ServerCallStreamObserver<LoadReport>) out;
+                var task = REPORTS.scheduleAtFixedRate(() -> {
+                  if (!call.isCancelled() && !frozen.contains(id)) {
+                    call.onNext(report);
+                  }
+                }, 0, Math.max(10, r.getIntervalMs()), TimeUnit.MILLISECONDS);
+                call.setOnCancelHandler(() -> task.cancel(false));
               }
 
               @Override
@@ -502,6 +516,40 @@ class RouterTest {
     // A 1,000-token prompt (1 MB: ucx 1.04 ms, tcp 0.71 ms) is what link() reports.
     assertEquals(2e9, router.disaggregation().link("d", "p").bytesPerSecond());
     large.release();
+  }
+
+  /**
+   * A worker whose load stream goes silent (frozen: its connection stays open, nothing answers) is
+   * marked unreachable within the configured silence, and the generation hanging on it ends with
+   * UNAVAILABLE at once (the frontend then moves it) and is cancelled on the worker; when reports
+   * flow again the worker is routable again.
+   */
+  @Test
+  void aWorkerSilentPastTheDeadlineIsUnreachableAndItsStreamsFailOver() throws Exception {
+    Seen seen = worker("frozen", WorkerRole.WORKER_ROLE_AGGREGATED, Behaviour.HANG);
+    Router r = router("frozen");
+    pool.unresponsiveAfter(Duration.ofMillis(400)); // load reports every 100 ms here
+    Collector c = new Collector(pool);
+    r.route(request("stuck", 8), null).start(c);
+    seen.request.get(5, TimeUnit.SECONDS);
+    long frozeAt = System.nanoTime();
+    frozen.add("frozen");
+    GenerationException error = c.end.get(10, TimeUnit.SECONDS);
+    double afterS = (System.nanoTime() - frozeAt) / 1e9;
+    assertTrue(error != null && error.kind() == GenerationException.Kind.UNAVAILABLE, String.valueOf(error));
+    assertTrue(error.getMessage().contains("stopped answering"), error.getMessage());
+    assertTrue(afterS >= 0.4, "not before the deadline: " + afterS);
+    assertTrue(!pool.all().getFirst().reachable(), "unroutable while silent");
+    seen.cancelled.get(5, TimeUnit.SECONDS); // the call was cancelled on the worker too
+    assertEquals(0, pool.ledger().open(), "its reservation returned");
+    assertThrows(NoWorkerAvailableException.class, () -> r.route(request("meanwhile", 8), null));
+
+    frozen.remove("frozen");
+    long deadline = System.nanoTime() + TimeUnit.SECONDS.toNanos(5);
+    while (!pool.all().getFirst().reachable() && System.nanoTime() < deadline) {
+      Thread.sleep(20);
+    }
+    assertTrue(pool.all().getFirst().reachable(), "reports again: routable again");
   }
 
   @Test
