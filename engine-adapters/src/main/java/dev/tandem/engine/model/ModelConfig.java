@@ -176,7 +176,7 @@ public record ModelConfig(
       return RopeScaling.NONE;
     }
     String type = node.path("rope_type").asText(node.path("type").asText("default"));
-    Fields f = new Fields(file + " rope_scaling", node);
+    Fields f = new Fields(file, node, "rope_scaling.");
     return switch (type) {
       case "default" -> RopeScaling.NONE;
       case "linear" -> new RopeScaling("linear", f.positiveDouble("factor", Double.NaN), 1, 1, 0);
@@ -222,14 +222,19 @@ public record ModelConfig(
   }
 
   /** Reads required numeric fields, naming the file and field when one is missing or wrong. */
-  private record Fields(String file, JsonNode root) {
+  /** Reads fields of {@code root}, an object at {@code path} in {@code file} ("" for the top level, else "rope_scaling."). */
+  private record Fields(String file, JsonNode root, String path) {
+    Fields(String file, JsonNode root) {
+      this(file, root, "");
+    }
+
     int positiveInt(String name) {
       JsonNode n = root.path(name);
       if (n.isMissingNode() || n.isNull()) {
-        throw new ModelFormatException(file + ": field '" + name + "' is missing");
+        throw new ModelFormatException(file + ": field '" + path + name + "' is missing");
       }
       if (!n.canConvertToInt() || !n.isIntegralNumber() || n.asInt() <= 0) {
-        throw new ModelFormatException(file + ": field '" + name + "' must be a positive integer, was " + n);
+        throw new ModelFormatException(file + ": field '" + path + name + "' must be a positive integer, was " + n);
       }
       return n.asInt();
     }
@@ -238,12 +243,12 @@ public record ModelConfig(
       JsonNode n = root.path(name);
       if (n.isMissingNode() || n.isNull()) {
         if (Double.isNaN(fallback)) {
-          throw new ModelFormatException(file + ": field '" + name + "' is missing");
+          throw new ModelFormatException(file + ": field '" + path + name + "' is missing");
         }
         return fallback;
       }
       if (!n.isNumber() || n.asDouble() <= 0) {
-        throw new ModelFormatException(file + ": field '" + name + "' must be a positive number, was " + n);
+        throw new ModelFormatException(file + ": field '" + path + name + "' must be a positive number, was " + n);
       }
       return n.asDouble();
     }
