@@ -47,6 +47,11 @@ public record WorkerDescription(
     }
   }
 
+  /** The backends of its transfer agents, the primary first. */
+  public List<String> kvTransferBackends() {
+    return kvTransferEndpoints.stream().map(TransferEndpoint::backend).toList();
+  }
+
   /** The agent this worker runs for {@code backend}, or null. */
   public TransferEndpoint endpoint(String backend) {
     for (TransferEndpoint e : kvTransferEndpoints) {

@@ -257,7 +257,7 @@ class DisaggregationTest {
     WorkerClient decode = d.router().pool().all().stream().filter(w -> !w.isPrefillOnly()).findFirst().orElseThrow();
     WorkerClient prefill = d.router().pool().all().stream().filter(WorkerClient::isPrefillOnly).findFirst().orElseThrow();
     for (WorkerClient w : List.of(decode, prefill)) {
-      assertEquals(List.of("ucx", "tcp"), w.description().kvTransferEndpoints().stream().map(e -> e.backend()).toList(),
+      assertEquals(List.of("ucx", "tcp"), w.description().kvTransferBackends(),
           w.workerId() + " runs ucx (primary) and tcp beside it");
     }
     Map<String, SplitPolicy.Link> links = d.router().disaggregation().links("decode-0", "prefill-0");

@@ -95,9 +95,8 @@ public record PredictedTtftCost(double itlTargetSeconds, double evictionWeight) 
       @Override
       public double lowerBoundWithoutOverlap(int i) {
         WorkerLoad load = candidates.get(i);
-        PrefillCost cost = load.speed().prefillCost().known() ? load.speed().prefillCost() : median;
-        long queued = Math.max(load.speed().reportedQueuedPrefillTokens(), (long) load.routedPrefillBlocks() * request.blockSize());
-        return queued * cost.perToken() + cost.seconds(request.promptTokens(), 0);
+        PrefillCost cost = speed(load, median);
+        return queuedTokens(request, load) * cost.perToken() + cost.seconds(request.promptTokens(), 0);
       }
     };
   }
@@ -108,11 +107,11 @@ public record PredictedTtftCost(double itlTargetSeconds, double evictionWeight) 
    * breakdown is never allocated there: a routing decision at 1,000 workers calls it 1,000 times.
    */
   public Breakdown breakdown(RoutingRequest request, WorkerLoad load, Overlap overlap, int cachedBlocks, PrefillCost fallback) {
-    PrefillCost cost = load.speed().prefillCost().known() ? load.speed().prefillCost() : fallback;
+    PrefillCost cost = speed(load, fallback);
     int prompt = request.promptTokens();
     long cached = Math.min((long) Math.floor(overlap.credit() * request.blockSize()), Math.max(prompt - 1, 0));
     long uncached = prompt - cached;
-    long queued = Math.max(load.speed().reportedQueuedPrefillTokens(), (long) load.routedPrefillBlocks() * request.blockSize());
+    long queued = queuedTokens(request, load);
     int running = Math.max(load.routedActiveRequests(), load.reportedActiveRequests());
     double prefill = cost.seconds(uncached, cached);
     return new Breakdown(
@@ -121,6 +120,16 @@ public record PredictedTtftCost(double itlTargetSeconds, double evictionWeight) 
         decode(load, cost, queued + uncached, running),
         evict(request, load, overlap, cachedBlocks, cost),
         stall(load, cost, uncached, cached, running, prefill));
+  }
+
+  /** The worker's measured prefill cost, or {@code fallback} while it has none. */
+  private static PrefillCost speed(WorkerLoad load, PrefillCost fallback) {
+    return load.speed().prefillCost().known() ? load.speed().prefillCost() : fallback;
+  }
+
+  /** Prompt tokens ahead of this request there: what the worker reports or what the router sent, whichever is more. */
+  private static long queuedTokens(RoutingRequest request, WorkerLoad load) {
+    return Math.max(load.speed().reportedQueuedPrefillTokens(), (long) load.routedPrefillBlocks() * request.blockSize());
   }
 
   /** The rest of the step in progress, then one token per running stream in each step this prompt shares with them. */

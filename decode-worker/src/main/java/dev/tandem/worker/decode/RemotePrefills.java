@@ -135,7 +135,7 @@ public final class RemotePrefills implements RemotePrefillClient {
     if (theirs == null || theirs.probeRegion() == null) {
       throw new IllegalArgumentException(
           "worker " + peer.getWorkerId() + " runs KV transfer backends "
-              + description.kvTransferEndpoints().stream().map(e -> e.backend()).toList() + " but not " + mine.backend());
+              + description.kvTransferBackends() + " but not " + mine.backend());
     }
     var ref = theirs.probeRegion();
     var region = new dev.tandem.transfer.MemoryDescriptor(ref.agentAddress(), ref.regionId(), ref.offset(), ref.length());

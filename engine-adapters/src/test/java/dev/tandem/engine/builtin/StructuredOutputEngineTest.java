@@ -80,15 +80,19 @@ class StructuredOutputEngineTest {
     }
   }
 
+  /** The tokens {@code request} produces alone on a fresh engine. */
+  private static List<Integer> alone(EngineRequest request) {
+    try (BuiltinEngine engine = engine()) {
+      engine.add(request);
+      return run(engine).get(request.requestId()).tokens;
+    }
+  }
+
   @Test
   void aContinuationPrefilledElsewhereFollowsTheSameGrammar() throws Exception {
     String schema = SchemaCorpus.SCHEMAS.get(5);
     EngineRequest local = request("local", schema, SamplingParams.greedy(), 48);
-    List<Integer> expected;
-    try (BuiltinEngine engine = engine()) {
-      engine.add(local);
-      expected = run(engine).get("local").tokens;
-    }
+    List<Integer> expected = alone(local);
     try (BuiltinEngine prefill = engine(); BuiltinEngine decode = engine()) {
       EngineRequest first = new EngineRequest("split", local.promptTokens(), local.sampling(),
           new StopConditions(1, new int[0], true), local.structuredOutput(), 48);
@@ -113,11 +117,7 @@ class StructuredOutputEngineTest {
   void aConstrainedOutputResumesOnAnotherEngineAfterTheTokensSoFar() {
     String schema = SchemaCorpus.SCHEMAS.get(8);
     EngineRequest whole = request("whole", schema, SamplingParams.greedy(), 64);
-    List<Integer> expected;
-    try (BuiltinEngine engine = engine()) {
-      engine.add(whole);
-      expected = run(engine).get("whole").tokens;
-    }
+    List<Integer> expected = alone(whole);
     int k = expected.size() / 2;
     int[] prompt = java.util.stream.IntStream.concat(java.util.Arrays.stream(whole.promptTokens()),
         expected.subList(0, k).stream().mapToInt(Integer::intValue)).toArray();

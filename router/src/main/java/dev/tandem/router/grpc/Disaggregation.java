@@ -137,23 +137,19 @@ public final class Disaggregation implements AutoCloseable {
       WorkerClient prefill = joined.isPrefillOnly() ? joined : other;
       String key = decode.workerId().value() + "->" + prefill.workerId().value();
       List<String> common = new ArrayList<>();
-      for (var e : decode.description().kvTransferEndpoints()) {
-        if (prefill.description().endpoint(e.backend()) != null) {
-          common.add(e.backend());
+      for (String backend : decode.description().kvTransferBackends()) {
+        if (prefill.description().endpoint(backend) != null) {
+          common.add(backend);
         }
       }
       if (common.isEmpty()) {
         log.warn("KV link {}: no transfer backend in common (decode runs {}, prefill runs {}); requests will not be split across it",
-            key, backends(decode), backends(prefill));
+            key, decode.description().kvTransferBackends(), prefill.description().kvTransferBackends());
         continue;
       }
       // One backend at a time: probes at once would share the link and each measure part of it.
       probes.computeIfAbsent(key, k -> probeInTurn(key, decode, prefill, common, 0));
     }
-  }
-
-  private static List<String> backends(WorkerClient w) {
-    return w.description().kvTransferEndpoints().stream().map(e -> e.backend()).toList();
   }
 
   private CompletableFuture<Void> probeInTurn(String key, WorkerClient decode, WorkerClient prefill, List<String> backends, int next) {

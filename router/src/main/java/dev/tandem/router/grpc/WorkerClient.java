@@ -367,11 +367,6 @@ public final class WorkerClient implements AutoCloseable {
     return true;
   }
 
-  /** Generations in flight on this worker (as this client started them). */
-  int openGenerations() {
-    return open.size();
-  }
-
   @Override
   public void close() {
     closed = true;

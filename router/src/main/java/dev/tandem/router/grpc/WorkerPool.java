@@ -34,6 +34,9 @@ public final class WorkerPool implements AutoCloseable {
   private final java.util.Map<String, String> refused = new java.util.concurrent.ConcurrentHashMap<>();
   /** How long a worker that left keeps its open streams before its channel is cut. */
   static final Duration LEAVE_GRACE = Duration.ofMinutes(15);
+  public static final Duration DEFAULT_UNRESPONSIVE_AFTER = Duration.ofSeconds(5);
+  /** How long a worker's load stream may say nothing before it counts as stopped. */
+  private volatile Duration unresponsiveAfter = DEFAULT_UNRESPONSIVE_AFTER;
   private final ScheduledExecutorService timer =
       Executors.newSingleThreadScheduledExecutor(
           Thread.ofPlatform().name("worker-pool-timer").daemon().factory());
@@ -51,10 +54,6 @@ public final class WorkerPool implements AutoCloseable {
     long checkMillis = Math.max(100, Math.min(1000, loadInterval.toMillis()));
     timer.scheduleWithFixedDelay(this::failSilentWorkers, checkMillis, checkMillis, java.util.concurrent.TimeUnit.MILLISECONDS);
   }
-
-  /** How long a worker's load stream may say nothing before it counts as stopped (default 5 s). */
-  private volatile Duration unresponsiveAfter = DEFAULT_UNRESPONSIVE_AFTER;
-  public static final Duration DEFAULT_UNRESPONSIVE_AFTER = Duration.ofSeconds(5);
 
   /**
    * A worker whose load reports stop for {@code after} (due every load interval; sent by the

@@ -40,7 +40,6 @@ public final class BlockHashIndex implements PrefixIndex {
   private final Map<WorkerId, Integer> workerIndex = new HashMap<>();
   /** Each worker's block count, readable without the lock (a routing decision reads one per candidate). */
   private final Map<WorkerId, AtomicInteger> counts = new ConcurrentHashMap<>();
-  private AtomicInteger[] countOf = new AtomicInteger[16];
   private WorkerId[] workers = new WorkerId[16];
   private LongOpenHashSet[] byWorker = new LongOpenHashSet[16];
   private final AtomicLong unknownParents = new AtomicLong();
@@ -122,11 +121,10 @@ public final class BlockHashIndex implements PrefixIndex {
     if (n == workers.length) {
       workers = java.util.Arrays.copyOf(workers, n * 2);
       byWorker = java.util.Arrays.copyOf(byWorker, n * 2);
-      countOf = java.util.Arrays.copyOf(countOf, n * 2);
     }
     workers[n] = worker;
     byWorker[n] = new LongOpenHashSet();
-    countOf[n] = counts.computeIfAbsent(worker, k -> new AtomicInteger());
+    counts.put(worker, new AtomicInteger());
     workerIndex.put(worker, n);
     return n;
   }
@@ -168,7 +166,7 @@ public final class BlockHashIndex implements PrefixIndex {
         }
         case KvEvent.Cleared c -> dropWorker(w);
       }
-      countOf[w].set(byWorker[w].size());
+      counts.get(worker).set(byWorker[w].size());
     } finally {
       lock.writeLock().unlock();
     }
@@ -197,7 +195,7 @@ public final class BlockHashIndex implements PrefixIndex {
       }
     }
     byWorker[w] = new LongOpenHashSet();
-    countOf[w].set(0);
+    counts.get(workers[w]).set(0);
   }
 
   @Override

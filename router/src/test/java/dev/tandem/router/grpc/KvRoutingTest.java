@@ -39,9 +39,6 @@ import org.junit.jupiter.api.Test;
  * applied (the worker then replays).
  */
 class KvRoutingTest {
-  private static final java.util.concurrent.ScheduledExecutorService REPORTS =
-      java.util.concurrent.Executors.newSingleThreadScheduledExecutor(Thread.ofPlatform().daemon().factory());
-
   private final List<Server> servers = new ArrayList<>();
   private WorkerPool pool;
   private Router router;
@@ -78,14 +75,7 @@ class KvRoutingTest {
 
       @Override
       public void watchLoad(WatchLoadRequest r, StreamObserver<LoadReport> out) {
-        // Every interval, as workers do (a worker silent for long is taken for stopped), until the call ends.
-        var call = (io.grpc.stub.ServerCallStreamObserver<LoadReport>) out;
-        var task = REPORTS.scheduleAtFixedRate(() -> {
-          if (!call.isCancelled()) {
-            call.onNext(LoadReport.newBuilder().setWorkerId(id).setKvBlocksTotal(1000).build());
-          }
-        }, 0, Math.max(10, r.getIntervalMs()), java.util.concurrent.TimeUnit.MILLISECONDS);
-        call.setOnCancelHandler(() -> task.cancel(false));
+        FakeLoadStream.serve(r, out, () -> LoadReport.newBuilder().setWorkerId(id).setKvBlocksTotal(1000).build(), () -> false);
       }
 
       @Override

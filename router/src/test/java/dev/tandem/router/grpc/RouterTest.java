@@ -53,9 +53,6 @@ class RouterTest {
   /** How the fake worker answers Generate. */
   enum Behaviour { FINISH, FAIL_UNAVAILABLE, FAIL_INVALID, HANG, FINISH_ON_RELEASE }
 
-  private static final java.util.concurrent.ScheduledExecutorService REPORTS =
-      java.util.concurrent.Executors.newSingleThreadScheduledExecutor(Thread.ofPlatform().daemon().factory());
-
   /** What a worker reports in its load stream, when a test sets it (otherwise only its id and KV size). */
   private final java.util.Map<String, LoadReport> reports = new java.util.concurrent.ConcurrentHashMap<>();
 
@@ -108,16 +105,9 @@ class RouterTest {
 
               @Override
               public void watchLoad(WatchLoadRequest r, StreamObserver<LoadReport> out) {
-                // Every interval, as workers do (a worker silent for long is taken for stopped), until the call ends.
                 LoadReport report = reports.getOrDefault(id,
                     LoadReport.newBuilder().setWorkerId(id).setKvBlocksTotal(100).setDraining(draining).build());
-                var call = (io.grpc.stub.ServerCallStreamObserver<LoadReport>) out;
-                var task = REPORTS.scheduleAtFixedRate(() -> {
-                  if (!call.isCancelled() && !frozen.contains(id)) {
-                    call.onNext(report);
-                  }
-                }, 0, Math.max(10, r.getIntervalMs()), TimeUnit.MILLISECONDS);
-                call.setOnCancelHandler(() -> task.cancel(false));
+                FakeLoadStream.serve(r, out, () -> report, () -> frozen.contains(id));
               }
 
               @Override
