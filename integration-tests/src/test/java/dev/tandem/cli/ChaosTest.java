@@ -56,6 +56,9 @@ class ChaosTest {
 
   enum Outcome { COMPLETE, CLEAN_ERROR, BROKEN, HUNG }
 
+  /** Tokens each client asks for per stream. */
+  private int maxTokens = 48;
+
   /** The longest any client waited for its stream's next line (or its first), this test. */
   private final java.util.concurrent.atomic.AtomicLong longestWaitNanos = new java.util.concurrent.atomic.AtomicLong();
 
@@ -165,6 +168,9 @@ class ChaosTest {
     URI base = cluster.base();
     List<String> broken = java.util.Collections.synchronizedList(new ArrayList<>());
     long pid = cluster.workers()[1].pid();
+    // Streams long enough that the frozen worker surely holds some mid-output when it stops (with
+    // 48 tokens it can hold only ones not yet started, which are rerouted, not migrated).
+    maxTokens = 256;
     Map<Outcome, Integer> outcomes = underLoad(base, broken, () -> {
       Thread.sleep(3000);
       signal("STOP", pid); // frozen: its sockets stay open
@@ -197,8 +203,8 @@ class ChaosTest {
   private Outcome stream(URI base, int k, List<String> broken) {
     long start = System.nanoTime();
     String body = """
-        {"model": "%s", "messages": [{"role": "user", "content": "chaos %d"}], "max_tokens": 48, "stream": true, "ignore_eos": true}"""
-        .formatted(TestDeployments.MODEL, k);
+        {"model": "%s", "messages": [{"role": "user", "content": "chaos %d"}], "max_tokens": %d, "stream": true, "ignore_eos": true}"""
+        .formatted(TestDeployments.MODEL, k, maxTokens);
     try {
       HttpResponse<Stream<String>> r = client.send(HttpRequest.newBuilder(base.resolve("/v1/chat/completions"))
           .timeout(Duration.ofSeconds(30)).POST(HttpRequest.BodyPublishers.ofString(body)).build(), HttpResponse.BodyHandlers.ofLines());
