@@ -28,6 +28,8 @@ final class FrontendCommand implements Callable<Integer> {
 
   @Mixin DiscoveryOptions discovery;
 
+  @Mixin TlsOptions tls;
+
   @Option(names = "--block-size", defaultValue = "${env:TANDEM_BLOCK_SIZE:-16}", description = "The router's KV block size; workers with another are refused (default ${DEFAULT-VALUE}).")
   int blockSize;
 
@@ -49,7 +51,7 @@ final class FrontendCommand implements Callable<Integer> {
       throw new IllegalArgumentException("--worker: name at least one worker, or find them with --discovery etcd|kubernetes");
     }
     Duration connectTimeout = Duration.ofSeconds(connectTimeoutSeconds);
-    WorkerPool pool = new WorkerPool(blockSize, connectTimeout, LocalDeployment.LOAD_INTERVAL);
+    WorkerPool pool = new WorkerPool(blockSize, connectTimeout, LocalDeployment.LOAD_INTERVAL, tls.tls());
     pool.unresponsiveAfter(Duration.ofMillis((long) (unresponsiveSeconds * 1000)));
     Router router = Router.create(pool, routerOptions.config());
     Discovery found = discovery.open(workers);

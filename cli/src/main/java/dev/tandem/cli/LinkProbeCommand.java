@@ -71,16 +71,17 @@ final class LinkProbeCommand implements Callable<Integer> {
   }
 
   static String spec(String backend, MemoryDescriptor d) {
-    return backend + "/" + d.agentAddress() + "/" + d.regionId() + "/" + d.length();
+    return backend + "/" + d.agentAddress() + "/" + d.regionId() + "/" + Long.toHexString(d.key()) + "/" + d.length();
   }
 
   int probe(PrintStream out) throws Exception {
     String[] parts = peer.split("/");
-    if (parts.length != 4) {
-      throw new IllegalArgumentException("--peer must look like BACKEND/AGENT-ADDRESS/REGION/LENGTH, was " + peer);
+    if (parts.length != 5) {
+      throw new IllegalArgumentException("--peer must look like BACKEND/AGENT-ADDRESS/REGION/KEY/LENGTH (as --serve prints it), was " + peer);
     }
     TransferBackendProvider provider = TransferBackends.select(parts[0]);
-    MemoryDescriptor region = new MemoryDescriptor(parts[1], Long.parseLong(parts[2]), 0, Long.parseLong(parts[3]));
+    MemoryDescriptor region =
+        new MemoryDescriptor(parts[1], Long.parseLong(parts[2]), Long.parseUnsignedLong(parts[3], 16), 0, Long.parseLong(parts[4]));
     long perToken = model != null ? ModelConfig.read(model).kvBytesPerToken() : kvBytesPerToken;
     long[] sizes = java.util.Arrays.stream(new long[] {1L << 20, 16L << 20, 64L << 20, 256L << 20})
         .filter(s -> s <= region.length()).toArray();

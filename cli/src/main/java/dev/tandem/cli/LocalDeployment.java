@@ -1,5 +1,6 @@
 package dev.tandem.cli;
 
+import dev.tandem.common.InternalTls;
 import dev.tandem.common.WorkerId;
 import dev.tandem.engine.Engine;
 import dev.tandem.engine.ModelFiles;
@@ -66,12 +67,13 @@ public final class LocalDeployment implements AutoCloseable {
       Router.Config router,
       FrontendServer.Config frontend,
       WorkerServer.KvTransfer kvTransfer,
-      boolean pinCpus) {
+      boolean pinCpus,
+      InternalTls tls) {
 
     /** Aggregated workers. */
     public Spec(
         int workers, Supplier<Engine> engines, ModelFiles modelFiles, int blockSize, Router.Config router, FrontendServer.Config frontend) {
-      this(workers, 0, engines, modelFiles, blockSize, router, frontend, null, false);
+      this(workers, 0, engines, modelFiles, blockSize, router, frontend, null, false, null);
     }
 
     /**
@@ -79,7 +81,12 @@ public final class LocalDeployment implements AutoCloseable {
      * with {@code kvTransfer}; {@code pinCpus} gives every worker a disjoint share of the CPUs.
      */
     public Spec withDisaggregation(int prefillWorkers, WorkerServer.KvTransfer kvTransfer, boolean pinCpus) {
-      return new Spec(workers, prefillWorkers, engines, modelFiles, blockSize, router, frontend, kvTransfer, pinCpus);
+      return new Spec(workers, prefillWorkers, engines, modelFiles, blockSize, router, frontend, kvTransfer, pinCpus, tls);
+    }
+
+    /** Workers, their KV transfer and the router's calls under mutual TLS with {@code tls} (null: plaintext). */
+    public Spec withTls(InternalTls tls) {
+      return new Spec(workers, prefillWorkers, engines, modelFiles, blockSize, router, frontend, kvTransfer, pinCpus, tls);
     }
 
     /** Mocker workers. */
@@ -112,11 +119,11 @@ public final class LocalDeployment implements AutoCloseable {
             prefill ? WorkerRole.PREFILL : spec.prefillWorkers() > 0 ? WorkerRole.DECODE : WorkerRole.AGGREGATED;
         String id = prefill ? "prefill-" + i : spec.prefillWorkers() > 0 ? "decode-" + (i - spec.prefillWorkers()) : "worker-" + i;
         var config =
-            WorkerServer.Config.local(new WorkerId(id)).withRole(role, spec.kvTransfer()).withModelFiles(spec.modelFiles());
+            WorkerServer.Config.local(new WorkerId(id)).withRole(role, spec.kvTransfer()).withModelFiles(spec.modelFiles()).withTls(spec.tls());
         BitSet cpus = shares == null ? null : shares.get(i);
         workers.add(startWorker(config, spec.engines(), cpus));
       }
-      pool = new WorkerPool(spec.blockSize(), CONNECT_TIMEOUT, LOAD_INTERVAL);
+      pool = new WorkerPool(spec.blockSize(), CONNECT_TIMEOUT, LOAD_INTERVAL, spec.tls());
       for (WorkerServer w : workers) {
         pool.add(w.address());
       }

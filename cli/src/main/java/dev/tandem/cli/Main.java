@@ -11,7 +11,7 @@ import picocli.CommandLine.Command;
     description = "Tandem: disaggregated LLM serving with an OpenAI-compatible API.",
     subcommands = {
       ServeCommand.class, FrontendCommand.class, WorkerCommand.class, BenchCommand.class, ModelCommand.class,
-      LinkProbeCommand.class, SimulateCommand.class, PlannerCommand.class, ProfileCommand.class
+      LinkProbeCommand.class, SimulateCommand.class, PlannerCommand.class, ProfileCommand.class, CertsCommand.class
     })
 public final class Main {
   public static void main(String[] args) {

@@ -35,6 +35,8 @@ final class ServeCommand implements Callable<Integer> {
 
   @Mixin EngineOptions engine;
 
+  @Mixin TlsOptions tls;
+
   @Override
   public Integer call() throws Exception {
     boolean disagg =
@@ -62,6 +64,7 @@ final class ServeCommand implements Callable<Integer> {
       }
       spec = spec.withDisaggregation(prefillWorkers, transfer.config("127.0.0.1"), !noPinCpus);
     }
+    spec = spec.withTls(tls.tls());
     LocalDeployment deployment = LocalDeployment.start(spec);
     Runtime.getRuntime().addShutdownHook(new Thread(deployment::close));
     System.out.println(

@@ -52,6 +52,8 @@ final class WorkerCommand implements Callable<Integer> {
 
   @Mixin DiscoveryOptions discovery;
 
+  @Mixin TlsOptions tls;
+
   @Option(names = "--advertise-host", defaultValue = "${env:TANDEM_ADVERTISE_HOST}",
       description = "The host routers reach this worker at, as registered in discovery (default: --host, or this machine's address when --host is 0.0.0.0).")
   String advertiseHost;
@@ -83,7 +85,8 @@ final class WorkerCommand implements Callable<Integer> {
             .withModelFiles(engines.modelFiles())
             .withEventRing(eventRing)
             .withKvEvents(!noKvEvents)
-            .withMetricsPort(metricsPort != null ? metricsPort : port == 0 ? 0 : port + 100);
+            .withMetricsPort(metricsPort != null ? metricsPort : port == 0 ? 0 : port + 100)
+            .withTls(tls.tls());
     WorkerServer worker = WorkerServer.start(config, engines.factory().get());
     Discovery registry = discovery.isStatic() ? null : discovery.open(List.of());
     Registration registration = registry == null ? null : registry.register(record(worker));

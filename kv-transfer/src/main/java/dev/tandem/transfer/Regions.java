@@ -1,6 +1,7 @@
 package dev.tandem.transfer;
 
 import java.lang.foreign.MemorySegment;
+import java.security.SecureRandom;
 import java.util.List;
 import java.util.Map;
 import java.util.concurrent.ConcurrentHashMap;
@@ -11,13 +12,19 @@ import java.util.concurrent.atomic.AtomicLong;
  * Thread-safe.
  */
 public final class Regions {
-  private final Map<Long, MemorySegment> regions = new ConcurrentHashMap<>();
+  private record Region(MemorySegment segment, long key) {}
+
+  private static final SecureRandom KEYS = new SecureRandom();
+
+  private final Map<Long, Region> regions = new ConcurrentHashMap<>();
   private final AtomicLong nextId = new AtomicLong(1);
 
+  /** Registers {@code segment} under a fresh id and a random key (see {@link MemoryDescriptor}). */
   public MemoryDescriptor add(String address, MemorySegment segment) {
     long id = nextId.getAndIncrement();
-    regions.put(id, segment);
-    return new MemoryDescriptor(address, id, 0, segment.byteSize());
+    long key = KEYS.nextLong();
+    regions.put(id, new Region(segment, key));
+    return new MemoryDescriptor(address, id, key, 0, segment.byteSize());
   }
 
   public void remove(MemoryDescriptor d) {
@@ -25,15 +32,27 @@ public final class Regions {
   }
 
   /**
+   * Whether {@code key} is the key of region {@code regionId} (false for an unknown region).
+   * Takes the same time whichever bits differ.
+   */
+  public boolean matches(long regionId, long key) {
+    Region r = regions.get(regionId);
+    return r != null && (r.key ^ key) == 0;
+  }
+
+  /**
    * The bytes a descriptor names.
    *
-   * @throws IllegalArgumentException if the region is unknown or the range is outside it
+   * @throws IllegalArgumentException if the region is unknown, the key is not its key, or the
+   *     range is outside it; an unknown region and a wrong key read the same, so that a peer
+   *     learns nothing from guessing
    */
-  public MemorySegment resolve(long regionId, long offset, long length) {
-    MemorySegment s = regions.get(regionId);
-    if (s == null) {
-      throw new IllegalArgumentException("region " + regionId + " is not registered");
+  public MemorySegment resolve(long regionId, long key, long offset, long length) {
+    Region r = regions.get(regionId);
+    if (r == null || (r.key ^ key) != 0) {
+      throw new IllegalArgumentException("region " + regionId + " is not registered here, or the key is not its key");
     }
+    MemorySegment s = r.segment;
     // Written so that no sum overflows: a peer's offset and length are any 64-bit values.
     if (offset < 0 || length < 0 || offset > s.byteSize() || length > s.byteSize() - offset) {
       throw new IllegalArgumentException(

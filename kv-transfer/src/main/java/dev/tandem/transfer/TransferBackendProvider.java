@@ -34,4 +34,16 @@ public interface TransferBackendProvider {
     }
     return createAgent(host);
   }
+
+  /**
+   * A new agent whose connections are mutual TLS ({@code tls}; null: plain).
+   *
+   * @throws IllegalArgumentException for TLS where the backend has no connections to secure
+   */
+  default TransferAgent createAgent(String host, int port, TransferTls tls) {
+    if (tls != null) {
+      throw new IllegalArgumentException("KV transfer backend " + name() + " does not support mutual TLS");
+    }
+    return createAgent(host, port);
+  }
 }

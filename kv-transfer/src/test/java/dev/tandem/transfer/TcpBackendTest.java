@@ -31,7 +31,7 @@ class TcpBackendTest extends TransferBackendConformanceTest {
           // closed by the test
         }
       });
-      MemoryDescriptor d = new MemoryDescriptor("127.0.0.1:" + silent.getLocalPort(), 1, 0, 4096);
+      MemoryDescriptor d = new MemoryDescriptor("127.0.0.1:" + silent.getLocalPort(), 1, 0, 0, 4096);
       long t0 = System.nanoTime();
       var e = assertThrows(ExecutionException.class, () -> reader.read(
           List.of(d), List.of(arena.allocate(4096)), Duration.ofMillis(500), null).get(10, TimeUnit.SECONDS));

@@ -126,14 +126,31 @@ public abstract class TransferBackendConformanceTest {
     MemoryDescriptor d = owner.register(random(4096, 1));
     MemorySegment dst = arena.allocate(4096);
     var unknown = assertThrows(ExecutionException.class, () -> reader.read(
-        List.of(new MemoryDescriptor(d.agentAddress(), 999_999, 0, 4096)), List.of(dst), TIMEOUT, null).get(10, TimeUnit.SECONDS));
+        List.of(new MemoryDescriptor(d.agentAddress(), 999_999, d.key(), 0, 4096)), List.of(dst), TIMEOUT, null).get(10, TimeUnit.SECONDS));
     assertTrue(unknown.getCause().getMessage().contains("999999"), unknown.getCause().getMessage());
     var outside = assertThrows(ExecutionException.class, () -> reader.read(
-        List.of(new MemoryDescriptor(d.agentAddress(), d.regionId(), 2048, 4096)), List.of(dst), TIMEOUT, null).get(10, TimeUnit.SECONDS));
+        List.of(new MemoryDescriptor(d.agentAddress(), d.regionId(), d.key(), 2048, 4096)), List.of(dst), TIMEOUT, null).get(10, TimeUnit.SECONDS));
     assertTrue(outside.getCause().getMessage().contains("outside"), outside.getCause().getMessage());
     owner.deregister(d);
     assertThrows(ExecutionException.class, () -> reader.read(List.of(d), List.of(dst), TIMEOUT, null).get(10, TimeUnit.SECONDS));
     assertThrows(IllegalArgumentException.class, () -> reader.read(List.of(d), List.of(arena.allocate(10)), TIMEOUT, null));
+  }
+
+  @Test
+  void aRegionIsReadOnlyWithItsKey() throws Exception {
+    MemorySegment src = random(4096, 3);
+    MemoryDescriptor d = owner.register(src);
+    MemorySegment dst = arena.allocate(4096);
+    // Knowing the agent and the (sequential) region id is not enough: the key is the capability.
+    for (long guess : new long[] {0, d.key() + 1, d.key() ^ Long.MIN_VALUE}) {
+      var refused = assertThrows(ExecutionException.class, () -> reader.read(
+          List.of(new MemoryDescriptor(d.agentAddress(), d.regionId(), guess, 0, 4096)), List.of(dst), TIMEOUT, null).get(10, TimeUnit.SECONDS));
+      assertTrue(refused.getCause().getMessage().contains("key"), refused.getCause().getMessage());
+    }
+    assertEquals(0, dst.get(ValueLayout.JAVA_LONG, 0), "nothing was written by a refused read");
+    reader.read(List.of(d), List.of(dst), TIMEOUT, null).get(10, TimeUnit.SECONDS);
+    assertEquals(-1, src.mismatch(dst));
+    assertTrue(d.key() != owner.register(random(64, 4)).key(), "every region draws its own key");
   }
 
   @Test

@@ -10,7 +10,7 @@ import java.util.List;
 
 /**
  * The other process of {@link UcxProcessDeathTest}: {@code owner BYTES} registers a region filled
- * with byte 7 and prints {@code READY address regionId}; {@code reader ADDRESS REGION BYTES}
+ * with byte 7 and prints {@code READY address regionId key}; {@code reader ADDRESS REGION KEY BYTES}
  * reads that region again and again, printing {@code READING} once the first read is under way.
  * Either waits to be killed.
  */
@@ -24,13 +24,13 @@ public final class UcxPeerProcess {
       MemorySegment region = arena.allocate(Long.parseLong(args[1]), 64);
       region.fill((byte) 7);
       MemoryDescriptor d = agent.register(region);
-      System.out.println("READY " + d.agentAddress() + " " + d.regionId());
+      System.out.println("READY " + d.agentAddress() + " " + d.regionId() + " " + d.key());
       System.out.flush();
       new BufferedReader(new InputStreamReader(System.in)).readLine(); // until killed
       return;
     }
-    long bytes = Long.parseLong(args[3]);
-    MemoryDescriptor region = new MemoryDescriptor(args[1], Long.parseLong(args[2]), 0, bytes);
+    long bytes = Long.parseLong(args[4]);
+    MemoryDescriptor region = new MemoryDescriptor(args[1], Long.parseLong(args[2]), Long.parseLong(args[3]), 0, bytes);
     MemorySegment dst = arena.allocate(bytes, 64);
     boolean announced = false;
     while (true) {

@@ -63,7 +63,7 @@ class UcxProcessDeathTest {
   private MemoryDescriptor startOwner() throws Exception {
     String[] ready = start("owner", Long.toString(REGION)).readLine().split(" ");
     assertEquals("READY", ready[0]);
-    return new MemoryDescriptor(ready[1], Long.parseLong(ready[2]), 0, REGION);
+    return new MemoryDescriptor(ready[1], Long.parseLong(ready[2]), Long.parseLong(ready[3]), 0, REGION);
   }
 
   /** The region in 64 pieces: a read long enough to interrupt after its first piece. */
@@ -108,7 +108,7 @@ class UcxProcessDeathTest {
       MemorySegment src = arena.allocate(REGION, 64);
       src.fill((byte) 5);
       MemoryDescriptor region = owner.register(src);
-      BufferedReader out = start("reader", region.agentAddress(), Long.toString(region.regionId()), Long.toString(REGION));
+      BufferedReader out = start("reader", region.agentAddress(), Long.toString(region.regionId()), Long.toString(region.key()), Long.toString(REGION));
       assertEquals("READING", out.readLine());
       Thread.sleep(50); // into the transfer
       other.destroyForcibly();

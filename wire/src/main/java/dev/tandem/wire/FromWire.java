@@ -165,7 +165,7 @@ public final class FromWire {
   }
 
   public static KvRegionRef region(KvRegion r) {
-    return new KvRegionRef(r.getAgentAddress(), r.getRegionId(), r.getOffset(), r.getLength());
+    return new KvRegionRef(r.getAgentAddress(), r.getRegionId(), r.getKey(), r.getOffset(), r.getLength());
   }
 
   public static WorkerLoadReport load(LoadReport r) {

@@ -182,6 +182,7 @@ public final class ToWire {
     return KvRegion.newBuilder()
         .setAgentAddress(r.agentAddress())
         .setRegionId(r.regionId())
+        .setKey(r.key())
         .setOffset(r.offset())
         .setLength(r.length())
         .build();

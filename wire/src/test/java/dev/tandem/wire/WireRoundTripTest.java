@@ -89,9 +89,9 @@ class WireRoundTripTest {
   @Test
   void descriptionsLoadsAndEventsRoundTrip() {
     var d = new WorkerDescription(new WorkerId("w"), WorkerRole.DECODE, 16, "m", 4096, 1000, 2048, 64, "builtin",
-        List.of("logprobs", "seed"), new int[] {2}, "ucx", "127.0.0.1:7", new KvRegionRef("127.0.0.1:7", 3, 0, 64), "h", "0-3", 2, 256, 8192,
-        List.of(new WorkerDescription.TransferEndpoint("ucx", "127.0.0.1:7", new KvRegionRef("127.0.0.1:7", 3, 0, 64)),
-            new WorkerDescription.TransferEndpoint("tcp", "127.0.0.1:8", new KvRegionRef("127.0.0.1:8", 1, 0, 64))));
+        List.of("logprobs", "seed"), new int[] {2}, "ucx", "127.0.0.1:7", new KvRegionRef("127.0.0.1:7", 3, 0x5eed_cafe_f00dL, 0, 64), "h", "0-3", 2, 256, 8192,
+        List.of(new WorkerDescription.TransferEndpoint("ucx", "127.0.0.1:7", new KvRegionRef("127.0.0.1:7", 3, 0x5eed_cafe_f00dL, 0, 64)),
+            new WorkerDescription.TransferEndpoint("tcp", "127.0.0.1:8", new KvRegionRef("127.0.0.1:8", 1, -7L, 0, 64))));
     WorkerDescription back = FromWire.description(ToWire.registration(d));
     assertEquals(d.workerId(), back.workerId());
     assertEquals(WorkerRole.DECODE, back.role());

@@ -13,7 +13,9 @@ import java.util.function.Supplier;
 /**
  * A worker's small HTTP port: {@code GET /metrics} (Prometheus text), {@code GET /health} (200 while
  * serving, 503 once draining or stopped: a readiness probe), {@code GET /live} (200 while the process
- * answers: a liveness probe) and {@code POST /drain} (202; starts a graceful drain); 404 otherwise,
+ * answers: a liveness probe) and {@code POST /drain} (202; starts a graceful drain; 403 when
+ * {@code drain} is null, as under mutual TLS, where this unauthenticated port must not stop the
+ * worker); 404 otherwise,
  * 405 for a wrong method. The JDK's HTTP server on one virtual thread per exchange.
  */
 final class MetricsEndpoint implements AutoCloseable {
@@ -53,6 +55,10 @@ final class MetricsEndpoint implements AutoCloseable {
           }
           case "/live" -> reply(exchange, 200, "{\"status\":\"live\"}\n", "application/json");
           case "/drain" -> {
+            if (drain == null) {
+              reply(exchange, 403, "{\"error\":\"this worker runs with --tls-dir: POST /drain is off (the metrics port is not authenticated); drain it with SIGTERM\"}\n", "application/json");
+              return;
+            }
             reply(exchange, 202, "{\"status\":\"draining\"}\n", "application/json");
             Thread.ofPlatform().name("drain").start(drain);
           }

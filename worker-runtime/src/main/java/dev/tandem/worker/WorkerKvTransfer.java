@@ -187,7 +187,7 @@ public final class WorkerKvTransfer implements AutoCloseable {
 
   /** A transfer descriptor as the record the wire mappers know. */
   public static KvRegionRef ref(MemoryDescriptor d) {
-    return new KvRegionRef(d.agentAddress(), d.regionId(), d.offset(), d.length());
+    return new KvRegionRef(d.agentAddress(), d.regionId(), d.key(), d.offset(), d.length());
   }
 
   public static KvRegion toProto(MemoryDescriptor d) {
@@ -195,8 +195,12 @@ public final class WorkerKvTransfer implements AutoCloseable {
   }
 
   public static MemoryDescriptor fromProto(KvRegion r) {
-    KvRegionRef ref = FromWire.region(r);
-    return new MemoryDescriptor(ref.agentAddress(), ref.regionId(), ref.offset(), ref.length());
+    return descriptor(FromWire.region(r));
+  }
+
+  /** The transfer descriptor a wire record names. */
+  public static MemoryDescriptor descriptor(KvRegionRef ref) {
+    return new MemoryDescriptor(ref.agentAddress(), ref.regionId(), ref.key(), ref.offset(), ref.length());
   }
 
   /** A pull into this worker completed: {@code bytes} read over {@code nanos} (first layer to last byte). */

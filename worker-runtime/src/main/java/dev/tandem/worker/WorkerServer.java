@@ -1,6 +1,9 @@
 package dev.tandem.worker;
 
+import dev.tandem.common.InternalTls;
 import dev.tandem.common.WorkerId;
+import dev.tandem.transfer.TransferTls;
+import dev.tandem.wire.GrpcTls;
 import dev.tandem.engine.Engine;
 import dev.tandem.engine.KvHandoff;
 import dev.tandem.transfer.TransferAgent;
@@ -44,40 +47,49 @@ public final class WorkerServer implements AutoCloseable {
       int eventRingCapacity,
       boolean publishKvEvents,
       KvTransfer kvTransfer,
-      int metricsPort) {
+      int metricsPort,
+      InternalTls tls) {
     /** An aggregated worker on a free loopback port, serving the bundled Qwen3 tokenizer, no metrics port. */
     public static Config local(WorkerId workerId) {
-      return new Config("127.0.0.1", 0, workerId, WorkerRole.AGGREGATED, ModelFiles.bundledQwen3(), 10_000, true, null, -1);
+      return new Config("127.0.0.1", 0, workerId, WorkerRole.AGGREGATED, ModelFiles.bundledQwen3(), 10_000, true, null, -1, null);
     }
 
     public Config withHost(String host) {
-      return new Config(host, port, workerId, role, modelFiles, eventRingCapacity, publishKvEvents, kvTransfer, metricsPort);
+      return new Config(host, port, workerId, role, modelFiles, eventRingCapacity, publishKvEvents, kvTransfer, metricsPort, tls);
     }
 
     public Config withPort(int port) {
-      return new Config(host, port, workerId, role, modelFiles, eventRingCapacity, publishKvEvents, kvTransfer, metricsPort);
+      return new Config(host, port, workerId, role, modelFiles, eventRingCapacity, publishKvEvents, kvTransfer, metricsPort, tls);
     }
 
     public Config withModelFiles(ModelFiles files) {
-      return new Config(host, port, workerId, role, files, eventRingCapacity, publishKvEvents, kvTransfer, metricsPort);
+      return new Config(host, port, workerId, role, files, eventRingCapacity, publishKvEvents, kvTransfer, metricsPort, tls);
     }
 
     public Config withEventRing(int capacity) {
-      return new Config(host, port, workerId, role, modelFiles, capacity, publishKvEvents, kvTransfer, metricsPort);
+      return new Config(host, port, workerId, role, modelFiles, capacity, publishKvEvents, kvTransfer, metricsPort, tls);
     }
 
     public Config withKvEvents(boolean publish) {
-      return new Config(host, port, workerId, role, modelFiles, eventRingCapacity, publish, kvTransfer, metricsPort);
+      return new Config(host, port, workerId, role, modelFiles, eventRingCapacity, publish, kvTransfer, metricsPort, tls);
     }
 
     /** This role, moving KV with {@code transfer} (null: no transfer agent, aggregated only). */
     public Config withRole(WorkerRole role, KvTransfer transfer) {
-      return new Config(host, port, workerId, role, modelFiles, eventRingCapacity, publishKvEvents, transfer, metricsPort);
+      return new Config(host, port, workerId, role, modelFiles, eventRingCapacity, publishKvEvents, transfer, metricsPort, tls);
+    }
+
+    /**
+     * Mutual TLS with the deployment's certificates on the worker API, the KV transfer agents and
+     * the calls this worker makes (null: plaintext, the default).
+     */
+    public Config withTls(InternalTls tls) {
+      return new Config(host, port, workerId, role, modelFiles, eventRingCapacity, publishKvEvents, kvTransfer, metricsPort, tls);
     }
 
     /** Serves {@code /metrics} on this port of {@link #host} (-1: none, 0: a free one). */
     public Config withMetricsPort(int metricsPort) {
-      return new Config(host, port, workerId, role, modelFiles, eventRingCapacity, publishKvEvents, kvTransfer, metricsPort);
+      return new Config(host, port, workerId, role, modelFiles, eventRingCapacity, publishKvEvents, kvTransfer, metricsPort, tls);
     }
   }
 
@@ -125,7 +137,7 @@ public final class WorkerServer implements AutoCloseable {
     try {
       this.transfer = transfer(config, loop);
       if (transfer != null) {
-        roleParts = RoleProviders.forRole(config.role()).create(config.role(), loop, transfer, timer);
+        roleParts = RoleProviders.forRole(config.role()).create(config.role(), loop, transfer, timer, config.tls());
         for (var e : transfer.endpoints()) {
           log.info("worker {}: KV transfer agent {} at {}{}", config.workerId(), e.backend(), e.agent().address(),
               e.agent() == transfer.agent() ? "" : " (beside the primary " + transfer.agent().backend() + "; peers choose per link)");
@@ -143,7 +155,7 @@ public final class WorkerServer implements AutoCloseable {
     WorkerService service =
         new WorkerService(config.workerId(), config.role(), loop, events, facts, timer, config.publishKvEvents(), parts, gate);
     this.server =
-        NettyServerBuilder.forAddress(new InetSocketAddress(config.host(), config.port()))
+        NettyServerBuilder.forAddress(new InetSocketAddress(config.host(), config.port()), GrpcTls.server(config.tls()))
             .addService(io.grpc.ServerInterceptors.intercept(service, gate))
             // Every handler only enqueues onto the engine loop or answers from memory: no blocking,
             // so it runs on the transport thread without a hop through an executor.
@@ -180,12 +192,13 @@ public final class WorkerServer implements AutoCloseable {
     PrefillWarmUp.run(config.workerId(), loop);
     var primary = TransferBackends.select(config.kvTransfer().backend());
     int port = config.kvTransfer().port();
-    TransferAgent agent = primary.createAgent(config.kvTransfer().host(), port);
+    TransferTls tls = config.tls() == null ? null : TransferTls.of(config.tls());
+    TransferAgent agent = primary.createAgent(config.kvTransfer().host(), port, tls);
     List<TransferAgent> others = new ArrayList<>();
     try {
       for (var p : TransferBackends.alongside(config.kvTransfer().backend(), primary)) {
         // A fixed port: the primary's, and the ports after it for the agents beside it.
-        others.add(p.createAgent(config.kvTransfer().host(), port == 0 ? 0 : port + 1 + others.size()));
+        others.add(p.createAgent(config.kvTransfer().host(), port == 0 ? 0 : port + 1 + others.size(), tls));
       }
       return WorkerKvTransfer.create(agent, others, handoff, config.kvTransfer().timeout(), move -> loop.call(e -> {
             move.run();
@@ -214,7 +227,9 @@ public final class WorkerServer implements AutoCloseable {
     if (config.metricsPort() >= 0) {
       try {
         worker.metricsEndpoint =
-            MetricsEndpoint.start(config.host(), config.metricsPort(), worker.metrics::scrape, worker::health, () -> worker.drainRequested.run());
+            MetricsEndpoint.start(config.host(), config.metricsPort(), worker.metrics::scrape, worker::health,
+                // With mutual TLS, nothing unauthenticated may stop the worker: SIGTERM drains it.
+                config.tls() != null ? null : () -> worker.drainRequested.run());
       } catch (RuntimeException e) {
         worker.close();
         throw e;

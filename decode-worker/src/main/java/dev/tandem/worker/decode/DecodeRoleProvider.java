@@ -1,5 +1,6 @@
 package dev.tandem.worker.decode;
 
+import dev.tandem.common.InternalTls;
 import dev.tandem.common.WorkerRole;
 import dev.tandem.worker.EngineLoop;
 import dev.tandem.worker.WorkerKvTransfer;
@@ -19,7 +20,7 @@ public final class DecodeRoleProvider implements RoleProvider {
   }
 
   @Override
-  public RoleParts create(WorkerRole role, EngineLoop loop, WorkerKvTransfer transfer, ScheduledExecutorService timer) {
-    return new RoleParts(null, new RemotePrefills(loop, transfer, timer, loop.engine().info().eosTokenIds()));
+  public RoleParts create(WorkerRole role, EngineLoop loop, WorkerKvTransfer transfer, ScheduledExecutorService timer, InternalTls tls) {
+    return new RoleParts(null, new RemotePrefills(loop, transfer, timer, loop.engine().info().eosTokenIds(), tls));
   }
 }

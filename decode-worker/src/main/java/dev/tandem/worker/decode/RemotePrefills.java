@@ -15,6 +15,8 @@ import dev.tandem.worker.role.PrefillSink;
 import dev.tandem.worker.role.RemotePrefillClient;
 import io.grpc.ManagedChannel;
 import io.grpc.netty.NettyChannelBuilder;
+import dev.tandem.common.InternalTls;
+import dev.tandem.wire.GrpcTls;
 import java.util.Arrays;
 import java.util.Map;
 import java.util.concurrent.ConcurrentHashMap;
@@ -42,11 +44,14 @@ public final class RemotePrefills implements RemotePrefillClient {
   private final WorkerKvTransfer transfer;
   private final ScheduledExecutorService timer;
   private final int[] stopTokenIds;
+  private final InternalTls tls; // null: plaintext
   private final Map<String, ManagedChannel> channels = new ConcurrentHashMap<>();
   private final Map<String, KvPull> pulls = new ConcurrentHashMap<>();
   private final AtomicLong fallbacks = new AtomicLong();
 
-  public RemotePrefills(EngineLoop loop, WorkerKvTransfer transfer, ScheduledExecutorService timer, int[] eosTokenIds) {
+  /** @param tls the deployment's mutual TLS for calls to prefill workers (null: plaintext) */
+  public RemotePrefills(EngineLoop loop, WorkerKvTransfer transfer, ScheduledExecutorService timer, int[] eosTokenIds, InternalTls tls) {
+    this.tls = tls;
     this.loop = loop;
     this.transfer = transfer;
     this.timer = timer;
@@ -138,7 +143,7 @@ public final class RemotePrefills implements RemotePrefillClient {
               + description.kvTransferBackends() + " but not " + mine.backend());
     }
     var ref = theirs.probeRegion();
-    var region = new dev.tandem.transfer.MemoryDescriptor(ref.agentAddress(), ref.regionId(), ref.offset(), ref.length());
+    var region = WorkerKvTransfer.descriptor(ref);
     // Shaped like this worker's pulls: one read per layer in flight, keys and values each.
     LinkProbe.PullCost cost = LinkProbe.pullShaped(mine.agent(), region, transfer.handoff().layers(), 0.5);
     return LinkFigures.newBuilder()
@@ -150,7 +155,13 @@ public final class RemotePrefills implements RemotePrefillClient {
   }
 
   ManagedChannel channel(String address) {
-    return channels.computeIfAbsent(address, a -> NettyChannelBuilder.forTarget(a).usePlaintext().build());
+    return channels.computeIfAbsent(address, a -> {
+      var b = NettyChannelBuilder.forTarget(a, GrpcTls.channel(tls));
+      if (tls != null) {
+        b.overrideAuthority(InternalTls.PEER_NAME); // the peer proves the deployment's name, not its address
+      }
+      return b.build();
+    });
   }
 
   @Override

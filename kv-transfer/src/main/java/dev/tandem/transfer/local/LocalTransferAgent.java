@@ -69,7 +69,7 @@ public final class LocalTransferAgent implements TransferAgent {
                 if (peer == null || peer.closed) {
                   throw new IllegalStateException("agent " + d.agentAddress() + " is gone");
                 }
-                MemorySegment.copy(peer.regions.resolve(d.regionId(), d.offset(), d.length()), 0, local.get(i), 0, d.length());
+                MemorySegment.copy(peer.regions.resolve(d.regionId(), d.key(), d.offset(), d.length()), 0, local.get(i), 0, d.length());
                 if (listener != null) {
                   listener.descriptorDone(i);
                 }

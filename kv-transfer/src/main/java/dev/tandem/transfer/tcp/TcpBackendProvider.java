@@ -1,6 +1,7 @@
 package dev.tandem.transfer.tcp;
 
 import dev.tandem.transfer.TransferAgent;
+import dev.tandem.transfer.TransferTls;
 import dev.tandem.transfer.TransferBackendProvider;
 
 /** TCP through Netty: always available, works across machines; UCX outranks it where present. */
@@ -28,5 +29,10 @@ public final class TcpBackendProvider implements TransferBackendProvider {
   @Override
   public TransferAgent createAgent(String host, int port) {
     return new TcpTransferAgent(host, port);
+  }
+
+  @Override
+  public TransferAgent createAgent(String host, int port, TransferTls tls) {
+    return new TcpTransferAgent(host, port, tls);
   }
 }

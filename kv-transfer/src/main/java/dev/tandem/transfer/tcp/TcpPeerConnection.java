@@ -66,7 +66,7 @@ final class TcpPeerConnection extends ByteToMessageDecoder {
    * Asks for {@code length} bytes of a region; they land in {@code target}. Completing the returned
    * future early (cancelling it) stops further writes into {@code target}: the rest is skipped.
    */
-  CompletableFuture<Void> read(long regionId, long offset, MemorySegment target) {
+  CompletableFuture<Void> read(long regionId, long key, long offset, MemorySegment target) {
     long id = nextId.getAndIncrement();
     Pending p = new Pending(target);
     pending.put(id, p);
@@ -77,7 +77,7 @@ final class TcpPeerConnection extends ByteToMessageDecoder {
       return p.done;
     }
     ByteBuf req = ch.alloc().buffer(TcpWire.REQUEST_BYTES);
-    req.writeInt(TcpWire.READ).writeLong(id).writeLong(regionId).writeLong(offset).writeLong(target.byteSize());
+    req.writeInt(TcpWire.READ).writeLong(id).writeLong(regionId).writeLong(key).writeLong(offset).writeLong(target.byteSize());
     ch.writeAndFlush(req).addListener(f -> {
       if (!f.isSuccess()) {
         p.done.completeExceptionally(new IOException("cannot send to KV transfer peer " + peer, f.cause()));

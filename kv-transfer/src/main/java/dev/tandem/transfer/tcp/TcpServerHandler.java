@@ -1,6 +1,7 @@
 package dev.tandem.transfer.tcp;
 
 import dev.tandem.transfer.Regions;
+import dev.tandem.transfer.TransferTls;
 import io.netty.buffer.ByteBuf;
 import io.netty.buffer.Unpooled;
 import io.netty.channel.ChannelHandlerContext;
@@ -31,6 +32,7 @@ final class TcpServerHandler extends ByteToMessageDecoder {
       int type = in.readInt();
       long requestId = in.readLong();
       long regionId = in.readLong();
+      long key = in.readLong();
       long offset = in.readLong();
       long length = in.readLong();
       if (type != TcpWire.READ) {
@@ -40,7 +42,7 @@ final class TcpServerHandler extends ByteToMessageDecoder {
       }
       MemorySegment data;
       try {
-        data = regions.resolve(regionId, offset, length);
+        data = regions.resolve(regionId, key, offset, length);
       } catch (IllegalArgumentException e) {
         byte[] msg = e.getMessage().getBytes(StandardCharsets.UTF_8);
         ByteBuf header = ctx.alloc().buffer(TcpWire.RESPONSE_HEADER_BYTES + msg.length);
@@ -63,6 +65,8 @@ final class TcpServerHandler extends ByteToMessageDecoder {
   public void exceptionCaught(ChannelHandlerContext ctx, Throwable cause) {
     if (cause instanceof java.io.IOException) {
       log.debug("KV transfer connection from {} failed", ctx.channel().remoteAddress(), cause);
+    } else if (TransferTls.isTlsFailure(cause)) {
+      log.info("refused a KV transfer connection from {}: {}", ctx.channel().remoteAddress(), cause.getCause() != null ? cause.getCause().getMessage() : cause.getMessage());
     } else {
       failure = cause; // not the peer's doing: a bug here
       log.warn("closing a KV transfer connection from {} on an unexpected error", ctx.channel().remoteAddress(), cause);

@@ -19,6 +19,8 @@ import io.netty.channel.nio.NioIoHandler;
 import io.netty.channel.socket.SocketChannel;
 import io.netty.channel.socket.nio.NioServerSocketChannel;
 import io.netty.channel.socket.nio.NioSocketChannel;
+import io.netty.handler.ssl.SslHandler;
+import dev.tandem.transfer.TransferTls;
 import java.io.IOException;
 import java.lang.foreign.Arena;
 import java.lang.foreign.MemorySegment;
@@ -33,12 +35,15 @@ import java.util.concurrent.TimeUnit;
 
 /**
  * Transfers over TCP with Netty: the agent serves reads of its registered (native) memory on a
- * port, and reads from peers over one pipelined connection per peer. Thread-safe.
+ * port, and reads from peers over one pipelined connection per peer. With {@link TransferTls},
+ * every connection is mutual TLS: the agent serves only peers with a deployment certificate and
+ * reads only from agents that have one. Every read names its region's key. Thread-safe.
  */
 public final class TcpTransferAgent implements TransferAgent {
   private final Arena owned = Arena.ofShared();
   private final EventLoopGroup group = new MultiThreadIoEventLoopGroup(2, NioIoHandler.newFactory());
   private final Regions regions = new Regions();
+  private final TransferTls tls; // null: plain TCP
   private final Channel server;
   private final String address;
   private final Map<String, CompletableFuture<TcpPeerConnection>> peers = new ConcurrentHashMap<>();
@@ -49,8 +54,14 @@ public final class TcpTransferAgent implements TransferAgent {
     this(host, 0);
   }
 
-  /** Serving on {@code host:port} (0: any free port). */
+  /** Serving on {@code host:port} (0: any free port), plain TCP. */
   public TcpTransferAgent(String host, int port) {
+    this(host, port, null);
+  }
+
+  /** Serving on {@code host:port} (0: any free port); under mutual TLS unless {@code tls} is null. */
+  public TcpTransferAgent(String host, int port, TransferTls tls) {
+    this.tls = tls;
     this.server =
         new ServerBootstrap()
             .group(group)
@@ -61,6 +72,9 @@ public final class TcpTransferAgent implements TransferAgent {
                   @Override
                   protected void initChannel(SocketChannel ch) {
                     served.add(ch);
+                    if (tls != null) {
+                      ch.pipeline().addLast(tls.serverHandler(ch.alloc()));
+                    }
                     ch.pipeline().addLast(new TcpServerHandler(regions));
                   }
                 })
@@ -121,7 +135,7 @@ public final class TcpTransferAgent implements TransferAgent {
           continue;
         }
         MemoryDescriptor d = remote.get(i);
-        CompletableFuture<Void> w = c.read(d.regionId(), d.offset(), local.get(i));
+        CompletableFuture<Void> w = c.read(d.regionId(), d.key(), d.offset(), local.get(i));
         wire.add(w);
         CompletableFuture<Void> part = parts.get(i);
         w.whenComplete((v, err) -> {
@@ -170,27 +184,52 @@ public final class TcpTransferAgent implements TransferAgent {
     peers.put(peer, fresh);
     int colon = peer.lastIndexOf(':');
     TcpPeerConnection handler = new TcpPeerConnection(peer);
+    CompletableFuture<SslHandler> secured = new CompletableFuture<>();
     ChannelFuture connect;
     try {
+      int port = Integer.parseInt(peer.substring(colon + 1));
       connect =
           new Bootstrap()
               .group(group)
               .channel(NioSocketChannel.class)
               .option(ChannelOption.TCP_NODELAY, true)
               .option(ChannelOption.CONNECT_TIMEOUT_MILLIS, 5_000)
-              .handler(handler)
-              .connect(peer.substring(0, colon), Integer.parseInt(peer.substring(colon + 1)));
+              .handler(
+                  new ChannelInitializer<SocketChannel>() {
+                    @Override
+                    protected void initChannel(SocketChannel ch) {
+                      if (tls != null) {
+                        SslHandler ssl = tls.clientHandler(ch.alloc(), port);
+                        ch.pipeline().addLast(ssl);
+                        secured.complete(ssl);
+                      }
+                      ch.pipeline().addLast(handler);
+                    }
+                  })
+              .connect(peer.substring(0, colon), port);
     } catch (RuntimeException e) {
       fresh.completeExceptionally(new IOException("bad KV transfer peer address '" + peer + "'", e));
       return fresh;
     }
     connect.addListener(f -> {
-      if (f.isSuccess()) {
+      if (!f.isSuccess()) {
+        peers.remove(peer, fresh);
+        fresh.completeExceptionally(new IOException("cannot connect to KV transfer peer " + peer, f.cause()));
+      } else if (tls == null) {
         handler.attach(connect.channel());
         fresh.complete(handler);
       } else {
-        peers.remove(peer, fresh);
-        fresh.completeExceptionally(new IOException("cannot connect to KV transfer peer " + peer, f.cause()));
+        // Usable once the peer has proved it belongs to the deployment.
+        secured.join().handshakeFuture().addListener(h -> {
+          if (h.isSuccess()) {
+            handler.attach(connect.channel());
+            fresh.complete(handler);
+          } else {
+            peers.remove(peer, fresh);
+            connect.channel().close();
+            fresh.completeExceptionally(new IOException("TLS handshake with KV transfer peer " + peer + " failed: " + h.cause().getMessage(), h.cause()));
+          }
+        });
       }
     });
     return fresh;

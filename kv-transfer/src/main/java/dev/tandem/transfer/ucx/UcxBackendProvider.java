@@ -1,6 +1,7 @@
 package dev.tandem.transfer.ucx;
 
 import dev.tandem.transfer.TransferAgent;
+import dev.tandem.transfer.TransferTls;
 import dev.tandem.transfer.TransferBackendProvider;
 
 /**
@@ -49,5 +50,10 @@ public final class UcxBackendProvider implements TransferBackendProvider {
   @Override
   public TransferAgent createAgent(String host, int port) {
     return new UcxTransferAgent(host, port, true);
+  }
+
+  @Override
+  public TransferAgent createAgent(String host, int port, TransferTls tls) {
+    return new UcxTransferAgent(host, port, true, tls);
   }
 }

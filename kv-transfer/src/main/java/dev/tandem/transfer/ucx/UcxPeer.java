@@ -22,8 +22,11 @@ import org.openucx.jucx.ucp.UcpRemoteKey;
  * worker thread.
  */
 final class UcxPeer {
-  /** A peer's region as a reader knows it: base address, length, and the unpacked remote key. */
-  record RegionInfo(long base, long length, UcpRemoteKey key) {}
+  /**
+   * A peer's region as a reader knows it: base address, length, the unpacked remote key, and the
+   * region key it was asked for with (a read with another key asks the owner again, and fails).
+   */
+  record RegionInfo(long base, long length, UcpRemoteKey key, long regionKey) {}
 
   private final UcxTransferAgent agent;
   private final UcxWorkerThread ucx;
@@ -46,9 +49,9 @@ final class UcxPeer {
     int colon = agentAddress.lastIndexOf(':');
     String host = agentAddress.substring(0, colon);
     int port = Integer.parseInt(agentAddress.substring(colon + 1));
-    socket = UcxSideChannel.connect(host, port);
+    socket = UcxSideChannel.connect(host, port, agent.tls());
     // A second connection the owner never answers on: it ends when the owner does.
-    watch = UcxSideChannel.connect(host, port);
+    watch = UcxSideChannel.connect(host, port, agent.tls());
     socket.setSoTimeout(UcxSideChannel.TIMEOUT_MS);
     in = new DataInputStream(socket.getInputStream());
     out = new DataOutputStream(socket.getOutputStream());
@@ -132,28 +135,30 @@ final class UcxPeer {
   }
 
   /** A region of this peer, asked for over the side channel the first time. */
-  RegionInfo region(long id) throws IOException {
+  RegionInfo region(long id, long key) throws IOException {
     RegionInfo known = regions.get(id);
-    return known != null ? known : fetch(id);
+    return known != null && known.regionKey() == key ? known : fetch(id, key);
   }
 
-  private synchronized RegionInfo fetch(long id) throws IOException {
+  private synchronized RegionInfo fetch(long id, long key) throws IOException {
     RegionInfo known = regions.get(id);
-    if (known != null) {
+    if (known != null && known.regionKey() == key) {
       return known;
     }
     out.writeByte(UcxSideChannel.OP_REGION);
     out.writeLong(id);
+    out.writeLong(key);
     out.flush();
     if (in.readByte() != 0) {
-      throw new IllegalArgumentException("region " + id + " is not registered at " + socket.getRemoteSocketAddress());
+      throw new IllegalArgumentException(
+          "region " + id + " is not registered at " + socket.getRemoteSocketAddress() + ", or the key is not its key");
     }
     long base = in.readLong();
     long length = in.readLong();
     byte[] rkey = new byte[in.readInt()];
     in.readFully(rkey);
     ByteBuffer packed = ByteBuffer.allocateDirect(rkey.length).put(rkey).flip();
-    RegionInfo info = new RegionInfo(base, length, ucx.call(() -> endpoint.unpackRemoteKey(packed)));
+    RegionInfo info = new RegionInfo(base, length, ucx.call(() -> endpoint.unpackRemoteKey(packed)), key);
     regions.put(id, info);
     return info;
   }

@@ -64,7 +64,7 @@ final class UcxRead {
         peer.active.add(this);
         peer.poke();
       }
-      UcxPeer.RegionInfo info = peer.region(d.regionId());
+      UcxPeer.RegionInfo info = peer.region(d.regionId(), d.key());
       if (d.offset() + d.length() > info.length()) {
         throw new IllegalArgumentException(
             "range [" + d.offset() + ", " + (d.offset() + d.length()) + ") is outside region " + d.regionId()

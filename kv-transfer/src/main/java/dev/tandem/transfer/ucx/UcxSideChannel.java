@@ -1,5 +1,6 @@
 package dev.tandem.transfer.ucx;
 
+import dev.tandem.transfer.TransferTls;
 import java.io.IOException;
 import java.net.InetSocketAddress;
 import java.net.Socket;
@@ -8,10 +9,11 @@ import java.nio.file.Path;
 import java.util.UUID;
 
 /**
- * The UCX agent's side channel, a plain TCP protocol next to UCX: a reader says hello (its node,
+ * The UCX agent's side channel, a TCP protocol next to UCX (under mutual TLS when the deployment has
+ * certificates): a reader says hello (its node,
  * answered with the owner's node and UCP worker address), asks for regions (base, length, packed
- * remote key), pings before a read completes, pokes the owner's worker before reading, and holds a
- * second "watch" connection on which the owner announces deregistered regions (each acknowledged)
+ * remote key; by id and region key, refused without the key), pings before a read completes,
+ * pokes the owner's worker before reading, and holds a second "watch" connection on which the owner announces deregistered regions (each acknowledged)
  * and which ends when the owner does. Also this process's node identity: equal strings can share
  * memory.
  */
@@ -44,10 +46,22 @@ final class UcxSideChannel {
     }
   }
 
-  static Socket connect(String host, int port) throws IOException {
+  /** A connection to an owner's side channel; with {@code tls} (may be null), after a mutual TLS handshake. */
+  static Socket connect(String host, int port, TransferTls tls) throws IOException {
     Socket s = new Socket();
-    s.connect(new InetSocketAddress(host, port), TIMEOUT_MS);
-    s.setTcpNoDelay(true);
-    return s;
+    try {
+      s.connect(new InetSocketAddress(host, port), TIMEOUT_MS);
+      s.setTcpNoDelay(true);
+      if (tls == null) {
+        return s;
+      }
+      s.setSoTimeout((int) TransferTls.HANDSHAKE_TIMEOUT.toMillis());
+      Socket secured = tls.clientSocket(s);
+      secured.setSoTimeout(0);
+      return secured;
+    } catch (IOException | RuntimeException e) {
+      s.close();
+      throw e;
+    }
   }
 }

@@ -6,6 +6,8 @@ import java.io.IOException;
 import java.net.ServerSocket;
 import java.net.Socket;
 import java.nio.ByteBuffer;
+import dev.tandem.transfer.TransferTls;
+import javax.net.ssl.SSLSocket;
 import java.util.Set;
 import java.util.concurrent.ConcurrentHashMap;
 import java.util.concurrent.Semaphore;
@@ -100,6 +102,12 @@ final class UcxSideChannelServer {
   private void serve(Socket s) {
     try (s) {
       s.setTcpNoDelay(true);
+      if (s instanceof SSLSocket secured) {
+        // A peer that cannot prove it belongs to the deployment is dropped here.
+        secured.setSoTimeout((int) TransferTls.HANDSHAKE_TIMEOUT.toMillis());
+        secured.startHandshake();
+        secured.setSoTimeout(0);
+      }
       DataInputStream in = new DataInputStream(s.getInputStream());
       DataOutputStream out = new DataOutputStream(s.getOutputStream());
       while (!agent.isClosed()) {
@@ -121,7 +129,8 @@ final class UcxSideChannelServer {
           }
           case UcxSideChannel.OP_REGION -> {
             long id = in.readLong();
-            UcpMemory m = agent.mapped(id);
+            long regionKey = in.readLong();
+            UcpMemory m = agent.mapped(id, regionKey);
             if (m == null) {
               out.writeByte(1);
             } else {

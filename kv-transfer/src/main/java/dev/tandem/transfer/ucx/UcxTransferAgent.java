@@ -9,6 +9,7 @@ import java.lang.foreign.MemorySegment;
 import java.net.InetAddress;
 import java.net.InetSocketAddress;
 import java.net.ServerSocket;
+import dev.tandem.transfer.TransferTls;
 import java.time.Duration;
 import java.util.List;
 import java.util.Map;
@@ -58,6 +59,7 @@ public final class UcxTransferAgent implements TransferAgent {
 
   private final UcxWorkerThread ucx;
   private final boolean sharedMemoryPath;
+  private final TransferTls tls; // null: plain side channel
   private final UcxSideChannelServer sideChannel;
   private final String address;
   private final Map<Long, UcpMemory> mapped = new ConcurrentHashMap<>();
@@ -85,13 +87,23 @@ public final class UcxTransferAgent implements TransferAgent {
     this(host, 0, sharedMemory);
   }
 
-  /** Its side channel on {@code host:port} (0: any free port); UCX's own transports pick theirs. */
+  /** Its side channel on {@code host:port} (0: any free port), plain TCP; see the full constructor. */
   public UcxTransferAgent(String host, int port, boolean sharedMemory) {
+    this(host, port, sharedMemory, null);
+  }
+
+  /**
+   * Its side channel on {@code host:port} (0: any free port), under mutual TLS when {@code tls}
+   * is not null. UCX's own transports pick their ports, on the network device that holds {@code
+   * host} (and the RDMA devices) only, unless {@code UCX_NET_DEVICES} says otherwise.
+   */
+  public UcxTransferAgent(String host, int port, boolean sharedMemory, TransferTls tls) {
     this.sharedMemoryPath = sharedMemory;
-    this.ucx = new UcxWorkerThread("ucx-worker");
+    this.tls = tls;
+    this.ucx = new UcxWorkerThread("ucx-worker", UcxNetDevices.forHost(host));
     ServerSocket socket;
     try {
-      socket = new ServerSocket();
+      socket = tls == null ? new ServerSocket() : tls.serverSocket();
       socket.bind(new InetSocketAddress(InetAddress.getByName(host), port));
     } catch (IOException e) {
       ucx.close();
@@ -121,9 +133,14 @@ public final class UcxTransferAgent implements TransferAgent {
     return closed;
   }
 
-  /** The UCP mapping of a region this agent registered, or null. */
-  UcpMemory mapped(long regionId) {
-    return mapped.get(regionId);
+  /** The UCP mapping of a region this agent registered, or null when unknown or {@code key} is not its key. */
+  UcpMemory mapped(long regionId, long key) {
+    return regions.matches(regionId, key) ? mapped.get(regionId) : null;
+  }
+
+  /** Mutual TLS for the side channel; null: plain TCP. */
+  TransferTls tls() {
+    return tls;
   }
 
   void lostGet(int count) {

@@ -37,7 +37,14 @@ final class UcxWorkerThread implements AutoCloseable {
   final AtomicInteger inFlight = new AtomicInteger();
 
   UcxWorkerThread(String name) {
-    this.context = new UcpContext(new UcpParams().requestRmaFeature());
+    this(name, java.util.Map.of());
+  }
+
+  /** With UCX settings ({@code NET_DEVICES} → {@code lo}: what {@code UCX_NET_DEVICES=lo} would set). */
+  UcxWorkerThread(String name, java.util.Map<String, String> config) {
+    UcpParams params = new UcpParams().requestRmaFeature();
+    config.forEach(params::setConfig);
+    this.context = new UcpContext(params);
     this.worker = context.newWorker(new UcpWorkerParams());
     this.thread = Thread.ofPlatform().name(name).daemon().start(this::loop);
   }

@@ -37,9 +37,12 @@ class TcpSideChannelFuzzTest {
     EmbeddedChannel ch = new EmbeddedChannel(handler);
     ByteBuf in = Unpooled.buffer(bytes.length);
     in.writeBytes(bytes);
-    // The region's id at the id's place of every request, often enough to reach the data path.
+    // The region's id and key at their places in every request, often enough to reach the data path.
     for (int at = 12; at + 8 <= in.writerIndex() && (bytes[0] & 1) == 1; at += TcpWire.REQUEST_BYTES) {
       in.setLong(at, D.regionId());
+      if (at + 16 <= in.writerIndex() && (bytes[0] & 2) == 2) {
+        in.setLong(at + 8, D.key());
+      }
     }
     ch.writeInbound(in);
     ch.checkException(); // nothing escaped the handler

@@ -148,6 +148,9 @@ public final class LocalConnector implements Connector {
       HttpResponse<String> r = http.send(HttpRequest.newBuilder(URI.create("http://" + spec.host() + ":" + c.metricsPort + "/drain"))
           .timeout(Duration.ofSeconds(5)).POST(HttpRequest.BodyPublishers.noBody()).build(), HttpResponse.BodyHandlers.ofString());
       log.info("draining {} worker {} (pid {}): {}", c.pool.cliName(), c.id, c.process.pid(), r.statusCode());
+      if (r.statusCode() != 202) {
+        c.process.destroy(); // e.g. 403 from a worker under mutual TLS: SIGTERM drains it the same way
+      }
     } catch (IOException e) {
       // Not listening yet (still starting) or already gone: SIGTERM drains as well.
       log.info("draining {} worker {} (pid {}) by SIGTERM: {}", c.pool.cliName(), c.id, c.process.pid(), e.getMessage());

@@ -16,7 +16,7 @@ public final class PrefillRoleProvider implements RoleProvider {
   }
 
   @Override
-  public RoleParts create(WorkerRole role, EngineLoop loop, WorkerKvTransfer transfer, ScheduledExecutorService timer) {
+  public RoleParts create(WorkerRole role, EngineLoop loop, WorkerKvTransfer transfer, ScheduledExecutorService timer, dev.tandem.common.InternalTls tls) {
     return new RoleParts(new PrefillCalls(loop, transfer, timer), null);
   }
 }

@@ -25,6 +25,8 @@ import dev.tandem.wire.ToWire;
 import io.grpc.ManagedChannel;
 import io.grpc.StatusRuntimeException;
 import io.grpc.netty.NettyChannelBuilder;
+import dev.tandem.common.InternalTls;
+import dev.tandem.wire.GrpcTls;
 import io.grpc.stub.ClientCallStreamObserver;
 import io.grpc.stub.ClientResponseObserver;
 import io.grpc.stub.StreamObserver;
@@ -80,13 +82,19 @@ public final class WorkerClient implements AutoCloseable {
    * @throws IllegalStateException naming the address if the worker does not answer in time
    */
   public static WorkerClient connect(String address, Duration timeout) {
-    return connect(address, channel(address), timeout);
+    return connect(address, channel(address, null), timeout);
   }
 
-  /** A plaintext channel to {@code address} ({@code host:port}). */
-  static ManagedChannel channel(String address) {
-    return NettyChannelBuilder.forTarget(address)
-        .usePlaintext()
+  /**
+   * A channel to {@code address} ({@code host:port}): plaintext, or mutual TLS with the
+   * deployment's certificates ({@code tls}), the worker proving {@link InternalTls#PEER_NAME}.
+   */
+  public static ManagedChannel channel(String address, InternalTls tls) {
+    NettyChannelBuilder b = NettyChannelBuilder.forTarget(address, GrpcTls.channel(tls));
+    if (tls != null) {
+      b.overrideAuthority(InternalTls.PEER_NAME);
+    }
+    return b
         // Listeners only hand chunks to other executors; running them on the transport
         // thread saves a thread hop per message.
         .directExecutor()

@@ -4,6 +4,7 @@ import dev.tandem.common.WorkerDescription;
 import dev.tandem.router.LoadLedger;
 import dev.tandem.router.WorkerLoad;
 import io.grpc.ManagedChannel;
+import dev.tandem.common.InternalTls;
 import java.time.Duration;
 import java.util.function.Function;
 import java.util.List;
@@ -42,7 +43,12 @@ public final class WorkerPool implements AutoCloseable {
           Thread.ofPlatform().name("worker-pool-timer").daemon().factory());
 
   public WorkerPool(int blockSize, Duration connectTimeout, Duration loadInterval) {
-    this(blockSize, connectTimeout, loadInterval, WorkerClient::channel);
+    this(blockSize, connectTimeout, loadInterval, (InternalTls) null);
+  }
+
+  /** A pool whose channels are mutual TLS with the deployment's certificates ({@code tls}; null: plaintext). */
+  public WorkerPool(int blockSize, Duration connectTimeout, Duration loadInterval, InternalTls tls) {
+    this(blockSize, connectTimeout, loadInterval, address -> WorkerClient.channel(address, tls));
   }
 
   /** A pool that opens its channels with {@code channels} (tests: in-process channels by name). */

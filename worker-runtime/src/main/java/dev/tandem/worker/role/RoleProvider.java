@@ -15,6 +15,9 @@ public interface RoleProvider {
   /** The roles this module serves. */
   Set<WorkerRole> roles();
 
-  /** The role's parts for a worker whose engine runs on {@code loop} and moves KV with {@code transfer}. */
-  RoleParts create(WorkerRole role, EngineLoop loop, WorkerKvTransfer transfer, ScheduledExecutorService timer);
+  /**
+   * The role's parts for a worker whose engine runs on {@code loop} and moves KV with {@code
+   * transfer}; calls to other workers use {@code tls} (null: plaintext).
+   */
+  RoleParts create(WorkerRole role, EngineLoop loop, WorkerKvTransfer transfer, ScheduledExecutorService timer, dev.tandem.common.InternalTls tls);
 }
