@@ -66,3 +66,28 @@ lifecycle:
 {{- regexReplaceAll "[^A-Za-z0-9_.-]" .Values.model.name "_" | trunc 63 | trimAll "_.-" -}}
 {{- end -}}
 {{- end -}}
+
+{{/* Mutual TLS between frontends and workers (tls.secretName): the env var, mount and volume. */}}
+{{- define "tandem.tlsEnv" -}}
+{{- if .Values.tls.secretName }}
+- name: TANDEM_TLS_DIR
+  value: /etc/tandem/tls
+{{- end }}
+{{- end }}
+
+{{- define "tandem.tlsMount" -}}
+{{- if .Values.tls.secretName }}
+- name: tls
+  mountPath: /etc/tandem/tls
+  readOnly: true
+{{- end }}
+{{- end }}
+
+{{- define "tandem.tlsVolume" -}}
+{{- if .Values.tls.secretName }}
+- name: tls
+  secret:
+    secretName: {{ .Values.tls.secretName }}
+    defaultMode: 0400
+{{- end }}
+{{- end }}

@@ -191,6 +191,26 @@ class HelmChartTest {
     assertEquals(List.of("grpc", "metrics"), free.getSpec().getContainers().getFirst().getPorts().stream().map(p -> p.getName()).toList());
   }
 
+  /** tls.secretName mounts the Secret into frontends and workers and points --tls-dir (TANDEM_TLS_DIR) at it. */
+  @Test
+  void aTlsSecretReachesTheFrontendAndEveryWorker() {
+    for (String source : List.of("none", "pvc")) {
+      List<KubernetesResource> docs = render(Map.of("tls.secretName", "tandem-tls", "model.source", source, "model.pvc.claimName", "models"));
+      for (String name : List.of("demo-tandem-frontend", "demo-tandem-prefill", "demo-tandem-decode")) {
+        var pod = named(docs, Deployment.class, name).getSpec().getTemplate().getSpec();
+        Container c = pod.getContainers().getFirst();
+        assertTrue(c.getEnv().stream().anyMatch(e -> e.getName().equals("TANDEM_TLS_DIR") && e.getValue().equals("/etc/tandem/tls")), name);
+        assertTrue(c.getVolumeMounts().stream().anyMatch(m -> m.getName().equals("tls") && m.getMountPath().equals("/etc/tandem/tls") && m.getReadOnly()), name);
+        assertTrue(pod.getVolumes().stream().anyMatch(v -> v.getName().equals("tls") && v.getSecret().getSecretName().equals("tandem-tls")), name);
+        if (!name.endsWith("frontend") && source.equals("pvc")) {
+          assertTrue(pod.getVolumes().stream().anyMatch(v -> v.getName().equals("model")), "the model volume stays beside it");
+        }
+      }
+    }
+    var plain = named(render(Map.of()), Deployment.class, "demo-tandem-decode").getSpec().getTemplate().getSpec().getContainers().getFirst();
+    assertFalse(plain.getEnv().stream().anyMatch(e -> e.getName().equals("TANDEM_TLS_DIR")), "plaintext by default");
+  }
+
   @Test
   void gpuValuesReachTheWorkerContainers() {
     List<KubernetesResource> docs = render(Map.of("prefill.gpus", 1, "decode.gpus", 2));

@@ -16,6 +16,8 @@ import java.util.concurrent.TimeUnit;
 import org.junit.jupiter.api.Test;
 
 /** The tcp backend under mutual TLS: the whole conformance suite, and who is refused. */
+// The whole suite again over TLS handshakes and encrypted bulk reads: in the full run, not the fast tier.
+@org.junit.jupiter.api.Tag("e2e")
 class TcpTlsBackendTest extends TransferBackendConformanceTest {
   private static final CertificateAuthority CA = CertificateAuthority.create("test deployment", Duration.ofDays(1));
   private static final TransferTls TLS = TransferTls.of(TlsFixture.issue(CA, "worker"));

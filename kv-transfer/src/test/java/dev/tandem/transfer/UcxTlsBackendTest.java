@@ -18,6 +18,8 @@ import org.junit.jupiter.api.Test;
  * The UCX backend with its side channel under mutual TLS (needs libucx0): the conformance suite,
  * and a reader without the deployment's certificate gets no region (so no UCX remote key).
  */
+// The whole suite again over TLS handshakes and encrypted bulk reads: in the full run, not the fast tier.
+@org.junit.jupiter.api.Tag("e2e")
 class UcxTlsBackendTest extends TransferBackendConformanceTest {
   private static final TransferTls TLS = TransferTls.of(TlsFixture.component("worker"));
 

@@ -158,9 +158,17 @@ public final class WorkerService extends WorkerGrpc.WorkerImplBase {
         response.onNext(parts.remote().probe(request.getPeerAddress(), request.getBackend()));
         response.onCompleted();
       } catch (Exception e) {
-        Status status = e instanceof IllegalArgumentException ? Status.FAILED_PRECONDITION : Status.UNAVAILABLE;
-        response.onError(status.withDescription("link probe of " + request.getPeerAddress()
-            + (request.getBackend().isEmpty() ? "" : " over " + request.getBackend()) + " failed: " + e.getMessage()).asRuntimeException());
+        String what = "link probe of " + request.getPeerAddress() + (request.getBackend().isEmpty() ? "" : " over " + request.getBackend());
+        if (e instanceof IllegalArgumentException) {
+          response.onError(Status.FAILED_PRECONDITION.withDescription(what + " failed: " + e.getMessage()).asRuntimeException());
+          return;
+        }
+        // The caller learns only that the peer is not a reachable worker of this deployment, not
+        // why (refused, silent, not TLS, not a worker): the probe is no port scanner. The reason
+        // is in this worker's log.
+        log.info("{} failed", what, e);
+        response.onError(Status.UNAVAILABLE.withDescription(what + " failed: it did not answer as a worker of this deployment with a transfer agent (reason in worker "
+            + workerId + "'s log)").asRuntimeException());
       }
     });
   }
