@@ -4,12 +4,13 @@
 #
 #   benchmarks/scripts/frontend_overhead.sh [OUT_DIR]        # mocker at zero delay (SPEEDUP=0)
 #   SPEEDUP=1 benchmarks/scripts/frontend_overhead.sh        # mocker at its real-time timing model
+#   SERVE_ARGS="--tls-dir certs/worker" benchmarks/scripts/frontend_overhead.sh OUT   # extra serve flags
 set -euo pipefail
 cd "$(dirname "$0")/../.."
 out="${1:-target/bench/frontend-overhead-speedup${SPEEDUP:-0}}"
 port="${PORT:-8123}"
 mkdir -p "$out"
-./tandem serve --engine mocker --host 127.0.0.1 --port "$port" --speedup-ratio "${SPEEDUP:-0}" >"$out/serve.log" 2>&1 &
+./tandem serve --engine mocker --host 127.0.0.1 --port "$port" --speedup-ratio "${SPEEDUP:-0}" ${SERVE_ARGS:-} >"$out/serve.log" 2>&1 &
 pid=$!
 trap 'kill $pid 2>/dev/null || true' EXIT
 for _ in $(seq 120); do

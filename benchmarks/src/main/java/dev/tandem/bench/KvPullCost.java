@@ -6,6 +6,7 @@ import dev.tandem.transfer.MemoryDescriptor;
 import dev.tandem.transfer.TransferAgent;
 import dev.tandem.transfer.TransferBackendProvider;
 import dev.tandem.transfer.TransferBackends;
+import dev.tandem.transfer.TransferTls;
 import java.lang.foreign.Arena;
 import java.lang.foreign.MemorySegment;
 import java.time.Duration;
@@ -22,7 +23,10 @@ import java.util.concurrent.TimeUnit;
  * flight), against the prediction the router makes from a link probe taken in the same run the way
  * a decode worker takes it ({@link LinkProbe#pullShaped}): {@code fixed + kv bytes / throughput}.
  *
- * <pre>KvPullCost [layers kvDim]   (default 8 256: llama-100m; 28 1024: Qwen3-0.6B)</pre>
+ * <p>With {@code tls}, every backend that supports it runs twice: plaintext, then under mutual TLS
+ * with certificates of a throwaway CA (the cost of {@code --tls-dir} on a pull).
+ *
+ * <pre>KvPullCost [layers kvDim [tls]]   (default 8 256: llama-100m; 28 1024: Qwen3-0.6B)</pre>
  */
 public final class KvPullCost {
   private static final int BLOCK = 16;
@@ -37,15 +41,37 @@ public final class KvPullCost {
     int[] prompts = {256, 1024, 4096};
     int maxBlocks = prompts[prompts.length - 1] / BLOCK;
     System.out.printf(Locale.ROOT, "layout: %d layers, %d B per block per layer (K or V), %d B of KV per token%n", layers, blockBytes, kvPerToken);
-    System.out.printf(Locale.ROOT, "%-6s %-10s %7s %6s %10s %12s %12s %8s%n", "backend", "blocks", "tokens", "descs", "MB", "measured ms", "predicted ms", "ratio");
+    System.out.printf(Locale.ROOT, "%-8s %-10s %7s %6s %10s %12s %12s %8s%n", "backend", "blocks", "tokens", "descs", "MB", "measured ms", "predicted ms", "ratio");
+    TransferTls tls = args.length > 2 && args[2].equals("tls") ? throwawayTls() : null;
     for (TransferBackendProvider provider : TransferBackends.all()) {
       if (!provider.isAvailable()) {
         System.out.println(provider.name() + ": " + provider.unavailableReason());
         continue;
       }
+      run(provider, null, layers, kvDim, prompts);
+      if (tls != null && !provider.name().equals("local")) {
+        run(provider, tls, layers, kvDim, prompts);
+      }
+    }
+    System.exit(0);
+  }
+
+  private static TransferTls throwawayTls() throws java.io.IOException {
+    var ca = dev.tandem.common.CertificateAuthority.create("KvPullCost", Duration.ofDays(1));
+    java.nio.file.Path dir = java.nio.file.Files.createTempDirectory("kvpull-tls-");
+    ca.writeComponent(dir, ca.issue("worker", List.of(), Duration.ofDays(1)));
+    return TransferTls.of(dev.tandem.common.InternalTls.fromDirectory(dir));
+  }
+
+  private static void run(TransferBackendProvider provider, TransferTls tls, int layers, int kvDim, int[] prompts) throws Exception {
+    long blockBytes = (long) BLOCK * kvDim * Float.BYTES;
+    long kvPerToken = 2L * layers * kvDim * Float.BYTES;
+    int maxBlocks = prompts[prompts.length - 1] / BLOCK;
+    String name = provider.name() + (tls == null ? "" : "+tls");
+    {
       try (Arena arena = Arena.ofShared();
-          TransferAgent prefill = provider.createAgent("127.0.0.1");
-          TransferAgent decode = provider.createAgent("127.0.0.1")) {
+          TransferAgent prefill = provider.createAgent("127.0.0.1", 0, tls);
+          TransferAgent decode = provider.createAgent("127.0.0.1", 0, tls)) {
         MemorySegment[] remote = new MemorySegment[2 * layers];
         MemorySegment[] local = new MemorySegment[2 * layers];
         MemoryDescriptor[] regions = new MemoryDescriptor[2 * layers];
@@ -92,14 +118,13 @@ public final class KvPullCost {
           }
           double bytes = (double) kvPerToken * tokens;
           double predicted = link.seconds(bytes);
-          System.out.printf(Locale.ROOT, "%-6s %-10s %7d %6d %10.1f %12.2f %12.2f %8.2f%n",
-              provider.name(), layoutName, tokens, runs.size() * 2 * layers, bytes / 1e6, best * 1e3, predicted * 1e3, best / predicted);
+          System.out.printf(Locale.ROOT, "%-8s %-10s %7d %6d %10.1f %12.2f %12.2f %8.2f%n",
+              name, layoutName, tokens, runs.size() * 2 * layers, bytes / 1e6, best * 1e3, predicted * 1e3, best / predicted);
         }
         }
-        System.out.printf(Locale.ROOT, "%-6s probe (pull-shaped, %d reads): %.0f µs + bytes at %.2f GB/s%n",
-            provider.name(), layers, link.fixedSeconds() * 1e6, link.bytesPerSecond() / 1e9);
+        System.out.printf(Locale.ROOT, "%-8s probe (pull-shaped, %d reads): %.0f µs + bytes at %.2f GB/s%n",
+            name, layers, link.fixedSeconds() * 1e6, link.bytesPerSecond() / 1e9);
       }
     }
-    System.exit(0);
   }
 }

@@ -236,13 +236,14 @@ public final class WorkerServer implements AutoCloseable {
       }
     }
     log.info(
-        "worker {} ({}, engine {}, model {}) listening on {}:{}",
+        "worker {} ({}, engine {}, model {}) listening on {}:{}, {}",
         config.workerId(),
         config.role(),
         engine.info().engineName(),
         engine.info().modelName(),
         config.host(),
-        worker.port());
+        worker.port(),
+        config.tls() == null ? "plaintext" : "mutual TLS (certificate " + config.tls().certificate() + ")");
     if (worker.metricsEndpoint != null) {
       log.info("worker {}: metrics on http://{}:{}/metrics", config.workerId(), config.host(), worker.metricsPort());
     }

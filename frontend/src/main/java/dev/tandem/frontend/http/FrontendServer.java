@@ -93,6 +93,7 @@ public final class FrontendServer implements AutoCloseable {
     long created = System.currentTimeMillis() / 1000;
     Admission admission = config.admission();
     ConnectionLimit connections = admission.maxConnections() > 0 ? new ConnectionLimit(admission.maxConnections()) : null;
+    dev.tandem.frontend.openai.RequestParser promptLength = new dev.tandem.frontend.openai.RequestParser(model); // shared: it only reads the model
     PromptPreparation preparation = PromptPreparation.forThisMachine();
     try {
       Channel channel =
@@ -111,6 +112,7 @@ public final class FrontendServer implements AutoCloseable {
                       ch.pipeline()
                           .addLast(new HttpServerCodec())
                           .addLast(new RequestTimeouts(admission.requestReadTimeout(), admission.idleTimeout()))
+                          .addLast(new EarlyPromptRefusal(promptLength, admission, metrics))
                           .addLast(new JsonErrorAggregator(config.maxBodyBytes()))
                           .addLast(new HttpApiHandler(
                               model, router, metrics, created, config.workerWait(), admission, preparation, config.migrationLimit()));

@@ -574,6 +574,16 @@ public final class RequestParser {
   }
 
   /**
+   * Refuses {@code chars} characters of prompt text in {@code param} when they cannot fit the
+   * context window whatever they say (for {@link PromptTextCounter}'s count as a body arrives).
+   *
+   * @throws ApiException 400 {@code context_length_exceeded}
+   */
+  public void refuseIfCannotFit(long chars, String param) {
+    checkLengthBeforeTokenizing(chars, param);
+  }
+
+  /**
    * Refuses a prompt that cannot fit before rendering or tokenizing it (both cost time in its
    * length): every token stands for at most {@code longestTokenChars} characters.
    */
