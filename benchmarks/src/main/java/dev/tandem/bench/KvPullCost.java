@@ -68,63 +68,61 @@ public final class KvPullCost {
     long kvPerToken = 2L * layers * kvDim * Float.BYTES;
     int maxBlocks = prompts[prompts.length - 1] / BLOCK;
     String name = provider.name() + (tls == null ? "" : "+tls");
-    {
-      try (Arena arena = Arena.ofShared();
-          TransferAgent prefill = provider.createAgent("127.0.0.1", 0, tls);
-          TransferAgent decode = provider.createAgent("127.0.0.1", 0, tls)) {
-        MemorySegment[] remote = new MemorySegment[2 * layers];
-        MemorySegment[] local = new MemorySegment[2 * layers];
-        MemoryDescriptor[] regions = new MemoryDescriptor[2 * layers];
-        for (int i = 0; i < remote.length; i++) {
-          // As a worker's KV cache: memory its agent allocated.
-          var memory = prefill.allocate(maxBlocks * blockBytes);
-          remote[i] = memory.segment();
-          remote[i].fill((byte) i);
-          local[i] = arena.allocate(maxBlocks * blockBytes, 64);
-          regions[i] = memory.descriptor();
-        }
-        MemoryDescriptor probeRegion = prefill.allocate(64L << 20).descriptor(); // as a worker's probe region
-        // The router's figures, measured as a decode worker measures them.
-        LinkProbe.PullCost link = LinkProbe.pullShaped(decode, probeRegion, layers, 0.5);
-        for (String layoutName : new String[] {"contiguous", "scattered"}) {
-        for (int tokens : prompts) {
-          int blocks = tokens / BLOCK;
-          // contiguous: as a fresh pool hands blocks out; scattered: every other block on the
-          // prefill side, so that no two blocks coalesce.
-          int[] src = new int[blocks];
-          int[] dst = new int[blocks];
-          for (int b = 0; b < blocks; b++) {
-            src[b] = layoutName.equals("contiguous") ? b : (b * 2) % maxBlocks;
-            dst[b] = b;
-          }
-          List<BlockRuns.Run> runs = BlockRuns.of(src, dst, 0);
-          double best = Double.MAX_VALUE;
-          for (int rep = 0; rep < 8; rep++) {
-            long t0 = System.nanoTime();
-            List<CompletableFuture<Void>> reads = new ArrayList<>();
-            for (int l = 0; l < layers; l++) {
-              List<MemoryDescriptor> from = new ArrayList<>();
-              List<MemorySegment> into = new ArrayList<>();
-              for (BlockRuns.Run run : runs) {
-                for (int kv = 0; kv < 2; kv++) {
-                  from.add(regions[2 * l + kv].slice(run.from() * blockBytes, run.length() * blockBytes));
-                  into.add(local[2 * l + kv].asSlice(run.to() * blockBytes, run.length() * blockBytes));
-                }
-              }
-              reads.add(decode.read(from, into, Duration.ofSeconds(60), null));
-            }
-            CompletableFuture.allOf(reads.toArray(CompletableFuture[]::new)).get(60, TimeUnit.SECONDS);
-            best = Math.min(best, (System.nanoTime() - t0) / 1e9);
-          }
-          double bytes = (double) kvPerToken * tokens;
-          double predicted = link.seconds(bytes);
-          System.out.printf(Locale.ROOT, "%-8s %-10s %7d %6d %10.1f %12.2f %12.2f %8.2f%n",
-              name, layoutName, tokens, runs.size() * 2 * layers, bytes / 1e6, best * 1e3, predicted * 1e3, best / predicted);
-        }
-        }
-        System.out.printf(Locale.ROOT, "%-8s probe (pull-shaped, %d reads): %.0f µs + bytes at %.2f GB/s%n",
-            name, layers, link.fixedSeconds() * 1e6, link.bytesPerSecond() / 1e9);
+    try (Arena arena = Arena.ofShared();
+        TransferAgent prefill = provider.createAgent("127.0.0.1", 0, tls);
+        TransferAgent decode = provider.createAgent("127.0.0.1", 0, tls)) {
+      MemorySegment[] remote = new MemorySegment[2 * layers];
+      MemorySegment[] local = new MemorySegment[2 * layers];
+      MemoryDescriptor[] regions = new MemoryDescriptor[2 * layers];
+      for (int i = 0; i < remote.length; i++) {
+        // As a worker's KV cache: memory its agent allocated.
+        var memory = prefill.allocate(maxBlocks * blockBytes);
+        remote[i] = memory.segment();
+        remote[i].fill((byte) i);
+        local[i] = arena.allocate(maxBlocks * blockBytes, 64);
+        regions[i] = memory.descriptor();
       }
+      MemoryDescriptor probeRegion = prefill.allocate(64L << 20).descriptor(); // as a worker's probe region
+      // The router's figures, measured as a decode worker measures them.
+      LinkProbe.PullCost link = LinkProbe.pullShaped(decode, probeRegion, layers, 0.5);
+      for (String layoutName : new String[] {"contiguous", "scattered"}) {
+      for (int tokens : prompts) {
+        int blocks = tokens / BLOCK;
+        // contiguous: as a fresh pool hands blocks out; scattered: every other block on the
+        // prefill side, so that no two blocks coalesce.
+        int[] src = new int[blocks];
+        int[] dst = new int[blocks];
+        for (int b = 0; b < blocks; b++) {
+          src[b] = layoutName.equals("contiguous") ? b : (b * 2) % maxBlocks;
+          dst[b] = b;
+        }
+        List<BlockRuns.Run> runs = BlockRuns.of(src, dst, 0);
+        double best = Double.MAX_VALUE;
+        for (int rep = 0; rep < 8; rep++) {
+          long t0 = System.nanoTime();
+          List<CompletableFuture<Void>> reads = new ArrayList<>();
+          for (int l = 0; l < layers; l++) {
+            List<MemoryDescriptor> from = new ArrayList<>();
+            List<MemorySegment> into = new ArrayList<>();
+            for (BlockRuns.Run run : runs) {
+              for (int kv = 0; kv < 2; kv++) {
+                from.add(regions[2 * l + kv].slice(run.from() * blockBytes, run.length() * blockBytes));
+                into.add(local[2 * l + kv].asSlice(run.to() * blockBytes, run.length() * blockBytes));
+              }
+            }
+            reads.add(decode.read(from, into, Duration.ofSeconds(60), null));
+          }
+          CompletableFuture.allOf(reads.toArray(CompletableFuture[]::new)).get(60, TimeUnit.SECONDS);
+          best = Math.min(best, (System.nanoTime() - t0) / 1e9);
+        }
+        double bytes = (double) kvPerToken * tokens;
+        double predicted = link.seconds(bytes);
+        System.out.printf(Locale.ROOT, "%-8s %-10s %7d %6d %10.1f %12.2f %12.2f %8.2f%n",
+            name, layoutName, tokens, runs.size() * 2 * layers, bytes / 1e6, best * 1e3, predicted * 1e3, best / predicted);
+      }
+      }
+      System.out.printf(Locale.ROOT, "%-8s probe (pull-shaped, %d reads): %.0f µs + bytes at %.2f GB/s%n",
+          name, layers, link.fixedSeconds() * 1e6, link.bytesPerSecond() / 1e9);
     }
   }
 }

@@ -41,6 +41,10 @@ final class FrontendCommand implements Callable<Integer> {
       description = "A worker whose load reports (every 0.5 s, from its own timer) stop this long is taken for stopped: no new requests until it reports again, and its streams move to other workers (--migration-limit). 0: only gRPC keepalive notices, in about 15 s (default ${DEFAULT-VALUE}).")
   double unresponsiveSeconds;
 
+  @Option(names = "--worker-step-timeout-s", defaultValue = "${env:TANDEM_WORKER_STEP_TIMEOUT_S:-60}",
+      description = "A worker whose engine step has run this long (its reports say so; its engine is hung while its process answers) takes no new requests until the step ends, and its streams move to other workers. 0: never (default ${DEFAULT-VALUE}).")
+  double stepTimeoutSeconds;
+
   @Option(names = "--drain-timeout-s", defaultValue = "${env:TANDEM_DRAIN_TIMEOUT_S:-60}",
       description = "On SIGTERM: stop accepting, then wait this long for the requests in flight to finish before exiting (default ${DEFAULT-VALUE}).")
   int drainTimeoutSeconds;
@@ -53,6 +57,7 @@ final class FrontendCommand implements Callable<Integer> {
     Duration connectTimeout = Duration.ofSeconds(connectTimeoutSeconds);
     WorkerPool pool = new WorkerPool(blockSize, connectTimeout, LocalDeployment.LOAD_INTERVAL, tls.tls());
     pool.unresponsiveAfter(Duration.ofMillis((long) (unresponsiveSeconds * 1000)));
+    pool.stepTimeout(Duration.ofMillis((long) (stepTimeoutSeconds * 1000)));
     Router router = Router.create(pool, routerOptions.config());
     Discovery found = discovery.open(workers);
     router.describeDiscovery(found.describe());

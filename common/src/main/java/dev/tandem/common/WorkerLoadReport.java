@@ -17,11 +17,12 @@ public record WorkerLoadReport(
     PrefillCost prefillCost,
     long remotePrefillFallbacks,
     double stepSeconds,
-    boolean draining) {
+    boolean draining,
+    double stepRunningSeconds) {
 
   /** Nothing reported yet. */
   public static WorkerLoadReport empty(WorkerId workerId) {
-    return new WorkerLoadReport(workerId, 0, 0, 0, 0, 0, 0, PrefillCost.UNKNOWN, 0, 0, false);
+    return new WorkerLoadReport(workerId, 0, 0, 0, 0, 0, 0, PrefillCost.UNKNOWN, 0, 0, false, 0);
   }
 
   /** Prompt tokens per second for a 512-token prompt, as dashboards show it. */

@@ -180,7 +180,8 @@ public final class FromWire {
         new PrefillCost(r.getPrefillSPerToken(), r.getPrefillSPerContextToken()),
         r.getRemotePrefillFallbacks(),
         r.getStepS(),
-        r.getDraining());
+        r.getDraining(),
+        r.getStepRunningS());
   }
 
   public static ModelCard modelCard(dev.tandem.proto.worker.v1.ModelCard c) {

@@ -203,6 +203,7 @@ public final class ToWire {
         .setRemotePrefillFallbacks(r.remotePrefillFallbacks())
         .setStepS(r.stepSeconds())
         .setDraining(r.draining())
+        .setStepRunningS(r.stepRunningSeconds())
         .build();
   }
 

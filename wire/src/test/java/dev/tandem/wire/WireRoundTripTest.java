@@ -105,7 +105,7 @@ class WireRoundTripTest {
     // A worker that names only its primary agent has that one endpoint.
     var primaryOnly = FromWire.description(ToWire.registration(d).toBuilder().clearKvTransferEndpoints().build());
     assertEquals(List.of(new WorkerDescription.TransferEndpoint("ucx", "127.0.0.1:7", d.probeRegion())), primaryOnly.kvTransferEndpoints());
-    var load = new WorkerLoadReport(new WorkerId("w"), 3, 1, 500, 10, 64, 77, new PrefillCost(1e-4, 2e-8), 2, 0.012, true);
+    var load = new WorkerLoadReport(new WorkerId("w"), 3, 1, 500, 10, 64, 77, new PrefillCost(1e-4, 2e-8), 2, 0.012, true, 3.5);
     assertEquals(load, FromWire.load(ToWire.load(load)));
     var stored = new KvEvent.Stored(5, OptionalLong.of(9), List.of(new KvEvent.StoredBlock(11, 12)), StorageTier.HOST);
     assertEquals(stored, FromWire.kvEvent(ToWire.kvEvent(stored)));

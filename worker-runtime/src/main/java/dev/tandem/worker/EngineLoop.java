@@ -52,6 +52,8 @@ public final class EngineLoop implements AutoCloseable {
   private volatile PrefillCost prefillCost = PrefillCost.UNKNOWN;
   /** Exponentially weighted mean of recent steps' seconds (weight 0.1 for the newest); loop thread writes. */
   private volatile double stepSeconds;
+  /** When the step in progress started (System.nanoTime), 0 between steps; loop thread writes. */
+  private volatile long stepStartedNanos;
 
   public EngineLoop(Engine engine, KvEventLog events) {
     this.engine = engine;
@@ -153,6 +155,12 @@ public final class EngineLoop implements AutoCloseable {
     return stepSeconds;
   }
 
+  /** How long the engine step in progress has run, in seconds; 0 between steps. Any thread. */
+  public double stepRunningSeconds() {
+    long started = stepStartedNanos;
+    return started == 0 ? 0 : (System.nanoTime() - started) / 1e9;
+  }
+
   /** Sets the one observer of engine steps (metrics). */
   public void observeSteps(StepObserver observer) {
     this.stepObserver = observer;
@@ -179,6 +187,7 @@ public final class EngineLoop implements AutoCloseable {
       if (engine.hasWork()) {
         List<RequestOutput> outputs;
         long started = System.nanoTime();
+        stepStartedNanos = started;
         try {
           outputs = engine.step();
           long took = System.nanoTime() - started;
@@ -189,6 +198,8 @@ public final class EngineLoop implements AutoCloseable {
           log.error("engine step failed; failing every request in flight", e);
           failAll(e);
           continue;
+        } finally {
+          stepStartedNanos = 0;
         }
         events.flush();
         for (RequestOutput output : outputs) {

@@ -84,6 +84,7 @@ final class WorkerFacts {
         loop.prefillCost(),
         remote == null ? 0 : remote.fallbacks(),
         loop.stepSeconds(),
-        gate.draining());
+        gate.draining(),
+        loop.stepRunningSeconds());
   }
 }

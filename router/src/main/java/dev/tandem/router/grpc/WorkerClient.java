@@ -60,6 +60,9 @@ public final class WorkerClient implements AutoCloseable {
   private volatile boolean retired;
   private volatile ClientCallStreamObserver<?> loadCall;
   private volatile long lastReportNanos = System.nanoTime();
+  /** Its engine step has run past the step deadline (see {@link #failIfStalled}); cleared by a report of a step that ended. */
+  private volatile boolean stalled;
+  private volatile double stallSeconds = Double.MAX_VALUE;
   /** Generations in flight here, each failable at once when the worker stops answering. */
   private final java.util.Set<Open> open = java.util.concurrent.ConcurrentHashMap.newKeySet();
 
@@ -188,7 +191,7 @@ public final class WorkerClient implements AutoCloseable {
    * retired (gone from discovery).
    */
   public boolean routable() {
-    return reachable() && !retired && !lastLoad.draining();
+    return reachable() && !retired && !lastLoad.draining() && !stalled;
   }
 
   /** True once the worker reported that it is draining. */
@@ -317,6 +320,10 @@ public final class WorkerClient implements AutoCloseable {
               public void onNext(LoadReport report) {
                 lastLoad = FromWire.load(report);
                 lastReportNanos = System.nanoTime();
+                if (stalled && lastLoad.stepRunningSeconds() < stallSeconds) {
+                  log.info("worker {} at {}: its engine steps again", workerId(), address);
+                  stalled = false;
+                }
                 if (!reachable) {
                   log.info("worker {} at {} is reachable again", workerId(), address);
                 }
@@ -373,6 +380,35 @@ public final class WorkerClient implements AutoCloseable {
       load.cancel(why, null); // its onError retries the watch, which marks the worker reachable on its first report
     }
     return true;
+  }
+
+  /**
+   * A worker whose engine step has run longer than {@code after} (its timer still reports, its
+   * engine is hung) takes no new requests until a report shows the step over, and every
+   * generation in flight there ends at once with UNAVAILABLE (and is cancelled there), which the
+   * frontend migrates.
+   *
+   * @return true if this call marked it
+   */
+  boolean failIfStalled(Duration after) {
+    double running = lastLoad.stepRunningSeconds();
+    if (closed || stalled || !reachable || running <= after.toNanos() / 1e9) {
+      return false;
+    }
+    stallSeconds = after.toNanos() / 1e9;
+    stalled = true;
+    String why = String.format("worker %s at %s is hung: its engine step has run for %.1f s", workerId(), address, running);
+    log.warn("{}; moving its {} streams elsewhere", why, open.size());
+    var error = new GenerationException(GenerationException.Kind.UNAVAILABLE, "UNAVAILABLE", why, null);
+    for (Open o : open.toArray(Open[]::new)) {
+      o.fail(error);
+    }
+    return true;
+  }
+
+  /** Whether the engine is taken for hung (see {@link #failIfStalled}). */
+  public boolean stalled() {
+    return stalled;
   }
 
   @Override

@@ -36,8 +36,11 @@ public final class WorkerPool implements AutoCloseable {
   /** How long a worker that left keeps its open streams before its channel is cut. */
   static final Duration LEAVE_GRACE = Duration.ofMinutes(15);
   public static final Duration DEFAULT_UNRESPONSIVE_AFTER = Duration.ofSeconds(5);
+  /** An engine step longer than this is taken for a hung engine (the built-in engine's steps are bounded by its token budget). */
+  public static final Duration DEFAULT_STEP_TIMEOUT = Duration.ofSeconds(60);
   /** How long a worker's load stream may say nothing before it counts as stopped. */
   private volatile Duration unresponsiveAfter = DEFAULT_UNRESPONSIVE_AFTER;
+  private volatile Duration stepTimeout = DEFAULT_STEP_TIMEOUT;
   private final ScheduledExecutorService timer =
       Executors.newSingleThreadScheduledExecutor(
           Thread.ofPlatform().name("worker-pool-timer").daemon().factory());
@@ -77,15 +80,29 @@ public final class WorkerPool implements AutoCloseable {
     this.unresponsiveAfter = after;
   }
 
+  /**
+   * A worker whose engine step runs longer than {@code after} is taken for hung (see {@link
+   * WorkerClient#failIfStalled}); {@link Duration#ZERO}: never.
+   */
+  public void stepTimeout(Duration after) {
+    if (after.isNegative()) {
+      throw new IllegalArgumentException("--worker-step-timeout-s must be >= 0, was " + after);
+    }
+    this.stepTimeout = after;
+  }
+
   private void failSilentWorkers() {
     Duration after = unresponsiveAfter;
-    if (after.isZero()) {
-      return;
-    }
+    Duration step = stepTimeout;
     long now = System.nanoTime();
     for (WorkerClient w : workers) {
       try {
-        w.failIfSilent(now, after);
+        if (!step.isZero()) {
+          w.failIfStalled(step);
+        }
+        if (!after.isZero()) {
+          w.failIfSilent(now, after);
+        }
       } catch (RuntimeException e) {
         log.warn("checking worker {} for silence failed", w.workerId(), e);
       }

@@ -105,9 +105,8 @@ class RouterTest {
 
               @Override
               public void watchLoad(WatchLoadRequest r, StreamObserver<LoadReport> out) {
-                LoadReport report = reports.getOrDefault(id,
-                    LoadReport.newBuilder().setWorkerId(id).setKvBlocksTotal(100).setDraining(draining).build());
-                FakeLoadStream.serve(r, out, () -> report, () -> frozen.contains(id));
+                LoadReport fallback = LoadReport.newBuilder().setWorkerId(id).setKvBlocksTotal(100).setDraining(draining).build();
+                FakeLoadStream.serve(r, out, () -> reports.getOrDefault(id, fallback), () -> frozen.contains(id));
               }
 
               @Override
@@ -540,6 +539,39 @@ class RouterTest {
       Thread.sleep(20);
     }
     assertTrue(pool.all().getFirst().reachable(), "reports again: routable again");
+  }
+
+  /**
+   * A worker whose process answers (its timer reports) while its engine step never ends: past the
+   * step deadline its streams fail over and it takes nothing new; a report of a step that ended
+   * makes it routable again.
+   */
+  @Test
+  void aWorkerWhoseEngineStepRunsPastTheDeadlineIsUnroutableAndItsStreamsFailOver() throws Exception {
+    Seen seen = worker("hung", WorkerRole.WORKER_ROLE_AGGREGATED, Behaviour.HANG);
+    Router r = router("hung");
+    pool.stepTimeout(Duration.ofSeconds(2));
+    Collector c = new Collector(pool);
+    r.route(request("stuck", 8), null).start(c);
+    seen.request.get(5, TimeUnit.SECONDS);
+    reports.put("hung", LoadReport.newBuilder().setWorkerId("hung").setKvBlocksTotal(100).setActiveRequests(1).setStepRunningS(1.5).build());
+    Thread.sleep(600);
+    assertTrue(!c.end.isDone() && pool.all().getFirst().routable(), "a step under the deadline is a step");
+    reports.put("hung", LoadReport.newBuilder().setWorkerId("hung").setKvBlocksTotal(100).setActiveRequests(1).setStepRunningS(30).build());
+    GenerationException error = c.end.get(10, TimeUnit.SECONDS);
+    assertTrue(error != null && error.kind() == GenerationException.Kind.UNAVAILABLE, String.valueOf(error));
+    assertTrue(error.getMessage().contains("engine step has run for 30.0 s"), error.getMessage());
+    seen.cancelled.get(5, TimeUnit.SECONDS);
+    assertEquals(0, pool.ledger().open(), "its reservation returned");
+    assertTrue(pool.all().getFirst().reachable() && !pool.all().getFirst().routable(), "reachable, but takes nothing new");
+    assertThrows(NoWorkerAvailableException.class, () -> r.route(request("meanwhile", 8), null));
+
+    reports.put("hung", LoadReport.newBuilder().setWorkerId("hung").setKvBlocksTotal(100).build());
+    long deadline = System.nanoTime() + TimeUnit.SECONDS.toNanos(5);
+    while (!pool.all().getFirst().routable() && System.nanoTime() < deadline) {
+      Thread.sleep(20);
+    }
+    assertTrue(pool.all().getFirst().routable(), "its step ended: routable again");
   }
 
   @Test
