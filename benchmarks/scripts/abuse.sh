@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # Large-prompt abuse against `tandem serve --engine mocker` (context 32,768 tokens): how fast a
 # 30 MB prompt is refused (curl's total time, upload included), how long a small chat takes
-# while 4 such bodies arrive at once, and the frontend's RSS before and after 10 refused bodies.
+# alone, beside one such body and while 4 arrive at once, and the frontend's RSS before and after 10 refused bodies.
 #
 #   benchmarks/scripts/abuse.sh [OUT_DIR]
 set -euo pipefail
@@ -24,6 +24,15 @@ rss() { ps -o rss= -p "$(pgrep -P $pid java || echo $pid)" 2>/dev/null | awk '{p
 echo "RSS at start (after 200 small chats): $(rss) MB" | tee "$out/summary.txt"
 echo "== a 30 MB prompt, alone (code, seconds; first is cold)" | tee -a "$out/summary.txt"
 for _ in $(seq 6); do chat --data-binary @"$out/big.json"; done | tee -a "$out/summary.txt"
+echo "== a small chat alone (code, seconds)" | tee -a "$out/summary.txt"
+for _ in $(seq 5); do chat -d "$small"; done | tee -a "$out/summary.txt"
+echo "== a small chat while one 30 MB prompt arrives (code, seconds)" | tee -a "$out/summary.txt"
+for _ in $(seq 5); do
+  chat --data-binary @"$out/big.json" >/dev/null & big=$!
+  sleep 0.005
+  chat -d "$small" | tee -a "$out/summary.txt"
+  wait "$big"
+done
 echo "== a small chat while 4 30 MB prompts arrive at once (code, seconds)" | tee -a "$out/summary.txt"
 for _ in $(seq 5); do
   bg=(); for _ in 1 2 3 4; do chat --data-binary @"$out/big.json" >/dev/null & bg+=($!); done

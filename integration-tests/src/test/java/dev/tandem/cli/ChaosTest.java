@@ -128,9 +128,13 @@ class ChaosTest {
     Random random = new Random(7);
     int[] kills = {0};
     Map<Outcome, Integer> outcomes = underLoad(base, broken, () -> {
-      long end = System.nanoTime() + TimeUnit.SECONDS.toNanos(25);
+      // CI: 25 s, a kill every 5 s; the long run in docs/reliability.md:
+      // -Dtandem.chaos.seconds=180 -Dtandem.chaos.killEverySeconds=10
+      long seconds = Long.getLong("tandem.chaos.seconds", 25);
+      long every = Long.getLong("tandem.chaos.killEverySeconds", 5);
+      long end = System.nanoTime() + TimeUnit.SECONDS.toNanos(seconds);
       while (System.nanoTime() < end) {
-        Thread.sleep(4000);
+        Thread.sleep(every * 1000 - 1000);
         int victim = random.nextInt(n);
         cluster.workers()[victim].destroyForcibly().waitFor(5, TimeUnit.SECONDS); // SIGKILL
         kills[0]++;
