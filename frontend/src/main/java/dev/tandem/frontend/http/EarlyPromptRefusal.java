@@ -3,7 +3,6 @@ package dev.tandem.frontend.http;
 import dev.tandem.frontend.FrontendMetrics;
 import dev.tandem.frontend.openai.PromptTextCounter;
 import dev.tandem.frontend.openai.RequestParser;
-import io.netty.channel.ChannelFutureListener;
 import io.netty.channel.ChannelHandlerContext;
 import io.netty.channel.ChannelInboundHandlerAdapter;
 import io.netty.handler.codec.http.HttpContent;
@@ -20,6 +19,9 @@ import io.netty.util.ReferenceCountUtil;
  * pass untouched. One per connection; runs on its event loop.
  */
 final class EarlyPromptRefusal extends ChannelInboundHandlerAdapter {
+  /** How long a refused connection keeps reading (and dropping) what its client still sends. */
+  private static final long LINGER_SECONDS = 2;
+
   private final RequestParser parser;
   private final Admission admission;
   private final FrontendMetrics metrics;
@@ -57,7 +59,17 @@ final class EarlyPromptRefusal extends ChannelInboundHandlerAdapter {
           refused = true;
           content.release();
           metrics.requestFinished(endpoint, e.status());
-          HttpResponses.error(ctx, e, false).addListener(ChannelFutureListener.CLOSE);
+          // Lingering close: a socket closed with the client's bytes still unread sends a reset,
+          // which can destroy the answer before the client reads it. So stop writing (the client
+          // sees the end), keep dropping what it still sends, and close after a grace.
+          HttpResponses.error(ctx, e, false).addListener(f -> {
+            if (ctx.channel() instanceof io.netty.channel.socket.DuplexChannel duplex) {
+              duplex.shutdownOutput();
+              ctx.executor().schedule(() -> ctx.close(), LINGER_SECONDS, java.util.concurrent.TimeUnit.SECONDS);
+            } else {
+              ctx.close();
+            }
+          });
           return;
         }
       }
