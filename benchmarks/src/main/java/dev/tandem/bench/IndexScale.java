@@ -4,30 +4,39 @@ import dev.tandem.common.BlockHasher;
 import dev.tandem.common.KvEvent;
 import dev.tandem.common.StorageTier;
 import dev.tandem.common.WorkerId;
+import dev.tandem.planner.sim.SyntheticTraces;
+import dev.tandem.planner.sim.Trace;
+import dev.tandem.planner.sim.TraceRequest;
 import dev.tandem.router.KvSelector;
 import dev.tandem.router.RoutingRequest;
 import dev.tandem.router.WorkerLoad;
 import dev.tandem.router.index.ApproximateIndex;
 import dev.tandem.router.index.BlockHashIndex;
+import dev.tandem.router.index.Overlap;
+import it.unimi.dsi.fastutil.longs.LongLinkedOpenHashSet;
 import java.util.ArrayList;
 import java.util.Arrays;
 import java.util.List;
 import java.util.Locale;
+import java.util.Map;
 import java.util.OptionalLong;
 import java.util.SplittableRandom;
+import java.util.concurrent.atomic.AtomicLong;
 
 /**
- * The router's index at scale, on one core: many simulated workers, many cached prefix families.
- * Measures event ingest, index lookups and full routing decisions (cost over every worker) for
- * 4k-token prompts, and the heap each cached block costs.
+ * The router's index at scale: many simulated workers, many cached prefix families. Measures event
+ * ingest, the heap each cached block costs, index lookups for 4k-token prompts (a family's
+ * 32-block prefix then new blocks, and a prompt one worker holds whole), full routing decisions
+ * over every worker, and a replay of a Mooncake-format trace (lookups, stored and removed events
+ * mixed, as a router sees them) on one thread and on two.
  *
- * <p>Run: {@code java -Xmx8g -cp "cli/target/tandem-cli-0.1.0-SNAPSHOT.jar:cli/target/lib/*"
+ * <p>Run: {@code java -Xmx12g -cp "cli/target/tandem-cli-0.1.0-SNAPSHOT.jar:cli/target/lib/*"
  * dev.tandem.bench.IndexScale [workers] [families] [blocks per family] [decisions]}
  */
 public final class IndexScale {
   private IndexScale() {}
 
-  public static void main(String[] args) {
+  public static void main(String[] args) throws InterruptedException {
     int workers = args.length > 0 ? Integer.parseInt(args[0]) : 1_000;
     int families = args.length > 1 ? Integer.parseInt(args[1]) : 100_000;
     int familyBlocks = args.length > 2 ? Integer.parseInt(args[2]) : 32;
@@ -45,29 +54,38 @@ public final class IndexScale {
       for (int b = 0; b < familyBlocks; b++) {
         familyLocal[f][b] = random.nextLong();
       }
-      long[] seq = BlockHasher.chainAll(familyLocal[f]);
-      List<KvEvent.StoredBlock> blocks = new ArrayList<>(familyBlocks);
-      for (int b = 0; b < familyBlocks; b++) {
-        blocks.add(new KvEvent.StoredBlock(seq[b], familyLocal[f][b]));
-      }
-      events.add(new KvEvent.Stored(f + 1, OptionalLong.empty(), blocks, StorageTier.DEVICE));
+      events.add(stored(f + 1, familyLocal[f], 0, familyBlocks, OptionalLong.empty()));
     }
 
-    long heapBefore = usedHeap();
+    // Ingest: into a fresh index (its table grows from empty), then twice more into the same index
+    // emptied by its workers leaving (its table already sized: a running router's steady state).
+    long base = usedHeap();
     BlockHashIndex index = new BlockHashIndex();
-    long t0 = System.nanoTime();
-    for (int f = 0; f < families; f++) {
-      index.apply(ids[f % workers], events.get(f));
-    }
-    double ingestS = (System.nanoTime() - t0) / 1e9;
-    events = null;
-    long heapAfter = usedHeap();
     long cachedBlocks = (long) families * familyBlocks;
-    System.out.printf(Locale.ROOT,
-        "ingest: %d stored events (%d blocks) from %d workers in %.2f s: %.0f events/s, %.0f blocks/s%n",
-        families, cachedBlocks, workers, ingestS, families / ingestS, cachedBlocks / ingestS);
-    System.out.printf(Locale.ROOT, "memory: %.0f bytes per cached block (heap %d MB -> %d MB)%n",
-        (double) (heapAfter - heapBefore) / cachedBlocks, heapBefore >> 20, heapAfter >> 20);
+    for (int round = 1; round <= 4; round++) {
+      if (round == 3) {
+        index = null;
+        base = usedHeap(); // rounds 3 and 4: a fresh index again, after round 2 warmed the JIT up
+        index = new BlockHashIndex();
+      }
+      long t0 = System.nanoTime();
+      for (int f = 0; f < families; f++) {
+        index.apply(ids[f % workers], events.get(f));
+      }
+      double s = (System.nanoTime() - t0) / 1e9;
+      System.out.printf(Locale.ROOT,
+          "ingest, %s: %d stored events (%d blocks) from %d workers in %.3f s: %.0f events/s, %.2f M blocks/s%n",
+          round % 2 == 1 ? "table growing from empty" : "table already sized", families, cachedBlocks, workers, s,
+          families / s, cachedBlocks / s / 1e6);
+      if (round % 2 == 1) {
+        for (WorkerId w : ids) {
+          index.removeWorker(w);
+        }
+      }
+    }
+    long withIndex = usedHeap();
+    System.out.printf(Locale.ROOT, "memory: %.1f bytes per cached block (the index's heap: %d MB)%n",
+        (double) (withIndex - base) / cachedBlocks, (withIndex - base) >> 20);
 
     // Requests: a family's prefix, then new blocks up to 4k tokens.
     int distinct = 4096;
@@ -82,6 +100,32 @@ public final class IndexScale {
       requests[r] = BlockHasher.chainAll(local);
       tokens[r] = new int[promptBlocks * 16];
     }
+    // Whole 4k-token prompts, each held entire by one worker.
+    int whole = 1024;
+    long[][] wholePrompts = new long[whole][];
+    for (int r = 0; r < whole; r++) {
+      long[] local = new long[promptBlocks];
+      for (int b = 0; b < promptBlocks; b++) {
+        local[b] = random.nextLong();
+      }
+      wholePrompts[r] = BlockHasher.chainAll(local);
+      index.apply(ids[r % workers], stored(families + r + 1, local, 0, promptBlocks, OptionalLong.empty()));
+    }
+    long sink = 0;
+    double[] lookupUs = new double[decisions];
+    for (long[][] set : List.of(requests, wholePrompts)) {
+      for (int pass = 0; pass < 2; pass++) { // the first pass warms the JIT up
+        for (int i = 0; i < decisions; i++) {
+          long s = System.nanoTime();
+          sink += index.overlaps(set[i % set.length]).size();
+          lookupUs[i] = (System.nanoTime() - s) / 1e3;
+        }
+      }
+      report(set == requests
+          ? "index lookup, 4k-token prompt sharing a 32-block prefix"
+          : "index lookup, 4k-token prompt one worker holds whole (256 blocks)", lookupUs);
+    }
+
     List<WorkerLoad> loads = new ArrayList<>(workers);
     for (int i = 0; i < workers; i++) {
       var speed = new WorkerLoad.Speed(
@@ -91,18 +135,6 @@ public final class IndexScale {
     KvSelector blocks = new KvSelector(index, ApproximateIndex.withDefaults(), w -> false, index::blockCount, KvSelector.Weights.defaults());
     KvSelector seconds = new KvSelector(index, ApproximateIndex.withDefaults(), w -> false, index::blockCount, index::blockCount,
         dev.tandem.router.PredictedTtftCost.defaults(), 0);
-
-    long sink = 0;
-    double[] lookupUs = new double[decisions];
-    for (int pass = 0; pass < 2; pass++) { // the first pass warms the JIT up
-      for (int i = 0; i < decisions; i++) {
-        long s = System.nanoTime();
-        sink += index.overlaps(requests[i % distinct]).size();
-        lookupUs[i] = (System.nanoTime() - s) / 1e3;
-      }
-    }
-    report("index lookup (overlap of a 4k-token prompt)", lookupUs);
-
     for (KvSelector selector : List.of(blocks, seconds)) {
       double[] decideUs = new double[decisions / 10];
       for (int pass = 0; pass < 2; pass++) {
@@ -115,17 +147,152 @@ public final class IndexScale {
       }
       report("routing decision, " + selector.kvCost().name() + " cost (lookup + cost over " + workers + " workers)", decideUs);
     }
+    index = null;
+    events = null;
+    usedHeap();
+
+    replay(workers);
     if (sink == 42) {
       System.out.println();
     }
+  }
+
+  /**
+   * A Mooncake-format trace (its published statistics: SyntheticTraces "mooncake", an hour at
+   * 6.56 requests/s, mean prompt 7,590 tokens) as a router's index sees it: each request a lookup,
+   * then a stored event for each run of blocks its worker lacked and a removed event for those its
+   * LRU cache pushed out. Each 512-token hash id is 32 blocks of 16 tokens, as an engine hashes
+   * them. A first pass routes every request (to the worker holding most of it, else by its first
+   * block) and records the operations; the timed passes replay them into a fresh index, on one
+   * thread in trace order, or on two, each with the operations of half the workers (every worker's
+   * events stay in order on one thread), against the one shared index.
+   */
+  private static void replay(int workers) throws InterruptedException {
+    Trace trace = SyntheticTraces.generate(SyntheticTraces.Spec.of("mooncake", 0));
+    int perId = trace.blockTokens() / 16;
+    int cacheBlocks = 2_048; // 32,768 tokens a worker: caches fill and evict
+    WorkerId[] ids = new WorkerId[workers];
+    for (int i = 0; i < workers; i++) {
+      ids[i] = new WorkerId("worker-" + i);
+    }
+    record Op(int worker, long[] lookup, KvEvent event, int blocks) {}
+    List<Op> ops = new ArrayList<>();
+    BlockHashIndex routing = new BlockHashIndex();
+    LongLinkedOpenHashSet[] caches = new LongLinkedOpenHashSet[workers];
+    long[] eventIds = new long[workers];
+    long lookups = 0;
+    long storedBlocks = 0;
+    long removedBlocks = 0;
+    for (TraceRequest r : trace.requests()) {
+      int n = Math.max(1, r.inputTokens() / 16);
+      long[] local = new long[n];
+      for (int b = 0; b < n; b++) {
+        local[b] = BlockHasher.chain(r.blockIds()[Math.min(b / perId, r.blockIds().length - 1)], b % perId);
+      }
+      long[] prompt = BlockHasher.chainAll(local);
+      int chosen = (int) Math.floorMod(prompt[0], (long) workers);
+      int best = 0;
+      for (var e : routing.overlaps(prompt).entrySet()) {
+        if (e.getValue().blocks() > best) {
+          best = e.getValue().blocks();
+          chosen = Integer.parseInt(e.getKey().value().substring(7));
+        }
+      }
+      List<Op> mine = new ArrayList<>();
+      mine.add(new Op(chosen, prompt, null, 0));
+      lookups++;
+      LongLinkedOpenHashSet cache = caches[chosen] == null ? (caches[chosen] = new LongLinkedOpenHashSet()) : caches[chosen];
+      // Each run of blocks the cache lacks is one stored event; then the prompt is touched last
+      // block first, so that its parents are the more recently used (leaves are evicted first).
+      List<KvEvent.StoredBlock> run = new ArrayList<>();
+      for (int b = 0; b <= prompt.length; b++) {
+        if (b < prompt.length && !cache.contains(prompt[b])) {
+          run.add(new KvEvent.StoredBlock(prompt[b], local[b]));
+        } else if (!run.isEmpty()) {
+          int from = b - run.size();
+          mine.add(new Op(chosen, null, new KvEvent.Stored(++eventIds[chosen],
+              from == 0 ? OptionalLong.empty() : OptionalLong.of(prompt[from - 1]), run, StorageTier.DEVICE), run.size()));
+          storedBlocks += run.size();
+          run = new ArrayList<>();
+        }
+      }
+      for (int b = prompt.length - 1; b >= 0; b--) {
+        cache.addAndMoveToLast(prompt[b]);
+      }
+      int over = cache.size() - cacheBlocks;
+      if (over > 0) {
+        long[] removed = new long[over];
+        for (int i = 0; i < over; i++) {
+          removed[i] = cache.removeFirstLong();
+        }
+        mine.add(new Op(chosen, null, new KvEvent.Removed(++eventIds[chosen], removed, StorageTier.DEVICE), over));
+        removedBlocks += over;
+      }
+      for (Op op : mine) {
+        if (op.event() != null) {
+          routing.apply(ids[chosen], op.event());
+        }
+      }
+      ops.addAll(mine);
+    }
+    routing = null;
+    caches = null;
+    long total = lookups + storedBlocks + removedBlocks;
+    System.out.printf(Locale.ROOT,
+        "replay: Mooncake-format trace, %d requests: %d lookups, %.2f M blocks stored, %.2f M removed (%.2f M ops; "
+            + "a lookup, or a block stored or removed, is one op), %d workers caching %d blocks of 16 tokens each%n",
+        trace.requests().size(), lookups, storedBlocks / 1e6, removedBlocks / 1e6, total / 1e6, workers, cacheBlocks);
+    for (int threads : new int[] {1, 2, 1, 2}) { // each twice: the first of each warms up
+      BlockHashIndex index = new BlockHashIndex();
+      List<Thread> running = new ArrayList<>();
+      long t0 = System.nanoTime();
+      for (int part = 0; part < threads; part++) {
+        int mine = part;
+        int parts = threads;
+        Thread t = new Thread(() -> {
+          long sink = 0;
+          for (Op op : ops) {
+            if (op.worker() % parts != mine) {
+              continue;
+            }
+            if (op.lookup() != null) {
+              sink += index.overlaps(op.lookup()).size();
+            } else {
+              index.apply(ids[op.worker()], op.event());
+            }
+          }
+          if (sink == 42) {
+            System.out.println();
+          }
+        });
+        t.start();
+        running.add(t);
+      }
+      for (Thread t : running) {
+        t.join();
+      }
+      double s = (System.nanoTime() - t0) / 1e9;
+      System.out.printf(Locale.ROOT, "replay, %d thread%s: %.3f s, %.2f M ops/s combined, %.0f lookups/s%n",
+          threads, threads == 1 ? "" : "s", s, total / s / 1e6, lookups / s);
+    }
+  }
+
+  private static KvEvent.Stored stored(long id, long[] local, int from, int to, OptionalLong parent) {
+    long[] seq = BlockHasher.chainAll(local);
+    List<KvEvent.StoredBlock> blocks = new ArrayList<>(to - from);
+    for (int b = from; b < to; b++) {
+      blocks.add(new KvEvent.StoredBlock(seq[b], local[b]));
+    }
+    return new KvEvent.Stored(id, parent, blocks, StorageTier.DEVICE);
   }
 
   private static void report(String what, double[] us) {
     double total = Arrays.stream(us).sum();
     double[] sorted = us.clone();
     Arrays.sort(sorted);
-    System.out.printf(Locale.ROOT, "%s: %.0f ops/s on one thread, p50 %.2f us, p99 %.2f us, max %.1f us%n",
-        what, us.length / (total / 1e6), sorted[sorted.length / 2], sorted[(int) (sorted.length * 0.99)], sorted[sorted.length - 1]);
+    System.out.printf(Locale.ROOT, "%s: %.0f ops/s on one thread, p50 %.2f us, p90 %.2f us, p99 %.2f us, max %.1f us%n",
+        what, us.length / (total / 1e6), sorted[sorted.length / 2], sorted[(int) (sorted.length * 0.9)],
+        sorted[(int) (sorted.length * 0.99)], sorted[sorted.length - 1]);
   }
 
   private static long usedHeap() {

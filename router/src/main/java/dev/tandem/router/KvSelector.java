@@ -87,34 +87,54 @@ public final class KvSelector implements WorkerSelector {
   @Override
   public Selection select(RoutingRequest request, List<WorkerLoad> candidates) {
     Map<WorkerId, Overlap> fromEvents = events.overlaps(request.blockHashes());
-    Map<WorkerId, Overlap> fromRouting = null;
-    int n = candidates.size();
-    Overlap[] overlaps = new Overlap[n];
-    for (int i = 0; i < n; i++) {
-      WorkerId w = candidates.get(i).workerId();
+    Overlaps overlaps = new Overlaps(request, fromEvents);
+    KvCost.Scorer scorer = cost.scorer(request, candidates);
+    return temperature <= 0 ? cheapest(scorer, candidates, overlaps) : sample(scorer, candidates, overlaps);
+  }
+
+  /** Each candidate's overlap: from the event index, or from the router's own record for those {@code useApproximate} names. */
+  private final class Overlaps {
+    private final RoutingRequest request;
+    private final Map<WorkerId, Overlap> fromEvents;
+    private Map<WorkerId, Overlap> fromRouting;
+
+    Overlaps(RoutingRequest request, Map<WorkerId, Overlap> fromEvents) {
+      this.request = request;
+      this.fromEvents = fromEvents;
+    }
+
+    Overlap of(WorkerId w) {
       if (useApproximate.test(w)) {
         if (fromRouting == null) {
           fromRouting = approximate.overlaps(request.blockHashes());
         }
-        overlaps[i] = fromRouting.getOrDefault(w, Overlap.NONE);
-      } else {
-        overlaps[i] = fromEvents.getOrDefault(w, Overlap.NONE);
+        return fromRouting.getOrDefault(w, Overlap.NONE);
       }
+      return fromEvents.isEmpty() ? Overlap.NONE : fromEvents.getOrDefault(w, Overlap.NONE);
     }
-    KvCost.Scorer scorer = cost.scorer(request, candidates);
-    double[] costs = temperature <= 0 ? cheapestCosts(scorer, candidates, overlaps) : allCosts(scorer, candidates, overlaps);
+  }
+
+  /** Temperature T: samples {@code p ∝ exp(−(c − c_min) / ((c_max − c_min) · T))} over every candidate's cost. */
+  private Selection sample(KvCost.Scorer scorer, List<WorkerLoad> candidates, Overlaps overlapsOf) {
+    int n = candidates.size();
+    Overlap[] overlaps = new Overlap[n];
+    double[] costs = new double[n];
     double min = Double.POSITIVE_INFINITY;
     double max = Double.NEGATIVE_INFINITY;
-    for (double c : costs) {
-      if (!Double.isNaN(c)) {
-        min = Math.min(min, c);
-        max = Math.max(max, c);
-      }
+    for (int i = 0; i < n; i++) {
+      overlaps[i] = overlapsOf.of(candidates.get(i).workerId());
+      costs[i] = scorer.cost(i, overlaps[i], workingSet(candidates.get(i)));
+      min = Math.min(min, costs[i]);
+      max = Math.max(max, costs[i]);
     }
     RandomGenerator random = ThreadLocalRandom.current();
     int chosen;
-    if (temperature <= 0 || max == min) {
-      chosen = argmin(candidates, costs, min + Math.abs(min) * cost.tieTolerance(), random);
+    if (max == min) {
+      Priced all = new Priced(n);
+      for (int i = 0; i < n; i++) {
+        all.add(i, costs[i], overlaps[i]);
+      }
+      chosen = all.index[argmin(candidates, all, min + Math.abs(min) * cost.tieTolerance(), random)];
     } else {
       double[] p = new double[n];
       double sum = 0;
@@ -132,39 +152,32 @@ public final class KvSelector implements WorkerSelector {
         }
       }
     }
-    return new Selection(candidates.get(chosen).workerId(), overlaps[chosen], costs[chosen], cost.name(),
-        scorer.othersCost(chosen, overlaps[chosen], workingSet(candidates.get(chosen))));
-  }
-
-  /** Every candidate's cost (sampling at a temperature weighs them all). */
-  private double[] allCosts(KvCost.Scorer scorer, List<WorkerLoad> candidates, Overlap[] overlaps) {
-    double[] costs = new double[overlaps.length];
-    for (int i = 0; i < costs.length; i++) {
-      costs[i] = scorer.cost(i, overlaps[i], workingSet(candidates.get(i)));
-    }
-    return costs;
+    return selection(scorer, candidates, chosen, costs[chosen], overlaps[chosen]);
   }
 
   /**
-   * The costs of every candidate that can be the cheapest or tie with it; NaN for the others. Those
-   * holding part of the prompt are priced; of the rest (most of a large fleet), only those whose
-   * lower bound is within the tie tolerance of the best cost found so far. A skipped candidate's
-   * bound exceeded a threshold that only falls, so it cannot tie the final minimum: the choice is
-   * the one pricing every candidate would make, at a fraction of the working-set reads and costs.
+   * Temperature 0: the cheapest candidate, pricing only those that can be the cheapest or tie with
+   * it. Those holding part of the prompt are priced; of the rest (most of a large fleet), only
+   * those whose lower bound is within the tie tolerance of the best cost found so far. A skipped
+   * candidate's bound exceeded a threshold that only falls, so it cannot tie the final minimum: the
+   * choice is the one pricing every candidate would make. One pass over the candidates computes
+   * the bounds; the second reads only that array.
    */
-  private double[] cheapestCosts(KvCost.Scorer scorer, List<WorkerLoad> candidates, Overlap[] overlaps) {
-    int n = overlaps.length;
-    double[] costs = new double[n];
+  private Selection cheapest(KvCost.Scorer scorer, List<WorkerLoad> candidates, Overlaps overlapsOf) {
+    int n = candidates.size();
     double[] bounds = new double[n];
+    Priced priced = new Priced(8);
     double min = Double.POSITIVE_INFINITY;
     int lowest = -1;
     for (int i = 0; i < n; i++) {
-      if (overlaps[i].blocks() > 0) {
-        costs[i] = scorer.cost(i, overlaps[i], workingSet(candidates.get(i)));
-        min = Math.min(min, costs[i]);
+      WorkerLoad load = candidates.get(i);
+      Overlap overlap = overlapsOf.of(load.workerId());
+      if (overlap.blocks() > 0) {
+        double c = scorer.cost(i, overlap, workingSet(load));
+        priced.add(i, c, overlap);
+        min = Math.min(min, c);
         bounds[i] = Double.NaN;
       } else {
-        costs[i] = Double.NaN;
         bounds[i] = scorer.lowerBoundWithoutOverlap(i);
         if (lowest < 0 || bounds[i] < bounds[lowest]) {
           lowest = i;
@@ -172,43 +185,77 @@ public final class KvSelector implements WorkerSelector {
       }
     }
     if (lowest >= 0) {
-      costs[lowest] = scorer.cost(lowest, Overlap.NONE, workingSet(candidates.get(lowest)));
-      min = Math.min(min, costs[lowest]);
+      double c = scorer.cost(lowest, Overlap.NONE, workingSet(candidates.get(lowest)));
+      priced.add(lowest, c, Overlap.NONE);
+      min = Math.min(min, c);
     }
     double tolerance = cost.tieTolerance();
     double threshold = min + Math.abs(min) * tolerance;
     for (int i = 0; i < n; i++) {
       if (bounds[i] <= threshold && i != lowest) { // NaN (already priced) compares false
-        costs[i] = scorer.cost(i, Overlap.NONE, workingSet(candidates.get(i)));
-        if (costs[i] < min) {
-          min = costs[i];
+        double c = scorer.cost(i, Overlap.NONE, workingSet(candidates.get(i)));
+        priced.add(i, c, Overlap.NONE);
+        if (c < min) {
+          min = c;
           threshold = min + Math.abs(min) * tolerance;
         }
       }
     }
-    return costs;
+    int best = argmin(candidates, priced, min + Math.abs(min) * tolerance, ThreadLocalRandom.current());
+    return selection(scorer, candidates, priced.index[best], priced.cost[best], priced.overlap[best]);
+  }
+
+  private Selection selection(KvCost.Scorer scorer, List<WorkerLoad> candidates, int chosen, double cost, Overlap overlap) {
+    return new Selection(candidates.get(chosen).workerId(), overlap, cost, this.cost.name(),
+        scorer.othersCost(chosen, overlap, workingSet(candidates.get(chosen))));
+  }
+
+  /** The candidates a decision priced: their positions, costs and overlaps. */
+  private static final class Priced {
+    int[] index;
+    double[] cost;
+    Overlap[] overlap;
+    int size;
+
+    Priced(int capacity) {
+      index = new int[capacity];
+      cost = new double[capacity];
+      overlap = new Overlap[capacity];
+    }
+
+    void add(int i, double c, Overlap o) {
+      if (size == index.length) {
+        index = java.util.Arrays.copyOf(index, size * 2);
+        cost = java.util.Arrays.copyOf(cost, size * 2);
+        overlap = java.util.Arrays.copyOf(overlap, size * 2);
+      }
+      index[size] = i;
+      cost[size] = c;
+      overlap[size] = o;
+      size++;
+    }
   }
 
   private int workingSet(WorkerLoad load) {
     return cost.needsWorkingSets() ? workingSetBlocks.applyAsInt(load.workerId()) : 0;
   }
 
-  /** The cheapest candidate among those costing at most {@code tie}: fewest blocks sent, then random. */
-  private int argmin(List<WorkerLoad> candidates, double[] costs, double tie, RandomGenerator random) {
+  /** Of the priced candidates costing at most {@code tie}, the one the router sent fewest blocks, then random; a position in {@code priced}. */
+  private int argmin(List<WorkerLoad> candidates, Priced priced, double tie, RandomGenerator random) {
     int best = -1;
     int bestCached = 0;
     int ties = 0;
-    for (int i = 0; i < costs.length; i++) {
-      if (!(costs[i] <= tie)) { // NaN: not priced, cannot tie
+    for (int k = 0; k < priced.size; k++) {
+      if (!(priced.cost[k] <= tie)) {
         continue;
       }
-      int cached = tieBreakBlocks.applyAsInt(candidates.get(i).workerId());
+      int cached = tieBreakBlocks.applyAsInt(candidates.get(priced.index[k]).workerId());
       if (best < 0 || cached < bestCached) {
-        best = i;
+        best = k;
         bestCached = cached;
         ties = 1;
       } else if (cached == bestCached && random.nextInt(++ties) == 0) {
-        best = i; // reservoir sampling over equal candidates
+        best = k; // reservoir sampling over equal candidates
       }
     }
     return best;

@@ -72,30 +72,33 @@ public record PredictedTtftCost(double itlTargetSeconds, double evictionWeight) 
 
   @Override
   public Scorer scorer(RoutingRequest request, List<WorkerLoad> candidates) {
-    PrefillCost fallback = null; // the fleet median, computed only if some candidate needs it
-    for (WorkerLoad load : candidates) {
-      if (!load.speed().prefillCost().known()) {
-        fallback = fleetMedian(candidates);
-        break;
-      }
-    }
-    PrefillCost median = fallback;
     return new Scorer() {
+      private PrefillCost median; // the fleet median, computed once a candidate without a measurement needs it
+
+      private PrefillCost fallback(WorkerLoad load) {
+        if (median == null && !load.speed().prefillCost().known()) {
+          median = fleetMedian(candidates);
+        }
+        return median;
+      }
+
       @Override
       public double cost(int i, Overlap overlap, int cachedBlocks) {
-        return breakdown(request, candidates.get(i), overlap, cachedBlocks, median).total();
+        WorkerLoad load = candidates.get(i);
+        return breakdown(request, load, overlap, cachedBlocks, fallback(load)).total();
       }
 
       @Override
       public double othersCost(int i, Overlap overlap, int cachedBlocks) {
-        return breakdown(request, candidates.get(i), overlap, cachedBlocks, median).stall();
+        WorkerLoad load = candidates.get(i);
+        return breakdown(request, load, overlap, cachedBlocks, fallback(load)).stall();
       }
 
       /** The queue and this prompt's prefill; the decode, eviction and stall terms are never negative. */
       @Override
       public double lowerBoundWithoutOverlap(int i) {
         WorkerLoad load = candidates.get(i);
-        PrefillCost cost = speed(load, median);
+        PrefillCost cost = speed(load, fallback(load));
         return queuedTokens(request, load) * cost.perToken() + cost.seconds(request.promptTokens(), 0);
       }
     };

@@ -1,62 +1,177 @@
 package dev.tandem.router.index;
 
 import dev.tandem.common.KvEvent;
-import dev.tandem.common.StorageTier;
 import dev.tandem.common.WorkerId;
 import it.unimi.dsi.fastutil.ints.Int2IntOpenHashMap;
-import it.unimi.dsi.fastutil.longs.Long2ObjectOpenHashMap;
-import it.unimi.dsi.fastutil.longs.LongIterator;
-import it.unimi.dsi.fastutil.longs.LongOpenHashSet;
+import it.unimi.dsi.fastutil.ints.IntArrayList;
+import it.unimi.dsi.fastutil.longs.LongArrayList;
+import java.util.Arrays;
 import java.util.HashMap;
+import java.util.List;
 import java.util.Map;
 import java.util.concurrent.ConcurrentHashMap;
 import java.util.concurrent.atomic.AtomicInteger;
 import java.util.concurrent.atomic.AtomicLong;
-import java.util.concurrent.locks.ReentrantReadWriteLock;
+import java.util.concurrent.locks.StampedLock;
 
 /**
  * The router's index of cached KV blocks, a hash table (not a radix tree): sequence hash → the
- * workers holding that block, with
- * the tier. A sequence hash stands for its whole prefix (it chains every earlier block), so the
- * prefix tree is implicit: a request matches a worker for as many leading blocks as the worker
- * holds without a gap. Stored, removed and cleared events apply in event order per worker.
+ * workers holding that block, with the tier. A sequence hash stands for its whole prefix (it
+ * chains every earlier block), so the prefix tree is implicit: a request matches a worker for as
+ * many leading blocks as the worker holds without a gap. Stored, removed and cleared events apply
+ * in event order per worker.
+ *
+ * <p><b>Layout.</b> One open-addressing table (linear probing) of three longs a slot: the key, an
+ * entry, and the entry's parent hash. A block one worker holds — nearly every block — is that one
+ * slot: the entry packs the worker, its tier and how many of that worker's entries name this block
+ * as their parent. A block several workers hold points to a side record ({@link Holders}). No
+ * per-worker hash set: each worker keeps an append-only log of the hashes it stored, read only
+ * when it is cleared or leaves, and compacted when it grows to twice what the worker holds.
+ *
+ * <p><b>Lookups jump.</b> When a worker's cache is prefix-closed — every block it holds has its
+ * parent there too — holding block {@code k} of a prompt means holding blocks {@code 0..k}, so a
+ * lookup probes every {@value #JUMP}th block and finds where a worker stops by binary search
+ * (O(D / J + log J) probes for a match of D blocks, not D). The index knows which workers are
+ * prefix-closed: a removed block that the worker still holds children of, and a parent a stored
+ * event names but the worker never stored, stay as <em>ghost</em> entries (not held, counted per
+ * worker) until their last child goes. A worker with ghosts, or with blocks off device (whose tiers
+ * a jump would skip), is walked block by block. Both ways give the same overlap.
  *
  * <p>Counted, not only logged: stored events whose parent the worker was not known to hold, and
  * removals of blocks the worker was not known to hold.
  *
- * <p>Storage is primitive (fastutil open-addressing tables keyed by the 64-bit hash; workers as
- * small ints), so a cached block costs one table entry plus one entry in its worker's set.
- *
- * <p>Threading: events are applied under a write lock (one event stream per worker, any number of
- * workers); lookups take a read lock and may run concurrently.
+ * <p><b>Threading.</b> Events apply under an exclusive lock (one event stream per worker, any
+ * number of workers). Lookups run beside them without blocking them: a lookup reads optimistically
+ * and keeps its answer only if no event was applied meanwhile, else it retries, and after two
+ * tries takes the lock's shared mode. So a lookup sees the index as it stood between two events —
+ * it never counts a block no worker held at that moment, nor misses one that every event so far
+ * left in place. Per-worker block counts ({@link #blockCount(WorkerId)}) are read without the lock.
  */
 public final class BlockHashIndex implements PrefixIndex {
+  /** Blocks a lookup skips per probe over a prefix-closed worker. */
+  static final int JUMP = 32;
 
-  /** Per-thread position tables for {@link #overlaps} (readers run concurrently). */
-  private static final ThreadLocal<int[][]> SCRATCH = ThreadLocal.withInitial(() -> new int[][] {new int[0], new int[0]});
+  private static final int DEVICE = 0;
+  private static final int GHOST = 3;
+  private static final int ABSENT = -1;
+  private static final float MAX_LOAD = 0.7f;
 
-  private final ReentrantReadWriteLock lock = new ReentrantReadWriteLock();
-  private final Long2ObjectOpenHashMap<Holders> blocks = new Long2ObjectOpenHashMap<>();
+  private final StampedLock lock = new StampedLock();
+  /** Replaced whole when it grows; a replaced table is never written again (readers may hold it). */
+  private volatile Table table = new Table(1 << 12);
+  private int slotsUsed;
+  private Holders[] holders = new Holders[64];
+  private final IntArrayList freeHolders = new IntArrayList();
+  private int holdersUsed;
+
   private final Map<WorkerId, Integer> workerIndex = new HashMap<>();
+  /** Per worker (index from 1): its id, blocks held, ghost entries, blocks held off device, stored-hash log. */
+  private WorkerId[] workers = new WorkerId[16];
+  private int[] held = new int[16];
+  private int[] ghosts = new int[16];
+  private int[] offDevice = new int[16];
+  /** Stored events without a parent whose first block is not a prompt's first (its parent unknown, so no ghost). */
+  private int[] unrooted = new int[16];
+  private LongArrayList[] logs = new LongArrayList[16];
+  private int workerCount;
   /** Each worker's block count, readable without the lock (a routing decision reads one per candidate). */
   private final Map<WorkerId, AtomicInteger> counts = new ConcurrentHashMap<>();
-  private WorkerId[] workers = new WorkerId[16];
-  private LongOpenHashSet[] byWorker = new LongOpenHashSet[16];
+
   private final AtomicLong unknownParents = new AtomicLong();
   private final AtomicLong unknownRemovals = new AtomicLong();
   private final AtomicLong eventsApplied = new AtomicLong();
+  /** Written by the event thread, read nowhere: keeps the prefetching loads of {@link #touch} alive. */
+  private long touched;
+
+  /** The slots: {@code [key, entry, parent]} each; entry 0 is an empty slot. */
+  private static final class Table {
+    final long[] slots;
+    final int mask;
+    final int shift;
+
+    Table(int capacity) {
+      slots = new long[capacity * 3];
+      mask = capacity - 1;
+      shift = 64 - Integer.numberOfTrailingZeros(capacity);
+    }
+
+    int capacity() {
+      return mask + 1;
+    }
+
+    /**
+     * The top bits of the mixed key: a table twice the size puts each entry at about twice its old
+     * position, so that growing copies nearly in order instead of scattering writes.
+     */
+    int home(long key) {
+      return (int) ((key * 0x9E3779B97F4A7C15L) >>> shift);
+    }
+
+    /** The slot holding {@code key}, or {@code -(1 + the empty slot ending its probe run)}. */
+    int findOrEmpty(long key) {
+      for (int i = home(key); ; i = (i + 1) & mask) {
+        if (slots[3 * i + 1] == 0) {
+          return -1 - i;
+        }
+        if (slots[3 * i] == key) {
+          return i;
+        }
+      }
+    }
+
+    /** The slot holding {@code key}, or -1. */
+    int find(long key) {
+      int cap = mask + 1;
+      for (int i = home(key), probes = 0; probes < cap; i = (i + 1) & mask, probes++) {
+        long entry = slots[3 * i + 1];
+        if (entry == 0) {
+          return -1;
+        }
+        if (slots[3 * i] == key) {
+          return i;
+        }
+      }
+      return -1;
+    }
+  }
+
+  // Entry of a block one worker holds: bits 0-1 state (tier ordinal, or GHOST), 2-31 worker index
+  // (from 1, so that an entry is never 0), 32 whether the parent is known, 33-62 children. A
+  // negative entry is -(1 + index) of a Holders record.
+  private static long single(int worker, int state, boolean hasParent, int children) {
+    return ((long) children << 33) | (hasParent ? 1L << 32 : 0) | ((long) worker << 2) | state;
+  }
+
+  private static int workerOf(long entry) {
+    return (int) (entry >>> 2) & 0x3FFF_FFFF;
+  }
+
+  private static int stateOf(long entry) {
+    return (int) entry & 3;
+  }
+
+  private static boolean hasParent(long entry) {
+    return (entry & (1L << 32)) != 0;
+  }
+
+  private static int childrenOf(long entry) {
+    return (int) (entry >>> 33);
+  }
 
   /**
-   * The workers holding one block, as worker indices with their tier; usually one or two, so a
-   * scan finds one. A block many workers hold (a shared system prompt across a big fleet) also
-   * keeps a worker → slot table, so that adding and removing a holder stay O(1).
+   * The workers holding one block when there are several, with each one's state, children and
+   * parent. Many holders (a shared system prompt across a big fleet) also get a worker → position
+   * table, so that finding, adding and removing one stays O(1).
    */
   private static final class Holders {
-    private static final int TABLE_FROM = 16;
-    int[] workers = new int[1];
-    byte[] tiers = new byte[1];
+    private static final int TABLE_FROM = 8;
+    int[] workers = new int[4];
+    byte[] states = new byte[4];
+    int[] children = new int[4];
+    long[] parents = new long[4];
+    boolean[] hasParent = new boolean[4];
     int size;
-    Int2IntOpenHashMap slots; // worker → index in workers, once size reaches TABLE_FROM
+    Int2IntOpenHashMap slots;
 
     int indexOf(int w) {
       if (slots != null) {
@@ -70,18 +185,20 @@ public final class BlockHashIndex implements PrefixIndex {
       return -1;
     }
 
-    void put(int w, StorageTier tier) {
-      int i = indexOf(w);
-      if (i >= 0) {
-        tiers[i] = (byte) tier.ordinal();
-        return;
-      }
+    void add(int w, int state, boolean knownParent, long parent, int childCount) {
       if (size == workers.length) {
-        workers = java.util.Arrays.copyOf(workers, size * 2);
-        tiers = java.util.Arrays.copyOf(tiers, size * 2);
+        int n = size * 2;
+        workers = Arrays.copyOf(workers, n);
+        states = Arrays.copyOf(states, n);
+        children = Arrays.copyOf(children, n);
+        parents = Arrays.copyOf(parents, n);
+        hasParent = Arrays.copyOf(hasParent, n);
       }
       workers[size] = w;
-      tiers[size] = (byte) tier.ordinal();
+      states[size] = (byte) state;
+      children[size] = childCount;
+      parents[size] = parent;
+      hasParent[size] = knownParent;
       if (slots != null) {
         slots.put(w, size);
       } else if (size + 1 >= TABLE_FROM) {
@@ -94,21 +211,20 @@ public final class BlockHashIndex implements PrefixIndex {
       size++;
     }
 
-    boolean remove(int w) {
-      int i = indexOf(w);
-      if (i < 0) {
-        return false;
-      }
+    void removeAt(int i) {
+      int w = workers[i];
       size--;
       workers[i] = workers[size];
-      tiers[i] = tiers[size];
+      states[i] = states[size];
+      children[i] = children[size];
+      parents[i] = parents[size];
+      hasParent[i] = hasParent[size];
       if (slots != null) {
         slots.remove(w);
         if (i < size) {
           slots.put(workers[i], i);
         }
       }
-      return true;
     }
   }
 
@@ -117,13 +233,18 @@ public final class BlockHashIndex implements PrefixIndex {
     if (i != null) {
       return i;
     }
-    int n = workerIndex.size();
+    int n = ++workerCount;
     if (n == workers.length) {
-      workers = java.util.Arrays.copyOf(workers, n * 2);
-      byWorker = java.util.Arrays.copyOf(byWorker, n * 2);
+      int len = n * 2;
+      workers = Arrays.copyOf(workers, len);
+      held = Arrays.copyOf(held, len);
+      ghosts = Arrays.copyOf(ghosts, len);
+      offDevice = Arrays.copyOf(offDevice, len);
+      unrooted = Arrays.copyOf(unrooted, len);
+      logs = Arrays.copyOf(logs, len);
     }
     workers[n] = worker;
-    byWorker[n] = new LongOpenHashSet();
+    logs[n] = new LongArrayList();
     counts.put(worker, new AtomicInteger());
     workerIndex.put(worker, n);
     return n;
@@ -131,151 +252,613 @@ public final class BlockHashIndex implements PrefixIndex {
 
   /** Applies one event of {@code worker}'s stream. */
   public void apply(WorkerId worker, KvEvent event) {
-    lock.writeLock().lock();
+    long stamp = lock.writeLock();
     try {
       eventsApplied.incrementAndGet();
       int w = indexOf(worker);
-      LongOpenHashSet mine = byWorker[w];
       switch (event) {
-        case KvEvent.Stored s -> {
-          if (s.parentHash().isPresent() && !mine.contains(s.parentHash().getAsLong())) {
-            unknownParents.incrementAndGet();
-          }
-          for (KvEvent.StoredBlock b : s.blocks()) {
-            Holders holders = blocks.get(b.sequenceHash());
-            if (holders == null) {
-              holders = new Holders();
-              blocks.put(b.sequenceHash(), holders);
-            }
-            holders.put(w, s.tier());
-            mine.add(b.sequenceHash());
-          }
-        }
+        case KvEvent.Stored s -> store(w, s);
         case KvEvent.Removed r -> {
           for (long h : r.sequenceHashes()) {
-            Holders holders = blocks.get(h);
-            if (holders == null || !holders.remove(w)) {
-              unknownRemovals.incrementAndGet();
-              continue;
-            }
-            if (holders.size == 0) {
-              blocks.remove(h);
-            }
-            mine.remove(h);
+            remove(w, h);
           }
         }
         case KvEvent.Cleared c -> dropWorker(w);
       }
-      counts.get(worker).set(byWorker[w].size());
+      compactLogIfLarge(w);
+      counts.get(worker).set(held[w]);
     } finally {
-      lock.writeLock().unlock();
+      lock.unlockWrite(stamp);
+    }
+  }
+
+  private void store(int w, KvEvent.Stored event) {
+    int state = event.tier().ordinal();
+    List<KvEvent.StoredBlock> blocks = event.blocks();
+    touch(blocks);
+    boolean knownParent = event.parentHash().isPresent();
+    long parent = knownParent ? event.parentHash().getAsLong() : 0;
+    if (knownParent) {
+      int at = stateAt(parent, w);
+      if (at == ABSENT || at == GHOST) {
+        unknownParents.incrementAndGet();
+      }
+      if (at == ABSENT) { // a ghost, so that the worker counts as not prefix-closed while its children live
+        addEntry(parent, w, GHOST, false, 0);
+        ghosts[w]++;
+        logs[w].add(parent);
+      }
+    } else if (!blocks.isEmpty() && blocks.get(0).sequenceHash() != blocks.get(0).localHash()) {
+      unrooted[w]++; // a prompt's first block hashes to its local hash (BlockHasher.chainAll)
+    }
+    int parentSlot = -1; // where the previous block went, while that stays true
+    for (int i = 0, n = blocks.size(); i < n; i++) {
+      long hash = blocks.get(i).sequenceHash();
+      Table t = table;
+      int found = t.findOrEmpty(hash);
+      if (found < 0 && slotsUsed + 1 <= MAX_LOAD * t.capacity()) { // a block nobody holds: most of them
+        int slot = -1 - found;
+        t.slots[3 * slot] = hash;
+        t.slots[3 * slot + 2] = parent;
+        t.slots[3 * slot + 1] = single(w, state, knownParent, 0);
+        slotsUsed++;
+        held[w]++;
+        if (state != DEVICE) {
+          offDevice[w]++;
+        }
+        logs[w].add(hash);
+        if (knownParent) {
+          long p = parentSlot >= 0 ? t.slots[3 * parentSlot + 1] : 0;
+          if (p > 0 && t.slots[3 * parentSlot] == parent && workerOf(p) == w) {
+            t.slots[3 * parentSlot + 1] = p + (1L << 33);
+          } else {
+            addChildren(parent, w, 1);
+          }
+        }
+        parentSlot = slot;
+        parent = hash;
+        knownParent = true;
+        continue;
+      }
+      parentSlot = -1;
+      int at = found < 0 ? ABSENT : stateIn(t, found, w);
+      if (at == ABSENT) {
+        addEntry(hash, w, state, knownParent, parent);
+        held[w]++;
+        if (state != DEVICE) {
+          offDevice[w]++;
+        }
+        logs[w].add(hash);
+        if (knownParent) {
+          addChildren(parent, w, 1);
+        }
+      } else {
+        if (at == GHOST) {
+          ghosts[w]--;
+          held[w]++;
+          if (knownParent && adoptParent(hash, w, parent)) {
+            addChildren(parent, w, 1);
+          }
+        } else if (at != DEVICE) {
+          offDevice[w]--;
+        }
+        if (state != DEVICE) {
+          offDevice[w]++;
+        }
+        setState(hash, w, state);
+      }
+      parent = hash;
+      knownParent = true;
+    }
+  }
+
+  /**
+   * Loads the home slot of every block of an event before any is written: the loads miss the
+   * cache independently and overlap, where the inserts would take their misses one after another.
+   */
+  private void touch(List<KvEvent.StoredBlock> blocks) {
+    Table t = table;
+    long sum = 0;
+    for (int i = 0, n = blocks.size(); i < n; i++) {
+      sum += t.slots[3 * t.home(blocks.get(i).sequenceHash()) + 1];
+    }
+    touched += sum;
+  }
+
+  private void remove(int w, long hash) {
+    Table t = table;
+    int slot = t.find(hash);
+    int at = slot < 0 ? ABSENT : stateIn(t, slot, w);
+    if (at == ABSENT || at == GHOST) {
+      unknownRemovals.incrementAndGet();
+      return;
+    }
+    held[w]--;
+    if (at != DEVICE) {
+      offDevice[w]--;
+    }
+    if (childrenIn(t, slot, w) > 0) { // a later block of the worker's still names it: a hole
+      setState(hash, w, GHOST);
+      ghosts[w]++;
+      return;
+    }
+    // Gone; release its parent, which goes too if it was a ghost this was the last child of.
+    while (true) {
+      int here = table.find(hash);
+      boolean knownParent = hasParentIn(table, here, w);
+      long parent = parentIn(table, here, w);
+      deleteEntry(hash, w);
+      if (!knownParent || stateAt(parent, w) == ABSENT || addChildren(parent, w, -1) > 0
+          || stateAt(parent, w) != GHOST) {
+        return;
+      }
+      ghosts[w]--;
+      hash = parent;
     }
   }
 
   /** Forgets everything a worker held (it left, or its stream restarts from a snapshot). */
   public void removeWorker(WorkerId worker) {
-    lock.writeLock().lock();
+    long stamp = lock.writeLock();
     try {
       Integer w = workerIndex.get(worker);
       if (w != null) {
         dropWorker(w);
+        counts.get(worker).set(0);
       }
     } finally {
-      lock.writeLock().unlock();
+      lock.unlockWrite(stamp);
     }
   }
 
   private void dropWorker(int w) {
-    LongOpenHashSet mine = byWorker[w];
-    for (LongIterator it = mine.iterator(); it.hasNext(); ) {
-      long h = it.nextLong();
-      Holders holders = blocks.get(h);
-      if (holders != null && holders.remove(w) && holders.size == 0) {
-        blocks.remove(h);
+    LongArrayList log = logs[w];
+    for (int i = 0, n = log.size(); i < n; i++) {
+      long hash = log.getLong(i);
+      if (stateAt(hash, w) != ABSENT) {
+        deleteEntry(hash, w);
       }
     }
-    byWorker[w] = new LongOpenHashSet();
-    counts.get(workers[w]).set(0);
+    logs[w] = new LongArrayList();
+    held[w] = 0;
+    ghosts[w] = 0;
+    offDevice[w] = 0;
+    unrooted[w] = 0;
   }
+
+  /** Keeps a worker's log within twice its entries: drops hashes it no longer holds and duplicates. */
+  private void compactLogIfLarge(int w) {
+    LongArrayList log = logs[w];
+    if (log.size() <= 2 * (held[w] + ghosts[w]) + 1024) {
+      return;
+    }
+    long[] kept = new long[held[w] + ghosts[w]];
+    int n = 0;
+    for (int i = 0, size = log.size(); i < size; i++) {
+      long hash = log.getLong(i);
+      if (stateAt(hash, w) != ABSENT) {
+        if (n == kept.length) {
+          kept = Arrays.copyOf(kept, n * 2 + 1);
+        }
+        kept[n++] = hash;
+      }
+    }
+    Arrays.sort(kept, 0, n);
+    int unique = 0;
+    for (int i = 0; i < n; i++) {
+      if (i == 0 || kept[i] != kept[i - 1]) {
+        kept[unique++] = kept[i];
+      }
+    }
+    logs[w] = LongArrayList.wrap(kept, unique);
+  }
+
+  // --- Entries (under the write lock) ---------------------------------------------------------
+
+  /** {@code w}'s state at {@code hash}: a tier ordinal, GHOST, or ABSENT. */
+  private int stateAt(long hash, int w) {
+    Table t = table;
+    int slot = t.find(hash);
+    return slot < 0 ? ABSENT : stateIn(t, slot, w);
+  }
+
+  private int stateIn(Table t, int slot, int w) {
+    long entry = t.slots[3 * slot + 1];
+    if (entry > 0) {
+      return workerOf(entry) == w ? stateOf(entry) : ABSENT;
+    }
+    Holders h = holdersOf(entry);
+    int i = h.indexOf(w);
+    return i < 0 ? ABSENT : h.states[i];
+  }
+
+  private int childrenIn(Table t, int slot, int w) {
+    long entry = t.slots[3 * slot + 1];
+    if (entry > 0) {
+      return childrenOf(entry);
+    }
+    Holders h = holdersOf(entry);
+    return h.children[h.indexOf(w)];
+  }
+
+  private long parentIn(Table t, int slot, int w) {
+    long entry = t.slots[3 * slot + 1];
+    if (entry > 0) {
+      return t.slots[3 * slot + 2];
+    }
+    Holders h = holdersOf(entry);
+    return h.parents[h.indexOf(w)];
+  }
+
+  private boolean hasParentIn(Table t, int slot, int w) {
+    long entry = t.slots[3 * slot + 1];
+    if (entry > 0) {
+      return hasParent(entry);
+    }
+    Holders h = holdersOf(entry);
+    return h.hasParent[h.indexOf(w)];
+  }
+
+  private Holders holdersOf(long entry) {
+    return holders[(int) (-entry - 1)];
+  }
+
+  private void setState(long hash, int w, int state) {
+    Table t = table;
+    int slot = t.find(hash);
+    long entry = t.slots[3 * slot + 1];
+    if (entry > 0) {
+      t.slots[3 * slot + 1] = (entry & ~3L) | state;
+    } else {
+      Holders h = holdersOf(entry);
+      h.states[h.indexOf(w)] = (byte) state;
+    }
+  }
+
+  /**
+   * Records {@code parent} as the parent of {@code w}'s entry at {@code hash} if it had none (a
+   * ghost made for a parent a stored event named); whether it did.
+   */
+  private boolean adoptParent(long hash, int w, long parent) {
+    Table t = table;
+    int slot = t.find(hash);
+    long entry = t.slots[3 * slot + 1];
+    if (entry > 0) {
+      if (hasParent(entry)) {
+        return false;
+      }
+      t.slots[3 * slot + 2] = parent;
+      t.slots[3 * slot + 1] = entry | (1L << 32);
+      return true;
+    }
+    Holders h = holdersOf(entry);
+    int i = h.indexOf(w);
+    if (h.hasParent[i]) {
+      return false;
+    }
+    h.parents[i] = parent;
+    h.hasParent[i] = true;
+    return true;
+  }
+
+  /** Adds {@code delta} to {@code w}'s child count at {@code hash} (never below 0); returns the new count. */
+  private int addChildren(long hash, int w, int delta) {
+    Table t = table;
+    int slot = t.find(hash);
+    long entry = t.slots[3 * slot + 1];
+    if (entry > 0) {
+      int c = Math.max(0, childrenOf(entry) + delta);
+      t.slots[3 * slot + 1] = (entry & ((1L << 33) - 1)) | ((long) c << 33);
+      return c;
+    }
+    Holders h = holdersOf(entry);
+    int i = h.indexOf(w);
+    h.children[i] = Math.max(0, h.children[i] + delta);
+    return h.children[i];
+  }
+
+  /** Adds {@code w}'s entry at {@code hash}, which it does not have. */
+  private void addEntry(long hash, int w, int state, boolean knownParent, long parent) {
+    Table t = table;
+    int slot = t.find(hash);
+    if (slot < 0) {
+      if (slotsUsed + 1 > MAX_LOAD * t.capacity()) {
+        grow();
+        t = table;
+      }
+      slot = t.home(hash);
+      while (t.slots[3 * slot + 1] != 0) {
+        slot = (slot + 1) & t.mask;
+      }
+      t.slots[3 * slot] = hash;
+      t.slots[3 * slot + 2] = parent;
+      t.slots[3 * slot + 1] = single(w, state, knownParent, 0);
+      slotsUsed++;
+      return;
+    }
+    long entry = t.slots[3 * slot + 1];
+    Holders h;
+    if (entry > 0) { // a second holder: move the first into a record
+      int id = newHolders();
+      h = holders[id];
+      h.add(workerOf(entry), stateOf(entry), hasParent(entry), t.slots[3 * slot + 2], childrenOf(entry));
+      t.slots[3 * slot + 1] = -(1L + id);
+    } else {
+      h = holdersOf(entry);
+    }
+    h.add(w, state, knownParent, parent, 0);
+  }
+
+  /** Removes {@code w}'s entry at {@code hash}, which it has; the key goes with its last entry. */
+  private void deleteEntry(long hash, int w) {
+    Table t = table;
+    int slot = t.find(hash);
+    long entry = t.slots[3 * slot + 1];
+    if (entry > 0) {
+      deleteSlot(t, slot);
+      return;
+    }
+    int id = (int) (-entry - 1);
+    Holders h = holders[id];
+    h.removeAt(h.indexOf(w));
+    if (h.size == 1) { // back to the one-holder form
+      t.slots[3 * slot + 2] = h.parents[0];
+      t.slots[3 * slot + 1] = single(h.workers[0], h.states[0], h.hasParent[0], h.children[0]);
+      holders[id] = null;
+      freeHolders.add(id);
+    }
+  }
+
+  /** Empties a slot, shifting later entries of its probe run back (no tombstones). */
+  private void deleteSlot(Table t, int slot) {
+    long[] s = t.slots;
+    int hole = slot;
+    int i = slot;
+    while (true) {
+      i = (i + 1) & t.mask;
+      if (s[3 * i + 1] == 0) {
+        break;
+      }
+      int home = t.home(s[3 * i]);
+      // Entry i may move to the hole if its home is not in (hole, i] cyclically.
+      boolean stays = hole <= i ? (hole < home && home <= i) : (hole < home || home <= i);
+      if (!stays) {
+        s[3 * hole] = s[3 * i];
+        s[3 * hole + 2] = s[3 * i + 2];
+        s[3 * hole + 1] = s[3 * i + 1];
+        hole = i;
+      }
+    }
+    s[3 * hole + 1] = 0;
+    s[3 * hole] = 0;
+    s[3 * hole + 2] = 0;
+    slotsUsed--;
+  }
+
+  private void grow() {
+    Table old = table;
+    Table bigger = new Table(old.capacity() * 2);
+    long[] from = old.slots;
+    long[] to = bigger.slots;
+    for (int i = 0; i < old.capacity(); i++) {
+      if (from[3 * i + 1] != 0) {
+        int slot = bigger.home(from[3 * i]);
+        while (to[3 * slot + 1] != 0) {
+          slot = (slot + 1) & bigger.mask;
+        }
+        to[3 * slot] = from[3 * i];
+        to[3 * slot + 1] = from[3 * i + 1];
+        to[3 * slot + 2] = from[3 * i + 2];
+      }
+    }
+    table = bigger;
+  }
+
+  private int newHolders() {
+    int id;
+    if (!freeHolders.isEmpty()) {
+      id = freeHolders.popInt();
+    } else {
+      id = holdersUsed++;
+      if (id == holders.length) {
+        holders = Arrays.copyOf(holders, id * 2);
+      }
+    }
+    holders[id] = new Holders();
+    return id;
+  }
+
+  // --- Lookups --------------------------------------------------------------------------------
 
   @Override
   public Map<WorkerId, Overlap> overlaps(long[] sequenceHashes) {
     if (sequenceHashes.length == 0) {
       return Map.of();
     }
-    lock.readLock().lock();
+    for (int attempt = 0; attempt < 2; attempt++) {
+      long stamp = lock.tryOptimisticRead();
+      if (stamp == 0) {
+        continue;
+      }
+      try {
+        Map<WorkerId, Overlap> result = lookup(sequenceHashes);
+        if (lock.validate(stamp)) {
+          return result;
+        }
+      } catch (RuntimeException torn) {
+        // An event changed the table under this read (an index out of range, a record half
+        // written): nothing of it is kept; read again.
+      }
+    }
+    long stamp = lock.readLock();
     try {
-      Holders first = blocks.get(sequenceHashes[0]);
-      if (first == null) {
-        return Map.of();
-      }
-      // The workers still matching, with their per-tier counts; compacted as workers drop out.
-      int n = first.size;
-      int[] active = java.util.Arrays.copyOf(first.workers, n);
-      int[][] counts = new int[n][3];
-      for (int i = 0; i < n; i++) {
-        counts[i][first.tiers[i]]++;
-      }
-      int[] depthOf = new int[n]; // index into counts for each active slot
-      for (int i = 0; i < n; i++) {
-        depthOf[i] = i;
-      }
-      int live = n;
-      // A block many workers hold is looked up through a position table (this call's, indexed by
-      // worker), so that a popular prefix costs O(holders + live) per block, not O(holders × live).
-      int[][] scratch = null;
-      int[] stampOf = null;
-      int[] slotOf = null;
-      for (int b = 1; b < sequenceHashes.length && live > 0; b++) {
-        Holders holders = blocks.get(sequenceHashes[b]);
-        boolean table = holders != null && holders.size > 8 && live > 2;
-        if (table) {
-          if (scratch == null) {
-            scratch = SCRATCH.get();
-            if (scratch[0].length < workers.length) {
-              scratch[0] = new int[workers.length];
-              scratch[1] = new int[workers.length];
-            }
-            stampOf = scratch[0];
-            slotOf = scratch[1];
-            java.util.Arrays.fill(stampOf, 0, workers.length, 0);
-          }
-          for (int j = 0; j < holders.size; j++) {
-            stampOf[holders.workers[j]] = b;
-            slotOf[holders.workers[j]] = j;
-          }
-        }
-        int kept = 0;
-        for (int i = 0; i < live; i++) {
-          int at = holders == null ? -1
-              : table ? (stampOf[active[i]] == b ? slotOf[active[i]] : -1) : holders.indexOf(active[i]);
-          if (at >= 0) {
-            counts[depthOf[i]][holders.tiers[at]]++;
-            active[kept] = active[i];
-            depthOf[kept] = depthOf[i];
-            kept++;
-          }
-        }
-        live = kept;
-      }
-      Map<WorkerId, Overlap> result = new HashMap<>(n * 2);
-      for (int i = 0; i < n; i++) {
-        result.put(workers[first.workers[i]], new Overlap(counts[i][0], counts[i][1], counts[i][2]));
-      }
-      return result;
+      return lookup(sequenceHashes);
     } finally {
-      lock.readLock().unlock();
+      lock.unlockRead(stamp);
     }
   }
 
-  /** Distinct cached blocks across all workers. */
-  public int blockCount() {
-    lock.readLock().lock();
-    try {
-      return blocks.size();
-    } finally {
-      lock.readLock().unlock();
+  private Map<WorkerId, Overlap> lookup(long[] hashes) {
+    Table t = table;
+    int first = t.find(hashes[0]);
+    if (first < 0) {
+      return Map.of();
     }
+    long entry = t.slots[3 * first + 1];
+    int[] candidates;
+    int[] tiers;
+    int k = 0;
+    if (entry > 0) {
+      if (stateOf(entry) == GHOST) {
+        return Map.of();
+      }
+      candidates = new int[] {workerOf(entry)};
+      tiers = new int[] {stateOf(entry)};
+      k = 1;
+    } else {
+      Holders h = holdersOf(entry);
+      int size = h.size;
+      candidates = new int[size];
+      tiers = new int[size];
+      for (int i = 0; i < size; i++) {
+        if (h.states[i] != GHOST) {
+          candidates[k] = h.workers[i];
+          tiers[k] = h.states[i];
+          k++;
+        }
+      }
+      if (k == 0) {
+        return Map.of();
+      }
+    }
+    // Prefix-closed, all-device workers jump; the rest are walked block by block.
+    int[] jumping = new int[k];
+    int[] walking = new int[k];
+    int nj = 0;
+    int nw = 0;
+    for (int i = 0; i < k; i++) {
+      int w = candidates[i];
+      if (ghosts[w] == 0 && offDevice[w] == 0 && unrooted[w] == 0 && tiers[i] == DEVICE) {
+        jumping[nj++] = w;
+      } else {
+        walking[nw++] = i;
+      }
+    }
+    Map<WorkerId, Overlap> result = new HashMap<>(k * 2);
+    if (nj > 0) {
+      jump(t, hashes, jumping, nj, result);
+    }
+    if (nw > 0) {
+      walk(t, hashes, candidates, tiers, walking, nw, result);
+    }
+    return result;
+  }
+
+  /** Whether {@code w} holds (not as a ghost) the block at {@code slot} of {@code t}. */
+  private boolean holds(Table t, int slot, int w) {
+    if (slot < 0) {
+      return false;
+    }
+    long entry = t.slots[3 * slot + 1];
+    if (entry > 0) {
+      return workerOf(entry) == w && stateOf(entry) != GHOST;
+    }
+    Holders h = holdersOf(entry);
+    int i = h.indexOf(w);
+    return i >= 0 && h.states[i] != GHOST;
+  }
+
+  /** Depths of prefix-closed device-only workers holding block 0: probes every JUMP-th block, binary search where one stops. */
+  private void jump(Table t, long[] hashes, int[] live, int n, Map<WorkerId, Overlap> result) {
+    int last = hashes.length - 1;
+    int pos = 0; // every live worker holds blocks 0..pos
+    while (n > 0 && pos < last) {
+      int next = Math.min(pos + JUMP, last);
+      int slot = t.find(hashes[next]);
+      int kept = 0;
+      for (int i = 0; i < n; i++) {
+        int w = live[i];
+        if (holds(t, slot, w)) {
+          live[kept++] = w;
+        } else {
+          int lo = pos;
+          int hi = next; // holds lo, not hi
+          while (hi - lo > 1) {
+            int mid = (lo + hi) >>> 1;
+            if (holds(t, t.find(hashes[mid]), w)) {
+              lo = mid;
+            } else {
+              hi = mid;
+            }
+          }
+          result.put(workers[w], new Overlap(lo + 1, 0, 0));
+        }
+      }
+      n = kept;
+      pos = next;
+    }
+    for (int i = 0; i < n; i++) {
+      result.put(workers[live[i]], new Overlap(pos + 1, 0, 0));
+    }
+  }
+
+  /** Depths of the other workers holding block 0, block by block, counting each block's tier. */
+  private void walk(Table t, long[] hashes, int[] candidates, int[] firstTiers, int[] which, int n,
+      Map<WorkerId, Overlap> result) {
+    int[] live = new int[n];
+    int[][] tierCounts = new int[n][3];
+    int[] slotOf = new int[n];
+    for (int i = 0; i < n; i++) {
+      live[i] = candidates[which[i]];
+      tierCounts[i][firstTiers[which[i]]]++;
+      slotOf[i] = i;
+    }
+    int[] worker = live.clone();
+    int alive = n;
+    for (int b = 1; b < hashes.length && alive > 0; b++) {
+      int slot = t.find(hashes[b]);
+      int kept = 0;
+      for (int i = 0; i < alive; i++) {
+        int state = slot < 0 ? ABSENT : stateIn(t, slot, live[i]);
+        if (state != ABSENT && state != GHOST) {
+          tierCounts[slotOf[i]][state]++;
+          live[kept] = live[i];
+          slotOf[kept] = slotOf[i];
+          kept++;
+        }
+      }
+      alive = kept;
+    }
+    for (int i = 0; i < n; i++) {
+      result.put(workers[worker[i]], new Overlap(tierCounts[i][0], tierCounts[i][1], tierCounts[i][2]));
+    }
+  }
+
+  /** Distinct blocks some worker holds (a scan of the table: for tests and diagnostics). */
+  public int blockCount() {
+    long stamp = lock.readLock();
+    try {
+      Table t = table;
+      int n = 0;
+      for (int i = 0; i < t.capacity(); i++) {
+        long entry = t.slots[3 * i + 1];
+        if (entry > 0 ? stateOf(entry) != GHOST : entry < 0 && anyHeld(holdersOf(entry))) {
+          n++;
+        }
+      }
+      return n;
+    } finally {
+      lock.unlockRead(stamp);
+    }
+  }
+
+  private static boolean anyHeld(Holders h) {
+    for (int i = 0; i < h.size; i++) {
+      if (h.states[i] != GHOST) {
+        return true;
+      }
+    }
+    return false;
   }
 
   /** Blocks the index believes {@code worker} holds (as of the last event applied; no lock taken). */
@@ -295,5 +878,4 @@ public final class BlockHashIndex implements PrefixIndex {
   public long eventsApplied() {
     return eventsApplied.get();
   }
-
 }
