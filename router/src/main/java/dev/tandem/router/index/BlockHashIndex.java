@@ -279,11 +279,11 @@ public final class BlockHashIndex implements PrefixIndex {
     boolean knownParent = event.parentHash().isPresent();
     long parent = knownParent ? event.parentHash().getAsLong() : 0;
     if (knownParent) {
-      int at = stateAt(parent, w);
-      if (at == ABSENT || at == GHOST) {
+      long at = locate(parent, w);
+      if (at == NOWHERE || stateAt(at) == GHOST) {
         unknownParents.incrementAndGet();
       }
-      if (at == ABSENT) { // a ghost, so that the worker counts as not prefix-closed while its children live
+      if (at == NOWHERE) { // a ghost, so that the worker counts as not prefix-closed while its children live
         addEntry(parent, w, GHOST, false, 0);
         ghosts[w]++;
         logs[w].add(parent);
@@ -312,7 +312,7 @@ public final class BlockHashIndex implements PrefixIndex {
           if (p > 0 && t.slots[3 * parentSlot] == parent && workerOf(p) == w) {
             t.slots[3 * parentSlot + 1] = p + (1L << 33);
           } else {
-            addChildren(parent, w, 1);
+            addChildren(locate(parent, w), 1);
           }
         }
         parentSlot = slot;
@@ -321,8 +321,8 @@ public final class BlockHashIndex implements PrefixIndex {
         continue;
       }
       parentSlot = -1;
-      int at = found < 0 ? ABSENT : stateIn(t, found, w);
-      if (at == ABSENT) {
+      long at = found < 0 ? NOWHERE : locateIn(t, found, w);
+      if (at == NOWHERE) {
         addEntry(hash, w, state, knownParent, parent);
         held[w]++;
         if (state != DEVICE) {
@@ -330,22 +330,24 @@ public final class BlockHashIndex implements PrefixIndex {
         }
         logs[w].add(hash);
         if (knownParent) {
-          addChildren(parent, w, 1);
+          addChildren(locate(parent, w), 1);
         }
       } else {
-        if (at == GHOST) {
+        int was = stateAt(at);
+        if (was == GHOST) {
           ghosts[w]--;
           held[w]++;
-          if (knownParent && adoptParent(hash, w, parent)) {
-            addChildren(parent, w, 1);
-          }
-        } else if (at != DEVICE) {
+        } else if (was != DEVICE) {
           offDevice[w]--;
         }
         if (state != DEVICE) {
           offDevice[w]++;
         }
-        setState(hash, w, state);
+        setState(at, state);
+        if (was == GHOST && knownParent && !hasParentAt(at)) { // a ghost made for a parent learns its own
+          setParent(at, parent);
+          addChildren(locate(parent, w), 1);
+        }
       }
       parent = hash;
       knownParent = true;
@@ -366,34 +368,34 @@ public final class BlockHashIndex implements PrefixIndex {
   }
 
   private void remove(int w, long hash) {
-    Table t = table;
-    int slot = t.find(hash);
-    int at = slot < 0 ? ABSENT : stateIn(t, slot, w);
-    if (at == ABSENT || at == GHOST) {
+    long at = locate(hash, w);
+    int state = at == NOWHERE ? ABSENT : stateAt(at);
+    if (state == ABSENT || state == GHOST) {
       unknownRemovals.incrementAndGet();
       return;
     }
     held[w]--;
-    if (at != DEVICE) {
+    if (state != DEVICE) {
       offDevice[w]--;
     }
-    if (childrenIn(t, slot, w) > 0) { // a later block of the worker's still names it: a hole
-      setState(hash, w, GHOST);
+    if (childrenAt(at) > 0) { // a later block of the worker's still names it: a hole
+      setState(at, GHOST);
       ghosts[w]++;
       return;
     }
     // Gone; release its parent, which goes too if it was a ghost this was the last child of.
     while (true) {
-      int here = table.find(hash);
-      boolean knownParent = hasParentIn(table, here, w);
-      long parent = parentIn(table, here, w);
-      deleteEntry(hash, w);
-      if (!knownParent || stateAt(parent, w) == ABSENT || addChildren(parent, w, -1) > 0
-          || stateAt(parent, w) != GHOST) {
+      boolean knownParent = hasParentAt(at);
+      long parent = parentAt(at);
+      deleteEntry(at);
+      if (!knownParent) {
+        return;
+      }
+      at = locate(parent, w);
+      if (at == NOWHERE || addChildren(at, -1) > 0 || stateAt(at) != GHOST) {
         return;
       }
       ghosts[w]--;
-      hash = parent;
     }
   }
 
@@ -414,9 +416,9 @@ public final class BlockHashIndex implements PrefixIndex {
   private void dropWorker(int w) {
     LongArrayList log = logs[w];
     for (int i = 0, n = log.size(); i < n; i++) {
-      long hash = log.getLong(i);
-      if (stateAt(hash, w) != ABSENT) {
-        deleteEntry(hash, w);
+      long at = locate(log.getLong(i), w);
+      if (at != NOWHERE) {
+        deleteEntry(at);
       }
     }
     logs[w] = new LongArrayList();
@@ -436,7 +438,7 @@ public final class BlockHashIndex implements PrefixIndex {
     int n = 0;
     for (int i = 0, size = log.size(); i < size; i++) {
       long hash = log.getLong(i);
-      if (stateAt(hash, w) != ABSENT) {
+      if (locate(hash, w) != NOWHERE) {
         if (n == kept.length) {
           kept = Arrays.copyOf(kept, n * 2 + 1);
         }
@@ -454,105 +456,99 @@ public final class BlockHashIndex implements PrefixIndex {
   }
 
   // --- Entries (under the write lock) ---------------------------------------------------------
+  //
+  // A locator names one worker's entry for one block, found once per operation: the slot in the
+  // upper 32 bits, the position in its Holders record in the lower (all ones for a slot's single
+  // entry). It stays valid until the next entry is added or deleted.
 
-  /** {@code w}'s state at {@code hash}: a tier ordinal, GHOST, or ABSENT. */
-  private int stateAt(long hash, int w) {
+  private static final long NOWHERE = -1;
+  private static final int SINGLE = -1;
+
+  private static long locator(int slot, int position) {
+    return ((long) slot << 32) | (position & 0xFFFF_FFFFL);
+  }
+
+  private static int slotOf(long at) {
+    return (int) (at >>> 32);
+  }
+
+  private static int positionOf(long at) {
+    return (int) at;
+  }
+
+  /** {@code w}'s entry for {@code hash}, or NOWHERE. */
+  private long locate(long hash, int w) {
     Table t = table;
     int slot = t.find(hash);
-    return slot < 0 ? ABSENT : stateIn(t, slot, w);
+    return slot < 0 ? NOWHERE : locateIn(t, slot, w);
   }
 
-  private int stateIn(Table t, int slot, int w) {
+  private long locateIn(Table t, int slot, int w) {
     long entry = t.slots[3 * slot + 1];
     if (entry > 0) {
-      return workerOf(entry) == w ? stateOf(entry) : ABSENT;
+      return workerOf(entry) == w ? locator(slot, SINGLE) : NOWHERE;
     }
-    Holders h = holdersOf(entry);
-    int i = h.indexOf(w);
-    return i < 0 ? ABSENT : h.states[i];
+    int i = holdersOf(entry).indexOf(w);
+    return i < 0 ? NOWHERE : locator(slot, i);
   }
 
-  private int childrenIn(Table t, int slot, int w) {
-    long entry = t.slots[3 * slot + 1];
-    if (entry > 0) {
-      return childrenOf(entry);
-    }
-    Holders h = holdersOf(entry);
-    return h.children[h.indexOf(w)];
+  private Holders holdersAt(long at) {
+    return holdersOf(table.slots[3 * slotOf(at) + 1]);
   }
 
-  private long parentIn(Table t, int slot, int w) {
-    long entry = t.slots[3 * slot + 1];
-    if (entry > 0) {
-      return t.slots[3 * slot + 2];
-    }
-    Holders h = holdersOf(entry);
-    return h.parents[h.indexOf(w)];
+  private long entryAt(long at) {
+    return table.slots[3 * slotOf(at) + 1];
   }
 
-  private boolean hasParentIn(Table t, int slot, int w) {
-    long entry = t.slots[3 * slot + 1];
-    if (entry > 0) {
-      return hasParent(entry);
-    }
-    Holders h = holdersOf(entry);
-    return h.hasParent[h.indexOf(w)];
+  /** A tier ordinal, or GHOST. */
+  private int stateAt(long at) {
+    return positionOf(at) == SINGLE ? stateOf(entryAt(at)) : holdersAt(at).states[positionOf(at)];
+  }
+
+  private int childrenAt(long at) {
+    return positionOf(at) == SINGLE ? childrenOf(entryAt(at)) : holdersAt(at).children[positionOf(at)];
+  }
+
+  private boolean hasParentAt(long at) {
+    return positionOf(at) == SINGLE ? hasParent(entryAt(at)) : holdersAt(at).hasParent[positionOf(at)];
+  }
+
+  private long parentAt(long at) {
+    return positionOf(at) == SINGLE ? table.slots[3 * slotOf(at) + 2] : holdersAt(at).parents[positionOf(at)];
   }
 
   private Holders holdersOf(long entry) {
     return holders[(int) (-entry - 1)];
   }
 
-  private void setState(long hash, int w, int state) {
-    Table t = table;
-    int slot = t.find(hash);
-    long entry = t.slots[3 * slot + 1];
-    if (entry > 0) {
-      t.slots[3 * slot + 1] = (entry & ~3L) | state;
+  private void setState(long at, int state) {
+    if (positionOf(at) == SINGLE) {
+      table.slots[3 * slotOf(at) + 1] = (entryAt(at) & ~3L) | state;
     } else {
-      Holders h = holdersOf(entry);
-      h.states[h.indexOf(w)] = (byte) state;
+      holdersAt(at).states[positionOf(at)] = (byte) state;
     }
   }
 
-  /**
-   * Records {@code parent} as the parent of {@code w}'s entry at {@code hash} if it had none (a
-   * ghost made for a parent a stored event named); whether it did.
-   */
-  private boolean adoptParent(long hash, int w, long parent) {
-    Table t = table;
-    int slot = t.find(hash);
-    long entry = t.slots[3 * slot + 1];
-    if (entry > 0) {
-      if (hasParent(entry)) {
-        return false;
-      }
-      t.slots[3 * slot + 2] = parent;
-      t.slots[3 * slot + 1] = entry | (1L << 32);
-      return true;
+  private void setParent(long at, long parent) {
+    if (positionOf(at) == SINGLE) {
+      table.slots[3 * slotOf(at) + 2] = parent;
+      table.slots[3 * slotOf(at) + 1] = entryAt(at) | (1L << 32);
+    } else {
+      holdersAt(at).parents[positionOf(at)] = parent;
+      holdersAt(at).hasParent[positionOf(at)] = true;
     }
-    Holders h = holdersOf(entry);
-    int i = h.indexOf(w);
-    if (h.hasParent[i]) {
-      return false;
-    }
-    h.parents[i] = parent;
-    h.hasParent[i] = true;
-    return true;
   }
 
-  /** Adds {@code delta} to {@code w}'s child count at {@code hash} (never below 0); returns the new count. */
-  private int addChildren(long hash, int w, int delta) {
-    Table t = table;
-    int slot = t.find(hash);
-    long entry = t.slots[3 * slot + 1];
-    if (entry > 0) {
+  /** Adds {@code delta} to the entry's child count (never below 0); returns the new count. */
+  private int addChildren(long at, int delta) {
+    if (positionOf(at) == SINGLE) {
+      long entry = entryAt(at);
       int c = Math.max(0, childrenOf(entry) + delta);
-      t.slots[3 * slot + 1] = (entry & ((1L << 33) - 1)) | ((long) c << 33);
+      table.slots[3 * slotOf(at) + 1] = (entry & ((1L << 33) - 1)) | ((long) c << 33);
       return c;
     }
-    Holders h = holdersOf(entry);
-    int i = h.indexOf(w);
+    Holders h = holdersAt(at);
+    int i = positionOf(at);
     h.children[i] = Math.max(0, h.children[i] + delta);
     return h.children[i];
   }
@@ -566,10 +562,7 @@ public final class BlockHashIndex implements PrefixIndex {
         grow();
         t = table;
       }
-      slot = t.home(hash);
-      while (t.slots[3 * slot + 1] != 0) {
-        slot = (slot + 1) & t.mask;
-      }
+      slot = -1 - t.findOrEmpty(hash);
       t.slots[3 * slot] = hash;
       t.slots[3 * slot + 2] = parent;
       t.slots[3 * slot + 1] = single(w, state, knownParent, 0);
@@ -589,18 +582,17 @@ public final class BlockHashIndex implements PrefixIndex {
     h.add(w, state, knownParent, parent, 0);
   }
 
-  /** Removes {@code w}'s entry at {@code hash}, which it has; the key goes with its last entry. */
-  private void deleteEntry(long hash, int w) {
+  /** Deletes the entry; the block's key goes with its last entry. */
+  private void deleteEntry(long at) {
     Table t = table;
-    int slot = t.find(hash);
-    long entry = t.slots[3 * slot + 1];
-    if (entry > 0) {
+    int slot = slotOf(at);
+    if (positionOf(at) == SINGLE) {
       deleteSlot(t, slot);
       return;
     }
-    int id = (int) (-entry - 1);
+    int id = (int) (-t.slots[3 * slot + 1] - 1);
     Holders h = holders[id];
-    h.removeAt(h.indexOf(w));
+    h.removeAt(positionOf(at));
     if (h.size == 1) { // back to the one-holder form
       t.slots[3 * slot + 2] = h.parents[0];
       t.slots[3 * slot + 1] = single(h.workers[0], h.states[0], h.hasParent[0], h.children[0]);
@@ -608,6 +600,7 @@ public final class BlockHashIndex implements PrefixIndex {
       freeHolders.add(id);
     }
   }
+
 
   /** Empties a slot, shifting later entries of its probe run back (no tombstones). */
   private void deleteSlot(Table t, int slot) {
@@ -752,6 +745,17 @@ public final class BlockHashIndex implements PrefixIndex {
       walk(t, hashes, candidates, tiers, walking, nw, result);
     }
     return result;
+  }
+
+  /** {@code w}'s state at {@code slot} of {@code t}: a tier ordinal, GHOST, or ABSENT. */
+  private int stateIn(Table t, int slot, int w) {
+    long entry = t.slots[3 * slot + 1];
+    if (entry > 0) {
+      return workerOf(entry) == w ? stateOf(entry) : ABSENT;
+    }
+    Holders h = holdersOf(entry);
+    int i = h.indexOf(w);
+    return i < 0 ? ABSENT : h.states[i];
   }
 
   /** Whether {@code w} holds (not as a ghost) the block at {@code slot} of {@code t}. */
