@@ -25,6 +25,13 @@ public record BlockCost(double prefillLoadScale, double activeRequestWeight) imp
     return "blocks";
   }
 
+  /** The request-independent part of the cost: in-flight prefill and decode blocks, active requests. */
+  @Override
+  public double loadKey(WorkerLoad load, int blockSize) {
+    return prefillLoadScale * load.routedPrefillBlocks() + load.routedDecodeBlocks()
+        + activeRequestWeight * (load.routedActiveRequests() + load.reportedWaitingRequests());
+  }
+
   /** The cost of sending {@code request} to a worker with this load and overlap. */
   public double cost(RoutingRequest request, WorkerLoad load, Overlap overlap) {
     int requestBlocks = request.promptBlocks();
@@ -45,6 +52,12 @@ public record BlockCost(double prefillLoadScale, double activeRequestWeight) imp
       @Override
       public double lowerBoundWithoutOverlap(int i) {
         return BlockCost.this.cost(request, candidates.get(i), Overlap.NONE);
+      }
+
+      /** cost(NONE) = loadKey + (scale + 1) × prompt blocks, exactly. */
+      @Override
+      public double loadKeyFloor(LoadOrder order) {
+        return (prefillLoadScale + 1) * request.promptBlocks();
       }
     };
   }

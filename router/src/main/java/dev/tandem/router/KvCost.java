@@ -36,6 +36,15 @@ public interface KvCost {
     default double othersCost(int i, Overlap overlap, int cachedBlocks) {
       return 0;
     }
+
+    /**
+     * For a decision over a {@link LoadOrder}: a floor such that {@code
+     * lowerBoundWithoutOverlap} of any ordered worker is at least its {@link KvCost#loadKey} plus
+     * this ({@code order} gives the fleet's minimum measured speeds).
+     */
+    default double loadKeyFloor(LoadOrder order) {
+      return Double.NEGATIVE_INFINITY;
+    }
   }
 
   /** A scorer for one decision among {@code candidates}. */
@@ -58,6 +67,15 @@ public interface KvCost {
    */
   default double tieTolerance() {
     return 0;
+  }
+
+  /**
+   * A number per worker, independent of any request, that orders a lower bound of its cost (see
+   * {@link Scorer#loadKeyFloor}); NaN where there is none (the worker is then priced in every
+   * decision over a {@link LoadOrder}).
+   */
+  default double loadKey(WorkerLoad load, int blockSize) {
+    return Double.NaN;
   }
 
   /** Whether the cost reads {@code cachedBlocks} (the selector skips counting them otherwise). */

@@ -92,6 +92,73 @@ public final class KvSelector implements WorkerSelector {
     return temperature <= 0 ? cheapest(scorer, candidates, overlaps) : sample(scorer, candidates, overlaps);
   }
 
+  /**
+   * The same choice as {@link #select(RoutingRequest, List)} over the workers of {@code fleet} that
+   * {@code eligible} accepts, pricing only those that can win: the workers holding part of the
+   * prompt, then the rest in order of load while a worker's load key plus the decision's floor
+   * (a lower bound of its cost) is within the tie tolerance of the best cost found. At 1,000
+   * workers that is a handful. With a temperature, or while some worker has no load key (a
+   * worker that has not measured its prefill, under the seconds cost), every eligible worker is
+   * priced.
+   */
+  public Selection select(RoutingRequest request, LoadOrder fleet, Predicate<WorkerId> eligible) {
+    if (temperature > 0 || fleet.hasUnkeyed()) {
+      return select(request, fleet.loads().stream().filter(l -> eligible.test(l.workerId())).toList());
+    }
+    Map<WorkerId, Overlap> fromEvents = events.overlaps(request.blockHashes());
+    Map<WorkerId, Overlap> fromRouting = approximate.overlaps(request.blockHashes());
+    List<WorkerLoad> candidates = new java.util.ArrayList<>();
+    KvCost.Scorer scorer = cost.scorer(request, candidates); // reads candidates as they are added
+    Priced priced = new Priced(8);
+    java.util.Set<WorkerId> holding = new java.util.HashSet<>();
+    double min = Double.POSITIVE_INFINITY;
+    for (int source = 0; source < 2; source++) {
+      for (Map.Entry<WorkerId, Overlap> e : (source == 0 ? fromEvents : fromRouting).entrySet()) {
+        WorkerId w = e.getKey();
+        WorkerLoad load = fleet.get(w);
+        if (load == null || useApproximate.test(w) != (source == 1) || !eligible.test(w) || e.getValue().blocks() == 0) {
+          continue;
+        }
+        candidates.add(load);
+        int i = candidates.size() - 1;
+        double c = scorer.cost(i, e.getValue(), workingSet(load));
+        priced.add(i, c, e.getValue());
+        holding.add(w);
+        min = Math.min(min, c);
+      }
+    }
+    double tolerance = cost.tieTolerance();
+    double threshold = min + Math.abs(min) * tolerance;
+    double floor = scorer.loadKeyFloor(fleet);
+    for (var it = fleet.ascending(); it.hasNext(); ) {
+      LoadOrder.Entry e = it.next();
+      if (e.key() + floor > threshold) {
+        break; // this worker's bound, and every later one's, exceeds what can still win
+      }
+      WorkerId w = e.load().workerId();
+      if (holding.contains(w) || !eligible.test(w)) {
+        continue;
+      }
+      candidates.add(e.load());
+      int i = candidates.size() - 1;
+      if (scorer.lowerBoundWithoutOverlap(i) > threshold) { // its own bound, tighter than the order's
+        candidates.remove(i);
+        continue;
+      }
+      double c = scorer.cost(i, Overlap.NONE, workingSet(e.load()));
+      priced.add(i, c, Overlap.NONE);
+      if (c < min) {
+        min = c;
+        threshold = min + Math.abs(min) * tolerance;
+      }
+    }
+    if (priced.size == 0) {
+      throw new IllegalArgumentException("no eligible worker among the " + fleet.size() + " of the pool");
+    }
+    int best = argmin(candidates, priced, min + Math.abs(min) * tolerance, ThreadLocalRandom.current());
+    return selection(scorer, candidates, priced.index[best], priced.cost[best], priced.overlap[best]);
+  }
+
   /** Each candidate's overlap: from the event index, or from the router's own record for those {@code useApproximate} names. */
   private final class Overlaps {
     private final RoutingRequest request;

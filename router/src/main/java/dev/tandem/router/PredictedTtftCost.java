@@ -94,6 +94,12 @@ public record PredictedTtftCost(double itlTargetSeconds, double evictionWeight) 
         return breakdown(request, load, overlap, cachedBlocks, fallback(load)).stall();
       }
 
+      /** This prompt's prefill at the fleet's least cost per token and per attended token. */
+      @Override
+      public double loadKeyFloor(LoadOrder order) {
+        return new PrefillCost(order.minPerToken(), order.minPerContextToken()).seconds(request.promptTokens(), 0);
+      }
+
       /** The queue and this prompt's prefill; the decode, eviction and stall terms are never negative. */
       @Override
       public double lowerBoundWithoutOverlap(int i) {
@@ -102,6 +108,19 @@ public record PredictedTtftCost(double itlTargetSeconds, double evictionWeight) 
         return queuedTokens(request, load) * cost.perToken() + cost.seconds(request.promptTokens(), 0);
       }
     };
+  }
+
+  /**
+   * The seconds of prompt work queued there (the lower bound's load part); NaN while the worker has
+   * not measured its prefill (its fallback, the fleet median, is not a per-worker constant).
+   */
+  @Override
+  public double loadKey(WorkerLoad load, int blockSize) {
+    PrefillCost cost = load.speed().prefillCost();
+    if (!cost.known()) {
+      return Double.NaN;
+    }
+    return Math.max(load.speed().reportedQueuedPrefillTokens(), (long) load.routedPrefillBlocks() * blockSize) * cost.perToken();
   }
 
   /**

@@ -153,6 +153,20 @@ class KvSelectorTest {
    */
   @Test
   void pricingOnlyPossibleWinnersChoosesAsPricingEveryCandidate() {
+    pricingOnlyPossibleWinners(false);
+  }
+
+  /**
+   * The same over a {@link LoadOrder} with some workers not eligible (tried, draining): the choice
+   * is among the eligible ones as pricing every one of them would make it, and a 400-worker
+   * decision prices a few.
+   */
+  @Test
+  void aLoadOrderedDecisionChoosesAsPricingEveryEligibleCandidate() {
+    pricingOnlyPossibleWinners(true);
+  }
+
+  private void pricingOnlyPossibleWinners(boolean ordered) {
     java.util.SplittableRandom random = new java.util.SplittableRandom(7);
     Map<WorkerId, Integer> sent = new HashMap<>();
     Map<WorkerId, Integer> workingSet = new HashMap<>();
@@ -180,7 +194,7 @@ class KvSelectorTest {
         }
         sent.put(w, random.nextInt(3) * 10); // coarse, so that tie-breaks by blocks sent happen
         workingSet.put(w, random.nextInt(2000));
-        double perToken = random.nextInt(5) == 0 ? 0 : 50e-6 * (1 + random.nextInt(4) * 0.01 + random.nextDouble() * 0.3);
+        double perToken = random.nextInt(ordered ? 400 : 5) == 0 ? 0 : 50e-6 * (1 + random.nextInt(4) * 0.01 + random.nextDouble() * 0.3);
         var speed = new WorkerLoad.Speed(
             new dev.tandem.common.PrefillCost(perToken, random.nextBoolean() ? 0 : 1e-9), random.nextInt(3) * 1000L,
             64, 1024 + random.nextInt(2) * 1024, random.nextDouble() * 0.02);
@@ -188,7 +202,25 @@ class KvSelectorTest {
             random.nextInt(2000), 1000 + random.nextInt(2000), speed));
       }
       KvSelector selector = new KvSelector(events, approximate, w -> false, sent::get, workingSet::get, cost, 0);
-      Selection chosen = selector.select(request, fleet);
+      java.util.Set<WorkerId> ineligible = new java.util.HashSet<>();
+      Selection chosen;
+      if (ordered) {
+        LoadOrder order = new LoadOrder(cost, request.blockSize());
+        for (WorkerLoad l : fleet) {
+          order.put(l);
+          if (random.nextInt(10) == 0 && fleet.size() > 1) {
+            ineligible.add(l.workerId());
+          }
+        }
+        if (ineligible.size() == fleet.size()) {
+          ineligible.clear();
+        }
+        fleet = fleet.stream().filter(l -> !ineligible.contains(l.workerId())).toList();
+        n = fleet.size();
+        chosen = selector.select(request, order, w -> !ineligible.contains(w));
+      } else {
+        chosen = selector.select(request, fleet);
+      }
 
       // Every candidate priced, by hand.
       Map<WorkerId, Overlap> overlaps = events.overlaps(request.blockHashes());

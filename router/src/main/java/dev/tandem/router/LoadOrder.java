@@ -1,0 +1,148 @@
+package dev.tandem.router;
+
+import dev.tandem.common.WorkerId;
+import java.util.ArrayList;
+import java.util.HashMap;
+import java.util.Iterator;
+import java.util.List;
+import java.util.Map;
+import java.util.TreeSet;
+
+/**
+ * A pool's workers kept in order of load between routing decisions, so that a KV-aware decision
+ * over a large fleet ({@link KvSelector#select(RoutingRequest, LoadOrder, java.util.function.Predicate)})
+ * prices the workers holding part of the prompt and then walks this order only while a worker
+ * could still win, instead of pricing every worker. The order is the cost's {@link
+ * KvCost#loadKey}: a number per worker, independent of the request, that a lower bound of its
+ * cost grows with. Updating one worker's load is O(log n).
+ *
+ * <p>Not thread-safe: the owner updates it and decides under one lock.
+ */
+public final class LoadOrder {
+  private final KvCost cost;
+  private final int blockSize;
+  private final TreeSet<Entry> ordered = new TreeSet<>(LoadOrder::compare);
+  private final Map<WorkerId, Entry> byId = new HashMap<>();
+  private long serials;
+  private int unkeyed;
+  private double minPerToken = Double.NaN;
+  private double minPerContextToken = Double.NaN;
+  private boolean minimaStale;
+
+  /** One worker's place: its load and key (NaN: the cost has none for it), and a tie-breaking serial. */
+  record Entry(WorkerLoad load, double key, long serial) {}
+
+  private static int compare(Entry a, Entry b) {
+    int c = Double.compare(a.key(), b.key());
+    return c != 0 ? c : Long.compare(a.serial(), b.serial());
+  }
+
+  /** Orders workers by {@code cost}'s load key; {@code blockSize} is the pool's KV block size in tokens. */
+  public LoadOrder(KvCost cost, int blockSize) {
+    this.cost = cost;
+    this.blockSize = blockSize;
+  }
+
+  /** Adds a worker, or moves it to where its new load puts it. */
+  public void put(WorkerLoad load) {
+    Entry old = byId.get(load.workerId());
+    if (old != null) {
+      detach(old);
+    }
+    double key = cost.loadKey(load, blockSize);
+    Entry e = new Entry(load, key, old != null ? old.serial() : ++serials);
+    byId.put(load.workerId(), e);
+    if (Double.isNaN(key)) {
+      unkeyed++;
+    } else {
+      ordered.add(e);
+      double perToken = load.speed().prefillCost().perToken();
+      double perContext = load.speed().prefillCost().perContextToken();
+      if (!minimaStale) {
+        minPerToken = Double.isNaN(minPerToken) ? perToken : Math.min(minPerToken, perToken);
+        minPerContextToken = Double.isNaN(minPerContextToken) ? perContext : Math.min(minPerContextToken, perContext);
+      }
+    }
+  }
+
+  /** Forgets a worker (gone from the pool). */
+  public void remove(WorkerId worker) {
+    Entry old = byId.remove(worker);
+    if (old != null) {
+      detach(old);
+    }
+  }
+
+  private void detach(Entry e) {
+    if (Double.isNaN(e.key())) {
+      unkeyed--;
+      return;
+    }
+    ordered.remove(e);
+    markStaleIfMinimum(e.load);
+  }
+
+  /** A worker's load as last put, or null. */
+  public WorkerLoad get(WorkerId worker) {
+    Entry e = byId.get(worker);
+    return e == null ? null : e.load();
+  }
+
+  public int size() {
+    return byId.size();
+  }
+
+  /** Whether some worker has no load key (the cost cannot order it: every decision must price it). */
+  boolean hasUnkeyed() {
+    return unkeyed > 0;
+  }
+
+  /** Every worker's load, in no particular order (for decisions that price them all). */
+  public List<WorkerLoad> loads() {
+    List<WorkerLoad> out = new ArrayList<>(byId.size());
+    for (Entry e : byId.values()) {
+      out.add(e.load());
+    }
+    return out;
+  }
+
+  /** The smallest measured prefill cost per token and per attended token among ordered workers (NaN when none). */
+  double minPerToken() {
+    refreshMinima();
+    return minPerToken;
+  }
+
+  double minPerContextToken() {
+    refreshMinima();
+    return minPerContextToken;
+  }
+
+  private void refreshMinima() {
+    if (!minimaStale) {
+      return;
+    }
+    minPerToken = Double.NaN;
+    minPerContextToken = Double.NaN;
+    for (Entry e : ordered) {
+      double perToken = e.load().speed().prefillCost().perToken();
+      double perContext = e.load().speed().prefillCost().perContextToken();
+      minPerToken = Double.isNaN(minPerToken) ? perToken : Math.min(minPerToken, perToken);
+      minPerContextToken = Double.isNaN(minPerContextToken) ? perContext : Math.min(minPerContextToken, perContext);
+    }
+    minimaStale = false;
+  }
+
+  /** The ordered workers' loads and keys, smallest key first. */
+  Iterator<Entry> ascending() {
+    return ordered.iterator();
+  }
+
+  /** Marks the minima for recomputing when a worker that may hold one leaves the order. */
+  private void markStaleIfMinimum(WorkerLoad load) {
+    if (!minimaStale
+        && (load.speed().prefillCost().perToken() <= minPerToken
+            || load.speed().prefillCost().perContextToken() <= minPerContextToken)) {
+      minimaStale = true;
+    }
+  }
+}
