@@ -1,9 +1,12 @@
 package dev.tandem.router;
 
 import dev.tandem.common.WorkerId;
+import java.util.List;
 import java.util.concurrent.ConcurrentHashMap;
+import java.util.concurrent.CopyOnWriteArrayList;
 import java.util.concurrent.atomic.AtomicBoolean;
 import java.util.concurrent.atomic.AtomicInteger;
+import java.util.function.Consumer;
 
 /**
  * The load the router has committed to each worker and not yet seen end: one active request and
@@ -24,25 +27,39 @@ public final class LoadLedger {
     public static final Routed NONE = new Routed(0, 0, 0);
   }
 
-  private static final class Account {
+  private final class Account {
+    final WorkerId worker;
     final AtomicInteger active = new AtomicInteger();
     final AtomicInteger prefillBlocks = new AtomicInteger();
     final AtomicInteger decodeBlocks = new AtomicInteger();
+
+    Account(WorkerId worker) {
+      this.worker = worker;
+    }
 
     void add(int active, int prefill, int decode) {
       this.active.addAndGet(active);
       prefillBlocks.addAndGet(prefill);
       decodeBlocks.addAndGet(decode);
+      for (Consumer<WorkerId> l : listeners) {
+        l.accept(worker);
+      }
     }
   }
 
   private final ConcurrentHashMap<WorkerId, Account> accounts = new ConcurrentHashMap<>();
+  private final List<Consumer<WorkerId>> listeners = new CopyOnWriteArrayList<>();
   private final AtomicInteger open = new AtomicInteger();
 
   /** What is in flight on {@code worker}. */
   public Routed routed(WorkerId worker) {
     Account a = accounts.get(worker);
     return a == null ? Routed.NONE : new Routed(a.active.get(), a.prefillBlocks.get(), a.decodeBlocks.get());
+  }
+
+  /** Calls {@code listener} with the worker whenever what is in flight there changes (on the changing thread). */
+  public void onChange(Consumer<WorkerId> listener) {
+    listeners.add(listener);
   }
 
   /** Reservations opened and not yet released. */
@@ -68,7 +85,7 @@ public final class LoadLedger {
   }
 
   private Account account(WorkerId worker) {
-    return accounts.computeIfAbsent(worker, w -> new Account());
+    return accounts.computeIfAbsent(worker, Account::new);
   }
 
   /** One request's committed load. Both steps are idempotent; release implies the first token. */

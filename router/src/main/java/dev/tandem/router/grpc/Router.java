@@ -8,6 +8,7 @@ import dev.tandem.router.KvCost;
 import dev.tandem.router.KvSelector;
 import dev.tandem.router.PredictedTtftCost;
 import dev.tandem.router.LoadLedger;
+import dev.tandem.router.LoadOrder;
 import dev.tandem.router.NoWorkerAvailableException;
 import dev.tandem.router.RequestRouter;
 import dev.tandem.router.RouterMode;
@@ -82,11 +83,47 @@ public final class Router implements RequestRouter, AutoCloseable {
     }
   }
 
+  /**
+   * In kv mode, the generating workers in order of the cost's load key, brought up to date at each
+   * decision from {@link #changed} (workers whose ledger or load report changed since), so that a
+   * decision over a large pool prices only the workers that can win ({@link LoadOrder}).
+   */
+  private final LoadOrder order;
+  private final Set<WorkerId> changed = ConcurrentHashMap.newKeySet();
+  private final Map<WorkerId, WorkerClient> members = new ConcurrentHashMap<>();
+
   private Router(WorkerPool pool, WorkerSelector selector, KvRouting kv, SplitPolicy split) {
     this.pool = pool;
     this.selector = selector;
     this.kv = kv;
     this.disagg = new Disaggregation(pool, split);
+    this.order = selector instanceof KvSelector ks ? new LoadOrder(ks.kvCost(), pool.blockSize()) : null;
+    if (order != null) {
+      pool.ledger().onChange(changed::add);
+      pool.onJoin(c -> {
+        members.put(c.workerId(), c);
+        c.onLoadReport(() -> changed.add(c.workerId()));
+        changed.add(c.workerId());
+      });
+      pool.onLeave(c -> {
+        members.remove(c.workerId(), c);
+        changed.add(c.workerId());
+      });
+    }
+  }
+
+  /** Puts every changed worker's current load in the order (or takes it out: gone, or prefill-only). Under this router's lock. */
+  private void refreshOrder() {
+    for (var it = changed.iterator(); it.hasNext(); ) {
+      WorkerId id = it.next();
+      it.remove();
+      WorkerClient c = members.get(id);
+      if (c == null || c.isPrefillOnly()) {
+        order.remove(id);
+      } else {
+        order.put(pool.load(c));
+      }
+    }
   }
 
   /** A router over {@code pool}; in kv mode it subscribes to every worker's KV events. */
@@ -179,12 +216,22 @@ public final class Router implements RequestRouter, AutoCloseable {
     // Selection and reservation happen together, so that requests arriving at once see each
     // other's load instead of all picking the same idle worker.
     synchronized (this) {
-      List<WorkerLoad> loads = candidates.stream().map(pool::load).toList();
-      Selection selection = selector.select(routing, loads);
+      Selection selection;
       WorkerClient chosen = null;
-      for (WorkerClient c : candidates) {
-        if (c.workerId().equals(selection.worker())) {
-          chosen = c;
+      if (order != null && pinnedWorker == null) {
+        refreshOrder();
+        selection = ((KvSelector) selector).select(routing, order, w -> {
+          WorkerClient c = members.get(w);
+          return c != null && c.routable() && !c.isPrefillOnly() && !tried.contains(w);
+        });
+        chosen = members.get(selection.worker());
+      } else {
+        List<WorkerLoad> loads = candidates.stream().map(pool::load).toList();
+        selection = selector.select(routing, loads);
+        for (WorkerClient c : candidates) {
+          if (c.workerId().equals(selection.worker())) {
+            chosen = c;
+          }
         }
       }
       if (chosen == null) {

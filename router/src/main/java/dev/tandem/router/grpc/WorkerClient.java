@@ -60,6 +60,7 @@ public final class WorkerClient implements AutoCloseable {
   private volatile boolean retired;
   private volatile ClientCallStreamObserver<?> loadCall;
   private volatile long lastReportNanos = System.nanoTime();
+  private final java.util.List<Runnable> reportListeners = new java.util.concurrent.CopyOnWriteArrayList<>();
   /** Its engine step has run past the step deadline (see {@link #failIfStalled}); cleared by a report of a step that ended. */
   private volatile boolean stalled;
   private volatile double stallSeconds = Double.MAX_VALUE;
@@ -302,6 +303,11 @@ public final class WorkerClient implements AutoCloseable {
     WorkerGrpc.newStub(channel).subscribeKvEvents(request, observer);
   }
 
+  /** Calls {@code listener} after each load report is taken in (on the gRPC thread). */
+  public void onLoadReport(Runnable listener) {
+    reportListeners.add(listener);
+  }
+
   /** Watches the worker's load; a broken stream marks it unreachable and is retried. */
   void watchLoad(ScheduledExecutorService timer, Duration interval) {
     if (closed) {
@@ -320,6 +326,7 @@ public final class WorkerClient implements AutoCloseable {
               public void onNext(LoadReport report) {
                 lastLoad = FromWire.load(report);
                 lastReportNanos = System.nanoTime();
+                reportListeners.forEach(Runnable::run);
                 if (stalled && lastLoad.stepRunningSeconds() < stallSeconds) {
                   log.info("worker {} at {}: its engine steps again", workerId(), address);
                   stalled = false;
