@@ -27,6 +27,7 @@ public final class LoadOrder {
   private int unkeyed;
   private double minPerToken = Double.NaN;
   private double minPerContextToken = Double.NaN;
+  private double minPerStep = Double.NaN;
   private boolean minimaStale;
 
   /** One worker's place: its load and key (NaN: the cost has none for it), and a tie-breaking serial. */
@@ -56,11 +57,8 @@ public final class LoadOrder {
       unkeyed++;
     } else {
       ordered.add(e);
-      double perToken = load.speed().prefillCost().perToken();
-      double perContext = load.speed().prefillCost().perContextToken();
       if (!minimaStale) {
-        minPerToken = Double.isNaN(minPerToken) ? perToken : Math.min(minPerToken, perToken);
-        minPerContextToken = Double.isNaN(minPerContextToken) ? perContext : Math.min(minPerContextToken, perContext);
+        include(load);
       }
     }
   }
@@ -106,7 +104,7 @@ public final class LoadOrder {
     return out;
   }
 
-  /** The smallest measured prefill cost per token and per attended token among ordered workers (NaN when none). */
+  /** The smallest measured prefill cost per token, per attended token and per step among ordered workers (NaN when none). */
   double minPerToken() {
     refreshMinima();
     return minPerToken;
@@ -117,19 +115,29 @@ public final class LoadOrder {
     return minPerContextToken;
   }
 
+  double minPerStep() {
+    refreshMinima();
+    return minPerStep;
+  }
+
   private void refreshMinima() {
     if (!minimaStale) {
       return;
     }
     minPerToken = Double.NaN;
     minPerContextToken = Double.NaN;
+    minPerStep = Double.NaN;
     for (Entry e : ordered) {
-      double perToken = e.load().speed().prefillCost().perToken();
-      double perContext = e.load().speed().prefillCost().perContextToken();
-      minPerToken = Double.isNaN(minPerToken) ? perToken : Math.min(minPerToken, perToken);
-      minPerContextToken = Double.isNaN(minPerContextToken) ? perContext : Math.min(minPerContextToken, perContext);
+      include(e.load());
     }
     minimaStale = false;
+  }
+
+  private void include(WorkerLoad load) {
+    var c = load.speed().prefillCost();
+    minPerToken = Double.isNaN(minPerToken) ? c.perToken() : Math.min(minPerToken, c.perToken());
+    minPerContextToken = Double.isNaN(minPerContextToken) ? c.perContextToken() : Math.min(minPerContextToken, c.perContextToken());
+    minPerStep = Double.isNaN(minPerStep) ? c.perStep() : Math.min(minPerStep, c.perStep());
   }
 
   /** The ordered workers' loads and keys, smallest key first. */
@@ -141,7 +149,8 @@ public final class LoadOrder {
   private void markStaleIfMinimum(WorkerLoad load) {
     if (!minimaStale
         && (load.speed().prefillCost().perToken() <= minPerToken
-            || load.speed().prefillCost().perContextToken() <= minPerContextToken)) {
+            || load.speed().prefillCost().perContextToken() <= minPerContextToken
+            || load.speed().prefillCost().perStep() <= minPerStep)) {
       minimaStale = true;
     }
   }

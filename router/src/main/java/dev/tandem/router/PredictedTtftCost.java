@@ -14,11 +14,12 @@ import java.util.List;
  * uncached = prompt − cached
  * queued   = max(reported queued prompt tokens, router's in-flight prefill blocks × block_size)
  * queue    = queued × per_token                             work ahead of this request
- * prefill  = uncached × (per_token + per_context_token × (cached + uncached / 2))
+ * steps    = ⌈(queued + uncached) / (max_batched_tokens − running)⌉, at least 1 (1 without limits)
+ * prefill  = per_step × steps + uncached × (per_token + per_context_token × (cached + uncached / 2))
+ *            per_step: the part of a prefill step that does not grow with its tokens
  * decode   = ½ × step_seconds + steps × running × per_token, when streams are running: the rest
  *            of the step in progress (step_seconds is the worker's measured recent mean), then one
- *            decode token per running stream in each step this prompt's chunks share with them;
- *            steps = ⌈(queued + uncached) / (max_batched_tokens − running)⌉
+ *            decode token per running stream in each of those steps
  * evict    = eviction_weight × max(new_blocks − free_blocks, 0) × block_size × per_token
  *            the prefix blocks this placement pushes out must be recomputed by someone later
  * stall    = running × prefill, only when an ITL target is set and a step carrying this prefill
@@ -97,7 +98,7 @@ public record PredictedTtftCost(double itlTargetSeconds, double evictionWeight) 
       /** This prompt's prefill at the fleet's least cost per token and per attended token. */
       @Override
       public double loadKeyFloor(LoadOrder order) {
-        return new PrefillCost(order.minPerToken(), order.minPerContextToken()).seconds(request.promptTokens(), 0);
+        return new PrefillCost(order.minPerToken(), order.minPerContextToken(), order.minPerStep()).seconds(request.promptTokens(), 0);
       }
 
       /** The queue and this prompt's prefill; the decode, eviction and stall terms are never negative. */
@@ -135,7 +136,7 @@ public record PredictedTtftCost(double itlTargetSeconds, double evictionWeight) 
     long uncached = prompt - cached;
     long queued = queuedTokens(request, load);
     int running = Math.max(load.routedActiveRequests(), load.reportedActiveRequests());
-    double prefill = cost.seconds(uncached, cached);
+    double prefill = cost.seconds(uncached, cached) + (prefillSteps(load, queued + uncached, running) - 1) * cost.perStep();
     return new Breakdown(
         queued * cost.perToken(),
         prefill,
@@ -154,14 +155,18 @@ public record PredictedTtftCost(double itlTargetSeconds, double evictionWeight) 
     return Math.max(load.speed().reportedQueuedPrefillTokens(), (long) load.routedPrefillBlocks() * request.blockSize());
   }
 
+  /** Steps until this prompt is prefilled, the queue ahead of it included: at least one. */
+  private static long prefillSteps(WorkerLoad load, long tokensAhead, int running) {
+    int budget = load.speed().maxBatchedTokens();
+    return budget > running ? Math.max(1, ceilDiv(tokensAhead, budget - running)) : 1;
+  }
+
   /** The rest of the step in progress, then one token per running stream in each step this prompt shares with them. */
   private static double decode(WorkerLoad load, PrefillCost cost, long tokensAhead, int running) {
     if (running == 0) {
       return 0;
     }
-    int budget = load.speed().maxBatchedTokens();
-    long steps = budget > running ? ceilDiv(tokensAhead, budget - running) : 1;
-    return 0.5 * load.speed().stepSeconds() + steps * running * cost.perToken();
+    return 0.5 * load.speed().stepSeconds() + prefillSteps(load, tokensAhead, running) * running * cost.perToken();
   }
 
   /** The recompute of the prefix blocks this placement pushes out of a full cache, weighted. */

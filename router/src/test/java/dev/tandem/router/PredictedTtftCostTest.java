@@ -40,6 +40,24 @@ class PredictedTtftCostTest {
     assertEquals(0.032, seconds(load("a", FAST, 0, 0, 0), Overlap.NONE), 1e-12);
   }
 
+  /**
+   * A per-step part counts once for every prefill step the prompt waits through: 3,000 tokens queued
+   * and this prompt's 320 in steps of 2,048 tokens are 2 steps; an idle worker takes 1. With a
+   * 16.5 ms step, a short cached tail costs the step, not only its tokens.
+   */
+  @Test
+  void aPerStepPartCountsForEveryStepThePromptWaitsThrough() {
+    PrefillCost stepped = new PrefillCost(15e-6, 0, 16.5e-3);
+    var idle = COST.breakdown(request(320), load("idle", stepped, 0, 0, 0), Overlap.NONE, 0, PredictedTtftCost.NOMINAL);
+    assertEquals(16.5e-3 + 320 * 15e-6, idle.prefill(), 1e-12);
+    var busy = COST.breakdown(request(320), load("busy", stepped, 0, 0, 3000), Overlap.NONE, 0, PredictedTtftCost.NOMINAL);
+    assertEquals(3000 * 15e-6, busy.queue(), 1e-12);
+    assertEquals(2 * 16.5e-3 + 320 * 15e-6, busy.prefill(), 1e-12);
+    // 19 of the 20 blocks cached: 16 tokens and one step.
+    var hit = COST.breakdown(request(320), load("hit", stepped, 0, 0, 0), new Overlap(19, 0, 0), 0, PredictedTtftCost.NOMINAL);
+    assertEquals(16.5e-3 + 16 * 15e-6, hit.prefill(), 1e-12);
+  }
+
   @Test
   void aHitCostsOnlyTheUncachedTailAndItsAttentionToTheCachedPart() {
     PrefillCost withAttention = new PrefillCost(100e-6, 1e-8);

@@ -105,6 +105,35 @@ class SplitPolicyTest {
     PrefillCost fitted = PrefillCost.fit(tokens, context, seconds, 4);
     assertEquals(1e-3, fitted.perToken(), 1e-9);
     assertEquals(1e-6, fitted.perContextToken(), 1e-12);
+    assertEquals(0, fitted.perStep(), 1e-9);
+  }
+
+  /**
+   * Steps timed by Dynamo's mocker polynomial (16.5 ms a step + 15.2 µs a token + a square term)
+   * fit a per-step part near its 16.5 ms; a per-step part counts once per prefill, and not at all
+   * for nothing to prefill.
+   */
+  @Test
+  void theFitFindsAPerStepPartWhereStepsHaveOne() {
+    double[] tokens = {100, 2100, 300, 1200, 100, 2100, 700, 1600};
+    double[] context = new double[tokens.length];
+    double[] seconds = new double[tokens.length];
+    for (int i = 0; i < tokens.length; i++) {
+      context[i] = tokens[i] * (tokens[i] - 1) / 2;
+      seconds[i] = (4.209989e-7 * tokens[i] * tokens[i] + 0.01518344 * tokens[i] + 16.50142) / 1000;
+    }
+    PrefillCost fitted = PrefillCost.fit(tokens, context, seconds, tokens.length);
+    assertEquals(16.50142e-3, fitted.perStep(), 1e-9);
+    assertEquals(15.18e-6, fitted.perToken(), 0.01e-6);
+    assertEquals(100 * 15.18e-6 + 16.5e-3, fitted.seconds(100, 0), 0.05e-3);
+    assertEquals(0, fitted.seconds(0, 5000));
+    // Where a per-step part would come out negative it is dropped: pure per-token steps.
+    for (int i = 0; i < tokens.length; i++) {
+      seconds[i] = 20e-6 * tokens[i] - (i % 2 == 0 ? 1e-4 : 0);
+    }
+    PrefillCost noStep = PrefillCost.fit(tokens, context, seconds, tokens.length);
+    assertEquals(0, noStep.perStep());
+    assertTrue(noStep.perToken() > 0);
   }
 
   @Test

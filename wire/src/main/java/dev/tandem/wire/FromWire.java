@@ -177,7 +177,7 @@ public final class FromWire {
         r.getKvBlocksUsed(),
         r.getKvBlocksTotal(),
         r.getLastEventId(),
-        new PrefillCost(r.getPrefillSPerToken(), r.getPrefillSPerContextToken()),
+        new PrefillCost(r.getPrefillSPerToken(), r.getPrefillSPerContextToken(), r.getPrefillSPerStep()),
         r.getRemotePrefillFallbacks(),
         r.getStepS(),
         r.getDraining(),

@@ -200,6 +200,7 @@ public final class ToWire {
         .setPrefillTokensPerS(r.prefillTokensPerSecond())
         .setPrefillSPerToken(r.prefillCost().perToken())
         .setPrefillSPerContextToken(r.prefillCost().perContextToken())
+        .setPrefillSPerStep(r.prefillCost().perStep())
         .setRemotePrefillFallbacks(r.remotePrefillFallbacks())
         .setStepS(r.stepSeconds())
         .setDraining(r.draining())
