@@ -17,6 +17,19 @@ pid=""
 stop() { [ -n "$pid" ] && kill "$pid" 2>/dev/null && wait "$pid" 2>/dev/null || true; pid=""; }
 trap stop EXIT
 
+# PIN=1 runs the load generator off the server's cores (taskset: the bench on CPU 0, the server on
+# the others; SERVE_CPUS / BENCH_CPUS override), so that its work does not queue for the server's
+# CPUs. The default (PIN=auto) pins only with 4 CPUs or more: on 2, the server confined to one
+# core was slower still (docs/benchmarks.md, "KV routing under load").
+ncpu=$(nproc)
+if [ "${PIN:-auto}" = 1 ] || { [ "${PIN:-auto}" = auto ] && [ "$ncpu" -ge 4 ]; }; then
+  serve_pin="taskset -c ${SERVE_CPUS:-1-$((ncpu - 1))}"
+  bench_pin="taskset -c ${BENCH_CPUS:-0}"
+else
+  serve_pin=""
+  bench_pin=""
+fi
+
 rows="${ROWS:-repeat-c1 repeat-c4 repeat-c16 system multi-turn no-reuse over-capacity mixed}"
 configs="${CONFIGS:-round-robin random kv-blocks-1 kv-blocks-4 kv-blocks-16 kv-approximate kv-seconds}"
 
@@ -67,14 +80,14 @@ for row in $rows; do
   for config in $configs; do
     echo "== $row, router $config"
     # shellcheck disable=SC2046
-    ./tandem serve --engine mocker --host 127.0.0.1 --port "$port" --workers 4 --kv-blocks "$(row_blocks "$row")" \
+    $serve_pin ./tandem serve --engine mocker --host 127.0.0.1 --port "$port" --workers 4 --kv-blocks "$(row_blocks "$row")" \
       $(config_flags "$config") >"$out/$row/$config-serve.log" 2>&1 &
     pid=$!
     wait_health
     # Warm-up on prompts of another seed: the JIT, and the workers' prefill-cost fits, before measuring.
-    ./tandem bench --url "$url" --num-requests 24 --input-tokens 600 --output-tokens 4 --concurrency 4 --seed 999 >/dev/null
+    $bench_pin ./tandem bench --url "$url" --num-requests 24 --input-tokens 600 --output-tokens 4 --concurrency 4 --seed 999 >/dev/null
     # shellcheck disable=SC2046
-    ./tandem bench --url "$url" $(row_flags "$row") --output-tokens 16 --json "$out/$row/$config.json" >"$out/$row/$config.txt"
+    $bench_pin ./tandem bench --url "$url" $(row_flags "$row") --output-tokens 16 --json "$out/$row/$config.json" >"$out/$row/$config.txt"
     grep -E "^requests|^prompt tokens|^TTFT  " "$out/$row/$config.txt" || true
     stop
   done
