@@ -103,7 +103,11 @@ public final class KvSelector implements WorkerSelector {
    */
   public Selection select(RoutingRequest request, LoadOrder fleet, Predicate<WorkerId> eligible) {
     if (temperature > 0 || fleet.hasUnkeyed()) {
-      return select(request, fleet.loads().stream().filter(l -> eligible.test(l.workerId())).toList());
+      List<WorkerLoad> all = fleet.loads().stream().filter(l -> eligible.test(l.workerId())).toList();
+      if (all.isEmpty()) {
+        throw new IllegalArgumentException("no eligible worker among the " + fleet.size() + " of the pool");
+      }
+      return select(request, all);
     }
     Map<WorkerId, Overlap> fromEvents = events.overlaps(request.blockHashes());
     Map<WorkerId, Overlap> fromRouting = approximate.overlaps(request.blockHashes());

@@ -216,16 +216,22 @@ public final class Router implements RequestRouter, AutoCloseable {
     // Selection and reservation happen together, so that requests arriving at once see each
     // other's load instead of all picking the same idle worker.
     synchronized (this) {
-      Selection selection;
+      Selection selection = null;
       WorkerClient chosen = null;
       if (order != null && pinnedWorker == null) {
         refreshOrder();
-        selection = ((KvSelector) selector).select(routing, order, w -> {
-          WorkerClient c = members.get(w);
-          return c != null && c.routable() && !c.isPrefillOnly() && !tried.contains(w);
-        });
-        chosen = members.get(selection.worker());
-      } else {
+        Set<WorkerId> eligible = tried;
+        try {
+          selection = ((KvSelector) selector).select(routing, order, w -> {
+            WorkerClient c = members.get(w);
+            return c != null && c.routable() && !c.isPrefillOnly() && !eligible.contains(w);
+          });
+          chosen = members.get(selection.worker());
+        } catch (IllegalArgumentException notYetInTheOrder) {
+          selection = null; // a worker admitted a moment ago, before its join reached this router: decide over the list
+        }
+      }
+      if (selection == null) {
         List<WorkerLoad> loads = candidates.stream().map(pool::load).toList();
         selection = selector.select(routing, loads);
         for (WorkerClient c : candidates) {

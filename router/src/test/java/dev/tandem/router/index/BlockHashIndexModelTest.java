@@ -159,19 +159,25 @@ class BlockHashIndexModelTest {
     }
   }
 
-  /** Jumps skip blocks: a prefix-closed worker holding 4,000 blocks matches to the block where it stops. */
-  @Test
-  void aLongPrefixClosedMatchStopsExactlyWhereTheWorkerDoes() {
-    SplittableRandom random = new SplittableRandom(7);
-    long[] locals = new long[4000];
-    for (int b = 0; b < locals.length; b++) {
+  /** A prompt of {@code blocks} random blocks (sequence hashes; their local hashes remembered). */
+  private long[] randomPrompt(long seed, int blocks) {
+    SplittableRandom random = new SplittableRandom(seed);
+    long[] locals = new long[blocks];
+    for (int b = 0; b < blocks; b++) {
       locals[b] = random.nextLong();
     }
     long[] prompt = BlockHasher.chainAll(locals);
     localOf.clear();
-    for (int b = 0; b < prompt.length; b++) {
+    for (int b = 0; b < blocks; b++) {
       localOf.put(prompt[b], locals[b]);
     }
+    return prompt;
+  }
+
+  /** Jumps skip blocks: a prefix-closed worker holding 4,000 blocks matches to the block where it stops. */
+  @Test
+  void aLongPrefixClosedMatchStopsExactlyWhereTheWorkerDoes() {
+    long[] prompt = randomPrompt(7, 4000);
     WorkerId w = new WorkerId("w");
     for (int held : new int[] {1, 2, 31, 32, 33, 64, 65, 1000, 3999, 4000}) {
       BlockHashIndex index = new BlockHashIndex();
@@ -187,16 +193,7 @@ class BlockHashIndexModelTest {
    */
   @Test
   void lookupsBesideAWriterSeeWholeEventsOnly() throws Exception {
-    SplittableRandom random = new SplittableRandom(3);
-    long[] locals = new long[64];
-    for (int b = 0; b < locals.length; b++) {
-      locals[b] = random.nextLong();
-    }
-    long[] prompt = BlockHasher.chainAll(locals);
-    localOf.clear();
-    for (int b = 0; b < prompt.length; b++) {
-      localOf.put(prompt[b], locals[b]);
-    }
+    long[] prompt = randomPrompt(3, 64);
     WorkerId steady = new WorkerId("steady");
     WorkerId churn = new WorkerId("churn");
     BlockHashIndex index = new BlockHashIndex();
