@@ -76,11 +76,16 @@ final class SseWriter {
   }
 
   /**
-   * The end of a stream that failed: no {@code data: [DONE]} (a client must not take it for a
-   * complete answer), and the connection closed.
+   * The end of a stream that failed: its error event was the last event, and no {@code data:
+   * [DONE]} follows (a client must not take it for a complete answer). The HTTP response itself
+   * ends properly and the connection stays as the request asked (kept alive by default): closing it
+   * after a complete body let a client put the connection back in its pool and send its next
+   * request into the close (Java's HttpClient then failed that request with "header parser
+   * received no bytes"; ChaosTest saw it), and ending without the last chunk would fail every
+   * client that reads to the end.
    */
   void abort() {
-    ctx.writeAndFlush(LastHttpContent.EMPTY_LAST_CONTENT).addListener(ChannelFutureListener.CLOSE);
+    ctx.writeAndFlush(LastHttpContent.EMPTY_LAST_CONTENT).addListener(closeUnlessKeepAlive(keepAlive));
   }
 
   static ChannelFutureListener closeUnlessKeepAlive(boolean keepAlive) {

@@ -433,7 +433,11 @@ class GenerationRunTest {
     List<JsonNode> events = events(w.body());
     assertTrue(events.getLast().has("error"), w.body());
     assertFalse(w.body().contains("[DONE]"), "a failed stream must not look complete: " + w.body());
-    assertFalse(ch.isActive(), "and its connection is closed");
+    assertTrue(ch.isActive(), "its response ended properly and the kept-alive connection serves the next request");
+    post(ch, "{\"model\":\"m\",\"messages\":[{\"role\":\"user\",\"content\":\"again\"}],\"max_tokens\":1}");
+    Written next = drain(ch); // the scripted worker fails this one too, without streaming: a 503 in OpenAI's shape
+    assertEquals(503, next.status(), "the same connection answers the next request");
+    assertTrue(next.body().contains("\"error\""), next.body());
   }
 
   private static WorkerStatus worker(String id, WorkerRole role, boolean reachable) {
