@@ -121,7 +121,7 @@ public record PredictedTtftCost(double itlTargetSeconds, double evictionWeight) 
     if (!cost.known()) {
       return Double.NaN;
     }
-    return Math.max(load.speed().reportedQueuedPrefillTokens(), (long) load.routedPrefillBlocks() * blockSize) * cost.perToken();
+    return queuedTokens(load, blockSize) * cost.perToken();
   }
 
   /**
@@ -152,7 +152,11 @@ public record PredictedTtftCost(double itlTargetSeconds, double evictionWeight) 
 
   /** Prompt tokens ahead of this request there: what the worker reports or what the router sent, whichever is more. */
   private static long queuedTokens(RoutingRequest request, WorkerLoad load) {
-    return Math.max(load.speed().reportedQueuedPrefillTokens(), (long) load.routedPrefillBlocks() * request.blockSize());
+    return queuedTokens(load, request.blockSize());
+  }
+
+  private static long queuedTokens(WorkerLoad load, int blockSize) {
+    return Math.max(load.speed().reportedQueuedPrefillTokens(), (long) load.routedPrefillBlocks() * blockSize);
   }
 
   /** Steps until this prompt is prefilled, the queue ahead of it included: at least one. */

@@ -760,16 +760,8 @@ public final class BlockHashIndex implements PrefixIndex {
 
   /** Whether {@code w} holds (not as a ghost) the block at {@code slot} of {@code t}. */
   private boolean holds(Table t, int slot, int w) {
-    if (slot < 0) {
-      return false;
-    }
-    long entry = t.slots[3 * slot + 1];
-    if (entry > 0) {
-      return workerOf(entry) == w && stateOf(entry) != GHOST;
-    }
-    Holders h = holdersOf(entry);
-    int i = h.indexOf(w);
-    return i >= 0 && h.states[i] != GHOST;
+    int state = slot < 0 ? ABSENT : stateIn(t, slot, w);
+    return state != ABSENT && state != GHOST;
   }
 
   /** Depths of prefix-closed device-only workers holding block 0: probes every JUMP-th block, binary search where one stops. */
