@@ -56,7 +56,7 @@ class EtcdScaleOutTest {
   }
 
   private Process worker(String id) throws IOException {
-    return tandem(id, "worker", "--engine", "mocker", "--port", Integer.toString(TestDeployments.freePort()), "--metrics-port", "-1", "--worker-id", id);
+    return tandem(id, "worker", "--engine", "mocker", "--port", "0", "--metrics-port", "-1", "--worker-id", id);
   }
 
   private Set<String> workerIds(URI base) throws Exception {

@@ -1,7 +1,6 @@
 package dev.tandem.cli;
 
 import static org.junit.jupiter.api.Assertions.assertEquals;
-import static org.junit.jupiter.api.Assertions.assertTrue;
 
 import com.fasterxml.jackson.databind.JsonNode;
 import com.fasterxml.jackson.databind.ObjectMapper;
@@ -16,7 +15,6 @@ import java.util.ArrayList;
 import java.util.HashSet;
 import java.util.List;
 import java.util.Set;
-import java.util.concurrent.TimeUnit;
 import java.util.stream.Collectors;
 import java.util.stream.IntStream;
 import org.junit.jupiter.api.AfterEach;
@@ -39,32 +37,24 @@ class MultiProcessTest {
     return p;
   }
 
-  /** Starts two worker processes and a frontend process; returns the frontend's base URI once healthy. */
+  /**
+   * Starts two worker processes and a frontend process, each on a port it chose itself; returns
+   * the frontend's base URI once healthy.
+   */
   private URI startCluster(String routerMode) throws Exception {
     Path logs = Files.createTempDirectory("tandem-mp");
-    int w0 = TestDeployments.freePort();
-    int w1 = TestDeployments.freePort();
-    int http = TestDeployments.freePort();
-    tandem(logs.resolve("w0.log"), "worker", "--engine", "mocker", "--port", Integer.toString(w0), "--worker-id", "proc-w0", "--speedup-ratio", "0");
-    tandem(logs.resolve("w1.log"), "worker", "--engine", "mocker", "--port", Integer.toString(w1), "--worker-id", "proc-w1", "--speedup-ratio", "0");
-    Process frontend = tandem(logs.resolve("fe.log"), "frontend", "--host", "127.0.0.1", "--port", Integer.toString(http),
-        "--worker", "127.0.0.1:" + w0 + ",127.0.0.1:" + w1, "--router-mode", routerMode);
-    URI base = URI.create("http://127.0.0.1:" + http);
-    long deadline = System.nanoTime() + TimeUnit.SECONDS.toNanos(60);
-    HttpResponse<String> health = null;
-    while (System.nanoTime() < deadline) {
-      assertTrue(frontend.isAlive(), () -> "frontend exited: " + read(logs.resolve("fe.log")));
-      try {
-        health = client.send(HttpRequest.newBuilder(base.resolve("/health")).build(), HttpResponse.BodyHandlers.ofString());
-        if (health.statusCode() == 200) {
-          break;
-        }
-      } catch (IOException notYet) {
-        // the frontend is still starting
-      }
-      Thread.sleep(200);
+    List<String> workers = new ArrayList<>();
+    for (String id : List.of("proc-w0", "proc-w1")) {
+      Path log = logs.resolve(id + ".log");
+      Process w = tandem(log, "worker", "--engine", "mocker", "--port", "0", "--metrics-port", "-1", "--worker-id", id, "--speedup-ratio", "0");
+      workers.add("127.0.0.1:" + TestDeployments.printedPort(w, log, TestDeployments.WORKER_LISTENING, 60));
     }
-    assertEquals(200, health.statusCode(), () -> read(logs.resolve("fe.log")));
+    Path feLog = logs.resolve("fe.log");
+    Process frontend = tandem(feLog, "frontend", "--host", "127.0.0.1", "--port", "0",
+        "--worker", String.join(",", workers), "--router-mode", routerMode);
+    URI base = URI.create("http://127.0.0.1:" + TestDeployments.printedPort(frontend, feLog, TestDeployments.FRONTEND_SERVING, 60));
+    HttpResponse<String> health = client.send(HttpRequest.newBuilder(base.resolve("/health")).build(), HttpResponse.BodyHandlers.ofString());
+    assertEquals(200, health.statusCode(), () -> read(feLog));
     assertEquals(2, JSON.readTree(health.body()).get("workers").size());
     return base;
   }

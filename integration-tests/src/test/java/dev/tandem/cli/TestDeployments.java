@@ -109,6 +109,36 @@ final class TestDeployments {
     }
   }
 
+  /**
+   * The port a process started with {@code --port 0} printed to {@code log} on the first line
+   * matching {@code line} (its group 1), within {@code seconds}: no port is chosen before the
+   * process binds it, so nothing else can take it in between. Fails, showing the log, when the
+   * process exits first.
+   */
+  static int printedPort(Process p, java.nio.file.Path log, java.util.regex.Pattern line, int seconds) throws Exception {
+    long deadline = System.nanoTime() + TimeUnit.SECONDS.toNanos(seconds);
+    while (true) {
+      String text = java.nio.file.Files.exists(log) ? java.nio.file.Files.readString(log) : "";
+      java.util.regex.Matcher m = line.matcher(text);
+      if (m.find()) {
+        return Integer.parseInt(m.group(1));
+      }
+      if (!p.isAlive()) {
+        throw new AssertionError(log.getFileName() + ": the process exited (" + p.exitValue() + ") before printing its port:\n" + text);
+      }
+      if (System.nanoTime() > deadline) {
+        throw new AssertionError(log.getFileName() + ": no port printed within " + seconds + " s:\n" + text);
+      }
+      Thread.sleep(50);
+    }
+  }
+
+  /** What {@code tandem worker} prints once it listens: its gRPC port is group 1. */
+  static final java.util.regex.Pattern WORKER_LISTENING = java.util.regex.Pattern.compile("worker \\S+ listening on [^\\s:]+:(\\d+)");
+
+  /** What {@code tandem frontend} prints once it serves HTTP: its port is group 1. */
+  static final java.util.regex.Pattern FRONTEND_SERVING = java.util.regex.Pattern.compile("frontend serving \\S+ at http://[^\\s:]+:(\\d+)/v1");
+
   /** Every worker's pool is full again (waits briefly: cancellations are asynchronous). */
   static void assertPoolsFull(LocalDeployment d) throws Exception {
     long deadline = System.nanoTime() + TimeUnit.SECONDS.toNanos(5);
