@@ -40,6 +40,12 @@ final class EngineOptions {
   String kvCacheMemory;
 
   @Option(
+      names = "--kv-cache-dtype",
+      defaultValue = "${env:TANDEM_KV_CACHE_DTYPE:-auto}",
+      description = "Element type of the builtin engine's KV cache: auto (the model's torch_dtype), f32, bf16 or f16. 16-bit entries hold twice the tokens in --kv-cache-memory and halve every KV transfer; prefill and decode workers must use the same one (default ${DEFAULT-VALUE}).")
+  String kvCacheDtype;
+
+  @Option(
       names = "--tokenizer",
       defaultValue = "${env:TANDEM_TOKENIZER}",
       description = "Mocker: Hugging Face model directory whose tokenizer.json and tokenizer_config.json to serve (env TANDEM_TOKENIZER; default: the bundled Qwen3 tokenizer).")
@@ -102,12 +108,22 @@ final class EngineOptions {
         maxNumSeqs != null ? maxNumSeqs : 64,
         maxBatchedTokens != null ? maxBatchedTokens : 512,
         !noChunkedPrefill,
-        maxContextLength != null ? maxContextLength : 0);
+        maxContextLength != null ? maxContextLength : 0,
+        kvCacheDtype());
+  }
+
+  /** {@code --kv-cache-dtype}: null for auto. */
+  private dev.tandem.engine.model.DType kvCacheDtype() {
+    return kvCacheDtype.equals("auto") ? null : dev.tandem.engine.model.DType.fromShortName(kvCacheDtype);
   }
 
   /** Everything one worker needs: its engine factory and the files of its model card. */
   WorkerEngines resolve() {
     if (isMocker()) {
+      if (!kvCacheDtype.equals("auto")) {
+        throw new IllegalArgumentException("--kv-cache-dtype is for the builtin engine; the mocker stores no KV (it reports "
+            + MockerConfig.defaults().kvBytesPerToken() + " bytes per token, Qwen3-0.6B at bf16)");
+      }
       MockerConfig config = mockerConfig();
       ModelFiles files = tokenizer == null ? ModelFiles.bundledQwen3() : ModelFiles.fromDirectory(tokenizer);
       return new WorkerEngines(() -> new MockerEngine(config), files, config.blockSize());

@@ -40,8 +40,12 @@ final class LinkProbeCommand implements Callable<Integer> {
   @Option(names = "--bytes", defaultValue = "256m", description = "Buffer --serve registers (default ${DEFAULT-VALUE}).")
   String bytes;
 
-  @Option(names = "--model", description = "Model directory whose KV bytes per token to use (f32 KV as the built-in engine stores it).")
+  @Option(names = "--model", description = "Model directory whose KV bytes per token to use, at --kv-cache-dtype.")
   Path model;
+
+  @Option(names = "--kv-cache-dtype", defaultValue = "auto",
+      description = "With --model: the KV cache dtype the workers use, auto (the model's torch_dtype), f32, bf16 or f16 (default ${DEFAULT-VALUE}).")
+  String kvCacheDtype;
 
   @Option(names = "--kv-bytes-per-token", defaultValue = "114688", description = "KV bytes per token when no --model is given (default ${DEFAULT-VALUE}: Qwen3-0.6B in bf16).")
   long kvBytesPerToken;
@@ -82,7 +86,9 @@ final class LinkProbeCommand implements Callable<Integer> {
     TransferBackendProvider provider = TransferBackends.select(parts[0]);
     MemoryDescriptor region =
         new MemoryDescriptor(parts[1], Long.parseLong(parts[2]), Long.parseUnsignedLong(parts[3], 16), 0, Long.parseLong(parts[4]));
-    long perToken = model != null ? ModelConfig.read(model).kvBytesPerToken() : kvBytesPerToken;
+    long perToken = model == null ? kvBytesPerToken
+        : kvCacheDtype.equals("auto") ? ModelConfig.read(model).kvBytesPerToken()
+        : ModelConfig.read(model).kvBytesPerToken(dev.tandem.engine.model.DType.fromShortName(kvCacheDtype));
     long[] sizes = java.util.Arrays.stream(new long[] {1L << 20, 16L << 20, 64L << 20, 256L << 20})
         .filter(s -> s <= region.length()).toArray();
     LinkProbe.Result r;

@@ -3,7 +3,8 @@ package dev.tandem.common;
 import java.util.List;
 
 /**
- * A worker as it describes itself when it joins: id and role, the model and its KV geometry,
+ * A worker as it describes itself when it joins: id and role, the model and its KV geometry (bytes
+ * per token and the cache's element type, "f32" / "bf16" / "f16", "" for an engine with no real KV),
  * the engine and the request features it honours, its KV transfer agent (empty backend and
  * address when it has none, null probe region then), the host and CPU set it runs on, its
  * batching limits (requests and tokens per engine step; 0 when the worker did not say), and every
@@ -18,6 +19,7 @@ public record WorkerDescription(
     int maxContextLength,
     int vocabSize,
     long kvBytesPerToken,
+    String kvCacheDtype,
     int totalKvBlocks,
     String engine,
     List<String> supportedFeatures,

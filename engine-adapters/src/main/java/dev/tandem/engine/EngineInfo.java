@@ -3,8 +3,9 @@ package dev.tandem.engine;
 import java.util.Set;
 
 /**
- * What an engine serves: model name and limits, KV layout, and the request features it honours
- * (anything else is refused by the frontend with a 400, never silently ignored).
+ * What an engine serves: model name and limits, KV layout (bytes per token and the cache's element
+ * type: "f32", "bf16", "f16", or "" for an engine that holds no real KV), and the request features
+ * it honours (anything else is refused by the frontend with a 400, never silently ignored).
  */
 public record EngineInfo(
     String engineName,
@@ -14,6 +15,7 @@ public record EngineInfo(
     int vocabSize,
     int maxContextLength,
     long kvBytesPerToken,
+    String kvCacheDtype,
     Set<Feature> features,
     int[] eosTokenIds,
     Batching batching) {

@@ -10,7 +10,7 @@ import java.util.function.LongFunction;
  *
  * <p>Layout: block {@code b} of layer {@code l} is {@code keys(l)} (and {@code values(l)}) from
  * byte {@code b × blockBytes()} for {@code blockBytes()} bytes. Both sides of a hand-off must serve
- * the same model with the same block size, so their layouts agree.
+ * the same model with the same block size and KV cache dtype, so their layouts agree.
  *
  * <p>Threading: like {@link Engine}, owned by the engine's thread; the segments themselves may be
  * read and written by transfer agents while the blocks they cover are held or being imported.
@@ -20,6 +20,9 @@ public interface KvHandoff {
 
   /** Bytes of one block of one layer, for keys or values alone. */
   long blockBytes();
+
+  /** The element type of the cache's entries: "f32", "bf16" or "f16". */
+  String kvCacheDtype();
 
   MemorySegment keys(int layer);
 

@@ -156,7 +156,7 @@ class DisaggregationFaultsTest {
     int blocks = (prompt.length + 15) / 16;
     fakeMemory = Arena.ofShared();
     fakeAgent = TransferBackends.select(backend).createAgent("127.0.0.1");
-    KvLayout.Builder layout = KvLayout.newBuilder().setBlockBytes(blockBytes).setTransferBackend(backend);
+    KvLayout.Builder layout = KvLayout.newBuilder().setBlockBytes(blockBytes).setKvCacheDtype(reg.kvCacheDtype()).setTransferBackend(backend);
     for (int l = 0; l < layers; l++) {
       MemoryDescriptor k = fakeAgent.register(fakeMemory.allocate(blocks * blockBytes));
       MemoryDescriptor v = fakeAgent.register(fakeMemory.allocate(blocks * blockBytes));

@@ -157,6 +157,8 @@ class DisaggregationTest {
     LocalDeployment d = disaggregated(backend);
     int salt = backend.hashCode() & 0xffff; // fresh prompts per backend: no cache left by another run
     long kvBytesPerToken = d.router().pool().all().getFirst().description().kvBytesPerToken();
+    assertEquals(dev.tandem.engine.model.ModelConfig.read(model).kvBytesPerToken(DType.BF16), kvBytesPerToken,
+        "KV in bf16 by default (the model's dtype): half the bytes of f32 entries");
     // Partial single block, exactly one block, several blocks with a partial tail, and chunked.
     for (int length : new int[] {5, 16, 41, 100}) {
       int[] p = prompt(length, salt + length);
@@ -293,5 +295,44 @@ class DisaggregationTest {
     assertArrayEquals(want.tokens(), got.tokens(), "prefilled locally instead");
     assertTrue(got.first().origin().prefillFallback().contains("rdma"), got.first().origin().prefillFallback());
     TestDeployments.assertPoolsFull(d);
+  }
+
+  /**
+   * A prefill worker storing bf16 KV and a decode worker storing f32 are never paired: the router
+   * keeps every request on the decode worker even under an always-split policy, and a decode
+   * worker told to pull from it anyway refuses the layout and prefills locally.
+   */
+  @Test
+  void workersWithDifferentKvCacheDtypesAreNeverPaired() throws Exception {
+    java.util.concurrent.atomic.AtomicInteger started = new java.util.concurrent.atomic.AtomicInteger();
+    // Workers start in order: the prefill worker first (the model's bf16), then the decode worker (f32).
+    LocalDeployment d = LocalDeployment.start(
+        new LocalDeployment.Spec(1,
+                () -> BuiltinEngine.open(started.getAndIncrement() == 0 ? engineConfig : engineConfig.withKvCacheDtype(DType.F32)),
+                ModelFiles.fromDirectory(model), 16,
+                Router.Config.of("kv").withSplit(new SplitPolicy(SplitPolicy.Mode.ALWAYS, 1)),
+                new FrontendServer.Config("127.0.0.1", 0, 1 << 20))
+            .withDisaggregation(1, new WorkerServer.KvTransfer("tcp", "127.0.0.1", Duration.ofSeconds(30)), false));
+    try {
+      WorkerClient decode = d.router().pool().all().stream().filter(w -> !w.isPrefillOnly()).findFirst().orElseThrow();
+      WorkerClient prefill = d.router().pool().all().stream().filter(WorkerClient::isPrefillOnly).findFirst().orElseThrow();
+      assertEquals("bf16", prefill.description().kvCacheDtype());
+      assertEquals("f32", decode.description().kvCacheDtype());
+      assertEquals(2 * prefill.description().kvBytesPerToken(), decode.description().kvBytesPerToken(), "f32 entries take twice the bytes");
+      assertTrue(d.router().disaggregation().links("decode-0", "prefill-0").isEmpty(), "the pair's link was never probed");
+
+      Generated routed = generate(d.router(), greedy("mixed-kv", prompt(40, 4260), 8));
+      assertEquals(8, routed.tokens().length);
+      assertEquals("", routed.first().origin().prefillWorkerId(), "kept on the decode worker despite the always-split policy");
+      assertEquals(0, d.router().disaggregation().splits());
+
+      Generated direct = generate(decode, greedy("mixed-kv-direct", prompt(40, 4261), 8)
+          .withRemotePrefill(new RemotePrefillTarget(prefill.address(), prefill.workerId(), 0, "tcp")));
+      assertEquals(8, direct.tokens().length);
+      assertTrue(direct.first().origin().prefillFallback().contains("--kv-cache-dtype"), direct.first().origin().prefillFallback());
+      TestDeployments.assertPoolsFull(d);
+    } finally {
+      d.close();
+    }
   }
 }

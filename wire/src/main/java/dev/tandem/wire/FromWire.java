@@ -147,6 +147,7 @@ public final class FromWire {
         r.getMaxContextLength(),
         r.getVocabSize(),
         r.getKvBytesPerToken(),
+        r.getKvCacheDtype(),
         r.getTotalKvBlocks(),
         r.getEngine(),
         r.getSupportedFeaturesList(),

@@ -152,6 +152,7 @@ public final class ToWire {
             .setMaxContextLength(d.maxContextLength())
             .setVocabSize(d.vocabSize())
             .setKvBytesPerToken(d.kvBytesPerToken())
+            .setKvCacheDtype(d.kvCacheDtype())
             .setTotalKvBlocks(d.totalKvBlocks())
             .setEngine(d.engine())
             .addAllSupportedFeatures(d.supportedFeatures())

@@ -48,6 +48,7 @@ final class WorkerFacts {
         info.maxContextLength(),
         info.vocabSize(),
         info.kvBytesPerToken(),
+        info.kvCacheDtype(),
         info.totalKvBlocks(),
         info.engineName(),
         info.features().stream().map(f -> f.wireName()).toList(),

@@ -157,6 +157,10 @@ final class KvPull implements ClientResponseObserver<PrefillMessage, PrefillEven
 
   private String checkLayout(KvLayout l) {
     KvHandoff h = transfer.handoff();
+    if (!l.getKvCacheDtype().equals(h.kvCacheDtype())) {
+      return "prefill worker stores KV in " + (l.getKvCacheDtype().isEmpty() ? "an unnamed dtype" : l.getKvCacheDtype())
+          + ", this worker in " + h.kvCacheDtype() + " (start both with the same --kv-cache-dtype)";
+    }
     if (l.getBlockBytes() != h.blockBytes() || l.getLayerKeysCount() != h.layers() || l.getLayerValuesCount() != h.layers()) {
       return "prefill worker's KV layout (" + l.getLayerKeysCount() + " layers, " + l.getBlockBytes()
           + " bytes a block) differs from this worker's (" + h.layers() + ", " + h.blockBytes() + ")";

@@ -11,6 +11,7 @@ import java.nio.file.Path;
  * @param threads compute threads (0: all cores)
  * @param kvCacheBytes memory for the paged KV cache; the block count follows from it
  * @param maxContextLength 0: the model's max_position_embeddings
+ * @param kvCacheDtype the KV cache's element type; null ("auto"): the model's {@code torch_dtype}
  */
 public record BuiltinConfig(
     Path modelDir,
@@ -22,32 +23,38 @@ public record BuiltinConfig(
     int maxNumSeqs,
     int maxBatchedTokens,
     boolean chunkedPrefill,
-    int maxContextLength) {
+    int maxContextLength,
+    dev.tandem.engine.model.DType kvCacheDtype) {
 
   public static final long DEFAULT_KV_CACHE_BYTES = 1L << 30;
 
   /** Defaults for a model directory: cpu backend on all cores, 1 GiB of KV, 16-token blocks. */
   public static BuiltinConfig of(Path modelDir) {
-    return new BuiltinConfig(modelDir, null, "auto", 0, 16, DEFAULT_KV_CACHE_BYTES, 64, 2048, true, 0);
+    return new BuiltinConfig(modelDir, null, "auto", 0, 16, DEFAULT_KV_CACHE_BYTES, 64, 2048, true, 0, null);
   }
 
   public BuiltinConfig withCompute(String compute, int threads) {
-    return new BuiltinConfig(modelDir, modelName, compute, threads, blockSize, kvCacheBytes, maxNumSeqs, maxBatchedTokens, chunkedPrefill, maxContextLength);
+    return new BuiltinConfig(modelDir, modelName, compute, threads, blockSize, kvCacheBytes, maxNumSeqs, maxBatchedTokens, chunkedPrefill, maxContextLength, kvCacheDtype);
   }
 
   public BuiltinConfig withKvCacheBytes(long kvCacheBytes) {
-    return new BuiltinConfig(modelDir, modelName, compute, threads, blockSize, kvCacheBytes, maxNumSeqs, maxBatchedTokens, chunkedPrefill, maxContextLength);
+    return new BuiltinConfig(modelDir, modelName, compute, threads, blockSize, kvCacheBytes, maxNumSeqs, maxBatchedTokens, chunkedPrefill, maxContextLength, kvCacheDtype);
   }
 
   public BuiltinConfig withBatching(int maxNumSeqs, int maxBatchedTokens, boolean chunkedPrefill) {
-    return new BuiltinConfig(modelDir, modelName, compute, threads, blockSize, kvCacheBytes, maxNumSeqs, maxBatchedTokens, chunkedPrefill, maxContextLength);
+    return new BuiltinConfig(modelDir, modelName, compute, threads, blockSize, kvCacheBytes, maxNumSeqs, maxBatchedTokens, chunkedPrefill, maxContextLength, kvCacheDtype);
   }
 
   public BuiltinConfig withModelName(String modelName) {
-    return new BuiltinConfig(modelDir, modelName, compute, threads, blockSize, kvCacheBytes, maxNumSeqs, maxBatchedTokens, chunkedPrefill, maxContextLength);
+    return new BuiltinConfig(modelDir, modelName, compute, threads, blockSize, kvCacheBytes, maxNumSeqs, maxBatchedTokens, chunkedPrefill, maxContextLength, kvCacheDtype);
   }
 
   public BuiltinConfig withMaxContextLength(int maxContextLength) {
-    return new BuiltinConfig(modelDir, modelName, compute, threads, blockSize, kvCacheBytes, maxNumSeqs, maxBatchedTokens, chunkedPrefill, maxContextLength);
+    return new BuiltinConfig(modelDir, modelName, compute, threads, blockSize, kvCacheBytes, maxNumSeqs, maxBatchedTokens, chunkedPrefill, maxContextLength, kvCacheDtype);
+  }
+
+  /** {@code kvCacheDtype} null: the model's own dtype ({@code --kv-cache-dtype auto}). */
+  public BuiltinConfig withKvCacheDtype(dev.tandem.engine.model.DType kvCacheDtype) {
+    return new BuiltinConfig(modelDir, modelName, compute, threads, blockSize, kvCacheBytes, maxNumSeqs, maxBatchedTokens, chunkedPrefill, maxContextLength, kvCacheDtype);
   }
 }

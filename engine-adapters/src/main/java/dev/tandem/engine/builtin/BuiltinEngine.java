@@ -8,6 +8,7 @@ import dev.tandem.engine.RequestOutput;
 import dev.tandem.engine.compute.ComputeBackend;
 import dev.tandem.engine.compute.ComputeBackends;
 import dev.tandem.engine.kv.BlockPool;
+import dev.tandem.engine.model.DType;
 import dev.tandem.engine.model.ModelConfig;
 import dev.tandem.engine.model.ModelFormatException;
 import dev.tandem.engine.model.ModelWeights;
@@ -58,12 +59,13 @@ public final class BuiltinEngine extends SchedulingEngine implements KvHandoff {
 
   public BuiltinEngine(ModelWeights weights, ComputeBackend backend, BuiltinConfig config) {
     ModelConfig model = weights.config();
-    long blockBytes = 2L * model.numLayers() * config.blockSize() * model.kvDim() * Float.BYTES;
+    DType kvDtype = config.kvCacheDtype() != null ? config.kvCacheDtype() : model.torchDtype();
+    long blockBytes = model.kvBytesPerToken(kvDtype) * config.blockSize();
     int blocks = (int) Math.min(Integer.MAX_VALUE, config.kvCacheBytes() / blockBytes);
     if (blocks < 1) {
       throw new IllegalArgumentException(
           "KV cache of " + config.kvCacheBytes() + " bytes holds no block; one block of "
-              + config.blockSize() + " tokens needs " + blockBytes + " bytes");
+              + config.blockSize() + " tokens needs " + blockBytes + " bytes (KV in " + kvDtype.shortName() + ")");
     }
     int context =
         config.maxContextLength() > 0 ? config.maxContextLength() : model.maxPositionEmbeddings();
@@ -74,7 +76,7 @@ public final class BuiltinEngine extends SchedulingEngine implements KvHandoff {
             new BlockPool(blocks, config.blockSize())));
     this.weights = weights;
     this.backend = backend;
-    this.cache = new PagedKvCache(model, blocks, config.blockSize());
+    this.cache = new PagedKvCache(model, blocks, config.blockSize(), kvDtype);
     this.transformer = new Transformer(weights, backend, config.blockSize());
     this.constraints = new OutputConstraints(config.modelDir(), model.vocabSize(), model.eosTokenIds());
     EnumSet<EngineInfo.Feature> features = EnumSet.of(
@@ -102,7 +104,8 @@ public final class BuiltinEngine extends SchedulingEngine implements KvHandoff {
             blocks,
             model.vocabSize(),
             scheduler.maxContextLength(),
-            model.kvBytesPerToken(),
+            model.kvBytesPerToken(kvDtype),
+            kvDtype.shortName(),
             features,
             model.eosTokenIds(),
             scheduler.batching());
@@ -182,6 +185,11 @@ public final class BuiltinEngine extends SchedulingEngine implements KvHandoff {
   @Override
   public int layers() {
     return cache.layers();
+  }
+
+  @Override
+  public String kvCacheDtype() {
+    return cache.dtype().shortName();
   }
 
   @Override

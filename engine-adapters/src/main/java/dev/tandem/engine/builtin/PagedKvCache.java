@@ -1,5 +1,6 @@
 package dev.tandem.engine.builtin;
 
+import dev.tandem.engine.model.DType;
 import dev.tandem.engine.model.ModelConfig;
 import java.lang.foreign.Arena;
 import java.lang.foreign.MemorySegment;
@@ -8,7 +9,9 @@ import java.util.function.LongFunction;
 
 /**
  * The KV cache's memory: per layer, one off-heap segment of keys and one of values, each {@code
- * [block][slot][kvHead][headDim]} f32. Which block belongs to whom is the {@link
+ * [block][slot][kvHead][headDim]} in the cache's dtype (f32, or bf16 / f16: half the bytes, so twice
+ * the tokens a byte budget holds and half the bytes a KV transfer moves; writes round to nearest
+ * even, attention widens to f32 as it reads). Which block belongs to whom is the {@link
  * dev.tandem.engine.kv.BlockPool}'s business; this class only stores bytes. One block of one layer
  * is a contiguous byte range ({@link #keyBlock}, {@link #valueBlock}), which is what disaggregated
  * serving moves.
@@ -22,14 +25,16 @@ public final class PagedKvCache implements AutoCloseable {
   private final int blocks;
   private final int blockSize;
   private final int kvDim;
+  private final DType dtype;
   private final MemorySegment[] keys; // per layer: (blocks × blockSize, kvDim)
   private final MemorySegment[] values; // per layer: (blocks × blockSize, kvDim)
 
-  public PagedKvCache(ModelConfig config, int blocks, int blockSize) {
+  public PagedKvCache(ModelConfig config, int blocks, int blockSize, DType dtype) {
     this.blocks = blocks;
     this.blockSize = blockSize;
     this.kvDim = config.kvDim();
-    long layerBytes = (long) blocks * blockSize * kvDim * Float.BYTES;
+    this.dtype = dtype;
+    long layerBytes = (long) blocks * blockSize * kvDim * dtype.bytes();
     this.keys = new MemorySegment[config.numLayers()];
     this.values = new MemorySegment[config.numLayers()];
     for (int l = 0; l < keys.length; l++) {
@@ -61,7 +66,12 @@ public final class PagedKvCache implements AutoCloseable {
 
   /** Bytes of one block in one layer, for keys or values alone. */
   public long blockBytes() {
-    return (long) blockSize * kvDim * Float.BYTES;
+    return (long) blockSize * kvDim * dtype.bytes();
+  }
+
+  /** The element type of every key and value stored. */
+  public DType dtype() {
+    return dtype;
   }
 
   public int blocks() {
@@ -90,9 +100,20 @@ public final class PagedKvCache implements AutoCloseable {
 
   /** Stores one token's keys and values ({@code kvDim} floats each from the given rows). */
   void write(int layer, int block, int slot, float[] k, float[] v, int rowOffset) {
-    long offset = ((long) block * blockSize + slot) * kvDim * Float.BYTES;
-    MemorySegment.copy(k, rowOffset, keys[layer], ValueLayout.JAVA_FLOAT_UNALIGNED, offset, kvDim);
-    MemorySegment.copy(v, rowOffset, values[layer], ValueLayout.JAVA_FLOAT_UNALIGNED, offset, kvDim);
+    long entry = ((long) block * blockSize + slot) * kvDim;
+    if (dtype == DType.F32) {
+      MemorySegment.copy(k, rowOffset, keys[layer], ValueLayout.JAVA_FLOAT_UNALIGNED, entry * Float.BYTES, kvDim);
+      MemorySegment.copy(v, rowOffset, values[layer], ValueLayout.JAVA_FLOAT_UNALIGNED, entry * Float.BYTES, kvDim);
+      return;
+    }
+    narrow(k, rowOffset, keys[layer], entry);
+    narrow(v, rowOffset, values[layer], entry);
+  }
+
+  private void narrow(float[] from, int offset, MemorySegment to, long entry) {
+    for (int i = 0; i < kvDim; i++) {
+      to.setAtIndex(ValueLayout.JAVA_SHORT_UNALIGNED, entry + i, dtype.narrow(from[offset + i]));
+    }
   }
 
   @Override

@@ -180,7 +180,7 @@ public final class Transformer {
     backend.attention(
         new AttentionBatch(
             q, att, tokens, positions, tables, cache.keys(l), cache.values(l), blockSize,
-            config.numHeads(), config.numKvHeads(), config.headDim()));
+            config.numHeads(), config.numKvHeads(), config.headDim(), cache.dtype()));
     // Output projection and residual.
     backend.matmul(att, tokens, w.o(), xb2);
     addBias(xb2, w.oBias(), tokens);

@@ -1,6 +1,8 @@
 package dev.tandem.engine.compute;
 
+import dev.tandem.engine.model.DType;
 import java.lang.foreign.MemorySegment;
+import java.lang.foreign.ValueLayout;
 
 /**
  * Causal attention for {@code rows} query rows over one layer's paged KV cache.
@@ -8,7 +10,8 @@ import java.lang.foreign.MemorySegment;
  * <p>Row {@code t} has queries {@code q[t, numHeads × headDim]} at sequence position {@code
  * positions[t]} and attends to positions {@code 0..positions[t]} of its sequence, whose KV live in
  * the blocks {@code blockTables[t]} (position p in block {@code blockTables[t][p / blockSize]},
- * slot {@code p % blockSize}). The cache segments hold f32 entries laid out as {@code [block][slot][kvHead][headDim]}.
+ * slot {@code p % blockSize}). The cache segments hold {@code kvDtype} entries (f32, bf16 or f16;
+ * sums are f32 whatever the entries) laid out as {@code [block][slot][kvHead][headDim]}.
  * Query head h reads KV head {@code h / (numHeads / numKvHeads)}. The result goes to {@code out},
  * shaped like {@code q}.
  */
@@ -23,7 +26,10 @@ public record AttentionBatch(
     int blockSize,
     int numHeads,
     int numKvHeads,
-    int headDim) {
+    int headDim,
+    DType kvDtype) {
+  private static final ValueLayout.OfShort SHORT = ValueLayout.JAVA_SHORT_UNALIGNED;
+  private static final ValueLayout.OfFloat FLOAT = ValueLayout.JAVA_FLOAT_UNALIGNED;
 
   public int kvDim() {
     return numKvHeads * headDim;
@@ -33,6 +39,15 @@ public record AttentionBatch(
   public long cacheOffset(int t, int p, int g) {
     int block = blockTables[t][p / blockSize];
     long slot = (long) block * blockSize + p % blockSize;
-    return (slot * kvDim() + (long) g * headDim) * Float.BYTES;
+    return (slot * kvDim() + (long) g * headDim) * kvDtype.bytes();
+  }
+
+  /** Element {@code i} of the head vector at byte {@code offset} of a cache segment, as a float. */
+  public float entry(MemorySegment cache, long offset, int i) {
+    return switch (kvDtype) {
+      case F32 -> cache.get(FLOAT, offset + (long) i * Float.BYTES);
+      case F16 -> Float.float16ToFloat(cache.get(SHORT, offset + (long) i * 2));
+      case BF16 -> Float.intBitsToFloat(cache.get(SHORT, offset + (long) i * 2) << 16);
+    };
   }
 }

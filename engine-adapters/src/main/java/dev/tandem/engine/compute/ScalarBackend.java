@@ -1,14 +1,12 @@
 package dev.tandem.engine.compute;
 
 import java.lang.foreign.MemorySegment;
-import java.lang.foreign.ValueLayout;
 
 /**
  * The reference backend: one thread, plain loops, sums in double. Slow and obviously right; every
  * fast backend is checked against it ({@code ComputeBackendConformanceTest}).
  */
 public final class ScalarBackend implements ComputeBackend {
-  private static final ValueLayout.OfFloat FLOAT = ValueLayout.JAVA_FLOAT_UNALIGNED;
 
   @Override
   public String name() {
@@ -90,7 +88,7 @@ public final class ScalarBackend implements ComputeBackend {
           long off = b.cacheOffset(t, p, g);
           double dot = 0;
           for (int i = 0; i < headDim; i++) {
-            dot += (double) b.q()[qBase + i] * keys.get(FLOAT, off + (long) i * Float.BYTES);
+            dot += (double) b.q()[qBase + i] * b.entry(keys, off, i);
           }
           scores[p] = dot * scale;
           max = Math.max(max, scores[p]);
@@ -103,7 +101,7 @@ public final class ScalarBackend implements ComputeBackend {
         for (int i = 0; i < headDim; i++) {
           double acc = 0;
           for (int p = 0; p < len; p++) {
-            acc += scores[p] * values.get(FLOAT, b.cacheOffset(t, p, g) + (long) i * Float.BYTES);
+            acc += scores[p] * b.entry(values, b.cacheOffset(t, p, g), i);
           }
           b.out()[qBase + i] = (float) (acc / sum);
         }

@@ -30,6 +30,8 @@ public final class VectorBackend implements ComputeBackend {
   private final ParallelRunner runner;
   private final ThreadLocal<float[]> rowScratch = ThreadLocal.withInitial(() -> new float[0]);
   private final ThreadLocal<float[]> scoreScratch = ThreadLocal.withInitial(() -> new float[0]);
+  /** One query head and one output head, permuted, for attention over 16-bit KV. */
+  private final ThreadLocal<float[]> headScratch = ThreadLocal.withInitial(() -> new float[0]);
 
   public VectorBackend(int threads) {
     this.runner = new ParallelRunner(threads);
@@ -101,20 +103,35 @@ public final class VectorBackend implements ComputeBackend {
 
   /** Within each full block of 2L columns of each row: even columns, then odd ones. */
   private static void permuteEvenOdd(float[] x, float[] xs, int tokens, int cols) {
-    int blocks = cols / (2 * L);
     for (int t = 0; t < tokens; t++) {
-      int base = t * cols;
-      for (int b = 0; b < blocks; b++) {
-        int o = base + b * 2 * L;
-        for (int k = 0; k < L; k++) {
-          xs[o + k] = x[o + 2 * k];
-          xs[o + L + k] = x[o + 2 * k + 1];
-        }
-      }
-      for (int c = blocks * 2 * L; c < cols; c++) {
-        xs[base + c] = x[base + c];
+      permuteEvenOdd(x, t * cols, xs, t * cols, cols);
+    }
+  }
+
+  /** {@code n} floats from {@code x[from]} to {@code xs[to]}, each full 2L block as even elements then odd. */
+  private static void permuteEvenOdd(float[] x, int from, float[] xs, int to, int n) {
+    int blocks = n / (2 * L);
+    for (int b = 0; b < blocks; b++) {
+      int o = b * 2 * L;
+      for (int k = 0; k < L; k++) {
+        xs[to + o + k] = x[from + o + 2 * k];
+        xs[to + o + L + k] = x[from + o + 2 * k + 1];
       }
     }
+    System.arraycopy(x, from + blocks * 2 * L, xs, to + blocks * 2 * L, n - blocks * 2 * L);
+  }
+
+  /** The inverse of {@link #permuteEvenOdd(float[], int, float[], int, int)}. */
+  private static void unpermuteEvenOdd(float[] xs, int from, float[] x, int to, int n) {
+    int blocks = n / (2 * L);
+    for (int b = 0; b < blocks; b++) {
+      int o = b * 2 * L;
+      for (int k = 0; k < L; k++) {
+        x[to + o + 2 * k] = xs[from + o + k];
+        x[to + o + 2 * k + 1] = xs[from + o + L + k];
+      }
+    }
+    System.arraycopy(xs, from + blocks * 2 * L, x, to + blocks * 2 * L, n - blocks * 2 * L);
   }
 
   /** Few tokens: widen each weight chunk in registers and use it for every token. */
@@ -158,10 +175,8 @@ public final class VectorBackend implements ComputeBackend {
     int i = 0;
     for (; i < upper; i += 2 * L) {
       IntVector pair = IntVector.fromMemorySegment(I, data, rowByte + i * 2L, LE);
-      FloatVector even = bf16 ? bf16Low(pair) : f16(pair.lanewise(VectorOperators.LSHL, 16).lanewise(VectorOperators.ASHR, 16));
-      FloatVector odd = bf16 ? bf16High(pair) : f16(pair.lanewise(VectorOperators.ASHR, 16));
-      a0 = FloatVector.fromArray(F, x, xBase + i).fma(even, a0);
-      a1 = FloatVector.fromArray(F, x, xBase + i + L).fma(odd, a1);
+      a0 = FloatVector.fromArray(F, x, xBase + i).fma(evenHalves(pair, bf16), a0);
+      a1 = FloatVector.fromArray(F, x, xBase + i + L).fma(oddHalves(pair, bf16), a1);
     }
     float sum = a0.add(a1).reduceLanes(VectorOperators.ADD);
     for (; i < cols; i++) {
@@ -280,12 +295,22 @@ public final class VectorBackend implements ComputeBackend {
     int i = 0;
     for (; i < upper; i += 2 * L) {
       IntVector pair = IntVector.fromMemorySegment(I, data, rowByte + i * 2L, LE);
-      (bf16 ? bf16Low(pair) : f16(pair.lanewise(VectorOperators.LSHL, 16).lanewise(VectorOperators.ASHR, 16))).intoArray(row, offset + i);
-      (bf16 ? bf16High(pair) : f16(pair.lanewise(VectorOperators.ASHR, 16))).intoArray(row, offset + i + L);
+      evenHalves(pair, bf16).intoArray(row, offset + i);
+      oddHalves(pair, bf16).intoArray(row, offset + i + L);
     }
     for (; i < cols; i++) {
       row[offset + i] = w.get(r, i);
     }
+  }
+
+  /** The 16-bit values in the low halves of the ints (the even elements), widened. */
+  private static FloatVector evenHalves(IntVector pair, boolean bf16) {
+    return bf16 ? bf16Low(pair) : f16(pair.lanewise(VectorOperators.LSHL, 16).lanewise(VectorOperators.ASHR, 16));
+  }
+
+  /** The 16-bit values in the high halves of the ints (the odd elements), widened. */
+  private static FloatVector oddHalves(IntVector pair, boolean bf16) {
+    return bf16 ? bf16High(pair) : f16(pair.lanewise(VectorOperators.ASHR, 16));
   }
 
   /** bf16 is the top half of an f32: the low 16 bits of each int moved up. */
@@ -426,32 +451,34 @@ public final class VectorBackend implements ComputeBackend {
     int g = h / group;
     int len = b.positions()[t] + 1;
     float scale = (float) (1.0 / Math.sqrt(headDim));
-    float[] q = b.q();
     int qBase = (t * b.numHeads() + h) * headDim;
     float[] scores = scoreScratch.get();
     if (scores.length < len) {
       scores = new float[Math.max(len, scores.length * 2)];
       scoreScratch.set(scores);
     }
-    MemorySegment keys = b.keys();
-    MemorySegment values = b.values();
-    int upper = F.loopBound(headDim);
-
-    // Scores q·k for every visible position, and their maximum.
+    boolean halves = b.kvDtype() != DType.F32;
+    // 16-bit entries are read as ints, two a time, like 16-bit weights: the query head is permuted
+    // to match (even elements, then odd, per 2L block) and the output accumulates permuted.
+    float[] q = b.q();
+    int qOff = qBase;
+    float[] acc = b.out();
+    int accOff = qBase;
+    if (halves) {
+      float[] scratch = headScratch.get();
+      if (scratch.length < 2 * headDim) {
+        scratch = new float[2 * headDim];
+        headScratch.set(scratch);
+      }
+      permuteEvenOdd(b.q(), qBase, scratch, 0, headDim);
+      q = scratch;
+      qOff = 0;
+      acc = scratch;
+      accOff = headDim;
+    }
     float max = Float.NEGATIVE_INFINITY;
     for (int p = 0; p < len; p++) {
-      long off = b.cacheOffset(t, p, g);
-      FloatVector acc = FloatVector.zero(F);
-      int i = 0;
-      for (; i < upper; i += L) {
-        acc = FloatVector.fromArray(F, q, qBase + i)
-            .fma(FloatVector.fromMemorySegment(F, keys, off + (long) i * 4, LE), acc);
-      }
-      float s = acc.reduceLanes(VectorOperators.ADD);
-      for (; i < headDim; i++) {
-        s += q[qBase + i] * keys.get(java.lang.foreign.ValueLayout.JAVA_FLOAT_UNALIGNED, off + (long) i * 4);
-      }
-      s *= scale;
+      float s = (halves ? dotHalfEntries(q, qOff, b, b.keys(), b.cacheOffset(t, p, g)) : dotEntries(q, qOff, b, b.cacheOffset(t, p, g))) * scale;
       scores[p] = s;
       max = Math.max(max, s);
     }
@@ -465,21 +492,91 @@ public final class VectorBackend implements ComputeBackend {
     }
     float inv = 1f / sum;
 
-    // Weighted sum of values, written straight into the output row.
-    float[] out = b.out();
-    java.util.Arrays.fill(out, qBase, qBase + headDim, 0f);
+    // Weighted sum of values: straight into the output row (f32 entries) or permuted scratch.
+    java.util.Arrays.fill(acc, accOff, accOff + headDim, 0f);
     for (int p = 0; p < len; p++) {
       long off = b.cacheOffset(t, p, g);
       float wgt = scores[p] * inv;
-      int i = 0;
-      for (; i < upper; i += L) {
-        FloatVector.fromMemorySegment(F, values, off + (long) i * 4, LE)
-            .fma(FloatVector.broadcast(F, wgt), FloatVector.fromArray(F, out, qBase + i))
-            .intoArray(out, qBase + i);
+      if (halves) {
+        addHalfEntries(acc, accOff, wgt, b, off);
+      } else {
+        addEntries(acc, accOff, wgt, b, off);
       }
-      for (; i < headDim; i++) {
-        out[qBase + i] += wgt * values.get(java.lang.foreign.ValueLayout.JAVA_FLOAT_UNALIGNED, off + (long) i * 4);
-      }
+    }
+    if (halves) {
+      unpermuteEvenOdd(acc, accOff, b.out(), qBase, headDim);
+    }
+  }
+
+  /** q · one f32 key head at byte {@code off}. */
+  private static float dotEntries(float[] q, int qOff, AttentionBatch b, long off) {
+    MemorySegment keys = b.keys();
+    int headDim = b.headDim();
+    int upper = F.loopBound(headDim);
+    FloatVector acc = FloatVector.zero(F);
+    int i = 0;
+    for (; i < upper; i += L) {
+      acc = FloatVector.fromArray(F, q, qOff + i).fma(FloatVector.fromMemorySegment(F, keys, off + (long) i * 4, LE), acc);
+    }
+    float s = acc.reduceLanes(VectorOperators.ADD);
+    for (; i < headDim; i++) {
+      s += q[qOff + i] * b.entry(keys, off, i);
+    }
+    return s;
+  }
+
+  /** Permuted q · one bf16 or f16 head at byte {@code off} of {@code cache}. */
+  private static float dotHalfEntries(float[] q, int qOff, AttentionBatch b, MemorySegment cache, long off) {
+    int headDim = b.headDim();
+    boolean bf16 = b.kvDtype() == DType.BF16;
+    int upper = (headDim / (2 * L)) * 2 * L;
+    FloatVector a0 = FloatVector.zero(F);
+    FloatVector a1 = FloatVector.zero(F);
+    int i = 0;
+    for (; i < upper; i += 2 * L) {
+      IntVector pair = IntVector.fromMemorySegment(I, cache, off + i * 2L, LE);
+      a0 = FloatVector.fromArray(F, q, qOff + i).fma(evenHalves(pair, bf16), a0);
+      a1 = FloatVector.fromArray(F, q, qOff + i + L).fma(oddHalves(pair, bf16), a1);
+    }
+    float s = a0.add(a1).reduceLanes(VectorOperators.ADD);
+    for (; i < headDim; i++) {
+      s += q[qOff + i] * b.entry(cache, off, i);
+    }
+    return s;
+  }
+
+  /** {@code acc += wgt · } one f32 value head at byte {@code off}. */
+  private static void addEntries(float[] acc, int accOff, float wgt, AttentionBatch b, long off) {
+    MemorySegment values = b.values();
+    int headDim = b.headDim();
+    int upper = F.loopBound(headDim);
+    FloatVector w = FloatVector.broadcast(F, wgt);
+    int i = 0;
+    for (; i < upper; i += L) {
+      FloatVector.fromMemorySegment(F, values, off + (long) i * 4, LE)
+          .fma(w, FloatVector.fromArray(F, acc, accOff + i))
+          .intoArray(acc, accOff + i);
+    }
+    for (; i < headDim; i++) {
+      acc[accOff + i] += wgt * b.entry(values, off, i);
+    }
+  }
+
+  /** Permuted {@code acc += wgt · } one bf16 or f16 value head at byte {@code off}. */
+  private static void addHalfEntries(float[] acc, int accOff, float wgt, AttentionBatch b, long off) {
+    MemorySegment values = b.values();
+    int headDim = b.headDim();
+    boolean bf16 = b.kvDtype() == DType.BF16;
+    int upper = (headDim / (2 * L)) * 2 * L;
+    FloatVector w = FloatVector.broadcast(F, wgt);
+    int i = 0;
+    for (; i < upper; i += 2 * L) {
+      IntVector pair = IntVector.fromMemorySegment(I, values, off + i * 2L, LE);
+      evenHalves(pair, bf16).fma(w, FloatVector.fromArray(F, acc, accOff + i)).intoArray(acc, accOff + i);
+      oddHalves(pair, bf16).fma(w, FloatVector.fromArray(F, acc, accOff + i + L)).intoArray(acc, accOff + i + L);
+    }
+    for (; i < headDim; i++) {
+      acc[accOff + i] += wgt * b.entry(values, off, i);
     }
   }
 

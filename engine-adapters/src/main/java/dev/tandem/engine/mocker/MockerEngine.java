@@ -56,6 +56,7 @@ public final class MockerEngine extends SchedulingEngine {
             config.vocabSize(),
             scheduler.maxContextLength(),
             config.kvBytesPerToken(),
+            "", // the mocker stores no KV: nothing to pair on
             EnumSet.of(
                 EngineInfo.Feature.TEMPERATURE,
                 EngineInfo.Feature.TOP_P,

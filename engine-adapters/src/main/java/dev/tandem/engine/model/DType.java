@@ -1,6 +1,6 @@
 package dev.tandem.engine.model;
 
-/** Element types of weight tensors, as safetensors names them. */
+/** Element types of weight tensors (as safetensors names them) and of KV cache entries. */
 public enum DType {
   F32(4),
   F16(2),
@@ -41,6 +41,38 @@ public enum DType {
       case "float16" -> F16;
       case "bfloat16" -> BF16;
       default -> throw new IllegalArgumentException("unknown dtype '" + name + "' (float32, float16, bfloat16)");
+    };
+  }
+
+  /**
+   * {@code v} as this 16-bit type's bits, rounding to nearest even as PyTorch converts (a NaN stays
+   * a quiet NaN of its sign).
+   *
+   * @throws IllegalStateException for f32, which has no 16-bit form
+   */
+  public short narrow(float v) {
+    return switch (this) {
+      case F16 -> Float.floatToFloat16(v);
+      case BF16 -> {
+        int bits = Float.floatToRawIntBits(v);
+        yield Float.isNaN(v) ? (short) ((bits >>> 16) | 0x40) : (short) ((bits + 0x7fff + ((bits >>> 16) & 1)) >>> 16);
+      }
+      case F32 -> throw new IllegalStateException("f32 has no 16-bit form");
+    };
+  }
+
+  /** The short name {@code --kv-cache-dtype} takes and workers report: f32, f16, bf16. */
+  public String shortName() {
+    return name().toLowerCase(java.util.Locale.ROOT);
+  }
+
+  /** A short name (f32, f16, bf16) as {@link #shortName} writes it. */
+  public static DType fromShortName(String name) {
+    return switch (name) {
+      case "f32" -> F32;
+      case "f16" -> F16;
+      case "bf16" -> BF16;
+      default -> throw new IllegalArgumentException("unknown KV cache dtype '" + name + "' (auto, f32, bf16, f16)");
     };
   }
 }

@@ -81,9 +81,14 @@ public record ModelConfig(
     return numHeads * headDim;
   }
 
-  /** Bytes of K and V per token with f32 cache entries. */
+  /** Bytes of K and V per token with cache entries in the model's own dtype (the default KV cache dtype). */
   public long kvBytesPerToken() {
-    return 2L * numLayers * kvDim() * Float.BYTES;
+    return kvBytesPerToken(torchDtype);
+  }
+
+  /** Bytes of K and V per token with cache entries of {@code kvDtype}. */
+  public long kvBytesPerToken(DType kvDtype) {
+    return 2L * numLayers * kvDim() * kvDtype.bytes();
   }
 
   /**

@@ -76,23 +76,12 @@ public final class SafetensorsWriter {
           float v = e.values().next();
           switch (e.dtype()) {
             case F32 -> buf.putFloat(v);
-            case F16 -> buf.putShort(Float.floatToFloat16(v));
-            case BF16 -> buf.putShort(toBf16(v));
+            case F16, BF16 -> buf.putShort(e.dtype().narrow(v));
           }
         }
       }
       drain(buf, out);
     }
-  }
-
-  /** Round-to-nearest-even f32 → bf16, as PyTorch converts. */
-  public static short toBf16(float v) {
-    int bits = Float.floatToRawIntBits(v);
-    if (Float.isNaN(v)) {
-      return (short) ((bits >>> 16) | 0x40);
-    }
-    int rounding = 0x7fff + ((bits >>> 16) & 1);
-    return (short) ((bits + rounding) >>> 16);
   }
 
   private static void drain(ByteBuffer buf, FileChannel out) throws IOException {

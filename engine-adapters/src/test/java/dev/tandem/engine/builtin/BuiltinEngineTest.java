@@ -39,7 +39,7 @@ class BuiltinEngineTest {
   }
 
   private static BuiltinEngine engine(int kvBlocks, int maxBatchedTokens) {
-    long blockBytes = 2L * 2 * 16 * 32 * Float.BYTES; // layers × block × kvDim
+    long blockBytes = dev.tandem.engine.model.ModelConfig.read(model).kvBytesPerToken() * 16; // at the model's dtype, the default
     BuiltinConfig c =
         BuiltinConfig.of(model)
             .withCompute("cpu", 2)

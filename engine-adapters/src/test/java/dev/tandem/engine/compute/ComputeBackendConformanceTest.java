@@ -3,7 +3,6 @@ package dev.tandem.engine.compute;
 import static org.junit.jupiter.api.Assertions.assertTrue;
 
 import dev.tandem.engine.model.DType;
-import dev.tandem.engine.modeltools.SafetensorsWriter;
 import java.lang.foreign.Arena;
 import java.lang.foreign.MemorySegment;
 import java.lang.foreign.ValueLayout;
@@ -119,17 +118,20 @@ abstract class ComputeBackendConformanceTest {
     assertClose(expected, actual, 1e-5, "siluMul");
   }
 
-  @ParameterizedTest(name = "heads={0} kvHeads={1} headDim={2}")
-  @CsvSource({"4, 2, 16", "8, 8, 64", "6, 2, 20", "16, 4, 128"})
-  void attentionOverPagedCache(int heads, int kvHeads, int headDim) {
+  /** Both backends read the same stored entries, so 16-bit KV must agree as tightly as f32 does. */
+  @ParameterizedTest(name = "heads={0} kvHeads={1} headDim={2} kv {3}")
+  @CsvSource({"4, 2, 16, F32", "8, 8, 64, F32", "6, 2, 20, F32", "16, 4, 128, F32",
+      "4, 2, 16, BF16", "8, 8, 64, BF16", "6, 2, 20, BF16", "16, 4, 128, BF16", "6, 2, 20, F16", "16, 4, 128, F16"})
+  void attentionOverPagedCache(int heads, int kvHeads, int headDim, DType kvDtype) {
     int blockSize = 4;
     int blocks = 32;
     int kvDim = kvHeads * headDim;
-    MemorySegment keys = arena.allocate((long) blocks * blockSize * kvDim * 4);
-    MemorySegment values = arena.allocate((long) blocks * blockSize * kvDim * 4);
-    for (long i = 0; i < keys.byteSize() / 4; i++) {
-      keys.setAtIndex(ValueLayout.JAVA_FLOAT, i, (float) random.nextGaussian() * 2);
-      values.setAtIndex(ValueLayout.JAVA_FLOAT, i, (float) random.nextGaussian());
+    long entries = (long) blocks * blockSize * kvDim;
+    MemorySegment keys = arena.allocate(entries * kvDtype.bytes());
+    MemorySegment values = arena.allocate(entries * kvDtype.bytes());
+    for (long i = 0; i < entries; i++) {
+      store(keys, kvDtype, i, (float) random.nextGaussian() * 2);
+      store(values, kvDtype, i, (float) random.nextGaussian());
     }
     // Two sequences on scattered blocks sharing their first block; rows at various positions.
     int[] tableA = {3, 17, 5, 9, 22, 30};
@@ -150,20 +152,23 @@ abstract class ComputeBackendConformanceTest {
     float[] q = randoms(rows * heads * headDim, 1);
     float[] expected = new float[q.length];
     float[] actual = new float[q.length];
-    reference.attention(new AttentionBatch(q, expected, rows, positions, tables, keys, values, blockSize, heads, kvHeads, headDim));
-    backend.attention(new AttentionBatch(q, actual, rows, positions, tables, keys, values, blockSize, heads, kvHeads, headDim));
+    reference.attention(new AttentionBatch(q, expected, rows, positions, tables, keys, values, blockSize, heads, kvHeads, headDim, kvDtype));
+    backend.attention(new AttentionBatch(q, actual, rows, positions, tables, keys, values, blockSize, heads, kvHeads, headDim, kvDtype));
     assertClose(expected, actual, 1e-5, "attention");
+  }
+
+  private static void store(MemorySegment cache, DType dtype, long i, float v) {
+    switch (dtype) {
+      case F32 -> cache.setAtIndex(ValueLayout.JAVA_FLOAT_UNALIGNED, i, v);
+      case F16, BF16 -> cache.setAtIndex(ValueLayout.JAVA_SHORT_UNALIGNED, i, dtype.narrow(v));
+    }
   }
 
   private WeightMatrix matrix(DType dtype, int rows, int cols) {
     MemorySegment data = arena.allocate((long) rows * cols * dtype.bytes());
     for (int i = 0; i < rows * cols; i++) {
       float v = (float) random.nextGaussian();
-      switch (dtype) {
-        case F32 -> data.setAtIndex(ValueLayout.JAVA_FLOAT_UNALIGNED, i, v);
-        case F16 -> data.setAtIndex(ValueLayout.JAVA_SHORT_UNALIGNED, i, Float.floatToFloat16(v));
-        case BF16 -> data.setAtIndex(ValueLayout.JAVA_SHORT_UNALIGNED, i, SafetensorsWriter.toBf16(v));
-      }
+      store(data, dtype, i, v);
     }
     return new WeightMatrix("w", dtype, rows, cols, data);
   }

@@ -178,6 +178,7 @@ public final class PrefillCalls implements PrefillEndpoint {
       if (!layoutSent) {
         layoutSent = true;
         var layout = KvLayout.newBuilder().setBlockBytes(transfer.handoff().blockBytes())
+            .setKvCacheDtype(transfer.handoff().kvCacheDtype())
             .setTransferBackend(via.backend());
         for (int l = 0; l < transfer.handoff().layers(); l++) {
           layout.addLayerKeys(WorkerKvTransfer.toProto(via.keys(l)));

@@ -136,6 +136,12 @@ public final class Disaggregation implements AutoCloseable {
       WorkerClient decode = joined.isPrefillOnly() ? other : joined;
       WorkerClient prefill = joined.isPrefillOnly() ? joined : other;
       String key = decode.workerId().value() + "->" + prefill.workerId().value();
+      if (!sameKvLayout(decode, prefill)) {
+        log.error("KV link {}: the decode worker stores KV in {}, the prefill worker in {}; refusing to pair them, requests will"
+                + " not be split across it (start both with the same --kv-cache-dtype)",
+            key, decode.description().kvCacheDtype(), prefill.description().kvCacheDtype());
+        continue;
+      }
       List<String> common = new ArrayList<>();
       for (String backend : decode.description().kvTransferBackends()) {
         if (prefill.description().endpoint(backend) != null) {
@@ -150,6 +156,11 @@ public final class Disaggregation implements AutoCloseable {
       // One backend at a time: probes at once would share the link and each measure part of it.
       probes.computeIfAbsent(key, k -> probeInTurn(key, decode, prefill, common, 0));
     }
+  }
+
+  /** Whether {@code decode} can read {@code prefill}'s blocks as its own: the same KV cache dtype. */
+  private static boolean sameKvLayout(WorkerClient decode, WorkerClient prefill) {
+    return decode.description().kvCacheDtype().equals(prefill.description().kvCacheDtype());
   }
 
   private CompletableFuture<Void> probeInTurn(String key, WorkerClient decode, WorkerClient prefill, List<String> backends, int next) {
@@ -213,7 +224,7 @@ public final class Disaggregation implements AutoCloseable {
     }
     List<WorkerClient> prefillers = new ArrayList<>();
     for (WorkerClient w : pool.routable()) {
-      if (w.isPrefillOnly() && w.movesKv()) {
+      if (w.isPrefillOnly() && w.movesKv() && sameKvLayout(decode, w)) {
         prefillers.add(w);
       }
     }
