@@ -57,7 +57,7 @@ public final class EngineThroughput {
   }
 
   /** Tokens/s over decode-only steps of {@code batch} sequences (prefill excluded); the engine ends idle. */
-  private static double decode(BuiltinEngine engine, int batch, int prompt, int steps) {
+  static double decode(BuiltinEngine engine, int batch, int prompt, int steps) {
     SplittableRandom random = new SplittableRandom(batch);
     for (int i = 0; i < batch; i++) {
       engine.add(request("decode-" + batch + "-" + i, random, prompt, steps + 8));
@@ -82,7 +82,7 @@ public final class EngineThroughput {
   }
 
   /** Prompt tokens/s of one whole-prompt prefill step (best of two, after a short warm-up). */
-  private static double prefill(BuiltinConfig config, int prompt) {
+  static double prefill(BuiltinConfig config, int prompt) {
     try (BuiltinEngine engine = BuiltinEngine.open(config)) {
       SplittableRandom random = new SplittableRandom(prompt);
       engine.add(request("warm-up", random, 64, 1));

@@ -97,24 +97,7 @@ public final class KvPullCost {
           dst[b] = b;
         }
         List<BlockRuns.Run> runs = BlockRuns.of(src, dst, 0);
-        double best = Double.MAX_VALUE;
-        for (int rep = 0; rep < 8; rep++) {
-          long t0 = System.nanoTime();
-          List<CompletableFuture<Void>> reads = new ArrayList<>();
-          for (int l = 0; l < layers; l++) {
-            List<MemoryDescriptor> from = new ArrayList<>();
-            List<MemorySegment> into = new ArrayList<>();
-            for (BlockRuns.Run run : runs) {
-              for (int kv = 0; kv < 2; kv++) {
-                from.add(regions[2 * l + kv].slice(run.from() * blockBytes, run.length() * blockBytes));
-                into.add(local[2 * l + kv].asSlice(run.to() * blockBytes, run.length() * blockBytes));
-              }
-            }
-            reads.add(decode.read(from, into, Duration.ofSeconds(60), null));
-          }
-          CompletableFuture.allOf(reads.toArray(CompletableFuture[]::new)).get(60, TimeUnit.SECONDS);
-          best = Math.min(best, (System.nanoTime() - t0) / 1e9);
-        }
+        double best = bestPullSeconds(decode, regions, local, layers, blockBytes, runs, 8);
         double bytes = (double) kvPerToken * tokens;
         double predicted = link.seconds(bytes);
         System.out.printf(Locale.ROOT, "%-8s %-10s %7d %6d %10.1f %12.2f %12.2f %8.2f%n",
@@ -124,5 +107,33 @@ public final class KvPullCost {
       System.out.printf(Locale.ROOT, "%-8s probe (pull-shaped, %d reads): %.0f µs + bytes at %.2f GB/s%n",
           name, layers, link.fixedSeconds() * 1e6, link.bytesPerSecond() / 1e9);
     }
+  }
+
+  /**
+   * The best of {@code reps} pulls of {@code runs} of blocks from every layer's key and value
+   * {@code regions} into {@code local}, the way a decode worker reads: one read per layer, all
+   * layers in flight.
+   */
+  static double bestPullSeconds(TransferAgent decode, MemoryDescriptor[] regions, MemorySegment[] local, int layers, long blockBytes,
+      List<BlockRuns.Run> runs, int reps) throws Exception {
+    double best = Double.MAX_VALUE;
+    for (int rep = 0; rep < reps; rep++) {
+      long t0 = System.nanoTime();
+      List<CompletableFuture<Void>> reads = new ArrayList<>();
+      for (int l = 0; l < layers; l++) {
+        List<MemoryDescriptor> from = new ArrayList<>();
+        List<MemorySegment> into = new ArrayList<>();
+        for (BlockRuns.Run run : runs) {
+          for (int kv = 0; kv < 2; kv++) {
+            from.add(regions[2 * l + kv].slice(run.from() * blockBytes, run.length() * blockBytes));
+            into.add(local[2 * l + kv].asSlice(run.to() * blockBytes, run.length() * blockBytes));
+          }
+        }
+        reads.add(decode.read(from, into, Duration.ofSeconds(60), null));
+      }
+      CompletableFuture.allOf(reads.toArray(CompletableFuture[]::new)).get(60, TimeUnit.SECONDS);
+      best = Math.min(best, (System.nanoTime() - t0) / 1e9);
+    }
+    return best;
   }
 }

@@ -3,6 +3,8 @@ package dev.tandem.engine.compute;
 import dev.tandem.engine.model.DType;
 import java.lang.foreign.MemorySegment;
 import java.nio.ByteOrder;
+import java.util.ArrayList;
+import java.util.List;
 import jdk.incubator.vector.FloatVector;
 import jdk.incubator.vector.IntVector;
 import jdk.incubator.vector.VectorMask;
@@ -32,6 +34,9 @@ public final class VectorBackend implements ComputeBackend {
   private final ThreadLocal<float[]> scoreScratch = ThreadLocal.withInitial(() -> new float[0]);
   /** One query head and one output head, permuted, for attention over 16-bit KV. */
   private final ThreadLocal<float[]> headScratch = ThreadLocal.withInitial(() -> new float[0]);
+  /** A run of rows' KV head, widened from 16 bits. */
+  private final ThreadLocal<float[]> keyScratch = ThreadLocal.withInitial(() -> new float[0]);
+  private final ThreadLocal<float[]> valueScratch = ThreadLocal.withInitial(() -> new float[0]);
 
   public VectorBackend(int threads) {
     this.runner = new ParallelRunner(threads);
@@ -431,18 +436,160 @@ public final class VectorBackend implements ComputeBackend {
   @Override
   public void attention(AttentionBatch b) {
     int heads = b.numHeads();
-    // Short contexts are not worth a hand-off: aim for ~16K multiply-adds per chunk.
-    long work = 0;
-    for (int t = 0; t < b.rows(); t++) {
-      work += (long) (b.positions()[t] + 1) * b.headDim() * 2 * heads;
+    int rows = b.rows();
+    // Under a prefill chunk, rows of one sequence read the same entries: each run of up to
+    // WIDEN_ROWS of them gathers its KV head's entries out of the blocks into contiguous f32
+    // (widening 16-bit ones) once, and attends over those.
+    boolean[] widened = null;
+    if (rows >= WIDEN_MIN_ROWS) {
+      List<int[]> runs = new ArrayList<>();
+      for (int t = 0; t < rows; ) {
+        int end = t + 1;
+        while (end < rows && end - t < WIDEN_ROWS && b.blockTables()[end] == b.blockTables()[t]) {
+          end++;
+        }
+        if (end - t >= WIDEN_MIN_ROWS) {
+          runs.add(new int[] {t, end});
+          widened = widened == null ? new boolean[rows] : widened;
+          java.util.Arrays.fill(widened, t, end, true);
+        }
+        t = end;
+      }
+      int kvHeads = b.numKvHeads();
+      runner.forRange(runs.size() * kvHeads, 1, (from, to) -> {
+        for (int job = from; job < to; job++) {
+          int[] run = runs.get(job / kvHeads);
+          attendWidened(b, run[0], run[1], job % kvHeads);
+        }
+      });
     }
-    int jobs = b.rows() * heads;
+    // The other rows (decode steps): one job per row and query head. Short
+    // contexts are not worth a hand-off: aim for ~16K multiply-adds per chunk.
+    int[] left = new int[rows];
+    int n = 0;
+    long work = 0;
+    for (int t = 0; t < rows; t++) {
+      if (widened == null || !widened[t]) {
+        left[n++] = t;
+        work += (long) (b.positions()[t] + 1) * b.headDim() * 2 * heads;
+      }
+    }
+    int jobs = n * heads;
+    if (jobs == 0) {
+      return;
+    }
     int grain = (int) Math.max(1, Math.min(jobs, 16_384L * jobs / Math.max(1, work)));
     runner.forRange(jobs, grain, (from, to) -> {
       for (int job = from; job < to; job++) {
-        attendOne(b, job / heads, job % heads);
+        attendOne(b, left[job / heads], job % heads);
       }
     });
+  }
+
+  /** Rows of one sequence that gather their KV together, at most and at least. */
+  private static final int WIDEN_ROWS = 64;
+  private static final int WIDEN_MIN_ROWS = 4;
+
+  /**
+   * Rows {@code [from, to)} (one sequence) and every query head reading KV head {@code g}: that
+   * head's keys and values up to the run's last position gathered as f32 (16-bit ones widened, in
+   * the permuted order, and the query heads permuted to match) once, then each row and head attends
+   * over them.
+   */
+  private void attendWidened(AttentionBatch b, int from, int to, int g) {
+    int headDim = b.headDim();
+    int group = b.numHeads() / b.numKvHeads();
+    int len = 0;
+    for (int t = from; t < to; t++) {
+      len = Math.max(len, b.positions()[t] + 1);
+    }
+    float[] k = scratch(keyScratch, len * headDim);
+    float[] v = scratch(valueScratch, len * headDim);
+    boolean halves = b.kvDtype() != DType.F32;
+    boolean bf16 = b.kvDtype() == DType.BF16;
+    for (int p = 0; p < len; p++) {
+      long off = b.cacheOffset(from, p, g);
+      if (halves) {
+        widenHead(b, b.keys(), off, bf16, k, p * headDim);
+        widenHead(b, b.values(), off, bf16, v, p * headDim);
+      } else {
+        MemorySegment.copy(b.keys(), java.lang.foreign.ValueLayout.JAVA_FLOAT_UNALIGNED, off, k, p * headDim, headDim);
+        MemorySegment.copy(b.values(), java.lang.foreign.ValueLayout.JAVA_FLOAT_UNALIGNED, off, v, p * headDim, headDim);
+      }
+    }
+    float[] head = scratch(headScratch, 2 * headDim);
+    float[] scores = scratch(scoreScratch, len);
+    float scale = (float) (1.0 / Math.sqrt(headDim));
+    for (int t = from; t < to; t++) {
+      int visible = b.positions()[t] + 1;
+      for (int h = g * group; h < (g + 1) * group; h++) {
+        int qBase = (t * b.numHeads() + h) * headDim;
+        if (halves) {
+          permuteEvenOdd(b.q(), qBase, head, 0, headDim);
+        } else {
+          System.arraycopy(b.q(), qBase, head, 0, headDim);
+        }
+        float max = Float.NEGATIVE_INFINITY;
+        for (int p = 0; p < visible; p++) {
+          float s = dot(head, 0, k, p * headDim, headDim) * scale;
+          scores[p] = s;
+          max = Math.max(max, s);
+        }
+        float sum = 0;
+        for (int p = 0; p < visible; p++) {
+          float e = (float) Math.exp(scores[p] - max);
+          scores[p] = e;
+          sum += e;
+        }
+        float inv = 1f / sum;
+        java.util.Arrays.fill(head, headDim, 2 * headDim, 0f);
+        for (int p = 0; p < visible; p++) {
+          axpy(scores[p] * inv, v, p * headDim, head, headDim, headDim);
+        }
+        if (halves) {
+          unpermuteEvenOdd(head, headDim, b.out(), qBase, headDim);
+        } else {
+          System.arraycopy(head, headDim, b.out(), qBase, headDim);
+        }
+      }
+    }
+  }
+
+  private static float[] scratch(ThreadLocal<float[]> scratch, int n) {
+    float[] a = scratch.get();
+    if (a.length < n) {
+      a = new float[Math.max(n, a.length * 2)];
+      scratch.set(a);
+    }
+    return a;
+  }
+
+  /** One 16-bit head vector at byte {@code off} of {@code cache} as f32 into {@code out[at]}, permuted per 2L block. */
+  private static void widenHead(AttentionBatch b, MemorySegment cache, long off, boolean bf16, float[] out, int at) {
+    int headDim = b.headDim();
+    int upper = (headDim / (2 * L)) * 2 * L;
+    int i = 0;
+    for (; i < upper; i += 2 * L) {
+      IntVector pair = IntVector.fromMemorySegment(I, cache, off + i * 2L, LE);
+      evenHalves(pair, bf16).intoArray(out, at + i);
+      oddHalves(pair, bf16).intoArray(out, at + i + L);
+    }
+    for (; i < headDim; i++) {
+      out[at + i] = b.entry(cache, off, i);
+    }
+  }
+
+  /** {@code y[yOff, yOff + n) += a · x[xOff, xOff + n)}. */
+  private static void axpy(float a, float[] x, int xOff, float[] y, int yOff, int n) {
+    FloatVector va = FloatVector.broadcast(F, a);
+    int upper = F.loopBound(n);
+    int i = 0;
+    for (; i < upper; i += L) {
+      FloatVector.fromArray(F, x, xOff + i).fma(va, FloatVector.fromArray(F, y, yOff + i)).intoArray(y, yOff + i);
+    }
+    for (; i < n; i++) {
+      y[yOff + i] += a * x[xOff + i];
+    }
   }
 
   private void attendOne(AttentionBatch b, int t, int h) {
@@ -452,11 +599,7 @@ public final class VectorBackend implements ComputeBackend {
     int len = b.positions()[t] + 1;
     float scale = (float) (1.0 / Math.sqrt(headDim));
     int qBase = (t * b.numHeads() + h) * headDim;
-    float[] scores = scoreScratch.get();
-    if (scores.length < len) {
-      scores = new float[Math.max(len, scores.length * 2)];
-      scoreScratch.set(scores);
-    }
+    float[] scores = scratch(scoreScratch, len);
     boolean halves = b.kvDtype() != DType.F32;
     // 16-bit entries are read as ints, two a time, like 16-bit weights: the query head is permuted
     // to match (even elements, then odd, per 2L block) and the output accumulates permuted.
@@ -465,11 +608,7 @@ public final class VectorBackend implements ComputeBackend {
     float[] acc = b.out();
     int accOff = qBase;
     if (halves) {
-      float[] scratch = headScratch.get();
-      if (scratch.length < 2 * headDim) {
-        scratch = new float[2 * headDim];
-        headScratch.set(scratch);
-      }
+      float[] scratch = scratch(headScratch, 2 * headDim);
       permuteEvenOdd(b.q(), qBase, scratch, 0, headDim);
       q = scratch;
       qOff = 0;
