@@ -24,7 +24,7 @@ done
 java=("$JAVA_HOME/bin/java" --add-modules jdk.incubator.vector --enable-native-access=ALL-UNNAMED --sun-misc-unsafe-memory-access=allow)
 cp="cli/target/tandem-cli-0.1.0-SNAPSHOT.jar:cli/target/lib/*"
 export UCX_NET_DEVICES="${UCX_NET_DEVICES:-lo}"
-bench() { "${java[@]}" -cp "$cp" dev.tandem.bench.KvCacheDtypes "$@" 2>&1 | grep -v -e ' INFO ' -e '^WARNING'; }
+bench() { "${java[@]}" -Dtandem.chart="$out/kv-dtype-transfer.png" -cp "$cp" dev.tandem.bench.KvCacheDtypes "$@" 2>&1 | grep -v -e ' INFO ' -e '^WARNING'; }
 echo "== capacity and transfer (qwen3-0.6b)" | tee "$out/kv-dtypes.txt"
 bench "$cache/qwen3-0.6b" "$(nproc)" 4096 capacity,transfer | tee -a "$out/kv-dtypes.txt"
 # One dtype per JVM (kernels compile for the dtype they see), interleaved over ROUNDS rounds.

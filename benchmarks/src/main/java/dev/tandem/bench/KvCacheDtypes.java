@@ -27,7 +27,7 @@ import java.util.Locale;
  *
  * <p>The engine section's kernels compile for the dtype they first see and recompile when another
  * comes: for figures a worker would see, run it with one dtype per JVM (the script does, in
- * interleaved rounds).
+ * interleaved rounds). With {@code -Dtandem.chart=FILE.png} the transfer section is also drawn.
  */
 public final class KvCacheDtypes {
   private static final int BLOCK = 16;
@@ -74,21 +74,35 @@ public final class KvCacheDtypes {
   private static void transfer(ModelConfig model, int tokens) throws Exception {
     System.out.printf(Locale.ROOT, "%n[transfer] a %d-token prompt's KV, best of 8 pulls (contiguous blocks, one read per layer, all layers in flight)%n", tokens);
     System.out.printf(Locale.ROOT, "%-8s %-6s %10s %12s %10s %8s%n", "backend", "kv", "MB", "pull ms", "GB/s", "vs f32");
+    java.util.Map<DType, List<Double>> millis = new java.util.EnumMap<>(DType.class);
+    List<String> backends = new java.util.ArrayList<>();
     for (TransferBackendProvider provider : TransferBackends.all()) {
       if (!provider.isAvailable()) {
         System.out.println(provider.name() + ": " + provider.unavailableReason());
         continue;
       }
       double f32Seconds = 0;
+      backends.add(provider.name());
       for (DType kv : ALL) {
         double s = pull(provider, model, kv, tokens);
+        millis.computeIfAbsent(kv, k -> new java.util.ArrayList<>()).add(s * 1e3);
         f32Seconds = kv == DType.F32 ? s : f32Seconds;
         double bytes = (double) model.kvBytesPerToken(kv) * tokens;
         System.out.printf(Locale.ROOT, "%-8s %-6s %10.1f %12.2f %10.2f %7.2f×%n",
             provider.name(), kv.shortName(), bytes / 1e6, s * 1e3, bytes / s / 1e9, s / f32Seconds);
       }
     }
-
+    String chart = System.getProperty("tandem.chart");
+    if (chart != null && !backends.isEmpty()) {
+      org.knowm.xchart.CategoryChart c = new org.knowm.xchart.CategoryChartBuilder().width(900).height(500)
+          .title(String.format(Locale.ROOT, "Pulling a %d-token prompt's KV (%d layers): ms, lower is better", tokens, model.numLayers()))
+          .xAxisTitle("transfer backend").yAxisTitle("ms (best of 8)").build();
+      for (DType kv : ALL) {
+        c.addSeries(kv.shortName() + (kv == DType.F32 ? " (before)" : ""), backends, millis.get(kv));
+      }
+      org.knowm.xchart.BitmapEncoder.saveBitmap(c, chart, org.knowm.xchart.BitmapEncoder.BitmapFormat.PNG);
+      System.out.println("chart: " + chart);
+    }
   }
 
   private static void engine(Path dir, int threads, int tokens, DType[] dtypes) {

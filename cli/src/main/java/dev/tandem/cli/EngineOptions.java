@@ -97,6 +97,7 @@ final class EngineOptions {
 
   /** The builtin engine's settings; resolves (and on first use creates) the default model. */
   BuiltinConfig builtinConfig() {
+    dev.tandem.engine.model.DType kv = kvCacheDtype(); // a bad value fails before any model is made
     Path dir = model != null ? model : DefaultModel.ensure();
     return new BuiltinConfig(
         dir,
@@ -109,7 +110,7 @@ final class EngineOptions {
         maxBatchedTokens != null ? maxBatchedTokens : 512,
         !noChunkedPrefill,
         maxContextLength != null ? maxContextLength : 0,
-        kvCacheDtype());
+        kv);
   }
 
   /** {@code --kv-cache-dtype}: null for auto. */

@@ -158,4 +158,17 @@ class BuiltinServeTest {
     assertEquals(2, code);
     assertTrue(err.toString().contains("no-such-model") && err.toString().contains("does not exist"), err.toString());
   }
+
+  @Test
+  void aKvCacheDtypeTheEngineCannotHonourFailsAtStartupNamingIt() {
+    for (var bad : java.util.List.of(
+        new String[] {"serve", "--kv-cache-dtype", "fp8", "--port", "0"},
+        new String[] {"serve", "--engine", "mocker", "--kv-cache-dtype", "bf16", "--port", "0"})) {
+      StringWriter err = new StringWriter();
+      var cl = Main.commandLine();
+      cl.setErr(new PrintWriter(err));
+      assertEquals(2, cl.execute(bad), String.join(" ", bad));
+      assertTrue(err.toString().contains("--kv-cache-dtype") || err.toString().contains("KV cache dtype 'fp8'"), err.toString());
+    }
+  }
 }

@@ -88,6 +88,22 @@ public final class LinkProbe {
     public double seconds(double bytes) {
       return fixedSeconds + bytes / bytesPerSecond;
     }
+
+    /**
+     * The line through a pull of {@code small} bytes in {@code tSmall} seconds and one of {@code
+     * large} (16× as many) in {@code tLarge}. When the large pull took less than 1.5× the small
+     * one, the two do not make a line (a stall or a retransmission timeout in the small one; a
+     * slope from them read as gigabytes per second on a 16 Mbit/s link): then the large pull's own
+     * average, fixed cost included, with no fixed part — what that pull did take, so a larger one is
+     * not predicted faster.
+     */
+    public static PullCost fit(String backend, long small, double tSmall, long large, double tLarge) {
+      if (tLarge < 1.5 * tSmall) {
+        return new PullCost(backend, 0, large / tLarge);
+      }
+      double bytesPerSecond = (large - small) / (tLarge - tSmall);
+      return new PullCost(backend, Math.max(0, tSmall - small / bytesPerSecond), bytesPerSecond);
+    }
   }
 
   /**
@@ -116,9 +132,7 @@ public final class LinkProbe {
       // At least three large pulls: on a slow, shaped link one lost segment (a TCP retransmission
       // timeout) can halve a single two-second measurement.
       double tLarge = bestPull(reader, region, local, large, reads, Math.max(budgetSeconds, 6.0));
-      double bytesPerSecond = (large - small) / Math.max(tLarge - tSmall, 1e-9);
-      double fixed = Math.max(0, tSmall - small / bytesPerSecond);
-      return new PullCost(reader.backend(), fixed, bytesPerSecond);
+      return PullCost.fit(reader.backend(), small, tSmall, large, tLarge);
     }
   }
 
