@@ -535,13 +535,7 @@ public final class VectorBackend implements ComputeBackend {
           scores[p] = s;
           max = Math.max(max, s);
         }
-        float sum = 0;
-        for (int p = 0; p < visible; p++) {
-          float e = (float) Math.exp(scores[p] - max);
-          scores[p] = e;
-          sum += e;
-        }
-        float inv = 1f / sum;
+        float inv = softmaxWeights(scores, visible, max);
         java.util.Arrays.fill(head, headDim, 2 * headDim, 0f);
         for (int p = 0; p < visible; p++) {
           axpy(scores[p] * inv, v, p * headDim, head, headDim, headDim);
@@ -553,6 +547,17 @@ public final class VectorBackend implements ComputeBackend {
         }
       }
     }
+  }
+
+  /** {@code scores[p] = exp(scores[p] − max)} for {@code p < n}; returns 1 / their sum (softmax = each × it). */
+  private static float softmaxWeights(float[] scores, int n, float max) {
+    float sum = 0;
+    for (int p = 0; p < n; p++) {
+      float e = (float) Math.exp(scores[p] - max);
+      scores[p] = e;
+      sum += e;
+    }
+    return 1f / sum;
   }
 
   private static float[] scratch(ThreadLocal<float[]> scratch, int n) {
@@ -622,14 +627,7 @@ public final class VectorBackend implements ComputeBackend {
       max = Math.max(max, s);
     }
 
-    // Softmax weights.
-    float sum = 0;
-    for (int p = 0; p < len; p++) {
-      float e = (float) Math.exp(scores[p] - max);
-      scores[p] = e;
-      sum += e;
-    }
-    float inv = 1f / sum;
+    float inv = softmaxWeights(scores, len, max);
 
     // Weighted sum of values: straight into the output row (f32 entries) or permuted scratch.
     java.util.Arrays.fill(acc, accOff, accOff + headDim, 0f);
