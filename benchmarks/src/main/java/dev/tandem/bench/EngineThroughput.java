@@ -49,8 +49,12 @@ public final class EngineThroughput {
     engine.close();
     for (int prompt : prompts) {
       double tps = prefill(base.withBatching(1, prompt, false).withMaxContextLength(prompt + 8), prompt);
-      // Matmul FLOPs per token plus attention's (QK and AV over the causal half, on average).
-      double perToken = 2.0 * params + 2.0 * 2 * config.numLayers() * config.qDim() * (prompt / 2.0);
+      // The layers' matmul FLOPs per token, the LM head's once per prompt (a prefill computes the
+      // logits of its last position only), and attention's (QK and AV over the causal half, on
+      // average). Runs before 2026-12-02 counted the LM head for every prompt token.
+      long lmHead = (long) config.vocabSize() * config.hiddenSize();
+      double perToken = 2.0 * (params - lmHead) + 2.0 * lmHead / prompt
+          + 2.0 * 2 * config.numLayers() * config.qDim() * (prompt / 2.0);
       System.out.printf(Locale.ROOT, "prefill %5d tokens: %8.1f tokens/s = %.1f GFLOP/s = %.0f%% of peak%n",
           prompt, tps, tps * perToken / 1e9, 100 * tps * perToken / flops);
     }

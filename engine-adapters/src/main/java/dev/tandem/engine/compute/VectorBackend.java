@@ -37,6 +37,7 @@ public final class VectorBackend implements ComputeBackend {
   /** A run of rows' KV head, widened from 16 bits. */
   private final ThreadLocal<float[]> keyScratch = ThreadLocal.withInitial(() -> new float[0]);
   private final ThreadLocal<float[]> valueScratch = ThreadLocal.withInitial(() -> new float[0]);
+  private final ThreadLocal<float[]> keyTScratch = ThreadLocal.withInitial(() -> new float[0]);
 
   public VectorBackend(int threads) {
     this.runner = new ParallelRunner(threads);
@@ -517,8 +518,19 @@ public final class VectorBackend implements ComputeBackend {
         MemorySegment.copy(b.values(), java.lang.foreign.ValueLayout.JAVA_FLOAT_UNALIGNED, off, v, p * headDim, headDim);
       }
     }
+    // Keys transposed, [element][position] with a stride of whole vectors: a query's scores for L
+    // positions at a time are FMAs of broadcast query elements, no reduction per position.
+    int stride = (len + L - 1) / L * L;
+    float[] kT = scratch(keyTScratch, headDim * stride);
+    for (int i = 0; i < headDim; i++) {
+      int row = i * stride;
+      for (int p = 0; p < len; p++) {
+        kT[row + p] = k[p * headDim + i];
+      }
+      java.util.Arrays.fill(kT, row + len, row + stride, 0f);
+    }
     float[] head = scratch(headScratch, 2 * headDim);
-    float[] scores = scratch(scoreScratch, len);
+    float[] scores = scratch(scoreScratch, stride);
     float scale = (float) (1.0 / Math.sqrt(headDim));
     for (int t = from; t < to; t++) {
       int visible = b.positions()[t] + 1;
@@ -529,17 +541,13 @@ public final class VectorBackend implements ComputeBackend {
         } else {
           System.arraycopy(b.q(), qBase, head, 0, headDim);
         }
+        transposedScores(head, kT, stride, headDim, visible, scale, scores);
         float max = Float.NEGATIVE_INFINITY;
         for (int p = 0; p < visible; p++) {
-          float s = dot(head, 0, k, p * headDim, headDim) * scale;
-          scores[p] = s;
-          max = Math.max(max, s);
+          max = Math.max(max, scores[p]);
         }
         float inv = softmaxWeights(scores, visible, max);
-        java.util.Arrays.fill(head, headDim, 2 * headDim, 0f);
-        for (int p = 0; p < visible; p++) {
-          axpy(scores[p] * inv, v, p * headDim, head, headDim, headDim);
-        }
+        weightedSum(scores, visible, inv, v, headDim, head, headDim);
         if (halves) {
           unpermuteEvenOdd(head, headDim, b.out(), qBase, headDim);
         } else {
@@ -549,10 +557,51 @@ public final class VectorBackend implements ComputeBackend {
     }
   }
 
+  /**
+   * {@code scores[p] = scale · q · k_p} for every {@code p} below {@code visible} rounded up to a
+   * whole vector, from keys transposed into {@code kT} ({@code kT[i · stride + p]}); four vectors
+   * of positions at a time share each broadcast query element.
+   */
+  private static void transposedScores(float[] q, float[] kT, int stride, int headDim, int visible, float scale, float[] scores) {
+    int blocks = (visible + L - 1) / L * L;
+    int p = 0;
+    for (; p + 4 * L <= blocks; p += 4 * L) {
+      FloatVector a0 = FloatVector.zero(F), a1 = FloatVector.zero(F), a2 = FloatVector.zero(F), a3 = FloatVector.zero(F);
+      for (int i = 0; i < headDim; i++) {
+        FloatVector qi = FloatVector.broadcast(F, q[i]);
+        int row = i * stride + p;
+        a0 = FloatVector.fromArray(F, kT, row).fma(qi, a0);
+        a1 = FloatVector.fromArray(F, kT, row + L).fma(qi, a1);
+        a2 = FloatVector.fromArray(F, kT, row + 2 * L).fma(qi, a2);
+        a3 = FloatVector.fromArray(F, kT, row + 3 * L).fma(qi, a3);
+      }
+      a0.mul(scale).intoArray(scores, p);
+      a1.mul(scale).intoArray(scores, p + L);
+      a2.mul(scale).intoArray(scores, p + 2 * L);
+      a3.mul(scale).intoArray(scores, p + 3 * L);
+    }
+    for (; p < blocks; p += L) {
+      FloatVector a = FloatVector.zero(F);
+      for (int i = 0; i < headDim; i++) {
+        a = FloatVector.fromArray(F, kT, i * stride + p).fma(FloatVector.broadcast(F, q[i]), a);
+      }
+      a.mul(scale).intoArray(scores, p);
+    }
+  }
+
   /** {@code scores[p] = exp(scores[p] − max)} for {@code p < n}; returns 1 / their sum (softmax = each × it). */
   private static float softmaxWeights(float[] scores, int n, float max) {
-    float sum = 0;
-    for (int p = 0; p < n; p++) {
+    FloatVector top = FloatVector.broadcast(F, max);
+    FloatVector sums = FloatVector.zero(F);
+    int upper = F.loopBound(n);
+    int p = 0;
+    for (; p < upper; p += L) {
+      FloatVector e = FloatVector.fromArray(F, scores, p).sub(top).lanewise(VectorOperators.EXP);
+      e.intoArray(scores, p);
+      sums = sums.add(e);
+    }
+    float sum = sums.reduceLanes(VectorOperators.ADD);
+    for (; p < n; p++) {
       float e = (float) Math.exp(scores[p] - max);
       scores[p] = e;
       sum += e;
@@ -581,6 +630,34 @@ public final class VectorBackend implements ComputeBackend {
     }
     for (; i < headDim; i++) {
       out[at + i] = b.entry(cache, off, i);
+    }
+  }
+
+  /**
+   * {@code out[outOff + i] = inv · Σ_p w[p] · v[p · headDim + i]} for {@code p < n}: per 4L
+   * elements of the head, four accumulators stay in registers over every position.
+   */
+  private static void weightedSum(float[] w, int n, float inv, float[] v, int headDim, float[] out, int outOff) {
+    int c = 0;
+    for (; c + 4 * L <= headDim; c += 4 * L) {
+      FloatVector a0 = FloatVector.zero(F), a1 = FloatVector.zero(F), a2 = FloatVector.zero(F), a3 = FloatVector.zero(F);
+      for (int p = 0, row = c; p < n; p++, row += headDim) {
+        FloatVector wp = FloatVector.broadcast(F, w[p]);
+        a0 = FloatVector.fromArray(F, v, row).fma(wp, a0);
+        a1 = FloatVector.fromArray(F, v, row + L).fma(wp, a1);
+        a2 = FloatVector.fromArray(F, v, row + 2 * L).fma(wp, a2);
+        a3 = FloatVector.fromArray(F, v, row + 3 * L).fma(wp, a3);
+      }
+      a0.mul(inv).intoArray(out, outOff + c);
+      a1.mul(inv).intoArray(out, outOff + c + L);
+      a2.mul(inv).intoArray(out, outOff + c + 2 * L);
+      a3.mul(inv).intoArray(out, outOff + c + 3 * L);
+    }
+    if (c < headDim) { // the rest of a head that is not a multiple of 4L
+      java.util.Arrays.fill(out, outOff + c, outOff + headDim, 0f);
+      for (int p = 0; p < n; p++) {
+        axpy(w[p] * inv, v, p * headDim + c, out, outOff + c, headDim - c);
+      }
     }
   }
 
