@@ -529,79 +529,141 @@ public final class VectorBackend implements ComputeBackend {
       }
       java.util.Arrays.fill(kT, row + len, row + stride, 0f);
     }
-    float[] head = scratch(headScratch, 2 * headDim);
-    float[] scores = scratch(scoreScratch, stride);
+    // Two rows at a time (the last alone, as a pair with itself): every key and value loaded feeds
+    // both. head: [query A | output A | query B | output B]; scores: [A | B].
+    float[] head = scratch(headScratch, 4 * headDim);
+    float[] scores = scratch(scoreScratch, 2 * stride);
     float scale = (float) (1.0 / Math.sqrt(headDim));
-    for (int t = from; t < to; t++) {
-      int visible = b.positions()[t] + 1;
-      for (int h = g * group; h < (g + 1) * group; h++) {
-        int qBase = (t * b.numHeads() + h) * headDim;
+    for (int h = g * group; h < (g + 1) * group; h++) {
+      for (int t = from; t < to; t += 2) {
+        int u = Math.min(t + 1, to - 1);
+        int visibleA = b.positions()[t] + 1;
+        int visibleB = b.positions()[u] + 1;
+        int n = Math.max(visibleA, visibleB);
+        int qA = (t * b.numHeads() + h) * headDim;
+        int qB = (u * b.numHeads() + h) * headDim;
         if (halves) {
-          permuteEvenOdd(b.q(), qBase, head, 0, headDim);
+          permuteEvenOdd(b.q(), qA, head, 0, headDim);
+          permuteEvenOdd(b.q(), qB, head, 2 * headDim, headDim);
         } else {
-          System.arraycopy(b.q(), qBase, head, 0, headDim);
+          System.arraycopy(b.q(), qA, head, 0, headDim);
+          System.arraycopy(b.q(), qB, head, 2 * headDim, headDim);
         }
-        transposedScores(head, kT, stride, headDim, visible, scale, scores);
-        float max = Float.NEGATIVE_INFINITY;
-        for (int p = 0; p < visible; p++) {
-          max = Math.max(max, scores[p]);
-        }
-        float inv = softmaxWeights(scores, visible, max);
-        weightedSum(scores, visible, inv, v, headDim, head, headDim);
+        transposedScores(head, headDim, kT, stride, n, scale, scores);
+        float invA = softmaxWeights(scores, 0, visibleA);
+        float invB = softmaxWeights(scores, stride, visibleB);
+        java.util.Arrays.fill(scores, visibleA, n, 0f); // the shorter row sees fewer positions
+        java.util.Arrays.fill(scores, stride + visibleB, stride + n, 0f);
+        weightedSum(scores, stride, n, invA, invB, v, headDim, head);
         if (halves) {
-          unpermuteEvenOdd(head, headDim, b.out(), qBase, headDim);
+          unpermuteEvenOdd(head, headDim, b.out(), qA, headDim);
+          unpermuteEvenOdd(head, 3 * headDim, b.out(), qB, headDim);
         } else {
-          System.arraycopy(head, headDim, b.out(), qBase, headDim);
+          System.arraycopy(head, headDim, b.out(), qA, headDim);
+          System.arraycopy(head, 3 * headDim, b.out(), qB, headDim);
         }
       }
     }
   }
 
   /**
-   * {@code scores[p] = scale · q · k_p} for every {@code p} below {@code visible} rounded up to a
-   * whole vector, from keys transposed into {@code kT} ({@code kT[i · stride + p]}); four vectors
-   * of positions at a time share each broadcast query element.
+   * Scores of two queries ({@code q[0, headDim)} and {@code q[2·headDim, 3·headDim)}) against keys
+   * transposed into {@code kT} ({@code kT[i · stride + p]}), for every {@code p} below {@code n}
+   * rounded up to a whole vector: {@code scores[p]} and {@code scores[stride + p]} = scale · q · k_p.
+   * Two vectors of positions at a time: each key vector loaded and each broadcast query element
+   * feed two FMAs.
    */
-  private static void transposedScores(float[] q, float[] kT, int stride, int headDim, int visible, float scale, float[] scores) {
-    int blocks = (visible + L - 1) / L * L;
+  private static void transposedScores(float[] q, int headDim, float[] kT, int stride, int n, float scale, float[] scores) {
+    int blocks = (n + L - 1) / L * L;
+    int qb = 2 * headDim;
     int p = 0;
-    for (; p + 4 * L <= blocks; p += 4 * L) {
-      FloatVector a0 = FloatVector.zero(F), a1 = FloatVector.zero(F), a2 = FloatVector.zero(F), a3 = FloatVector.zero(F);
+    for (; p + 2 * L <= blocks; p += 2 * L) {
+      FloatVector a0 = FloatVector.zero(F), a1 = FloatVector.zero(F), b0 = FloatVector.zero(F), b1 = FloatVector.zero(F);
       for (int i = 0; i < headDim; i++) {
-        FloatVector qi = FloatVector.broadcast(F, q[i]);
+        FloatVector qa = FloatVector.broadcast(F, q[i]);
+        FloatVector qbi = FloatVector.broadcast(F, q[qb + i]);
         int row = i * stride + p;
-        a0 = FloatVector.fromArray(F, kT, row).fma(qi, a0);
-        a1 = FloatVector.fromArray(F, kT, row + L).fma(qi, a1);
-        a2 = FloatVector.fromArray(F, kT, row + 2 * L).fma(qi, a2);
-        a3 = FloatVector.fromArray(F, kT, row + 3 * L).fma(qi, a3);
+        FloatVector k0 = FloatVector.fromArray(F, kT, row);
+        FloatVector k1 = FloatVector.fromArray(F, kT, row + L);
+        a0 = k0.fma(qa, a0);
+        a1 = k1.fma(qa, a1);
+        b0 = k0.fma(qbi, b0);
+        b1 = k1.fma(qbi, b1);
       }
       a0.mul(scale).intoArray(scores, p);
       a1.mul(scale).intoArray(scores, p + L);
-      a2.mul(scale).intoArray(scores, p + 2 * L);
-      a3.mul(scale).intoArray(scores, p + 3 * L);
+      b0.mul(scale).intoArray(scores, stride + p);
+      b1.mul(scale).intoArray(scores, stride + p + L);
     }
     for (; p < blocks; p += L) {
-      FloatVector a = FloatVector.zero(F);
+      FloatVector a = FloatVector.zero(F), c = FloatVector.zero(F);
       for (int i = 0; i < headDim; i++) {
-        a = FloatVector.fromArray(F, kT, i * stride + p).fma(FloatVector.broadcast(F, q[i]), a);
+        FloatVector k = FloatVector.fromArray(F, kT, i * stride + p);
+        a = k.fma(FloatVector.broadcast(F, q[i]), a);
+        c = k.fma(FloatVector.broadcast(F, q[qb + i]), c);
       }
       a.mul(scale).intoArray(scores, p);
+      c.mul(scale).intoArray(scores, stride + p);
     }
   }
 
-  /** {@code scores[p] = exp(scores[p] − max)} for {@code p < n}; returns 1 / their sum (softmax = each × it). */
-  private static float softmaxWeights(float[] scores, int n, float max) {
+  /**
+   * The two rows' outputs: {@code head[headDim + i] = invA · Σ_p wA[p] · v[p · headDim + i]} with
+   * {@code wA = scores[0, n)}, and the same for B ({@code scores[stride, stride + n)}, into
+   * {@code head[3·headDim + i]}). Per 2L elements of the head, four accumulators stay in
+   * registers over every position and each value vector loaded feeds both rows.
+   */
+  private static void weightedSum(float[] scores, int stride, int n, float invA, float invB, float[] v, int headDim, float[] head) {
+    int outA = headDim;
+    int outB = 3 * headDim;
+    int c = 0;
+    for (; c + 2 * L <= headDim; c += 2 * L) {
+      FloatVector a0 = FloatVector.zero(F), a1 = FloatVector.zero(F), b0 = FloatVector.zero(F), b1 = FloatVector.zero(F);
+      for (int p = 0, row = c; p < n; p++, row += headDim) {
+        FloatVector wa = FloatVector.broadcast(F, scores[p]);
+        FloatVector wb = FloatVector.broadcast(F, scores[stride + p]);
+        FloatVector v0 = FloatVector.fromArray(F, v, row);
+        FloatVector v1 = FloatVector.fromArray(F, v, row + L);
+        a0 = v0.fma(wa, a0);
+        a1 = v1.fma(wa, a1);
+        b0 = v0.fma(wb, b0);
+        b1 = v1.fma(wb, b1);
+      }
+      a0.mul(invA).intoArray(head, outA + c);
+      a1.mul(invA).intoArray(head, outA + c + L);
+      b0.mul(invB).intoArray(head, outB + c);
+      b1.mul(invB).intoArray(head, outB + c + L);
+    }
+    if (c < headDim) { // the rest of a head that is not a multiple of 2L
+      java.util.Arrays.fill(head, outA + c, outA + headDim, 0f);
+      java.util.Arrays.fill(head, outB + c, outB + headDim, 0f);
+      for (int p = 0; p < n; p++) {
+        axpy(scores[p] * invA, v, p * headDim + c, head, outA + c, headDim - c);
+        axpy(scores[stride + p] * invB, v, p * headDim + c, head, outB + c, headDim - c);
+      }
+    }
+  }
+
+  /**
+   * {@code scores[from + p] = exp(scores[from + p] − max)} for {@code p < n}, max being theirs;
+   * returns 1 / their sum (softmax = each × it).
+   */
+  private static float softmaxWeights(float[] scores, int from, int n) {
+    float max = Float.NEGATIVE_INFINITY;
+    for (int p = from; p < from + n; p++) {
+      max = Math.max(max, scores[p]);
+    }
     FloatVector top = FloatVector.broadcast(F, max);
     FloatVector sums = FloatVector.zero(F);
-    int upper = F.loopBound(n);
-    int p = 0;
+    int upper = from + F.loopBound(n);
+    int p = from;
     for (; p < upper; p += L) {
       FloatVector e = FloatVector.fromArray(F, scores, p).sub(top).lanewise(VectorOperators.EXP);
       e.intoArray(scores, p);
       sums = sums.add(e);
     }
     float sum = sums.reduceLanes(VectorOperators.ADD);
-    for (; p < n; p++) {
+    for (; p < from + n; p++) {
       float e = (float) Math.exp(scores[p] - max);
       scores[p] = e;
       sum += e;
@@ -630,34 +692,6 @@ public final class VectorBackend implements ComputeBackend {
     }
     for (; i < headDim; i++) {
       out[at + i] = b.entry(cache, off, i);
-    }
-  }
-
-  /**
-   * {@code out[outOff + i] = inv · Σ_p w[p] · v[p · headDim + i]} for {@code p < n}: per 4L
-   * elements of the head, four accumulators stay in registers over every position.
-   */
-  private static void weightedSum(float[] w, int n, float inv, float[] v, int headDim, float[] out, int outOff) {
-    int c = 0;
-    for (; c + 4 * L <= headDim; c += 4 * L) {
-      FloatVector a0 = FloatVector.zero(F), a1 = FloatVector.zero(F), a2 = FloatVector.zero(F), a3 = FloatVector.zero(F);
-      for (int p = 0, row = c; p < n; p++, row += headDim) {
-        FloatVector wp = FloatVector.broadcast(F, w[p]);
-        a0 = FloatVector.fromArray(F, v, row).fma(wp, a0);
-        a1 = FloatVector.fromArray(F, v, row + L).fma(wp, a1);
-        a2 = FloatVector.fromArray(F, v, row + 2 * L).fma(wp, a2);
-        a3 = FloatVector.fromArray(F, v, row + 3 * L).fma(wp, a3);
-      }
-      a0.mul(inv).intoArray(out, outOff + c);
-      a1.mul(inv).intoArray(out, outOff + c + L);
-      a2.mul(inv).intoArray(out, outOff + c + 2 * L);
-      a3.mul(inv).intoArray(out, outOff + c + 3 * L);
-    }
-    if (c < headDim) { // the rest of a head that is not a multiple of 4L
-      java.util.Arrays.fill(out, outOff + c, outOff + headDim, 0f);
-      for (int p = 0; p < n; p++) {
-        axpy(w[p] * inv, v, p * headDim + c, out, outOff + c, headDim - c);
-      }
     }
   }
 
@@ -697,14 +731,10 @@ public final class VectorBackend implements ComputeBackend {
       acc = scratch;
       accOff = headDim;
     }
-    float max = Float.NEGATIVE_INFINITY;
     for (int p = 0; p < len; p++) {
-      float s = (halves ? dotHalfEntries(q, qOff, b, b.keys(), b.cacheOffset(t, p, g)) : dotEntries(q, qOff, b, b.cacheOffset(t, p, g))) * scale;
-      scores[p] = s;
-      max = Math.max(max, s);
+      scores[p] = (halves ? dotHalfEntries(q, qOff, b, b.keys(), b.cacheOffset(t, p, g)) : dotEntries(q, qOff, b, b.cacheOffset(t, p, g))) * scale;
     }
-
-    float inv = softmaxWeights(scores, len, max);
+    float inv = softmaxWeights(scores, 0, len);
 
     // Weighted sum of values: straight into the output row (f32 entries) or permuted scratch.
     java.util.Arrays.fill(acc, accOff, accOff + headDim, 0f);
