@@ -175,20 +175,26 @@ public final class VectorBackend implements ComputeBackend {
   private static float dotHalves(float[] x, int xBase, WeightMatrix w, MemorySegment data, int r, int cols) {
     long rowByte = (long) r * cols * 2;
     int upper = (cols / (2 * L)) * 2 * L;
-    boolean bf16 = w.dtype() == DType.BF16;
-    FloatVector a0 = FloatVector.zero(F);
-    FloatVector a1 = FloatVector.zero(F);
-    int i = 0;
-    for (; i < upper; i += 2 * L) {
-      IntVector pair = IntVector.fromMemorySegment(I, data, rowByte + i * 2L, LE);
-      a0 = FloatVector.fromArray(F, x, xBase + i).fma(evenHalves(pair, bf16), a0);
-      a1 = FloatVector.fromArray(F, x, xBase + i + L).fma(oddHalves(pair, bf16), a1);
-    }
-    float sum = a0.add(a1).reduceLanes(VectorOperators.ADD);
-    for (; i < cols; i++) {
+    float sum = dotHalfPairs(x, xBase, data, rowByte, upper, w.dtype() == DType.BF16);
+    for (int i = upper; i < cols; i++) {
       sum += x[xBase + i] * w.get(r, i);
     }
     return sum;
+  }
+
+  /**
+   * Permuted {@code x[xOff, xOff + upper)} · the {@code upper} (a multiple of 2L) bf16 or f16
+   * values at byte {@code from} of {@code data}, read two to an int.
+   */
+  private static float dotHalfPairs(float[] x, int xOff, MemorySegment data, long from, int upper, boolean bf16) {
+    FloatVector a0 = FloatVector.zero(F);
+    FloatVector a1 = FloatVector.zero(F);
+    for (int i = 0; i < upper; i += 2 * L) {
+      IntVector pair = IntVector.fromMemorySegment(I, data, from + i * 2L, LE);
+      a0 = FloatVector.fromArray(F, x, xOff + i).fma(evenHalves(pair, bf16), a0);
+      a1 = FloatVector.fromArray(F, x, xOff + i + L).fma(oddHalves(pair, bf16), a1);
+    }
+    return a0.add(a1).reduceLanes(VectorOperators.ADD);
   }
 
   /**
@@ -295,17 +301,22 @@ public final class VectorBackend implements ComputeBackend {
       MemorySegment.copy(data, java.lang.foreign.ValueLayout.JAVA_FLOAT_UNALIGNED, (long) r * cols * 4, row, offset, cols);
       return;
     }
-    boolean bf16 = w.dtype() == DType.BF16;
-    long rowByte = (long) r * cols * 2;
     int upper = (cols / (2 * L)) * 2 * L;
-    int i = 0;
-    for (; i < upper; i += 2 * L) {
-      IntVector pair = IntVector.fromMemorySegment(I, data, rowByte + i * 2L, LE);
-      evenHalves(pair, bf16).intoArray(row, offset + i);
-      oddHalves(pair, bf16).intoArray(row, offset + i + L);
-    }
-    for (; i < cols; i++) {
+    widenHalfPairs(data, (long) r * cols * 2, upper, w.dtype() == DType.BF16, row, offset);
+    for (int i = upper; i < cols; i++) {
       row[offset + i] = w.get(r, i);
+    }
+  }
+
+  /**
+   * The {@code upper} (a multiple of 2L) bf16 or f16 values at byte {@code from} of {@code data}
+   * as f32 into {@code out[at, at + upper)}, permuted per 2L block (even elements, then odd).
+   */
+  private static void widenHalfPairs(MemorySegment data, long from, int upper, boolean bf16, float[] out, int at) {
+    for (int i = 0; i < upper; i += 2 * L) {
+      IntVector pair = IntVector.fromMemorySegment(I, data, from + i * 2L, LE);
+      evenHalves(pair, bf16).intoArray(out, at + i);
+      oddHalves(pair, bf16).intoArray(out, at + i + L);
     }
   }
 
@@ -684,13 +695,8 @@ public final class VectorBackend implements ComputeBackend {
   private static void widenHead(AttentionBatch b, MemorySegment cache, long off, boolean bf16, float[] out, int at) {
     int headDim = b.headDim();
     int upper = (headDim / (2 * L)) * 2 * L;
-    int i = 0;
-    for (; i < upper; i += 2 * L) {
-      IntVector pair = IntVector.fromMemorySegment(I, cache, off + i * 2L, LE);
-      evenHalves(pair, bf16).intoArray(out, at + i);
-      oddHalves(pair, bf16).intoArray(out, at + i + L);
-    }
-    for (; i < headDim; i++) {
+    widenHalfPairs(cache, off, upper, bf16, out, at);
+    for (int i = upper; i < headDim; i++) {
       out[at + i] = b.entry(cache, off, i);
     }
   }
@@ -772,18 +778,9 @@ public final class VectorBackend implements ComputeBackend {
   /** Permuted q · one bf16 or f16 head at byte {@code off} of {@code cache}. */
   private static float dotHalfEntries(float[] q, int qOff, AttentionBatch b, MemorySegment cache, long off) {
     int headDim = b.headDim();
-    boolean bf16 = b.kvDtype() == DType.BF16;
     int upper = (headDim / (2 * L)) * 2 * L;
-    FloatVector a0 = FloatVector.zero(F);
-    FloatVector a1 = FloatVector.zero(F);
-    int i = 0;
-    for (; i < upper; i += 2 * L) {
-      IntVector pair = IntVector.fromMemorySegment(I, cache, off + i * 2L, LE);
-      a0 = FloatVector.fromArray(F, q, qOff + i).fma(evenHalves(pair, bf16), a0);
-      a1 = FloatVector.fromArray(F, q, qOff + i + L).fma(oddHalves(pair, bf16), a1);
-    }
-    float s = a0.add(a1).reduceLanes(VectorOperators.ADD);
-    for (; i < headDim; i++) {
+    float s = dotHalfPairs(q, qOff, cache, off, upper, b.kvDtype() == DType.BF16);
+    for (int i = upper; i < headDim; i++) {
       s += q[qOff + i] * b.entry(cache, off, i);
     }
     return s;
