@@ -287,6 +287,9 @@ final class HttpApiHandler extends SimpleChannelInboundHandler<FullHttpRequest> 
       o.put("active_requests", w.load().activeRequests());
       o.put("kv_blocks_used", w.load().kvBlocksUsed());
       o.put("kv_blocks_total", w.load().kvBlocksTotal());
+      if (!w.description().kvCacheDtype().isEmpty()) {
+        o.put("kv_cache_dtype", w.description().kvCacheDtype());
+      }
     }
     var refused = router.refusedWorkers();
     if (!refused.isEmpty()) {
