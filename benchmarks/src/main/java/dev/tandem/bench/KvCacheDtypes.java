@@ -5,12 +5,10 @@ import dev.tandem.engine.builtin.BuiltinEngine;
 import dev.tandem.engine.model.DType;
 import dev.tandem.engine.model.ModelConfig;
 import dev.tandem.transfer.BlockRuns;
-import dev.tandem.transfer.MemoryDescriptor;
 import dev.tandem.transfer.TransferAgent;
 import dev.tandem.transfer.TransferBackendProvider;
 import dev.tandem.transfer.TransferBackends;
 import java.lang.foreign.Arena;
-import java.lang.foreign.MemorySegment;
 import java.nio.file.Path;
 import java.util.List;
 import java.util.Locale;
@@ -131,17 +129,9 @@ public final class KvCacheDtypes {
     try (Arena arena = Arena.ofShared();
         TransferAgent prefill = provider.createAgent("127.0.0.1", 0, null);
         TransferAgent decode = provider.createAgent("127.0.0.1", 0, null)) {
-      MemoryDescriptor[] regions = new MemoryDescriptor[2 * layers];
-      MemorySegment[] local = new MemorySegment[2 * layers];
-      for (int i = 0; i < regions.length; i++) {
-        var memory = prefill.allocate(blocks * blockBytes); // as a worker's KV cache: memory its agent allocated
-        memory.segment().fill((byte) i);
-        regions[i] = memory.descriptor();
-        local[i] = arena.allocate(blocks * blockBytes, 64);
-      }
+      KvPullCost.KvRegions regions = KvPullCost.KvRegions.allocate(prefill, arena, layers, blocks * blockBytes);
       int[] ids = java.util.stream.IntStream.range(0, blocks).toArray();
-      List<BlockRuns.Run> runs = BlockRuns.of(ids, ids, 0);
-      return KvPullCost.bestPullSeconds(decode, regions, local, layers, blockBytes, runs, 8);
+      return KvPullCost.bestPullSeconds(decode, regions, layers, blockBytes, BlockRuns.of(ids, ids, 0), 8);
     }
   }
 }

@@ -71,17 +71,7 @@ public final class KvPullCost {
     try (Arena arena = Arena.ofShared();
         TransferAgent prefill = provider.createAgent("127.0.0.1", 0, tls);
         TransferAgent decode = provider.createAgent("127.0.0.1", 0, tls)) {
-      MemorySegment[] remote = new MemorySegment[2 * layers];
-      MemorySegment[] local = new MemorySegment[2 * layers];
-      MemoryDescriptor[] regions = new MemoryDescriptor[2 * layers];
-      for (int i = 0; i < remote.length; i++) {
-        // As a worker's KV cache: memory its agent allocated.
-        var memory = prefill.allocate(maxBlocks * blockBytes);
-        remote[i] = memory.segment();
-        remote[i].fill((byte) i);
-        local[i] = arena.allocate(maxBlocks * blockBytes, 64);
-        regions[i] = memory.descriptor();
-      }
+      KvRegions kv = KvRegions.allocate(prefill, arena, layers, maxBlocks * blockBytes);
       MemoryDescriptor probeRegion = prefill.allocate(64L << 20).descriptor(); // as a worker's probe region
       // The router's figures, measured as a decode worker measures them.
       LinkProbe.PullCost link = LinkProbe.pullShaped(decode, probeRegion, layers, 0.5);
@@ -97,7 +87,7 @@ public final class KvPullCost {
           dst[b] = b;
         }
         List<BlockRuns.Run> runs = BlockRuns.of(src, dst, 0);
-        double best = bestPullSeconds(decode, regions, local, layers, blockBytes, runs, 8);
+        double best = bestPullSeconds(decode, kv, layers, blockBytes, runs, 8);
         double bytes = (double) kvPerToken * tokens;
         double predicted = link.seconds(bytes);
         System.out.printf(Locale.ROOT, "%-8s %-10s %7d %6d %10.1f %12.2f %12.2f %8.2f%n",
@@ -110,12 +100,32 @@ public final class KvPullCost {
   }
 
   /**
-   * The best of {@code reps} pulls of {@code runs} of blocks from every layer's key and value
-   * {@code regions} into {@code local}, the way a decode worker reads: one read per layer, all
-   * layers in flight.
+   * Every layer's keys and values ({@code 2·l} and {@code 2·l + 1}) as a prefill worker holds them,
+   * in memory its agent allocated, and the decode side's memory to pull them into.
    */
-  static double bestPullSeconds(TransferAgent decode, MemoryDescriptor[] regions, MemorySegment[] local, int layers, long blockBytes,
-      List<BlockRuns.Run> runs, int reps) throws Exception {
+  record KvRegions(MemoryDescriptor[] regions, MemorySegment[] local) {
+    static KvRegions allocate(TransferAgent owner, Arena arena, int layers, long bytes) {
+      MemoryDescriptor[] regions = new MemoryDescriptor[2 * layers];
+      MemorySegment[] local = new MemorySegment[2 * layers];
+      for (int i = 0; i < regions.length; i++) {
+        var memory = owner.allocate(bytes);
+        memory.segment().fill((byte) i);
+        regions[i] = memory.descriptor();
+        local[i] = arena.allocate(bytes, 64);
+      }
+      return new KvRegions(regions, local);
+    }
+  }
+
+  /**
+   * The best of {@code reps} pulls of {@code runs} of blocks from every layer's key and value
+   * regions into the local side, the way a decode worker reads: one read per layer, all layers in
+   * flight.
+   */
+  static double bestPullSeconds(TransferAgent decode, KvRegions memory, int layers, long blockBytes, List<BlockRuns.Run> runs, int reps)
+      throws Exception {
+    MemoryDescriptor[] regions = memory.regions();
+    MemorySegment[] local = memory.local();
     double best = Double.MAX_VALUE;
     for (int rep = 0; rep < reps; rep++) {
       long t0 = System.nanoTime();

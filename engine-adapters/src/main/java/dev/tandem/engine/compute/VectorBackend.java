@@ -32,12 +32,11 @@ public final class VectorBackend implements ComputeBackend {
   private final ParallelRunner runner;
   private final ThreadLocal<float[]> rowScratch = ThreadLocal.withInitial(() -> new float[0]);
   private final ThreadLocal<float[]> scoreScratch = ThreadLocal.withInitial(() -> new float[0]);
-  /** One query head and one output head, permuted, for attention over 16-bit KV. */
+  /** Query and output heads of an attention job (permuted for 16-bit KV). */
   private final ThreadLocal<float[]> headScratch = ThreadLocal.withInitial(() -> new float[0]);
-  /** A run of rows' KV head, widened from 16 bits. */
-  private final ThreadLocal<float[]> keyScratch = ThreadLocal.withInitial(() -> new float[0]);
-  private final ThreadLocal<float[]> valueScratch = ThreadLocal.withInitial(() -> new float[0]);
+  /** A run of rows' KV head gathered as f32: keys transposed, values as they are. */
   private final ThreadLocal<float[]> keyTScratch = ThreadLocal.withInitial(() -> new float[0]);
+  private final ThreadLocal<float[]> valueScratch = ThreadLocal.withInitial(() -> new float[0]);
 
   public VectorBackend(int threads) {
     this.runner = new ParallelRunner(threads);
@@ -515,34 +514,33 @@ public final class VectorBackend implements ComputeBackend {
     for (int t = from; t < to; t++) {
       len = Math.max(len, b.positions()[t] + 1);
     }
-    float[] k = scratch(keyScratch, len * headDim);
+    // Keys transposed, [element][position] with a stride of whole vectors: a query's scores for L
+    // positions at a time are FMAs of broadcast query elements, no reduction per position. Each
+    // key goes through the head scratch on its way there.
+    int stride = (len + L - 1) / L * L;
+    float[] kT = scratch(keyTScratch, headDim * stride);
     float[] v = scratch(valueScratch, len * headDim);
+    float[] head = scratch(headScratch, 4 * headDim);
     boolean halves = b.kvDtype() != DType.F32;
     boolean bf16 = b.kvDtype() == DType.BF16;
     for (int p = 0; p < len; p++) {
       long off = b.cacheOffset(from, p, g);
       if (halves) {
-        widenHead(b, b.keys(), off, bf16, k, p * headDim);
+        widenHead(b, b.keys(), off, bf16, head, 0);
         widenHead(b, b.values(), off, bf16, v, p * headDim);
       } else {
-        MemorySegment.copy(b.keys(), java.lang.foreign.ValueLayout.JAVA_FLOAT_UNALIGNED, off, k, p * headDim, headDim);
+        MemorySegment.copy(b.keys(), java.lang.foreign.ValueLayout.JAVA_FLOAT_UNALIGNED, off, head, 0, headDim);
         MemorySegment.copy(b.values(), java.lang.foreign.ValueLayout.JAVA_FLOAT_UNALIGNED, off, v, p * headDim, headDim);
       }
-    }
-    // Keys transposed, [element][position] with a stride of whole vectors: a query's scores for L
-    // positions at a time are FMAs of broadcast query elements, no reduction per position.
-    int stride = (len + L - 1) / L * L;
-    float[] kT = scratch(keyTScratch, headDim * stride);
-    for (int i = 0; i < headDim; i++) {
-      int row = i * stride;
-      for (int p = 0; p < len; p++) {
-        kT[row + p] = k[p * headDim + i];
+      for (int i = 0; i < headDim; i++) {
+        kT[i * stride + p] = head[i];
       }
-      java.util.Arrays.fill(kT, row + len, row + stride, 0f);
+    }
+    for (int i = 0; i < headDim; i++) {
+      java.util.Arrays.fill(kT, i * stride + len, (i + 1) * stride, 0f);
     }
     // Two rows at a time (the last alone, as a pair with itself): every key and value loaded feeds
     // both. head: [query A | output A | query B | output B]; scores: [A | B].
-    float[] head = scratch(headScratch, 4 * headDim);
     float[] scores = scratch(scoreScratch, 2 * stride);
     float scale = (float) (1.0 / Math.sqrt(headDim));
     for (int h = g * group; h < (g + 1) * group; h++) {
@@ -738,7 +736,8 @@ public final class VectorBackend implements ComputeBackend {
       accOff = headDim;
     }
     for (int p = 0; p < len; p++) {
-      scores[p] = (halves ? dotHalfEntries(q, qOff, b, b.keys(), b.cacheOffset(t, p, g)) : dotEntries(q, qOff, b, b.cacheOffset(t, p, g))) * scale;
+      long off = b.cacheOffset(t, p, g);
+      scores[p] = (halves ? dotHalfEntries(q, qOff, b, off) : dotEntries(q, qOff, b, off)) * scale;
     }
     float inv = softmaxWeights(scores, 0, len);
 
@@ -775,8 +774,9 @@ public final class VectorBackend implements ComputeBackend {
     return s;
   }
 
-  /** Permuted q · one bf16 or f16 head at byte {@code off} of {@code cache}. */
-  private static float dotHalfEntries(float[] q, int qOff, AttentionBatch b, MemorySegment cache, long off) {
+  /** Permuted q · one bf16 or f16 key head at byte {@code off}. */
+  private static float dotHalfEntries(float[] q, int qOff, AttentionBatch b, long off) {
+    MemorySegment cache = b.keys();
     int headDim = b.headDim();
     int upper = (headDim / (2 * L)) * 2 * L;
     float s = dotHalfPairs(q, qOff, cache, off, upper, b.kvDtype() == DType.BF16);
