@@ -81,7 +81,7 @@ class MigrationTest {
         killed = serving();
         assertNotNull(killed, "one worker is serving the stream");
         WorkerServer victim = killed;
-        Thread.ofPlatform().start(victim::close); // the worker goes away mid-stream
+        Thread.ofPlatform().start(victim::kill); // the worker dies mid-stream
       }
     }
     assertTrue(done, "the stream ended with [DONE]");
@@ -119,7 +119,7 @@ class MigrationTest {
       if (!killed && ++events == 30) {
         WorkerServer victim = serving();
         assertNotNull(victim);
-        Thread.ofPlatform().start(victim::close);
+        Thread.ofPlatform().start(victim::kill);
         killed = true;
       }
     }

@@ -46,7 +46,7 @@ class WorkerFailureTest {
           }
           events.add(line.substring(6));
           if (!killed && events.size() == 4) {
-            d.workers().getFirst().close(); // the worker dies mid-stream
+            d.workers().getFirst().kill(); // the worker dies mid-stream
             killed = true;
           }
         }

@@ -336,16 +336,35 @@ public final class WorkerServer implements AutoCloseable {
     server.awaitTermination();
   }
 
-  /** Stops the worker: its gRPC server, metrics port, engine loop and transfer agent. Idempotent. */
+  /**
+   * Stops the worker: its gRPC server (calls in flight get up to a second to finish), metrics port,
+   * engine loop and transfer agent. Idempotent.
+   */
   @Override
   public void close() {
+    stop(true);
+  }
+
+  /**
+   * Stops the worker as a crash would: calls in flight are cut at once, mid-stream, rather than
+   * given time to finish. Idempotent; what the fault tests use when a process cannot be killed.
+   */
+  public void kill() {
+    stop(false);
+  }
+
+  private void stop(boolean letCallsFinish) {
     if (!closed.compareAndSet(false, true)) {
       return;
     }
     if (metricsEndpoint != null) {
       metricsEndpoint.close();
     }
-    server.shutdown();
+    if (letCallsFinish) {
+      server.shutdown();
+    } else {
+      server.shutdownNow();
+    }
     try {
       if (!server.awaitTermination(1, TimeUnit.SECONDS)) {
         server.shutdownNow();
