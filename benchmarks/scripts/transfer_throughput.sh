@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # KV transfer throughput per backend against its link's limit: local vs memory copy (same run),
 # tcp vs iperf3 over the same loopback (run just before and after), ucx vs ucx_perftest's ucp_get
-# between two processes. Needs iperf3 and ucx-utils (apt-get install iperf3 ucx-utils).
+# between two processes (the ucx rows' ratios are against it). Needs iperf3 and ucx-utils (apt-get install iperf3 ucx-utils).
 set -euo pipefail
 cd "$(dirname "$0")/../.."
 java="${JAVA_HOME:-/usr/lib/jvm/temurin-25-jdk-amd64}/bin/java"
@@ -21,8 +21,23 @@ perftest() {
   done
 }
 export UCX_NET_DEVICES=lo
-perftest
-iperf
-"$java" --enable-native-access=ALL-UNNAMED --sun-misc-unsafe-memory-access=allow \
-  -cp "cli/target/tandem-cli-0.1.0-SNAPSHOT.jar:cli/target/lib/*" dev.tandem.bench.TransferThroughput 2>/dev/null
-iperf
+# ROUNDS=N repeats everything; BEFORE=<another checkout, built> also runs this benchmark against
+# that checkout's agents in each round, right after this one's (a before/after in one run).
+bench() { # label, classpath
+  echo "--- $1"
+  "$java" --enable-native-access=ALL-UNNAMED --sun-misc-unsafe-memory-access=allow \
+    -cp "$2" dev.tandem.bench.TransferThroughput 2>/dev/null
+}
+for round in $(seq "${ROUNDS:-1}"); do
+  [ "${ROUNDS:-1}" = 1 ] || echo "=== round $round"
+  limits=$(perftest)
+  echo "$limits"
+  # "1:30.12,16:13.43,...": MiB and GB/s, for the ucx rows' ratios
+  export TANDEM_UCX_PERFTEST=$(echo "$limits" | awk '{printf "%s%s:%s", (NR > 1 ? "," : ""), $3, $5}')
+  iperf
+  bench "this checkout" "cli/target/tandem-cli-0.1.0-SNAPSHOT.jar:cli/target/lib/*"
+  if [ -n "${BEFORE:-}" ]; then
+    bench "before: $BEFORE" "benchmarks/target/tandem-benchmarks-0.1.0-SNAPSHOT.jar:$BEFORE/cli/target/lib/*"
+  fi
+  iperf
+done

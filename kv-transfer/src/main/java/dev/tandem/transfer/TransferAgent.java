@@ -45,7 +45,9 @@ public interface TransferAgent extends AutoCloseable {
    * Reads {@code remote.get(i)} into {@code local.get(i)} for every i (equal lengths). The future
    * completes when every byte has landed, or exceptionally on the first error, on the peer going
    * away, or after {@code timeout}; it never hangs. {@code listener} (may be null) hears each
-   * descriptor as it completes.
+   * descriptor as it completes. The future may complete on the agent's own I/O thread (tcp: a
+   * Netty event loop; ucx: its worker thread) and the listener runs there: both must be quick, and
+   * a dependent that blocks or takes a lock attaches with an {@code *Async} method.
    */
   CompletableFuture<Void> read(
       List<MemoryDescriptor> remote, List<MemorySegment> local, Duration timeout, TransferListener listener);

@@ -220,8 +220,9 @@ final class KvPull implements ClientResponseObserver<PrefillMessage, PrefillEven
       }
       return;
     }
+    // Async: the last read completes on its agent's I/O thread, and this takes the pull's lock.
     CompletableFuture.allOf(reads.toArray(CompletableFuture[]::new))
-        .whenComplete((v, error) -> {
+        .whenCompleteAsync((v, error) -> {
           synchronized (this) {
             if (settled) {
               return;
@@ -354,7 +355,7 @@ final class KvPull implements ClientResponseObserver<PrefillMessage, PrefillEven
     KvHandoff.PendingImport p = pending;
     CompletableFuture.allOf(reads.toArray(CompletableFuture[]::new))
         .handle((v, e) -> null)
-        .thenRun(() -> {
+        .thenRunAsync(() -> {
           try {
             loop.call(engine -> {
               if (p != null) {

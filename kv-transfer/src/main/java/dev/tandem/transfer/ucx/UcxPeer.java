@@ -13,7 +13,7 @@ import org.openucx.jucx.ucp.UcpEndpointParams;
 import org.openucx.jucx.ucp.UcpRemoteKey;
 
 /**
- * A reader's view of one remote agent: the side-channel connection (regions, pings, pokes), the
+ * A reader's view of one remote agent: the side-channel connection (regions, pokes), the
  * watch connection (invalidations, and the owner going away), our UCP endpoint to its worker, and
  * the regions resolved so far. A peer on this node is read over shared memory, without UCX's
  * peer-error handling; when it goes, replies already delivered are drained and its gets given up.
@@ -24,9 +24,11 @@ import org.openucx.jucx.ucp.UcpRemoteKey;
 final class UcxPeer {
   /**
    * A peer's region as a reader knows it: base address, length, the unpacked remote key, and the
-   * region key it was asked for with (a read with another key asks the owner again, and fails).
+   * region key it was asked for with (a read with another key asks the owner again, and fails),
+   * and whether the owner's agent allocated it (then a reader on its node copies it without the
+   * owner's worker).
    */
-  record RegionInfo(long base, long length, UcpRemoteKey key, long regionKey) {}
+  record RegionInfo(long base, long length, UcpRemoteKey key, long regionKey, boolean allocated) {}
 
   private final UcxTransferAgent agent;
   private final UcxWorkerThread ucx;
@@ -39,6 +41,8 @@ final class UcxPeer {
   private final boolean sharedMemory;
   private final Socket watch;
   final Set<UcxRead> active = ConcurrentHashMap.newKeySet();
+  /** Set once the owner is known gone: reads that find it set fail rather than wait. */
+  private volatile boolean gone;
   /** Regions resolved so far; the owner invalidates one over the watch connection before it goes. */
   private final Map<Long, RegionInfo> regions = new ConcurrentHashMap<>();
 
@@ -111,6 +115,7 @@ final class UcxPeer {
    * endpoint fails them (UCS_ERR_CANCELED).
    */
   void gone(String why) {
+    gone = true;
     agent.forget(agentAddress, this);
     close();
     try {
@@ -136,8 +141,27 @@ final class UcxPeer {
 
   /** A region of this peer, asked for over the side channel the first time. */
   RegionInfo region(long id, long key) throws IOException {
+    RegionInfo known = known(id, key);
+    return known != null ? known : fetch(id, key);
+  }
+
+  /** A region of this peer resolved before (and not invalidated since); null if none. */
+  RegionInfo known(long id, long key) {
     RegionInfo known = regions.get(id);
-    return known != null && known.regionKey() == key ? known : fetch(id, key);
+    return known != null && known.regionKey() == key ? known : null;
+  }
+
+  /** True once the owner is known gone. */
+  boolean isGone() {
+    return gone;
+  }
+
+  /**
+   * Whether a get of {@code region} needs the owner's worker to progress (a poke first): all but
+   * memory the owner's agent allocated, read over shared memory, which the reader copies alone.
+   */
+  boolean needsOwnersWorker(RegionInfo region) {
+    return !(sharedMemory && region.allocated());
   }
 
   private synchronized RegionInfo fetch(long id, long key) throws IOException {
@@ -157,8 +181,9 @@ final class UcxPeer {
     long length = in.readLong();
     byte[] rkey = new byte[in.readInt()];
     in.readFully(rkey);
+    boolean allocated = in.readBoolean();
     ByteBuffer packed = ByteBuffer.allocateDirect(rkey.length).put(rkey).flip();
-    RegionInfo info = new RegionInfo(base, length, ucx.call(() -> endpoint.unpackRemoteKey(packed)), key);
+    RegionInfo info = new RegionInfo(base, length, ucx.call(() -> endpoint.unpackRemoteKey(packed)), key, allocated);
     regions.put(id, info);
     return info;
   }
@@ -166,14 +191,6 @@ final class UcxPeer {
   synchronized void poke() throws IOException {
     out.writeByte(UcxSideChannel.OP_POKE);
     out.flush();
-  }
-
-  synchronized void ping() throws IOException {
-    out.writeByte(UcxSideChannel.OP_PING);
-    out.flush();
-    if (in.readByte() != UcxSideChannel.OP_PING) {
-      throw new IOException("bad ping reply");
-    }
   }
 
   void close() {

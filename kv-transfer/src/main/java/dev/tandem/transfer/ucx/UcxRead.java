@@ -35,6 +35,8 @@ final class UcxRead {
   private final UcpRemoteKey[] keys;
   private final UcxPeer[] owners;
   private final List<UcxPeer> usedPeers = new CopyOnWriteArrayList<>();
+  /** Peers whose worker serves some of the gets: poked before the gets start. */
+  private final Set<UcxPeer> toPoke = new HashSet<>();
   // Worker thread only from here on.
   private final Set<Get> inFlight = new HashSet<>();
   private int next;
@@ -53,37 +55,74 @@ final class UcxRead {
     this.owners = new UcxPeer[remote.size()];
   }
 
+  /**
+   * Resolves every descriptor from what the agent knows already (connected peers, cached regions)
+   * and starts the gets, on the calling thread: no side-channel call, one hand-off to the worker
+   * thread. False (nothing started) if some peer or region is not known yet: then {@link #run}.
+   */
+  boolean startKnown() throws IOException {
+    for (int i = 0; i < remote.size(); i++) {
+      MemoryDescriptor d = remote.get(i);
+      UcxPeer peer = agent.knownPeer(d.agentAddress());
+      UcxPeer.RegionInfo info = peer == null ? null : peer.known(d.regionId(), d.key());
+      if (info == null) {
+        return false;
+      }
+      place(i, peer, info);
+    }
+    start();
+    return true;
+  }
+
+  /** Resolves every descriptor, over the side channel where needed (blocking), then starts the gets. */
   void run() throws IOException {
-    result.whenComplete((v, e) -> usedPeers.forEach(p -> p.active.remove(this)));
-    // Resolve every descriptor: its peer's region (address, length, key; cached per peer).
     for (int i = 0; i < remote.size(); i++) {
       MemoryDescriptor d = remote.get(i);
       UcxPeer peer = agent.peer(d.agentAddress());
+      place(i, peer, peer.region(d.regionId(), d.key()));
+    }
+    start();
+  }
+
+  private void place(int i, UcxPeer peer, UcxPeer.RegionInfo info) {
+    MemoryDescriptor d = remote.get(i);
+    if (d.offset() + d.length() > info.length()) {
+      throw new IllegalArgumentException(
+          "range [" + d.offset() + ", " + (d.offset() + d.length()) + ") is outside region " + d.regionId()
+              + " of " + info.length() + " bytes");
+    }
+    remoteAddress[i] = info.base() + d.offset();
+    keys[i] = info.key();
+    owners[i] = peer;
+    if (peer.needsOwnersWorker(info)) {
+      toPoke.add(peer);
+    }
+  }
+
+  private void start() throws IOException {
+    result.whenComplete((v, e) -> usedPeers.forEach(p -> p.active.remove(this)));
+    for (int i = 0; i < remote.size(); i++) {
+      UcxPeer peer = owners[i];
       if (!usedPeers.contains(peer)) {
         usedPeers.add(peer);
-        peer.active.add(this);
-        peer.poke();
+        peer.active.add(this); // from now on, the peer going fails this read
+        if (peer.isGone()) {
+          throw new IOException("the peer " + remote.get(i).agentAddress() + " went away before the transfer");
+        }
       }
-      UcxPeer.RegionInfo info = peer.region(d.regionId(), d.key());
-      if (d.offset() + d.length() > info.length()) {
-        throw new IllegalArgumentException(
-            "range [" + d.offset() + ", " + (d.offset() + d.length()) + ") is outside region " + d.regionId()
-                + " of " + info.length() + " bytes");
-      }
-      remoteAddress[i] = info.base() + d.offset();
-      keys[i] = info.key();
-      owners[i] = peer;
+    }
+    for (UcxPeer peer : toPoke) {
+      peer.poke();
     }
     // Destinations are not registered: UCX registers (and caches) what its protocol needs.
-    ucx.call(() -> {
+    ucx.execute(() -> {
       if (failure != null) {
         settle(); // timed out while resolving
-        return null;
+        return;
       }
       for (int k = 0; k < Math.min(WINDOW, remote.size()); k++) {
         issueNext();
       }
-      return null;
     });
     if (remote.isEmpty()) {
       finish();
@@ -125,7 +164,7 @@ final class UcxRead {
               listener.descriptorDone(i);
             }
             if (++done == remote.size()) {
-              Thread.ofVirtual().start(UcxRead.this::finish);
+              finish();
             } else {
               issueNext();
             }
@@ -184,15 +223,22 @@ final class UcxRead {
     fail(new IOException(why));
   }
 
-  /** Every byte landed: the owner must still be there, or the bytes are of unknown state. */
+  /**
+   * Every get ended well: the bytes are the owner's. A get that completed copied them from memory
+   * the owner still held — over shared memory from a mapping of it, which outlives the owner;
+   * through the owner's worker or across nodes, a get to an owner that went away never completes
+   * — so the owner is not asked again whether it is still there (which cost a round trip per read).
+   * A read that finds its owner already known gone fails all the same. On the worker thread (no
+   * hand-off: the caller's wake-up is the only one), so dependents attached without an
+   * {@code *Async} method run here: see {@link dev.tandem.transfer.TransferAgent#read}.
+   */
   private void finish() {
-    try {
-      for (UcxPeer p : usedPeers) {
-        p.ping();
+    for (UcxPeer p : usedPeers) {
+      if (p.isGone()) {
+        result.completeExceptionally(new IOException("the peer went away during the transfer"));
+        return;
       }
-      result.complete(null);
-    } catch (IOException e) {
-      result.completeExceptionally(new IOException("the peer went away during the transfer: " + e.getMessage(), e));
     }
+    result.complete(null);
   }
 }

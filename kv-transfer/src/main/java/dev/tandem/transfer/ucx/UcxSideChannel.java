@@ -12,8 +12,8 @@ import java.util.UUID;
  * The UCX agent's side channel, a TCP protocol next to UCX (under mutual TLS when the deployment has
  * certificates): a reader says hello (its node,
  * answered with the owner's node and UCP worker address), asks for regions (base, length, packed
- * remote key; by id and region key, refused without the key), pings before a read completes,
- * pokes the owner's worker before reading, and holds a second "watch" connection on which the owner announces deregistered regions (each acknowledged)
+ * remote key, and whether the owner's agent allocated it; by id and region key, refused without the
+ * key), pings (a liveness check), pokes the owner's worker before reading memory it serves, and holds a second "watch" connection on which the owner announces deregistered regions (each acknowledged)
  * and which ends when the owner does. Also this process's node identity: equal strings can share
  * memory.
  */

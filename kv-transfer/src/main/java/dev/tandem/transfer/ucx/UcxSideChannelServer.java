@@ -30,6 +30,8 @@ final class UcxSideChannelServer {
   private final ServerSocket sideChannel;
   private final Set<Socket> accepted = ConcurrentHashMap.newKeySet();
   private final Set<Watcher> watchers = ConcurrentHashMap.newKeySet();
+  /** Requests read from readers so far (hellos, region lookups, pings, pokes, watches). */
+  private final java.util.concurrent.atomic.AtomicLong requests = new java.util.concurrent.atomic.AtomicLong();
 
   UcxSideChannelServer(UcxTransferAgent agent, ServerSocket sideChannel) {
     this.agent = agent;
@@ -42,6 +44,10 @@ final class UcxSideChannelServer {
     for (Watcher w : watchers) {
       w.invalidate(regionId);
     }
+  }
+
+  long requests() {
+    return requests.get();
   }
 
   /** Closes the listening socket and every connection. */
@@ -112,6 +118,7 @@ final class UcxSideChannelServer {
       DataOutputStream out = new DataOutputStream(s.getOutputStream());
       while (!agent.isClosed()) {
         int op = in.readByte();
+        requests.incrementAndGet();
         switch (op) {
           case UcxSideChannel.OP_HELLO -> {
             String readerNode = in.readUTF();
@@ -142,6 +149,7 @@ final class UcxSideChannelServer {
               out.writeLong(m.getLength());
               out.writeInt(bytes.length);
               out.write(bytes);
+              out.writeBoolean(agent.allocated(id));
             }
           }
           case UcxSideChannel.OP_PING -> out.writeByte(UcxSideChannel.OP_PING);

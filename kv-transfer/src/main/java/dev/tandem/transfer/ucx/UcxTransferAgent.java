@@ -30,9 +30,12 @@ import org.slf4j.LoggerFactory;
  * Reads remote registered memory with UCX RMA gets. Registering maps a segment with UCP and keeps
  * its packed remote key; the agent's address is its side channel ({@code host:port}), where a
  * reader fetches the UCP worker address once per peer and a region's base address, length and key
- * for every read (so a deregistered region fails the next read). Before a read completes, the
- * reader pings the owner over the same channel: a peer that went away during the transfer makes
- * the read fail instead of returning bytes of unknown state.
+ * once (cached until the owner invalidates it, so a deregistered region fails the next read). A
+ * read whose peers and regions are all known starts its gets from the caller's thread, with no
+ * side-channel call; it pokes the owner first only where the owner's worker must serve the gets
+ * (registered process memory, or a peer on another node). A peer that went away during the
+ * transfer makes the read fail: its gets fail or never complete (and are given up when the watch
+ * connection ends), never complete with bytes the owner did not hold.
  *
  * <p>Peers on the same node (same kernel boot, IPC and PID namespaces) read over shared memory:
  * UCX 1.13 offers its shared-memory transports only to endpoints without peer-error handling, and
@@ -138,6 +141,21 @@ public final class UcxTransferAgent implements TransferAgent {
     return regions.matches(regionId, key) ? mapped.get(regionId) : null;
   }
 
+  /** Whether this agent allocated region {@code regionId} (see {@link #allocate}). */
+  boolean allocated(long regionId) {
+    return owned.contains(regionId);
+  }
+
+  /** Side-channel requests this agent has served as an owner: what a read costs its owner. */
+  long sideChannelRequests() {
+    return sideChannel.requests();
+  }
+
+  /** The peer at {@code agentAddress} if connected already; null otherwise (never connects). */
+  UcxPeer knownPeer(String agentAddress) {
+    return peers.get(agentAddress);
+  }
+
   /** Mutual TLS for the side channel; null: plain TCP. */
   TransferTls tls() {
     return tls;
@@ -231,6 +249,14 @@ public final class UcxTransferAgent implements TransferAgent {
       timer.schedule(() -> onWorker(() -> read.giveUp(null, late.getMessage())), GRACE.toNanos(), TimeUnit.NANOSECONDS);
     }, timeout.toNanos(), TimeUnit.NANOSECONDS);
     result.whenComplete((v, e) -> deadline.cancel(false));
+    try {
+      if (read.startKnown()) {
+        return result; // every peer and region known: no side-channel call, no hand-off
+      }
+    } catch (IOException | RuntimeException e) {
+      onWorker(() -> read.fail(e));
+      return result;
+    }
     Thread.ofVirtual().start(() -> {
       try {
         read.run();
