@@ -3,6 +3,7 @@ package dev.tandem.cli;
 import dev.tandem.discovery.Discovery;
 import dev.tandem.frontend.FrontendMetrics;
 import dev.tandem.frontend.ServedModel;
+import dev.tandem.frontend.http.EventLoops;
 import dev.tandem.frontend.http.FrontendServer;
 import dev.tandem.router.grpc.DiscoveredWorkers;
 import dev.tandem.router.grpc.Router;
@@ -55,7 +56,8 @@ final class FrontendCommand implements Callable<Integer> {
       throw new IllegalArgumentException("--worker: name at least one worker, or find them with --discovery etcd|kubernetes");
     }
     Duration connectTimeout = Duration.ofSeconds(connectTimeoutSeconds);
-    WorkerPool pool = new WorkerPool(blockSize, connectTimeout, LocalDeployment.LOAD_INTERVAL, tls.tls());
+    EventLoops loops = EventLoops.create();
+    WorkerPool pool = new WorkerPool(blockSize, connectTimeout, LocalDeployment.LOAD_INTERVAL, tls.tls(), LocalDeployment.lanes(loops));
     pool.unresponsiveAfter(Duration.ofMillis((long) (unresponsiveSeconds * 1000)));
     pool.stepTimeout(Duration.ofMillis((long) (stepTimeoutSeconds * 1000)));
     Router router = Router.create(pool, routerOptions.config());
@@ -77,7 +79,7 @@ final class FrontendCommand implements Callable<Integer> {
     }
     ServedModel model = LocalDeployment.servedModel(pool, connectTimeout);
     FrontendMetrics metrics = LocalDeployment.metrics(router);
-    FrontendServer server = FrontendServer.start(http.config(), model, router, metrics);
+    FrontendServer server = FrontendServer.start(http.config(), model, router, metrics, loops);
     DiscoveredWorkers following = followed;
     Runtime.getRuntime().addShutdownHook(new Thread(() -> {
       try {
@@ -91,6 +93,7 @@ final class FrontendCommand implements Callable<Integer> {
       router.close();
       pool.close();
       found.close();
+      loops.close();
     }, "frontend-drain"));
     System.out.println("frontend serving " + model.name() + " at http://" + http.host + ":" + server.port() + "/v1 over "
         + (discovery.isStatic() ? workers.size() + " worker(s)" : "workers from " + found.describe()));

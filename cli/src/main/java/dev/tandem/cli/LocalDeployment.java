@@ -8,8 +8,10 @@ import dev.tandem.engine.mocker.MockerConfig;
 import dev.tandem.engine.mocker.MockerEngine;
 import dev.tandem.frontend.FrontendMetrics;
 import dev.tandem.frontend.ServedModel;
+import dev.tandem.frontend.http.EventLoops;
 import dev.tandem.frontend.http.FrontendServer;
 import dev.tandem.common.WorkerRole;
+import dev.tandem.router.grpc.CallLanes;
 import dev.tandem.router.grpc.Router;
 import dev.tandem.router.grpc.RouterMetrics;
 import dev.tandem.router.grpc.WorkerClient;
@@ -42,14 +44,21 @@ public final class LocalDeployment implements AutoCloseable {
   private final Router router;
   private final FrontendServer frontend;
   private final ServedModel model;
+  private final EventLoops loops;
 
   private LocalDeployment(
-      List<WorkerServer> workers, WorkerPool pool, Router router, FrontendServer frontend, ServedModel model) {
+      List<WorkerServer> workers, WorkerPool pool, Router router, FrontendServer frontend, ServedModel model, EventLoops loops) {
     this.workers = workers;
     this.pool = pool;
     this.router = router;
     this.frontend = frontend;
     this.model = model;
+    this.loops = loops;
+  }
+
+  /** The frontend's event loops, lent to the pool's workers as lanes (see {@link CallLanes}). */
+  static CallLanes lanes(EventLoops loops) {
+    return new CallLanes(loops.group(), loops.socketChannelType(), CallLanes.DEFAULT_MAX_CHANNELS);
   }
 
   /**
@@ -102,6 +111,7 @@ public final class LocalDeployment implements AutoCloseable {
     }
     List<WorkerServer> workers = new ArrayList<>();
     WorkerPool pool = null;
+    EventLoops loops = EventLoops.create();
     try {
       int total = spec.workers() + spec.prefillWorkers();
       List<BitSet> shares = null;
@@ -123,7 +133,7 @@ public final class LocalDeployment implements AutoCloseable {
         BitSet cpus = shares == null ? null : shares.get(i);
         workers.add(startWorker(config, spec.engines(), cpus));
       }
-      pool = new WorkerPool(spec.blockSize(), CONNECT_TIMEOUT, LOAD_INTERVAL, spec.tls());
+      pool = new WorkerPool(spec.blockSize(), CONNECT_TIMEOUT, LOAD_INTERVAL, spec.tls(), lanes(loops));
       for (WorkerServer w : workers) {
         pool.add(w.address());
       }
@@ -135,13 +145,14 @@ public final class LocalDeployment implements AutoCloseable {
       FrontendMetrics metrics = metrics(router);
       // One process, one /metrics: the workers' own meters are shown by the frontend's too.
       workers.forEach(w -> w.metrics().bindTo(metrics.registry()));
-      FrontendServer frontend = FrontendServer.start(spec.frontend(), model, router, metrics);
-      return new LocalDeployment(workers, pool, router, frontend, model);
+      FrontendServer frontend = FrontendServer.start(spec.frontend(), model, router, metrics, loops);
+      return new LocalDeployment(workers, pool, router, frontend, model, loops);
     } catch (Exception e) {
       if (pool != null) {
         pool.close();
       }
       workers.forEach(WorkerServer::close);
+      loops.close();
       throw e instanceof RuntimeException r ? r : new IllegalStateException(e);
     }
   }
@@ -216,6 +227,7 @@ public final class LocalDeployment implements AutoCloseable {
     router.close();
     pool.close();
     workers.forEach(WorkerServer::close);
+    loops.close();
     model.tokenizer().close();
   }
 }

@@ -8,14 +8,7 @@ import io.netty.channel.Channel;
 import io.netty.channel.ChannelInitializer;
 import io.netty.channel.ChannelOption;
 import io.netty.channel.EventLoopGroup;
-import io.netty.channel.IoHandlerFactory;
-import io.netty.channel.MultiThreadIoEventLoopGroup;
-import io.netty.channel.epoll.Epoll;
-import io.netty.channel.epoll.EpollIoHandler;
-import io.netty.channel.epoll.EpollServerSocketChannel;
-import io.netty.channel.nio.NioIoHandler;
 import io.netty.channel.socket.SocketChannel;
-import io.netty.channel.socket.nio.NioServerSocketChannel;
 import io.netty.handler.codec.http.HttpServerCodec;
 import java.net.InetSocketAddress;
 import org.slf4j.Logger;
@@ -67,29 +60,39 @@ public final class FrontendServer implements AutoCloseable {
   public static final int DEFAULT_MIGRATION_LIMIT = 3;
 
   private final EventLoopGroup boss;
-  private final EventLoopGroup workers;
+  /** Null when the caller lent the loops (it closes them). */
+  private final EventLoops ownLoops;
   private final Channel channel;
 
   private final PromptPreparation preparation;
 
-  private FrontendServer(EventLoopGroup boss, EventLoopGroup workers, Channel channel, PromptPreparation preparation) {
+  private FrontendServer(EventLoopGroup boss, EventLoops ownLoops, Channel channel, PromptPreparation preparation) {
     this.boss = boss;
-    this.workers = workers;
+    this.ownLoops = ownLoops;
     this.channel = channel;
     this.preparation = preparation;
+  }
+
+  /** As {@link #start(Config, ServedModel, RequestRouter, FrontendMetrics, EventLoops)} on loops of its own. */
+  public static FrontendServer start(Config config, ServedModel served, RequestRouter router, FrontendMetrics metrics) {
+    return start(config, served, router, metrics, null);
   }
 
   /**
    * @throws IllegalArgumentException naming the flag when a parser name is unknown
    */
-  public static FrontendServer start(Config config, ServedModel served, RequestRouter router, FrontendMetrics metrics) {
+  /**
+   * Serves on {@code loops}' event loops (null: loops of its own, closed with the server); lent
+   * loops stay open when the server closes.
+   */
+  public static FrontendServer start(
+      Config config, ServedModel served, RequestRouter router, FrontendMetrics metrics, EventLoops loops) {
     ServedModel model = served.withParsers(config.reasoningParser(), config.toolCallParser());
     log.info("output parsers: reasoning {}, tool calls {}", model.parsers().reasoning().flagName(), model.parsers().toolCalls().flagName());
-    // Linux's native epoll transport where it loads (fewer copies and syscalls), NIO elsewhere.
-    boolean epoll = Epoll.isAvailable();
-    IoHandlerFactory io = epoll ? EpollIoHandler.newFactory() : NioIoHandler.newFactory();
-    EventLoopGroup boss = new MultiThreadIoEventLoopGroup(1, io);
-    EventLoopGroup workers = new MultiThreadIoEventLoopGroup(io);
+    EventLoops own = loops == null ? EventLoops.create() : null;
+    EventLoops io = loops == null ? own : loops;
+    EventLoopGroup boss = io.newBossGroup();
+    EventLoopGroup workers = io.group();
     long created = System.currentTimeMillis() / 1000;
     Admission admission = config.admission();
     ConnectionLimit connections = admission.maxConnections() > 0 ? new ConnectionLimit(admission.maxConnections()) : null;
@@ -99,7 +102,7 @@ public final class FrontendServer implements AutoCloseable {
       Channel channel =
           new ServerBootstrap()
               .group(boss, workers)
-              .channel(epoll ? EpollServerSocketChannel.class : NioServerSocketChannel.class)
+              .channel(io.serverChannelType())
               .option(ChannelOption.SO_BACKLOG, 1024)
               .childOption(ChannelOption.TCP_NODELAY, true)
               .childHandler(
@@ -121,13 +124,15 @@ public final class FrontendServer implements AutoCloseable {
               .bind(new InetSocketAddress(config.host(), config.port()))
               .syncUninterruptibly()
               .channel();
-      FrontendServer server = new FrontendServer(boss, workers, channel, preparation);
-      log.info("frontend serving {} on http://{}:{} ({} transport{})", model.name(), config.host(), server.port(), epoll ? "epoll" : "nio",
+      FrontendServer server = new FrontendServer(boss, own, channel, preparation);
+      log.info("frontend serving {} on http://{}:{} ({} transport{})", model.name(), config.host(), server.port(), io.transport(),
           admission.keys().enabled() ? ", " + admission.keys().count() + " API key(s) required" : "");
       return server;
     } catch (RuntimeException e) {
       boss.shutdownGracefully();
-      workers.shutdownGracefully();
+      if (own != null) {
+        own.close();
+      }
       preparation.close();
       throw new IllegalStateException(
           "cannot listen on " + config.host() + ":" + config.port() + ": " + e.getMessage(), e);
@@ -165,7 +170,9 @@ public final class FrontendServer implements AutoCloseable {
   public void close() {
     channel.close().syncUninterruptibly();
     boss.shutdownGracefully().syncUninterruptibly();
-    workers.shutdownGracefully().syncUninterruptibly();
+    if (ownLoops != null) {
+      ownLoops.close();
+    }
     preparation.close();
   }
 }

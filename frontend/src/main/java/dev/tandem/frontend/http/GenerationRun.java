@@ -7,6 +7,7 @@ import dev.tandem.common.GenerationRequest;
 import dev.tandem.common.TokenChunk;
 import dev.tandem.frontend.FrontendMetrics;
 import dev.tandem.frontend.ServedModel;
+import dev.tandem.frontend.openai.ContentChunks;
 import dev.tandem.frontend.openai.GenerationSpec;
 import dev.tandem.frontend.openai.ResponseJson;
 import dev.tandem.router.NoWorkerAvailableException;
@@ -36,6 +37,7 @@ final class GenerationRun {
   private final Runnable onDone;
   private final String id;
   private final long created = System.currentTimeMillis() / 1000;
+  private ContentChunks contentChunks; // made on the first content event
   private final List<ChoiceStream> choices = new ArrayList<>();
   private final SseWriter sse;
   private final RunTiming timing;
@@ -331,9 +333,16 @@ final class GenerationRun {
       sse.event(ResponseJson.reasoningChunk(id, created, spec.model(), c.index, piece.reasoning()));
     }
     if (!piece.content().isEmpty()) {
-      ObjectNode chunk = ResponseJson.chunk(spec.kind(), id, created, spec.model(), c.index, null, piece.content(), null);
-      c.attachLogprobs(spec.kind(), chunk);
-      sse.event(chunk);
+      if (c.logprobs.isEmpty()) { // the common case: the envelope's bytes are encoded once per response
+        if (contentChunks == null) {
+          contentChunks = new ContentChunks(spec.kind(), id, created, spec.model(), spec.includeUsage());
+        }
+        sse.content(contentChunks, c.index, piece.content());
+      } else {
+        ObjectNode chunk = ResponseJson.chunk(spec.kind(), id, created, spec.model(), c.index, null, piece.content(), null);
+        c.attachLogprobs(spec.kind(), chunk);
+        sse.event(chunk);
+      }
     }
     for (var call : piece.toolCalls()) {
       ResponseJson.toolCallChunks(id, created, spec.model(), c.index, c.toolCalls.size(), call).forEach(sse::event);

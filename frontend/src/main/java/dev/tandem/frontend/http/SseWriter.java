@@ -1,7 +1,9 @@
 package dev.tandem.frontend.http;
 
 import com.fasterxml.jackson.databind.node.ObjectNode;
+import dev.tandem.frontend.openai.ContentChunks;
 import dev.tandem.frontend.openai.ResponseJson;
+import io.netty.buffer.ByteBuf;
 import io.netty.buffer.Unpooled;
 import io.netty.channel.ChannelFutureListener;
 import io.netty.channel.ChannelHandlerContext;
@@ -63,6 +65,13 @@ final class SseWriter {
     event[event.length - 2] = '\n';
     event[event.length - 1] = '\n';
     ctx.write(new DefaultHttpContent(Unpooled.wrappedBuffer(event)));
+  }
+
+  /** A content event of choice {@code index}, encoded by {@code chunks} straight into a pooled buffer. */
+  void content(ContentChunks chunks, int index, String text) {
+    ByteBuf buf = ctx.alloc().buffer();
+    chunks.write(buf, index, text);
+    ctx.write(new DefaultHttpContent(buf));
   }
 
   void flush() {

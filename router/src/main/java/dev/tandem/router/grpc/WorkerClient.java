@@ -25,6 +25,7 @@ import dev.tandem.wire.ToWire;
 import io.grpc.ManagedChannel;
 import io.grpc.StatusRuntimeException;
 import io.grpc.netty.NettyChannelBuilder;
+import io.netty.channel.EventLoop;
 import dev.tandem.common.InternalTls;
 import dev.tandem.wire.GrpcTls;
 import io.grpc.stub.ClientCallStreamObserver;
@@ -66,6 +67,9 @@ public final class WorkerClient implements AutoCloseable {
   private volatile double stallSeconds = Double.MAX_VALUE;
   /** Generations in flight here, each failable at once when the worker stops answering. */
   private final java.util.Set<Open> open = java.util.concurrent.ConcurrentHashMap.newKeySet();
+  /** One channel per loop of {@link #laneLoops}, or null: every call takes {@link #channel}. */
+  private volatile ManagedChannel[] laneChannels;
+  private volatile CallLanes laneLoops;
 
   /** One generation in flight: ends it for its listener with an error, and cancels its call. */
   @FunctionalInterface
@@ -94,21 +98,85 @@ public final class WorkerClient implements AutoCloseable {
    * deployment's certificates ({@code tls}), the worker proving {@link InternalTls#PEER_NAME}.
    */
   public static ManagedChannel channel(String address, InternalTls tls) {
+    return builder(address, tls).keepAliveWithoutCalls(true).build();
+  }
+
+  /**
+   * A lane channel to {@code address}: its transport runs on {@code loop} (see {@link CallLanes}).
+   * Keepalive pings only while it has calls; the main channel's load stream watches the worker.
+   */
+  static ManagedChannel laneChannel(String address, InternalTls tls, EventLoop loop, Class<? extends io.netty.channel.Channel> type) {
+    return builder(address, tls).eventLoopGroup(loop).channelType(type).build();
+  }
+
+  private static NettyChannelBuilder builder(String address, InternalTls tls) {
     NettyChannelBuilder b = NettyChannelBuilder.forTarget(address, GrpcTls.channel(tls));
     if (tls != null) {
       b.overrideAuthority(InternalTls.PEER_NAME);
     }
     return b
-        // Listeners only hand chunks to other executors; running them on the transport
-        // thread saves a thread hop per message.
+        // Listeners only hand chunks to other executors (or, on a lane, run on the loop that
+        // writes them out); running them on the transport thread saves a thread hop per message.
         .directExecutor()
         .maxInboundMessageSize(MAX_MESSAGE_BYTES)
         // A worker that stops answering (frozen, its host gone without a reset) is noticed within
         // ~15 s: its transport closes, its load stream breaks (unroutable), its streams fail cleanly.
         .keepAliveTime(10, TimeUnit.SECONDS)
-        .keepAliveTimeout(5, TimeUnit.SECONDS)
-        .keepAliveWithoutCalls(true)
-        .build();
+        .keepAliveTimeout(5, TimeUnit.SECONDS);
+  }
+
+  /**
+   * Opens this worker's lane channels, one per loop of {@code lanes} ({@code open} makes each),
+   * and starts connecting them; generations started on one of those loops go out on its lane from
+   * now on. Does nothing if the lanes' budget is spent (the main channel serves every call).
+   *
+   * @return whether lanes were opened
+   */
+  synchronized boolean openLanes(CallLanes lanes, java.util.function.Function<EventLoop, ManagedChannel> open) {
+    if (closed || laneChannels != null || !lanes.reserve()) {
+      return false;
+    }
+    ManagedChannel[] opened = new ManagedChannel[lanes.size()];
+    for (int i = 0; i < opened.length; i++) {
+      opened[i] = open.apply(lanes.loop(i));
+      opened[i].getState(true); // connect now, not on the first request
+    }
+    laneLoops = lanes;
+    laneChannels = opened;
+    return true;
+  }
+
+  /** The channel a call started on this thread takes: its loop's lane, else the main channel. */
+  private ManagedChannel callChannel() {
+    ManagedChannel[] lanes = laneChannels;
+    if (lanes != null) {
+      int i = laneLoops.current();
+      if (i >= 0) {
+        return lanes[i];
+      }
+    }
+    return channel;
+  }
+
+  private synchronized void closeLanes() {
+    ManagedChannel[] lanes = laneChannels;
+    if (lanes != null) {
+      laneChannels = null;
+      for (ManagedChannel c : lanes) {
+        c.shutdownNow();
+      }
+      laneLoops.release();
+    }
+  }
+
+  private void resetConnectBackoff() {
+    channel.resetConnectBackoff();
+    ManagedChannel[] lanes = laneChannels;
+    if (lanes != null) {
+      for (ManagedChannel c : lanes) {
+        c.resetConnectBackoff();
+      }
+    }
   }
 
   /**
@@ -212,7 +280,16 @@ public final class WorkerClient implements AutoCloseable {
       c.cancel("worker left discovery", null);
     }
     channel.shutdown();
-    timer.schedule(channel::shutdownNow, grace.toMillis(), TimeUnit.MILLISECONDS);
+    ManagedChannel[] lanes = laneChannels;
+    if (lanes != null) {
+      for (ManagedChannel lane : lanes) {
+        lane.shutdown();
+      }
+    }
+    timer.schedule(() -> {
+      channel.shutdownNow();
+      closeLanes();
+    }, grace.toMillis(), TimeUnit.MILLISECONDS);
   }
 
   public WorkerLoadReport lastLoadReport() {
@@ -286,7 +363,7 @@ public final class WorkerClient implements AutoCloseable {
       }
     };
     open.add(self[0]);
-    WorkerGrpc.newStub(channel).generate(ToWire.request(request), observer);
+    WorkerGrpc.newStub(callChannel()).generate(ToWire.request(request), observer);
     if (ended.get() && observer.call != null) {
       observer.call.cancel("the worker stopped answering as the call started", null); // failed in between
     }
@@ -349,7 +426,7 @@ public final class WorkerClient implements AutoCloseable {
                 // Try again in a second, and let the channel reconnect then instead of after its
                 // exponential backoff (up to two minutes): a restarted worker is back in ~1 s.
                 timer.schedule(() -> {
-                  channel.resetConnectBackoff();
+                  resetConnectBackoff();
                   watchLoad(timer, interval);
                 }, 1, TimeUnit.SECONDS);
               }
@@ -422,5 +499,6 @@ public final class WorkerClient implements AutoCloseable {
   public void close() {
     closed = true;
     channel.shutdownNow();
+    closeLanes();
   }
 }

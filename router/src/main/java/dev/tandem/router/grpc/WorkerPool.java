@@ -28,6 +28,9 @@ public final class WorkerPool implements AutoCloseable {
   private final Duration connectTimeout;
   private final Duration loadInterval;
   private final Function<String, ManagedChannel> channels;
+  /** Null: no lanes, every call on a worker's main channel. */
+  private final CallLanes lanes;
+  private final java.util.function.BiFunction<String, io.netty.channel.EventLoop, ManagedChannel> laneChannels;
   private final List<WorkerClient> workers = new CopyOnWriteArrayList<>();
   private final LoadLedger ledger = new LoadLedger();
   private final List<java.util.function.Consumer<WorkerClient>> joinListeners = new CopyOnWriteArrayList<>();
@@ -54,12 +57,29 @@ public final class WorkerPool implements AutoCloseable {
     this(blockSize, connectTimeout, loadInterval, address -> WorkerClient.channel(address, tls));
   }
 
+  /**
+   * A pool whose workers also get lane channels on {@code lanes}' event loops (see {@link
+   * CallLanes}), as the frontend's HTTP connections do: a generation started on one of those loops
+   * crosses no thread to and from the worker. Mutual TLS with {@code tls} (null: plaintext).
+   */
+  public WorkerPool(int blockSize, Duration connectTimeout, Duration loadInterval, InternalTls tls, CallLanes lanes) {
+    this(blockSize, connectTimeout, loadInterval, address -> WorkerClient.channel(address, tls), lanes,
+        (address, loop) -> WorkerClient.laneChannel(address, tls, loop, lanes.channelType()));
+  }
+
   /** A pool that opens its channels with {@code channels} (tests: in-process channels by name). */
   public WorkerPool(int blockSize, Duration connectTimeout, Duration loadInterval, Function<String, ManagedChannel> channels) {
+    this(blockSize, connectTimeout, loadInterval, channels, null, null);
+  }
+
+  private WorkerPool(int blockSize, Duration connectTimeout, Duration loadInterval, Function<String, ManagedChannel> channels,
+      CallLanes lanes, java.util.function.BiFunction<String, io.netty.channel.EventLoop, ManagedChannel> laneChannels) {
     this.blockSize = blockSize;
     this.connectTimeout = connectTimeout;
     this.loadInterval = loadInterval;
     this.channels = channels;
+    this.lanes = lanes;
+    this.laneChannels = laneChannels;
     long checkMillis = Math.max(100, Math.min(1000, loadInterval.toMillis()));
     timer.scheduleWithFixedDelay(this::failSilentWorkers, checkMillis, checkMillis, java.util.concurrent.TimeUnit.MILLISECONDS);
   }
@@ -129,6 +149,10 @@ public final class WorkerPool implements AutoCloseable {
       client.close();
       refused.put(address, refusal);
       throw new IllegalStateException(refusal);
+    }
+    if (lanes != null && !client.openLanes(lanes, loop -> laneChannels.apply(address, loop))) {
+      log.info("worker {} at {} gets no lane channels ({} open, the most is {}): its calls take its main channel",
+          reg.workerId(), address, lanes.opened(), lanes.maxChannels());
     }
     client.watchLoad(timer, loadInterval);
     joinListeners.forEach(l -> l.accept(client));
