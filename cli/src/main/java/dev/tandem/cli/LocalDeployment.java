@@ -58,7 +58,8 @@ public final class LocalDeployment implements AutoCloseable {
 
   /** The frontend's event loops, lent to the pool's workers as lanes (see {@link CallLanes}). */
   static CallLanes lanes(EventLoops loops) {
-    return new CallLanes(loops.group(), loops.socketChannelType(), CallLanes.DEFAULT_MAX_CHANNELS);
+    return new CallLanes(loops.group(), loops.socketChannelType(),
+        Integer.getInteger("tandem.callLanes.maxChannels", CallLanes.DEFAULT_MAX_CHANNELS));
   }
 
   /**
