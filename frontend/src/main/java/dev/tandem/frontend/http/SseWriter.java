@@ -69,7 +69,7 @@ final class SseWriter {
 
   /** A content event of choice {@code index}, encoded by {@code chunks} straight into a pooled buffer. */
   void content(ContentChunks chunks, int index, String text) {
-    ByteBuf buf = ctx.alloc().buffer();
+    ByteBuf buf = ctx.alloc().buffer(chunks.sizeHint(text));
     chunks.write(buf, index, text);
     ctx.write(new DefaultHttpContent(buf));
   }

@@ -40,9 +40,16 @@ public final class ContentChunks {
     tail = (json.substring(t + text.length()) + "\n\n").getBytes(StandardCharsets.UTF_8);
   }
 
+  /**
+   * Bytes the event of {@code text} usually takes at most: the fixed parts, an index of up to ten
+   * digits, the quotes, and three UTF-8 bytes a character (escapes may take more; the buffer grows).
+   */
+  public int sizeHint(String text) {
+    return head.length + middle.length + tail.length + 10 + 2 + 3 * text.length();
+  }
+
   /** Writes the event of choice {@code index} carrying {@code text} to {@code out}. */
   public void write(ByteBuf out, int index, String text) {
-    out.ensureWritable(head.length + middle.length + tail.length + 11 + text.length() + 8);
     out.writeBytes(head);
     writeInt(out, index);
     out.writeBytes(middle);

@@ -67,9 +67,10 @@ public final class WorkerClient implements AutoCloseable {
   private volatile double stallSeconds = Double.MAX_VALUE;
   /** Generations in flight here, each failable at once when the worker stops answering. */
   private final java.util.Set<Open> open = java.util.concurrent.ConcurrentHashMap.newKeySet();
-  /** One channel per loop of {@link #laneLoops}, or null: every call takes {@link #channel}. */
-  private volatile ManagedChannel[] laneChannels;
-  private volatile CallLanes laneLoops;
+  /** One channel per loop of {@code loops}; null: every call takes {@link #channel}. */
+  private record Lanes(CallLanes loops, ManagedChannel[] channels) {}
+
+  private volatile Lanes lanes;
 
   /** One generation in flight: ends it for its listener with an error, and cancels its call. */
   @FunctionalInterface
@@ -132,50 +133,46 @@ public final class WorkerClient implements AutoCloseable {
    *
    * @return whether lanes were opened
    */
-  synchronized boolean openLanes(CallLanes lanes, java.util.function.Function<EventLoop, ManagedChannel> open) {
-    if (closed || laneChannels != null || !lanes.reserve()) {
+  synchronized boolean openLanes(CallLanes loops, java.util.function.Function<EventLoop, ManagedChannel> open) {
+    if (closed || lanes != null || !loops.reserve()) {
       return false;
     }
-    ManagedChannel[] opened = new ManagedChannel[lanes.size()];
+    ManagedChannel[] opened = new ManagedChannel[loops.size()];
     for (int i = 0; i < opened.length; i++) {
-      opened[i] = open.apply(lanes.loop(i));
+      opened[i] = open.apply(loops.loop(i));
       opened[i].getState(true); // connect now, not on the first request
     }
-    laneLoops = lanes;
-    laneChannels = opened;
+    lanes = new Lanes(loops, opened);
     return true;
   }
 
   /** The channel a call started on this thread takes: its loop's lane, else the main channel. */
   private ManagedChannel callChannel() {
-    ManagedChannel[] lanes = laneChannels;
-    if (lanes != null) {
-      int i = laneLoops.current();
-      if (i >= 0) {
-        return lanes[i];
-      }
-    }
-    return channel;
+    Lanes l = lanes;
+    int i = l == null ? -1 : l.loops().current();
+    return i >= 0 ? l.channels()[i] : channel;
   }
 
+  /** Applies {@code action} to the main channel and every lane channel. */
+  private void eachChannel(java.util.function.Consumer<ManagedChannel> action) {
+    action.accept(channel);
+    Lanes l = lanes;
+    if (l != null) {
+      for (ManagedChannel c : l.channels()) {
+        action.accept(c);
+      }
+    }
+  }
+
+  /** Cuts the lane channels and gives their budget back. */
   private synchronized void closeLanes() {
-    ManagedChannel[] lanes = laneChannels;
-    if (lanes != null) {
-      laneChannels = null;
-      for (ManagedChannel c : lanes) {
+    Lanes l = lanes;
+    if (l != null) {
+      lanes = null;
+      for (ManagedChannel c : l.channels()) {
         c.shutdownNow();
       }
-      laneLoops.release();
-    }
-  }
-
-  private void resetConnectBackoff() {
-    channel.resetConnectBackoff();
-    ManagedChannel[] lanes = laneChannels;
-    if (lanes != null) {
-      for (ManagedChannel c : lanes) {
-        c.resetConnectBackoff();
-      }
+      l.loops().release();
     }
   }
 
@@ -279,13 +276,7 @@ public final class WorkerClient implements AutoCloseable {
     if (c != null) {
       c.cancel("worker left discovery", null);
     }
-    channel.shutdown();
-    ManagedChannel[] lanes = laneChannels;
-    if (lanes != null) {
-      for (ManagedChannel lane : lanes) {
-        lane.shutdown();
-      }
-    }
+    eachChannel(ManagedChannel::shutdown);
     timer.schedule(() -> {
       channel.shutdownNow();
       closeLanes();
@@ -426,7 +417,7 @@ public final class WorkerClient implements AutoCloseable {
                 // Try again in a second, and let the channel reconnect then instead of after its
                 // exponential backoff (up to two minutes): a restarted worker is back in ~1 s.
                 timer.schedule(() -> {
-                  resetConnectBackoff();
+                  eachChannel(ManagedChannel::resetConnectBackoff);
                   watchLoad(timer, interval);
                 }, 1, TimeUnit.SECONDS);
               }
