@@ -62,6 +62,12 @@ public final class EngineThroughput {
 
   /** Tokens/s over decode-only steps of {@code batch} sequences (prefill excluded); the engine ends idle. */
   static double decode(BuiltinEngine engine, int batch, int prompt, int steps) {
+    return decode(engine, batch, prompt, steps, () -> {}, () -> {});
+  }
+
+  /** As above, running {@code beforeTiming} just before the timed steps and {@code afterTiming} right after them. */
+  static double decode(
+      BuiltinEngine engine, int batch, int prompt, int steps, Runnable beforeTiming, Runnable afterTiming) {
     SplittableRandom random = new SplittableRandom(batch);
     for (int i = 0; i < batch; i++) {
       engine.add(request("decode-" + batch + "-" + i, random, prompt, steps + 8));
@@ -73,12 +79,14 @@ public final class EngineThroughput {
     for (int i = 0; i < 3; i++) {
       engine.step();
     }
+    beforeTiming.run();
     long start = System.nanoTime();
     long tokens = 0;
     for (int i = 0; i < steps; i++) {
       tokens += engine.step().size();
     }
     double rate = tokens / ((System.nanoTime() - start) / 1e9);
+    afterTiming.run();
     while (engine.hasWork()) {
       engine.step();
     }

@@ -14,7 +14,7 @@ import java.util.concurrent.CountDownLatch;
  * with B concurrent streams (B server slots, continuous batching) and prefill tokens/s of one
  * prompt. Prompts are " hello" repeated, one token each with the Qwen3 tokenizer.
  *
- * <pre>java ... dev.tandem.comparison.LlamaCppThroughput MODEL.gguf threads batches prompts</pre>
+ * <pre>java ... dev.tandem.comparison.LlamaCppThroughput MODEL.gguf threads batches prompts|none [decode-tokens=64]</pre>
  */
 public final class LlamaCppThroughput {
   private LlamaCppThroughput() {}
@@ -23,10 +23,11 @@ public final class LlamaCppThroughput {
     String gguf = args[0];
     int threads = Integer.parseInt(args[1]);
     int[] batches = ints(args[2]);
-    int[] prompts = ints(args[3]);
+    int[] prompts = args[3].equals("none") ? new int[0] : ints(args[3]);
+    int decodeTokens = args.length > 4 ? Integer.parseInt(args[4]) : 64;
     int maxBatch = java.util.Arrays.stream(batches).max().orElse(1);
     int maxPrompt = java.util.Arrays.stream(prompts).max().orElse(512);
-    int perSlot = Math.max(maxPrompt + 16, 128 + 64 + 16);
+    int perSlot = Math.max(maxPrompt + 16, 128 + decodeTokens + 16);
     ModelParameters params = new ModelParameters()
         .setModel(gguf)
         .setThreads(threads)
@@ -39,7 +40,7 @@ public final class LlamaCppThroughput {
     String first = greedy(model, prompt(128), 16);
     System.out.println("greedy text after a 128-token prompt: " + first.replace("\n", "\\n"));
     for (int batch : batches) {
-      double tps = decode(model, batch, 128, 64);
+      double tps = decode(model, batch, 128, decodeTokens);
       System.out.printf(Locale.ROOT, "decode batch %2d: %8.1f tokens/s%n", batch, tps);
     }
     greedy(model, prompt(64), 1); // warm-up
