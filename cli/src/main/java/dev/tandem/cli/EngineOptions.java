@@ -30,7 +30,7 @@ final class EngineOptions {
       description = "Model name clients use (env TANDEM_MODEL_NAME; default: the model directory's name, or " + MockerConfig.DEFAULT_MODEL_NAME + " for the mocker).")
   String modelName;
 
-  @Option(names = "--compute", defaultValue = "${env:TANDEM_COMPUTE:-auto}", description = "Compute backend of the builtin engine: auto, cpu (Vector API) or scalar (reference). Default ${DEFAULT-VALUE}.")
+  @Option(names = "--compute", defaultValue = "${env:TANDEM_COMPUTE:-auto}", description = "Compute backend of the builtin engine: auto (cuda where a CUDA device initialises, else cpu), cuda (NVIDIA GPU through JCuda), cpu (Vector API) or scalar (reference). Default ${DEFAULT-VALUE}.")
   String compute;
 
   @Option(names = "--compute-threads", defaultValue = "${env:TANDEM_COMPUTE_THREADS:-0}", description = "Compute threads (0: all cores; default ${DEFAULT-VALUE}).")

@@ -11,6 +11,11 @@ public interface ComputeBackendProvider {
   /** Whether this backend can run here (hardware, native libraries). */
   boolean isAvailable();
 
+  /** Why this backend cannot run here, naming what is missing (asked only when not available). */
+  default String unavailableReason() {
+    return "it is not available on this machine";
+  }
+
   /** Higher wins when no backend is named. */
   int priority();
 

@@ -34,7 +34,7 @@ public final class ComputeBackends {
     for (ComputeBackendProvider p : all) {
       if (auto ? p.isAvailable() : p.name().equals(name)) {
         if (!p.isAvailable()) {
-          throw new IllegalArgumentException("compute backend '" + name + "' is not available on this machine");
+          throw new IllegalArgumentException("compute backend '" + name + "' cannot run here: " + p.unavailableReason());
         }
         ComputeBackend backend = p.create(threads);
         LOG.info("compute backend: {} (of {})", p.name(), all.stream().map(ComputeBackendProvider::name).toList());

@@ -2,6 +2,7 @@ package dev.tandem.engine.builtin;
 
 import static org.junit.jupiter.api.Assertions.assertEquals;
 import static org.junit.jupiter.api.Assertions.assertTrue;
+import static org.junit.jupiter.api.Assumptions.assumeTrue;
 
 import com.fasterxml.jackson.databind.JsonNode;
 import com.fasterxml.jackson.databind.ObjectMapper;
@@ -9,6 +10,9 @@ import com.fasterxml.jackson.databind.node.ObjectNode;
 import dev.tandem.engine.compute.ComputeBackend;
 import dev.tandem.engine.compute.ScalarBackend;
 import dev.tandem.engine.compute.VectorBackend;
+import dev.tandem.engine.cuda.CudaBackend;
+import dev.tandem.engine.cuda.CudaDevice;
+import dev.tandem.engine.cuda.CudaDriver;
 import dev.tandem.engine.model.DType;
 import dev.tandem.engine.model.ModelConfig;
 import dev.tandem.engine.modeltools.ModelGenerator;
@@ -31,7 +35,8 @@ import org.junit.jupiter.params.provider.MethodSource;
  * reference_logits.py): for Llama (with Llama-3 RoPE scaling), Qwen2 (qkv bias) and Qwen3 (q/k
  * norm, tied embeddings) in f32, bf16 and f16, after the prompt and after each of 20 greedy decode
  * steps; alone, chunked, and batched with a second prompt that reuses the first one's cached prefix
- * blocks. The fixture holds the weights' hash: the test regenerates the same model and proves it.
+ * blocks; on the scalar, cpu and cuda backends (cuda skipped, with the reason, where no CUDA device
+ * initialises). The fixture holds the weights' hash: the test regenerates the same model and proves it.
  *
  * <p>The reference keeps K and V in f32; the engine runs each fixture with an f32 KV cache (max
  * logit error relative to the largest logit below 1e-4 for f32 weights, 1e-2 for 16-bit ones) and
@@ -46,7 +51,7 @@ class ReferenceLogitsTest {
   static Stream<Arguments> fixtures() {
     List<Arguments> all = new ArrayList<>();
     for (String name : List.of("llama-f32", "llama-bf16", "qwen2-f32", "qwen3-f32", "qwen3-bf16", "qwen3-f16")) {
-      for (String backend : List.of("cpu", "scalar")) {
+      for (String backend : List.of("cpu", "scalar", "cuda")) {
         for (DType kv : DType.values()) {
           all.add(Arguments.of(name, backend, kv));
         }
@@ -56,7 +61,14 @@ class ReferenceLogitsTest {
   }
 
   private static ComputeBackend backend(String name) {
-    return name.equals("cpu") ? new VectorBackend(2) : new ScalarBackend();
+    return switch (name) {
+      case "cpu" -> new VectorBackend(2);
+      case "cuda" -> {
+        assumeTrue(CudaDriver.available(), "cuda skipped: " + CudaDriver.unavailableReason());
+        yield new CudaBackend(CudaDevice.open(0));
+      }
+      default -> new ScalarBackend();
+    };
   }
 
   @ParameterizedTest(name = "{0} on {1}, KV {2}")

@@ -1,0 +1,346 @@
+// Kernels of the `cuda` compute backend (dev.tandem.engine.cuda.CudaBackend).
+//
+// Compiled to PTX by build-ptx.sh beside this file; the PTX is committed as a resource and
+// PtxFreshnessTest fails when it no longer matches this source. Every entry point is extern "C" so
+// its name in the PTX is the name the host code looks up. Activations are row-major f32, one row
+// per token; weights and KV entries stay in their stored type (f32, f16 or bf16) and are widened
+// to f32 as they are read; every sum is f32.
+//
+// Launch shapes are computed by dev.tandem.engine.cuda.LaunchShapes (unit-tested on the host);
+// the constants below must agree with it.
+
+#include <cuda_fp16.h>
+#include <stdint.h>
+
+#define WARP 32
+#define MATVEC_MAX_TOKENS 8     // LaunchShapes.MATVEC_MAX_TOKENS
+#define MATVEC_THREADS 256      // 8 warps, one output row each
+#define GEMM_TILE 64            // tokens and rows per GEMM block; 256 threads of 4 x 4 outputs
+#define GEMM_K 16
+#define ATTENTION_THREADS 128   // positions scored at once per (row, head); head dims <= 256
+
+enum { DT_F32 = 0, DT_F16 = 1, DT_BF16 = 2 };  // DType's ordinals
+
+template <int D>
+__device__ __forceinline__ float widen(const void* base, size_t i) {
+  if (D == DT_F32) {
+    return static_cast<const float*>(base)[i];
+  }
+  uint16_t bits = static_cast<const uint16_t*>(base)[i];
+  if (D == DT_BF16) {
+    return __uint_as_float(static_cast<uint32_t>(bits) << 16);
+  }
+  return __half2float(__ushort_as_half(bits));
+}
+
+__device__ __forceinline__ float widen_half(uint32_t bits16, int d) {
+  return d == DT_BF16 ? __uint_as_float(bits16 << 16) : __half2float(__ushort_as_half(static_cast<uint16_t>(bits16)));
+}
+
+// Eight consecutive elements from index i (a multiple of 8): two 128-bit loads for f32, one for
+// 16-bit types.
+template <int D>
+__device__ __forceinline__ void widen8(const void* base, size_t i, float* w) {
+  if (D == DT_F32) {
+    const float4* p = reinterpret_cast<const float4*>(static_cast<const float*>(base) + i);
+    float4 a = p[0];
+    float4 b = p[1];
+    w[0] = a.x; w[1] = a.y; w[2] = a.z; w[3] = a.w;
+    w[4] = b.x; w[5] = b.y; w[6] = b.z; w[7] = b.w;
+  } else {
+    uint4 u = *reinterpret_cast<const uint4*>(static_cast<const uint16_t*>(base) + i);
+    uint32_t v[4] = {u.x, u.y, u.z, u.w};
+#pragma unroll
+    for (int k = 0; k < 4; k++) {
+      w[2 * k] = widen_half(v[k] & 0xffffu, D);
+      w[2 * k + 1] = widen_half(v[k] >> 16, D);
+    }
+  }
+}
+
+__device__ __forceinline__ float warp_sum(float v) {
+#pragma unroll
+  for (int o = WARP / 2; o > 0; o >>= 1) {
+    v += __shfl_xor_sync(0xffffffffu, v, o);
+  }
+  return v;
+}
+
+__device__ __forceinline__ float warp_max(float v) {
+#pragma unroll
+  for (int o = WARP / 2; o > 0; o >>= 1) {
+    v = fmaxf(v, __shfl_xor_sync(0xffffffffu, v, o));
+  }
+  return v;
+}
+
+// Sum over the block (blockDim.x a multiple of 32, at most 1024); every thread gets the result.
+__device__ float block_sum(float v) {
+  __shared__ float partial[WARP];
+  __shared__ float total;
+  int lane = threadIdx.x % WARP;
+  int warp = threadIdx.x / WARP;
+  v = warp_sum(v);
+  if (lane == 0) partial[warp] = v;
+  __syncthreads();
+  if (warp == 0) {
+    float s = lane < blockDim.x / WARP ? partial[lane] : 0.f;
+    s = warp_sum(s);
+    if (lane == 0) total = s;
+  }
+  __syncthreads();
+  float result = total;
+  __syncthreads();  // partial and total may be reused by the next call
+  return result;
+}
+
+__device__ float block_max(float v) {
+  __shared__ float partial[WARP];
+  __shared__ float total;
+  int lane = threadIdx.x % WARP;
+  int warp = threadIdx.x / WARP;
+  v = warp_max(v);
+  if (lane == 0) partial[warp] = v;
+  __syncthreads();
+  if (warp == 0) {
+    float s = lane < blockDim.x / WARP ? partial[lane] : -INFINITY;
+    s = warp_max(s);
+    if (lane == 0) total = s;
+  }
+  __syncthreads();
+  float result = total;
+  __syncthreads();
+  return result;
+}
+
+// out[t * rows + r] = sum_i x[t * cols + i] * w[r * cols + i] for t < tokens (<= 8): one warp per
+// output row, one pass over the weights (128-bit loads when cols is a multiple of 8).
+template <int D>
+__device__ void matvec(const float* __restrict__ x, int tokens, const void* __restrict__ w, int rows, int cols,
+                       float* __restrict__ out) {
+  int row = (blockIdx.x * blockDim.x + threadIdx.x) / WARP;
+  int lane = threadIdx.x % WARP;
+  if (row >= rows) return;
+  float acc[MATVEC_MAX_TOKENS];
+#pragma unroll
+  for (int t = 0; t < MATVEC_MAX_TOKENS; t++) acc[t] = 0.f;
+  size_t base = static_cast<size_t>(row) * cols;
+  if ((cols & 7) == 0) {
+    for (int c = lane * 8; c < cols; c += WARP * 8) {
+      float wv[8];
+      widen8<D>(w, base + c, wv);
+#pragma unroll
+      for (int t = 0; t < MATVEC_MAX_TOKENS; t++) {
+        if (t < tokens) {
+          const float4* xr = reinterpret_cast<const float4*>(x + static_cast<size_t>(t) * cols + c);
+          float4 a = xr[0];
+          float4 b = xr[1];
+          acc[t] += a.x * wv[0] + a.y * wv[1] + a.z * wv[2] + a.w * wv[3]
+                  + b.x * wv[4] + b.y * wv[5] + b.z * wv[6] + b.w * wv[7];
+        }
+      }
+    }
+  } else {
+    for (int c = lane; c < cols; c += WARP) {
+      float wv = widen<D>(w, base + c);
+#pragma unroll
+      for (int t = 0; t < MATVEC_MAX_TOKENS; t++) {
+        if (t < tokens) acc[t] += wv * x[static_cast<size_t>(t) * cols + c];
+      }
+    }
+  }
+#pragma unroll
+  for (int t = 0; t < MATVEC_MAX_TOKENS; t++) {
+    if (t < tokens) {
+      float s = warp_sum(acc[t]);
+      if (lane == 0) out[static_cast<size_t>(t) * rows + row] = s;
+    }
+  }
+}
+
+extern "C" __global__ void matvec_f32(const float* x, int tokens, const void* w, int rows, int cols, float* out) {
+  matvec<DT_F32>(x, tokens, w, rows, cols, out);
+}
+extern "C" __global__ void matvec_f16(const float* x, int tokens, const void* w, int rows, int cols, float* out) {
+  matvec<DT_F16>(x, tokens, w, rows, cols, out);
+}
+extern "C" __global__ void matvec_bf16(const float* x, int tokens, const void* w, int rows, int cols, float* out) {
+  matvec<DT_BF16>(x, tokens, w, rows, cols, out);
+}
+
+// The same product for many tokens: 64 x 64 output tiles through shared memory, 4 x 4 outputs a
+// thread, weights widened to f32 as a tile is loaded. Grid (ceil(rows / 64), ceil(tokens / 64)).
+template <int D>
+__device__ void gemm(const float* __restrict__ x, int tokens, const void* __restrict__ w, int rows, int cols,
+                     float* __restrict__ out) {
+  __shared__ float xs[GEMM_K][GEMM_TILE + 1];
+  __shared__ float ws[GEMM_K][GEMM_TILE + 1];
+  int tx = threadIdx.x % 16;  // 4 output rows (weights) each
+  int ty = threadIdx.x / 16;  // 4 tokens each
+  int t0 = blockIdx.y * GEMM_TILE;
+  int r0 = blockIdx.x * GEMM_TILE;
+  float acc[4][4];
+#pragma unroll
+  for (int i = 0; i < 4; i++)
+#pragma unroll
+    for (int j = 0; j < 4; j++) acc[i][j] = 0.f;
+  for (int k0 = 0; k0 < cols; k0 += GEMM_K) {
+    for (int e = threadIdx.x; e < GEMM_TILE * GEMM_K; e += blockDim.x) {
+      int i = e / GEMM_K;
+      int kk = e % GEMM_K;
+      int k = k0 + kk;
+      int t = t0 + i;
+      int r = r0 + i;
+      xs[kk][i] = (t < tokens && k < cols) ? x[static_cast<size_t>(t) * cols + k] : 0.f;
+      ws[kk][i] = (r < rows && k < cols) ? widen<D>(w, static_cast<size_t>(r) * cols + k) : 0.f;
+    }
+    __syncthreads();
+#pragma unroll
+    for (int kk = 0; kk < GEMM_K; kk++) {
+      float a[4];
+      float b[4];
+#pragma unroll
+      for (int i = 0; i < 4; i++) {
+        a[i] = xs[kk][ty * 4 + i];
+        b[i] = ws[kk][tx * 4 + i];
+      }
+#pragma unroll
+      for (int i = 0; i < 4; i++)
+#pragma unroll
+        for (int j = 0; j < 4; j++) acc[i][j] += a[i] * b[j];
+    }
+    __syncthreads();
+  }
+#pragma unroll
+  for (int i = 0; i < 4; i++) {
+    int t = t0 + ty * 4 + i;
+    if (t >= tokens) continue;
+#pragma unroll
+    for (int j = 0; j < 4; j++) {
+      int r = r0 + tx * 4 + j;
+      if (r < rows) out[static_cast<size_t>(t) * rows + r] = acc[i][j];
+    }
+  }
+}
+
+extern "C" __global__ void gemm_f32(const float* x, int tokens, const void* w, int rows, int cols, float* out) {
+  gemm<DT_F32>(x, tokens, w, rows, cols, out);
+}
+extern "C" __global__ void gemm_f16(const float* x, int tokens, const void* w, int rows, int cols, float* out) {
+  gemm<DT_F16>(x, tokens, w, rows, cols, out);
+}
+extern "C" __global__ void gemm_bf16(const float* x, int tokens, const void* w, int rows, int cols, float* out) {
+  gemm<DT_BF16>(x, tokens, w, rows, cols, out);
+}
+
+// out = x / sqrt(mean(x^2) + eps) * weight, one block per row; out may be x.
+extern "C" __global__ void rms_norm(const float* x, float* out, const float* weight, float eps, int dim) {
+  const float* xr = x + static_cast<size_t>(blockIdx.x) * dim;
+  float* o = out + static_cast<size_t>(blockIdx.x) * dim;
+  float ss = 0.f;
+  for (int i = threadIdx.x; i < dim; i += blockDim.x) ss += xr[i] * xr[i];
+  ss = block_sum(ss);
+  float inv = 1.f / sqrtf(ss / dim + eps);
+  for (int i = threadIdx.x; i < dim; i += blockDim.x) o[i] = xr[i] * inv * weight[i];
+}
+
+// Rotary embedding, Hugging Face layout (element i pairs with i + headDim / 2), one thread per
+// pair; the angle and its sine and cosine in double, as the CPU backends compute them.
+extern "C" __global__ void rope(float* x, int rows, int heads, int headDim, const int* positions,
+                                const float* invFreq) {
+  int half = headDim / 2;
+  long long n = static_cast<long long>(rows) * heads * half;
+  long long idx = static_cast<long long>(blockIdx.x) * blockDim.x + threadIdx.x;
+  if (idx >= n) return;
+  int i = static_cast<int>(idx % half);
+  long long rowHead = idx / half;
+  int t = static_cast<int>(rowHead / heads);
+  double angle = static_cast<double>(positions[t]) * static_cast<double>(invFreq[i]);
+  double s;
+  double c;
+  sincos(angle, &s, &c);
+  float* v = x + rowHead * headDim;
+  double a = v[i];
+  double b = v[i + half];
+  v[i] = static_cast<float>(a * c - b * s);
+  v[i + half] = static_cast<float>(b * c + a * s);
+}
+
+// gate[i] = silu(gate[i]) * up[i].
+extern "C" __global__ void silu_mul(float* gate, const float* up, long long n) {
+  long long i = static_cast<long long>(blockIdx.x) * blockDim.x + threadIdx.x;
+  if (i >= n) return;
+  float g = gate[i];
+  gate[i] = g / (1.f + expf(-g)) * up[i];
+}
+
+// Causal attention of query rows over a paged KV cache laid out [block][slot][kvHead][headDim].
+// One block of 128 threads per (row, head): positions are scored 128 at a time, with a running
+// maximum and sum (online softmax), and each thread accumulates the weighted values of up to two
+// head dimensions (headDim <= 256). Row t attends to positions 0..positions[t] through its block
+// table tables[tableStart[t] ..].
+template <int D>
+__device__ void attention(const float* __restrict__ q, float* __restrict__ out, const int* __restrict__ positions,
+                          const int* __restrict__ tables, const int* __restrict__ tableStart,
+                          const void* __restrict__ keys, const void* __restrict__ values, int blockSize,
+                          int numHeads, int numKvHeads, int headDim) {
+  __shared__ float qs[256];
+  __shared__ float p[ATTENTION_THREADS];
+  int t = blockIdx.x;
+  int h = blockIdx.y;
+  int g = h / (numHeads / numKvHeads);
+  int kvDim = numKvHeads * headDim;
+  const float* qr = q + (static_cast<size_t>(t) * numHeads + h) * headDim;
+  for (int i = threadIdx.x; i < headDim; i += blockDim.x) qs[i] = qr[i];
+  __syncthreads();
+  const int* table = tables + tableStart[t];
+  int len = positions[t] + 1;
+  float scale = 1.f / sqrtf(static_cast<float>(headDim));
+  float running = -INFINITY;  // maximum score so far
+  float sum = 0.f;            // sum of exp(score - running) so far
+  float acc0 = 0.f;           // dimension threadIdx.x
+  float acc1 = 0.f;           // dimension threadIdx.x + 128
+  for (int start = 0; start < len; start += ATTENTION_THREADS) {
+    int pos = start + threadIdx.x;
+    float score = -INFINITY;
+    if (pos < len) {
+      size_t entry = (static_cast<size_t>(table[pos / blockSize]) * blockSize + pos % blockSize) * kvDim
+                     + static_cast<size_t>(g) * headDim;
+      float dot = 0.f;
+      for (int i = 0; i < headDim; i++) dot += qs[i] * widen<D>(keys, entry + i);
+      score = dot * scale;
+    }
+    float next = fmaxf(running, block_max(score));
+    float weight = pos < len ? expf(score - next) : 0.f;
+    p[threadIdx.x] = weight;
+    float rescale = expf(running - next);  // 0 on the first tile
+    sum = sum * rescale + block_sum(weight);
+    running = next;
+    acc0 *= rescale;
+    acc1 *= rescale;
+    int count = min(ATTENTION_THREADS, len - start);
+    for (int j = 0; j < count; j++) {
+      int vp = start + j;
+      size_t entry = (static_cast<size_t>(table[vp / blockSize]) * blockSize + vp % blockSize) * kvDim
+                     + static_cast<size_t>(g) * headDim;
+      float pj = p[j];
+      if (threadIdx.x < headDim) acc0 += pj * widen<D>(values, entry + threadIdx.x);
+      if (threadIdx.x + ATTENTION_THREADS < headDim) acc1 += pj * widen<D>(values, entry + threadIdx.x + ATTENTION_THREADS);
+    }
+    __syncthreads();  // p is rewritten by the next tile
+  }
+  float* o = out + (static_cast<size_t>(t) * numHeads + h) * headDim;
+  if (threadIdx.x < headDim) o[threadIdx.x] = acc0 / sum;
+  if (threadIdx.x + ATTENTION_THREADS < headDim) o[threadIdx.x + ATTENTION_THREADS] = acc1 / sum;
+}
+
+#define ATTENTION_ENTRY(NAME, D)                                                                          \
+  extern "C" __global__ void NAME(const float* q, float* out, const int* positions, const int* tables,   \
+                                  const int* tableStart, const void* keys, const void* values,           \
+                                  int blockSize, int numHeads, int numKvHeads, int headDim) {            \
+    attention<D>(q, out, positions, tables, tableStart, keys, values, blockSize, numHeads, numKvHeads,   \
+                 headDim);                                                                               \
+  }
+ATTENTION_ENTRY(attention_f32, DT_F32)
+ATTENTION_ENTRY(attention_f16, DT_F16)
+ATTENTION_ENTRY(attention_bf16, DT_BF16)

@@ -1,0 +1,202 @@
+package dev.tandem.engine.cuda;
+
+import static dev.tandem.engine.cuda.CudaDriver.check;
+import static jcuda.driver.JCudaDriver.cuCtxSetCurrent;
+import static jcuda.driver.JCudaDriver.cuDeviceGet;
+import static jcuda.driver.JCudaDriver.cuDeviceGetAttribute;
+import static jcuda.driver.JCudaDriver.cuDeviceGetName;
+import static jcuda.driver.JCudaDriver.cuDevicePrimaryCtxRelease;
+import static jcuda.driver.JCudaDriver.cuDevicePrimaryCtxRetain;
+import static jcuda.driver.JCudaDriver.cuDeviceTotalMem;
+import static jcuda.driver.JCudaDriver.cuLaunchKernel;
+import static jcuda.driver.JCudaDriver.cuModuleGetFunction;
+import static jcuda.driver.JCudaDriver.cuModuleLoadData;
+import static jcuda.driver.JCudaDriver.cuModuleUnload;
+import static jcuda.driver.JCudaDriver.cuStreamCreate;
+import static jcuda.driver.JCudaDriver.cuStreamDestroy;
+import static jcuda.driver.JCudaDriver.cuStreamSynchronize;
+
+import java.io.IOException;
+import java.io.InputStream;
+import java.io.UncheckedIOException;
+import java.nio.charset.StandardCharsets;
+import java.util.HashMap;
+import java.util.Map;
+import jcuda.Pointer;
+import jcuda.driver.CUcontext;
+import jcuda.driver.CUdevice;
+import jcuda.driver.CUdevice_attribute;
+import jcuda.driver.CUfunction;
+import jcuda.driver.CUmodule;
+import jcuda.driver.CUresult;
+import jcuda.driver.CUstream;
+import jcuda.driver.CUstream_flags;
+
+/**
+ * One GPU as Tandem uses it: the device's primary context, one stream every launch and copy goes
+ * to (so they run in order), and the kernels of {@code tandem.cu}, loaded from the PTX for the
+ * device's architecture ({@code sm_90} from compute capability 9, else {@code sm_80}).
+ *
+ * <p>Threading: a CUDA context is current per thread, so every caller runs {@link #makeCurrent()}
+ * before its calls; launches and copies are meant to come from one thread at a time (the engine's).
+ * Owns its stream, module and context reference until {@link #close()}.
+ */
+public final class CudaDevice implements AutoCloseable {
+  private final int ordinal;
+  private final CUdevice device = new CUdevice();
+  private final CUcontext context = new CUcontext();
+  private final CUstream stream = new CUstream();
+  private final CUmodule module = new CUmodule();
+  private final Map<String, CUfunction> functions = new HashMap<>();
+  private final String name;
+  private final int major;
+  private final int minor;
+  private final long totalMemory;
+  private final String ptx;
+  private boolean closed;
+
+  private CudaDevice(int ordinal) {
+    this.ordinal = ordinal;
+    check(cuDeviceGet(device, ordinal), "cuDeviceGet(" + ordinal + ")");
+    byte[] nameBytes = new byte[256];
+    check(cuDeviceGetName(nameBytes, nameBytes.length, device), "cuDeviceGetName");
+    int end = 0;
+    while (end < nameBytes.length && nameBytes[end] != 0) {
+      end++;
+    }
+    this.name = new String(nameBytes, 0, end, StandardCharsets.UTF_8);
+    this.major = attribute(CUdevice_attribute.CU_DEVICE_ATTRIBUTE_COMPUTE_CAPABILITY_MAJOR);
+    this.minor = attribute(CUdevice_attribute.CU_DEVICE_ATTRIBUTE_COMPUTE_CAPABILITY_MINOR);
+    long[] memory = new long[1];
+    check(cuDeviceTotalMem(memory, device), "cuDeviceTotalMem");
+    this.totalMemory = memory[0];
+    this.ptx = LaunchShapes.ptxResource(major);
+    if (ptx == null) {
+      throw new CudaException(
+          "GPU " + ordinal + " (" + name + ") has compute capability " + major + "." + minor
+              + "; the cuda backend needs 8.0 or newer (its kernels are built for sm_80 and sm_90)");
+    }
+    check(cuDevicePrimaryCtxRetain(context, device), "cuDevicePrimaryCtxRetain");
+    try {
+      makeCurrent();
+      // A blocking stream: the driver's synchronous copies (on the legacy default stream) wait for
+      // the kernels queued here, so a copy back always sees their results.
+      check(cuStreamCreate(stream, CUstream_flags.CU_STREAM_DEFAULT), "cuStreamCreate");
+      int loaded = cuModuleLoadData(module, readPtx(ptx));
+      if (loaded != CUresult.CUDA_SUCCESS) {
+        throw new CudaException(
+            "loading " + ptx + " on " + name + " (driver CUDA " + CudaDriver.version() + ") failed: "
+                + CUresult.stringFor(loaded) + " (" + loaded + ")");
+      }
+    } catch (RuntimeException e) {
+      cuDevicePrimaryCtxRelease(device);
+      throw e;
+    }
+  }
+
+  /**
+   * Opens GPU {@code ordinal}.
+   *
+   * @throws CudaException naming what is missing when no CUDA device can be used here
+   */
+  public static CudaDevice open(int ordinal) {
+    if (!CudaDriver.available()) {
+      throw new CudaException("no CUDA device: " + CudaDriver.unavailableReason());
+    }
+    if (ordinal < 0 || ordinal >= CudaDriver.deviceCount()) {
+      throw new CudaException("no GPU " + ordinal + ": the driver sees " + CudaDriver.deviceCount());
+    }
+    return new CudaDevice(ordinal);
+  }
+
+  private static byte[] readPtx(String resource) {
+    try (InputStream in = CudaDevice.class.getResourceAsStream(resource)) {
+      if (in == null) {
+        throw new CudaException("the kernels' PTX " + resource + " is not on the class path");
+      }
+      byte[] text = in.readAllBytes();
+      byte[] terminated = new byte[text.length + 1]; // the driver reads a C string
+      System.arraycopy(text, 0, terminated, 0, text.length);
+      return terminated;
+    } catch (IOException e) {
+      throw new UncheckedIOException(e);
+    }
+  }
+
+  private int attribute(int attribute) {
+    int[] value = new int[1];
+    check(cuDeviceGetAttribute(value, attribute, device), "cuDeviceGetAttribute(" + attribute + ")");
+    return value[0];
+  }
+
+  /** Makes this device's context current on the calling thread. */
+  public void makeCurrent() {
+    check(cuCtxSetCurrent(context), "cuCtxSetCurrent");
+  }
+
+  /** Launches kernel {@code function} on this device's stream; returns before it finishes. */
+  public void launch(String function, LaunchShapes.Shape shape, Pointer arguments) {
+    check(
+        cuLaunchKernel(kernel(function), shape.gridX(), shape.gridY(), 1, shape.block(), 1, 1, 0, stream, arguments, null),
+        "cuLaunchKernel(" + function + ", " + shape + ")");
+  }
+
+  /** Waits for everything queued on this device's stream. */
+  public void synchronize() {
+    check(cuStreamSynchronize(stream), "cuStreamSynchronize");
+  }
+
+  private CUfunction kernel(String function) {
+    return functions.computeIfAbsent(function, f -> {
+      CUfunction handle = new CUfunction();
+      check(cuModuleGetFunction(handle, module, f), "cuModuleGetFunction(" + f + ") in " + ptx);
+      return handle;
+    });
+  }
+
+  CUstream stream() {
+    return stream;
+  }
+
+  public int ordinal() {
+    return ordinal;
+  }
+
+  public String name() {
+    return name;
+  }
+
+  /** Compute capability as "major.minor". */
+  public String computeCapability() {
+    return major + "." + minor;
+  }
+
+  public long totalMemory() {
+    return totalMemory;
+  }
+
+  /** The PTX resource this device runs. */
+  public String ptx() {
+    return ptx;
+  }
+
+  @Override
+  public String toString() {
+    return "GPU " + ordinal + " " + name + " (sm_" + major + minor + ", " + totalMemory / (1L << 20) + " MiB, driver CUDA "
+        + CudaDriver.version() + ")";
+  }
+
+  /** Waits for queued work, then frees the stream and module and releases the context. Idempotent. */
+  @Override
+  public void close() {
+    if (closed) {
+      return;
+    }
+    closed = true;
+    makeCurrent();
+    cuStreamSynchronize(stream);
+    cuModuleUnload(module);
+    cuStreamDestroy(stream);
+    cuDevicePrimaryCtxRelease(device);
+  }
+}

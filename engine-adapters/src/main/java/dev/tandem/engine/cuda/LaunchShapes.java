@@ -1,0 +1,94 @@
+package dev.tandem.engine.cuda;
+
+import dev.tandem.engine.model.DType;
+
+/**
+ * Grid and block sizes of every kernel in {@code tandem.cu}, and which kernel serves which call:
+ * plain arithmetic, kept on the host so that it is tested without a GPU. The constants must agree
+ * with the {@code #define}s at the top of {@code tandem.cu}.
+ */
+public final class LaunchShapes {
+  static final int WARP = 32;
+  /** Tokens one matrix-vector launch multiplies at once (its accumulators per lane). */
+  public static final int MATVEC_MAX_TOKENS = 8;
+  static final int MATVEC_THREADS = 256;
+  static final int GEMM_TILE = 64;
+  static final int GEMM_THREADS = 256;
+  static final int ATTENTION_THREADS = 128;
+  /** The largest head the attention kernel holds (its query in shared memory, two dims a thread). */
+  public static final int MAX_HEAD_DIM = 256;
+  static final int ELEMENTWISE_THREADS = 256;
+  static final int MAX_NORM_THREADS = 256;
+  private static final int MAX_GRID_Y = 65_535;
+
+  private LaunchShapes() {}
+
+  /** A launch: {@code gridX × gridY} blocks of {@code block} threads. */
+  public record Shape(int gridX, int gridY, int block) {
+    public Shape {
+      if (gridX < 1 || gridY < 1 || gridY > MAX_GRID_Y || block < 1 || block > 1024) {
+        throw new IllegalArgumentException("no such launch: grid " + gridX + "×" + gridY + ", block " + block);
+      }
+    }
+  }
+
+  /** The product of {@code tokens} rows with a weight matrix: the one-pass matrix-vector kernel up to 8 tokens, else tiled GEMM. */
+  public static boolean usesMatvec(int tokens) {
+    return tokens <= MATVEC_MAX_TOKENS;
+  }
+
+  /** One warp per output row. */
+  public static Shape matvec(int rows) {
+    int warpsPerBlock = MATVEC_THREADS / WARP;
+    return new Shape(blocks(rows, warpsPerBlock), 1, MATVEC_THREADS);
+  }
+
+  /** 64 × 64 output tiles: x over weight rows, y over tokens. */
+  public static Shape gemm(int tokens, int rows) {
+    return new Shape(blocks(rows, GEMM_TILE), blocks(tokens, GEMM_TILE), GEMM_THREADS);
+  }
+
+  /** One block per row, a warp multiple of threads up to the row's length (at most 256). */
+  public static Shape rmsNorm(int rows, int dim) {
+    int threads = Math.min(MAX_NORM_THREADS, Math.max(WARP, blocks(dim, WARP) * WARP));
+    return new Shape(rows, 1, threads);
+  }
+
+  /** One thread per element (or per rotated pair). */
+  public static Shape elementwise(long n) {
+    long grid = (n + ELEMENTWISE_THREADS - 1) / ELEMENTWISE_THREADS;
+    if (n < 1 || grid > Integer.MAX_VALUE) {
+      throw new IllegalArgumentException("no elementwise launch covers " + n + " elements");
+    }
+    return new Shape((int) grid, 1, ELEMENTWISE_THREADS);
+  }
+
+  /** One block per (query row, head). */
+  public static Shape attention(int rows, int heads, int headDim) {
+    if (headDim > MAX_HEAD_DIM) {
+      throw new IllegalArgumentException("the cuda attention kernel holds heads of up to " + MAX_HEAD_DIM + " dims, not " + headDim);
+    }
+    return new Shape(rows, heads, ATTENTION_THREADS);
+  }
+
+  /** {@code base} for weights or KV entries of {@code dtype}, e.g. {@code matvec_bf16}. */
+  public static String kernel(String base, DType dtype) {
+    return base + "_" + dtype.shortName();
+  }
+
+  /** The PTX a device of compute capability {@code major}.x runs, or null below 8. */
+  public static String ptxResource(int major) {
+    if (major >= 9) {
+      return "tandem-sm90.ptx";
+    }
+    return major >= 8 ? "tandem-sm80.ptx" : null;
+  }
+
+  private static int blocks(long n, int per) {
+    long b = (n + per - 1) / per;
+    if (n < 1 || b > Integer.MAX_VALUE) {
+      throw new IllegalArgumentException("no launch covers " + n);
+    }
+    return (int) b;
+  }
+}

@@ -1,0 +1,81 @@
+package dev.tandem.engine.cuda;
+
+import static org.junit.jupiter.api.Assertions.assertArrayEquals;
+import static org.junit.jupiter.api.Assertions.assertEquals;
+import static org.junit.jupiter.api.Assumptions.assumeTrue;
+
+import dev.tandem.engine.model.DType;
+import java.io.IOException;
+import java.io.InputStream;
+import java.nio.charset.StandardCharsets;
+import java.nio.file.Files;
+import java.nio.file.Path;
+import java.util.Set;
+import java.util.TreeSet;
+import java.util.concurrent.TimeUnit;
+import java.util.regex.Matcher;
+import java.util.regex.Pattern;
+import org.junit.jupiter.api.Test;
+import org.junit.jupiter.api.io.TempDir;
+import org.junit.jupiter.params.ParameterizedTest;
+import org.junit.jupiter.params.provider.ValueSource;
+
+/**
+ * The committed PTX is what {@code src/main/cuda/tandem.cu} compiles to, and holds every kernel
+ * the host code launches.
+ */
+class PtxFreshnessTest {
+  private static final Path SCRIPT = Path.of("src/main/cuda/build-ptx.sh");
+
+  @Test
+  void committedPtxMatchesTheSource(@TempDir Path out) throws Exception {
+    Path nvcc = nvcc();
+    assumeTrue(nvcc != null, "nvcc not found (CUDA toolkit not installed): the PTX's freshness is not checked here");
+    Process p = new ProcessBuilder("bash", SCRIPT.toString(), out.toString())
+        .redirectErrorStream(true)
+        .start();
+    p.getOutputStream().close();
+    String log = new String(p.getInputStream().readAllBytes(), StandardCharsets.UTF_8);
+    assumeTrue(p.waitFor(120, TimeUnit.SECONDS), "nvcc did not finish in 120 s");
+    assertEquals(0, p.exitValue(), "build-ptx.sh failed:\n" + log);
+    for (String ptx : new String[] {"tandem-sm90.ptx", "tandem-sm80.ptx"}) {
+      assertArrayEquals(
+          Files.readAllBytes(out.resolve(ptx)), committed(ptx),
+          ptx + " is stale: run engine-adapters/src/main/cuda/build-ptx.sh and commit the result");
+    }
+  }
+
+  @ParameterizedTest
+  @ValueSource(strings = {"tandem-sm90.ptx", "tandem-sm80.ptx"})
+  void ptxHoldsEveryKernelTheHostLaunches(String ptx) throws IOException {
+    Set<String> entries = new TreeSet<>();
+    Matcher m = Pattern.compile("\\.entry\\s+(\\w+)\\(").matcher(new String(committed(ptx), StandardCharsets.US_ASCII));
+    while (m.find()) {
+      entries.add(m.group(1));
+    }
+    Set<String> launched = new TreeSet<>(Set.of("rms_norm", "rope", "silu_mul"));
+    for (DType dtype : DType.values()) {
+      for (String base : new String[] {"matvec", "gemm", "attention"}) {
+        launched.add(LaunchShapes.kernel(base, dtype));
+      }
+    }
+    assertEquals(launched, entries);
+  }
+
+  private static byte[] committed(String name) throws IOException {
+    try (InputStream in = CudaDevice.class.getResourceAsStream(name)) {
+      return in.readAllBytes();
+    }
+  }
+
+  private static Path nvcc() {
+    for (String dir : System.getenv().getOrDefault("PATH", "").split(":")) {
+      Path candidate = Path.of(dir, "nvcc");
+      if (Files.isExecutable(candidate)) {
+        return candidate;
+      }
+    }
+    Path fallback = Path.of("/usr/local/bin/nvcc");
+    return Files.isExecutable(fallback) ? fallback : null;
+  }
+}
