@@ -344,3 +344,109 @@ __device__ void attention(const float* __restrict__ q, float* __restrict__ out, 
 ATTENTION_ENTRY(attention_f32, DT_F32)
 ATTENTION_ENTRY(attention_f16, DT_F16)
 ATTENTION_ENTRY(attention_bf16, DT_BF16)
+
+// ---- The device-resident forward pass (dev.tandem.engine.builtin.CudaTransformer) ----
+
+// out[t, :] = widen(table[ids[t], :]), one thread per element.
+template <int D>
+__device__ void embed(const int* __restrict__ ids, int tokens, const void* __restrict__ table, int hidden,
+                      float* __restrict__ out) {
+  long long e = static_cast<long long>(blockIdx.x) * blockDim.x + threadIdx.x;
+  if (e >= static_cast<long long>(tokens) * hidden) return;
+  int t = static_cast<int>(e / hidden);
+  int i = static_cast<int>(e % hidden);
+  out[e] = widen<D>(table, static_cast<size_t>(ids[t]) * hidden + i);
+}
+extern "C" __global__ void embed_f32(const int* ids, int tokens, const void* table, int hidden, float* out) {
+  embed<DT_F32>(ids, tokens, table, hidden, out);
+}
+extern "C" __global__ void embed_f16(const int* ids, int tokens, const void* table, int hidden, float* out) {
+  embed<DT_F16>(ids, tokens, table, hidden, out);
+}
+extern "C" __global__ void embed_bf16(const int* ids, int tokens, const void* table, int hidden, float* out) {
+  embed<DT_BF16>(ids, tokens, table, hidden, out);
+}
+
+// a[i] += b[i % period] for i < n: a residual (period = n) or a bias added to every row (period =
+// the row's length).
+extern "C" __global__ void add(float* a, const float* b, long long n, int period) {
+  long long i = static_cast<long long>(blockIdx.x) * blockDim.x + threadIdx.x;
+  if (i >= n) return;
+  a[i] += b[i % period];
+}
+
+// f32 to a 16-bit type's bits, rounding to nearest even exactly as DType.narrow does on the host
+// (a NaN stays a quiet NaN of its sign), so device and host caches hold the same bits.
+template <int D>
+__device__ __forceinline__ uint16_t narrow(float v) {
+  if (D == DT_F16) {
+    return __half_as_ushort(__float2half_rn(v));
+  }
+  uint32_t bits = __float_as_uint(v);
+  if (isnan(v)) return static_cast<uint16_t>((bits >> 16) | 0x40);
+  return static_cast<uint16_t>((bits + 0x7fffu + ((bits >> 16) & 1u)) >> 16);
+}
+
+// Stores row t's keys and values (kvDim each) at cache slot slots[t] (block * blockSize + slot),
+// in the device cache and, through mapped memory, in the host cache (hostKeys/hostValues may be
+// null: device only). One thread per element.
+template <int D>
+__device__ void kv_write(const float* __restrict__ k, const float* __restrict__ v, const int* __restrict__ slots,
+                         int rows, int kvDim, void* keys, void* values, void* hostKeys, void* hostValues) {
+  long long e = static_cast<long long>(blockIdx.x) * blockDim.x + threadIdx.x;
+  if (e >= static_cast<long long>(rows) * kvDim) return;
+  int t = static_cast<int>(e / kvDim);
+  int i = static_cast<int>(e % kvDim);
+  size_t at = static_cast<size_t>(slots[t]) * kvDim + i;
+  if (D == DT_F32) {
+    float kv = k[e];
+    float vv = v[e];
+    static_cast<float*>(keys)[at] = kv;
+    static_cast<float*>(values)[at] = vv;
+    if (hostKeys != nullptr) {
+      static_cast<float*>(hostKeys)[at] = kv;
+      static_cast<float*>(hostValues)[at] = vv;
+    }
+  } else {
+    uint16_t kb = narrow<D>(k[e]);
+    uint16_t vb = narrow<D>(v[e]);
+    static_cast<uint16_t*>(keys)[at] = kb;
+    static_cast<uint16_t*>(values)[at] = vb;
+    if (hostKeys != nullptr) {
+      static_cast<uint16_t*>(hostKeys)[at] = kb;
+      static_cast<uint16_t*>(hostValues)[at] = vb;
+    }
+  }
+}
+extern "C" __global__ void kv_write_f32(const float* k, const float* v, const int* slots, int rows, int kvDim, void* keys,
+                                        void* values, void* hostKeys, void* hostValues) {
+  kv_write<DT_F32>(k, v, slots, rows, kvDim, keys, values, hostKeys, hostValues);
+}
+extern "C" __global__ void kv_write_f16(const float* k, const float* v, const int* slots, int rows, int kvDim, void* keys,
+                                        void* values, void* hostKeys, void* hostValues) {
+  kv_write<DT_F16>(k, v, slots, rows, kvDim, keys, values, hostKeys, hostValues);
+}
+extern "C" __global__ void kv_write_bf16(const float* k, const float* v, const int* slots, int rows, int kvDim, void* keys,
+                                         void* values, void* hostKeys, void* hostValues) {
+  kv_write<DT_BF16>(k, v, slots, rows, kvDim, keys, values, hostKeys, hostValues);
+}
+
+// Copies whole cache blocks blocks[0..count) from src to dst (both [block][blockBytes]), 16 bytes a
+// thread: the blocks a KV import wrote into the host cache, read through mapped memory.
+extern "C" __global__ void copy_blocks(const uint4* src, uint4* dst, const int* blocks, int count, int blockVectors) {
+  long long e = static_cast<long long>(blockIdx.x) * blockDim.x + threadIdx.x;
+  if (e >= static_cast<long long>(count) * blockVectors) return;
+  int b = static_cast<int>(e / blockVectors);
+  int i = static_cast<int>(e % blockVectors);
+  size_t at = static_cast<size_t>(blocks[b]) * blockVectors + i;
+  dst[at] = src[at];
+}
+
+// out[j, :] = x[rows[j], :] for j < count, one thread per element.
+extern "C" __global__ void gather_rows(const float* x, const int* rows, int count, int hidden, float* out) {
+  long long e = static_cast<long long>(blockIdx.x) * blockDim.x + threadIdx.x;
+  if (e >= static_cast<long long>(count) * hidden) return;
+  int j = static_cast<int>(e / hidden);
+  int i = static_cast<int>(e % hidden);
+  out[e] = x[static_cast<size_t>(rows[j]) * hidden + i];
+}

@@ -7,6 +7,7 @@ import dev.tandem.engine.KvHandoff;
 import dev.tandem.engine.RequestOutput;
 import dev.tandem.engine.compute.ComputeBackend;
 import dev.tandem.engine.compute.ComputeBackends;
+import dev.tandem.engine.cuda.CudaBackend;
 import dev.tandem.engine.kv.BlockPool;
 import dev.tandem.engine.model.DType;
 import dev.tandem.engine.model.ModelConfig;
@@ -33,7 +34,7 @@ public final class BuiltinEngine extends SchedulingEngine implements KvHandoff {
   private final ModelWeights weights;
   private final ComputeBackend backend;
   private final PagedKvCache cache;
-  private final Transformer transformer;
+  private final ForwardPass transformer;
   private final Sampler sampler = new Sampler();
   private final OutputConstraints constraints;
   private final EngineInfo info;
@@ -77,7 +78,9 @@ public final class BuiltinEngine extends SchedulingEngine implements KvHandoff {
     this.weights = weights;
     this.backend = backend;
     this.cache = new PagedKvCache(model, blocks, config.blockSize(), kvDtype);
-    this.transformer = new Transformer(weights, backend, config.blockSize());
+    this.transformer = backend instanceof CudaBackend cuda
+        ? new CudaTransformer(weights, cuda, cache)
+        : new Transformer(weights, backend, config.blockSize());
     this.constraints = new OutputConstraints(config.modelDir(), model.vocabSize(), model.eosTokenIds());
     EnumSet<EngineInfo.Feature> features = EnumSet.of(
         EngineInfo.Feature.TEMPERATURE,
@@ -212,6 +215,7 @@ public final class BuiltinEngine extends SchedulingEngine implements KvHandoff {
     if (hasWork()) {
       throw new IllegalStateException("the KV cache moves only while no request is queued or running");
     }
+    transformer.hostCacheMoving();
     cache.relocate(allocate);
   }
 
@@ -254,6 +258,7 @@ public final class BuiltinEngine extends SchedulingEngine implements KvHandoff {
       constraints.accept(state.grammar, firstToken, state.endTokens);
     }
     imported.sequence().setEngineState(state);
+    transformer.hostBlocksWritten(cache, pending.blocks(), pending.cachedBlocks());
     scheduler.commitImported(imported, firstToken);
   }
 
@@ -378,6 +383,7 @@ public final class BuiltinEngine extends SchedulingEngine implements KvHandoff {
 
   @Override
   public void close() {
+    transformer.close();
     backend.close();
     cache.close();
     weights.close();

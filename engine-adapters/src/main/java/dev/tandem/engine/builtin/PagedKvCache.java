@@ -21,6 +21,7 @@ import java.util.function.LongFunction;
  * engine thread and the compute backend's threads inside its calls.
  */
 public final class PagedKvCache implements AutoCloseable {
+  private static final long PAGE = 4096;
   private final Arena arena = Arena.ofShared();
   private final int blocks;
   private final int blockSize;
@@ -38,8 +39,8 @@ public final class PagedKvCache implements AutoCloseable {
     this.keys = new MemorySegment[config.numLayers()];
     this.values = new MemorySegment[config.numLayers()];
     for (int l = 0; l < keys.length; l++) {
-      keys[l] = arena.allocate(layerBytes, 64);
-      values[l] = arena.allocate(layerBytes, 64);
+      keys[l] = arena.allocate(layerBytes, PAGE); // whole pages: a GPU worker maps them (cuMemHostRegister)
+      values[l] = arena.allocate(layerBytes, PAGE);
     }
   }
 
@@ -76,6 +77,11 @@ public final class PagedKvCache implements AutoCloseable {
 
   public int blocks() {
     return blocks;
+  }
+
+  /** Tokens a block holds. */
+  public int blockSize() {
+    return blockSize;
   }
 
   public int layers() {

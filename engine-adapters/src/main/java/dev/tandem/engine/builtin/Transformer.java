@@ -16,7 +16,7 @@ import java.util.List;
  *
  * <p>Threading: owned by the engine thread; buffers are reused between calls.
  */
-public final class Transformer {
+public final class Transformer implements ForwardPass {
   /**
    * One sequence's share of a forward pass: {@code count} tokens from {@code tokens[from..]}, at
    * positions {@code startPosition..}, KV in {@code blockTable}. Logits are computed for its last
@@ -73,6 +73,7 @@ public final class Transformer {
    * Runs the slices through the model; returns logits {@code (vocab)} for each slice that wants
    * them, in slice order (null for the others).
    */
+  @Override
   public float[][] forward(List<Slice> slices, PagedKvCache cache) {
     return forward(slices, cache, null);
   }
@@ -89,6 +90,7 @@ public final class Transformer {
    * As above, handing {@code positionLogits} (may be null) the logits after each token that a
    * slice's {@code promptLogitsBefore} asks for.
    */
+  @Override
   public float[][] forward(
       List<Slice> slices, PagedKvCache cache, java.util.function.IntConsumer layerKvWritten, PositionLogits positionLogits) {
     int tokens = 0;

@@ -9,7 +9,6 @@ import java.lang.foreign.MemorySegment;
 import java.util.HashMap;
 import java.util.IdentityHashMap;
 import java.util.Map;
-import jcuda.Pointer;
 
 /**
  * {@link ComputeBackend}'s kernels on an NVIDIA GPU. Weights are copied to the device on first
@@ -28,12 +27,14 @@ import jcuda.Pointer;
  */
 public final class CudaBackend implements ComputeBackend {
   private final CudaDevice device;
+  private final CudaKernels kernels;
   private final DevicePool pool = new DevicePool(DevicePool.Memory.DRIVER);
   private final Map<MemorySegment, DeviceBuffer> weights = new HashMap<>();
   private PinnedBuffer staging; // KV blocks gathered for one attention call; grown on demand
 
   public CudaBackend(CudaDevice device) {
     this.device = device;
+    this.kernels = new CudaKernels(device);
   }
 
   @Override
@@ -45,6 +46,16 @@ public final class CudaBackend implements ComputeBackend {
     return device;
   }
 
+  /** The kernels on device memory, for a forward pass that keeps its activations there. */
+  public CudaKernels kernels() {
+    return kernels;
+  }
+
+  /** The device memory pool this backend allocates from; closed with it. */
+  public DevicePool pool() {
+    return pool;
+  }
+
   @Override
   public void matmul(float[] x, int tokens, WeightMatrix w, float[] out) {
     device.makeCurrent();
@@ -52,11 +63,7 @@ public final class CudaBackend implements ComputeBackend {
     try (DeviceBuffer in = pool.acquire((long) tokens * w.cols() * Float.BYTES);
         DeviceBuffer result = pool.acquire((long) tokens * w.rows() * Float.BYTES)) {
       in.copyFrom(x, tokens * w.cols());
-      LaunchShapes.Shape shape =
-          LaunchShapes.usesMatvec(tokens) ? LaunchShapes.matvec(w.rows()) : LaunchShapes.gemm(tokens, w.rows());
-      String kernel = LaunchShapes.kernel(LaunchShapes.usesMatvec(tokens) ? "matvec" : "gemm", w.dtype());
-      device.launch(kernel, shape, Pointer.to(
-          in.argument(), ints(tokens), weight.argument(), ints(w.rows()), ints(w.cols()), result.argument()));
+      kernels.matmul(in.pointer(), tokens, weight.pointer(), w.dtype(), w.rows(), w.cols(), result.pointer());
       result.copyTo(out, tokens * w.rows());
     }
   }
@@ -68,8 +75,7 @@ public final class CudaBackend implements ComputeBackend {
         DeviceBuffer scale = pool.acquire((long) dim * Float.BYTES)) {
       values.copyFrom(x, rows * dim);
       scale.copyFrom(weight, dim);
-      device.launch("rms_norm", LaunchShapes.rmsNorm(rows, dim), Pointer.to(
-          values.argument(), values.argument(), scale.argument(), Pointer.to(new float[] {eps}), ints(dim)));
+      kernels.rmsNorm(values.pointer(), values.pointer(), scale.pointer(), eps, rows, dim);
       values.copyTo(out, rows * dim);
     }
   }
@@ -84,8 +90,7 @@ public final class CudaBackend implements ComputeBackend {
       values.copyFrom(x, n);
       at.copyFrom(positions, rows);
       freq.copyFrom(invFreq, invFreq.length);
-      device.launch("rope", LaunchShapes.elementwise((long) rows * heads * (headDim / 2)), Pointer.to(
-          values.argument(), ints(rows), ints(heads), ints(headDim), at.argument(), freq.argument()));
+      kernels.rope(values.pointer(), rows, heads, headDim, at.pointer(), freq.pointer());
       values.copyTo(x, n);
     }
   }
@@ -96,14 +101,14 @@ public final class CudaBackend implements ComputeBackend {
     try (DeviceBuffer g = pool.acquire((long) n * Float.BYTES); DeviceBuffer u = pool.acquire((long) n * Float.BYTES)) {
       g.copyFrom(gate, n);
       u.copyFrom(up, n);
-      device.launch("silu_mul", LaunchShapes.elementwise(n), Pointer.to(g.argument(), u.argument(), Pointer.to(new long[] {n})));
+      kernels.siluMul(g.pointer(), u.pointer(), n);
       g.copyTo(gate, n);
     }
   }
 
   @Override
   public void attention(AttentionBatch b) {
-    LaunchShapes.Shape shape = LaunchShapes.attention(b.rows(), b.numHeads(), b.headDim());
+    LaunchShapes.attention(b.rows(), b.numHeads(), b.headDim()); // refuses heads the kernel cannot hold, before any copy
     device.makeCurrent();
     // The blocks the rows read, each once, in a compacted numbering; and each row's table in it.
     Int2IntLinkedOpenHashMap compact = new Int2IntLinkedOpenHashMap();
@@ -152,10 +157,9 @@ public final class CudaBackend implements ComputeBackend {
       positions.copyFrom(b.positions(), b.rows());
       tableBuffer.copyFrom(tables, tables.length);
       startBuffer.copyFrom(starts, b.rows());
-      Pointer values = Pointer.to(kv.pointer().withByteOffset(kvBytes));
-      device.launch(LaunchShapes.kernel("attention", b.kvDtype()), shape, Pointer.to(
-          q.argument(), out.argument(), positions.argument(), tableBuffer.argument(), startBuffer.argument(),
-          kv.argument(), values, ints(b.blockSize()), ints(b.numHeads()), ints(b.numKvHeads()), ints(b.headDim())));
+      kernels.attention(q.pointer(), out.pointer(), b.rows(), positions.pointer(), tableBuffer.pointer(),
+          startBuffer.pointer(), kv.pointer(), kv.pointer().withByteOffset(kvBytes), b.kvDtype(), b.blockSize(),
+          b.numHeads(), b.numKvHeads(), b.headDim());
       out.copyTo(b.out(), qLength);
     }
   }
@@ -170,16 +174,13 @@ public final class CudaBackend implements ComputeBackend {
     return staging;
   }
 
-  private DeviceBuffer weight(WeightMatrix w) {
+  /** Matrix {@code w} on the device: copied on first use, kept until this backend closes. */
+  public DeviceBuffer weight(WeightMatrix w) {
     return weights.computeIfAbsent(w.data(), data -> {
       DeviceBuffer buffer = pool.allocate(data.byteSize());
       buffer.copyFrom(data);
       return buffer;
     });
-  }
-
-  private static Pointer ints(int value) {
-    return Pointer.to(new int[] {value});
   }
 
   /** Frees the weights, the pooled buffers and the staging memory, then closes the device. */

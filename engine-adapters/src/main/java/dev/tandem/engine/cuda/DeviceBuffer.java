@@ -3,6 +3,7 @@ package dev.tandem.engine.cuda;
 import static dev.tandem.engine.cuda.CudaDriver.check;
 import static jcuda.driver.JCudaDriver.cuMemcpyDtoH;
 import static jcuda.driver.JCudaDriver.cuMemcpyHtoD;
+import static jcuda.driver.JCudaDriver.cuMemsetD8;
 
 import java.lang.foreign.Arena;
 import java.lang.foreign.MemorySegment;
@@ -44,11 +45,6 @@ public final class DeviceBuffer implements AutoCloseable {
     return bytes;
   }
 
-  /** A kernel argument: the address of this buffer. */
-  public Pointer argument() {
-    return Pointer.to(pointer);
-  }
-
   public void copyFrom(float[] host, int count) {
     fits((long) count * Float.BYTES);
     check(cuMemcpyHtoD(pointer, Pointer.to(host), (long) count * Float.BYTES), "cuMemcpyHtoD");
@@ -78,6 +74,18 @@ public final class DeviceBuffer implements AutoCloseable {
   public void copyFrom(PinnedBuffer host, long bytes) {
     fits(bytes);
     check(cuMemcpyHtoD(pointer, host.pointer(), bytes), "cuMemcpyHtoD");
+  }
+
+  /** Sets every byte to zero (queued on the legacy stream, so ordered with the synchronous copies). */
+  public void zero() {
+    fits(0);
+    check(cuMemsetD8(pointer, (byte) 0, bytes), "cuMemsetD8");
+  }
+
+  /** Copies the first {@code host.length} bytes back. */
+  public void copyTo(byte[] host) {
+    fits(host.length);
+    check(cuMemcpyDtoH(Pointer.to(host), pointer, host.length), "cuMemcpyDtoH");
   }
 
   public void copyTo(float[] host, int count) {

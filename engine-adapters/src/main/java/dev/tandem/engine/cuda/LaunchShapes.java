@@ -71,6 +71,14 @@ public final class LaunchShapes {
     return new Shape(rows, heads, ATTENTION_THREADS);
   }
 
+  /** 16-byte vectors in a cache block of {@code blockBytes}, which the block copy moves whole. */
+  public static int vectorsPerBlock(long blockBytes) {
+    if (blockBytes <= 0 || blockBytes % 16 != 0 || blockBytes / 16 > Integer.MAX_VALUE) {
+      throw new IllegalArgumentException("a KV block of " + blockBytes + " bytes is not a whole number of 16-byte vectors");
+    }
+    return (int) (blockBytes / 16);
+  }
+
   /** {@code base} for weights or KV entries of {@code dtype}, e.g. {@code matvec_bf16}. */
   public static String kernel(String base, DType dtype) {
     return base + "_" + dtype.shortName();

@@ -98,8 +98,11 @@ class ReferenceLogitsTest {
     ModelConfig config = ModelConfig.read(dir);
     try (ModelWeights weights = ModelWeights.load(dir, config);
         ComputeBackend backend = backend(backendName);
-        PagedKvCache cache = new PagedKvCache(config, 64, BLOCK, kvDtype)) {
-      Transformer model = new Transformer(weights, backend, BLOCK);
+        PagedKvCache cache = new PagedKvCache(config, 64, BLOCK, kvDtype);
+        // On cuda the engine's forward pass: activations and KV on the device, written through to the host cache.
+        ForwardPass model = backend instanceof CudaBackend cuda
+            ? new CudaTransformer(weights, cuda, cache)
+            : new Transformer(weights, backend, BLOCK)) {
 
       // Alone: the whole prompt in one pass, then 20 decode steps.
       int[] tableA = blocks(0, 6);
@@ -137,7 +140,7 @@ class ReferenceLogitsTest {
 
   /** Feeds the reference's greedy tokens one step at a time to every case at once. */
   private static void decode(
-      Transformer model, PagedKvCache cache, List<Case> cases, List<int[]> tables, double tol, String what) {
+      ForwardPass model, PagedKvCache cache, List<Case> cases, List<int[]> tables, double tol, String what) {
     for (int step = 0; step < cases.get(0).generated.length; step++) {
       List<Transformer.Slice> slices = new ArrayList<>();
       for (int i = 0; i < cases.size(); i++) {

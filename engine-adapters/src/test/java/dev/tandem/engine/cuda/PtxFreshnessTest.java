@@ -53,9 +53,9 @@ class PtxFreshnessTest {
     while (m.find()) {
       entries.add(m.group(1));
     }
-    Set<String> launched = new TreeSet<>(Set.of("rms_norm", "rope", "silu_mul"));
+    Set<String> launched = new TreeSet<>(Set.of("rms_norm", "rope", "silu_mul", "add", "copy_blocks", "gather_rows"));
     for (DType dtype : DType.values()) {
-      for (String base : new String[] {"matvec", "gemm", "attention"}) {
+      for (String base : new String[] {"matvec", "gemm", "attention", "embed", "kv_write"}) {
         launched.add(LaunchShapes.kernel(base, dtype));
       }
     }

@@ -48,7 +48,7 @@ public final class LocalTransferAgent implements TransferAgent {
 
   @Override
   public RegisteredMemory allocate(long bytes) {
-    MemorySegment segment = owned.allocate(bytes, 64);
+    MemorySegment segment = owned.allocate(bytes, 4096); // whole pages: a GPU worker maps KV memory into the device
     return new RegisteredMemory(segment, register(segment));
   }
 

@@ -102,7 +102,7 @@ public final class TcpTransferAgent implements TransferAgent {
 
   @Override
   public RegisteredMemory allocate(long bytes) {
-    MemorySegment segment = owned.allocate(bytes, 64);
+    MemorySegment segment = owned.allocate(bytes, 4096); // whole pages: a GPU worker maps KV memory into the device
     return new RegisteredMemory(segment, register(segment));
   }
 

@@ -1,0 +1,426 @@
+package dev.tandem.engine.builtin;
+
+import static jcuda.driver.JCudaDriver.cuMemHostGetDevicePointer;
+import static jcuda.driver.JCudaDriver.cuMemHostRegister;
+import static jcuda.driver.JCudaDriver.cuMemHostUnregister;
+
+import dev.tandem.engine.compute.WeightMatrix;
+import dev.tandem.engine.cuda.CudaBackend;
+import dev.tandem.engine.cuda.CudaDevice;
+import dev.tandem.engine.cuda.CudaException;
+import dev.tandem.engine.cuda.CudaKernels;
+import dev.tandem.engine.cuda.DeviceBuffer;
+import dev.tandem.engine.cuda.DevicePool;
+import dev.tandem.engine.cuda.LaunchShapes;
+import dev.tandem.engine.model.DType;
+import dev.tandem.engine.model.LayerWeights;
+import dev.tandem.engine.model.ModelConfig;
+import dev.tandem.engine.model.ModelWeights;
+import java.lang.foreign.MemorySegment;
+import java.util.ArrayList;
+import java.util.Arrays;
+import java.util.List;
+import java.util.function.IntConsumer;
+import jcuda.Pointer;
+import jcuda.driver.CUdeviceptr;
+import jcuda.driver.CUresult;
+import jcuda.driver.JCudaDriver;
+
+/**
+ * The forward pass on a GPU: weights, activations and a copy of the KV cache in device memory,
+ * the same steps as {@link Transformer} (one comment per step), each a kernel of {@link
+ * CudaKernels} on the device's stream. Only the step's token ids, positions and block tables go to
+ * the device, and only the logits asked for come back.
+ *
+ * <p>KV: every layer's keys and values live in device memory, laid out as the host {@link
+ * PagedKvCache} is; the KV write kernel stores each new entry there and, through the host cache's
+ * memory mapped into the device ({@code cuMemHostRegister}), in the host cache too, with the same
+ * bits. So the block pool, prefix reuse, preemption and KV export work on the host cache as with
+ * any backend; blocks an import wrote into the host cache are copied to the device ({@link
+ * #hostBlocksWritten}) before a step reads them.
+ *
+ * <p>Ownership: owns its device cache, activations (pooled, returned after each pass) and its
+ * registration of the host cache's memory, all released by {@link #close()}; the weights on the
+ * device belong to the {@link CudaBackend}. Threading: the engine thread.
+ */
+final class CudaTransformer implements ForwardPass {
+  /** Tokens whose prompt logits go through the LM head together. */
+  private static final int PROMPT_LOGITS_CHUNK = 16;
+
+  /** One layer's small vectors on the device (null where the architecture has none) and its matrices. */
+  private record Layer(
+      DeviceBuffer inputNorm, DeviceBuffer qBias, DeviceBuffer kBias, DeviceBuffer vBias, DeviceBuffer qNorm,
+      DeviceBuffer kNorm, DeviceBuffer oBias, DeviceBuffer postAttentionNorm, LayerWeights weights) {}
+
+  private final ModelConfig config;
+  private final ModelWeights weights;
+  private final CudaBackend backend;
+  private final CudaKernels kernels;
+  private final CudaDevice device;
+  private final DevicePool pool;
+  private final int blockSize;
+  private final DType kvDtype;
+  private final List<DeviceBuffer> owned = new ArrayList<>();
+  private final Layer[] layers;
+  private final DeviceBuffer invFreq; // (headDim / 2)
+  private final DeviceBuffer finalNorm; // (hidden)
+  private final DeviceBuffer[] keys; // per layer, as the host cache: (blocks × blockSize, kvDim)
+  private final DeviceBuffer[] values;
+  private final MemorySegment[] mapped; // host segments registered: keys of layer l at 2l, values at 2l + 1
+  private final CUdeviceptr[] mappedPointers;
+
+  CudaTransformer(ModelWeights weights, CudaBackend backend, PagedKvCache cache) {
+    this.config = weights.config();
+    this.weights = weights;
+    this.backend = backend;
+    this.kernels = backend.kernels();
+    this.device = backend.device();
+    this.pool = backend.pool();
+    this.blockSize = cache.blockSize();
+    this.kvDtype = cache.dtype();
+    LaunchShapes.attention(1, config.numHeads(), config.headDim()); // refuses a head the kernel cannot hold
+    LaunchShapes.vectorsPerBlock(cache.blockBytes());
+    device.makeCurrent();
+    // Every matrix to the device now, so the first request does not pay for it.
+    backend.weight(weights.embedding());
+    backend.weight(weights.lmHead());
+    this.layers = new Layer[config.numLayers()];
+    for (int l = 0; l < layers.length; l++) {
+      LayerWeights w = weights.layer(l);
+      for (WeightMatrix m : new WeightMatrix[] {w.q(), w.k(), w.v(), w.o(), w.gate(), w.up(), w.down()}) {
+        backend.weight(m);
+      }
+      layers[l] = new Layer(vector(w.inputNorm()), vector(w.qBias()), vector(w.kBias()), vector(w.vBias()),
+          vector(w.qNorm()), vector(w.kNorm()), vector(w.oBias()), vector(w.postAttentionNorm()), w);
+    }
+    this.invFreq = vector(RopeFrequencies.of(config));
+    this.finalNorm = vector(weights.finalNorm());
+    this.keys = new DeviceBuffer[layers.length];
+    this.values = new DeviceBuffer[layers.length];
+    for (int l = 0; l < layers.length; l++) {
+      keys[l] = own(pool.allocate(cache.keys(l).byteSize()));
+      values[l] = own(pool.allocate(cache.values(l).byteSize()));
+      keys[l].zero(); // as the host cache starts
+      values[l].zero();
+    }
+    this.mapped = new MemorySegment[2 * layers.length];
+    this.mappedPointers = new CUdeviceptr[2 * layers.length];
+  }
+
+  private DeviceBuffer vector(float[] host) {
+    if (host == null) {
+      return null;
+    }
+    DeviceBuffer buffer = own(pool.allocate((long) host.length * Float.BYTES));
+    buffer.copyFrom(host, host.length);
+    return buffer;
+  }
+
+  private DeviceBuffer own(DeviceBuffer buffer) {
+    owned.add(buffer);
+    return buffer;
+  }
+
+  /** A step's activations on the device, one row per token; returned to the pool together. */
+  private final class Activations implements AutoCloseable {
+    final DeviceBuffer x; // (tokens, hidden) residual stream
+    final DeviceBuffer xb; // (tokens, hidden) normalised input of a sub-layer
+    final DeviceBuffer xb2; // (tokens, hidden) sub-layer output
+    final DeviceBuffer q; // (tokens, heads × headDim)
+    final DeviceBuffer k; // (tokens, kvHeads × headDim)
+    final DeviceBuffer v; // (tokens, kvHeads × headDim)
+    final DeviceBuffer att; // (tokens, heads × headDim)
+    final DeviceBuffer hb; // (tokens, intermediate) gate, then silu(gate) · up
+    final DeviceBuffer hb2; // (tokens, intermediate) up
+    final DeviceBuffer meta; // ints: ids, positions, slots, table starts (tokens each), then the block tables
+
+    Activations(int tokens, int metaInts) {
+      long f = Float.BYTES;
+      x = pool.acquire(tokens * f * config.hiddenSize());
+      xb = pool.acquire(tokens * f * config.hiddenSize());
+      xb2 = pool.acquire(tokens * f * config.hiddenSize());
+      q = pool.acquire(tokens * f * config.qDim());
+      k = pool.acquire(tokens * f * config.kvDim());
+      v = pool.acquire(tokens * f * config.kvDim());
+      att = pool.acquire(tokens * f * config.qDim());
+      hb = pool.acquire(tokens * f * config.intermediateSize());
+      hb2 = pool.acquire(tokens * f * config.intermediateSize());
+      meta = pool.acquire((long) metaInts * Integer.BYTES);
+    }
+
+    @Override
+    public void close() {
+      for (DeviceBuffer b : new DeviceBuffer[] {x, xb, xb2, q, k, v, att, hb, hb2, meta}) {
+        b.close();
+      }
+    }
+  }
+
+  @Override
+  public float[][] forward(
+      List<Transformer.Slice> slices, PagedKvCache cache, IntConsumer layerKvWritten, Transformer.PositionLogits positionLogits) {
+    device.makeCurrent();
+    mapHostCache(cache);
+    int tokens = 0;
+    int tableInts = 0;
+    for (Transformer.Slice s : slices) {
+      tokens += s.count();
+      tableInts += s.blockTable().length;
+    }
+    // The step's ints in one copy: ids, positions, cache slots, each row's table start, the tables.
+    int[] meta = new int[4 * tokens + Math.max(1, tableInts)];
+    int t = 0;
+    int table = 4 * tokens;
+    for (Transformer.Slice s : slices) {
+      System.arraycopy(s.blockTable(), 0, meta, table, s.blockTable().length);
+      for (int j = 0; j < s.count(); j++, t++) {
+        int id = s.tokens()[s.from() + j];
+        if (id < 0 || id >= config.vocabSize()) {
+          throw new IllegalArgumentException("token id " + id + " is outside the vocabulary (" + config.vocabSize() + ")");
+        }
+        int p = s.startPosition() + j;
+        meta[t] = id;
+        meta[tokens + t] = p;
+        meta[2 * tokens + t] = s.blockTable()[p / blockSize] * blockSize + p % blockSize;
+        meta[3 * tokens + t] = table - 4 * tokens;
+      }
+      table += s.blockTable().length;
+    }
+    try (Activations a = new Activations(tokens, meta.length)) {
+      a.meta.copyFrom(meta, meta.length);
+      CUdeviceptr ids = a.meta.pointer();
+      CUdeviceptr positions = at(a.meta, tokens);
+      CUdeviceptr slots = at(a.meta, 2L * tokens);
+      CUdeviceptr starts = at(a.meta, 3L * tokens);
+      CUdeviceptr tables = at(a.meta, 4L * tokens);
+
+      // Token embeddings.
+      kernels.embed(ids, tokens, backend.weight(weights.embedding()).pointer(), weights.embedding().dtype(),
+          config.hiddenSize(), a.x.pointer());
+      for (int l = 0; l < layers.length; l++) {
+        attentionBlock(l, a, tokens, positions, slots, starts, tables);
+        if (layerKvWritten != null) {
+          device.synchronize(); // the layer's entries have reached the host cache
+          layerKvWritten.accept(l);
+        }
+        mlpBlock(layers[l], a, tokens);
+      }
+      if (positionLogits != null) {
+        positionLogits(slices, a, positionLogits);
+      }
+      float[][] logits = logits(slices, a);
+      device.synchronize(); // every entry is in the host cache before the step ends
+      return logits;
+    }
+  }
+
+  private void attentionBlock(
+      int l, Activations a, int tokens, CUdeviceptr positions, CUdeviceptr slots, CUdeviceptr starts, CUdeviceptr tables) {
+    Layer layer = layers[l];
+    LayerWeights w = layer.weights();
+    int hidden = config.hiddenSize();
+    float eps = config.rmsNormEps();
+    // Pre-norm, then q, k, v projections (+ bias for Qwen2).
+    kernels.rmsNorm(a.x.pointer(), a.xb.pointer(), layer.inputNorm().pointer(), eps, tokens, hidden);
+    matmul(a.xb, tokens, w.q(), a.q);
+    matmul(a.xb, tokens, w.k(), a.k);
+    matmul(a.xb, tokens, w.v(), a.v);
+    addBias(a.q, layer.qBias(), tokens, config.qDim());
+    addBias(a.k, layer.kBias(), tokens, config.kvDim());
+    addBias(a.v, layer.vBias(), tokens, config.kvDim());
+    // Qwen3: RMSNorm of each query and key head.
+    if (layer.qNorm() != null) {
+      kernels.rmsNorm(a.q.pointer(), a.q.pointer(), layer.qNorm().pointer(), eps, tokens * config.numHeads(), config.headDim());
+      kernels.rmsNorm(a.k.pointer(), a.k.pointer(), layer.kNorm().pointer(), eps, tokens * config.numKvHeads(), config.headDim());
+    }
+    // Rotary positions.
+    kernels.rope(a.q.pointer(), tokens, config.numHeads(), config.headDim(), positions, invFreq.pointer());
+    kernels.rope(a.k.pointer(), tokens, config.numKvHeads(), config.headDim(), positions, invFreq.pointer());
+    // New keys and values into the device cache and the host cache, then attention over the device cache.
+    kernels.kvWrite(a.k.pointer(), a.v.pointer(), slots, tokens, config.kvDim(), kvDtype, keys[l].pointer(),
+        values[l].pointer(), mappedPointers[2 * l], mappedPointers[2 * l + 1]);
+    kernels.attention(a.q.pointer(), a.att.pointer(), tokens, positions, tables, starts, keys[l].pointer(),
+        values[l].pointer(), kvDtype, blockSize, config.numHeads(), config.numKvHeads(), config.headDim());
+    // Output projection and residual.
+    matmul(a.att, tokens, w.o(), a.xb2);
+    addBias(a.xb2, layer.oBias(), tokens, hidden);
+    kernels.add(a.x.pointer(), a.xb2.pointer(), (long) tokens * hidden, tokens * hidden);
+  }
+
+  private void mlpBlock(Layer layer, Activations a, int tokens) {
+    int hidden = config.hiddenSize();
+    int inter = config.intermediateSize();
+    LayerWeights w = layer.weights();
+    // Pre-norm, SwiGLU: down(silu(gate(x)) · up(x)), residual.
+    kernels.rmsNorm(a.x.pointer(), a.xb.pointer(), layer.postAttentionNorm().pointer(), config.rmsNormEps(), tokens, hidden);
+    matmul(a.xb, tokens, w.gate(), a.hb);
+    matmul(a.xb, tokens, w.up(), a.hb2);
+    kernels.siluMul(a.hb.pointer(), a.hb2.pointer(), (long) tokens * inter);
+    matmul(a.hb, tokens, w.down(), a.xb2);
+    kernels.add(a.x.pointer(), a.xb2.pointer(), (long) tokens * hidden, tokens * hidden);
+  }
+
+  /** Final norm and LM head for the last token of slices that want logits. */
+  private float[][] logits(List<Transformer.Slice> slices, Activations a) {
+    float[][] result = new float[slices.size()][];
+    int[] rows = new int[slices.size()];
+    int wanted = 0;
+    int end = 0;
+    for (Transformer.Slice s : slices) {
+      end += s.count();
+      if (s.wantLogits()) {
+        rows[wanted++] = end - 1;
+      }
+    }
+    if (wanted == 0) {
+      return result;
+    }
+    float[] all = headLogits(a, Arrays.copyOf(rows, wanted));
+    int vocab = config.vocabSize();
+    int row = 0;
+    for (int i = 0; i < slices.size(); i++) {
+      if (slices.get(i).wantLogits()) {
+        result[i] = Arrays.copyOfRange(all, row * vocab, (row + 1) * vocab);
+        row++;
+      }
+    }
+    return result;
+  }
+
+  /** Final norm and LM head over every asked-for prompt position, a few tokens at a time. */
+  private void positionLogits(List<Transformer.Slice> slices, Activations a, Transformer.PositionLogits out) {
+    int vocab = config.vocabSize();
+    int first = 0; // row of the slice's first token
+    for (int i = 0; i < slices.size(); i++) {
+      Transformer.Slice s = slices.get(i);
+      int wanted = Math.min(s.count(), s.promptLogitsBefore() - 1 - s.startPosition()); // p + 1 < bound
+      for (int j = 0; j < wanted; j += PROMPT_LOGITS_CHUNK) {
+        int n = Math.min(PROMPT_LOGITS_CHUNK, wanted - j);
+        int[] rows = new int[n];
+        for (int r = 0; r < n; r++) {
+          rows[r] = first + j + r;
+        }
+        float[] logits = headLogits(a, rows);
+        for (int r = 0; r < n; r++) {
+          out.accept(i, s.startPosition() + j + r, Arrays.copyOfRange(logits, r * vocab, (r + 1) * vocab));
+        }
+      }
+      first += s.count();
+    }
+  }
+
+  /** Logits {@code (rows.length, vocab)} of the residual stream's given rows. */
+  private float[] headLogits(Activations a, int[] rows) {
+    int hidden = config.hiddenSize();
+    int n = rows.length;
+    float[] logits = new float[n * config.vocabSize()];
+    try (DeviceBuffer index = pool.acquire((long) n * Integer.BYTES);
+        DeviceBuffer picked = pool.acquire((long) n * hidden * Float.BYTES);
+        DeviceBuffer out = pool.acquire((long) n * config.vocabSize() * Float.BYTES)) {
+      index.copyFrom(rows, n);
+      kernels.gatherRows(a.x.pointer(), index.pointer(), n, hidden, picked.pointer());
+      kernels.rmsNorm(picked.pointer(), picked.pointer(), finalNorm.pointer(), config.rmsNormEps(), n, hidden);
+      matmul(picked, n, weights.lmHead(), out);
+      out.copyTo(logits, logits.length);
+    }
+    return logits;
+  }
+
+  private void matmul(DeviceBuffer x, int tokens, WeightMatrix w, DeviceBuffer out) {
+    kernels.matmul(x.pointer(), tokens, backend.weight(w).pointer(), w.dtype(), w.rows(), w.cols(), out.pointer());
+  }
+
+  private void addBias(DeviceBuffer a, DeviceBuffer bias, int rows, int width) {
+    if (bias != null) {
+      kernels.add(a.pointer(), bias.pointer(), (long) rows * width, width);
+    }
+  }
+
+  private static CUdeviceptr at(DeviceBuffer ints, long index) {
+    return ints.pointer().withByteOffset(index * Integer.BYTES);
+  }
+
+  @Override
+  public void hostBlocksWritten(PagedKvCache cache, int[] blocks, int from) {
+    if (from >= blocks.length) {
+      return;
+    }
+    device.makeCurrent();
+    mapHostCache(cache);
+    int count = blocks.length - from;
+    try (DeviceBuffer list = pool.acquire((long) count * Integer.BYTES)) {
+      list.copyFrom(Arrays.copyOfRange(blocks, from, blocks.length), count);
+      for (int l = 0; l < layers.length; l++) {
+        kernels.copyBlocks(mappedPointers[2 * l], keys[l].pointer(), list.pointer(), count, cache.blockBytes());
+        kernels.copyBlocks(mappedPointers[2 * l + 1], values[l].pointer(), list.pointer(), count, cache.blockBytes());
+      }
+      device.synchronize(); // the list goes back to the pool
+    }
+  }
+
+  /** Registers the host cache's segments with the driver, again after they moved. */
+  private void mapHostCache(PagedKvCache cache) {
+    for (int l = 0; l < layers.length; l++) {
+      map(2 * l, cache.keys(l));
+      map(2 * l + 1, cache.values(l));
+    }
+  }
+
+  private void map(int i, MemorySegment segment) {
+    if (mapped[i] != null && mapped[i].address() == segment.address() && mapped[i].byteSize() == segment.byteSize()) {
+      return;
+    }
+    unmap(i);
+    if (segment.byteSize() > Integer.MAX_VALUE) {
+      throw new CudaException("a KV cache layer of " + segment.byteSize() + " bytes is past what one registration takes here (2 GiB)");
+    }
+    Pointer host = Pointer.to(segment.asByteBuffer());
+    int result = cuMemHostRegister(host, segment.byteSize(),
+        JCudaDriver.CU_MEMHOSTREGISTER_DEVICEMAP | JCudaDriver.CU_MEMHOSTREGISTER_PORTABLE);
+    if (result != CUresult.CUDA_SUCCESS) {
+      throw new CudaException("mapping the host KV cache into the GPU (cuMemHostRegister of " + segment.byteSize()
+          + " bytes at 0x" + Long.toHexString(segment.address()) + ")", result);
+    }
+    CUdeviceptr device = new CUdeviceptr();
+    result = cuMemHostGetDevicePointer(device, host, 0);
+    if (result != CUresult.CUDA_SUCCESS) {
+      cuMemHostUnregister(host);
+      throw new CudaException("cuMemHostGetDevicePointer", result);
+    }
+    mapped[i] = segment;
+    mappedPointers[i] = device;
+  }
+
+  private void unmap(int i) {
+    if (mapped[i] != null) {
+      cuMemHostUnregister(Pointer.to(mapped[i].asByteBuffer()));
+      mapped[i] = null;
+      mappedPointers[i] = null;
+    }
+  }
+
+  /** Layer {@code l}'s keys (or values) as the device holds them, for tests. */
+  byte[] deviceCache(int l, boolean ofKeys) {
+    device.makeCurrent();
+    DeviceBuffer from = ofKeys ? keys[l] : values[l];
+    byte[] bytes = new byte[(int) from.bytes()];
+    from.copyTo(bytes);
+    return bytes;
+  }
+
+  @Override
+  public void hostCacheMoving() {
+    device.makeCurrent();
+    device.synchronize();
+    for (int i = 0; i < mapped.length; i++) {
+      unmap(i);
+    }
+  }
+
+  /** Releases the host cache's registration and this pass's device memory (the weights stay the backend's). */
+  @Override
+  public void close() {
+    hostCacheMoving();
+    owned.forEach(DeviceBuffer::close);
+  }
+}

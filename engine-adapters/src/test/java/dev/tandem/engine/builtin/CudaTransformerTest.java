@@ -1,0 +1,83 @@
+package dev.tandem.engine.builtin;
+
+import static org.junit.jupiter.api.Assertions.assertArrayEquals;
+import static org.junit.jupiter.api.Assertions.assertEquals;
+import static org.junit.jupiter.api.Assumptions.assumeTrue;
+
+import dev.tandem.engine.cuda.CudaBackend;
+import dev.tandem.engine.cuda.CudaDevice;
+import dev.tandem.engine.cuda.CudaDriver;
+import dev.tandem.engine.model.DType;
+import dev.tandem.engine.model.ModelConfig;
+import dev.tandem.engine.model.ModelWeights;
+import dev.tandem.engine.modeltools.ModelGenerator;
+import java.lang.foreign.Arena;
+import java.lang.foreign.MemorySegment;
+import java.lang.foreign.ValueLayout;
+import java.nio.file.Path;
+import java.util.List;
+import java.util.Random;
+import org.junit.jupiter.api.io.TempDir;
+import org.junit.jupiter.params.ParameterizedTest;
+import org.junit.jupiter.params.provider.EnumSource;
+
+/**
+ * The GPU forward pass keeps the host cache as the source of truth: every entry it writes reaches
+ * the host cache with the device's bits, blocks an import writes into the host cache reach the
+ * device, and the cache can move (relocation) between steps. Skipped, with the driver's reason,
+ * where no CUDA device initialises.
+ */
+class CudaTransformerTest {
+  private static final int BLOCK = 8;
+
+  @ParameterizedTest(name = "KV {0}")
+  @EnumSource(DType.class)
+  void hostAndDeviceCachesHoldTheSameBits(DType kvDtype, @TempDir Path dir) throws Exception {
+    assumeTrue(CudaDriver.available(), "cuda skipped: " + CudaDriver.unavailableReason());
+    ModelGenerator.write(ModelGenerator.shape("tiny"), DType.BF16, 7, dir, 0);
+    ModelConfig config = ModelConfig.read(dir);
+    Random random = new Random(11);
+    try (ModelWeights weights = ModelWeights.load(dir, config);
+        CudaBackend backend = new CudaBackend(CudaDevice.open(0));
+        PagedKvCache cache = new PagedKvCache(config, 16, BLOCK, kvDtype);
+        CudaTransformer model = new CudaTransformer(weights, backend, cache);
+        Arena arena = Arena.ofShared()) {
+      int[] prompt = random.ints(37, 0, config.vocabSize()).toArray();
+      int[] table = {3, 9, 4, 12, 1};
+      model.forward(List.of(new Transformer.Slice(prompt, 0, prompt.length, 0, table, true)), cache);
+      assertCachesEqual(model, cache, "after a prefill");
+
+      // An import writes blocks 5 and 6 of the host cache; the device copies them.
+      for (int l = 0; l < cache.layers(); l++) {
+        for (int b : new int[] {5, 6}) {
+          randomBytes(cache.keyBlock(l, b), random);
+          randomBytes(cache.valueBlock(l, b), random);
+        }
+      }
+      model.hostBlocksWritten(cache, new int[] {3, 5, 6}, 1);
+      assertCachesEqual(model, cache, "after an import");
+
+      // The host cache moves into other memory; the next step maps the new memory and writes there.
+      model.hostCacheMoving();
+      cache.relocate(bytes -> arena.allocate(bytes, 4096));
+      int[] next = {prompt[0]};
+      model.forward(List.of(new Transformer.Slice(next, 0, 1, prompt.length, table, true)), cache);
+      assertCachesEqual(model, cache, "after relocation and a decode step");
+    }
+  }
+
+  private static void randomBytes(MemorySegment block, Random random) {
+    for (long i = 0; i < block.byteSize(); i += 2) {
+      block.set(ValueLayout.JAVA_SHORT_UNALIGNED, i, (short) (random.nextInt(0x7000) + 0x1000)); // finite in every dtype
+    }
+  }
+
+  private static void assertCachesEqual(CudaTransformer model, PagedKvCache cache, String when) {
+    for (int l = 0; l < cache.layers(); l++) {
+      byte[] host = cache.keys(l).toArray(ValueLayout.JAVA_BYTE);
+      assertEquals(host.length, model.deviceCache(l, true).length);
+      assertArrayEquals(host, model.deviceCache(l, true), "keys of layer " + l + " " + when);
+      assertArrayEquals(cache.values(l).toArray(ValueLayout.JAVA_BYTE), model.deviceCache(l, false), "values of layer " + l + " " + when);
+    }
+  }
+}
