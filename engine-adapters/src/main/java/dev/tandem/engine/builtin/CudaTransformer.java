@@ -43,7 +43,7 @@ import jcuda.driver.JCudaDriver;
  * registration of the host cache's memory, all released by {@link #close()}; the weights on the
  * device belong to the {@link CudaBackend}. Threading: the engine thread.
  */
-final class CudaTransformer implements ForwardPass {
+public final class CudaTransformer implements ForwardPass {
   /** Tokens whose prompt logits go through the LM head together. */
   private static final int PROMPT_LOGITS_CHUNK = 16;
 
@@ -69,7 +69,7 @@ final class CudaTransformer implements ForwardPass {
   private final MemorySegment[] mapped; // host segments registered: keys of layer l at 2l, values at 2l + 1
   private final CUdeviceptr[] mappedPointers;
 
-  CudaTransformer(ModelWeights weights, CudaBackend backend, PagedKvCache cache) {
+  public CudaTransformer(ModelWeights weights, CudaBackend backend, PagedKvCache cache) {
     this.config = weights.config();
     this.weights = weights;
     this.backend = backend;

@@ -12,7 +12,7 @@ import java.util.function.IntConsumer;
  *
  * <p>Threading: owned by the engine thread.
  */
-interface ForwardPass extends AutoCloseable {
+public interface ForwardPass extends AutoCloseable {
   /**
    * Runs the slices; returns logits {@code (vocab)} for each slice that wants them, in slice
    * order (null for the others). {@code layerKvWritten} (may be null) hears each layer's index once

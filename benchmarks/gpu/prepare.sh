@@ -1,0 +1,79 @@
+#!/usr/bin/env bash
+# Builds here, into .gpu/ (ignored by git), everything the GPU device check runs with: a jlinked
+# Java runtime (the GPU machine has no Java), the engine's jars and their few dependencies (JCuda's
+# natives cut to its driver binding), the engine's compiled tests and JUnit's console launcher.
+# Well under the device tool's 64 MiB for carried paths; the size is printed.
+#
+#   benchmarks/gpu/prepare.sh            then run benchmarks/gpu/device-check.sh there (carry .gpu)
+set -euo pipefail
+cd "$(dirname "$0")/../.."
+export JAVA_HOME="${JAVA_HOME:-/usr/lib/jvm/temurin-25-jdk-amd64}"
+if ! "$JAVA_HOME/bin/java" -version 2>&1 | grep -q '"25'; then
+  JAVA_HOME=/usr/lib/jvm/temurin-25-jdk-amd64
+fi
+junit_console="${JUNIT_CONSOLE_VERSION:-1.14.4}"
+logback="${LOGBACK_VERSION:-1.5.38}"
+
+echo "prepare: building engine-adapters and benchmarks (tests compiled, not run)..." >&2
+./mvnw -q -DskipTests install -pl engine-adapters,benchmarks -am
+rm -rf .gpu
+mkdir -p .gpu/lib .gpu/deps
+./mvnw -q dependency:copy-dependencies -pl engine-adapters -DincludeScope=runtime -DoutputDirectory="$PWD/.gpu/deps"
+./mvnw -q dependency:copy -Dartifact="org.junit.platform:junit-platform-console-standalone:$junit_console" -DoutputDirectory="$PWD/.gpu"
+for a in ch.qos.logback:logback-classic:$logback ch.qos.logback:logback-core:$logback; do
+  ./mvnw -q dependency:copy -Dartifact="$a" -DoutputDirectory="$PWD/.gpu/lib"
+done
+mv .gpu/junit-platform-console-standalone-*.jar .gpu/junit-console.jar
+# What the engine and its tests load; BouncyCastle and hash4j (common's, for TLS and block
+# hashing) are not reached by the engine's forward pass or these tests.
+for pattern in 'tandem-common-*.jar' 'jackson-*.jar' 'fastutil-core-*.jar' 'jcuda-1*.jar' 'slf4j-api-*.jar' 'hash4j-*.jar'; do
+  cp .gpu/deps/$pattern .gpu/lib/
+done
+# JCuda's natives jar also carries the PTX compiler and NVRTC bindings (24 MB): keep the driver's.
+natives="$PWD/$(ls .gpu/deps/jcuda-natives-*.jar)"
+mkdir -p .gpu/natives
+(cd .gpu/natives && unzip -q "$natives" 'lib/libJCudaDriver-*' 'META-INF/MANIFEST.MF' && "$JAVA_HOME/bin/jar" --create --file ../lib/jcuda-natives-driver.jar -C . lib)
+rm -rf .gpu/deps .gpu/natives
+cp engine-adapters/target/tandem-engine-adapters-*.jar benchmarks/target/tandem-benchmarks-*.jar .gpu/lib/
+rm -f .gpu/lib/*-tests.jar .gpu/lib/*-sources.jar
+cp -r engine-adapters/target/test-classes .gpu/test-classes
+
+# fastutil-core is 6.6 MB of generated collections, of which the engine reaches a few hundred
+# classes: keep the closure of what the jars and tests name (jdeps, every package included).
+fastutil="$(ls .gpu/lib/fastutil-core-*.jar)"
+jdeps_classes() { "$JAVA_HOME/bin/jdeps" -filter:none -verbose:class --multi-release 25 "$@" 2>/dev/null; }
+jdeps_classes -cp ".gpu/lib/*" $(ls .gpu/lib/tandem-*.jar) .gpu/test-classes \
+  | grep -o 'it\.unimi\.dsi\.fastutil\.[A-Za-z0-9_.$]*' | sort -u > .gpu/fastutil-roots.txt
+jdeps_classes "$fastutil" | awk '$1 ~ /^it\.unimi/ && $3 ~ /^it\.unimi/ {print $1, $3}' > .gpu/fastutil-edges.txt
+python3 - .gpu/fastutil-roots.txt .gpu/fastutil-edges.txt > .gpu/fastutil-keep.txt <<'PY'
+import collections, sys
+edges = collections.defaultdict(set)
+for line in open(sys.argv[2]):
+    a, b = line.split()
+    edges[a].add(b)
+seen, todo = set(), open(sys.argv[1]).read().split()
+while todo:
+    c = todo.pop()
+    if c not in seen:
+        seen.add(c)
+        todo.extend(edges[c])
+for c in sorted(seen):
+    print(c.replace(".", "/") + ".class")
+PY
+mkdir -p .gpu/fastutil && (cd .gpu/fastutil && unzip -q "$PWD/../../$fastutil" $(cat ../fastutil-keep.txt))
+"$JAVA_HOME/bin/jar" --create --file .gpu/lib/fastutil-core-used.jar -C .gpu/fastutil .
+rm -rf .gpu/fastutil .gpu/fastutil-*.txt "$fastutil"
+
+# The modules the engine, its tests and JUnit load, named here: jdeps would add the desktop module
+# for Jackson's optional java.beans support and the benchmarks' charts, neither reached by the check.
+modules="java.base,java.logging,java.xml,java.naming,java.management,java.sql,jdk.unsupported,jdk.incubator.vector,jdk.management"
+echo "prepare: jlink $modules" >&2
+"$JAVA_HOME/bin/jlink" --add-modules "$modules" --strip-java-debug-attributes --strip-native-debug-symbols objcopy="$(command -v objcopy)" --no-man-pages --no-header-files --compress=zip-9 --output .gpu/jre
+strip --strip-unneeded .gpu/jre/lib/server/libjvm.so 2>/dev/null || true # its symbols are a fifth of the runtime
+du -sh .gpu/jre .gpu/lib .gpu/test-classes .gpu/junit-console.jar >&2
+size=$(du -sm .gpu | cut -f1)
+echo "prepare: .gpu is ${size} MiB (the device tool carries 64 MiB)" >&2
+if [ "$size" -gt 60 ]; then
+  echo "prepare: too large to carry" >&2
+  exit 1
+fi

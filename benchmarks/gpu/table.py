@@ -1,0 +1,75 @@
+#!/usr/bin/env python3
+"""The device check's one table: Tandem's figures (gpu-check.json) beside the anchors
+(anchors.json) measured in the same call, as ratios. Writes OUT_DIR/table.txt and table.json.
+
+  python3 table.py OUT_DIR MODELS_DIR
+"""
+import json
+import os
+import sys
+
+out = sys.argv[1]
+models = sys.argv[2]
+
+
+def load(name):
+    try:
+        with open(os.path.join(out, name)) as f:
+            return json.load(f)
+    except (OSError, ValueError):
+        return {}
+
+
+tandem = load("gpu-check.json")
+anchors = load("anchors.json")
+copy = anchors.get("copy_bandwidth_bytes_per_s")
+lines = ["device: %s (sm %s), driver CUDA %s, PTX %s" % (tandem.get("device"), tandem.get("compute_capability"),
+                                                       tandem.get("driver_cuda"), tandem.get("ptx"))]
+if copy:
+    lines.append("device copy bandwidth (torch): %.0f GB/s" % (copy / 1e9))
+rows = []
+for m in tandem.get("models", []):
+    name = m["model"]
+    a = anchors.get("models", {}).get(name, {})
+    row = {"model": name}
+    if "error" in m:
+        lines.append("%s: FAILED %s" % (name, m["error"]))
+    if "logits_relative_error" in m:
+        row["logits_relative_error"] = m["logits_relative_error"]
+        row["greedy_identical"] = "%d/%d" % (m["greedy_identical_steps"], m["greedy_steps"])
+        lines.append("%s: cuda vs cpu logits relative error %.2e, greedy tokens identical %s"
+                     % (name, m["logits_relative_error"], row["greedy_identical"]))
+    decode = m.get("decode_tokens_per_s", {})
+    bpt = m.get("bytes_per_token")
+    for batch, tps in decode.items():
+        text = "%s: decode batch %s: %.1f tokens/s" % (name, batch, tps)
+        if batch == "1" and copy and bpt:
+            limit = copy / bpt
+            row["batch1_share_of_limit"] = tps / limit
+            text += " = %.0f%% of copy bandwidth / bytes per token (%.0f tokens/s)" % (100 * tps / limit, limit)
+            for key, label in (("transformers_eager_tokens_per_s", "transformers eager"),
+                               ("transformers_compiled_tokens_per_s", "transformers compiled")):
+                if key in a:
+                    row["batch1_vs_" + key] = tps / a[key]
+                    text += "; %.2fx %s (%.1f)" % (tps / a[key], label, a[key])
+        if batch == "32" and "1" in decode:
+            row["batch32_over_batch1"] = tps / decode["1"]
+            text += " = %.1fx batch 1" % (tps / decode["1"])
+        lines.append(text)
+    cfg_path = os.path.join(models, name, "config.json")
+    cfg = json.load(open(cfg_path)) if os.path.exists(cfg_path) else {}
+    for prompt, tps in m.get("prefill_tokens_per_s", {}).items():
+        text = "%s: prefill %s tokens: %.1f tokens/s (%.1f ms)" % (name, prompt, tps, 1000 * int(prompt) / tps)
+        torch_rate = a.get("bf16_matmul_flops", {}).get(prompt)
+        if torch_rate and bpt and cfg:
+            # matmul FLOPs per token ~ 2 x matmul parameters (bytes per token / element size).
+            flops = tps * 2 * bpt / (2 if cfg.get("torch_dtype") in ("bfloat16", "float16") else 4)
+            row["prefill_%s_vs_torch_matmul" % prompt] = flops / torch_rate
+            text += " = %.1f TFLOP/s, %.0f%% of torch's bf16 matmul at this shape" % (flops / 1e12, 100 * flops / torch_rate)
+        lines.append(text)
+    rows.append(row)
+with open(os.path.join(out, "table.txt"), "w") as f:
+    f.write("\n".join(lines) + "\n")
+with open(os.path.join(out, "table.json"), "w") as f:
+    json.dump({"rows": rows, "tandem": tandem, "anchors": anchors}, f, indent=2)
+print("\n".join(lines))

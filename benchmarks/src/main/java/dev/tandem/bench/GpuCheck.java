@@ -1,0 +1,182 @@
+package dev.tandem.bench;
+
+import com.fasterxml.jackson.databind.ObjectMapper;
+import com.fasterxml.jackson.databind.node.ArrayNode;
+import com.fasterxml.jackson.databind.node.ObjectNode;
+import dev.tandem.engine.builtin.BuiltinConfig;
+import dev.tandem.engine.builtin.BuiltinEngine;
+import dev.tandem.engine.builtin.CudaTransformer;
+import dev.tandem.engine.builtin.ForwardPass;
+import dev.tandem.engine.builtin.PagedKvCache;
+import dev.tandem.engine.builtin.Transformer;
+import dev.tandem.engine.compute.VectorBackend;
+import dev.tandem.engine.cuda.CudaBackend;
+import dev.tandem.engine.cuda.CudaDevice;
+import dev.tandem.engine.cuda.CudaDriver;
+import dev.tandem.engine.model.DType;
+import dev.tandem.engine.model.ModelConfig;
+import dev.tandem.engine.model.ModelWeights;
+import dev.tandem.engine.modeltools.ModelGenerator;
+import java.nio.file.Files;
+import java.nio.file.Path;
+import java.util.ArrayList;
+import java.util.List;
+import java.util.Locale;
+import java.util.SplittableRandom;
+
+/**
+ * The Java half of the GPU device check ({@code benchmarks/gpu/device-check.sh}).
+ *
+ * <pre>
+ * java ... dev.tandem.bench.GpuCheck create DIR SHAPE DTYPE          a model as `tandem model create` writes it
+ * java ... dev.tandem.bench.GpuCheck check OUT.json MODEL_DIR...     cuda against cpu, then cuda's speed
+ * </pre>
+ *
+ * <p>check, per model: the logits after a 64-token prompt from {@code cuda} (the engine's device
+ * forward pass) against {@code cpu} (max difference ÷ the largest cpu logit), then 32 greedy steps
+ * on each (how many leading tokens agree); decode tokens/s at batch 1, 8, 32 and 128 (128-token
+ * prompts) and whole-prompt prefill tokens/s at 512, 2,048 and 8,192 tokens, on the engine with
+ * {@code --compute cuda}. Progress goes to stderr, the figures to OUT.json.
+ */
+public final class GpuCheck {
+  private static final int[] BATCHES = {1, 8, 32, 128};
+  private static final int[] PROMPTS = {512, 2048, 8192};
+  private static final int BLOCK = 16;
+
+  private GpuCheck() {}
+
+  public static void main(String[] args) throws Exception {
+    switch (args.length > 0 ? args[0] : "") {
+      case "create" -> {
+        long start = System.nanoTime();
+        ModelGenerator.write(ModelGenerator.shape(args[2]), DType.fromShortName(args[3]), 1234, Path.of(args[1]), 0);
+        progress("created %s (%s, %s) in %.1f s", args[1], args[2], args[3], (System.nanoTime() - start) / 1e9);
+      }
+      case "check" -> check(Path.of(args[1]), List.of(args).subList(2, args.length).stream().map(Path::of).toList());
+      default -> {
+        System.err.println("usage: GpuCheck create DIR SHAPE DTYPE | GpuCheck check OUT.json MODEL_DIR...");
+        System.exit(2);
+      }
+    }
+  }
+
+  private static void check(Path out, List<Path> models) throws Exception {
+    ObjectMapper json = new ObjectMapper();
+    ObjectNode report = json.createObjectNode();
+    if (!CudaDriver.available()) {
+      throw new IllegalStateException("no CUDA device: " + CudaDriver.unavailableReason());
+    }
+    try (CudaDevice device = CudaDevice.open(0)) {
+      progress("%s", device);
+      report.put("device", device.name()).put("compute_capability", device.computeCapability())
+          .put("driver_cuda", CudaDriver.version()).put("ptx", device.ptx()).put("memory_bytes", device.totalMemory());
+    }
+    ArrayNode results = report.putArray("models");
+    for (Path dir : models) {
+      ObjectNode m = results.addObject().put("model", dir.getFileName().toString());
+      try {
+        agreement(dir, m);
+        speed(dir, m);
+      } catch (RuntimeException e) {
+        progress("%s: FAILED %s", dir.getFileName(), e);
+        m.put("error", e.toString());
+      }
+      Files.writeString(out, json.writerWithDefaultPrettyPrinter().writeValueAsString(report));
+    }
+    Files.writeString(out, json.writerWithDefaultPrettyPrinter().writeValueAsString(report));
+  }
+
+  /** cuda's logits and greedy tokens against cpu's on the same prompt. */
+  private static void agreement(Path dir, ObjectNode m) {
+    ModelConfig config = ModelConfig.read(dir);
+    int[] prompt = new SplittableRandom(7).ints(64, 0, Math.min(config.vocabSize(), 100_000)).toArray();
+    int steps = 32;
+    try (ModelWeights weights = ModelWeights.load(dir, config);
+        VectorBackend cpuBackend = new VectorBackend(0);
+        CudaBackend cudaBackend = new CudaBackend(CudaDevice.open(0));
+        PagedKvCache cpuCache = new PagedKvCache(config, 8, BLOCK, config.torchDtype());
+        PagedKvCache cudaCache = new PagedKvCache(config, 8, BLOCK, config.torchDtype());
+        ForwardPass cpu = new Transformer(weights, cpuBackend, BLOCK);
+        ForwardPass cuda = new CudaTransformer(weights, cudaBackend, cudaCache)) {
+      long start = System.nanoTime();
+      float[] reference = cpu.forward(List.of(slice(prompt, 0, prompt.length)), cpuCache)[0];
+      float[] logits = cuda.forward(List.of(slice(prompt, 0, prompt.length)), cudaCache)[0];
+      double error = relativeError(reference, logits);
+      List<Integer> cpuTokens = greedy(cpu, cpuCache, prompt, reference, steps);
+      List<Integer> cudaTokens = greedy(cuda, cudaCache, prompt, logits, steps);
+      int same = 0;
+      while (same < steps && cpuTokens.get(same).equals(cudaTokens.get(same))) {
+        same++;
+      }
+      progress("%s: prefill logits relative error %.2e; greedy tokens identical for %d of %d steps (%.1f s)",
+          dir.getFileName(), error, same, steps, (System.nanoTime() - start) / 1e9);
+      m.put("logits_relative_error", error).put("greedy_identical_steps", same).put("greedy_steps", steps);
+    }
+  }
+
+  private static List<Integer> greedy(ForwardPass pass, PagedKvCache cache, int[] prompt, float[] logits, int steps) {
+    int[] tokens = java.util.Arrays.copyOf(prompt, prompt.length + steps);
+    List<Integer> out = new ArrayList<>();
+    for (int s = 0; s < steps; s++) {
+      int next = argmax(logits);
+      out.add(next);
+      tokens[prompt.length + s] = next;
+      if (s + 1 < steps) {
+        logits = pass.forward(List.of(slice(tokens, prompt.length + s, 1)), cache)[0];
+      }
+    }
+    return out;
+  }
+
+  private static Transformer.Slice slice(int[] tokens, int from, int count) {
+    int[] table = new int[8];
+    for (int i = 0; i < table.length; i++) {
+      table[i] = i;
+    }
+    return new Transformer.Slice(tokens, from, count, from, table, true);
+  }
+
+  /** Decode and prefill tokens/s on the engine with the cuda backend. */
+  private static void speed(Path dir, ObjectNode m) {
+    BuiltinConfig base = BuiltinConfig.of(dir).withCompute("cuda", 0).withKvCacheBytes(4L << 30);
+    ObjectNode decode = m.putObject("decode_tokens_per_s");
+    try (BuiltinEngine engine = BuiltinEngine.open(base.withBatching(128, 8192, true))) {
+      m.put("bytes_per_token", engine.bytesReadPerToken());
+      for (int batch : BATCHES) {
+        double tps = EngineThroughput.decode(engine, batch, 128, 32);
+        progress("%s: decode batch %d: %.1f tokens/s", dir.getFileName(), batch, tps);
+        decode.put(Integer.toString(batch), tps);
+      }
+    }
+    ObjectNode prefill = m.putObject("prefill_tokens_per_s");
+    for (int prompt : PROMPTS) {
+      double tps = EngineThroughput.prefill(base.withBatching(1, prompt, false).withMaxContextLength(prompt + 8), prompt);
+      progress("%s: prefill %d tokens: %.1f tokens/s (%.1f ms)", dir.getFileName(), prompt, tps, 1000.0 * prompt / tps);
+      prefill.put(Integer.toString(prompt), tps);
+    }
+  }
+
+  static double relativeError(float[] reference, float[] actual) {
+    double diff = 0;
+    double scale = 1e-30;
+    for (int i = 0; i < reference.length; i++) {
+      diff = Math.max(diff, Math.abs(reference[i] - actual[i]));
+      scale = Math.max(scale, Math.abs(reference[i]));
+    }
+    return diff / scale;
+  }
+
+  private static int argmax(float[] logits) {
+    int best = 0;
+    for (int i = 1; i < logits.length; i++) {
+      if (logits[i] > logits[best]) {
+        best = i;
+      }
+    }
+    return best;
+  }
+
+  private static void progress(String format, Object... args) {
+    System.err.printf(Locale.ROOT, "[gpu-check] " + format + "%n", args);
+  }
+}
