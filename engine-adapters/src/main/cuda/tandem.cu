@@ -376,13 +376,17 @@ extern "C" __global__ void add(float* a, const float* b, long long n, int period
 }
 
 // f32 to a 16-bit type's bits, rounding to nearest even exactly as DType.narrow does on the host
-// (a NaN stays a quiet NaN of its sign), so device and host caches hold the same bits.
+// (a NaN keeps its sign and, folded, its significand), so device and host caches hold the same bits.
 template <int D>
 __device__ __forceinline__ uint16_t narrow(float v) {
+  uint32_t bits = __float_as_uint(v);
   if (D == DT_F16) {
+    if (isnan(v)) {  // Java's Float.floatToFloat16: the sign, and the significand's bits folded in
+      return static_cast<uint16_t>(((bits & 0x80000000u) >> 16) | 0x7c00u | ((bits & 0x007fe000u) >> 13)
+                                   | ((bits & 0x00001ff0u) >> 4) | (bits & 0x0000000fu));
+    }
     return __half_as_ushort(__float2half_rn(v));
   }
-  uint32_t bits = __float_as_uint(v);
   if (isnan(v)) return static_cast<uint16_t>((bits >> 16) | 0x40);
   return static_cast<uint16_t>((bits + 0x7fffu + ((bits >> 16) & 1u)) >> 16);
 }

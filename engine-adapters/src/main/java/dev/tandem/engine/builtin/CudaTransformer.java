@@ -1,16 +1,12 @@
 package dev.tandem.engine.builtin;
 
-import static jcuda.driver.JCudaDriver.cuMemHostGetDevicePointer;
-import static jcuda.driver.JCudaDriver.cuMemHostRegister;
-import static jcuda.driver.JCudaDriver.cuMemHostUnregister;
-
 import dev.tandem.engine.compute.WeightMatrix;
 import dev.tandem.engine.cuda.CudaBackend;
-import dev.tandem.engine.cuda.CudaDevice;
 import dev.tandem.engine.cuda.CudaException;
 import dev.tandem.engine.cuda.CudaKernels;
 import dev.tandem.engine.cuda.DeviceBuffer;
 import dev.tandem.engine.cuda.DevicePool;
+import dev.tandem.engine.cuda.Gpu;
 import dev.tandem.engine.cuda.LaunchShapes;
 import dev.tandem.engine.model.DType;
 import dev.tandem.engine.model.LayerWeights;
@@ -21,10 +17,6 @@ import java.util.ArrayList;
 import java.util.Arrays;
 import java.util.List;
 import java.util.function.IntConsumer;
-import jcuda.Pointer;
-import jcuda.driver.CUdeviceptr;
-import jcuda.driver.CUresult;
-import jcuda.driver.JCudaDriver;
 
 /**
  * The forward pass on a GPU: weights, activations and a copy of the KV cache in device memory,
@@ -56,7 +48,7 @@ public final class CudaTransformer implements ForwardPass {
   private final ModelWeights weights;
   private final CudaBackend backend;
   private final CudaKernels kernels;
-  private final CudaDevice device;
+  private final Gpu gpu;
   private final DevicePool pool;
   private final int blockSize;
   private final DType kvDtype;
@@ -67,20 +59,20 @@ public final class CudaTransformer implements ForwardPass {
   private final DeviceBuffer[] keys; // per layer, as the host cache: (blocks × blockSize, kvDim)
   private final DeviceBuffer[] values;
   private final MemorySegment[] mapped; // host segments registered: keys of layer l at 2l, values at 2l + 1
-  private final CUdeviceptr[] mappedPointers;
+  private final Gpu.Ptr[] mappedPointers;
 
   public CudaTransformer(ModelWeights weights, CudaBackend backend, PagedKvCache cache) {
     this.config = weights.config();
     this.weights = weights;
     this.backend = backend;
     this.kernels = backend.kernels();
-    this.device = backend.device();
+    this.gpu = backend.gpu();
     this.pool = backend.pool();
     this.blockSize = cache.blockSize();
     this.kvDtype = cache.dtype();
     LaunchShapes.attention(1, config.numHeads(), config.headDim()); // refuses a head the kernel cannot hold
     LaunchShapes.vectorsPerBlock(cache.blockBytes());
-    device.makeCurrent();
+    gpu.makeCurrent();
     // Every matrix to the device now, so the first request does not pay for it.
     backend.weight(weights.embedding());
     backend.weight(weights.lmHead());
@@ -104,7 +96,7 @@ public final class CudaTransformer implements ForwardPass {
       values[l].zero();
     }
     this.mapped = new MemorySegment[2 * layers.length];
-    this.mappedPointers = new CUdeviceptr[2 * layers.length];
+    this.mappedPointers = new Gpu.Ptr[2 * layers.length];
   }
 
   private DeviceBuffer vector(float[] host) {
@@ -159,7 +151,7 @@ public final class CudaTransformer implements ForwardPass {
   @Override
   public float[][] forward(
       List<Transformer.Slice> slices, PagedKvCache cache, IntConsumer layerKvWritten, Transformer.PositionLogits positionLogits) {
-    device.makeCurrent();
+    gpu.makeCurrent();
     mapHostCache(cache);
     int tokens = 0;
     int tableInts = 0;
@@ -188,19 +180,19 @@ public final class CudaTransformer implements ForwardPass {
     }
     try (Activations a = new Activations(tokens, meta.length)) {
       a.meta.copyFrom(meta, meta.length);
-      CUdeviceptr ids = a.meta.pointer();
-      CUdeviceptr positions = at(a.meta, tokens);
-      CUdeviceptr slots = at(a.meta, 2L * tokens);
-      CUdeviceptr starts = at(a.meta, 3L * tokens);
-      CUdeviceptr tables = at(a.meta, 4L * tokens);
+      Gpu.Ptr ids = a.meta.ptr();
+      Gpu.Ptr positions = at(a.meta, tokens);
+      Gpu.Ptr slots = at(a.meta, 2L * tokens);
+      Gpu.Ptr starts = at(a.meta, 3L * tokens);
+      Gpu.Ptr tables = at(a.meta, 4L * tokens);
 
       // Token embeddings.
-      kernels.embed(ids, tokens, backend.weight(weights.embedding()).pointer(), weights.embedding().dtype(),
-          config.hiddenSize(), a.x.pointer());
+      kernels.embed(ids, tokens, backend.weight(weights.embedding()).ptr(), weights.embedding().dtype(),
+          config.hiddenSize(), a.x.ptr());
       for (int l = 0; l < layers.length; l++) {
         attentionBlock(l, a, tokens, positions, slots, starts, tables);
         if (layerKvWritten != null) {
-          device.synchronize(); // the layer's entries have reached the host cache
+          gpu.synchronize(); // the layer's entries have reached the host cache
           layerKvWritten.accept(l);
         }
         mlpBlock(layers[l], a, tokens);
@@ -209,19 +201,19 @@ public final class CudaTransformer implements ForwardPass {
         positionLogits(slices, a, positionLogits);
       }
       float[][] logits = logits(slices, a);
-      device.synchronize(); // every entry is in the host cache before the step ends
+      gpu.synchronize(); // every entry is in the host cache before the step ends
       return logits;
     }
   }
 
   private void attentionBlock(
-      int l, Activations a, int tokens, CUdeviceptr positions, CUdeviceptr slots, CUdeviceptr starts, CUdeviceptr tables) {
+      int l, Activations a, int tokens, Gpu.Ptr positions, Gpu.Ptr slots, Gpu.Ptr starts, Gpu.Ptr tables) {
     Layer layer = layers[l];
     LayerWeights w = layer.weights();
     int hidden = config.hiddenSize();
     float eps = config.rmsNormEps();
     // Pre-norm, then q, k, v projections (+ bias for Qwen2).
-    kernels.rmsNorm(a.x.pointer(), a.xb.pointer(), layer.inputNorm().pointer(), eps, tokens, hidden);
+    kernels.rmsNorm(a.x.ptr(), a.xb.ptr(), layer.inputNorm().ptr(), eps, tokens, hidden);
     matmul(a.xb, tokens, w.q(), a.q);
     matmul(a.xb, tokens, w.k(), a.k);
     matmul(a.xb, tokens, w.v(), a.v);
@@ -230,21 +222,21 @@ public final class CudaTransformer implements ForwardPass {
     addBias(a.v, layer.vBias(), tokens, config.kvDim());
     // Qwen3: RMSNorm of each query and key head.
     if (layer.qNorm() != null) {
-      kernels.rmsNorm(a.q.pointer(), a.q.pointer(), layer.qNorm().pointer(), eps, tokens * config.numHeads(), config.headDim());
-      kernels.rmsNorm(a.k.pointer(), a.k.pointer(), layer.kNorm().pointer(), eps, tokens * config.numKvHeads(), config.headDim());
+      kernels.rmsNorm(a.q.ptr(), a.q.ptr(), layer.qNorm().ptr(), eps, tokens * config.numHeads(), config.headDim());
+      kernels.rmsNorm(a.k.ptr(), a.k.ptr(), layer.kNorm().ptr(), eps, tokens * config.numKvHeads(), config.headDim());
     }
     // Rotary positions.
-    kernels.rope(a.q.pointer(), tokens, config.numHeads(), config.headDim(), positions, invFreq.pointer());
-    kernels.rope(a.k.pointer(), tokens, config.numKvHeads(), config.headDim(), positions, invFreq.pointer());
+    kernels.rope(a.q.ptr(), tokens, config.numHeads(), config.headDim(), positions, invFreq.ptr());
+    kernels.rope(a.k.ptr(), tokens, config.numKvHeads(), config.headDim(), positions, invFreq.ptr());
     // New keys and values into the device cache and the host cache, then attention over the device cache.
-    kernels.kvWrite(a.k.pointer(), a.v.pointer(), slots, tokens, config.kvDim(), kvDtype, keys[l].pointer(),
-        values[l].pointer(), mappedPointers[2 * l], mappedPointers[2 * l + 1]);
-    kernels.attention(a.q.pointer(), a.att.pointer(), tokens, positions, tables, starts, keys[l].pointer(),
-        values[l].pointer(), kvDtype, blockSize, config.numHeads(), config.numKvHeads(), config.headDim());
+    kernels.kvWrite(a.k.ptr(), a.v.ptr(), slots, tokens, config.kvDim(), kvDtype, keys[l].ptr(),
+        values[l].ptr(), mappedPointers[2 * l], mappedPointers[2 * l + 1]);
+    kernels.attention(a.q.ptr(), a.att.ptr(), tokens, positions, tables, starts, keys[l].ptr(),
+        values[l].ptr(), kvDtype, blockSize, config.numHeads(), config.numKvHeads(), config.headDim());
     // Output projection and residual.
     matmul(a.att, tokens, w.o(), a.xb2);
     addBias(a.xb2, layer.oBias(), tokens, hidden);
-    kernels.add(a.x.pointer(), a.xb2.pointer(), (long) tokens * hidden, tokens * hidden);
+    kernels.add(a.x.ptr(), a.xb2.ptr(), (long) tokens * hidden, tokens * hidden);
   }
 
   private void mlpBlock(Layer layer, Activations a, int tokens) {
@@ -252,12 +244,12 @@ public final class CudaTransformer implements ForwardPass {
     int inter = config.intermediateSize();
     LayerWeights w = layer.weights();
     // Pre-norm, SwiGLU: down(silu(gate(x)) · up(x)), residual.
-    kernels.rmsNorm(a.x.pointer(), a.xb.pointer(), layer.postAttentionNorm().pointer(), config.rmsNormEps(), tokens, hidden);
+    kernels.rmsNorm(a.x.ptr(), a.xb.ptr(), layer.postAttentionNorm().ptr(), config.rmsNormEps(), tokens, hidden);
     matmul(a.xb, tokens, w.gate(), a.hb);
     matmul(a.xb, tokens, w.up(), a.hb2);
-    kernels.siluMul(a.hb.pointer(), a.hb2.pointer(), (long) tokens * inter);
+    kernels.siluMul(a.hb.ptr(), a.hb2.ptr(), (long) tokens * inter);
     matmul(a.hb, tokens, w.down(), a.xb2);
-    kernels.add(a.x.pointer(), a.xb2.pointer(), (long) tokens * hidden, tokens * hidden);
+    kernels.add(a.x.ptr(), a.xb2.ptr(), (long) tokens * hidden, tokens * hidden);
   }
 
   /** Final norm and LM head for the last token of slices that want logits. */
@@ -318,8 +310,8 @@ public final class CudaTransformer implements ForwardPass {
         DeviceBuffer picked = pool.acquire((long) n * hidden * Float.BYTES);
         DeviceBuffer out = pool.acquire((long) n * config.vocabSize() * Float.BYTES)) {
       index.copyFrom(rows, n);
-      kernels.gatherRows(a.x.pointer(), index.pointer(), n, hidden, picked.pointer());
-      kernels.rmsNorm(picked.pointer(), picked.pointer(), finalNorm.pointer(), config.rmsNormEps(), n, hidden);
+      kernels.gatherRows(a.x.ptr(), index.ptr(), n, hidden, picked.ptr());
+      kernels.rmsNorm(picked.ptr(), picked.ptr(), finalNorm.ptr(), config.rmsNormEps(), n, hidden);
       matmul(picked, n, weights.lmHead(), out);
       out.copyTo(logits, logits.length);
     }
@@ -327,17 +319,17 @@ public final class CudaTransformer implements ForwardPass {
   }
 
   private void matmul(DeviceBuffer x, int tokens, WeightMatrix w, DeviceBuffer out) {
-    kernels.matmul(x.pointer(), tokens, backend.weight(w).pointer(), w.dtype(), w.rows(), w.cols(), out.pointer());
+    kernels.matmul(x.ptr(), tokens, backend.weight(w).ptr(), w.dtype(), w.rows(), w.cols(), out.ptr());
   }
 
   private void addBias(DeviceBuffer a, DeviceBuffer bias, int rows, int width) {
     if (bias != null) {
-      kernels.add(a.pointer(), bias.pointer(), (long) rows * width, width);
+      kernels.add(a.ptr(), bias.ptr(), (long) rows * width, width);
     }
   }
 
-  private static CUdeviceptr at(DeviceBuffer ints, long index) {
-    return ints.pointer().withByteOffset(index * Integer.BYTES);
+  private static Gpu.Ptr at(DeviceBuffer ints, long index) {
+    return ints.at(index * Integer.BYTES);
   }
 
   @Override
@@ -345,16 +337,16 @@ public final class CudaTransformer implements ForwardPass {
     if (from >= blocks.length) {
       return;
     }
-    device.makeCurrent();
+    gpu.makeCurrent();
     mapHostCache(cache);
     int count = blocks.length - from;
     try (DeviceBuffer list = pool.acquire((long) count * Integer.BYTES)) {
       list.copyFrom(Arrays.copyOfRange(blocks, from, blocks.length), count);
       for (int l = 0; l < layers.length; l++) {
-        kernels.copyBlocks(mappedPointers[2 * l], keys[l].pointer(), list.pointer(), count, cache.blockBytes());
-        kernels.copyBlocks(mappedPointers[2 * l + 1], values[l].pointer(), list.pointer(), count, cache.blockBytes());
+        kernels.copyBlocks(mappedPointers[2 * l], keys[l].ptr(), list.ptr(), count, cache.blockBytes());
+        kernels.copyBlocks(mappedPointers[2 * l + 1], values[l].ptr(), list.ptr(), count, cache.blockBytes());
       }
-      device.synchronize(); // the list goes back to the pool
+      gpu.synchronize(); // the list goes back to the pool
     }
   }
 
@@ -372,28 +364,15 @@ public final class CudaTransformer implements ForwardPass {
     }
     unmap(i);
     if (segment.byteSize() > Integer.MAX_VALUE) {
-      throw new CudaException("a KV cache layer of " + segment.byteSize() + " bytes is past what one registration takes here (2 GiB)");
+      throw new CudaException("a KV cache layer of " + segment.byteSize() + " bytes is past what one mapping takes here (2 GiB)");
     }
-    Pointer host = Pointer.to(segment.asByteBuffer());
-    int result = cuMemHostRegister(host, segment.byteSize(),
-        JCudaDriver.CU_MEMHOSTREGISTER_DEVICEMAP | JCudaDriver.CU_MEMHOSTREGISTER_PORTABLE);
-    if (result != CUresult.CUDA_SUCCESS) {
-      throw new CudaException("mapping the host KV cache into the GPU (cuMemHostRegister of " + segment.byteSize()
-          + " bytes at 0x" + Long.toHexString(segment.address()) + ")", result);
-    }
-    CUdeviceptr device = new CUdeviceptr();
-    result = cuMemHostGetDevicePointer(device, host, 0);
-    if (result != CUresult.CUDA_SUCCESS) {
-      cuMemHostUnregister(host);
-      throw new CudaException("cuMemHostGetDevicePointer", result);
-    }
+    mappedPointers[i] = new Gpu.Ptr(gpu.mapHost(segment));
     mapped[i] = segment;
-    mappedPointers[i] = device;
   }
 
   private void unmap(int i) {
     if (mapped[i] != null) {
-      cuMemHostUnregister(Pointer.to(mapped[i].asByteBuffer()));
+      gpu.unmapHost(mapped[i]);
       mapped[i] = null;
       mappedPointers[i] = null;
     }
@@ -401,7 +380,7 @@ public final class CudaTransformer implements ForwardPass {
 
   /** Layer {@code l}'s keys (or values) as the device holds them, for tests. */
   byte[] deviceCache(int l, boolean ofKeys) {
-    device.makeCurrent();
+    gpu.makeCurrent();
     DeviceBuffer from = ofKeys ? keys[l] : values[l];
     byte[] bytes = new byte[(int) from.bytes()];
     from.copyTo(bytes);
@@ -410,8 +389,8 @@ public final class CudaTransformer implements ForwardPass {
 
   @Override
   public void hostCacheMoving() {
-    device.makeCurrent();
-    device.synchronize();
+    gpu.makeCurrent();
+    gpu.synchronize();
     for (int i = 0; i < mapped.length; i++) {
       unmap(i);
     }

@@ -9,6 +9,16 @@ import static jcuda.driver.JCudaDriver.cuDevicePrimaryCtxRelease;
 import static jcuda.driver.JCudaDriver.cuDevicePrimaryCtxRetain;
 import static jcuda.driver.JCudaDriver.cuDeviceTotalMem;
 import static jcuda.driver.JCudaDriver.cuLaunchKernel;
+import static jcuda.driver.JCudaDriver.cuMemAlloc;
+import static jcuda.driver.JCudaDriver.cuMemAllocHost;
+import static jcuda.driver.JCudaDriver.cuMemFree;
+import static jcuda.driver.JCudaDriver.cuMemFreeHost;
+import static jcuda.driver.JCudaDriver.cuMemHostGetDevicePointer;
+import static jcuda.driver.JCudaDriver.cuMemHostRegister;
+import static jcuda.driver.JCudaDriver.cuMemHostUnregister;
+import static jcuda.driver.JCudaDriver.cuMemcpyDtoH;
+import static jcuda.driver.JCudaDriver.cuMemcpyHtoD;
+import static jcuda.driver.JCudaDriver.cuMemsetD8;
 import static jcuda.driver.JCudaDriver.cuModuleGetFunction;
 import static jcuda.driver.JCudaDriver.cuModuleLoadData;
 import static jcuda.driver.JCudaDriver.cuModuleUnload;
@@ -19,6 +29,7 @@ import static jcuda.driver.JCudaDriver.cuStreamSynchronize;
 import java.io.IOException;
 import java.io.InputStream;
 import java.io.UncheckedIOException;
+import java.lang.foreign.MemorySegment;
 import java.nio.charset.StandardCharsets;
 import java.util.HashMap;
 import java.util.Map;
@@ -26,28 +37,46 @@ import jcuda.Pointer;
 import jcuda.driver.CUcontext;
 import jcuda.driver.CUdevice;
 import jcuda.driver.CUdevice_attribute;
+import jcuda.driver.CUdeviceptr;
 import jcuda.driver.CUfunction;
 import jcuda.driver.CUmodule;
 import jcuda.driver.CUresult;
 import jcuda.driver.CUstream;
 import jcuda.driver.CUstream_flags;
+import jcuda.driver.JCudaDriver;
 
 /**
- * One GPU as Tandem uses it: the device's primary context, one stream every launch and copy goes
- * to (so they run in order), and the kernels of {@code tandem.cu}, loaded from the PTX for the
- * device's architecture ({@code sm_90} from compute capability 9, else {@code sm_80}).
+ * One GPU as Tandem uses it, through JCuda's driver API: the device's primary context, one stream
+ * every launch goes to (so they run in order), and the kernels of {@code tandem.cu}, loaded from
+ * the PTX for the device's architecture ({@code sm_90} from compute capability 9, else {@code
+ * sm_80}).
  *
  * <p>Threading: a CUDA context is current per thread, so every caller runs {@link #makeCurrent()}
- * before its calls; launches and copies are meant to come from one thread at a time (the engine's).
- * Owns its stream, module and context reference until {@link #close()}.
+ * before its calls; launches and copies come from one thread at a time (the engine's). Owns its
+ * stream, module and context reference until {@link #close()}.
  */
-public final class CudaDevice implements AutoCloseable {
+public final class CudaDevice implements Gpu {
+  /** JCuda's device pointer at an address, and the address of one the driver filled in. */
+  private static final class Address extends CUdeviceptr {
+    long value() {
+      return getNativePointer() + getByteOffset();
+    }
+
+    static CUdeviceptr at(long address) {
+      return new CUdeviceptr().withByteOffset(address);
+    }
+  }
+
+  /** Largest single host copy: JCuda reaches native memory through a ByteBuffer (int-sized). */
+  private static final long CHUNK = 1L << 30;
+
   private final int ordinal;
   private final CUdevice device = new CUdevice();
   private final CUcontext context = new CUcontext();
   private final CUstream stream = new CUstream();
   private final CUmodule module = new CUmodule();
   private final Map<String, CUfunction> functions = new HashMap<>();
+  private final Map<Long, Pointer> pinned = new HashMap<>(); // by the segment's address
   private final String name;
   private final int major;
   private final int minor;
@@ -129,21 +158,122 @@ public final class CudaDevice implements AutoCloseable {
     return value[0];
   }
 
-  /** Makes this device's context current on the calling thread. */
+  @Override
   public void makeCurrent() {
     check(cuCtxSetCurrent(context), "cuCtxSetCurrent");
   }
 
-  /** Launches kernel {@code function} on this device's stream; returns before it finishes. */
-  public void launch(String function, LaunchShapes.Shape shape, Pointer arguments) {
+  @Override
+  public long allocate(long bytes) {
+    Address pointer = new Address();
+    check(cuMemAlloc(pointer, bytes), "cuMemAlloc(" + bytes + ")");
+    return pointer.value();
+  }
+
+  @Override
+  public void free(long address) {
+    check(cuMemFree(Address.at(address)), "cuMemFree");
+  }
+
+  @Override
+  public void copyToDevice(long to, MemorySegment host) {
+    for (long at = 0; at < host.byteSize(); at += CHUNK) {
+      long n = Math.min(CHUNK, host.byteSize() - at);
+      check(cuMemcpyHtoD(Address.at(to + at), hostPointer(host.asSlice(at, n)), n), "cuMemcpyHtoD");
+    }
+  }
+
+  @Override
+  public void copyToHost(MemorySegment host, long from) {
+    for (long at = 0; at < host.byteSize(); at += CHUNK) {
+      long n = Math.min(CHUNK, host.byteSize() - at);
+      check(cuMemcpyDtoH(hostPointer(host.asSlice(at, n)), Address.at(from + at), n), "cuMemcpyDtoH");
+    }
+  }
+
+  /** JCuda's pointer to host memory: a native segment through its ByteBuffer, a Java array's at its offset. */
+  private static Pointer hostPointer(MemorySegment host) {
+    if (host.isNative()) {
+      return Pointer.to(host.asByteBuffer());
+    }
+    Object array = host.heapBase().orElseThrow();
+    Pointer base = switch (array) {
+      case float[] a -> Pointer.to(a);
+      case int[] a -> Pointer.to(a);
+      case byte[] a -> Pointer.to(a);
+      case short[] a -> Pointer.to(a);
+      case long[] a -> Pointer.to(a);
+      default -> throw new IllegalArgumentException("no copy from a " + array.getClass().getSimpleName());
+    };
+    return base.withByteOffset(host.address());
+  }
+
+  @Override
+  public void zero(long at, long bytes) {
+    check(cuMemsetD8(Address.at(at), (byte) 0, bytes), "cuMemsetD8");
+  }
+
+  @Override
+  public void launch(String function, LaunchShapes.Shape shape, Object... args) {
+    Pointer[] parameters = new Pointer[args.length];
+    for (int i = 0; i < args.length; i++) {
+      parameters[i] = switch (args[i]) {
+        case Gpu.Ptr p -> Pointer.to(new long[] {p.address()}); // a pointer parameter is its 8 bytes
+        case Integer v -> Pointer.to(new int[] {v});
+        case Long v -> Pointer.to(new long[] {v});
+        case Float v -> Pointer.to(new float[] {v});
+        default -> throw new IllegalArgumentException("no kernel argument of type " + args[i].getClass());
+      };
+    }
     check(
-        cuLaunchKernel(kernel(function), shape.gridX(), shape.gridY(), 1, shape.block(), 1, 1, 0, stream, arguments, null),
+        cuLaunchKernel(kernel(function), shape.gridX(), shape.gridY(), 1, shape.block(), 1, 1, 0, stream,
+            Pointer.to(parameters), null),
         "cuLaunchKernel(" + function + ", " + shape + ")");
   }
 
-  /** Waits for everything queued on this device's stream. */
+  @Override
   public void synchronize() {
     check(cuStreamSynchronize(stream), "cuStreamSynchronize");
+  }
+
+  @Override
+  public long mapHost(MemorySegment host) {
+    Pointer pointer = Pointer.to(host.asByteBuffer());
+    int result = cuMemHostRegister(pointer, host.byteSize(),
+        JCudaDriver.CU_MEMHOSTREGISTER_DEVICEMAP | JCudaDriver.CU_MEMHOSTREGISTER_PORTABLE);
+    if (result != CUresult.CUDA_SUCCESS) {
+      throw new CudaException("mapping host memory into the GPU (cuMemHostRegister of " + host.byteSize()
+          + " bytes at 0x" + Long.toHexString(host.address()) + ")", result);
+    }
+    Address device = new Address();
+    result = cuMemHostGetDevicePointer(device, pointer, 0);
+    if (result != CUresult.CUDA_SUCCESS) {
+      cuMemHostUnregister(pointer);
+      throw new CudaException("cuMemHostGetDevicePointer", result);
+    }
+    return device.value();
+  }
+
+  @Override
+  public void unmapHost(MemorySegment host) {
+    check(cuMemHostUnregister(Pointer.to(host.asByteBuffer())), "cuMemHostUnregister");
+  }
+
+  @Override
+  public MemorySegment allocatePinned(long bytes) {
+    Pointer pointer = new Pointer();
+    check(cuMemAllocHost(pointer, bytes), "cuMemAllocHost(" + bytes + ")");
+    MemorySegment segment = MemorySegment.ofBuffer(pointer.getByteBuffer(0, bytes));
+    pinned.put(segment.address(), pointer);
+    return segment;
+  }
+
+  @Override
+  public void freePinned(MemorySegment segment) {
+    Pointer pointer = pinned.remove(segment.address());
+    if (pointer != null) {
+      cuMemFreeHost(pointer);
+    }
   }
 
   private CUfunction kernel(String function) {
@@ -152,10 +282,6 @@ public final class CudaDevice implements AutoCloseable {
       check(cuModuleGetFunction(handle, module, f), "cuModuleGetFunction(" + f + ") in " + ptx);
       return handle;
     });
-  }
-
-  CUstream stream() {
-    return stream;
   }
 
   public int ordinal() {

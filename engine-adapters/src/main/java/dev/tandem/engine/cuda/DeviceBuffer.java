@@ -1,43 +1,47 @@
 package dev.tandem.engine.cuda;
 
-import static dev.tandem.engine.cuda.CudaDriver.check;
-import static jcuda.driver.JCudaDriver.cuMemcpyDtoH;
-import static jcuda.driver.JCudaDriver.cuMemcpyHtoD;
-import static jcuda.driver.JCudaDriver.cuMemsetD8;
-
-import java.lang.foreign.Arena;
 import java.lang.foreign.MemorySegment;
 import java.util.concurrent.atomic.AtomicBoolean;
 import java.util.function.Consumer;
-import jcuda.Pointer;
-import jcuda.driver.CUdeviceptr;
 
 /**
  * A range of device memory. Its owner is whoever obtained it ({@link DevicePool#acquire} or {@link
  * DevicePool#allocate}): closing it hands the memory back to where it came from, exactly once
- * (later closes do nothing); it must not be used after. Copies are synchronous: they return once
- * the bytes have arrived, after every kernel queued before them on the device's stream.
+ * (later closes do nothing); it must not be used after. Copies back to the host return once the
+ * bytes have arrived, after every kernel issued before them.
  *
- * <p>Threading: the device's context must be current on the calling thread ({@link
- * CudaDevice#makeCurrent()}); close may come from any thread holding it.
+ * <p>Threading: as {@link Gpu}; close may come from any thread holding the device.
  */
 public final class DeviceBuffer implements AutoCloseable {
-  /** Largest single host copy: JCuda reaches native memory through a ByteBuffer (int-sized). */
-  private static final long CHUNK = 1L << 30;
-
-  private final CUdeviceptr pointer;
+  private final Gpu gpu;
+  private final long address;
   private final long bytes;
   private final Consumer<DeviceBuffer> release;
   private final AtomicBoolean closed = new AtomicBoolean();
 
-  DeviceBuffer(CUdeviceptr pointer, long bytes, Consumer<DeviceBuffer> release) {
-    this.pointer = pointer;
+  DeviceBuffer(Gpu gpu, long address, long bytes, Consumer<DeviceBuffer> release) {
+    this.gpu = gpu;
+    this.address = address;
     this.bytes = bytes;
     this.release = release;
   }
 
-  public CUdeviceptr pointer() {
-    return pointer;
+  /** The buffer's device address. */
+  public long address() {
+    return address;
+  }
+
+  /** A kernel argument pointing {@code byteOffset} bytes into the buffer. */
+  public Gpu.Ptr at(long byteOffset) {
+    if (byteOffset < 0 || byteOffset > bytes) {
+      throw new IndexOutOfBoundsException("offset " + byteOffset + " in a device buffer of " + bytes);
+    }
+    return new Gpu.Ptr(address + byteOffset);
+  }
+
+  /** A kernel argument pointing at the buffer's start. */
+  public Gpu.Ptr ptr() {
+    return new Gpu.Ptr(address);
   }
 
   /** Capacity in bytes (a pooled buffer may be larger than asked for). */
@@ -46,51 +50,38 @@ public final class DeviceBuffer implements AutoCloseable {
   }
 
   public void copyFrom(float[] host, int count) {
-    fits((long) count * Float.BYTES);
-    check(cuMemcpyHtoD(pointer, Pointer.to(host), (long) count * Float.BYTES), "cuMemcpyHtoD");
+    copyFrom(MemorySegment.ofArray(host).asSlice(0, (long) count * Float.BYTES));
   }
 
   public void copyFrom(int[] host, int count) {
-    fits((long) count * Integer.BYTES);
-    check(cuMemcpyHtoD(pointer, Pointer.to(host), (long) count * Integer.BYTES), "cuMemcpyHtoD");
+    copyFrom(MemorySegment.ofArray(host).asSlice(0, (long) count * Integer.BYTES));
   }
 
-  /** Copies all of {@code host} to the start of this buffer (a heap segment goes through native memory). */
+  /** Copies all of {@code host} to the start of this buffer. */
   public void copyFrom(MemorySegment host) {
     fits(host.byteSize());
-    if (!host.isNative()) {
-      try (Arena arena = Arena.ofConfined()) {
-        copyFrom(arena.allocate(host.byteSize(), 16).copyFrom(host));
-      }
-      return;
-    }
-    for (long at = 0; at < host.byteSize(); at += CHUNK) {
-      long n = Math.min(CHUNK, host.byteSize() - at);
-      check(cuMemcpyHtoD(pointer.withByteOffset(at), Pointer.to(host.asSlice(at, n).asByteBuffer()), n), "cuMemcpyHtoD");
-    }
+    gpu.copyToDevice(address, host);
   }
 
-  /** Copies {@code bytes} bytes of pinned host memory to the start of this buffer. */
-  public void copyFrom(PinnedBuffer host, long bytes) {
-    fits(bytes);
-    check(cuMemcpyHtoD(pointer, host.pointer(), bytes), "cuMemcpyHtoD");
-  }
-
-  /** Sets every byte to zero (queued on the legacy stream, so ordered with the synchronous copies). */
-  public void zero() {
-    fits(0);
-    check(cuMemsetD8(pointer, (byte) 0, bytes), "cuMemsetD8");
+  public void copyTo(float[] host, int count) {
+    copyTo(MemorySegment.ofArray(host).asSlice(0, (long) count * Float.BYTES));
   }
 
   /** Copies the first {@code host.length} bytes back. */
   public void copyTo(byte[] host) {
-    fits(host.length);
-    check(cuMemcpyDtoH(Pointer.to(host), pointer, host.length), "cuMemcpyDtoH");
+    copyTo(MemorySegment.ofArray(host));
   }
 
-  public void copyTo(float[] host, int count) {
-    fits((long) count * Float.BYTES);
-    check(cuMemcpyDtoH(Pointer.to(host), pointer, (long) count * Float.BYTES), "cuMemcpyDtoH");
+  /** Fills all of {@code host} from the start of this buffer. */
+  public void copyTo(MemorySegment host) {
+    fits(host.byteSize());
+    gpu.copyToHost(host, address);
+  }
+
+  /** Sets every byte to zero. */
+  public void zero() {
+    fits(0);
+    gpu.zero(address, bytes);
   }
 
   private void fits(long n) {
@@ -102,7 +93,7 @@ public final class DeviceBuffer implements AutoCloseable {
     }
   }
 
-  /** Hands the memory back (to its pool, or to the driver); once. */
+  /** Hands the memory back (to its pool, or to the device); once. */
   @Override
   public void close() {
     if (closed.compareAndSet(false, true)) {

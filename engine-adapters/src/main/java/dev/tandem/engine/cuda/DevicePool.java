@@ -1,56 +1,43 @@
 package dev.tandem.engine.cuda;
 
-import static dev.tandem.engine.cuda.CudaDriver.check;
-import static jcuda.driver.JCudaDriver.cuMemAlloc;
-import static jcuda.driver.JCudaDriver.cuMemFree;
-
 import java.util.ArrayDeque;
 import java.util.HashMap;
-import java.util.IdentityHashMap;
 import java.util.Map;
-import jcuda.driver.CUdeviceptr;
 
 /**
  * Device memory for one device, kept for reuse: {@link #acquire} hands out a buffer of the next
  * power-of-two size (at least 256 bytes) and takes it back when the buffer is closed, so a forward
  * pass that asks for the same sizes every step allocates only in its first. {@link #allocate} is
- * for long-lived memory (weights), freed to the driver when closed.
+ * for long-lived memory (weights, the device KV cache), freed when closed.
  *
  * <p>Ownership: the pool owns every allocation it made; {@link #close()} frees them all, and
  * {@link #outstanding()} counts acquired buffers not yet closed (0 when everyone has given theirs
  * back). Threading: not thread-safe; used by the thread driving the device.
  */
 public final class DevicePool implements AutoCloseable {
-  /** Allocates and frees device memory; the driver's, or a stand-in in tests of the bookkeeping. */
+  /** Allocates and frees device memory by address: the GPU's, or a stand-in in tests of the bookkeeping. */
   public interface Memory {
-    CUdeviceptr allocate(long bytes);
+    long allocate(long bytes);
 
-    void free(CUdeviceptr pointer);
-
-    Memory DRIVER = new Memory() {
-      @Override
-      public CUdeviceptr allocate(long bytes) {
-        CUdeviceptr pointer = new CUdeviceptr();
-        check(cuMemAlloc(pointer, bytes), "cuMemAlloc(" + bytes + ")");
-        return pointer;
-      }
-
-      @Override
-      public void free(CUdeviceptr pointer) {
-        check(cuMemFree(pointer), "cuMemFree");
-      }
-    };
+    void free(long address);
   }
 
   private static final long SMALLEST = 256;
 
+  private final Gpu gpu;
   private final Memory memory;
-  private final Map<Long, ArrayDeque<CUdeviceptr>> free = new HashMap<>();
-  private final Map<CUdeviceptr, Long> owned = new IdentityHashMap<>(); // every allocation alive, and its size
+  private final Map<Long, ArrayDeque<Long>> free = new HashMap<>();
+  private final Map<Long, Long> owned = new HashMap<>(); // every allocation alive, and its size
   private int outstanding;
   private boolean closed;
 
-  public DevicePool(Memory memory) {
+  public DevicePool(Gpu gpu) {
+    this(gpu, gpu);
+  }
+
+  /** A pool whose buffers copy through {@code gpu} and whose memory comes from {@code memory}. */
+  DevicePool(Gpu gpu, Memory memory) {
+    this.gpu = gpu;
     this.memory = memory;
   }
 
@@ -58,27 +45,27 @@ public final class DevicePool implements AutoCloseable {
   public DeviceBuffer acquire(long bytes) {
     open();
     long size = sizeClass(bytes);
-    ArrayDeque<CUdeviceptr> kept = free.get(size);
-    CUdeviceptr pointer = kept == null || kept.isEmpty() ? newAllocation(size) : kept.pop();
+    ArrayDeque<Long> kept = free.get(size);
+    long address = kept == null || kept.isEmpty() ? newAllocation(size) : kept.pop();
     outstanding++;
-    return new DeviceBuffer(pointer, size, this::giveBack);
+    return new DeviceBuffer(gpu, address, size, this::giveBack);
   }
 
-  /** A buffer of exactly {@code bytes} that goes back to the driver when closed. */
+  /** A buffer of exactly {@code bytes} that goes back to the device's allocator when closed. */
   public DeviceBuffer allocate(long bytes) {
     open();
-    CUdeviceptr pointer = newAllocation(Math.max(1, bytes));
-    return new DeviceBuffer(pointer, bytes, b -> {
-      if (owned.remove(b.pointer()) != null) {
-        memory.free(b.pointer());
+    long address = newAllocation(Math.max(1, bytes));
+    return new DeviceBuffer(gpu, address, bytes, b -> {
+      if (owned.remove(b.address()) != null) {
+        memory.free(b.address());
       }
     });
   }
 
-  private CUdeviceptr newAllocation(long bytes) {
-    CUdeviceptr pointer = memory.allocate(bytes);
-    owned.put(pointer, bytes);
-    return pointer;
+  private long newAllocation(long bytes) {
+    long address = memory.allocate(bytes);
+    owned.put(address, bytes);
+    return address;
   }
 
   private void giveBack(DeviceBuffer buffer) {
@@ -86,7 +73,7 @@ public final class DevicePool implements AutoCloseable {
     if (closed) {
       return; // freed with the pool
     }
-    free.computeIfAbsent(buffer.bytes(), s -> new ArrayDeque<>()).push(buffer.pointer());
+    free.computeIfAbsent(buffer.bytes(), s -> new ArrayDeque<>()).push(buffer.address());
   }
 
   /** The size class of a request: the next power of two, at least 256 bytes. */

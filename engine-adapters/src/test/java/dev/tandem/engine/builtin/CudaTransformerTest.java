@@ -7,6 +7,8 @@ import static org.junit.jupiter.api.Assumptions.assumeTrue;
 import dev.tandem.engine.cuda.CudaBackend;
 import dev.tandem.engine.cuda.CudaDevice;
 import dev.tandem.engine.cuda.CudaDriver;
+import dev.tandem.engine.cuda.EmulatedGpu;
+import dev.tandem.engine.cuda.Gpu;
 import dev.tandem.engine.model.DType;
 import dev.tandem.engine.model.ModelConfig;
 import dev.tandem.engine.model.ModelWeights;
@@ -15,30 +17,61 @@ import java.lang.foreign.Arena;
 import java.lang.foreign.MemorySegment;
 import java.lang.foreign.ValueLayout;
 import java.nio.file.Path;
+import java.util.ArrayList;
 import java.util.List;
 import java.util.Random;
+import java.util.stream.Stream;
+import org.junit.jupiter.api.Tag;
 import org.junit.jupiter.api.io.TempDir;
 import org.junit.jupiter.params.ParameterizedTest;
-import org.junit.jupiter.params.provider.EnumSource;
+import org.junit.jupiter.params.provider.Arguments;
+import org.junit.jupiter.params.provider.MethodSource;
 
 /**
  * The GPU forward pass keeps the host cache as the source of truth: every entry it writes reaches
  * the host cache with the device's bits, blocks an import writes into the host cache reach the
- * device, and the cache can move (relocation) between steps. Skipped, with the driver's reason,
- * where no CUDA device initialises.
+ * device, and the cache can move (relocation) between steps. On GPU 0 (skipped, with the
+ * driver's reason, where none initialises) and on the {@link EmulatedGpu} (tandem.cu's kernels
+ * compiled for the CPU; skipped without g++ or CUDA's headers). Tagged {@code emulation}: left out
+ * of the fast tier.
  */
+@Tag("emulation")
 class CudaTransformerTest {
   private static final int BLOCK = 8;
 
-  @ParameterizedTest(name = "KV {0}")
-  @EnumSource(DType.class)
-  void hostAndDeviceCachesHoldTheSameBits(DType kvDtype, @TempDir Path dir) throws Exception {
-    assumeTrue(CudaDriver.available(), "cuda skipped: " + CudaDriver.unavailableReason());
-    ModelGenerator.write(ModelGenerator.shape("tiny"), DType.BF16, 7, dir, 0);
+  static Stream<Arguments> cases() {
+    List<Arguments> all = new ArrayList<>();
+    for (String gpu : List.of("cuda", "emulated")) {
+      for (DType kv : DType.values()) {
+        all.add(Arguments.of(gpu, kv));
+      }
+    }
+    return all.stream();
+  }
+
+  /** GPU 0, or the kernels compiled for the CPU; skipped with the reason where neither can run. */
+  static Gpu gpu(String kind) {
+    if (kind.equals("cuda")) {
+      assumeTrue(CudaDriver.available(), "cuda skipped: " + CudaDriver.unavailableReason());
+      return CudaDevice.open(0);
+    }
+    String missing = EmulatedGpu.unavailableReason();
+    assumeTrue(missing == null, "kernel emulation skipped: " + missing);
+    return new EmulatedGpu();
+  }
+
+  @ParameterizedTest(name = "{0}, KV {1}")
+  @MethodSource("cases")
+  void hostAndDeviceCachesHoldTheSameBits(String kind, DType kvDtype, @TempDir Path dir) throws Exception {
+    Gpu gpu = gpu(kind);
+    // The tiny shape with a 1,024-token vocabulary: the LM head is what an emulated pass spends on.
+    var shape = ModelGenerator.config("Qwen3ForCausalLM", "qwen3", 64, 128, 2, 4, 2, 16, 1024, true);
+    shape.put("bos_token_id", 1).put("eos_token_id", 2);
+    ModelGenerator.write(shape, DType.BF16, 7, dir, 0);
     ModelConfig config = ModelConfig.read(dir);
     Random random = new Random(11);
     try (ModelWeights weights = ModelWeights.load(dir, config);
-        CudaBackend backend = new CudaBackend(CudaDevice.open(0));
+        CudaBackend backend = new CudaBackend(gpu);
         PagedKvCache cache = new PagedKvCache(config, 16, BLOCK, kvDtype);
         CudaTransformer model = new CudaTransformer(weights, backend, cache);
         Arena arena = Arena.ofShared()) {
@@ -63,6 +96,10 @@ class CudaTransformerTest {
       int[] next = {prompt[0]};
       model.forward(List.of(new Transformer.Slice(next, 0, 1, prompt.length, table, true)), cache);
       assertCachesEqual(model, cache, "after relocation and a decode step");
+      if (gpu instanceof EmulatedGpu emulated) {
+        model.close();
+        assertEquals(0, emulated.mappedRanges(), "the host cache is unmapped when the pass closes");
+      }
     }
   }
 

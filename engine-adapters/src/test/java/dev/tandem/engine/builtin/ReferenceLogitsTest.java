@@ -13,6 +13,7 @@ import dev.tandem.engine.compute.VectorBackend;
 import dev.tandem.engine.cuda.CudaBackend;
 import dev.tandem.engine.cuda.CudaDevice;
 import dev.tandem.engine.cuda.CudaDriver;
+import dev.tandem.engine.cuda.EmulatedGpu;
 import dev.tandem.engine.model.DType;
 import dev.tandem.engine.model.ModelConfig;
 import dev.tandem.engine.modeltools.ModelGenerator;
@@ -36,7 +37,8 @@ import org.junit.jupiter.params.provider.MethodSource;
  * norm, tied embeddings) in f32, bf16 and f16, after the prompt and after each of 20 greedy decode
  * steps; alone, chunked, and batched with a second prompt that reuses the first one's cached prefix
  * blocks; on the scalar, cpu and cuda backends (cuda skipped, with the reason, where no CUDA device
- * initialises). The fixture holds the weights' hash: the test regenerates the same model and proves it.
+ * initialises); {@link EmulatedReferenceLogitsTest} runs cuda's device forward pass on the emulated
+ * GPU. The fixture holds the weights' hash: the test regenerates the same model and proves it.
  *
  * <p>The reference keeps K and V in f32; the engine runs each fixture with an f32 KV cache (max
  * logit error relative to the largest logit below 1e-4 for f32 weights, 1e-2 for 16-bit ones) and
@@ -48,6 +50,7 @@ import org.junit.jupiter.params.provider.MethodSource;
 class ReferenceLogitsTest {
   private static final int BLOCK = 8;
 
+  /** The cases (fixture, backend, KV dtype); a subclass's own {@code fixtures()} replaces them. */
   static Stream<Arguments> fixtures() {
     List<Arguments> all = new ArrayList<>();
     for (String name : List.of("llama-f32", "llama-bf16", "qwen2-f32", "qwen3-f32", "qwen3-bf16", "qwen3-f16")) {
@@ -66,6 +69,11 @@ class ReferenceLogitsTest {
       case "cuda" -> {
         assumeTrue(CudaDriver.available(), "cuda skipped: " + CudaDriver.unavailableReason());
         yield new CudaBackend(CudaDevice.open(0));
+      }
+      case "cuda-emulated" -> {
+        String missing = EmulatedGpu.unavailableReason();
+        assumeTrue(missing == null, "kernel emulation skipped: " + missing);
+        yield new CudaBackend(new EmulatedGpu());
       }
       default -> new ScalarBackend();
     };

@@ -1,44 +1,48 @@
 package dev.tandem.engine.cuda;
 
 import static org.junit.jupiter.api.Assertions.assertEquals;
-import static org.junit.jupiter.api.Assertions.assertSame;
 import static org.junit.jupiter.api.Assertions.assertThrows;
 
 import java.util.ArrayList;
-import java.util.Collections;
-import java.util.IdentityHashMap;
+import java.util.HashSet;
 import java.util.List;
 import java.util.Set;
-import jcuda.driver.CUdeviceptr;
 import org.junit.jupiter.api.Test;
 
 /**
- * The pool's bookkeeping. Device memory comes from a stand-in that records allocations and frees,
- * since no GPU runs here; the driver's allocator is exercised by the cuda conformance tests where
- * one does.
+ * The pool's bookkeeping. Device memory comes from a stand-in that records allocations and frees
+ * (a GPU's allocator cannot run here); the tests on {@link EmulatedGpu} and, where a GPU is, on
+ * {@link CudaDevice} use the pool with real memory.
  */
 class DevicePoolTest {
-  /** Hands out fresh pointer objects and remembers which are live. */
+  /** Hands out fresh addresses and remembers which are live. */
   private static final class Recorder implements DevicePool.Memory {
-    final Set<CUdeviceptr> live = Collections.newSetFromMap(new IdentityHashMap<>());
+    final Set<Long> live = new HashSet<>();
     final List<Long> sizes = new ArrayList<>();
+    long next = 1 << 20;
     int frees;
 
     @Override
-    public CUdeviceptr allocate(long bytes) {
-      CUdeviceptr p = new CUdeviceptr();
-      live.add(p);
+    public long allocate(long bytes) {
+      long address = next;
+      next += bytes;
+      live.add(address);
       sizes.add(bytes);
-      return p;
+      return address;
     }
 
     @Override
-    public void free(CUdeviceptr pointer) {
-      if (!live.remove(pointer)) {
+    public void free(long address) {
+      if (!live.remove(address)) {
         throw new AssertionError("freed twice or never allocated");
       }
       frees++;
     }
+  }
+
+  /** A pool over the recorder; its buffers never reach a device (the cases below copy nothing). */
+  private static DevicePool pool(Recorder memory) {
+    return new DevicePool(null, memory);
   }
 
   @Test
@@ -53,14 +57,14 @@ class DevicePoolTest {
   @Test
   void aClosedBufferIsReusedBySameSizedRequests() {
     Recorder memory = new Recorder();
-    try (DevicePool pool = new DevicePool(memory)) {
+    try (DevicePool pool = pool(memory)) {
       DeviceBuffer a = pool.acquire(1000);
-      CUdeviceptr first = a.pointer();
+      long first = a.address();
       a.close();
       a.close(); // a second close gives nothing back twice
       DeviceBuffer b = pool.acquire(900); // same class (1,024)
       DeviceBuffer c = pool.acquire(1000); // the first is taken: a new allocation
-      assertSame(first, b.pointer());
+      assertEquals(first, b.address());
       assertEquals(List.of(1024L, 1024L), memory.sizes);
       assertEquals(2, pool.outstanding());
       b.close();
@@ -75,7 +79,7 @@ class DevicePoolTest {
   @Test
   void longLivedBuffersGoBackToTheDriverAndThePoolFreesWhatIsStillOut() {
     Recorder memory = new Recorder();
-    DevicePool pool = new DevicePool(memory);
+    DevicePool pool = pool(memory);
     DeviceBuffer weights = pool.allocate(12_345);
     DeviceBuffer scratch = pool.acquire(64);
     assertEquals(12_345, weights.bytes());
@@ -91,7 +95,7 @@ class DevicePoolTest {
   @Test
   void aBufferRefusesCopiesPastItsEndAndAfterClose() {
     Recorder memory = new Recorder();
-    try (DevicePool pool = new DevicePool(memory)) {
+    try (DevicePool pool = pool(memory)) {
       DeviceBuffer b = pool.acquire(256);
       assertThrows(IllegalArgumentException.class, () -> b.copyFrom(new float[65], 65));
       b.close();

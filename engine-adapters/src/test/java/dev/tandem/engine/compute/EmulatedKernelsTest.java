@@ -1,0 +1,23 @@
+package dev.tandem.engine.compute;
+
+import static org.junit.jupiter.api.Assumptions.assumeTrue;
+
+import dev.tandem.engine.cuda.CudaBackend;
+import dev.tandem.engine.cuda.EmulatedGpu;
+import org.junit.jupiter.api.Tag;
+
+/**
+ * The compute conformance suite against the {@code cuda} backend on {@link EmulatedGpu}: the
+ * backend's own code, {@code tandem.cu}'s kernels compiled for the CPU, the same launch shapes.
+ * Skipped, naming what is missing, without g++ or CUDA's headers. Tagged {@code emulation}: a
+ * thread per CUDA thread makes it slow (about 10 s on 2 cores), so the fast tier leaves it out.
+ */
+@Tag("emulation")
+class EmulatedKernelsTest extends ComputeBackendConformanceTest {
+  @Override
+  protected ComputeBackend create() {
+    String missing = EmulatedGpu.unavailableReason();
+    assumeTrue(missing == null, "kernel emulation skipped: " + missing);
+    return new CudaBackend(new EmulatedGpu());
+  }
+}
