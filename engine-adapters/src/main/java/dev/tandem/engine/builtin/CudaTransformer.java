@@ -15,7 +15,9 @@ import dev.tandem.engine.model.ModelWeights;
 import java.lang.foreign.MemorySegment;
 import java.util.ArrayList;
 import java.util.Arrays;
+import java.util.HashMap;
 import java.util.List;
+import java.util.Map;
 import java.util.function.IntConsumer;
 
 /**
@@ -38,6 +40,10 @@ import java.util.function.IntConsumer;
 public final class CudaTransformer implements ForwardPass {
   /** Tokens whose prompt logits go through the LM head together. */
   private static final int PROMPT_LOGITS_CHUNK = 16;
+  /** Decode steps of up to this many sequences replay a recorded graph of the whole pass. */
+  private static final int GRAPH_MAX_TOKENS = 256;
+  /** {@code -Dtandem.cuda.graphs=false} runs every step kernel by kernel (to rule graphs out). */
+  private static final boolean GRAPHS = !"false".equals(System.getProperty("tandem.cuda.graphs"));
 
   /** One layer's small vectors on the device (null where the architecture has none) and its matrices. */
   private record Layer(
@@ -60,6 +66,7 @@ public final class CudaTransformer implements ForwardPass {
   private final DeviceBuffer[] values;
   private final MemorySegment[] mapped; // host segments registered: keys of layer l at 2l, values at 2l + 1
   private final Gpu.Ptr[] mappedPointers;
+  private final Map<Integer, DecodeGraph> graphs = new HashMap<>(); // by batch size
 
   public CudaTransformer(ModelWeights weights, CudaBackend backend, PagedKvCache cache) {
     this.config = weights.config();
@@ -113,8 +120,13 @@ public final class CudaTransformer implements ForwardPass {
     return buffer;
   }
 
-  /** A step's activations on the device, one row per token; returned to the pool together. */
+  /**
+   * A step's device memory, one row per token: pooled and returned after the step, or, for a
+   * decode graph, owned by it for its life (a graph replays the addresses it recorded).
+   */
   private final class Activations implements AutoCloseable {
+    final int tokens;
+    final int wanted; // rows whose logits the step returns
     final DeviceBuffer x; // (tokens, hidden) residual stream
     final DeviceBuffer xb; // (tokens, hidden) normalised input of a sub-layer
     final DeviceBuffer xb2; // (tokens, hidden) sub-layer output
@@ -125,26 +137,78 @@ public final class CudaTransformer implements ForwardPass {
     final DeviceBuffer hb; // (tokens, intermediate) gate, then silu(gate) · up
     final DeviceBuffer hb2; // (tokens, intermediate) up
     final DeviceBuffer meta; // ints: ids, positions, slots, table starts (tokens each), then the block tables
+    final DeviceBuffer rows; // (wanted) ints: the rows whose logits are wanted
+    final DeviceBuffer picked; // (wanted, hidden) those rows, normalised
+    final DeviceBuffer logits; // (wanted, vocab)
 
-    Activations(int tokens, int metaInts) {
+    Activations(int tokens, int metaInts, int wanted, boolean owned) {
+      this.tokens = tokens;
+      this.wanted = wanted;
       long f = Float.BYTES;
-      x = pool.acquire(tokens * f * config.hiddenSize());
-      xb = pool.acquire(tokens * f * config.hiddenSize());
-      xb2 = pool.acquire(tokens * f * config.hiddenSize());
-      q = pool.acquire(tokens * f * config.qDim());
-      k = pool.acquire(tokens * f * config.kvDim());
-      v = pool.acquire(tokens * f * config.kvDim());
-      att = pool.acquire(tokens * f * config.qDim());
-      hb = pool.acquire(tokens * f * config.intermediateSize());
-      hb2 = pool.acquire(tokens * f * config.intermediateSize());
-      meta = pool.acquire((long) metaInts * Integer.BYTES);
+      x = take(tokens * f * config.hiddenSize(), owned);
+      xb = take(tokens * f * config.hiddenSize(), owned);
+      xb2 = take(tokens * f * config.hiddenSize(), owned);
+      q = take(tokens * f * config.qDim(), owned);
+      k = take(tokens * f * config.kvDim(), owned);
+      v = take(tokens * f * config.kvDim(), owned);
+      att = take(tokens * f * config.qDim(), owned);
+      hb = take(tokens * f * config.intermediateSize(), owned);
+      hb2 = take(tokens * f * config.intermediateSize(), owned);
+      meta = take((long) metaInts * Integer.BYTES, owned);
+      rows = take(Math.max(1, wanted) * (long) Integer.BYTES, owned);
+      picked = take(Math.max(1, wanted) * f * config.hiddenSize(), owned);
+      logits = take(Math.max(1, wanted) * f * config.vocabSize(), owned);
+    }
+
+    private DeviceBuffer take(long bytes, boolean owned) {
+      return owned ? pool.allocate(bytes) : pool.acquire(bytes);
+    }
+
+    Gpu.Ptr ids() {
+      return meta.ptr();
+    }
+
+    Gpu.Ptr positions() {
+      return meta.at((long) tokens * Integer.BYTES);
+    }
+
+    Gpu.Ptr slots() {
+      return meta.at(2L * tokens * Integer.BYTES);
+    }
+
+    Gpu.Ptr starts() {
+      return meta.at(3L * tokens * Integer.BYTES);
+    }
+
+    Gpu.Ptr tables() {
+      return meta.at(4L * tokens * Integer.BYTES);
     }
 
     @Override
     public void close() {
-      for (DeviceBuffer b : new DeviceBuffer[] {x, xb, xb2, q, k, v, att, hb, hb2, meta}) {
+      for (DeviceBuffer b : new DeviceBuffer[] {x, xb, xb2, q, k, v, att, hb, hb2, meta, rows, picked, logits}) {
         b.close();
       }
+    }
+  }
+
+  /** A decode step of some batch size recorded as a graph, with the memory it replays. */
+  private final class DecodeGraph implements AutoCloseable {
+    final Activations a;
+    final int metaCapacity;
+    Gpu.Graph graph;
+
+    DecodeGraph(int tokens, int metaCapacity) {
+      this.metaCapacity = metaCapacity;
+      this.a = new Activations(tokens, metaCapacity, tokens, true);
+    }
+
+    @Override
+    public void close() {
+      if (graph != null) {
+        graph.close();
+      }
+      a.close();
     }
   }
 
@@ -155,14 +219,20 @@ public final class CudaTransformer implements ForwardPass {
     mapHostCache(cache);
     int tokens = 0;
     int tableInts = 0;
+    boolean decodeOnly = true;
+    int wanted = 0;
     for (Transformer.Slice s : slices) {
       tokens += s.count();
       tableInts += s.blockTable().length;
+      decodeOnly &= s.count() == 1;
+      wanted += s.wantLogits() ? 1 : 0;
     }
     // The step's ints in one copy: ids, positions, cache slots, each row's table start, the tables.
     int[] meta = new int[4 * tokens + Math.max(1, tableInts)];
+    int[] rows = new int[wanted]; // the last token of each slice that wants logits
     int t = 0;
     int table = 4 * tokens;
+    int row = 0;
     for (Transformer.Slice s : slices) {
       System.arraycopy(s.blockTable(), 0, meta, table, s.blockTable().length);
       for (int j = 0; j < s.count(); j++, t++) {
@@ -176,33 +246,93 @@ public final class CudaTransformer implements ForwardPass {
         meta[2 * tokens + t] = s.blockTable()[p / blockSize] * blockSize + p % blockSize;
         meta[3 * tokens + t] = table - 4 * tokens;
       }
+      if (s.wantLogits()) {
+        rows[row++] = t - 1;
+      }
       table += s.blockTable().length;
     }
-    try (Activations a = new Activations(tokens, meta.length)) {
-      a.meta.copyFrom(meta, meta.length);
-      Gpu.Ptr ids = a.meta.ptr();
-      Gpu.Ptr positions = at(a.meta, tokens);
-      Gpu.Ptr slots = at(a.meta, 2L * tokens);
-      Gpu.Ptr starts = at(a.meta, 3L * tokens);
-      Gpu.Ptr tables = at(a.meta, 4L * tokens);
-
-      // Token embeddings.
-      kernels.embed(ids, tokens, backend.weight(weights.embedding()).ptr(), weights.embedding().dtype(),
-          config.hiddenSize(), a.x.ptr());
-      for (int l = 0; l < layers.length; l++) {
-        attentionBlock(l, a, tokens, positions, slots, starts, tables);
-        if (layerKvWritten != null) {
-          gpu.synchronize(); // the layer's entries have reached the host cache
-          layerKvWritten.accept(l);
+    float[] all;
+    if (GRAPHS && decodeOnly && wanted == tokens && tokens <= GRAPH_MAX_TOKENS && layerKvWritten == null && positionLogits == null) {
+      all = decodeFromGraph(tokens, meta, rows);
+    } else {
+      try (Activations a = new Activations(tokens, meta.length, wanted, false)) {
+        a.meta.copyFrom(meta, meta.length);
+        a.rows.copyFrom(rows, wanted);
+        run(a, layerKvWritten);
+        if (positionLogits != null) {
+          positionLogits(slices, a, positionLogits);
         }
-        mlpBlock(layers[l], a, tokens);
+        all = new float[wanted * config.vocabSize()];
+        a.logits.copyTo(all, all.length);
+        gpu.synchronize(); // every entry is in the host cache before the step ends
       }
-      if (positionLogits != null) {
-        positionLogits(slices, a, positionLogits);
+    }
+    float[][] result = new float[slices.size()][];
+    int vocab = config.vocabSize();
+    row = 0;
+    for (int i = 0; i < slices.size(); i++) {
+      if (slices.get(i).wantLogits()) {
+        result[i] = Arrays.copyOfRange(all, row * vocab, (row + 1) * vocab);
+        row++;
       }
-      float[][] logits = logits(slices, a);
-      gpu.synchronize(); // every entry is in the host cache before the step ends
-      return logits;
+    }
+    return result;
+  }
+
+  /**
+   * A decode step (one token per sequence) replayed from the graph recorded for its batch size:
+   * one launch for the whole pass instead of a few hundred. The step's ints go into the graph's
+   * own buffers first; a step whose block tables outgrew them records a new graph.
+   */
+  private float[] decodeFromGraph(int tokens, int[] meta, int[] rows) {
+    DecodeGraph g = graphs.get(tokens);
+    if (g != null && g.metaCapacity < meta.length) {
+      graphs.remove(tokens).close();
+      g = null;
+    }
+    if (g == null) {
+      g = new DecodeGraph(tokens, 2 * meta.length); // room for the tables to double
+      graphs.put(tokens, g);
+    }
+    g.a.meta.copyFrom(meta, meta.length);
+    g.a.rows.copyFrom(rows, rows.length);
+    if (g.graph == null) {
+      gpu.beginCapture();
+      try {
+        run(g.a, null);
+      } catch (RuntimeException e) {
+        gpu.endCapture().close(); // a partial recording is never launched
+        graphs.remove(tokens).close();
+        throw e;
+      }
+      g.graph = gpu.endCapture();
+    }
+    g.graph.launch();
+    float[] all = new float[tokens * config.vocabSize()];
+    g.a.logits.copyTo(all, all.length); // waits for the graph
+    return all;
+  }
+
+  /**
+   * The pass itself, launches only (so that it can be recorded): embeddings, every layer, then the
+   * final norm and LM head over the wanted rows into {@code a.logits}. With a layer listener the
+   * host waits after each layer, then tells it.
+   */
+  private void run(Activations a, IntConsumer layerKvWritten) {
+    int tokens = a.tokens;
+    // Token embeddings.
+    kernels.embed(a.ids(), tokens, backend.weight(weights.embedding()).ptr(), weights.embedding().dtype(),
+        config.hiddenSize(), a.x.ptr());
+    for (int l = 0; l < layers.length; l++) {
+      attentionBlock(l, a, tokens, a.positions(), a.slots(), a.starts(), a.tables());
+      if (layerKvWritten != null) {
+        gpu.synchronize(); // the layer's entries have reached the host cache
+        layerKvWritten.accept(l);
+      }
+      mlpBlock(layers[l], a, tokens);
+    }
+    if (a.wanted > 0) {
+      head(a.x, a.rows, a.wanted, a.picked, a.logits);
     }
   }
 
@@ -252,33 +382,6 @@ public final class CudaTransformer implements ForwardPass {
     kernels.add(a.x.ptr(), a.xb2.ptr(), (long) tokens * hidden, tokens * hidden);
   }
 
-  /** Final norm and LM head for the last token of slices that want logits. */
-  private float[][] logits(List<Transformer.Slice> slices, Activations a) {
-    float[][] result = new float[slices.size()][];
-    int[] rows = new int[slices.size()];
-    int wanted = 0;
-    int end = 0;
-    for (Transformer.Slice s : slices) {
-      end += s.count();
-      if (s.wantLogits()) {
-        rows[wanted++] = end - 1;
-      }
-    }
-    if (wanted == 0) {
-      return result;
-    }
-    float[] all = headLogits(a, Arrays.copyOf(rows, wanted));
-    int vocab = config.vocabSize();
-    int row = 0;
-    for (int i = 0; i < slices.size(); i++) {
-      if (slices.get(i).wantLogits()) {
-        result[i] = Arrays.copyOfRange(all, row * vocab, (row + 1) * vocab);
-        row++;
-      }
-    }
-    return result;
-  }
-
   /** Final norm and LM head over every asked-for prompt position, a few tokens at a time. */
   private void positionLogits(List<Transformer.Slice> slices, Activations a, Transformer.PositionLogits out) {
     int vocab = config.vocabSize();
@@ -301,21 +404,26 @@ public final class CudaTransformer implements ForwardPass {
     }
   }
 
-  /** Logits {@code (rows.length, vocab)} of the residual stream's given rows. */
+  /** Logits {@code (rows.length, vocab)} of the residual stream's given rows, copied back. */
   private float[] headLogits(Activations a, int[] rows) {
-    int hidden = config.hiddenSize();
     int n = rows.length;
     float[] logits = new float[n * config.vocabSize()];
     try (DeviceBuffer index = pool.acquire((long) n * Integer.BYTES);
-        DeviceBuffer picked = pool.acquire((long) n * hidden * Float.BYTES);
+        DeviceBuffer picked = pool.acquire((long) n * config.hiddenSize() * Float.BYTES);
         DeviceBuffer out = pool.acquire((long) n * config.vocabSize() * Float.BYTES)) {
       index.copyFrom(rows, n);
-      kernels.gatherRows(a.x.ptr(), index.ptr(), n, hidden, picked.ptr());
-      kernels.rmsNorm(picked.ptr(), picked.ptr(), finalNorm.ptr(), config.rmsNormEps(), n, hidden);
-      matmul(picked, n, weights.lmHead(), out);
+      head(a.x, index, n, picked, out);
       out.copyTo(logits, logits.length);
     }
     return logits;
+  }
+
+  /** Final norm and LM head: {@code out (n, vocab)} for rows {@code rows (n ints)} of {@code x}. */
+  private void head(DeviceBuffer x, DeviceBuffer rows, int n, DeviceBuffer picked, DeviceBuffer out) {
+    int hidden = config.hiddenSize();
+    kernels.gatherRows(x.ptr(), rows.ptr(), n, hidden, picked.ptr());
+    kernels.rmsNorm(picked.ptr(), picked.ptr(), finalNorm.ptr(), config.rmsNormEps(), n, hidden);
+    matmul(picked, n, weights.lmHead(), out);
   }
 
   private void matmul(DeviceBuffer x, int tokens, WeightMatrix w, DeviceBuffer out) {
@@ -326,10 +434,6 @@ public final class CudaTransformer implements ForwardPass {
     if (bias != null) {
       kernels.add(a.ptr(), bias.ptr(), (long) rows * width, width);
     }
-  }
-
-  private static Gpu.Ptr at(DeviceBuffer ints, long index) {
-    return ints.at(index * Integer.BYTES);
   }
 
   @Override
@@ -391,12 +495,18 @@ public final class CudaTransformer implements ForwardPass {
   public void hostCacheMoving() {
     gpu.makeCurrent();
     gpu.synchronize();
+    closeGraphs(); // they write through the old mapping
     for (int i = 0; i < mapped.length; i++) {
       unmap(i);
     }
   }
 
-  /** Releases the host cache's registration and this pass's device memory (the weights stay the backend's). */
+  private void closeGraphs() {
+    graphs.values().forEach(DecodeGraph::close);
+    graphs.clear();
+  }
+
+  /** Releases the graphs, the host cache's registration and this pass's device memory (the weights stay the backend's). */
   @Override
   public void close() {
     hostCacheMoving();

@@ -8,6 +8,10 @@ import static jcuda.driver.JCudaDriver.cuDeviceGetName;
 import static jcuda.driver.JCudaDriver.cuDevicePrimaryCtxRelease;
 import static jcuda.driver.JCudaDriver.cuDevicePrimaryCtxRetain;
 import static jcuda.driver.JCudaDriver.cuDeviceTotalMem;
+import static jcuda.driver.JCudaDriver.cuGraphDestroy;
+import static jcuda.driver.JCudaDriver.cuGraphExecDestroy;
+import static jcuda.driver.JCudaDriver.cuGraphInstantiate;
+import static jcuda.driver.JCudaDriver.cuGraphLaunch;
 import static jcuda.driver.JCudaDriver.cuLaunchKernel;
 import static jcuda.driver.JCudaDriver.cuMemAlloc;
 import static jcuda.driver.JCudaDriver.cuMemAllocHost;
@@ -22,8 +26,10 @@ import static jcuda.driver.JCudaDriver.cuMemsetD8;
 import static jcuda.driver.JCudaDriver.cuModuleGetFunction;
 import static jcuda.driver.JCudaDriver.cuModuleLoadData;
 import static jcuda.driver.JCudaDriver.cuModuleUnload;
+import static jcuda.driver.JCudaDriver.cuStreamBeginCapture;
 import static jcuda.driver.JCudaDriver.cuStreamCreate;
 import static jcuda.driver.JCudaDriver.cuStreamDestroy;
+import static jcuda.driver.JCudaDriver.cuStreamEndCapture;
 import static jcuda.driver.JCudaDriver.cuStreamSynchronize;
 
 import java.io.IOException;
@@ -39,9 +45,12 @@ import jcuda.driver.CUdevice;
 import jcuda.driver.CUdevice_attribute;
 import jcuda.driver.CUdeviceptr;
 import jcuda.driver.CUfunction;
+import jcuda.driver.CUgraph;
+import jcuda.driver.CUgraphExec;
 import jcuda.driver.CUmodule;
 import jcuda.driver.CUresult;
 import jcuda.driver.CUstream;
+import jcuda.driver.CUstreamCaptureMode;
 import jcuda.driver.CUstream_flags;
 import jcuda.driver.JCudaDriver;
 
@@ -234,6 +243,40 @@ public final class CudaDevice implements Gpu {
   @Override
   public void synchronize() {
     check(cuStreamSynchronize(stream), "cuStreamSynchronize");
+  }
+
+  @Override
+  public void beginCapture() {
+    check(cuStreamBeginCapture(stream, CUstreamCaptureMode.CU_STREAM_CAPTURE_MODE_THREAD_LOCAL), "cuStreamBeginCapture");
+  }
+
+  @Override
+  public Graph endCapture() {
+    CUgraph graph = new CUgraph();
+    check(cuStreamEndCapture(stream, graph), "cuStreamEndCapture");
+    CUgraphExec exec = new CUgraphExec();
+    int result = cuGraphInstantiate(exec, graph, 0);
+    if (result != CUresult.CUDA_SUCCESS) {
+      cuGraphDestroy(graph);
+      throw new CudaException("cuGraphInstantiate", result);
+    }
+    return new Graph() {
+      private boolean closed;
+
+      @Override
+      public void launch() {
+        check(cuGraphLaunch(exec, stream), "cuGraphLaunch");
+      }
+
+      @Override
+      public void close() {
+        if (!closed) {
+          closed = true;
+          cuGraphExecDestroy(exec);
+          cuGraphDestroy(graph);
+        }
+      }
+    };
   }
 
   @Override

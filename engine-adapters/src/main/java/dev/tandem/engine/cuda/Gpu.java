@@ -37,6 +37,24 @@ public interface Gpu extends DevicePool.Memory, AutoCloseable {
   /** Waits for everything issued so far. */
   void synchronize();
 
+  /**
+   * Starts recording this thread's launches into a graph instead of running them; until {@link
+   * #endCapture()} nothing else may be issued (no copy, no synchronisation).
+   */
+  void beginCapture();
+
+  /** Stops recording: the launches since {@link #beginCapture()}, replayed with the same arguments by each {@link Graph#launch()}. */
+  Graph endCapture();
+
+  /** Recorded launches (a CUDA graph): one launch call for many kernels. Closed once by its owner. */
+  interface Graph extends AutoCloseable {
+    /** Issues every recorded launch, in order, as one. */
+    void launch();
+
+    @Override
+    void close();
+  }
+
   /** Maps host memory into the device (page-locking it); returns its device address. */
   long mapHost(MemorySegment host);
 

@@ -4,6 +4,7 @@ import static org.junit.jupiter.api.Assertions.assertArrayEquals;
 import static org.junit.jupiter.api.Assertions.assertEquals;
 import static org.junit.jupiter.api.Assumptions.assumeTrue;
 
+import dev.tandem.engine.compute.ScalarBackend;
 import dev.tandem.engine.cuda.CudaBackend;
 import dev.tandem.engine.cuda.CudaDevice;
 import dev.tandem.engine.cuda.CudaDriver;
@@ -26,6 +27,7 @@ import org.junit.jupiter.api.io.TempDir;
 import org.junit.jupiter.params.ParameterizedTest;
 import org.junit.jupiter.params.provider.Arguments;
 import org.junit.jupiter.params.provider.MethodSource;
+import org.junit.jupiter.params.provider.ValueSource;
 
 /**
  * The GPU forward pass keeps the host cache as the source of truth: every entry it writes reaches
@@ -101,6 +103,70 @@ class CudaTransformerTest {
         assertEquals(0, emulated.mappedRanges(), "the host cache is unmapped when the pass closes");
       }
     }
+  }
+
+  /**
+   * Decode steps replay a recorded graph per batch size, with each step's ids, positions and
+   * growing block tables copied into the graph's own buffers (and a new recording when the tables
+   * outgrow them, as the first sequence's do here): the logits match the host pass at every step.
+   */
+  @ParameterizedTest(name = "{0}")
+  @ValueSource(strings = {"cuda", "emulated"})
+  void decodeStepsFromGraphsMatchTheHostPass(String kind, @TempDir Path dir) throws Exception {
+    Gpu gpu = gpu(kind);
+    var shape = ModelGenerator.config("Qwen3ForCausalLM", "qwen3", 64, 128, 2, 4, 2, 16, 1024, true);
+    shape.put("bos_token_id", 1).put("eos_token_id", 2);
+    ModelGenerator.write(shape, DType.F32, 5, dir, 0);
+    ModelConfig config = ModelConfig.read(dir);
+    Random random = new Random(3);
+    int steps = 60;
+    try (ModelWeights weights = ModelWeights.load(dir, config);
+        CudaBackend backend = new CudaBackend(gpu);
+        ScalarBackend reference = new ScalarBackend();
+        PagedKvCache deviceSide = new PagedKvCache(config, 32, BLOCK, DType.F32);
+        PagedKvCache hostSide = new PagedKvCache(config, 32, BLOCK, DType.F32);
+        CudaTransformer model = new CudaTransformer(weights, backend, deviceSide)) {
+      Transformer host = new Transformer(weights, reference, BLOCK);
+      int[][] tokens = {random.ints(1 + steps, 0, 1024).toArray(), random.ints(13 + steps, 0, 1024).toArray()};
+      int[] prompt = {1, 13};
+      int[][] blocks = {{0, 2, 4, 6, 8, 10, 12, 14, 16, 18, 20, 22}, {1, 3, 5, 7, 9, 11, 13, 15, 17, 19, 21, 23}};
+      for (int i = 0; i < 2; i++) {
+        var slice = List.of(new Transformer.Slice(tokens[i], 0, prompt[i], 0, table(blocks[i], prompt[i]), true));
+        model.forward(slice, deviceSide);
+        host.forward(slice, hostSide);
+      }
+      int launchesBefore = gpu instanceof EmulatedGpu e ? e.graphLaunches() : 0;
+      for (int step = 0; step < steps; step++) {
+        List<Transformer.Slice> slices = new ArrayList<>();
+        for (int i = 0; i < (step < steps / 2 ? 1 : 2); i++) { // batch 1, then batch 2
+          int p = prompt[i] + step;
+          slices.add(new Transformer.Slice(tokens[i], p, 1, p, table(blocks[i], p + 1), true));
+        }
+        float[][] got = model.forward(slices, deviceSide);
+        float[][] want = host.forward(slices, hostSide);
+        for (int i = 0; i < slices.size(); i++) {
+          assertClose(want[i], got[i], "step " + step + " sequence " + i);
+        }
+      }
+      if (gpu instanceof EmulatedGpu e) {
+        assertEquals(steps, e.graphLaunches() - launchesBefore, "every decode step replays a graph");
+      }
+    }
+  }
+
+  /** The first blocks a sequence of {@code length} tokens needs: its table grows as it does. */
+  private static int[] table(int[] blocks, int length) {
+    return java.util.Arrays.copyOf(blocks, (length + BLOCK - 1) / BLOCK);
+  }
+
+  private static void assertClose(float[] expected, float[] actual, String what) {
+    double diff = 0;
+    double scale = 1e-30;
+    for (int i = 0; i < expected.length; i++) {
+      diff = Math.max(diff, Math.abs(expected[i] - actual[i]));
+      scale = Math.max(scale, Math.abs(expected[i]));
+    }
+    org.junit.jupiter.api.Assertions.assertTrue(diff / scale < 1e-4, what + ": relative error " + diff / scale);
   }
 
   private static void randomBytes(MemorySegment block, Random random) {

@@ -2,20 +2,25 @@ package dev.tandem.engine.cuda;
 
 import java.lang.foreign.Arena;
 import java.lang.foreign.MemorySegment;
+import java.util.ArrayList;
 import java.util.HashMap;
+import java.util.List;
 import java.util.Map;
 
 /**
  * A {@link Gpu} made of the CPU: device memory is host memory (an address is the host address),
  * launches run {@code tandem.cu}'s kernels compiled for the CPU ({@link KernelEmulator}), mapping
- * host memory returns its own address (as unified addressing does on a GPU), and everything runs
- * in order, at once. Lets {@link CudaBackend} and the engine's device forward pass run unchanged
+ * host memory returns its own address (as unified addressing does on a GPU), everything runs in
+ * order, at once, and a captured graph records each launch with its arguments and replays them
+ * (so a graph that baked in a buffer reused since shows up as wrong results, as on a GPU). Lets {@link CudaBackend} and the engine's device forward pass run unchanged
  * in tests where no GPU is; the JCuda calls of {@link CudaDevice} are the only part left out.
  */
 public final class EmulatedGpu implements Gpu {
   private final KernelEmulator emulator;
   private final Map<Long, Arena> allocations = new HashMap<>();
   private final Map<Long, Integer> mapped = new HashMap<>();
+  private List<Runnable> capturing; // launches recorded since beginCapture, else null
+  private int graphLaunches;
 
   /** @throws IllegalStateException naming what is missing (g++, CUDA's headers) */
   public EmulatedGpu() {
@@ -57,16 +62,19 @@ public final class EmulatedGpu implements Gpu {
 
   @Override
   public void copyToDevice(long to, MemorySegment host) {
+    notCapturing("a copy");
     MemorySegment.ofAddress(to).reinterpret(host.byteSize()).copyFrom(host);
   }
 
   @Override
   public void copyToHost(MemorySegment host, long from) {
+    notCapturing("a copy");
     host.copyFrom(MemorySegment.ofAddress(from).reinterpret(host.byteSize()));
   }
 
   @Override
   public void zero(long at, long bytes) {
+    notCapturing("a memset");
     MemorySegment.ofAddress(at).reinterpret(bytes).fill((byte) 0);
   }
 
@@ -76,11 +84,61 @@ public final class EmulatedGpu implements Gpu {
     for (int i = 0; i < args.length; i++) {
       converted[i] = args[i] instanceof Gpu.Ptr p ? MemorySegment.ofAddress(p.address()) : args[i];
     }
-    emulator.launch(name, shape, converted);
+    if (capturing != null) {
+      capturing.add(() -> emulator.launch(name, shape, converted)); // the arguments as they are now, as CUDA records them
+    } else {
+      emulator.launch(name, shape, converted);
+    }
+  }
+
+  private void notCapturing(String what) {
+    if (capturing != null) {
+      throw new IllegalStateException(what + " while capturing a graph (CUDA refuses it)");
+    }
   }
 
   @Override
-  public void synchronize() {}
+  public void beginCapture() {
+    notCapturing("beginCapture");
+    capturing = new ArrayList<>();
+  }
+
+  @Override
+  public Graph endCapture() {
+    if (capturing == null) {
+      throw new IllegalStateException("endCapture without beginCapture");
+    }
+    List<Runnable> launches = List.copyOf(capturing);
+    capturing = null;
+    return new Graph() {
+      private boolean closed;
+
+      @Override
+      public void launch() {
+        if (closed) {
+          throw new IllegalStateException("graph launched after close");
+        }
+        notCapturing("a graph launch");
+        graphLaunches++;
+        launches.forEach(Runnable::run);
+      }
+
+      @Override
+      public void close() {
+        closed = true;
+      }
+    };
+  }
+
+  /** Graph launches so far (each replays its recorded kernels). */
+  public int graphLaunches() {
+    return graphLaunches;
+  }
+
+  @Override
+  public void synchronize() {
+    notCapturing("a synchronisation");
+  }
 
   @Override
   public long mapHost(MemorySegment host) {
