@@ -1,0 +1,148 @@
+package dev.tandem.engine.builtin;
+
+import static dev.tandem.engine.EngineRuns.runToCompletion;
+import static org.junit.jupiter.api.Assertions.assertEquals;
+import static org.junit.jupiter.api.Assertions.assertTrue;
+import static org.junit.jupiter.api.Assumptions.assumeTrue;
+
+import dev.tandem.common.SamplingParams;
+import dev.tandem.common.StopConditions;
+import dev.tandem.engine.EngineRequest;
+import dev.tandem.engine.RequestOutput;
+import dev.tandem.engine.cuda.CudaBackend;
+import dev.tandem.engine.cuda.EmulatedGpu;
+import dev.tandem.engine.model.DType;
+import dev.tandem.engine.model.ModelConfig;
+import dev.tandem.engine.model.ModelWeights;
+import java.lang.foreign.Arena;
+import java.lang.foreign.MemorySegment;
+import java.nio.file.Path;
+import java.util.ArrayList;
+import java.util.HashMap;
+import java.util.List;
+import java.util.Map;
+import java.util.stream.IntStream;
+import org.junit.jupiter.api.BeforeAll;
+import org.junit.jupiter.api.Tag;
+import org.junit.jupiter.api.Test;
+import org.junit.jupiter.api.io.TempDir;
+
+/**
+ * The whole engine with {@code --compute cuda}, on the emulated GPU ({@code tandem.cu}'s kernels
+ * compiled for the CPU): batching, chunked prefill, preemption, prefix reuse, moving the KV cache,
+ * and KV handed between a cuda engine and a cpu engine in both directions (the write-through to the
+ * host cache, and imported blocks reaching the device) all give the cpu engine's greedy tokens.
+ * Skipped, naming what is missing, without g++ or CUDA's headers.
+ */
+@Tag("emulation")
+class EmulatedCudaEngineTest {
+  @TempDir static Path dir;
+  static Path model;
+
+  @BeforeAll
+  static void createModel() {
+    String missing = EmulatedGpu.unavailableReason();
+    assumeTrue(missing == null, "kernel emulation skipped: " + missing);
+    model = TestModels.tinyQwen3(dir.resolve("tiny"), DType.BF16);
+  }
+
+  private static BuiltinEngine engine(String compute, int kvBlocks, int maxBatchedTokens) {
+    long blockBytes = ModelConfig.read(model).kvBytesPerToken() * 16;
+    BuiltinConfig c = BuiltinConfig.of(model).withCompute("cpu", 2).withKvCacheBytes(kvBlocks * blockBytes)
+        .withBatching(16, maxBatchedTokens, true);
+    if (compute.equals("cpu")) {
+      return BuiltinEngine.open(c);
+    }
+    ModelWeights weights = ModelWeights.load(model, ModelConfig.read(model));
+    return new BuiltinEngine(weights, new CudaBackend(new EmulatedGpu()), c);
+  }
+
+  private static int[] prompt(int length, int salt) {
+    return IntStream.range(0, length).map(i -> (i * 31 + salt * 17 + 3) % 250).toArray();
+  }
+
+  private static EngineRequest greedy(String id, int[] prompt, int maxTokens) {
+    return new EngineRequest(id, prompt, SamplingParams.greedy(), new StopConditions(maxTokens, new int[0], true));
+  }
+
+  private static List<Integer> alone(String compute, EngineRequest request) {
+    try (BuiltinEngine e = engine(compute, 64, 512)) {
+      e.add(request);
+      return runToCompletion(e, new HashMap<>()).get(request.requestId());
+    }
+  }
+
+  @Test
+  void batchedChunkedAndPreemptedStepsGiveTheCpuEnginesTokens() {
+    int[] p1 = prompt(37, 1);
+    int[] p2 = prompt(21, 2);
+    int[] p3 = prompt(50, 3);
+    List<Integer> a1 = alone("cpu", greedy("a", p1, 12));
+    List<Integer> a2 = alone("cpu", greedy("b", p2, 12));
+    List<Integer> a3 = alone("cpu", greedy("c", p3, 12));
+    assertEquals(a1, alone("cuda", greedy("a", p1, 12)), "alone");
+    try (BuiltinEngine e = engine("cuda", 64, 16)) {
+      assertEquals("builtin-cuda", e.info().engineName());
+      e.add(greedy("a", p1, 12));
+      e.add(greedy("b", p2, 12));
+      e.add(greedy("c", p3, 12));
+      Map<String, List<Integer>> out = runToCompletion(e, new HashMap<>());
+      assertEquals(a1, out.get("a"));
+      assertEquals(a2, out.get("b"));
+      assertEquals(a3, out.get("c"));
+      assertEquals(0, e.pool().usedBlocks(), "every block is back in the pool");
+    }
+    int[] q1 = prompt(30, 11);
+    int[] q2 = prompt(31, 12);
+    List<Integer> b1 = alone("cpu", greedy("x", q1, 12));
+    List<Integer> b2 = alone("cpu", greedy("y", q2, 12));
+    try (BuiltinEngine e = engine("cuda", 5, 512)) {
+      e.add(greedy("x", q1, 12));
+      e.add(greedy("y", q2, 12));
+      Map<String, List<Integer>> out = runToCompletion(e, new HashMap<>());
+      assertEquals(b1, out.get("x"));
+      assertEquals(b2, out.get("y"));
+      assertTrue(e.preemptions() > 0, "the small pool forced a preemption");
+    }
+  }
+
+  @Test
+  void cachedPrefixesSurviveAMoveOfTheKvCache() {
+    int[] p = prompt(40, 5);
+    List<Integer> expected = alone("cpu", greedy("e", p, 8));
+    try (Arena elsewhere = Arena.ofShared(); BuiltinEngine e = engine("cuda", 64, 512)) {
+      Map<String, RequestOutput> last = new HashMap<>();
+      e.add(greedy("before", p, 8));
+      assertEquals(expected, runToCompletion(e, last).get("before"));
+      e.relocateKv(bytes -> elsewhere.allocate(bytes, 4096));
+      e.add(greedy("after", p, 8));
+      assertEquals(expected, runToCompletion(e, last).get("after"));
+      assertEquals(32, last.get("after").cachedTokens(), "the cached prefix came along");
+    }
+  }
+
+  @Test
+  void kvMovesBetweenACudaAndACpuEngineInBothDirections() {
+    int[] p = prompt(45, 10);
+    List<Integer> expected = alone("cpu", greedy("a", p, 16));
+    for (String[] pair : new String[][] {{"cuda", "cpu"}, {"cpu", "cuda"}}) {
+      try (BuiltinEngine prefill = engine(pair[0], 64, 512); BuiltinEngine decode = engine(pair[1], 64, 512)) {
+        prefill.add(greedy("r", p, 1));
+        prefill.holdKvOnFinish("r");
+        int first = runToCompletion(prefill, new HashMap<>()).get("r").getFirst();
+        int[] held = prefill.heldBlocks("r");
+        PagedKvCache src = prefill.kvCache();
+        BuiltinEngine.KvSource copy = (layer, i, keys, values) -> {
+          MemorySegment.copy(src.keyBlock(layer, held[i]), 0, keys, 0, keys.byteSize());
+          MemorySegment.copy(src.valueBlock(layer, held[i]), 0, values, 0, values.byteSize());
+        };
+        decode.addPrefilled(greedy("r", p, 16), first, copy);
+        List<Integer> all = new ArrayList<>(List.of(first));
+        all.addAll(runToCompletion(decode, new HashMap<>()).get("r"));
+        assertEquals(expected, all, pair[0] + " prefill, " + pair[1] + " decode");
+        assertTrue(prefill.releaseHeld("r"));
+        assertEquals(0, decode.pool().usedBlocks());
+      }
+    }
+  }
+}
