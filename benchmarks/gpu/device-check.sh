@@ -8,7 +8,8 @@
 # Steps, each under its own time limit so that one stuck step leaves the others' results:
 #   1. nvidia-smi and the driver version                                  -> nvidia-smi.txt
 #   2. the engine's cuda tests on the device (compute conformance suite, PyTorch reference logits,
-#      host/device KV agreement) through JUnit's console launcher         -> tests.txt, junit/
+#      host/device KV agreement, decode graphs, the whole engine and KV handed to and from a cpu
+#      engine) through JUnit's console launcher                          -> tests.txt, junit/
 #   3. llama-100m and llama-0.6b (Qwen3-0.6B's shape) bf16 models made there, as `tandem model
 #      create` makes them                                                  -> (MODELS, not returned)
 #   4. cuda against cpu (logits, 32 greedy steps), then decode at batch 1/8/32/128 and prefill at
@@ -48,6 +49,7 @@ timeout 150 "$java" "${jvm[@]}" -jar .gpu/junit-console.jar execute \
   --class-path ".gpu/test-classes:$(ls .gpu/lib/*.jar | paste -sd:)" --disable-banner --details=summary --details-theme=ascii \
   --select-class dev.tandem.engine.compute.CudaBackendTest \
   --select-class dev.tandem.engine.builtin.CudaTransformerTest \
+  --select-class dev.tandem.engine.builtin.CudaEngineTest \
   --select-class dev.tandem.engine.builtin.ReferenceLogitsTest \
   --select-class dev.tandem.engine.compute.ComputeBackendsTest \
   --reports-dir "$out/junit" > "$out/tests.txt" 2>&1

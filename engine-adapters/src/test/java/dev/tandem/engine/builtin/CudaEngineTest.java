@@ -3,14 +3,13 @@ package dev.tandem.engine.builtin;
 import static dev.tandem.engine.EngineRuns.runToCompletion;
 import static org.junit.jupiter.api.Assertions.assertEquals;
 import static org.junit.jupiter.api.Assertions.assertTrue;
-import static org.junit.jupiter.api.Assumptions.assumeTrue;
 
 import dev.tandem.common.SamplingParams;
 import dev.tandem.common.StopConditions;
 import dev.tandem.engine.EngineRequest;
 import dev.tandem.engine.RequestOutput;
 import dev.tandem.engine.cuda.CudaBackend;
-import dev.tandem.engine.cuda.EmulatedGpu;
+import dev.tandem.engine.cuda.Gpu;
 import dev.tandem.engine.model.DType;
 import dev.tandem.engine.model.ModelConfig;
 import dev.tandem.engine.model.ModelWeights;
@@ -24,25 +23,25 @@ import java.util.Map;
 import java.util.stream.IntStream;
 import org.junit.jupiter.api.BeforeAll;
 import org.junit.jupiter.api.Tag;
-import org.junit.jupiter.api.Test;
 import org.junit.jupiter.api.io.TempDir;
+import org.junit.jupiter.params.ParameterizedTest;
+import org.junit.jupiter.params.provider.ValueSource;
 
 /**
- * The whole engine with {@code --compute cuda}, on the emulated GPU ({@code tandem.cu}'s kernels
- * compiled for the CPU): batching, chunked prefill, preemption, prefix reuse, moving the KV cache,
+ * The whole engine with {@code --compute cuda}, on GPU 0 and on the emulated GPU ({@code
+ * tandem.cu}'s kernels compiled for the CPU): batching, chunked prefill, preemption, prefix reuse, moving the KV cache,
  * and KV handed between a cuda engine and a cpu engine in both directions (the write-through to the
  * host cache, and imported blocks reaching the device) all give the cpu engine's greedy tokens.
- * Skipped, naming what is missing, without g++ or CUDA's headers.
+ * Each skipped, naming what is missing, where its GPU cannot run (no device; no g++ or CUDA's
+ * headers). Tagged {@code emulation}: left out of the fast tier.
  */
 @Tag("emulation")
-class EmulatedCudaEngineTest {
+class CudaEngineTest {
   @TempDir static Path dir;
   static Path model;
 
   @BeforeAll
   static void createModel() {
-    String missing = EmulatedGpu.unavailableReason();
-    assumeTrue(missing == null, "kernel emulation skipped: " + missing);
     model = TestModels.tinyQwen3(dir.resolve("tiny"), DType.BF16);
   }
 
@@ -53,8 +52,9 @@ class EmulatedCudaEngineTest {
     if (compute.equals("cpu")) {
       return BuiltinEngine.open(c);
     }
+    Gpu gpu = CudaTransformerTest.gpu(compute);
     ModelWeights weights = ModelWeights.load(model, ModelConfig.read(model));
-    return new BuiltinEngine(weights, new CudaBackend(new EmulatedGpu()), c);
+    return new BuiltinEngine(weights, new CudaBackend(gpu), c);
   }
 
   private static int[] prompt(int length, int salt) {
@@ -72,16 +72,17 @@ class EmulatedCudaEngineTest {
     }
   }
 
-  @Test
-  void batchedChunkedAndPreemptedStepsGiveTheCpuEnginesTokens() {
+  @ParameterizedTest
+  @ValueSource(strings = {"cuda", "emulated"})
+  void batchedChunkedAndPreemptedStepsGiveTheCpuEnginesTokens(String gpu) {
     int[] p1 = prompt(37, 1);
     int[] p2 = prompt(21, 2);
     int[] p3 = prompt(50, 3);
     List<Integer> a1 = alone("cpu", greedy("a", p1, 12));
     List<Integer> a2 = alone("cpu", greedy("b", p2, 12));
     List<Integer> a3 = alone("cpu", greedy("c", p3, 12));
-    assertEquals(a1, alone("cuda", greedy("a", p1, 12)), "alone");
-    try (BuiltinEngine e = engine("cuda", 64, 16)) {
+    assertEquals(a1, alone(gpu, greedy("a", p1, 12)), "alone");
+    try (BuiltinEngine e = engine(gpu, 64, 16)) {
       assertEquals("builtin-cuda", e.info().engineName());
       e.add(greedy("a", p1, 12));
       e.add(greedy("b", p2, 12));
@@ -96,7 +97,7 @@ class EmulatedCudaEngineTest {
     int[] q2 = prompt(31, 12);
     List<Integer> b1 = alone("cpu", greedy("x", q1, 12));
     List<Integer> b2 = alone("cpu", greedy("y", q2, 12));
-    try (BuiltinEngine e = engine("cuda", 5, 512)) {
+    try (BuiltinEngine e = engine(gpu, 5, 512)) {
       e.add(greedy("x", q1, 12));
       e.add(greedy("y", q2, 12));
       Map<String, List<Integer>> out = runToCompletion(e, new HashMap<>());
@@ -106,11 +107,12 @@ class EmulatedCudaEngineTest {
     }
   }
 
-  @Test
-  void cachedPrefixesSurviveAMoveOfTheKvCache() {
+  @ParameterizedTest
+  @ValueSource(strings = {"cuda", "emulated"})
+  void cachedPrefixesSurviveAMoveOfTheKvCache(String gpu) {
     int[] p = prompt(40, 5);
     List<Integer> expected = alone("cpu", greedy("e", p, 8));
-    try (Arena elsewhere = Arena.ofShared(); BuiltinEngine e = engine("cuda", 64, 512)) {
+    try (Arena elsewhere = Arena.ofShared(); BuiltinEngine e = engine(gpu, 64, 512)) {
       Map<String, RequestOutput> last = new HashMap<>();
       e.add(greedy("before", p, 8));
       assertEquals(expected, runToCompletion(e, last).get("before"));
@@ -121,11 +123,12 @@ class EmulatedCudaEngineTest {
     }
   }
 
-  @Test
-  void kvMovesBetweenACudaAndACpuEngineInBothDirections() {
+  @ParameterizedTest
+  @ValueSource(strings = {"cuda", "emulated"})
+  void kvMovesBetweenACudaAndACpuEngineInBothDirections(String gpu) {
     int[] p = prompt(45, 10);
     List<Integer> expected = alone("cpu", greedy("a", p, 16));
-    for (String[] pair : new String[][] {{"cuda", "cpu"}, {"cpu", "cuda"}}) {
+    for (String[] pair : new String[][] {{gpu, "cpu"}, {"cpu", gpu}}) {
       try (BuiltinEngine prefill = engine(pair[0], 64, 512); BuiltinEngine decode = engine(pair[1], 64, 512)) {
         prefill.add(greedy("r", p, 1));
         prefill.holdKvOnFinish("r");
