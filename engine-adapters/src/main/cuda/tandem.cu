@@ -9,8 +9,12 @@
 // Launch shapes are computed by dev.tandem.engine.cuda.LaunchShapes (unit-tested on the host);
 // the constants below must agree with it.
 
+#include <cuda_bf16.h>
 #include <cuda_fp16.h>
 #include <stdint.h>
+#ifdef __CUDACC__
+#include <mma.h>  // the emulator (src/test/cuda/emulator.h) brings its own nvcuda::wmma
+#endif
 
 #define WARP 32
 #define MATVEC_MAX_TOKENS 8     // LaunchShapes.MATVEC_MAX_TOKENS
@@ -18,6 +22,9 @@
 #define GEMM_TILE 64            // tokens and rows per GEMM block; 256 threads of 4 x 4 outputs
 #define GEMM_K 16
 #define ATTENTION_THREADS 128   // positions scored at once per (row, head); head dims <= 256
+#define TC_TILE 64              // tensor-core GEMM: 64 tokens x 64 rows a block of 4 warps
+#define TC_K 32                 //   k-slice staged in shared memory
+#define TC_PAD 8                //   row padding of the staged tiles (bank conflicts)
 
 enum { DT_F32 = 0, DT_F16 = 1, DT_BF16 = 2 };  // DType's ordinals
 
@@ -231,6 +238,83 @@ extern "C" __global__ void gemm_f16(const float* x, int tokens, const void* w, i
 }
 extern "C" __global__ void gemm_bf16(const float* x, int tokens, const void* w, int rows, int cols, float* out) {
   gemm<DT_BF16>(x, tokens, w, rows, cols, out);
+}
+
+// The same product for many tokens on tensor cores, for bf16 weights: WMMA 16x16x16 tiles with f32
+// accumulation. Activations are f32, so each is split into three bf16 terms (hi + mid + lo carry
+// 24 of its bits) and each term multiplies the (exact) bf16 weights: three MMAs per tile give sums
+// as close to f32 as the SIMT kernel's. A block of 4 warps computes 64 tokens x 64 rows, each warp
+// a 32 x 32 quarter (2 x 2 fragments); the k dimension is staged 32 at a time. Grid
+// (ceil(rows / 64), ceil(tokens / 64)), 128 threads.
+extern "C" __global__ void gemm_tc_bf16(const float* __restrict__ x, int tokens, const void* __restrict__ w, int rows,
+                                        int cols, float* __restrict__ out) {
+  using namespace nvcuda;
+  constexpr int LD = TC_K + TC_PAD;       // 40 bf16: a multiple of 8, as WMMA needs
+  constexpr int LDC = TC_TILE + 4;        // 68 floats
+  __shared__ __align__(32) __nv_bfloat16 xs[3][TC_TILE * LD];  // hi, mid, lo terms: [token][k]
+  __shared__ __align__(32) __nv_bfloat16 ws[TC_TILE * LD];     // [row][k]: the B operand, column-major
+  __shared__ __align__(32) float cs[TC_TILE * LDC];
+  const uint16_t* wbits = static_cast<const uint16_t*>(w);
+  int t0 = blockIdx.y * TC_TILE;
+  int r0 = blockIdx.x * TC_TILE;
+  int warp = threadIdx.x / WARP;
+  int wt = (warp / 2) * 32;  // this warp's token offset in the tile
+  int wr = (warp % 2) * 32;  // and row offset
+  wmma::fragment<wmma::accumulator, 16, 16, 16, float> acc[2][2];
+#pragma unroll
+  for (int i = 0; i < 2; i++)
+#pragma unroll
+    for (int j = 0; j < 2; j++) wmma::fill_fragment(acc[i][j], 0.f);
+  for (int k0 = 0; k0 < cols; k0 += TC_K) {
+    for (int e = threadIdx.x; e < TC_TILE * TC_K; e += blockDim.x) {
+      int i = e / TC_K;
+      int kk = e % TC_K;
+      int k = k0 + kk;
+      int t = t0 + i;
+      int r = r0 + i;
+      float v = (t < tokens && k < cols) ? x[static_cast<size_t>(t) * cols + k] : 0.f;
+      __nv_bfloat16 hi = __float2bfloat16_rn(v);
+      float rest = v - __bfloat162float(hi);
+      __nv_bfloat16 mid = __float2bfloat16_rn(rest);
+      __nv_bfloat16 lo = __float2bfloat16_rn(rest - __bfloat162float(mid));
+      xs[0][i * LD + kk] = hi;
+      xs[1][i * LD + kk] = mid;
+      xs[2][i * LD + kk] = lo;
+      uint16_t bits = (r < rows && k < cols) ? wbits[static_cast<size_t>(r) * cols + k] : 0;
+      ws[i * LD + kk] = __ushort_as_bfloat16(bits);
+    }
+    __syncthreads();
+#pragma unroll
+    for (int kk = 0; kk < TC_K; kk += 16) {
+      wmma::fragment<wmma::matrix_b, 16, 16, 16, __nv_bfloat16, wmma::col_major> b[2];
+#pragma unroll
+      for (int j = 0; j < 2; j++) wmma::load_matrix_sync(b[j], ws + (wr + 16 * j) * LD + kk, LD);
+#pragma unroll
+      for (int term = 0; term < 3; term++) {
+#pragma unroll
+        for (int i = 0; i < 2; i++) {
+          wmma::fragment<wmma::matrix_a, 16, 16, 16, __nv_bfloat16, wmma::row_major> a;
+          wmma::load_matrix_sync(a, xs[term] + (wt + 16 * i) * LD + kk, LD);
+#pragma unroll
+          for (int j = 0; j < 2; j++) wmma::mma_sync(acc[i][j], a, b[j], acc[i][j]);
+        }
+      }
+    }
+    __syncthreads();
+  }
+#pragma unroll
+  for (int i = 0; i < 2; i++)
+#pragma unroll
+    for (int j = 0; j < 2; j++)
+      wmma::store_matrix_sync(cs + (wt + 16 * i) * LDC + wr + 16 * j, acc[i][j], LDC, wmma::mem_row_major);
+  __syncthreads();
+  for (int e = threadIdx.x; e < TC_TILE * TC_TILE; e += blockDim.x) {
+    int i = e / TC_TILE;
+    int j = e % TC_TILE;
+    int t = t0 + i;
+    int r = r0 + j;
+    if (t < tokens && r < rows) out[static_cast<size_t>(t) * rows + r] = cs[i * LDC + j];
+  }
 }
 
 // out = x / sqrt(mean(x^2) + eps) * weight, one block per row; out may be x.

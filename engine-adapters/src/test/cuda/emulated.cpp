@@ -15,6 +15,7 @@ MATMUL(matvec_bf16)
 MATMUL(gemm_f32)
 MATMUL(gemm_f16)
 MATMUL(gemm_bf16)
+MATMUL(gemm_tc_bf16)
 EXPORT(rms_norm, P(const float* x, float* out, const float* weight, float eps, int dim), (x, out, weight, eps, dim))
 EXPORT(rope, P(float* x, int rows, int heads, int headDim, const int* positions, const float* invFreq),
        (x, rows, heads, headDim, positions, invFreq))

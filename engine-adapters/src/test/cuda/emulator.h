@@ -15,8 +15,10 @@
 #include <cstring>
 #include <functional>
 #include <memory>
+#include <type_traits>
 #include <vector>
 
+#include <cuda_bf16.h>
 #include <cuda_fp16.h>  // also brings CUDA's vector_types.h: dim3, uint4, float4
 
 #define __global__
@@ -148,6 +150,69 @@ inline uint32_t __float_as_uint(float f) {
 }
 using std::isnan;
 using std::min;
+
+// WMMA on the CPU. On a GPU a fragment is spread over the warp's 32 lanes; here every lane holds
+// the whole 16 x 16 tile and computes all of it (the same values in each lane), which keeps the
+// warp-collective calls free of any exchange. Kernels must not index fragment elements directly
+// (their layout on a GPU is unspecified anyway).
+namespace nvcuda {
+namespace wmma {
+struct row_major {};
+struct col_major {};
+struct matrix_a {};
+struct matrix_b {};
+struct accumulator {};
+enum layout_t { mem_row_major, mem_col_major };
+
+template <typename Use, int M, int N, int K, typename T, typename Layout = void>
+struct fragment {
+  float v[16][16];  // [row][col] of the tile
+};
+
+template <typename T>
+inline float element(const T& x) {
+  if constexpr (std::is_same_v<T, __nv_bfloat16>) return __bfloat162float(x);
+  else if constexpr (std::is_same_v<T, __half>) return __half2float(x);
+  else return static_cast<float>(x);
+}
+
+template <typename Use, typename T, typename Layout>
+inline void load_matrix_sync(fragment<Use, 16, 16, 16, T, Layout>& f, const T* p, unsigned ldm) {
+  for (int r = 0; r < 16; r++)
+    for (int c = 0; c < 16; c++)
+      f.v[r][c] = element(std::is_same_v<Layout, col_major> ? p[c * ldm + r] : p[r * ldm + c]);
+}
+
+inline void load_matrix_sync(fragment<accumulator, 16, 16, 16, float>& f, const float* p, unsigned ldm, layout_t layout) {
+  for (int r = 0; r < 16; r++)
+    for (int c = 0; c < 16; c++) f.v[r][c] = layout == mem_col_major ? p[c * ldm + r] : p[r * ldm + c];
+}
+
+template <typename Use, typename T, typename Layout>
+inline void fill_fragment(fragment<Use, 16, 16, 16, T, Layout>& f, float value) {
+  for (auto& row : f.v)
+    for (float& e : row) e = value;
+}
+
+template <typename TA, typename LA, typename TB, typename LB>
+inline void mma_sync(fragment<accumulator, 16, 16, 16, float>& d, const fragment<matrix_a, 16, 16, 16, TA, LA>& a,
+                     const fragment<matrix_b, 16, 16, 16, TB, LB>& b, const fragment<accumulator, 16, 16, 16, float>& c) {
+  float result[16][16];
+  for (int i = 0; i < 16; i++)
+    for (int j = 0; j < 16; j++) {
+      float sum = c.v[i][j];
+      for (int k = 0; k < 16; k++) sum += a.v[i][k] * b.v[k][j];
+      result[i][j] = sum;
+    }
+  std::memcpy(d.v, result, sizeof(result));
+}
+
+inline void store_matrix_sync(float* p, const fragment<accumulator, 16, 16, 16, float>& f, unsigned ldm, layout_t layout) {
+  for (int r = 0; r < 16; r++)
+    for (int c = 0; c < 16; c++) (layout == mem_col_major ? p[c * ldm + r] : p[r * ldm + c]) = f.v[r][c];
+}
+}  // namespace wmma
+}  // namespace nvcuda
 
 namespace emu {
 // Runs kernel() as a gx × gy grid of blocks of `threads` threads.

@@ -18,11 +18,7 @@ public final class CudaKernels {
 
   /** {@code out[t·rows + r] = Σ_i x[t·cols + i] · w[r, i]}, {@code w} holding {@code dtype} elements. */
   public void matmul(Gpu.Ptr x, int tokens, Gpu.Ptr w, DType dtype, int rows, int cols, Gpu.Ptr out) {
-    boolean matvec = LaunchShapes.usesMatvec(tokens);
-    gpu.launch(
-        LaunchShapes.kernel(matvec ? "matvec" : "gemm", dtype),
-        matvec ? LaunchShapes.matvec(rows) : LaunchShapes.gemm(tokens, rows),
-        x, tokens, w, rows, cols, out);
+    gpu.launch(LaunchShapes.matmulKernel(tokens, dtype), LaunchShapes.matmul(tokens, rows, dtype), x, tokens, w, rows, cols, out);
   }
 
   /** Each of {@code rows} rows of {@code dim}: {@code out = x / sqrt(mean(x²) + eps) · weight}; out may be x. */

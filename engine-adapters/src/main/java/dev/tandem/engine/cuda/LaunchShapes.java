@@ -14,6 +14,7 @@ public final class LaunchShapes {
   static final int MATVEC_THREADS = 256;
   static final int GEMM_TILE = 64;
   static final int GEMM_THREADS = 256;
+  static final int TC_THREADS = 128;
   static final int ATTENTION_THREADS = 128;
   /** The largest head the attention kernel holds (its query in shared memory, two dims a thread). */
   public static final int MAX_HEAD_DIM = 256;
@@ -32,9 +33,31 @@ public final class LaunchShapes {
     }
   }
 
-  /** The product of {@code tokens} rows with a weight matrix: the one-pass matrix-vector kernel up to 8 tokens, else tiled GEMM. */
+  /** The product of {@code tokens} rows with a weight matrix: the one-pass matrix-vector kernel up to 8 tokens, else a GEMM. */
   public static boolean usesMatvec(int tokens) {
     return tokens <= MATVEC_MAX_TOKENS;
+  }
+
+  /** Past the matrix-vector kernel, bf16 weights multiply on tensor cores; f16 and f32 on the SIMT GEMM. */
+  public static boolean usesTensorCores(int tokens, DType weights) {
+    return !usesMatvec(tokens) && weights == DType.BF16;
+  }
+
+  /** The kernel for {@code tokens} rows times a matrix of {@code weights}. */
+  public static String matmulKernel(int tokens, DType weights) {
+    if (usesMatvec(tokens)) {
+      return kernel("matvec", weights);
+    }
+    return usesTensorCores(tokens, weights) ? "gemm_tc_bf16" : kernel("gemm", weights);
+  }
+
+  /** Its launch: a warp per row, or 64 × 64 output tiles (256 SIMT threads, or 4 warps of tensor-core fragments). */
+  public static Shape matmul(int tokens, int rows, DType weights) {
+    if (usesMatvec(tokens)) {
+      return matvec(rows);
+    }
+    Shape tiles = gemm(tokens, rows);
+    return usesTensorCores(tokens, weights) ? new Shape(tiles.gridX(), tiles.gridY(), TC_THREADS) : tiles;
   }
 
   /** One warp per output row. */

@@ -29,6 +29,17 @@ class LaunchShapesTest {
   }
 
   @Test
+  void bf16WeightsPastEightTokensTakeTensorCoresOthersTheSimtGemm() {
+    assertEquals("matvec_bf16", LaunchShapes.matmulKernel(8, DType.BF16));
+    assertEquals("gemm_tc_bf16", LaunchShapes.matmulKernel(9, DType.BF16));
+    assertEquals("gemm_f16", LaunchShapes.matmulKernel(9, DType.F16));
+    assertEquals("gemm_f32", LaunchShapes.matmulKernel(2048, DType.F32));
+    assertEquals(new LaunchShapes.Shape(16, 32, 128), LaunchShapes.matmul(2048, 1024, DType.BF16));
+    assertEquals(new LaunchShapes.Shape(16, 32, 256), LaunchShapes.matmul(2048, 1024, DType.F16));
+    assertEquals(new LaunchShapes.Shape(128, 1, 256), LaunchShapes.matmul(1, 1024, DType.BF16));
+  }
+
+  @Test
   void gemmTilesRowsAlongXAndTokensAlongY() {
     assertEquals(new LaunchShapes.Shape(16, 32, 256), LaunchShapes.gemm(2048, 1024));
     assertEquals(new LaunchShapes.Shape(1, 1, 256), LaunchShapes.gemm(9, 40));
