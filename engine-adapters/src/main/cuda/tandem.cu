@@ -22,6 +22,10 @@
 #define GEMM_TILE 64            // tokens and rows per GEMM block; 256 threads of 4 x 4 outputs
 #define GEMM_K 16
 #define ATTENTION_THREADS 128   // positions scored at once per (row, head); head dims <= 256
+#define PREFILL_ROWS 32         // tiled attention: query rows of one sequence a block
+#define PREFILL_KEYS 16         //   key positions staged at a time
+#define PREFILL_THREADS 128     //   4 threads a query row
+#define PREFILL_MAX_HEAD 128    //   its query tile and accumulators hold heads of up to 128 dims
 #define TC_TILE 64              // tensor-core GEMM: 64 tokens x 64 rows a block of 4 warps
 #define TC_K 32                 //   k-slice staged in shared memory
 #define TC_PAD 8                //   row padding of the staged tiles (bank conflicts)
@@ -362,15 +366,16 @@ extern "C" __global__ void silu_mul(float* gate, const float* up, long long n) {
 // One block of 128 threads per (row, head): positions are scored 128 at a time, with a running
 // maximum and sum (online softmax), and each thread accumulates the weighted values of up to two
 // head dimensions (headDim <= 256). Row t attends to positions 0..positions[t] through its block
-// table tables[tableStart[t] ..].
+// table tables[tableStart[t] ..]. With rowList, block b takes row rowList[b] (the rows not in a
+// tiled run); without, block b takes row b.
 template <int D>
 __device__ void attention(const float* __restrict__ q, float* __restrict__ out, const int* __restrict__ positions,
                           const int* __restrict__ tables, const int* __restrict__ tableStart,
-                          const void* __restrict__ keys, const void* __restrict__ values, int blockSize,
-                          int numHeads, int numKvHeads, int headDim) {
+                          const int* __restrict__ rowList, const void* __restrict__ keys,
+                          const void* __restrict__ values, int blockSize, int numHeads, int numKvHeads, int headDim) {
   __shared__ float qs[256];
   __shared__ float p[ATTENTION_THREADS];
-  int t = blockIdx.x;
+  int t = rowList != nullptr ? rowList[blockIdx.x] : blockIdx.x;
   int h = blockIdx.y;
   int g = h / (numHeads / numKvHeads);
   int kvDim = numKvHeads * headDim;
@@ -418,12 +423,128 @@ __device__ void attention(const float* __restrict__ q, float* __restrict__ out, 
   if (threadIdx.x + ATTENTION_THREADS < headDim) o[threadIdx.x + ATTENTION_THREADS] = acc1 / sum;
 }
 
+// Causal attention for runs of query rows that are consecutive positions of one sequence (a
+// prefill chunk), tiled as flash attention: a block takes up to 32 rows of a run and one head,
+// stages the keys and values 16 positions at a time in shared memory (each read once for all its
+// rows, not once per row), and keeps each row's running maximum, sum and weighted values. Four
+// threads share a row: each scores 4 of the 16 staged keys and owns every fourth dimension of the
+// output. tiles[2b] is the block's first row, tiles[2b + 1] its row count; the rows' positions and
+// block table are those of the per-row kernel. Grid (tiles, heads), 128 threads, heads <= 128 dims.
+template <int D>
+__device__ void attention_tiled(const float* __restrict__ q, float* __restrict__ out, const int* __restrict__ positions,
+                                const int* __restrict__ tables, const int* __restrict__ tableStart,
+                                const int* __restrict__ tiles, const void* __restrict__ keys,
+                                const void* __restrict__ values, int blockSize, int numHeads, int numKvHeads,
+                                int headDim) {
+  __shared__ float qs[PREFILL_ROWS][PREFILL_MAX_HEAD];
+  __shared__ float ks[PREFILL_KEYS][PREFILL_MAX_HEAD];
+  __shared__ float vs[PREFILL_KEYS][PREFILL_MAX_HEAD];
+  __shared__ float ps[PREFILL_ROWS][PREFILL_KEYS];
+  int first = tiles[2 * blockIdx.x];
+  int count = tiles[2 * blockIdx.x + 1];
+  int h = blockIdx.y;
+  int g = h / (numHeads / numKvHeads);
+  int kvDim = numKvHeads * headDim;
+  int p0 = positions[first];
+  const int* table = tables + tableStart[first];
+  float scale = 1.f / sqrtf(static_cast<float>(headDim));
+  for (int e = threadIdx.x; e < PREFILL_ROWS * headDim; e += blockDim.x) {
+    int i = e / headDim;
+    int d = e % headDim;
+    qs[i][d] = i < count ? q[(static_cast<size_t>(first + i) * numHeads + h) * headDim + d] : 0.f;
+  }
+  int row = threadIdx.x / 4;   // this thread's query row in the tile
+  int part = threadIdx.x % 4;  // its quarter: keys part, part + 4, ...; dims part, part + 4, ...
+  int qp = p0 + row;           // the row's position
+  float running = -INFINITY;
+  float sum = 0.f;
+  float acc[PREFILL_MAX_HEAD / 4];
+#pragma unroll
+  for (int k = 0; k < PREFILL_MAX_HEAD / 4; k++) acc[k] = 0.f;
+  int end = p0 + count;  // keys 0 .. end - 1 cover every row of the tile
+  for (int k0 = 0; k0 < end; k0 += PREFILL_KEYS) {
+    __syncthreads();  // the previous tile's keys and weights are no longer read
+    for (int e = threadIdx.x; e < PREFILL_KEYS * headDim; e += blockDim.x) {
+      int j = e / headDim;
+      int d = e % headDim;
+      int kp = k0 + j;
+      float kv = 0.f;
+      float vv = 0.f;
+      if (kp < end) {
+        size_t entry = (static_cast<size_t>(table[kp / blockSize]) * blockSize + kp % blockSize) * kvDim
+                       + static_cast<size_t>(g) * headDim + d;
+        kv = widen<D>(keys, entry);
+        vv = widen<D>(values, entry);
+      }
+      ks[j][d] = kv;
+      vs[j][d] = vv;
+    }
+    __syncthreads();
+    float score[PREFILL_KEYS / 4];
+    float best = -INFINITY;
+#pragma unroll
+    for (int k = 0; k < PREFILL_KEYS / 4; k++) {
+      int j = part + 4 * k;
+      float dot = 0.f;
+      for (int d = 0; d < headDim; d++) dot += qs[row][d] * ks[j][d];
+      score[k] = (row < count && k0 + j <= qp) ? dot * scale : -INFINITY;
+      best = fmaxf(best, score[k]);
+    }
+    best = fmaxf(best, __shfl_xor_sync(0xffffffffu, best, 1));
+    best = fmaxf(best, __shfl_xor_sync(0xffffffffu, best, 2));
+    float next = fmaxf(running, best);
+    // A row with nothing to attend to yet in this tile keeps its state (exp of -inf is 0).
+    float rescale = next == -INFINITY ? 1.f : expf(running - next);
+    float partial = 0.f;
+#pragma unroll
+    for (int k = 0; k < PREFILL_KEYS / 4; k++) {
+      float w = next == -INFINITY ? 0.f : expf(score[k] - next);
+      ps[row][part + 4 * k] = w;
+      partial += w;
+    }
+    partial += __shfl_xor_sync(0xffffffffu, partial, 1);
+    partial += __shfl_xor_sync(0xffffffffu, partial, 2);
+    sum = sum * rescale + partial;
+    running = next;
+    __syncthreads();  // the row's weights, written by its four threads, are all in ps
+#pragma unroll
+    for (int k = 0; k < PREFILL_MAX_HEAD / 4; k++) {
+      int d = part + 4 * k;
+      if (d < headDim) {
+        float a = acc[k] * rescale;
+        for (int j = 0; j < PREFILL_KEYS; j++) a += ps[row][j] * vs[j][d];
+        acc[k] = a;
+      }
+    }
+  }
+  if (row < count) {
+    float* o = out + (static_cast<size_t>(first + row) * numHeads + h) * headDim;
+#pragma unroll
+    for (int k = 0; k < PREFILL_MAX_HEAD / 4; k++) {
+      int d = part + 4 * k;
+      if (d < headDim) o[d] = acc[k] / sum;
+    }
+  }
+}
+
+#define ATTENTION_TILED_ENTRY(NAME, D)                                                                          \
+  extern "C" __global__ void NAME(const float* q, float* out, const int* positions, const int* tables,          \
+                                  const int* tableStart, const int* tiles, const void* keys, const void* values, \
+                                  int blockSize, int numHeads, int numKvHeads, int headDim) {                   \
+    attention_tiled<D>(q, out, positions, tables, tableStart, tiles, keys, values, blockSize, numHeads,         \
+                       numKvHeads, headDim);                                                                    \
+  }
+ATTENTION_TILED_ENTRY(attention_tiled_f32, DT_F32)
+ATTENTION_TILED_ENTRY(attention_tiled_f16, DT_F16)
+ATTENTION_TILED_ENTRY(attention_tiled_bf16, DT_BF16)
+
 #define ATTENTION_ENTRY(NAME, D)                                                                          \
   extern "C" __global__ void NAME(const float* q, float* out, const int* positions, const int* tables,   \
-                                  const int* tableStart, const void* keys, const void* values,           \
-                                  int blockSize, int numHeads, int numKvHeads, int headDim) {            \
-    attention<D>(q, out, positions, tables, tableStart, keys, values, blockSize, numHeads, numKvHeads,   \
-                 headDim);                                                                               \
+                                  const int* tableStart, const int* rowList, const void* keys,           \
+                                  const void* values, int blockSize, int numHeads, int numKvHeads,       \
+                                  int headDim) {                                                         \
+    attention<D>(q, out, positions, tables, tableStart, rowList, keys, values, blockSize, numHeads,      \
+                 numKvHeads, headDim);                                                                   \
   }
 ATTENTION_ENTRY(attention_f32, DT_F32)
 ATTENTION_ENTRY(attention_f16, DT_F16)

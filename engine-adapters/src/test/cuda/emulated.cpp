@@ -22,11 +22,15 @@ EXPORT(rope, P(float* x, int rows, int heads, int headDim, const int* positions,
 EXPORT(silu_mul, P(float* gate, const float* up, long long n), (gate, up, n))
 #define ATTENTION(NAME)                                                                                        \
   EXPORT(NAME, P(const float* q, float* out, const int* positions, const int* tables, const int* tableStart,   \
-                 const void* keys, const void* values, int blockSize, int numHeads, int numKvHeads, int headDim), \
-         (q, out, positions, tables, tableStart, keys, values, blockSize, numHeads, numKvHeads, headDim))
+                 const int* rows, const void* keys, const void* values, int blockSize, int numHeads,           \
+                 int numKvHeads, int headDim),                                                                 \
+         (q, out, positions, tables, tableStart, rows, keys, values, blockSize, numHeads, numKvHeads, headDim))
 ATTENTION(attention_f32)
 ATTENTION(attention_f16)
 ATTENTION(attention_bf16)
+ATTENTION(attention_tiled_f32)
+ATTENTION(attention_tiled_f16)
+ATTENTION(attention_tiled_bf16)
 #define EMBED(NAME) \
   EXPORT(NAME, P(const int* ids, int tokens, const void* table, int hidden, float* out), (ids, tokens, table, hidden, out))
 EMBED(embed_f32)

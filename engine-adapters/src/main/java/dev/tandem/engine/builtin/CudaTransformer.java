@@ -1,6 +1,7 @@
 package dev.tandem.engine.builtin;
 
 import dev.tandem.engine.compute.WeightMatrix;
+import dev.tandem.engine.cuda.AttentionPlan;
 import dev.tandem.engine.cuda.CudaBackend;
 import dev.tandem.engine.cuda.CudaException;
 import dev.tandem.engine.cuda.CudaKernels;
@@ -40,6 +41,8 @@ import java.util.function.IntConsumer;
 public final class CudaTransformer implements ForwardPass {
   /** Tokens whose prompt logits go through the LM head together. */
   private static final int PROMPT_LOGITS_CHUNK = 16;
+  /** Regions of {@code tokens} ints in a step's ints before its block tables. */
+  private static final int META_TABLES = 6;
   /** Decode steps of up to this many sequences replay a recorded graph of the whole pass. */
   private static final int GRAPH_MAX_TOKENS = 256;
   /** {@code -Dtandem.cuda.graphs=false} runs every step kernel by kernel (to rule graphs out). */
@@ -140,6 +143,8 @@ public final class CudaTransformer implements ForwardPass {
     final DeviceBuffer rows; // (wanted) ints: the rows whose logits are wanted
     final DeviceBuffer picked; // (wanted, hidden) those rows, normalised
     final DeviceBuffer logits; // (wanted, vocab)
+    int singleCount; // attention's single rows and tiles this step
+    int tileCount;
 
     Activations(int tokens, int metaInts, int wanted, boolean owned) {
       this.tokens = tokens;
@@ -180,8 +185,22 @@ public final class CudaTransformer implements ForwardPass {
       return meta.at(3L * tokens * Integer.BYTES);
     }
 
-    Gpu.Ptr tables() {
+    Gpu.Ptr singles() {
       return meta.at(4L * tokens * Integer.BYTES);
+    }
+
+    Gpu.Ptr tiles() {
+      return meta.at(5L * tokens * Integer.BYTES);
+    }
+
+    Gpu.Ptr tables() {
+      return meta.at((long) META_TABLES * tokens * Integer.BYTES);
+    }
+
+    /** Attention's split of this step's rows (counts only: the ints are in {@code meta}). */
+    void plan(AttentionPlan plan) {
+      singleCount = plan.singles().length;
+      tileCount = plan.tileCount();
     }
 
     @Override
@@ -227,11 +246,13 @@ public final class CudaTransformer implements ForwardPass {
       decodeOnly &= s.count() == 1;
       wanted += s.wantLogits() ? 1 : 0;
     }
-    // The step's ints in one copy: ids, positions, cache slots, each row's table start, the tables.
-    int[] meta = new int[4 * tokens + Math.max(1, tableInts)];
+    // The step's ints in one copy, each region `tokens` long but the last: ids, positions, cache
+    // slots, each row's table start, attention's single rows, its tiles, then the block tables.
+    int[] meta = new int[META_TABLES * tokens + Math.max(1, tableInts)];
     int[] rows = new int[wanted]; // the last token of each slice that wants logits
+    boolean[] continues = new boolean[tokens]; // row t is the next position of row t - 1's slice
     int t = 0;
-    int table = 4 * tokens;
+    int table = META_TABLES * tokens;
     int row = 0;
     for (Transformer.Slice s : slices) {
       System.arraycopy(s.blockTable(), 0, meta, table, s.blockTable().length);
@@ -244,20 +265,25 @@ public final class CudaTransformer implements ForwardPass {
         meta[t] = id;
         meta[tokens + t] = p;
         meta[2 * tokens + t] = s.blockTable()[p / blockSize] * blockSize + p % blockSize;
-        meta[3 * tokens + t] = table - 4 * tokens;
+        meta[3 * tokens + t] = table - META_TABLES * tokens;
+        continues[t] = j > 0;
       }
       if (s.wantLogits()) {
         rows[row++] = t - 1;
       }
       table += s.blockTable().length;
     }
+    AttentionPlan plan = AttentionPlan.of(tokens, r -> continues[r], config.headDim());
+    System.arraycopy(plan.singles(), 0, meta, 4 * tokens, plan.singles().length);
+    System.arraycopy(plan.tiles(), 0, meta, 5 * tokens, plan.tiles().length);
     float[] all;
     if (GRAPHS && decodeOnly && wanted == tokens && tokens <= GRAPH_MAX_TOKENS && layerKvWritten == null && positionLogits == null) {
-      all = decodeFromGraph(tokens, meta, rows);
+      all = decodeFromGraph(tokens, meta, rows, plan);
     } else {
       try (Activations a = new Activations(tokens, meta.length, wanted, false)) {
         a.meta.copyFrom(meta, meta.length);
         a.rows.copyFrom(rows, wanted);
+        a.plan(plan);
         run(a, layerKvWritten);
         if (positionLogits != null) {
           positionLogits(slices, a, positionLogits);
@@ -284,7 +310,7 @@ public final class CudaTransformer implements ForwardPass {
    * one launch for the whole pass instead of a few hundred. The step's ints go into the graph's
    * own buffers first; a step whose block tables outgrew them records a new graph.
    */
-  private float[] decodeFromGraph(int tokens, int[] meta, int[] rows) {
+  private float[] decodeFromGraph(int tokens, int[] meta, int[] rows, AttentionPlan plan) {
     DecodeGraph g = graphs.get(tokens);
     if (g != null && g.metaCapacity < meta.length) {
       graphs.remove(tokens).close();
@@ -296,6 +322,7 @@ public final class CudaTransformer implements ForwardPass {
     }
     g.a.meta.copyFrom(meta, meta.length);
     g.a.rows.copyFrom(rows, rows.length);
+    g.a.plan(plan); // every row alone in a decode step: the same counts at every replay
     if (g.graph == null) {
       gpu.beginCapture();
       try {
@@ -361,8 +388,9 @@ public final class CudaTransformer implements ForwardPass {
     // New keys and values into the device cache and the host cache, then attention over the device cache.
     kernels.kvWrite(a.k.ptr(), a.v.ptr(), slots, tokens, config.kvDim(), kvDtype, keys[l].ptr(),
         values[l].ptr(), mappedPointers[2 * l], mappedPointers[2 * l + 1]);
-    kernels.attention(a.q.ptr(), a.att.ptr(), tokens, positions, tables, starts, keys[l].ptr(),
-        values[l].ptr(), kvDtype, blockSize, config.numHeads(), config.numKvHeads(), config.headDim());
+    kernels.attention(a.q.ptr(), a.att.ptr(), positions, tables, starts, a.singles(), a.singleCount, a.tiles(),
+        a.tileCount, keys[l].ptr(), values[l].ptr(), kvDtype, blockSize, config.numHeads(), config.numKvHeads(),
+        config.headDim());
     // Output projection and residual.
     matmul(a.att, tokens, w.o(), a.xb2);
     addBias(a.xb2, layer.oBias(), tokens, hidden);

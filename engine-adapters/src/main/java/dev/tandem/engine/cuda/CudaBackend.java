@@ -116,18 +116,26 @@ public final class CudaBackend implements ComputeBackend {
     int[] tables = compact.tables();
     int[] starts = compact.starts();
     int qLength = b.rows() * b.numHeads() * b.headDim();
+    // Rows on the same table at the next position continue a run (a prefill chunk): tiled.
+    AttentionPlan plan = AttentionPlan.of(b.rows(),
+        t -> b.blockTables()[t] == b.blockTables()[t - 1] && b.positions()[t] == b.positions()[t - 1] + 1, b.headDim());
     try (DeviceBuffer kv = pool.acquire(2 * kvBytes);
         DeviceBuffer q = pool.acquire((long) qLength * Float.BYTES);
         DeviceBuffer out = pool.acquire((long) qLength * Float.BYTES);
         DeviceBuffer positions = pool.acquire((long) b.rows() * Integer.BYTES);
         DeviceBuffer tableBuffer = pool.acquire((long) tables.length * Integer.BYTES);
-        DeviceBuffer startBuffer = pool.acquire((long) b.rows() * Integer.BYTES)) {
+        DeviceBuffer startBuffer = pool.acquire((long) b.rows() * Integer.BYTES);
+        DeviceBuffer singles = pool.acquire((long) Math.max(1, plan.singles().length) * Integer.BYTES);
+        DeviceBuffer tiles = pool.acquire((long) Math.max(1, plan.tiles().length) * Integer.BYTES)) {
       kv.copyFrom(gathered.segment().asSlice(0, 2 * kvBytes));
       q.copyFrom(b.q(), qLength);
       positions.copyFrom(b.positions(), b.rows());
       tableBuffer.copyFrom(tables, tables.length);
       startBuffer.copyFrom(starts, b.rows());
-      kernels.attention(q.ptr(), out.ptr(), b.rows(), positions.ptr(), tableBuffer.ptr(), startBuffer.ptr(),
+      singles.copyFrom(plan.singles(), plan.singles().length);
+      tiles.copyFrom(plan.tiles(), plan.tiles().length);
+      kernels.attention(q.ptr(), out.ptr(), positions.ptr(), tableBuffer.ptr(), startBuffer.ptr(),
+          singles.ptr(), plan.singles().length, tiles.ptr(), plan.tileCount(),
           kv.ptr(), kv.at(kvBytes), b.kvDtype(), b.blockSize(), b.numHeads(), b.numKvHeads(), b.headDim());
       out.copyTo(b.out(), qLength);
     }

@@ -47,13 +47,23 @@ public final class CudaKernels {
   }
 
   /**
-   * Causal attention of {@code rows} query rows over a paged cache of {@code kvDtype} entries; row
-   * t's block table starts at {@code tables[tableStart[t]]}.
+   * Causal attention over a paged cache of {@code kvDtype} entries, as {@code plan} splits the rows:
+   * the tiles ({@code tileCount} pairs of first row and count at {@code tiles}) through the tiled
+   * kernel, the single rows ({@code singleCount} row ids at {@code singles}) through the per-row
+   * kernel. Row t's position is {@code positions[t]}, its block table starts at {@code
+   * tables[tableStart[t]]}.
    */
-  public void attention(Gpu.Ptr q, Gpu.Ptr out, int rows, Gpu.Ptr positions, Gpu.Ptr tables, Gpu.Ptr tableStart,
-      Gpu.Ptr keys, Gpu.Ptr values, DType kvDtype, int blockSize, int numHeads, int numKvHeads, int headDim) {
-    gpu.launch(LaunchShapes.kernel("attention", kvDtype), LaunchShapes.attention(rows, numHeads, headDim),
-        q, out, positions, tables, tableStart, keys, values, blockSize, numHeads, numKvHeads, headDim);
+  public void attention(Gpu.Ptr q, Gpu.Ptr out, Gpu.Ptr positions, Gpu.Ptr tables, Gpu.Ptr tableStart,
+      Gpu.Ptr singles, int singleCount, Gpu.Ptr tiles, int tileCount, Gpu.Ptr keys, Gpu.Ptr values, DType kvDtype,
+      int blockSize, int numHeads, int numKvHeads, int headDim) {
+    if (singleCount > 0) {
+      gpu.launch(LaunchShapes.kernel("attention", kvDtype), LaunchShapes.attention(singleCount, numHeads, headDim),
+          q, out, positions, tables, tableStart, singles, keys, values, blockSize, numHeads, numKvHeads, headDim);
+    }
+    if (tileCount > 0) {
+      gpu.launch(LaunchShapes.kernel("attention_tiled", kvDtype), LaunchShapes.attentionTiled(tileCount, numHeads, headDim),
+          q, out, positions, tables, tableStart, tiles, keys, values, blockSize, numHeads, numKvHeads, headDim);
+    }
   }
 
   /**

@@ -16,6 +16,7 @@ public final class LaunchShapes {
   static final int GEMM_THREADS = 256;
   static final int TC_THREADS = 128;
   static final int ATTENTION_THREADS = 128;
+  static final int PREFILL_THREADS = 128;
   /** The largest head the attention kernel holds (its query in shared memory, two dims a thread). */
   public static final int MAX_HEAD_DIM = 256;
   static final int ELEMENTWISE_THREADS = 256;
@@ -84,6 +85,14 @@ public final class LaunchShapes {
       throw new IllegalArgumentException("no elementwise launch covers " + n + " elements");
     }
     return new Shape((int) grid, 1, ELEMENTWISE_THREADS);
+  }
+
+  /** One block per (tile of up to 32 rows of one sequence, head), for heads of up to 128 dims. */
+  public static Shape attentionTiled(int tiles, int heads, int headDim) {
+    if (headDim > AttentionPlan.TILED_MAX_HEAD) {
+      throw new IllegalArgumentException("the tiled attention kernel holds heads of up to " + AttentionPlan.TILED_MAX_HEAD + " dims, not " + headDim);
+    }
+    return new Shape(tiles, heads, PREFILL_THREADS);
   }
 
   /** One block per (query row, head). */

@@ -55,7 +55,7 @@ class PtxFreshnessTest {
     }
     Set<String> launched = new TreeSet<>(Set.of("rms_norm", "rope", "silu_mul", "add", "copy_blocks", "gather_rows", "gemm_tc_bf16"));
     for (DType dtype : DType.values()) {
-      for (String base : new String[] {"matvec", "gemm", "attention", "embed", "kv_write"}) {
+      for (String base : new String[] {"matvec", "gemm", "attention", "attention_tiled", "embed", "kv_write"}) {
         launched.add(LaunchShapes.kernel(base, dtype));
       }
     }
