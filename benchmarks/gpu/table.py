@@ -34,11 +34,12 @@ for m in tandem.get("models", []):
     row = {"model": name}
     if "error" in m:
         lines.append("%s: FAILED %s" % (name, m["error"]))
-    if "logits_relative_error" in m:
-        row["logits_relative_error"] = m["logits_relative_error"]
-        row["greedy_identical"] = "%d/%d" % (m["greedy_identical_steps"], m["greedy_steps"])
-        lines.append("%s: cuda vs cpu logits relative error %.2e, greedy tokens identical %s"
-                     % (name, m["logits_relative_error"], row["greedy_identical"]))
+    for suffix, prompt in (("", 64), ("_1000", 1000)):
+        if "logits_relative_error" + suffix in m:
+            row["logits_relative_error" + suffix] = m["logits_relative_error" + suffix]
+            row["greedy_identical" + suffix] = "%d/%d" % (m["greedy_identical_steps" + suffix], m["greedy_steps"])
+            lines.append("%s, %d-token prompt: cuda vs cpu logits relative error %.2e, greedy tokens identical %s"
+                         % (name, prompt, m["logits_relative_error" + suffix], row["greedy_identical" + suffix]))
     decode = m.get("decode_tokens_per_s", {})
     bpt = m.get("bytes_per_token")
     for batch, tps in decode.items():

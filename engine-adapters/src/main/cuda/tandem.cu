@@ -77,26 +77,22 @@ __device__ __forceinline__ float warp_sum(float v) {
   return v;
 }
 
-__device__ __forceinline__ float warp_max(float v) {
-#pragma unroll
-  for (int o = WARP / 2; o > 0; o >>= 1) {
-    v = fmaxf(v, __shfl_xor_sync(0xffffffffu, v, o));
-  }
-  return v;
-}
-
-// Sum over the block (blockDim.x a multiple of 32, at most 1024); every thread gets the result.
-__device__ float block_sum(float v) {
+// Reduces v over the block (blockDim.x a multiple of 32, at most 1024) with `op` (its identity
+// fills the missing warps); every thread gets the result. All threads must call it.
+template <typename Op>
+__device__ float block_reduce(float v, Op op, float identity) {
   __shared__ float partial[WARP];
   __shared__ float total;
   int lane = threadIdx.x % WARP;
   int warp = threadIdx.x / WARP;
-  v = warp_sum(v);
+#pragma unroll
+  for (int o = WARP / 2; o > 0; o >>= 1) v = op(v, __shfl_xor_sync(0xffffffffu, v, o));
   if (lane == 0) partial[warp] = v;
   __syncthreads();
   if (warp == 0) {
-    float s = lane < blockDim.x / WARP ? partial[lane] : 0.f;
-    s = warp_sum(s);
+    float s = lane < blockDim.x / WARP ? partial[lane] : identity;
+#pragma unroll
+    for (int o = WARP / 2; o > 0; o >>= 1) s = op(s, __shfl_xor_sync(0xffffffffu, s, o));
     if (lane == 0) total = s;
   }
   __syncthreads();
@@ -105,24 +101,15 @@ __device__ float block_sum(float v) {
   return result;
 }
 
-__device__ float block_max(float v) {
-  __shared__ float partial[WARP];
-  __shared__ float total;
-  int lane = threadIdx.x % WARP;
-  int warp = threadIdx.x / WARP;
-  v = warp_max(v);
-  if (lane == 0) partial[warp] = v;
-  __syncthreads();
-  if (warp == 0) {
-    float s = lane < blockDim.x / WARP ? partial[lane] : -INFINITY;
-    s = warp_max(s);
-    if (lane == 0) total = s;
-  }
-  __syncthreads();
-  float result = total;
-  __syncthreads();
-  return result;
-}
+struct Add {
+  __device__ float operator()(float a, float b) const { return a + b; }
+};
+struct Max {
+  __device__ float operator()(float a, float b) const { return fmaxf(a, b); }
+};
+
+__device__ float block_sum(float v) { return block_reduce(v, Add(), 0.f); }
+__device__ float block_max(float v) { return block_reduce(v, Max(), -INFINITY); }
 
 // out[t * rows + r] = sum_i x[t * cols + i] * w[r * cols + i] for t < tokens (<= 8): one warp per
 // output row, one pass over the weights (128-bit loads when cols is a multiple of 8).

@@ -32,9 +32,9 @@ import java.util.SplittableRandom;
  * java ... dev.tandem.bench.GpuCheck check OUT.json MODEL_DIR...     cuda against cpu, then cuda's speed
  * </pre>
  *
- * <p>check, per model: the logits after a 64-token prompt from {@code cuda} (the engine's device
- * forward pass) against {@code cpu} (max difference ÷ the largest cpu logit), then 32 greedy steps
- * on each (how many leading tokens agree); decode tokens/s at batch 1, 8, 32 and 128 (128-token
+ * <p>check, per model: the logits after a 64-token and a 1,000-token prompt from {@code cuda} (the
+ * engine's device forward pass) against {@code cpu} (max difference ÷ the largest cpu logit), then
+ * 32 greedy steps on each (how many leading tokens agree); decode tokens/s at batch 1, 8, 32 and 128 (128-token
  * prompts) and whole-prompt prefill tokens/s at 512, 2,048 and 8,192 tokens, on the engine with
  * {@code --compute cuda}. Progress goes to stderr, the figures to OUT.json.
  */
@@ -75,7 +75,8 @@ public final class GpuCheck {
     for (Path dir : models) {
       ObjectNode m = results.addObject().put("model", dir.getFileName().toString());
       try {
-        agreement(dir, m);
+        agreement(dir, m, 64, "");
+        agreement(dir, m, 1000, "_1000"); // the tiled prefill attention over 32 tiles
         speed(dir, m);
       } catch (RuntimeException e) {
         progress("%s: FAILED %s", dir.getFileName(), e);
@@ -86,35 +87,36 @@ public final class GpuCheck {
     Files.writeString(out, json.writerWithDefaultPrettyPrinter().writeValueAsString(report));
   }
 
-  /** cuda's logits and greedy tokens against cpu's on the same prompt. */
-  private static void agreement(Path dir, ObjectNode m) {
+  /** cuda's logits and greedy tokens against cpu's on the same prompt of {@code length} tokens. */
+  private static void agreement(Path dir, ObjectNode m, int length, String suffix) {
     ModelConfig config = ModelConfig.read(dir);
-    int[] prompt = new SplittableRandom(7).ints(64, 0, Math.min(config.vocabSize(), 100_000)).toArray();
+    int[] prompt = new SplittableRandom(7).ints(length, 0, Math.min(config.vocabSize(), 100_000)).toArray();
     int steps = 32;
+    int blocks = (length + steps + BLOCK - 1) / BLOCK;
     try (ModelWeights weights = ModelWeights.load(dir, config);
         VectorBackend cpuBackend = new VectorBackend(0);
         CudaBackend cudaBackend = new CudaBackend(CudaDevice.open(0));
-        PagedKvCache cpuCache = new PagedKvCache(config, 8, BLOCK, config.torchDtype());
-        PagedKvCache cudaCache = new PagedKvCache(config, 8, BLOCK, config.torchDtype());
+        PagedKvCache cpuCache = new PagedKvCache(config, blocks, BLOCK, config.torchDtype());
+        PagedKvCache cudaCache = new PagedKvCache(config, blocks, BLOCK, config.torchDtype());
         ForwardPass cpu = new Transformer(weights, cpuBackend, BLOCK);
         ForwardPass cuda = new CudaTransformer(weights, cudaBackend, cudaCache)) {
       long start = System.nanoTime();
-      float[] reference = cpu.forward(List.of(slice(prompt, 0, prompt.length)), cpuCache)[0];
-      float[] logits = cuda.forward(List.of(slice(prompt, 0, prompt.length)), cudaCache)[0];
+      float[] reference = cpu.forward(List.of(slice(prompt, 0, prompt.length, blocks)), cpuCache)[0];
+      float[] logits = cuda.forward(List.of(slice(prompt, 0, prompt.length, blocks)), cudaCache)[0];
       double error = relativeError(reference, logits);
-      List<Integer> cpuTokens = greedy(cpu, cpuCache, prompt, reference, steps);
-      List<Integer> cudaTokens = greedy(cuda, cudaCache, prompt, logits, steps);
+      List<Integer> cpuTokens = greedy(cpu, cpuCache, prompt, reference, steps, blocks);
+      List<Integer> cudaTokens = greedy(cuda, cudaCache, prompt, logits, steps, blocks);
       int same = 0;
       while (same < steps && cpuTokens.get(same).equals(cudaTokens.get(same))) {
         same++;
       }
-      progress("%s: prefill logits relative error %.2e; greedy tokens identical for %d of %d steps (%.1f s)",
-          dir.getFileName(), error, same, steps, (System.nanoTime() - start) / 1e9);
-      m.put("logits_relative_error", error).put("greedy_identical_steps", same).put("greedy_steps", steps);
+      progress("%s, %d-token prompt: prefill logits relative error %.2e; greedy tokens identical for %d of %d steps (%.1f s)",
+          dir.getFileName(), length, error, same, steps, (System.nanoTime() - start) / 1e9);
+      m.put("logits_relative_error" + suffix, error).put("greedy_identical_steps" + suffix, same).put("greedy_steps", steps);
     }
   }
 
-  private static List<Integer> greedy(ForwardPass pass, PagedKvCache cache, int[] prompt, float[] logits, int steps) {
+  private static List<Integer> greedy(ForwardPass pass, PagedKvCache cache, int[] prompt, float[] logits, int steps, int blocks) {
     int[] tokens = java.util.Arrays.copyOf(prompt, prompt.length + steps);
     List<Integer> out = new ArrayList<>();
     for (int s = 0; s < steps; s++) {
@@ -122,14 +124,14 @@ public final class GpuCheck {
       out.add(next);
       tokens[prompt.length + s] = next;
       if (s + 1 < steps) {
-        logits = pass.forward(List.of(slice(tokens, prompt.length + s, 1)), cache)[0];
+        logits = pass.forward(List.of(slice(tokens, prompt.length + s, 1, blocks)), cache)[0];
       }
     }
     return out;
   }
 
-  private static Transformer.Slice slice(int[] tokens, int from, int count) {
-    int[] table = new int[8];
+  private static Transformer.Slice slice(int[] tokens, int from, int count, int blocks) {
+    int[] table = new int[blocks];
     for (int i = 0; i < table.length; i++) {
       table[i] = i;
     }

@@ -66,11 +66,7 @@ class CudaTransformerTest {
   @MethodSource("cases")
   void hostAndDeviceCachesHoldTheSameBits(String kind, DType kvDtype, @TempDir Path dir) throws Exception {
     Gpu gpu = gpu(kind);
-    // The tiny shape with a 1,024-token vocabulary: the LM head is what an emulated pass spends on.
-    var shape = ModelGenerator.config("Qwen3ForCausalLM", "qwen3", 64, 128, 2, 4, 2, 16, 1024, true);
-    shape.put("bos_token_id", 1).put("eos_token_id", 2);
-    ModelGenerator.write(shape, DType.BF16, 7, dir, 0);
-    ModelConfig config = ModelConfig.read(dir);
+    ModelConfig config = smallModel(dir, DType.BF16, 7);
     Random random = new Random(11);
     try (ModelWeights weights = ModelWeights.load(dir, config);
         CudaBackend backend = new CudaBackend(gpu);
@@ -114,10 +110,7 @@ class CudaTransformerTest {
   @ValueSource(strings = {"cuda", "emulated"})
   void decodeStepsFromGraphsMatchTheHostPass(String kind, @TempDir Path dir) throws Exception {
     Gpu gpu = gpu(kind);
-    var shape = ModelGenerator.config("Qwen3ForCausalLM", "qwen3", 64, 128, 2, 4, 2, 16, 1024, true);
-    shape.put("bos_token_id", 1).put("eos_token_id", 2);
-    ModelGenerator.write(shape, DType.F32, 5, dir, 0);
-    ModelConfig config = ModelConfig.read(dir);
+    ModelConfig config = smallModel(dir, DType.F32, 5);
     Random random = new Random(3);
     int steps = 60;
     try (ModelWeights weights = ModelWeights.load(dir, config);
@@ -152,6 +145,14 @@ class CudaTransformerTest {
         assertEquals(steps, e.graphLaunches() - launchesBefore, "every decode step replays a graph");
       }
     }
+  }
+
+  /** The tiny shape with a 1,024-token vocabulary: the LM head is what an emulated pass spends on. */
+  private static ModelConfig smallModel(Path dir, DType dtype, long seed) throws Exception {
+    var shape = ModelGenerator.config("Qwen3ForCausalLM", "qwen3", 64, 128, 2, 4, 2, 16, 1024, true);
+    shape.put("bos_token_id", 1).put("eos_token_id", 2);
+    ModelGenerator.write(shape, dtype, seed, dir, 0);
+    return ModelConfig.read(dir);
   }
 
   /** The first blocks a sequence of {@code length} tokens needs: its table grows as it does. */
