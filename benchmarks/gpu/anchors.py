@@ -8,7 +8,7 @@
 - bf16 matmul rate of torch at the prefill shapes of each model (tokens x hidden by hidden x
   intermediate, and back), the rate Tandem's prefill GEMM is compared with;
 - Hugging Face transformers generating from the same safetensors directory, batch 1, greedy:
-  eager, then with a static cache and torch.compile.
+  eager, then with a static cache and torch.compile (on the 0.6B shape only).
 
 Each part is written to OUT.json as soon as it is measured, so a part that runs out of time
 leaves the others.
@@ -71,6 +71,8 @@ for model_dir in models:
     entry["bf16_matmul_flops"] = rates
     save()
 
+    if "0.6b" not in name:
+        continue  # transformers (and its minute of torch.compile) only on the 0.6B shape the targets name
     try:
         from transformers import AutoModelForCausalLM
     except Exception as e:  # noqa: BLE001 - report why and go on
