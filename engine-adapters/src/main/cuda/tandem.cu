@@ -355,28 +355,38 @@ extern "C" __global__ void silu_mul(float* gate, const float* up, long long n) {
 // head dimensions (headDim <= 256). Row t attends to positions 0..positions[t] through its block
 // table tables[tableStart[t] ..]. With rowList, block b takes row rowList[b] (the rows not in a
 // tiled run); without, block b takes row b.
+//
+// Split-K (flash decoding): with splits > 1 a row's context is cut into `splits` equal parts, one
+// block each (grid y = heads x splits), so that a few long rows still fill the GPU; each part
+// writes its running maximum, sum and unnormalised weighted values to partials[(b, h, split)]
+// (headDim + 2 floats) and attention_combine merges them. With splits == 1 the block writes out.
 template <int D>
 __device__ void attention(const float* __restrict__ q, float* __restrict__ out, const int* __restrict__ positions,
                           const int* __restrict__ tables, const int* __restrict__ tableStart,
                           const int* __restrict__ rowList, const void* __restrict__ keys,
-                          const void* __restrict__ values, int blockSize, int numHeads, int numKvHeads, int headDim) {
+                          const void* __restrict__ values, int blockSize, int numHeads, int numKvHeads, int headDim,
+                          int splits, float* __restrict__ partials) {
   __shared__ float qs[256];
   __shared__ float p[ATTENTION_THREADS];
   int t = rowList != nullptr ? rowList[blockIdx.x] : blockIdx.x;
-  int h = blockIdx.y;
+  int h = blockIdx.y % numHeads;
+  int split = blockIdx.y / numHeads;
   int g = h / (numHeads / numKvHeads);
   int kvDim = numKvHeads * headDim;
   const float* qr = q + (static_cast<size_t>(t) * numHeads + h) * headDim;
   for (int i = threadIdx.x; i < headDim; i += blockDim.x) qs[i] = qr[i];
   __syncthreads();
   const int* table = tables + tableStart[t];
-  int len = positions[t] + 1;
+  int total = positions[t] + 1;
+  int chunk = (total + splits - 1) / splits;
+  int from = min(total, split * chunk);  // this block's positions: from .. len - 1
+  int len = min(total, from + chunk);
   float scale = 1.f / sqrtf(static_cast<float>(headDim));
   float running = -INFINITY;  // maximum score so far
   float sum = 0.f;            // sum of exp(score - running) so far
   float acc0 = 0.f;           // dimension threadIdx.x
   float acc1 = 0.f;           // dimension threadIdx.x + 128
-  for (int start = 0; start < len; start += ATTENTION_THREADS) {
+  for (int start = from; start < len; start += ATTENTION_THREADS) {
     int pos = start + threadIdx.x;
     float score = -INFINITY;
     if (pos < len) {
@@ -405,9 +415,44 @@ __device__ void attention(const float* __restrict__ q, float* __restrict__ out, 
     }
     __syncthreads();  // p is rewritten by the next tile
   }
+  if (splits > 1) {
+    float* part = partials + ((static_cast<size_t>(blockIdx.x) * numHeads + h) * splits + split) * (headDim + 2);
+    if (threadIdx.x == 0) {
+      part[0] = running;  // -inf, with sum 0, for a part past the row's end
+      part[1] = sum;
+    }
+    if (threadIdx.x < headDim) part[2 + threadIdx.x] = acc0;
+    if (threadIdx.x + ATTENTION_THREADS < headDim) part[2 + threadIdx.x + ATTENTION_THREADS] = acc1;
+    return;
+  }
   float* o = out + (static_cast<size_t>(t) * numHeads + h) * headDim;
   if (threadIdx.x < headDim) o[threadIdx.x] = acc0 / sum;
   if (threadIdx.x + ATTENTION_THREADS < headDim) o[threadIdx.x + ATTENTION_THREADS] = acc1 / sum;
+}
+
+// Merges the split parts of attention's rows: out = sum_s exp(m_s - M) acc_s / sum_s exp(m_s - M)
+// l_s, M the largest part maximum. Grid (listed rows, heads), 128 threads (two dims each).
+extern "C" __global__ void attention_combine(float* out, const int* rowList, const float* partials, int numHeads,
+                                             int headDim, int splits) {
+  int t = rowList != nullptr ? rowList[blockIdx.x] : blockIdx.x;
+  int h = blockIdx.y;
+  const float* parts = partials + (static_cast<size_t>(blockIdx.x) * numHeads + h) * splits * (headDim + 2);
+  float best = -INFINITY;
+  for (int s = 0; s < splits; s++) best = fmaxf(best, parts[s * (headDim + 2)]);
+  float total = 0.f;
+  float acc0 = 0.f;
+  float acc1 = 0.f;
+  for (int s = 0; s < splits; s++) {
+    const float* part = parts + s * (headDim + 2);
+    if (part[0] == -INFINITY) continue;  // an empty part
+    float w = expf(part[0] - best);
+    total += w * part[1];
+    if (threadIdx.x < headDim) acc0 += w * part[2 + threadIdx.x];
+    if (threadIdx.x + ATTENTION_THREADS < headDim) acc1 += w * part[2 + threadIdx.x + ATTENTION_THREADS];
+  }
+  float* o = out + (static_cast<size_t>(t) * numHeads + h) * headDim;
+  if (threadIdx.x < headDim) o[threadIdx.x] = acc0 / total;
+  if (threadIdx.x + ATTENTION_THREADS < headDim) o[threadIdx.x + ATTENTION_THREADS] = acc1 / total;
 }
 
 // Causal attention for runs of query rows that are consecutive positions of one sequence (a
@@ -529,9 +574,9 @@ ATTENTION_TILED_ENTRY(attention_tiled_bf16, DT_BF16)
   extern "C" __global__ void NAME(const float* q, float* out, const int* positions, const int* tables,   \
                                   const int* tableStart, const int* rowList, const void* keys,           \
                                   const void* values, int blockSize, int numHeads, int numKvHeads,       \
-                                  int headDim) {                                                         \
+                                  int headDim, int splits, float* partials) {                            \
     attention<D>(q, out, positions, tables, tableStart, rowList, keys, values, blockSize, numHeads,      \
-                 numKvHeads, headDim);                                                                   \
+                 numKvHeads, headDim, splits, partials);                                                 \
   }
 ATTENTION_ENTRY(attention_f32, DT_F32)
 ATTENTION_ENTRY(attention_f16, DT_F16)

@@ -25,9 +25,17 @@ EXPORT(silu_mul, P(float* gate, const float* up, long long n), (gate, up, n))
                  const int* rows, const void* keys, const void* values, int blockSize, int numHeads,           \
                  int numKvHeads, int headDim),                                                                 \
          (q, out, positions, tables, tableStart, rows, keys, values, blockSize, numHeads, numKvHeads, headDim))
-ATTENTION(attention_f32)
-ATTENTION(attention_f16)
-ATTENTION(attention_bf16)
+#define ATTENTION_SPLIT(NAME)                                                                                  \
+  EXPORT(NAME, P(const float* q, float* out, const int* positions, const int* tables, const int* tableStart,   \
+                 const int* rows, const void* keys, const void* values, int blockSize, int numHeads,           \
+                 int numKvHeads, int headDim, int splits, float* partials),                                    \
+         (q, out, positions, tables, tableStart, rows, keys, values, blockSize, numHeads, numKvHeads, headDim, \
+          splits, partials))
+ATTENTION_SPLIT(attention_f32)
+ATTENTION_SPLIT(attention_f16)
+ATTENTION_SPLIT(attention_bf16)
+EXPORT(attention_combine, P(float* out, const int* rows, const float* partials, int numHeads, int headDim, int splits),
+       (out, rows, partials, numHeads, headDim, splits))
 ATTENTION(attention_tiled_f32)
 ATTENTION(attention_tiled_f16)
 ATTENTION(attention_tiled_bf16)

@@ -143,6 +143,7 @@ public final class CudaTransformer implements ForwardPass {
     final DeviceBuffer rows; // (wanted) ints: the rows whose logits are wanted
     final DeviceBuffer picked; // (wanted, hidden) those rows, normalised
     final DeviceBuffer logits; // (wanted, vocab)
+    final DeviceBuffer partials; // decode attention's split parts
     int singleCount; // attention's single rows and tiles this step
     int tileCount;
 
@@ -163,6 +164,7 @@ public final class CudaTransformer implements ForwardPass {
       rows = take(Math.max(1, wanted) * (long) Integer.BYTES, owned);
       picked = take(Math.max(1, wanted) * f * config.hiddenSize(), owned);
       logits = take(Math.max(1, wanted) * f * config.vocabSize(), owned);
+      partials = take(LaunchShapes.PARTIAL_FLOATS * f, owned);
     }
 
     private DeviceBuffer take(long bytes, boolean owned) {
@@ -205,7 +207,7 @@ public final class CudaTransformer implements ForwardPass {
 
     @Override
     public void close() {
-      for (DeviceBuffer b : new DeviceBuffer[] {x, xb, xb2, q, k, v, att, hb, hb2, meta, rows, picked, logits}) {
+      for (DeviceBuffer b : new DeviceBuffer[] {x, xb, xb2, q, k, v, att, hb, hb2, meta, rows, picked, logits, partials}) {
         b.close();
       }
     }
@@ -390,7 +392,7 @@ public final class CudaTransformer implements ForwardPass {
         values[l].ptr(), mappedPointers[2 * l], mappedPointers[2 * l + 1]);
     kernels.attention(a.q.ptr(), a.att.ptr(), positions, tables, starts, a.singles(), a.singleCount, a.tiles(),
         a.tileCount, keys[l].ptr(), values[l].ptr(), kvDtype, blockSize, config.numHeads(), config.numKvHeads(),
-        config.headDim());
+        config.headDim(), a.partials.ptr());
     // Output projection and residual.
     matmul(a.att, tokens, w.o(), a.xb2);
     addBias(a.xb2, layer.oBias(), tokens, hidden);

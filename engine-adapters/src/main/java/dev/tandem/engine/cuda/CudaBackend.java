@@ -126,7 +126,8 @@ public final class CudaBackend implements ComputeBackend {
         DeviceBuffer tableBuffer = pool.acquire((long) tables.length * Integer.BYTES);
         DeviceBuffer startBuffer = pool.acquire((long) b.rows() * Integer.BYTES);
         DeviceBuffer singles = pool.acquire((long) Math.max(1, plan.singles().length) * Integer.BYTES);
-        DeviceBuffer tiles = pool.acquire((long) Math.max(1, plan.tiles().length) * Integer.BYTES)) {
+        DeviceBuffer tiles = pool.acquire((long) Math.max(1, plan.tiles().length) * Integer.BYTES);
+        DeviceBuffer partials = pool.acquire((long) LaunchShapes.PARTIAL_FLOATS * Float.BYTES)) {
       kv.copyFrom(gathered.segment().asSlice(0, 2 * kvBytes));
       q.copyFrom(b.q(), qLength);
       positions.copyFrom(b.positions(), b.rows());
@@ -136,7 +137,7 @@ public final class CudaBackend implements ComputeBackend {
       tiles.copyFrom(plan.tiles(), plan.tiles().length);
       kernels.attention(q.ptr(), out.ptr(), positions.ptr(), tableBuffer.ptr(), startBuffer.ptr(),
           singles.ptr(), plan.singles().length, tiles.ptr(), plan.tileCount(),
-          kv.ptr(), kv.at(kvBytes), b.kvDtype(), b.blockSize(), b.numHeads(), b.numKvHeads(), b.headDim());
+          kv.ptr(), kv.at(kvBytes), b.kvDtype(), b.blockSize(), b.numHeads(), b.numKvHeads(), b.headDim(), partials.ptr());
       out.copyTo(b.out(), qLength);
     }
   }

@@ -50,15 +50,23 @@ public final class CudaKernels {
    * Causal attention over a paged cache of {@code kvDtype} entries, as {@code plan} splits the rows:
    * the tiles ({@code tileCount} pairs of first row and count at {@code tiles}) through the tiled
    * kernel, the single rows ({@code singleCount} row ids at {@code singles}) through the per-row
-   * kernel. Row t's position is {@code positions[t]}, its block table starts at {@code
+   * kernel, its context cut into parts when few rows decode ({@link LaunchShapes#attentionSplits}),
+   * their partial results in {@code partials} ({@link LaunchShapes#PARTIAL_FLOATS} floats) until
+   * merged. Row t's position is {@code positions[t]}, its block table starts at {@code
    * tables[tableStart[t]]}.
    */
   public void attention(Gpu.Ptr q, Gpu.Ptr out, Gpu.Ptr positions, Gpu.Ptr tables, Gpu.Ptr tableStart,
       Gpu.Ptr singles, int singleCount, Gpu.Ptr tiles, int tileCount, Gpu.Ptr keys, Gpu.Ptr values, DType kvDtype,
-      int blockSize, int numHeads, int numKvHeads, int headDim) {
+      int blockSize, int numHeads, int numKvHeads, int headDim, Gpu.Ptr partials) {
     if (singleCount > 0) {
-      gpu.launch(LaunchShapes.kernel("attention", kvDtype), LaunchShapes.attention(singleCount, numHeads, headDim),
-          q, out, positions, tables, tableStart, singles, keys, values, blockSize, numHeads, numKvHeads, headDim);
+      int splits = LaunchShapes.attentionSplits(singleCount, numHeads);
+      gpu.launch(LaunchShapes.kernel("attention", kvDtype), LaunchShapes.attention(singleCount, numHeads, headDim, splits),
+          q, out, positions, tables, tableStart, singles, keys, values, blockSize, numHeads, numKvHeads, headDim,
+          splits, partials);
+      if (splits > 1) {
+        gpu.launch("attention_combine", LaunchShapes.attentionCombine(singleCount, numHeads),
+            out, singles, partials, numHeads, headDim, splits);
+      }
     }
     if (tileCount > 0) {
       gpu.launch(LaunchShapes.kernel("attention_tiled", kvDtype), LaunchShapes.attentionTiled(tileCount, numHeads, headDim),

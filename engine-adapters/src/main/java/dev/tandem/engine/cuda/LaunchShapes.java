@@ -95,6 +95,31 @@ public final class LaunchShapes {
     return new Shape(tiles, heads, PREFILL_THREADS);
   }
 
+  /** Blocks that fill the GPU well enough with decode attention (a part of a row's context each). */
+  static final int SPLIT_TARGET_BLOCKS = 256;
+  static final int MAX_SPLITS = 8;
+  /** Floats the split parts of one attention call can take: every split step has at most {@link #SPLIT_TARGET_BLOCKS} (row, head, part)s. */
+  public static final int PARTIAL_FLOATS = SPLIT_TARGET_BLOCKS * (MAX_HEAD_DIM + 2);
+
+  /**
+   * Parts each single row's context is cut into (flash decoding): enough blocks for the GPU when
+   * few rows decode (up to 8 parts), one part when rows × heads already make 256 blocks.
+   */
+  public static int attentionSplits(int rows, int heads) {
+    return Math.max(1, Math.min(MAX_SPLITS, SPLIT_TARGET_BLOCKS / Math.max(1, rows * heads)));
+  }
+
+  /** One block per (query row, head, part of its context). */
+  public static Shape attention(int rows, int heads, int headDim, int splits) {
+    attention(rows, heads, headDim);
+    return new Shape(rows, heads * splits, ATTENTION_THREADS);
+  }
+
+  /** Merging the parts: one block per (row, head). */
+  public static Shape attentionCombine(int rows, int heads) {
+    return new Shape(rows, heads, ATTENTION_THREADS);
+  }
+
   /** One block per (query row, head). */
   public static Shape attention(int rows, int heads, int headDim) {
     if (headDim > MAX_HEAD_DIM) {

@@ -3,6 +3,7 @@ package dev.tandem.engine.cuda;
 import static org.junit.jupiter.api.Assertions.assertArrayEquals;
 import static org.junit.jupiter.api.Assertions.assertEquals;
 import static org.junit.jupiter.api.Assertions.assertThrows;
+import static org.junit.jupiter.api.Assertions.assertTrue;
 
 import org.junit.jupiter.api.Test;
 
@@ -28,6 +29,25 @@ class AttentionPlanTest {
     AttentionPlan wide = AttentionPlan.of(40, t -> true, 256);
     assertEquals(40, wide.singles().length);
     assertEquals(0, wide.tileCount());
+  }
+
+  @Test
+  void fewDecodeRowsSplitTheirContextUpToEightWays() {
+    assertEquals(8, LaunchShapes.attentionSplits(1, 16)); // batch 1, 16 heads: 128 blocks
+    assertEquals(2, LaunchShapes.attentionSplits(8, 16)); // 256 / 128
+    assertEquals(1, LaunchShapes.attentionSplits(32, 16)); // 512 blocks already
+    assertEquals(8, LaunchShapes.attentionSplits(1, 2));
+    assertEquals(new LaunchShapes.Shape(1, 128, 128), LaunchShapes.attention(1, 16, 128, 8));
+    // Every split step's parts fit the partials buffer.
+    for (int rows = 1; rows <= 300; rows++) {
+      for (int heads : new int[] {1, 2, 8, 14, 16, 32, 64}) {
+        int splits = LaunchShapes.attentionSplits(rows, heads);
+        if (splits > 1) {
+          assertTrue((long) rows * heads * splits * (LaunchShapes.MAX_HEAD_DIM + 2) <= LaunchShapes.PARTIAL_FLOATS,
+              rows + " rows × " + heads + " heads");
+        }
+      }
+    }
   }
 
   @Test
