@@ -114,6 +114,7 @@ public final class CudaDevice implements Gpu {
           "GPU " + ordinal + " (" + name + ") has compute capability " + major + "." + minor
               + "; the cuda backend needs 8.0 or newer (its kernels are built for sm_80 and sm_90)");
     }
+    keepContext(ordinal, device);
     check(cuDevicePrimaryCtxRetain(context, device), "cuDevicePrimaryCtxRetain");
     try {
       makeCurrent();
@@ -129,6 +130,19 @@ public final class CudaDevice implements Gpu {
     } catch (RuntimeException e) {
       cuDevicePrimaryCtxRelease(device);
       throw e;
+    }
+  }
+
+  private static final java.util.Set<Integer> KEPT = java.util.concurrent.ConcurrentHashMap.newKeySet();
+
+  /**
+   * Holds one reference to the device's primary context for the rest of the process, so that
+   * closing the last {@code CudaDevice} does not tear the context down and the next open (the
+   * next engine, the next test) does not pay up to a second to create it again.
+   */
+  private static void keepContext(int ordinal, CUdevice device) {
+    if (KEPT.add(ordinal)) {
+      check(cuDevicePrimaryCtxRetain(new CUcontext(), device), "cuDevicePrimaryCtxRetain");
     }
   }
 
