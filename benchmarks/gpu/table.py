@@ -68,6 +68,12 @@ for m in tandem.get("models", []):
             row["prefill_%s_vs_torch_matmul" % prompt] = flops / torch_rate
             text += " = %.1f TFLOP/s, %.0f%% of torch's bf16 matmul at this shape" % (flops / 1e12, 100 * flops / torch_rate)
         lines.append(text)
+    for part, kernels in m.get("kernel_breakdown", {}).items():
+        total = sum(k["ms"] for k in kernels) or 1e-12
+        lines.append("%s: %s, %.3f ms of kernels:" % (name, part, total))
+        for k in kernels[:8]:
+            gbs = " %.0f GB/s" % k["weight_gb_per_s"] if k["weight_gb_per_s"] else ""
+            lines.append("    %-22s %5d x %8.3f ms %5.1f%%%s" % (k["kernel"], k["launches"], k["ms"], 100 * k["ms"] / total, gbs))
     rows.append(row)
 with open(os.path.join(out, "table.txt"), "w") as f:
     f.write("\n".join(lines) + "\n")

@@ -13,6 +13,7 @@ import dev.tandem.engine.compute.VectorBackend;
 import dev.tandem.engine.cuda.CudaBackend;
 import dev.tandem.engine.cuda.CudaDevice;
 import dev.tandem.engine.cuda.CudaDriver;
+import dev.tandem.engine.cuda.TimedGpu;
 import dev.tandem.engine.model.DType;
 import dev.tandem.engine.model.ModelConfig;
 import dev.tandem.engine.model.ModelWeights;
@@ -36,7 +37,8 @@ import java.util.SplittableRandom;
  * engine's device forward pass) against {@code cpu} (max difference ÷ the largest cpu logit), then
  * 32 greedy steps on each (how many leading tokens agree); decode tokens/s at batch 1, 8, 32 and 128 (128-token
  * prompts) and whole-prompt prefill tokens/s at 512, 2,048 and 8,192 tokens, on the engine with
- * {@code --compute cuda}. Progress goes to stderr, the figures to OUT.json.
+ * {@code --compute cuda}; then where the device time goes, kernel by kernel, in a batch-1 decode
+ * step and a 2,048-token prefill. Progress goes to stderr, the figures to OUT.json.
  */
 public final class GpuCheck {
   private static final int[] BATCHES = {1, 8, 32, 128};
@@ -78,6 +80,7 @@ public final class GpuCheck {
         agreement(dir, m, 64, "");
         agreement(dir, m, 1000, "_1000"); // the tiled prefill attention over 32 tiles
         speed(dir, m);
+        breakdown(dir, m);
       } catch (RuntimeException e) {
         progress("%s: FAILED %s", dir.getFileName(), e);
         m.put("error", e.toString());
@@ -156,6 +159,52 @@ public final class GpuCheck {
       progress("%s: prefill %d tokens: %.1f tokens/s (%.1f ms)", dir.getFileName(), prompt, tps, 1000.0 * prompt / tps);
       prefill.put(Integer.toString(prompt), tps);
     }
+  }
+
+  /**
+   * Where the device time goes, kernel by kernel (events around each launch, graphs off): a batch-1
+   * decode step (mean of 16, after a 128-token prompt) and a 2,048-token prefill.
+   */
+  private static void breakdown(Path dir, ObjectNode m) {
+    ModelConfig config = ModelConfig.read(dir);
+    int prompt = 2048;
+    int steps = 16;
+    int blocks = (prompt + steps + BLOCK) / BLOCK + 1;
+    TimedGpu gpu = new TimedGpu(CudaDevice.open(0));
+    try (ModelWeights weights = ModelWeights.load(dir, config);
+        CudaBackend backend = new CudaBackend(gpu);
+        PagedKvCache cache = new PagedKvCache(config, 2 * blocks, BLOCK, config.torchDtype());
+        ForwardPass pass = new CudaTransformer(weights, backend, cache, false)) {
+      int[] tokens = new SplittableRandom(11).ints(prompt + steps, 0, Math.min(config.vocabSize(), 100_000)).toArray();
+      pass.forward(List.of(slice(tokens, 0, 128, blocks)), cache); // warm-up, and the decode's context
+      gpu.report();
+      for (int s = 0; s < steps; s++) {
+        pass.forward(List.of(slice(tokens, 128 + s, 1, blocks)), cache);
+      }
+      List<TimedGpu.KernelTime> decode = perStep(gpu.report(), steps);
+      int[] fresh = new int[blocks];
+      for (int i = 0; i < blocks; i++) {
+        fresh[i] = blocks + i;
+      }
+      pass.forward(List.of(new Transformer.Slice(tokens, 0, prompt, 0, fresh, true)), cache);
+      List<TimedGpu.KernelTime> prefill = gpu.report();
+      ObjectNode out = m.putObject("kernel_breakdown");
+      for (var part : List.of(java.util.Map.entry("decode_batch1_step", decode), java.util.Map.entry("prefill_2048", prefill))) {
+        progress("%s: %s, kernel by kernel:", dir.getFileName(), part.getKey());
+        TimedGpu.lines(part.getValue()).forEach(line -> progress("  %s", line));
+        var rows = out.putArray(part.getKey());
+        for (TimedGpu.KernelTime t : part.getValue()) {
+          rows.addObject().put("kernel", t.kernel()).put("launches", t.launches()).put("ms", t.millis())
+              .put("weight_gb_per_s", t.bytesPerSecond() / 1e9);
+        }
+      }
+    }
+  }
+
+  private static List<TimedGpu.KernelTime> perStep(List<TimedGpu.KernelTime> total, int steps) {
+    return total.stream()
+        .map(t -> new TimedGpu.KernelTime(t.kernel(), t.launches() / steps, t.millis() / steps, t.weightBytes() / steps))
+        .toList();
   }
 
   static double relativeError(float[] reference, float[] actual) {

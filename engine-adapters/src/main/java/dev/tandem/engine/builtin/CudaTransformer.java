@@ -46,7 +46,7 @@ public final class CudaTransformer implements ForwardPass {
   /** Decode steps of up to this many sequences replay a recorded graph of the whole pass. */
   private static final int GRAPH_MAX_TOKENS = 256;
   /** {@code -Dtandem.cuda.graphs=false} runs every step kernel by kernel (to rule graphs out). */
-  private static final boolean GRAPHS = !"false".equals(System.getProperty("tandem.cuda.graphs"));
+  private static final boolean GRAPHS_BY_DEFAULT = !"false".equals(System.getProperty("tandem.cuda.graphs"));
 
   /** One layer's small vectors on the device (null where the architecture has none) and its matrices. */
   private record Layer(
@@ -70,8 +70,15 @@ public final class CudaTransformer implements ForwardPass {
   private final MemorySegment[] mapped; // host segments registered: keys of layer l at 2l, values at 2l + 1
   private final Gpu.Ptr[] mappedPointers;
   private final Map<Integer, DecodeGraph> graphs = new HashMap<>(); // by batch size
+  private final boolean useGraphs;
 
   public CudaTransformer(ModelWeights weights, CudaBackend backend, PagedKvCache cache) {
+    this(weights, backend, cache, GRAPHS_BY_DEFAULT);
+  }
+
+  /** As above; {@code useGraphs} false runs decode steps kernel by kernel too (to time each kernel). */
+  public CudaTransformer(ModelWeights weights, CudaBackend backend, PagedKvCache cache, boolean useGraphs) {
+    this.useGraphs = useGraphs;
     this.config = weights.config();
     this.weights = weights;
     this.backend = backend;
@@ -279,7 +286,7 @@ public final class CudaTransformer implements ForwardPass {
     System.arraycopy(plan.singles(), 0, meta, 4 * tokens, plan.singles().length);
     System.arraycopy(plan.tiles(), 0, meta, 5 * tokens, plan.tiles().length);
     float[] all;
-    if (GRAPHS && decodeOnly && wanted == tokens && tokens <= GRAPH_MAX_TOKENS && layerKvWritten == null && positionLogits == null) {
+    if (useGraphs && decodeOnly && wanted == tokens && tokens <= GRAPH_MAX_TOKENS && layerKvWritten == null && positionLogits == null) {
       all = decodeFromGraph(tokens, meta, rows, plan);
     } else {
       try (Activations a = new Activations(tokens, meta.length, wanted, false)) {

@@ -8,6 +8,11 @@ import static jcuda.driver.JCudaDriver.cuDeviceGetName;
 import static jcuda.driver.JCudaDriver.cuDevicePrimaryCtxRelease;
 import static jcuda.driver.JCudaDriver.cuDevicePrimaryCtxRetain;
 import static jcuda.driver.JCudaDriver.cuDeviceTotalMem;
+import static jcuda.driver.JCudaDriver.cuEventCreate;
+import static jcuda.driver.JCudaDriver.cuEventDestroy;
+import static jcuda.driver.JCudaDriver.cuEventElapsedTime;
+import static jcuda.driver.JCudaDriver.cuEventRecord;
+import static jcuda.driver.JCudaDriver.cuEventSynchronize;
 import static jcuda.driver.JCudaDriver.cuGraphDestroy;
 import static jcuda.driver.JCudaDriver.cuGraphExecDestroy;
 import static jcuda.driver.JCudaDriver.cuGraphInstantiate;
@@ -44,6 +49,8 @@ import jcuda.driver.CUcontext;
 import jcuda.driver.CUdevice;
 import jcuda.driver.CUdevice_attribute;
 import jcuda.driver.CUdeviceptr;
+import jcuda.driver.CUevent;
+import jcuda.driver.CUevent_flags;
 import jcuda.driver.CUfunction;
 import jcuda.driver.CUgraph;
 import jcuda.driver.CUgraphExec;
@@ -257,6 +264,36 @@ public final class CudaDevice implements Gpu {
   @Override
   public void synchronize() {
     check(cuStreamSynchronize(stream), "cuStreamSynchronize");
+  }
+
+  /** A CUDA event on this device's stream. */
+  private static final class DeviceEvent implements Event {
+    private final CUevent event = new CUevent();
+    private boolean closed;
+
+    @Override
+    public double millisSince(Event earlier) {
+      check(cuEventSynchronize(event), "cuEventSynchronize");
+      float[] ms = new float[1];
+      check(cuEventElapsedTime(ms, ((DeviceEvent) earlier).event, event), "cuEventElapsedTime");
+      return ms[0];
+    }
+
+    @Override
+    public void close() {
+      if (!closed) {
+        closed = true;
+        cuEventDestroy(event);
+      }
+    }
+  }
+
+  @Override
+  public Event record() {
+    DeviceEvent e = new DeviceEvent();
+    check(cuEventCreate(e.event, CUevent_flags.CU_EVENT_DEFAULT), "cuEventCreate");
+    check(cuEventRecord(e.event, stream), "cuEventRecord");
+    return e;
   }
 
   @Override

@@ -46,6 +46,18 @@ public interface Gpu extends DevicePool.Memory, AutoCloseable {
   /** Stops recording: the launches since {@link #beginCapture()}, replayed with the same arguments by each {@link Graph#launch()}. */
   Graph endCapture();
 
+  /** Marks this point of the issued work; its time is known once the work before it has run. */
+  Event record();
+
+  /** A point in the issued work (a CUDA event). Closed once by its owner. */
+  interface Event extends AutoCloseable {
+    /** Milliseconds from {@code earlier} to this event (waits for this one). */
+    double millisSince(Event earlier);
+
+    @Override
+    void close();
+  }
+
   /** Recorded launches (a CUDA graph): one launch call for many kernels. Closed once by its owner. */
   interface Graph extends AutoCloseable {
     /** Issues every recorded launch, in order, as one. */

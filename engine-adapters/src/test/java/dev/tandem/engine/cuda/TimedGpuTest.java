@@ -1,0 +1,59 @@
+package dev.tandem.engine.cuda;
+
+import static org.junit.jupiter.api.Assertions.assertEquals;
+import static org.junit.jupiter.api.Assertions.assertTrue;
+import static org.junit.jupiter.api.Assumptions.assumeTrue;
+
+import dev.tandem.engine.builtin.CudaTransformer;
+import dev.tandem.engine.builtin.PagedKvCache;
+import dev.tandem.engine.builtin.Transformer;
+import dev.tandem.engine.model.DType;
+import dev.tandem.engine.model.ModelConfig;
+import dev.tandem.engine.model.ModelWeights;
+import dev.tandem.engine.modeltools.ModelGenerator;
+import java.nio.file.Path;
+import java.util.List;
+import java.util.Map;
+import java.util.stream.Collectors;
+import org.junit.jupiter.api.Tag;
+import org.junit.jupiter.api.Test;
+import org.junit.jupiter.api.io.TempDir;
+
+/**
+ * The per-kernel breakdown of a decode step, on the emulated GPU: every launch of the step is
+ * counted under its kernel (seven matrix-vector products a layer and the LM head's, attention
+ * split into parts and merged), with the weight bytes the matrix-vector kernels stream.
+ */
+@Tag("emulation")
+class TimedGpuTest {
+  @Test
+  void aDecodeStepsLaunchesAreCountedPerKernel(@TempDir Path dir) throws Exception {
+    String missing = EmulatedGpu.unavailableReason();
+    assumeTrue(missing == null, "kernel emulation skipped: " + missing);
+    var shape = ModelGenerator.config("LlamaForCausalLM", "llama", 64, 128, 2, 4, 2, 16, 512, false);
+    shape.put("bos_token_id", 1).put("eos_token_id", 2);
+    ModelGenerator.write(shape, DType.BF16, 9, dir, 0);
+    ModelConfig config = ModelConfig.read(dir);
+    TimedGpu gpu = new TimedGpu(new EmulatedGpu());
+    try (ModelWeights weights = ModelWeights.load(dir, config);
+        CudaBackend backend = new CudaBackend(gpu);
+        PagedKvCache cache = new PagedKvCache(config, 8, 16, DType.BF16);
+        CudaTransformer model = new CudaTransformer(weights, backend, cache, false)) {
+      int[] tokens = {5, 9, 11, 3};
+      int[] table = {0};
+      model.forward(List.of(new Transformer.Slice(tokens, 0, 3, 0, table, true)), cache);
+      gpu.report(); // the prefill's launches: not counted below
+      model.forward(List.of(new Transformer.Slice(tokens, 3, 1, 3, table, true)), cache);
+      Map<String, TimedGpu.KernelTime> step = gpu.report().stream()
+          .collect(Collectors.toMap(TimedGpu.KernelTime::kernel, t -> t));
+      assertEquals(7 * 2 + 1, step.get("matvec_bf16").launches(), "q, k, v, o, gate, up, down a layer, and the LM head");
+      long weightBytes = 2L * 2 * (64 * 64 + 2 * 32 * 64 + 64 * 64 + 3 * 128 * 64) + 2L * 512 * 64;
+      assertEquals(weightBytes, step.get("matvec_bf16").weightBytes());
+      assertEquals(2, step.get("attention_bf16").launches());
+      assertEquals(2, step.get("attention_combine").launches(), "one row and 4 heads: the context is split");
+      assertEquals(2 * 2 + 1, step.get("rms_norm").launches());
+      assertTrue(step.values().stream().allMatch(t -> t.millis() >= 0));
+      assertTrue(TimedGpu.lines(gpu.report()).isEmpty(), "a report starts over");
+    }
+  }
+}
