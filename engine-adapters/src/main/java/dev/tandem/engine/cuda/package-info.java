@@ -1,8 +1,13 @@
 /**
- * The {@code cuda} compute backend: a small layer of our own over JCuda's driver API (the driver
- * loaded once with the reason it is missing, a device with its context, stream and kernels, device
- * and pinned host buffers with one owner each, launch shapes computed on the host) and {@link
- * dev.tandem.engine.cuda.CudaBackend}, which runs {@link dev.tandem.engine.compute.ComputeBackend}'s
- * kernels on an NVIDIA GPU from the PTX compiled out of {@code src/main/cuda/tandem.cu}.
+ * The {@code cuda} compute backend. {@link dev.tandem.engine.cuda.Gpu} is all the backend sees of a
+ * GPU (device memory by address, copies, launches, mapped host memory, graphs, events); {@link
+ * dev.tandem.engine.cuda.CudaDevice} implements it over JCuda's driver API (the driver loaded once
+ * by {@link dev.tandem.engine.cuda.CudaDriver}, with the reason it is missing), and the tests'
+ * emulated GPU over the same kernels compiled for the CPU. {@link
+ * dev.tandem.engine.cuda.CudaKernels} launches the kernels of {@code src/main/cuda/tandem.cu}
+ * (committed as PTX) with shapes from {@link dev.tandem.engine.cuda.LaunchShapes}; device memory
+ * comes from a {@link dev.tandem.engine.cuda.DevicePool}, each buffer closed exactly once. {@link
+ * dev.tandem.engine.cuda.CudaBackend} is the {@link dev.tandem.engine.compute.ComputeBackend} on it;
+ * the engine's device forward pass is {@code builtin/CudaTransformer}.
  */
 package dev.tandem.engine.cuda;
