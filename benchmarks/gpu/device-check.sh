@@ -67,6 +67,22 @@ timeout $(( $(left) > 300 ? 240 : $(left) / 2 )) "$java" "${jvm[@]}" -Xmx16g -cp
   "$out/gpu-check.json" "$models/llama-100m" "$models/llama-0.6b" 2>&1 | tee "$out/gpu-check.txt" | grep -v '^[0-9:.]* \[' >&2
 log "   check exit ${PIPESTATUS[0]}"
 
+# A model that failed, or whose greedy tokens parted from cpu's, is run again with CUDA graphs off
+# (when time allows): the second file says whether the graphs were the cause.
+if python3 - "$out/gpu-check.json" <<'PY' 2>/dev/null
+import json, sys
+models = json.load(open(sys.argv[1])).get("models", [])
+bad = any("error" in m or m.get("greedy_identical_steps", 0) < m.get("greedy_steps", 0) for m in models)
+sys.exit(0 if bad or not models else 1)
+PY
+then
+  if [ "$(left)" -gt 200 ]; then
+    log "4b. again with CUDA graphs off"
+    timeout $(( $(left) / 3 )) "$java" "${jvm[@]}" -Xmx16g -Dtandem.cuda.graphs=false -cp "$cp" dev.tandem.bench.GpuCheck check \
+      "$out/gpu-check-nographs.json" "$models/llama-100m" 2>&1 | tee "$out/gpu-check-nographs.txt" | grep -v '^[0-9:.]* \[' >&2
+  fi
+fi
+
 log "5. anchors (torch, transformers) in the remaining $(left) s"
 if python3 -c 'import torch, sys; sys.exit(0 if torch.cuda.is_available() else 1)' 2>/dev/null; then
   timeout $(( $(left) > 30 ? $(left) - 20 : 10 )) python3 benchmarks/gpu/anchors.py "$out/anchors.json" \

@@ -20,6 +20,8 @@ import java.util.HashMap;
 import java.util.List;
 import java.util.Map;
 import java.util.function.IntConsumer;
+import org.slf4j.Logger;
+import org.slf4j.LoggerFactory;
 
 /**
  * The forward pass on a GPU: weights, activations and a copy of the KV cache in device memory,
@@ -39,6 +41,7 @@ import java.util.function.IntConsumer;
  * device belong to the {@link CudaBackend}. Threading: the engine thread.
  */
 public final class CudaTransformer implements ForwardPass {
+  private static final Logger LOG = LoggerFactory.getLogger(CudaTransformer.class);
   /** Tokens whose prompt logits go through the LM head together. */
   private static final int PROMPT_LOGITS_CHUNK = 16;
   /** Regions of {@code tokens} ints in a step's ints before its block tables. */
@@ -70,7 +73,7 @@ public final class CudaTransformer implements ForwardPass {
   private final MemorySegment[] mapped; // host segments registered: keys of layer l at 2l, values at 2l + 1
   private final Gpu.Ptr[] mappedPointers;
   private final Map<Integer, DecodeGraph> graphs = new HashMap<>(); // by batch size
-  private final boolean useGraphs;
+  private boolean useGraphs; // off for good once the device refuses a capture
 
   public CudaTransformer(ModelWeights weights, CudaBackend backend, PagedKvCache cache) {
     this(weights, backend, cache, GRAPHS_BY_DEFAULT);
@@ -285,10 +288,17 @@ public final class CudaTransformer implements ForwardPass {
     AttentionPlan plan = AttentionPlan.of(tokens, r -> continues[r], config.headDim());
     System.arraycopy(plan.singles(), 0, meta, 4 * tokens, plan.singles().length);
     System.arraycopy(plan.tiles(), 0, meta, 5 * tokens, plan.tiles().length);
-    float[] all;
+    float[] all = null;
     if (useGraphs && decodeOnly && wanted == tokens && tokens <= GRAPH_MAX_TOKENS && layerKvWritten == null && positionLogits == null) {
-      all = decodeFromGraph(tokens, meta, rows, plan);
-    } else {
+      try {
+        all = decodeFromGraph(tokens, meta, rows, plan);
+      } catch (CudaException e) {
+        LOG.warn("CUDA graphs unavailable ({}); decode steps run kernel by kernel from now on", e.getMessage());
+        useGraphs = false;
+        closeGraphs();
+      }
+    }
+    if (all == null) {
       try (Activations a = new Activations(tokens, meta.length, wanted, false)) {
         a.meta.copyFrom(meta, meta.length);
         a.rows.copyFrom(rows, wanted);

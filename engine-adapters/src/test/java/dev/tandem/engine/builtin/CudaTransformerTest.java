@@ -147,6 +147,44 @@ class CudaTransformerTest {
     }
   }
 
+  /**
+   * A device that refuses to record graphs (an old driver, a capture the stream does not allow):
+   * decode steps run kernel by kernel instead, with the same logits, and no step tries again.
+   */
+  @org.junit.jupiter.api.Test
+  void aDeviceThatRefusesGraphsStillDecodes(@TempDir Path dir) throws Exception {
+    Gpu emulated = gpu("emulated");
+    int[] captures = {0};
+    Gpu refusing = (Gpu) java.lang.reflect.Proxy.newProxyInstance(Gpu.class.getClassLoader(), new Class<?>[] {Gpu.class},
+        (proxy, method, args) -> {
+          if (method.getName().equals("beginCapture")) {
+            captures[0]++;
+            throw new dev.tandem.engine.cuda.CudaException("cuStreamBeginCapture", 900);
+          }
+          try {
+            return method.invoke(emulated, args);
+          } catch (java.lang.reflect.InvocationTargetException e) {
+            throw e.getCause();
+          }
+        });
+    ModelConfig config = smallModel(dir, DType.F32, 5);
+    try (ModelWeights weights = ModelWeights.load(dir, config);
+        CudaBackend backend = new CudaBackend(refusing);
+        ScalarBackend reference = new ScalarBackend();
+        PagedKvCache deviceSide = new PagedKvCache(config, 8, BLOCK, DType.F32);
+        PagedKvCache hostSide = new PagedKvCache(config, 8, BLOCK, DType.F32);
+        CudaTransformer model = new CudaTransformer(weights, backend, deviceSide, true)) {
+      Transformer host = new Transformer(weights, reference, BLOCK);
+      int[] tokens = {7, 300, 12, 45, 999, 3};
+      int[] table = {2, 5};
+      for (int p = 0; p < tokens.length; p++) {
+        var slice = List.of(new Transformer.Slice(tokens, p, 1, p, table, true));
+        assertClose(host.forward(slice, hostSide)[0], model.forward(slice, deviceSide)[0], "step " + p);
+      }
+      assertEquals(1, captures[0], "the first refusal turns graphs off");
+    }
+  }
+
   /** The tiny shape with a 1,024-token vocabulary: the LM head is what an emulated pass spends on. */
   private static ModelConfig smallModel(Path dir, DType dtype, long seed) throws Exception {
     var shape = ModelGenerator.config("Qwen3ForCausalLM", "qwen3", 64, 128, 2, 4, 2, 16, 1024, true);
