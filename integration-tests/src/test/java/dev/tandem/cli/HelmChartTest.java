@@ -218,6 +218,11 @@ class HelmChartTest {
     var decode = named(docs, Deployment.class, "demo-tandem-decode").getSpec().getTemplate().getSpec().getContainers().getFirst();
     assertEquals(new Quantity("1"), prefill.getResources().getLimits().get("nvidia.com/gpu"));
     assertEquals(new Quantity("2"), decode.getResources().getLimits().get("nvidia.com/gpu"));
+    // A pool given GPUs computes on one, and says so at start-up where the node has none.
+    assertTrue(prefill.getArgs().contains("--compute=cuda"), prefill.getArgs().toString());
+    assertTrue(decode.getArgs().contains("--compute=cuda"), decode.getArgs().toString());
+    var cpu = named(render(Map.of()), Deployment.class, "demo-tandem-decode").getSpec().getTemplate().getSpec().getContainers().getFirst();
+    assertTrue(cpu.getArgs().stream().noneMatch(a -> a.startsWith("--compute")), cpu.getArgs().toString());
   }
 
   @Test
