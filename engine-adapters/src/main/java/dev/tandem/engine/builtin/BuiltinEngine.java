@@ -49,10 +49,14 @@ public final class BuiltinEngine extends SchedulingEngine implements KvHandoff {
   public static BuiltinEngine open(BuiltinConfig config) {
     ModelConfig model = ModelConfig.read(config.modelDir());
     ModelWeights weights = ModelWeights.load(config.modelDir(), model);
+    ComputeBackend backend = null;
     try {
-      ComputeBackend backend = ComputeBackends.create(config.compute(), config.threads());
+      backend = ComputeBackends.create(config.compute(), config.threads());
       return new BuiltinEngine(weights, backend, config);
     } catch (RuntimeException e) {
+      if (backend != null) {
+        backend.close(); // a GPU's context and memory, a CPU backend's threads
+      }
       weights.close();
       throw e;
     }
@@ -78,9 +82,14 @@ public final class BuiltinEngine extends SchedulingEngine implements KvHandoff {
     this.weights = weights;
     this.backend = backend;
     this.cache = new PagedKvCache(model, blocks, config.blockSize(), kvDtype);
-    this.transformer = backend instanceof CudaBackend cuda
-        ? new CudaTransformer(weights, cuda, cache)
-        : new Transformer(weights, backend, config.blockSize());
+    try {
+      this.transformer = backend instanceof CudaBackend cuda
+          ? new CudaTransformer(weights, cuda, cache)
+          : new Transformer(weights, backend, config.blockSize());
+    } catch (RuntimeException e) {
+      cache.close(); // e.g. a model the GPU kernels cannot hold: the host cache goes back at once
+      throw e;
+    }
     this.constraints = new OutputConstraints(config.modelDir(), model.vocabSize(), model.eosTokenIds());
     EnumSet<EngineInfo.Feature> features = EnumSet.of(
         EngineInfo.Feature.TEMPERATURE,

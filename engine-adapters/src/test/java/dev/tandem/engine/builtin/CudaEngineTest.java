@@ -107,6 +107,21 @@ class CudaEngineTest {
     }
   }
 
+  /** A model whose heads the kernels cannot hold is refused at start-up, naming the limit, and frees what it took. */
+  @org.junit.jupiter.api.Test
+  void aModelTheKernelsCannotHoldIsRefusedAtStartUp(@TempDir Path wide) throws Exception {
+    var shape = dev.tandem.engine.modeltools.ModelGenerator.config("Qwen3ForCausalLM", "qwen3", 64, 128, 1, 1, 1, 320, 256, true);
+    shape.put("bos_token_id", 1).put("eos_token_id", 2);
+    dev.tandem.engine.modeltools.ModelGenerator.write(shape, DType.BF16, 3, wide, 0);
+    dev.tandem.engine.cuda.EmulatedGpu gpu = (dev.tandem.engine.cuda.EmulatedGpu) CudaTransformerTest.gpu("emulated");
+    BuiltinConfig c = BuiltinConfig.of(wide).withKvCacheBytes(1 << 20);
+    try (ModelWeights weights = ModelWeights.load(wide, ModelConfig.read(wide)); CudaBackend backend = new CudaBackend(gpu)) {
+      var e = org.junit.jupiter.api.Assertions.assertThrows(IllegalArgumentException.class, () -> new BuiltinEngine(weights, backend, c));
+      assertTrue(e.getMessage().contains("256") && e.getMessage().contains("320"), e.getMessage());
+    }
+    assertEquals(0, gpu.liveAllocations(), "no device memory left behind");
+  }
+
   @ParameterizedTest
   @ValueSource(strings = {"cuda", "emulated"})
   void cachedPrefixesSurviveAMoveOfTheKvCache(String gpu) {
