@@ -17,6 +17,7 @@
 #   5. the anchors in the same call: torch's device copy bandwidth and bf16 matmul rate, Hugging
 #      Face transformers eager and with a static cache + torch.compile    -> anchors.json
 #   6. one table of Tandem's figures beside the anchors, as ratios       -> table.txt, table.json
+#      (and table.png, decode tokens/s and prefill ms, where matplotlib is installed)
 # Without a GPU (here) it runs what it can and says what it skipped, to check the script itself.
 set -uo pipefail
 cd "$(dirname "$0")/../.."

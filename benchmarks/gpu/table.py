@@ -80,3 +80,32 @@ with open(os.path.join(out, "table.txt"), "w") as f:
 with open(os.path.join(out, "table.json"), "w") as f:
     json.dump({"rows": rows, "tandem": tandem, "anchors": anchors}, f, indent=2)
 print("\n".join(lines))
+
+# A chart beside the table where matplotlib is installed (the GPU machine's Python usually has it).
+try:
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    models_done = [m for m in tandem.get("models", []) if m.get("decode_tokens_per_s")]
+    if models_done:
+        fig, axes = plt.subplots(1, 2, figsize=(11, 4))
+        for m in models_done:
+            decode = m["decode_tokens_per_s"]
+            axes[0].plot([int(b) for b in decode], list(decode.values()), marker="o", label=m["model"])
+            prefill = m.get("prefill_tokens_per_s", {})
+            axes[1].plot([int(p) for p in prefill], [1000 * int(p) / v for p, v in prefill.items()], marker="o",
+                         label=m["model"])
+            bpt = m.get("bytes_per_token")
+            if copy and bpt:
+                axes[0].axhline(copy / bpt, linestyle="--", linewidth=0.8, label="%s batch-1 limit" % m["model"])
+        axes[0].set(xscale="log", yscale="log", xlabel="batch", ylabel="decode tokens/s", title="Decode (cuda)")
+        axes[1].set(xscale="log", yscale="log", xlabel="prompt tokens", ylabel="prefill ms", title="Prefill (cuda)")
+        for ax in axes:
+            ax.legend(fontsize=7)
+            ax.grid(True, which="both", linewidth=0.3)
+        fig.tight_layout()
+        fig.savefig(os.path.join(out, "table.png"), dpi=120)
+except Exception as e:  # noqa: BLE001 - the chart is optional
+    print("no chart: %r" % e)
