@@ -124,6 +124,9 @@ __device__ void matvec(const float* __restrict__ x, int tokens, const void* __re
   for (int t = 0; t < MATVEC_MAX_TOKENS; t++) acc[t] = 0.f;
   size_t base = static_cast<size_t>(row) * cols;
   if ((cols & 7) == 0) {
+    // Unrolled so that several 128-bit weight loads are in flight per lane: a row of a few
+    // thousand columns is only a handful of iterations, and batch-1 decode lives on memory latency.
+#pragma unroll 4
     for (int c = lane * 8; c < cols; c += WARP * 8) {
       float wv[8];
       widen8<D>(w, base + c, wv);
