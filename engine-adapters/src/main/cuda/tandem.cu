@@ -69,30 +69,36 @@ __device__ __forceinline__ void widen8(const void* base, size_t i, float* w) {
   }
 }
 
-__device__ __forceinline__ float warp_sum(float v) {
+// Reduces v over the block (blockDim.x a multiple of 32, at most 1024) with `op` (its identity
+// fills the missing warps); every thread gets the result. All threads must call it.
+struct Add {
+  __device__ float operator()(float a, float b) const { return a + b; }
+};
+struct Max {
+  __device__ float operator()(float a, float b) const { return fmaxf(a, b); }
+};
+
+// Reduces v over the warp with `op`; every lane gets the result.
+template <typename Op>
+__device__ __forceinline__ float warp_reduce(float v, Op op) {
 #pragma unroll
-  for (int o = WARP / 2; o > 0; o >>= 1) {
-    v += __shfl_xor_sync(0xffffffffu, v, o);
-  }
+  for (int o = WARP / 2; o > 0; o >>= 1) v = op(v, __shfl_xor_sync(0xffffffffu, v, o));
   return v;
 }
 
-// Reduces v over the block (blockDim.x a multiple of 32, at most 1024) with `op` (its identity
-// fills the missing warps); every thread gets the result. All threads must call it.
+__device__ __forceinline__ float warp_sum(float v) { return warp_reduce(v, Add()); }
+
 template <typename Op>
 __device__ float block_reduce(float v, Op op, float identity) {
   __shared__ float partial[WARP];
   __shared__ float total;
   int lane = threadIdx.x % WARP;
   int warp = threadIdx.x / WARP;
-#pragma unroll
-  for (int o = WARP / 2; o > 0; o >>= 1) v = op(v, __shfl_xor_sync(0xffffffffu, v, o));
+  v = warp_reduce(v, op);
   if (lane == 0) partial[warp] = v;
   __syncthreads();
   if (warp == 0) {
-    float s = lane < blockDim.x / WARP ? partial[lane] : identity;
-#pragma unroll
-    for (int o = WARP / 2; o > 0; o >>= 1) s = op(s, __shfl_xor_sync(0xffffffffu, s, o));
+    float s = warp_reduce(lane < blockDim.x / WARP ? partial[lane] : identity, op);
     if (lane == 0) total = s;
   }
   __syncthreads();
@@ -100,13 +106,6 @@ __device__ float block_reduce(float v, Op op, float identity) {
   __syncthreads();  // partial and total may be reused by the next call
   return result;
 }
-
-struct Add {
-  __device__ float operator()(float a, float b) const { return a + b; }
-};
-struct Max {
-  __device__ float operator()(float a, float b) const { return fmaxf(a, b); }
-};
 
 __device__ float block_sum(float v) { return block_reduce(v, Add(), 0.f); }
 __device__ float block_max(float v) { return block_reduce(v, Max(), -INFINITY); }

@@ -10,6 +10,7 @@ import dev.tandem.engine.EngineRequest;
 import dev.tandem.engine.RequestOutput;
 import dev.tandem.engine.cuda.CudaBackend;
 import dev.tandem.engine.cuda.Gpu;
+import dev.tandem.engine.cuda.TestGpus;
 import dev.tandem.engine.model.DType;
 import dev.tandem.engine.model.ModelConfig;
 import dev.tandem.engine.model.ModelWeights;
@@ -52,7 +53,7 @@ class CudaEngineTest {
     if (compute.equals("cpu")) {
       return BuiltinEngine.open(c);
     }
-    Gpu gpu = CudaTransformerTest.gpu(compute);
+    Gpu gpu = TestGpus.open(compute);
     ModelWeights weights = ModelWeights.load(model, ModelConfig.read(model));
     return new BuiltinEngine(weights, new CudaBackend(gpu), c);
   }
@@ -113,7 +114,7 @@ class CudaEngineTest {
     var shape = dev.tandem.engine.modeltools.ModelGenerator.config("Qwen3ForCausalLM", "qwen3", 64, 128, 1, 1, 1, 320, 256, true);
     shape.put("bos_token_id", 1).put("eos_token_id", 2);
     dev.tandem.engine.modeltools.ModelGenerator.write(shape, DType.BF16, 3, wide, 0);
-    dev.tandem.engine.cuda.EmulatedGpu gpu = (dev.tandem.engine.cuda.EmulatedGpu) CudaTransformerTest.gpu("emulated");
+    dev.tandem.engine.cuda.EmulatedGpu gpu = TestGpus.emulated();
     BuiltinConfig c = BuiltinConfig.of(wide).withKvCacheBytes(1 << 20);
     try (ModelWeights weights = ModelWeights.load(wide, ModelConfig.read(wide)); CudaBackend backend = new CudaBackend(gpu)) {
       var e = org.junit.jupiter.api.Assertions.assertThrows(IllegalArgumentException.class, () -> new BuiltinEngine(weights, backend, c));

@@ -2,14 +2,12 @@ package dev.tandem.engine.builtin;
 
 import static org.junit.jupiter.api.Assertions.assertArrayEquals;
 import static org.junit.jupiter.api.Assertions.assertEquals;
-import static org.junit.jupiter.api.Assumptions.assumeTrue;
 
 import dev.tandem.engine.compute.ScalarBackend;
 import dev.tandem.engine.cuda.CudaBackend;
-import dev.tandem.engine.cuda.CudaDevice;
-import dev.tandem.engine.cuda.CudaDriver;
 import dev.tandem.engine.cuda.EmulatedGpu;
 import dev.tandem.engine.cuda.Gpu;
+import dev.tandem.engine.cuda.TestGpus;
 import dev.tandem.engine.model.DType;
 import dev.tandem.engine.model.ModelConfig;
 import dev.tandem.engine.model.ModelWeights;
@@ -51,21 +49,10 @@ class CudaTransformerTest {
     return all.stream();
   }
 
-  /** GPU 0, or the kernels compiled for the CPU; skipped with the reason where neither can run. */
-  static Gpu gpu(String kind) {
-    if (kind.equals("cuda")) {
-      assumeTrue(CudaDriver.available(), "cuda skipped: " + CudaDriver.unavailableReason());
-      return CudaDevice.open(0);
-    }
-    String missing = EmulatedGpu.unavailableReason();
-    assumeTrue(missing == null, "kernel emulation skipped: " + missing);
-    return new EmulatedGpu();
-  }
-
   @ParameterizedTest(name = "{0}, KV {1}")
   @MethodSource("cases")
   void hostAndDeviceCachesHoldTheSameBits(String kind, DType kvDtype, @TempDir Path dir) throws Exception {
-    Gpu gpu = gpu(kind);
+    Gpu gpu = TestGpus.open(kind);
     ModelConfig config = smallModel(dir, DType.BF16, 7);
     Random random = new Random(11);
     try (ModelWeights weights = ModelWeights.load(dir, config);
@@ -109,7 +96,7 @@ class CudaTransformerTest {
   @ParameterizedTest(name = "{0}")
   @ValueSource(strings = {"cuda", "emulated"})
   void decodeStepsFromGraphsMatchTheHostPass(String kind, @TempDir Path dir) throws Exception {
-    Gpu gpu = gpu(kind);
+    Gpu gpu = TestGpus.open(kind);
     ModelConfig config = smallModel(dir, DType.F32, 5);
     Random random = new Random(3);
     int steps = 60;
@@ -153,7 +140,7 @@ class CudaTransformerTest {
    */
   @org.junit.jupiter.api.Test
   void aDeviceThatRefusesGraphsStillDecodes(@TempDir Path dir) throws Exception {
-    Gpu emulated = gpu("emulated");
+    Gpu emulated = TestGpus.emulated();
     int[] captures = {0};
     Gpu refusing = (Gpu) java.lang.reflect.Proxy.newProxyInstance(Gpu.class.getClassLoader(), new Class<?>[] {Gpu.class},
         (proxy, method, args) -> {

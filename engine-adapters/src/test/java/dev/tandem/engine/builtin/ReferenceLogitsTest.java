@@ -2,7 +2,6 @@ package dev.tandem.engine.builtin;
 
 import static org.junit.jupiter.api.Assertions.assertEquals;
 import static org.junit.jupiter.api.Assertions.assertTrue;
-import static org.junit.jupiter.api.Assumptions.assumeTrue;
 
 import com.fasterxml.jackson.databind.JsonNode;
 import com.fasterxml.jackson.databind.ObjectMapper;
@@ -11,9 +10,7 @@ import dev.tandem.engine.compute.ComputeBackend;
 import dev.tandem.engine.compute.ScalarBackend;
 import dev.tandem.engine.compute.VectorBackend;
 import dev.tandem.engine.cuda.CudaBackend;
-import dev.tandem.engine.cuda.CudaDevice;
-import dev.tandem.engine.cuda.CudaDriver;
-import dev.tandem.engine.cuda.EmulatedGpu;
+import dev.tandem.engine.cuda.TestGpus;
 import dev.tandem.engine.model.DType;
 import dev.tandem.engine.model.ModelConfig;
 import dev.tandem.engine.modeltools.ModelGenerator;
@@ -66,15 +63,8 @@ class ReferenceLogitsTest {
   private static ComputeBackend backend(String name) {
     return switch (name) {
       case "cpu" -> new VectorBackend(2);
-      case "cuda" -> {
-        assumeTrue(CudaDriver.available(), "cuda skipped: " + CudaDriver.unavailableReason());
-        yield new CudaBackend(CudaDevice.open(0));
-      }
-      case "cuda-emulated" -> {
-        String missing = EmulatedGpu.unavailableReason();
-        assumeTrue(missing == null, "kernel emulation skipped: " + missing);
-        yield new CudaBackend(new EmulatedGpu());
-      }
+      case "cuda" -> new CudaBackend(TestGpus.device());
+      case "cuda-emulated" -> new CudaBackend(TestGpus.emulated());
       default -> new ScalarBackend();
     };
   }

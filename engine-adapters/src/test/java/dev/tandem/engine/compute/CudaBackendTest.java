@@ -1,10 +1,7 @@
 package dev.tandem.engine.compute;
 
-import static org.junit.jupiter.api.Assumptions.assumeTrue;
-
 import dev.tandem.engine.cuda.CudaBackend;
-import dev.tandem.engine.cuda.CudaDevice;
-import dev.tandem.engine.cuda.CudaDriver;
+import dev.tandem.engine.cuda.TestGpus;
 
 /**
  * The {@code cuda} backend's kernels against the scalar reference, on GPU 0. Where no CUDA device
@@ -13,7 +10,6 @@ import dev.tandem.engine.cuda.CudaDriver;
 class CudaBackendTest extends ComputeBackendConformanceTest {
   @Override
   protected ComputeBackend create() {
-    assumeTrue(CudaDriver.available(), "cuda skipped: " + CudaDriver.unavailableReason());
-    return new CudaBackend(CudaDevice.open(0));
+    return new CudaBackend(TestGpus.device());
   }
 }

@@ -1,9 +1,8 @@
 package dev.tandem.engine.compute;
 
-import static org.junit.jupiter.api.Assumptions.assumeTrue;
-
 import dev.tandem.engine.cuda.CudaBackend;
 import dev.tandem.engine.cuda.EmulatedGpu;
+import dev.tandem.engine.cuda.TestGpus;
 import org.junit.jupiter.api.Tag;
 
 /**
@@ -16,8 +15,6 @@ import org.junit.jupiter.api.Tag;
 class EmulatedKernelsTest extends ComputeBackendConformanceTest {
   @Override
   protected ComputeBackend create() {
-    String missing = EmulatedGpu.unavailableReason();
-    assumeTrue(missing == null, "kernel emulation skipped: " + missing);
-    return new CudaBackend(new EmulatedGpu());
+    return new CudaBackend(TestGpus.emulated());
   }
 }

@@ -2,7 +2,6 @@ package dev.tandem.engine.cuda;
 
 import static org.junit.jupiter.api.Assertions.assertArrayEquals;
 import static org.junit.jupiter.api.Assertions.assertEquals;
-import static org.junit.jupiter.api.Assumptions.assumeTrue;
 
 import dev.tandem.engine.compute.WeightMatrix;
 import dev.tandem.engine.model.DType;
@@ -32,9 +31,7 @@ class EmulatedForwardKernelsTest {
 
   @BeforeEach
   void open() {
-    String missing = EmulatedGpu.unavailableReason();
-    assumeTrue(missing == null, "kernel emulation skipped: " + missing);
-    kernels = new CudaKernels(new EmulatedGpu());
+    kernels = new CudaKernels(TestGpus.emulated());
     arena = Arena.ofConfined();
   }
 

@@ -14,6 +14,8 @@ import java.nio.file.Files;
 import java.nio.file.Path;
 import java.util.ArrayList;
 import java.util.List;
+import java.util.Map;
+import java.util.concurrent.ConcurrentHashMap;
 import java.util.concurrent.TimeUnit;
 
 /**
@@ -31,6 +33,7 @@ final class KernelEmulator {
 
   private final SymbolLookup library;
   private final Linker linker = Linker.nativeLinker();
+  private final Map<String, MethodHandle> handles = new ConcurrentHashMap<>(); // by kernel and argument layouts
 
   private KernelEmulator(SymbolLookup library) {
     this.library = library;
@@ -107,9 +110,10 @@ final class KernelEmulator {
       });
       values[i + 3] = args[i];
     }
-    MemorySegment symbol = library.find("emu_" + name)
-        .orElseThrow(() -> new AssertionError("tandem.cu has no kernel " + name + " in the emulator's exports"));
-    MethodHandle handle = linker.downcallHandle(symbol, FunctionDescriptor.ofVoid(layouts.toArray(MemoryLayout[]::new)));
+    FunctionDescriptor descriptor = FunctionDescriptor.ofVoid(layouts.toArray(MemoryLayout[]::new));
+    MethodHandle handle = handles.computeIfAbsent(name + descriptor, k -> linker.downcallHandle(
+        library.find("emu_" + name).orElseThrow(() -> new AssertionError("tandem.cu has no kernel " + name + " in the emulator's exports")),
+        descriptor));
     try {
       handle.invokeWithArguments(values);
     } catch (Throwable e) {

@@ -2,7 +2,6 @@ package dev.tandem.engine.cuda;
 
 import static org.junit.jupiter.api.Assertions.assertEquals;
 import static org.junit.jupiter.api.Assertions.assertTrue;
-import static org.junit.jupiter.api.Assumptions.assumeTrue;
 
 import dev.tandem.engine.builtin.CudaTransformer;
 import dev.tandem.engine.builtin.PagedKvCache;
@@ -28,13 +27,11 @@ import org.junit.jupiter.api.io.TempDir;
 class TimedGpuTest {
   @Test
   void aDecodeStepsLaunchesAreCountedPerKernel(@TempDir Path dir) throws Exception {
-    String missing = EmulatedGpu.unavailableReason();
-    assumeTrue(missing == null, "kernel emulation skipped: " + missing);
     var shape = ModelGenerator.config("LlamaForCausalLM", "llama", 64, 128, 2, 4, 2, 16, 512, false);
     shape.put("bos_token_id", 1).put("eos_token_id", 2);
     ModelGenerator.write(shape, DType.BF16, 9, dir, 0);
     ModelConfig config = ModelConfig.read(dir);
-    TimedGpu gpu = new TimedGpu(new EmulatedGpu());
+    TimedGpu gpu = new TimedGpu(TestGpus.emulated());
     try (ModelWeights weights = ModelWeights.load(dir, config);
         CudaBackend backend = new CudaBackend(gpu);
         PagedKvCache cache = new PagedKvCache(config, 8, 16, DType.BF16);
