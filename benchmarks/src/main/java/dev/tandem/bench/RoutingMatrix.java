@@ -6,9 +6,15 @@ import java.io.IOException;
 import java.nio.file.Files;
 import java.nio.file.Path;
 import java.util.ArrayList;
+import java.util.Collections;
 import java.util.Iterator;
 import java.util.List;
 import java.util.Locale;
+import java.util.Map;
+import java.util.TreeMap;
+import java.util.function.ToDoubleFunction;
+import java.util.regex.Matcher;
+import java.util.regex.Pattern;
 import org.knowm.xchart.BitmapEncoder;
 import org.knowm.xchart.CategoryChart;
 import org.knowm.xchart.CategoryChartBuilder;
@@ -23,8 +29,10 @@ import org.knowm.xchart.style.Styler;
  * cached tokens as a share of the most a cache could have served.
  *
  * <p>Run: {@code java -cp ... dev.tandem.bench.RoutingMatrix OUT_DIR ROW,ROW,... CONFIG,CONFIG,...};
- * reads {@code OUT_DIR/ROW/CONFIG.json} ({@code tandem bench --json}), writes {@code
- * OUT_DIR/matrix.md} and {@code OUT_DIR/matrix.png}.
+ * reads {@code OUT_DIR/ROW/CONFIG.rK.json} (repeat K) or {@code OUT_DIR/ROW/CONFIG.json} ({@code
+ * tandem bench --json}), writes {@code OUT_DIR/matrix.md} and {@code OUT_DIR/matrix.png}. With
+ * several repeats every figure is the median of the cell's runs, and the ratio to round-robin is
+ * taken within each repeat (the runs closest in time) before the median; its range is shown.
  */
 public final class RoutingMatrix {
   private static final ObjectMapper JSON = new ObjectMapper();
@@ -41,7 +49,7 @@ public final class RoutingMatrix {
     List<String> configs = List.of(args[2].split(","));
     StringBuilder md = new StringBuilder();
     CategoryChart chart =
-        new CategoryChartBuilder().width(1400).height(650).title("Mean TTFT ÷ round-robin's, per workload (lower is better)")
+        new CategoryChartBuilder().width(1400).height(650).title("Mean TTFT ÷ round-robin's, per workload (lower is better; median over repeats)")
             .xAxisTitle("workload").yAxisTitle("mean TTFT ratio").build();
     chart.getStyler().setLegendPosition(Styler.LegendPosition.OutsideE);
     chart.getStyler().setYAxisMin(0.0);
@@ -60,33 +68,49 @@ public final class RoutingMatrix {
       cachedShares.add(new ArrayList<>());
     });
     List<String> shownRows = new ArrayList<>();
+    StringBuilder verdicts = new StringBuilder();
     for (String row : rows) {
-      JsonNode base = read(out.resolve(row).resolve("round-robin.json"));
+      Map<Integer, JsonNode> base = runs(out.resolve(row), "round-robin");
       md.append("\n**").append(row).append("**\n\n");
-      md.append("| router | cached (max) | TTFT mean / p50 / p90 / p99 (ms) | mean ÷ round-robin | ITL p99 (ms) | req/s | requests per worker |\n");
-      md.append("|---|---|---|---|---|---|---|\n");
+      md.append("| router | runs | cached (max) | TTFT mean / p50 / p90 / p99 (ms) | mean ÷ round-robin (range) | ITL p99 (ms) | req/s | requests per worker |\n");
+      md.append("|---|---|---|---|---|---|---|---|\n");
       boolean any = false;
       for (int i = 0; i < configs.size(); i++) {
-        JsonNode r = read(out.resolve(row).resolve(configs.get(i) + ".json"));
-        if (r == null) {
+        Map<Integer, JsonNode> cell = runs(out.resolve(row), configs.get(i));
+        if (cell.isEmpty()) {
           ratios.get(i).add(Double.NaN);
           cachedShares.get(i).add(Double.NaN);
           continue;
         }
-        double max = r.path("max_hit_rate").asDouble();
-        cachedShares.get(i).add(max > 0 ? r.path("hit_rate").asDouble() / max : Double.NaN);
         any = true;
-        double ratio = base == null ? Double.NaN : r.at("/ttft_ms/mean").asDouble() / base.at("/ttft_ms/mean").asDouble();
+        double max = median(cell, r -> r.path("max_hit_rate").asDouble());
+        double hit = median(cell, r -> r.path("hit_rate").asDouble());
+        cachedShares.get(i).add(max > 0 ? hit / max : Double.NaN);
+        List<Double> paired = new ArrayList<>(); // each repeat against round-robin's run of the same repeat
+        cell.forEach((repeat, r) -> {
+          JsonNode b = base.get(repeat);
+          if (b != null) {
+            paired.add(r.at("/ttft_ms/mean").asDouble() / b.at("/ttft_ms/mean").asDouble());
+          }
+        });
+        double ratio = median(paired);
         ratios.get(i).add(ratio);
-        md.append(String.format(Locale.ROOT, "| %s | %.1f%% (%.1f%%) | %.0f / %.0f / %.0f / %.0f | %.2f | %.1f | %.1f | %s |%n",
-            configs.get(i), 100 * r.path("hit_rate").asDouble(), 100 * r.path("max_hit_rate").asDouble(),
-            r.at("/ttft_ms/mean").asDouble(), r.at("/ttft_ms/p50").asDouble(), r.at("/ttft_ms/p90").asDouble(),
-            r.at("/ttft_ms/p99").asDouble(), ratio, r.at("/itl_ms/p99").asDouble(), r.path("request_throughput").asDouble(),
-            share(r.path("worker_share"))));
+        md.append(String.format(Locale.ROOT, "| %s | %d | %.1f%% (%.1f%%) | %.0f / %.0f / %.0f / %.0f | %.2f (%s) | %.1f | %.1f | %s |%n",
+            configs.get(i), cell.size(), 100 * hit, 100 * max,
+            median(cell, r -> r.at("/ttft_ms/mean").asDouble()), median(cell, r -> r.at("/ttft_ms/p50").asDouble()),
+            median(cell, r -> r.at("/ttft_ms/p90").asDouble()), median(cell, r -> r.at("/ttft_ms/p99").asDouble()),
+            ratio, range(paired), median(cell, r -> r.at("/itl_ms/p99").asDouble()),
+            median(cell, r -> r.path("request_throughput").asDouble()), share(cell.values().iterator().next().path("worker_share"))));
       }
       if (any) {
         shownRows.add(row);
+        verdicts.append(verdict(row, configs, ratios.stream().map(r -> r.getLast()).toList()));
       }
+    }
+    if (configs.contains(DEFAULT) && !verdicts.isEmpty()) {
+      md.append("\n**The default (").append(DEFAULT).append(") against the best other setting, medians of mean TTFT**\n\n");
+      md.append("| workload | best other | its ratio to round-robin | default's | default ÷ best |\n|---|---|---|---|---|\n");
+      md.append(verdicts);
     }
     for (int i = 0; i < configs.size(); i++) {
       chart.addSeries(configs.get(i), shownRows, shown(rows, shownRows, ratios.get(i)));
@@ -97,6 +121,73 @@ public final class RoutingMatrix {
     BitmapEncoder.saveBitmap(cachedChart, out.resolve("matrix-cached").toString(), BitmapEncoder.BitmapFormat.PNG);
     System.out.print(md);
     System.out.println("\nwrote " + out.resolve("matrix.md") + ", " + out.resolve("matrix.png") + " and " + out.resolve("matrix-cached.png"));
+  }
+
+  /** The router a user gets without flags: the KV router with the seconds cost. */
+  private static final String DEFAULT = "kv-seconds";
+
+  /** One row of the default's comparison: the best other configuration by median ratio, and the default against it. */
+  private static String verdict(String row, List<String> configs, List<Double> rowRatios) {
+    int self = configs.indexOf(DEFAULT);
+    if (self < 0 || Double.isNaN(rowRatios.get(self))) {
+      return "";
+    }
+    int best = -1;
+    for (int i = 0; i < configs.size(); i++) {
+      if (i != self && !Double.isNaN(rowRatios.get(i)) && (best < 0 || rowRatios.get(i) < rowRatios.get(best))) {
+        best = i;
+      }
+    }
+    if (best < 0) {
+      return "";
+    }
+    return String.format(Locale.ROOT, "| %s | %s | %.2f | %.2f | %.2f |%n",
+        row, configs.get(best), rowRatios.get(best), rowRatios.get(self), rowRatios.get(self) / rowRatios.get(best));
+  }
+
+  /**
+   * A cell's runs by repeat: {@code CONFIG.rK.json} from repeated runs, or a single {@code
+   * CONFIG.json} (earlier results directories) as repeat 1.
+   */
+  static Map<Integer, JsonNode> runs(Path rowDir, String config) throws IOException {
+    Map<Integer, JsonNode> runs = new TreeMap<>();
+    JsonNode single = read(rowDir.resolve(config + ".json"));
+    if (single != null) {
+      runs.put(1, single);
+    }
+    if (Files.isDirectory(rowDir)) {
+      Pattern name = Pattern.compile(Pattern.quote(config) + "\\.r(\\d+)\\.json");
+      try (var files = Files.list(rowDir)) {
+        for (Path f : files.toList()) {
+          Matcher m = name.matcher(f.getFileName().toString());
+          if (m.matches()) {
+            runs.put(Integer.parseInt(m.group(1)), read(f));
+          }
+        }
+      }
+    }
+    return runs;
+  }
+
+  private static double median(Map<Integer, JsonNode> cell, ToDoubleFunction<JsonNode> field) {
+    return median(cell.values().stream().map(field::applyAsDouble).toList());
+  }
+
+  static double median(List<Double> values) {
+    if (values.isEmpty()) {
+      return Double.NaN;
+    }
+    List<Double> sorted = values.stream().sorted().toList();
+    int n = sorted.size();
+    return n % 2 == 1 ? sorted.get(n / 2) : (sorted.get(n / 2 - 1) + sorted.get(n / 2)) / 2;
+  }
+
+  /** "min–max" of several values, "one run" of one. */
+  private static String range(List<Double> values) {
+    if (values.size() < 2) {
+      return values.isEmpty() ? "no pair" : "one run";
+    }
+    return String.format(Locale.ROOT, "%.2f–%.2f", Collections.min(values), Collections.max(values));
   }
 
   /** The values of the rows that have results, rows without one at 0. */
