@@ -28,9 +28,24 @@ public final class VectorBackend implements ComputeBackend {
   private static final ByteOrder LE = ByteOrder.LITTLE_ENDIAN;
   /** Tokens per tile in matmul: the tile's activations stay in cache while the weights stream. */
   private static final int TOKEN_TILE = 32;
+  /** Output rows of one packed panel of the outer-product kernel: two vectors. */
+  private static final int PANEL = 2 * L;
+  /** Tokens of one micro-tile of the outer-product kernel: its 2 × 6 accumulators stay in registers. */
+  private static final int MICRO_TOKENS = 6;
+  /** Columns of one slice of a panel: a slice (K_SLICE × PANEL floats) stays in L1 while every token passes over it. */
+  private static final int K_SLICE = 128;
+  /**
+   * From this many tokens matmul packs the weights into panels and runs the outer-product kernel:
+   * packing a panel costs about as much as 32 tokens' products with it.
+   */
+  static final int OUTER_MIN_TOKENS = 64;
 
   private final ParallelRunner runner;
   private final ThreadLocal<float[]> rowScratch = ThreadLocal.withInitial(() -> new float[0]);
+  /** A tile's sums for the matrix's last, partial panel: PANEL floats a token. */
+  private final ThreadLocal<float[]> tileScratch = ThreadLocal.withInitial(() -> new float[0]);
+  /** Packed panels of the outer-product kernel: {@code cols × PANEL} floats each, the PANEL rows' weights of a column together. */
+  private final ThreadLocal<float[]> panelScratch = ThreadLocal.withInitial(() -> new float[0]);
   private final ThreadLocal<float[]> scoreScratch = ThreadLocal.withInitial(() -> new float[0]);
   /** Query and output heads of an attention job (permuted for 16-bit KV). */
   private final ThreadLocal<float[]> headScratch = ThreadLocal.withInitial(() -> new float[0]);
@@ -89,6 +104,15 @@ public final class VectorBackend implements ComputeBackend {
       permuteEvenOdd(x, xs, tokens, cols);
     }
     float[] in = xs;
+    if (tokens >= OUTER_MIN_TOKENS) {
+      // Panels of PANEL output rows, numbered across the matrices; each belongs to one matrix.
+      int[] firstPanel = new int[ws.length + 1];
+      for (int m = 0; m < ws.length; m++) {
+        firstPanel[m + 1] = firstPanel[m] + (ws[m].rows() + PANEL - 1) / PANEL;
+      }
+      runner.forRange(firstPanel[ws.length], 1, (from, to) -> panelProducts(in, tokens, ws, outs, firstPanel, from, to));
+      return;
+    }
     int grain = Math.max(1, 16_384 / Math.max(1, cols));
     // One range over the rows of all matrices; each chunk is cut at matrix boundaries.
     runner.forRange(firstRow[ws.length], grain, (from, to) -> {
@@ -247,6 +271,193 @@ public final class VectorBackend implements ComputeBackend {
         }
       }
     }
+  }
+
+  // ---- outer-product matmul (many tokens) ----------------------------------------------------
+  //
+  // Rows r0..r0+PANEL of the weights are widened once into a panel laid out by column: the PANEL
+  // weights of column k are two vectors at panel[k·PANEL]. A micro-tile of MICRO_TOKENS tokens
+  // then loads those two vectors once per column and multiplies them by each token's activation
+  // broadcast to every lane: 2 loads and 6 broadcasts feed 12 FMAs, and the sums land as whole
+  // vectors in the output rows (no reduction across lanes, unlike a dot product). Columns go in
+  // slices of K_SLICE so that the panel's slice stays in L1 while every token passes over it.
+  // The activations arrive in the same column order as the widened rows (permuted for 16-bit
+  // weights), so the sums are those of the natural order, added in another order.
+
+  /**
+   * Panels {@code [from, to)} (numbered across the matrices) for every token: each packed once, then
+   * per tile of tokens (whose activations stay in L2 across the panels) each panel slice by slice.
+   */
+  private void panelProducts(float[] x, int tokens, WeightMatrix[] ws, float[][] outs, int[] firstPanel, int from, int to) {
+    int cols = ws[0].cols();
+    int size = cols * PANEL;
+    float[] panels = panelScratch.get();
+    if (panels.length < (to - from) * size) {
+      panels = new float[(to - from) * size];
+      panelScratch.set(panels);
+    }
+    for (int p = from; p < to; p++) {
+      int m = matrixOf(firstPanel, p);
+      int r0 = (p - firstPanel[m]) * PANEL;
+      packPanel(ws[m], r0, Math.min(PANEL, ws[m].rows() - r0), panels, (p - from) * size);
+    }
+    // Tokens per tile: their activations (tile × cols floats) about 384 KiB, a multiple of the micro-tile.
+    int tile = Math.max(MICRO_TOKENS, Math.min(256, 98_304 / cols) / MICRO_TOKENS * MICRO_TOKENS);
+    float[] partial = tileScratch.get();
+    if (partial.length < tile * PANEL) {
+      partial = new float[tile * PANEL];
+      tileScratch.set(partial);
+    }
+    for (int t0 = 0; t0 < tokens; t0 += tile) {
+      int t1 = Math.min(tokens, t0 + tile);
+      for (int p = from; p < to; p++) {
+        int m = matrixOf(firstPanel, p);
+        int r0 = (p - firstPanel[m]) * PANEL;
+        int rows = ws[m].rows();
+        int valid = Math.min(PANEL, rows - r0);
+        // A whole panel sums straight into the output rows; the matrix's last, partial one into
+        // scratch (PANEL floats a token), copied out after its last slice.
+        boolean whole = valid == PANEL;
+        float[] dst = whole ? outs[m] : partial;
+        int stride = whole ? rows : PANEL;
+        int base = (p - from) * size;
+        for (int k0 = 0; k0 < cols; k0 += K_SLICE) {
+          int k1 = Math.min(cols, k0 + K_SLICE);
+          boolean first = k0 == 0;
+          int t = t0;
+          for (; t + MICRO_TOKENS <= t1; t += MICRO_TOKENS) {
+            microTile6(x, cols, t, panels, base, k0, k1, dst, whole ? t * rows + r0 : (t - t0) * PANEL, stride, first);
+          }
+          for (; t < t1; t++) {
+            microTile1(x, cols, t, panels, base, k0, k1, dst, whole ? t * rows + r0 : (t - t0) * PANEL, first);
+          }
+        }
+        if (!whole) {
+          for (int t = t0; t < t1; t++) {
+            System.arraycopy(partial, (t - t0) * PANEL, outs[m], t * rows + r0, valid);
+          }
+        }
+      }
+    }
+  }
+
+  /** The matrix panel {@code p} belongs to. */
+  private static int matrixOf(int[] firstPanel, int p) {
+    int m = 0;
+    while (p >= firstPanel[m + 1]) {
+      m++;
+    }
+    return m;
+  }
+
+  /** Rows r0..r0+valid widened into {@code panels[at, at + cols·PANEL)}, column by column; rows past {@code valid} are zero. */
+  private void packPanel(WeightMatrix w, int r0, int valid, float[] panels, int at) {
+    int cols = w.cols();
+    float[] row = rowScratch.get();
+    if (row.length < cols) {
+      row = new float[4 * cols];
+      rowScratch.set(row);
+    }
+    for (int j = 0; j < valid; j++) {
+      widenRow(w, r0 + j, row, 0);
+      for (int k = 0, i = at + j; k < cols; k++, i += PANEL) {
+        panels[i] = row[k];
+      }
+    }
+    for (int j = valid; j < PANEL; j++) {
+      for (int k = 0, i = at + j; k < cols; k++, i += PANEL) {
+        panels[i] = 0f;
+      }
+    }
+  }
+
+  /**
+   * Tokens t..t+5 over columns [k0, k1) of the panel at {@code panel[base]}, summed into {@code
+   * dst[at + i·stride, … + PANEL)} for token t+i: added to what earlier slices left there unless
+   * {@code first}. (No masks here: C1 runs out of virtual registers on this method with them, and
+   * the method then never reaches C2.)
+   */
+  private static void microTile6(float[] x, int cols, int t, float[] panel, int base, int k0, int k1, float[] dst, int at, int stride,
+      boolean first) {
+    int o0 = at;
+    int o1 = o0 + stride;
+    int o2 = o1 + stride;
+    int o3 = o2 + stride;
+    int o4 = o3 + stride;
+    int o5 = o4 + stride;
+    FloatVector a00, a01, a10, a11, a20, a21, a30, a31, a40, a41, a50, a51;
+    if (first) {
+      a00 = a01 = a10 = a11 = a20 = a21 = a30 = a31 = a40 = a41 = a50 = a51 = FloatVector.zero(F);
+    } else {
+      a00 = FloatVector.fromArray(F, dst, o0);
+      a01 = FloatVector.fromArray(F, dst, o0 + L);
+      a10 = FloatVector.fromArray(F, dst, o1);
+      a11 = FloatVector.fromArray(F, dst, o1 + L);
+      a20 = FloatVector.fromArray(F, dst, o2);
+      a21 = FloatVector.fromArray(F, dst, o2 + L);
+      a30 = FloatVector.fromArray(F, dst, o3);
+      a31 = FloatVector.fromArray(F, dst, o3 + L);
+      a40 = FloatVector.fromArray(F, dst, o4);
+      a41 = FloatVector.fromArray(F, dst, o4 + L);
+      a50 = FloatVector.fromArray(F, dst, o5);
+      a51 = FloatVector.fromArray(F, dst, o5 + L);
+    }
+    int x0 = t * cols;
+    int x1 = x0 + cols;
+    int x2 = x1 + cols;
+    int x3 = x2 + cols;
+    int x4 = x3 + cols;
+    int x5 = x4 + cols;
+    for (int k = k0; k < k1; k++) {
+      int w = base + k * PANEL;
+      FloatVector w0 = FloatVector.fromArray(F, panel, w);
+      FloatVector w1 = FloatVector.fromArray(F, panel, w + L);
+      FloatVector b = FloatVector.broadcast(F, x[x0 + k]);
+      a00 = b.fma(w0, a00);
+      a01 = b.fma(w1, a01);
+      b = FloatVector.broadcast(F, x[x1 + k]);
+      a10 = b.fma(w0, a10);
+      a11 = b.fma(w1, a11);
+      b = FloatVector.broadcast(F, x[x2 + k]);
+      a20 = b.fma(w0, a20);
+      a21 = b.fma(w1, a21);
+      b = FloatVector.broadcast(F, x[x3 + k]);
+      a30 = b.fma(w0, a30);
+      a31 = b.fma(w1, a31);
+      b = FloatVector.broadcast(F, x[x4 + k]);
+      a40 = b.fma(w0, a40);
+      a41 = b.fma(w1, a41);
+      b = FloatVector.broadcast(F, x[x5 + k]);
+      a50 = b.fma(w0, a50);
+      a51 = b.fma(w1, a51);
+    }
+    // Each accumulator written out by name: an array of vectors would box them all.
+    a00.intoArray(dst, o0);
+    a01.intoArray(dst, o0 + L);
+    a10.intoArray(dst, o1);
+    a11.intoArray(dst, o1 + L);
+    a20.intoArray(dst, o2);
+    a21.intoArray(dst, o2 + L);
+    a30.intoArray(dst, o3);
+    a31.intoArray(dst, o3 + L);
+    a40.intoArray(dst, o4);
+    a41.intoArray(dst, o4 + L);
+    a50.intoArray(dst, o5);
+    a51.intoArray(dst, o5 + L);
+  }
+
+  /** One token over columns [k0, k1) of the panel into {@code dst[at, at + PANEL)}: the tail of a tile that is not a multiple of MICRO_TOKENS. */
+  private static void microTile1(float[] x, int cols, int t, float[] panel, int base, int k0, int k1, float[] dst, int at, boolean first) {
+    FloatVector a0 = first ? FloatVector.zero(F) : FloatVector.fromArray(F, dst, at);
+    FloatVector a1 = first ? FloatVector.zero(F) : FloatVector.fromArray(F, dst, at + L);
+    int xb = t * cols;
+    for (int k = k0; k < k1; k++) {
+      FloatVector b = FloatVector.broadcast(F, x[xb + k]);
+      a0 = b.fma(FloatVector.fromArray(F, panel, base + k * PANEL), a0);
+      a1 = b.fma(FloatVector.fromArray(F, panel, base + k * PANEL + L), a1);
+    }
+    a0.intoArray(dst, at);
+    a1.intoArray(dst, at + L);
   }
 
   /**

@@ -45,7 +45,10 @@ abstract class ComputeBackendConformanceTest {
   @CsvSource({
     "F32, 1, 33, 64", "F32, 3, 17, 67", "F32, 37, 40, 130",
     "BF16, 1, 33, 64", "BF16, 5, 31, 71", "BF16, 64, 24, 256",
-    "F16, 1, 33, 64", "F16, 4, 9, 65", "F16, 33, 40, 128"
+    "F16, 1, 33, 64", "F16, 4, 9, 65", "F16, 33, 40, 128",
+    // Many tokens (the CPU backend's packed outer-product kernel): partial panels, several column
+    // slices, token counts that are not a multiple of its micro-tile.
+    "F32, 70, 45, 300", "BF16, 131, 70, 290", "F16, 97, 33, 257", "BF16, 64, 96, 1024"
   })
   void matmul(DType dtype, int tokens, int rows, int cols) {
     WeightMatrix w = matrix(dtype, rows, cols);
@@ -55,6 +58,27 @@ abstract class ComputeBackendConformanceTest {
     reference.matmul(x, tokens, w, expected);
     backend.matmul(x, tokens, w, actual);
     assertClose(expected, actual, 1e-5, "matmul " + dtype);
+  }
+
+  @ParameterizedTest(name = "{0} tokens={1}")
+  @CsvSource({"F32, 3", "BF16, 9", "BF16, 100", "F16, 67"})
+  void matmulOfSeveralMatricesAtOnce(DType dtype, int tokens) {
+    int cols = 160;
+    int[] rows = {40, 7, 33};
+    WeightMatrix[] ws = new WeightMatrix[rows.length];
+    float[][] expected = new float[rows.length][];
+    float[][] actual = new float[rows.length][];
+    float[] x = randoms(tokens * cols, 1);
+    for (int m = 0; m < rows.length; m++) {
+      ws[m] = matrix(dtype, rows[m], cols);
+      expected[m] = new float[tokens * rows[m]];
+      actual[m] = new float[tokens * rows[m]];
+      reference.matmul(x, tokens, ws[m], expected[m]);
+    }
+    backend.matmul(x, tokens, ws, actual);
+    for (int m = 0; m < rows.length; m++) {
+      assertClose(expected[m], actual[m], 1e-5, "matmul " + dtype + ", matrix " + m + " of " + rows.length);
+    }
   }
 
   @ParameterizedTest(name = "f16 special values")
