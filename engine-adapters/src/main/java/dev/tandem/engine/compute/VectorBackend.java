@@ -372,9 +372,10 @@ public final class VectorBackend implements ComputeBackend {
   }
 
   /**
-   * Tokens t..t+5 over columns [k0, k1) of the panel at {@code panel[base]}, summed into {@code
-   * dst[at + i·stride, … + PANEL)} for token t+i: added to what earlier slices left there unless
-   * {@code first}. (No masks here: C1 runs out of virtual registers on this method with them, and
+   * Tokens t..t+5 (rows of {@code x}, {@code cols} apart) over columns [k0, k1) of the panel at
+   * {@code panel[base]} (column k's 2L values at {@code panel[base + k·PANEL]}), summed into {@code
+   * dst[at + i·stride, … + 2L)} for token t+i: added to what earlier slices left there unless
+   * {@code first}. Attention uses it too: queries × transposed keys, weights × values. (No masks here: C1 runs out of virtual registers on this method with them, and
    * the method then never reaches C2.)
    */
   private static void microTile6(float[] x, int cols, int t, float[] panel, int base, int k0, int k1, float[] dst, int at, int stride,
@@ -446,7 +447,7 @@ public final class VectorBackend implements ComputeBackend {
     a51.intoArray(dst, o5 + L);
   }
 
-  /** One token over columns [k0, k1) of the panel into {@code dst[at, at + PANEL)}: the tail of a tile that is not a multiple of MICRO_TOKENS. */
+  /** One token over columns [k0, k1) of the panel into {@code dst[at, at + 2L)}: the tail of a tile that is not a multiple of MICRO_TOKENS. */
   private static void microTile1(float[] x, int cols, int t, float[] panel, int base, int k0, int k1, float[] dst, int at, boolean first) {
     FloatVector a0 = first ? FloatVector.zero(F) : FloatVector.fromArray(F, dst, at);
     FloatVector a1 = first ? FloatVector.zero(F) : FloatVector.fromArray(F, dst, at + L);
@@ -810,6 +811,10 @@ public final class VectorBackend implements ComputeBackend {
     for (int t = from; t < to; t++) {
       len = Math.max(len, b.positions()[t] + 1);
     }
+    if (headDim % PANEL == 0) { // every head size a model ships (64, 128, …): the micro-tiled path
+      attendTiles(b, from, to, g, len);
+      return;
+    }
     // Keys transposed, [element][position] with a stride of whole vectors: a query's scores for L
     // positions at a time are FMAs of broadcast query elements, no reduction per position. Each
     // key goes through the head scratch on its way there.
@@ -866,6 +871,103 @@ public final class VectorBackend implements ComputeBackend {
         } else {
           System.arraycopy(head, headDim, b.out(), qA, headDim);
           System.arraycopy(head, 3 * headDim, b.out(), qB, headDim);
+        }
+      }
+    }
+  }
+
+  /**
+   * The run's queries (each row × each query head of KV head {@code g}, in row order) six at a
+   * time through the matmul's micro-tile, over the head's first {@code len} positions gathered in
+   * panels: keys as [position panel][element][2L positions], values as [element panel][position][2L
+   * elements]. Scores = scaled queries × keys (2L positions a pass), a softmax per query over the
+   * positions it sees, outputs = weights × values (2L elements a pass); six queries share every
+   * key and value vector loaded.
+   */
+  private void attendTiles(AttentionBatch b, int from, int to, int g, int len) {
+    int headDim = b.headDim();
+    int stride = (len + PANEL - 1) / PANEL * PANEL;
+    float[] kP = scratch(keyTScratch, headDim * stride);
+    float[] vP = scratch(valueScratch, headDim * stride);
+    float[] entry = scratch(rowScratch, headDim);
+    boolean bf16 = b.kvDtype() == DType.BF16;
+    for (int p = 0; p < len; p++) {
+      long off = b.cacheOffset(from, p, g);
+      int panel = p / PANEL * headDim * PANEL + p % PANEL;
+      readHead(b, b.keys(), off, bf16, entry);
+      for (int i = 0, at = panel; i < headDim; i++, at += PANEL) {
+        kP[at] = entry[i];
+      }
+      readHead(b, b.values(), off, bf16, entry);
+      for (int d = 0; d < headDim; d += PANEL) {
+        System.arraycopy(entry, d, vP, d * stride + p * PANEL, PANEL);
+      }
+    }
+    for (int p = len; p < stride; p++) { // the last key panel's positions past the run's end score 0
+      for (int i = 0, at = p / PANEL * headDim * PANEL + p % PANEL; i < headDim; i++, at += PANEL) {
+        kP[at] = 0f;
+      }
+    }
+    float scale = (float) (1.0 / Math.sqrt(headDim));
+    int group = b.numHeads() / b.numKvHeads();
+    boolean halves = b.kvDtype() != DType.F32;
+    int queries = (to - from) * group;
+    float[] scores = scratch(scoreScratch, MICRO_TOKENS * stride);
+    float[] head = scratch(headScratch, 2 * MICRO_TOKENS * headDim); // [queries | outputs]
+    int outs = MICRO_TOKENS * headDim;
+    int[] visible = new int[MICRO_TOKENS];
+    for (int q0 = 0; q0 < queries; q0 += MICRO_TOKENS) {
+      int count = Math.min(MICRO_TOKENS, queries - q0);
+      int n = 0;
+      for (int j = 0; j < count; j++) {
+        int t = from + (q0 + j) / group;
+        int q = (t * b.numHeads() + g * group + (q0 + j) % group) * headDim;
+        if (halves) {
+          permuteEvenOdd(b.q(), q, head, j * headDim, headDim);
+        } else {
+          System.arraycopy(b.q(), q, head, j * headDim, headDim);
+        }
+        for (int i = j * headDim; i < (j + 1) * headDim; i++) {
+          head[i] *= scale;
+        }
+        visible[j] = b.positions()[t] + 1;
+        n = Math.max(n, visible[j]);
+      }
+      int positions = (n + PANEL - 1) / PANEL * PANEL;
+      for (int p = 0; p < positions; p += PANEL) {
+        if (count == MICRO_TOKENS) {
+          microTile6(head, headDim, 0, kP, p * headDim, 0, headDim, scores, p, stride, true);
+        } else {
+          for (int j = 0; j < count; j++) {
+            microTile1(head, headDim, j, kP, p * headDim, 0, headDim, scores, j * stride + p, true);
+          }
+        }
+      }
+      float[] inv = new float[count];
+      for (int j = 0; j < count; j++) {
+        inv[j] = softmaxWeights(scores, j * stride, visible[j]);
+        java.util.Arrays.fill(scores, j * stride + visible[j], j * stride + n, 0f); // positions after this row's
+      }
+      for (int d = 0; d < headDim; d += PANEL) {
+        if (count == MICRO_TOKENS) {
+          microTile6(scores, stride, 0, vP, d * stride, 0, n, head, outs + d, headDim, true);
+        } else {
+          for (int j = 0; j < count; j++) {
+            microTile1(scores, stride, j, vP, d * stride, 0, n, head, outs + j * headDim + d, true);
+          }
+        }
+      }
+      for (int j = 0; j < count; j++) {
+        int t = from + (q0 + j) / group;
+        int q = (t * b.numHeads() + g * group + (q0 + j) % group) * headDim;
+        int o = outs + j * headDim;
+        for (int i = o; i < o + headDim; i++) {
+          head[i] *= inv[j];
+        }
+        if (halves) {
+          unpermuteEvenOdd(head, o, b.out(), q, headDim);
+        } else {
+          System.arraycopy(head, o, b.out(), q, headDim);
         }
       }
     }
@@ -992,6 +1094,15 @@ public final class VectorBackend implements ComputeBackend {
     widenHalfPairs(cache, off, upper, bf16, out, at);
     for (int i = upper; i < headDim; i++) {
       out[at + i] = b.entry(cache, off, i);
+    }
+  }
+
+  /** One head's entry at {@code off} as f32 in {@code out[0, headDim)}: 16-bit ones widened, in the permuted order. */
+  private static void readHead(AttentionBatch b, MemorySegment cache, long off, boolean bf16, float[] out) {
+    if (b.kvDtype() == DType.F32) {
+      MemorySegment.copy(cache, java.lang.foreign.ValueLayout.JAVA_FLOAT_UNALIGNED, off, out, 0, b.headDim());
+    } else {
+      widenHead(b, cache, off, bf16, out, 0);
     }
   }
 

@@ -183,6 +183,35 @@ abstract class ComputeBackendConformanceTest {
     assertClose(expected, actual, 1e-5, "attention");
   }
 
+  /** A long prefill chunk: runs of rows longer than a tile, contexts of several hundred positions. */
+  @ParameterizedTest(name = "heads={0} kvHeads={1} headDim={2} kv {3}")
+  @CsvSource({"8, 4, 64, F32", "4, 2, 128, BF16", "6, 3, 32, F16", "4, 4, 40, BF16"})
+  void attentionOverALongPrefillChunk(int heads, int kvHeads, int headDim, DType kvDtype) {
+    int blockSize = 16;
+    int[] table = {7, 2, 11, 0, 5, 13, 9, 1, 12, 4, 3, 8, 6, 10, 14, 15}; // 256 positions, scattered
+    int kvDim = kvHeads * headDim;
+    long entries = (long) table.length * blockSize * kvDim;
+    MemorySegment keys = arena.allocate(entries * kvDtype.bytes());
+    MemorySegment values = arena.allocate(entries * kvDtype.bytes());
+    for (long i = 0; i < entries; i++) {
+      store(keys, kvDtype, i, (float) random.nextGaussian() * 2);
+      store(values, kvDtype, i, (float) random.nextGaussian());
+    }
+    int rows = 150; // positions 97..246: a run of 64 rows, another of 64, then 22
+    int[] positions = new int[rows];
+    int[][] tables = new int[rows][];
+    for (int t = 0; t < rows; t++) {
+      positions[t] = 97 + t;
+      tables[t] = table;
+    }
+    float[] q = randoms(rows * heads * headDim, 1);
+    float[] expected = new float[q.length];
+    float[] actual = new float[q.length];
+    reference.attention(new AttentionBatch(q, expected, rows, positions, tables, keys, values, blockSize, heads, kvHeads, headDim, kvDtype));
+    backend.attention(new AttentionBatch(q, actual, rows, positions, tables, keys, values, blockSize, heads, kvHeads, headDim, kvDtype));
+    assertClose(expected, actual, 1e-5, "attention");
+  }
+
   private static void store(MemorySegment cache, DType dtype, long i, float v) {
     switch (dtype) {
       case F32 -> cache.setAtIndex(ValueLayout.JAVA_FLOAT_UNALIGNED, i, v);
