@@ -151,14 +151,6 @@ abstract class ComputeBackendConformanceTest {
   void attentionOverPagedCache(int heads, int kvHeads, int headDim, DType kvDtype) {
     int blockSize = 4;
     int blocks = 32;
-    int kvDim = kvHeads * headDim;
-    long entries = (long) blocks * blockSize * kvDim;
-    MemorySegment keys = arena.allocate(entries * kvDtype.bytes());
-    MemorySegment values = arena.allocate(entries * kvDtype.bytes());
-    for (long i = 0; i < entries; i++) {
-      store(keys, kvDtype, i, (float) random.nextGaussian() * 2);
-      store(values, kvDtype, i, (float) random.nextGaussian());
-    }
     // Two sequences on scattered blocks sharing their first block; rows at various positions.
     int[] tableA = {3, 17, 5, 9, 22, 30};
     int[] tableB = {3, 11, 12, 29};
@@ -174,13 +166,7 @@ abstract class ComputeBackendConformanceTest {
       positions[t] = t - 8 + 2;
       tables[t] = tableA;
     }
-    int rows = positions.length;
-    float[] q = randoms(rows * heads * headDim, 1);
-    float[] expected = new float[q.length];
-    float[] actual = new float[q.length];
-    reference.attention(new AttentionBatch(q, expected, rows, positions, tables, keys, values, blockSize, heads, kvHeads, headDim, kvDtype));
-    backend.attention(new AttentionBatch(q, actual, rows, positions, tables, keys, values, blockSize, heads, kvHeads, headDim, kvDtype));
-    assertClose(expected, actual, 1e-5, "attention");
+    attendLikeTheReference(blocks, blockSize, positions, tables, heads, kvHeads, headDim, kvDtype);
   }
 
   /** A long prefill chunk: runs of rows longer than a tile, contexts of several hundred positions. */
@@ -189,14 +175,6 @@ abstract class ComputeBackendConformanceTest {
   void attentionOverALongPrefillChunk(int heads, int kvHeads, int headDim, DType kvDtype) {
     int blockSize = 16;
     int[] table = {7, 2, 11, 0, 5, 13, 9, 1, 12, 4, 3, 8, 6, 10, 14, 15}; // 256 positions, scattered
-    int kvDim = kvHeads * headDim;
-    long entries = (long) table.length * blockSize * kvDim;
-    MemorySegment keys = arena.allocate(entries * kvDtype.bytes());
-    MemorySegment values = arena.allocate(entries * kvDtype.bytes());
-    for (long i = 0; i < entries; i++) {
-      store(keys, kvDtype, i, (float) random.nextGaussian() * 2);
-      store(values, kvDtype, i, (float) random.nextGaussian());
-    }
     int rows = 150; // positions 97..246: a run of 64 rows, another of 64, then 22
     int[] positions = new int[rows];
     int[][] tables = new int[rows][];
@@ -204,6 +182,20 @@ abstract class ComputeBackendConformanceTest {
       positions[t] = 97 + t;
       tables[t] = table;
     }
+    attendLikeTheReference(table.length, blockSize, positions, tables, heads, kvHeads, headDim, kvDtype);
+  }
+
+  /** A paged cache of {@code blocks} random blocks, random queries for {@code positions}: the backend's attention against the reference's. */
+  private void attendLikeTheReference(int blocks, int blockSize, int[] positions, int[][] tables, int heads, int kvHeads, int headDim,
+      DType kvDtype) {
+    long entries = (long) blocks * blockSize * kvHeads * headDim;
+    MemorySegment keys = arena.allocate(entries * kvDtype.bytes());
+    MemorySegment values = arena.allocate(entries * kvDtype.bytes());
+    for (long i = 0; i < entries; i++) {
+      store(keys, kvDtype, i, (float) random.nextGaussian() * 2);
+      store(values, kvDtype, i, (float) random.nextGaussian());
+    }
+    int rows = positions.length;
     float[] q = randoms(rows * heads * headDim, 1);
     float[] expected = new float[q.length];
     float[] actual = new float[q.length];
