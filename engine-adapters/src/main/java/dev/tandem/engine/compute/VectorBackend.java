@@ -54,7 +54,13 @@ public final class VectorBackend implements ComputeBackend {
   private final ThreadLocal<float[]> valueScratch = ThreadLocal.withInitial(() -> new float[0]);
 
   public VectorBackend(int threads) {
+    this(threads, SHARED_PANEL_FLOATS);
+  }
+
+  /** {@code sharedPanelFloats}: the most floats prefill runs may gather their sequences' KV into, shared (0: each run gathers its own). */
+  VectorBackend(int threads, long sharedPanelFloats) {
     this.runner = new ParallelRunner(threads);
+    this.sharedPanelFloats = sharedPanelFloats;
   }
 
   @Override
@@ -764,12 +770,14 @@ public final class VectorBackend implements ComputeBackend {
         t = end;
       }
       int kvHeads = b.numKvHeads();
-      runner.forRange(runs.size() * kvHeads, 1, (from, to) -> {
-        for (int job = from; job < to; job++) {
-          int[] run = runs.get(job / kvHeads);
-          attendWidened(b, run[0], run[1], job % kvHeads);
-        }
-      });
+      if (b.headDim() % PANEL != 0 || !attendRunsInPanels(b, runs)) {
+        runner.forRange(runs.size() * kvHeads, 1, (from, to) -> {
+          for (int job = from; job < to; job++) {
+            int[] run = runs.get(job / kvHeads);
+            attendWidened(b, run[0], run[1], job % kvHeads);
+          }
+        });
+      }
     }
     // The other rows (decode steps): one job per row and query head. Short
     // contexts are not worth a hand-off: aim for ~16K multiply-adds per chunk.
@@ -812,7 +820,10 @@ public final class VectorBackend implements ComputeBackend {
       len = Math.max(len, b.positions()[t] + 1);
     }
     if (headDim % PANEL == 0) { // every head size a model ships (64, 128, …): the micro-tiled path
-      attendTiles(b, from, to, g, len);
+      int stride = (len + PANEL - 1) / PANEL * PANEL;
+      float[] panels = scratch(keyTScratch, 2 * headDim * stride);
+      gatherPanels(b, from, len, g, panels, 0, stride);
+      attendTiles(b, from, to, g, panels, 0, stride);
       return;
     }
     // Keys transposed, [element][position] with a stride of whole vectors: a query's scores for L
@@ -876,38 +887,103 @@ public final class VectorBackend implements ComputeBackend {
     }
   }
 
+  /** Most floats the gathered KV of one batch's prefill runs may take at once (64 MiB); beyond, each run gathers its own. */
+  private static final long SHARED_PANEL_FLOATS = 16L << 20;
+  private final long sharedPanelFloats;
+
+  /** The KV of each sequence's prefill runs gathered once for all of them: [sequence][KV head][keys | values]. */
+  private float[] sequencePanels = new float[0];
+
   /**
-   * The run's queries (each row × each query head of KV head {@code g}, in row order) six at a
-   * time through the matmul's micro-tile, over the head's first {@code len} positions gathered in
-   * panels: keys as [position panel][element][2L positions], values as [element panel][position][2L
-   * elements]. Scores = scaled queries × keys (2L positions a pass), a softmax per query over the
-   * positions it sees, outputs = weights × values (2L elements a pass); six queries share every
-   * key and value vector loaded.
+   * Runs of one sequence (consecutive, one block table) read the same KV prefix: it is gathered
+   * once per sequence and KV head (in parallel), then every run and KV head attends over it (in
+   * parallel). False, doing nothing, when the gathered KV would take more than {@link
+   * #sharedPanelFloats}.
    */
-  private void attendTiles(AttentionBatch b, int from, int to, int g, int len) {
+  private boolean attendRunsInPanels(AttentionBatch b, List<int[]> runs) {
     int headDim = b.headDim();
-    int stride = (len + PANEL - 1) / PANEL * PANEL;
-    float[] kP = scratch(keyTScratch, headDim * stride);
-    float[] vP = scratch(valueScratch, headDim * stride);
+    int kvHeads = b.numKvHeads();
+    List<int[]> sequences = new ArrayList<>(); // {first row, KV length, stride, offset}
+    int[] sequenceOfRun = new int[runs.size()];
+    long total = 0;
+    for (int r = 0; r < runs.size(); ) {
+      int[] table = b.blockTables()[runs.get(r)[0]];
+      int first = runs.get(r)[0];
+      int len = 0;
+      for (; r < runs.size() && b.blockTables()[runs.get(r)[0]] == table; r++) {
+        for (int t = runs.get(r)[0]; t < runs.get(r)[1]; t++) {
+          len = Math.max(len, b.positions()[t] + 1);
+        }
+        sequenceOfRun[r] = sequences.size();
+      }
+      int stride = (len + PANEL - 1) / PANEL * PANEL;
+      sequences.add(new int[] {first, len, stride, (int) Math.min(total, Integer.MAX_VALUE)});
+      total += 2L * kvHeads * headDim * stride;
+    }
+    if (total > sharedPanelFloats) {
+      return false;
+    }
+    if (sequencePanels.length < total) {
+      sequencePanels = new float[(int) total];
+    }
+    float[] panels = sequencePanels;
+    runner.forRange(sequences.size() * kvHeads, 1, (from, to) -> {
+      for (int job = from; job < to; job++) {
+        int[] seq = sequences.get(job / kvHeads);
+        int g = job % kvHeads;
+        gatherPanels(b, seq[0], seq[1], g, panels, seq[3] + 2 * g * headDim * seq[2], seq[2]);
+      }
+    });
+    runner.forRange(runs.size() * kvHeads, 1, (from, to) -> {
+      for (int job = from; job < to; job++) {
+        int[] run = runs.get(job / kvHeads);
+        int[] seq = sequences.get(sequenceOfRun[job / kvHeads]);
+        int g = job % kvHeads;
+        attendTiles(b, run[0], run[1], g, panels, seq[3] + 2 * g * headDim * seq[2], seq[2]);
+      }
+    });
+    return true;
+  }
+
+  /**
+   * KV head {@code g}'s first {@code len} positions, as row {@code row} reads them, into {@code
+   * panels[at, at + 2·headDim·stride)}: keys as [position panel][element][2L positions] (positions
+   * past {@code len} zero, so they score 0), then values as [element panel][position][2L elements].
+   */
+  private void gatherPanels(AttentionBatch b, int row, int len, int g, float[] panels, int at, int stride) {
+    int headDim = b.headDim();
+    int values = at + headDim * stride;
     float[] entry = scratch(rowScratch, headDim);
     boolean bf16 = b.kvDtype() == DType.BF16;
     for (int p = 0; p < len; p++) {
-      long off = b.cacheOffset(from, p, g);
-      int panel = p / PANEL * headDim * PANEL + p % PANEL;
+      long off = b.cacheOffset(row, p, g);
       readHead(b, b.keys(), off, bf16, entry);
-      for (int i = 0, at = panel; i < headDim; i++, at += PANEL) {
-        kP[at] = entry[i];
+      for (int i = 0, k = at + p / PANEL * headDim * PANEL + p % PANEL; i < headDim; i++, k += PANEL) {
+        panels[k] = entry[i];
       }
       readHead(b, b.values(), off, bf16, entry);
       for (int d = 0; d < headDim; d += PANEL) {
-        System.arraycopy(entry, d, vP, d * stride + p * PANEL, PANEL);
+        System.arraycopy(entry, d, panels, values + d * stride + p * PANEL, PANEL);
       }
     }
-    for (int p = len; p < stride; p++) { // the last key panel's positions past the run's end score 0
-      for (int i = 0, at = p / PANEL * headDim * PANEL + p % PANEL; i < headDim; i++, at += PANEL) {
-        kP[at] = 0f;
+    for (int p = len; p < stride; p++) {
+      for (int i = 0, k = at + p / PANEL * headDim * PANEL + p % PANEL; i < headDim; i++, k += PANEL) {
+        panels[k] = 0f;
       }
     }
+  }
+
+  /**
+   * Rows {@code [from, to)}'s queries (each row × each query head of KV head {@code g}, in row
+   * order) six at a time through the matmul's micro-tile, over that head's KV gathered at {@code
+   * panels[at]} by {@link #gatherPanels}. Scores = scaled queries × keys (2L positions a pass), a
+   * softmax per query over the positions it sees, outputs = weights × values (2L elements a pass);
+   * six queries share every key and value vector loaded.
+   */
+  private void attendTiles(AttentionBatch b, int from, int to, int g, float[] panels, int at, int stride) {
+    int headDim = b.headDim();
+    int keys = at;
+    int values = at + headDim * stride;
     float scale = (float) (1.0 / Math.sqrt(headDim));
     int group = b.numHeads() / b.numKvHeads();
     boolean halves = b.kvDtype() != DType.F32;
@@ -936,10 +1012,10 @@ public final class VectorBackend implements ComputeBackend {
       int positions = (n + PANEL - 1) / PANEL * PANEL;
       for (int p = 0; p < positions; p += PANEL) {
         if (count == MICRO_TOKENS) {
-          microTile6(head, headDim, 0, kP, p * headDim, 0, headDim, scores, p, stride, true);
+          microTile6(head, headDim, 0, panels, keys + p * headDim, 0, headDim, scores, p, stride, true);
         } else {
           for (int j = 0; j < count; j++) {
-            microTile1(head, headDim, j, kP, p * headDim, 0, headDim, scores, j * stride + p, true);
+            microTile1(head, headDim, j, panels, keys + p * headDim, 0, headDim, scores, j * stride + p, true);
           }
         }
       }
@@ -950,10 +1026,10 @@ public final class VectorBackend implements ComputeBackend {
       }
       for (int d = 0; d < headDim; d += PANEL) {
         if (count == MICRO_TOKENS) {
-          microTile6(scores, stride, 0, vP, d * stride, 0, n, head, outs + d, headDim, true);
+          microTile6(scores, stride, 0, panels, values + d * stride, 0, n, head, outs + d, headDim, true);
         } else {
           for (int j = 0; j < count; j++) {
-            microTile1(scores, stride, j, vP, d * stride, 0, n, head, outs + j * headDim + d, true);
+            microTile1(scores, stride, j, panels, values + d * stride, 0, n, head, outs + j * headDim + d, true);
           }
         }
       }
@@ -1056,8 +1132,13 @@ public final class VectorBackend implements ComputeBackend {
    * returns 1 / their sum (softmax = each × it).
    */
   private static float softmaxWeights(float[] scores, int from, int n) {
-    float max = Float.NEGATIVE_INFINITY;
-    for (int p = from; p < from + n; p++) {
+    FloatVector maxes = FloatVector.broadcast(F, Float.NEGATIVE_INFINITY);
+    int bound = from + F.loopBound(n);
+    for (int p = from; p < bound; p += L) {
+      maxes = maxes.max(FloatVector.fromArray(F, scores, p));
+    }
+    float max = maxes.reduceLanes(VectorOperators.MAX);
+    for (int p = bound; p < from + n; p++) {
       max = Math.max(max, scores[p]);
     }
     FloatVector top = FloatVector.broadcast(F, max);
