@@ -751,9 +751,10 @@ public final class VectorBackend implements ComputeBackend {
   public void attention(AttentionBatch b) {
     int heads = b.numHeads();
     int rows = b.rows();
-    // Under a prefill chunk, rows of one sequence read the same entries: each run of up to
-    // WIDEN_ROWS of them gathers its KV head's entries out of the blocks into contiguous f32
-    // (widening 16-bit ones) once, and attends over those.
+    // Under a prefill chunk, rows of one sequence read the same entries: they go in runs of up to
+    // WIDEN_ROWS that attend over their KV head's entries gathered out of the blocks into
+    // contiguous f32 (16-bit ones widened): once per sequence for all its runs where the head size
+    // suits the micro-tile and the gathers fit, else once per run.
     boolean[] widened = null;
     if (rows >= WIDEN_MIN_ROWS) {
       List<int[]> runs = new ArrayList<>();
@@ -819,7 +820,7 @@ public final class VectorBackend implements ComputeBackend {
     for (int t = from; t < to; t++) {
       len = Math.max(len, b.positions()[t] + 1);
     }
-    if (headDim % PANEL == 0) { // every head size a model ships (64, 128, …): the micro-tiled path
+    if (headDim % PANEL == 0) { // head sizes of 64, 96, 128, …: the micro-tiled path, this run's own gather
       int stride = (len + PANEL - 1) / PANEL * PANEL;
       float[] panels = scratch(keyTScratch, 2 * headDim * stride);
       gatherPanels(b, from, len, g, panels, 0, stride);
