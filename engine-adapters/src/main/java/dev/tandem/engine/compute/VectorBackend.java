@@ -983,7 +983,6 @@ public final class VectorBackend implements ComputeBackend {
    */
   private void attendTiles(AttentionBatch b, int from, int to, int g, float[] panels, int at, int stride) {
     int headDim = b.headDim();
-    int keys = at;
     int values = at + headDim * stride;
     float scale = (float) (1.0 / Math.sqrt(headDim));
     int group = b.numHeads() / b.numKvHeads();
@@ -993,6 +992,7 @@ public final class VectorBackend implements ComputeBackend {
     float[] head = scratch(headScratch, 2 * MICRO_TOKENS * headDim); // [queries | outputs]
     int outs = MICRO_TOKENS * headDim;
     int[] visible = new int[MICRO_TOKENS];
+    float[] inv = new float[MICRO_TOKENS]; // each query's 1 / softmax sum
     for (int q0 = 0; q0 < queries; q0 += MICRO_TOKENS) {
       int count = Math.min(MICRO_TOKENS, queries - q0);
       int n = 0;
@@ -1013,14 +1013,13 @@ public final class VectorBackend implements ComputeBackend {
       int positions = (n + PANEL - 1) / PANEL * PANEL;
       for (int p = 0; p < positions; p += PANEL) {
         if (count == MICRO_TOKENS) {
-          microTile6(head, headDim, 0, panels, keys + p * headDim, 0, headDim, scores, p, stride, true);
+          microTile6(head, headDim, 0, panels, at + p * headDim, 0, headDim, scores, p, stride, true);
         } else {
           for (int j = 0; j < count; j++) {
-            microTile1(head, headDim, j, panels, keys + p * headDim, 0, headDim, scores, j * stride + p, true);
+            microTile1(head, headDim, j, panels, at + p * headDim, 0, headDim, scores, j * stride + p, true);
           }
         }
       }
-      float[] inv = new float[count];
       for (int j = 0; j < count; j++) {
         inv[j] = softmaxWeights(scores, j * stride, visible[j]);
         java.util.Arrays.fill(scores, j * stride + visible[j], j * stride + n, 0f); // positions after this row's
