@@ -240,7 +240,7 @@ public final class UcxTransferAgent implements TransferAgent {
       List<MemoryDescriptor> remote, List<MemorySegment> local, Duration timeout, TransferListener listener) {
     Regions.checkPairs(remote, local);
     local.forEach(s -> Regions.requireNative(s, "ucx"));
-    CompletableFuture<Void> result = new CompletableFuture<>();
+    CompletableFuture<Void> result = new SpinningFuture<>(); // a blocked caller spins before it parks
     UcxRead read = new UcxRead(this, remote, local, listener, result);
     var deadline = timer.schedule(() -> {
       TimeoutException late = new TimeoutException("UCX read of " + remote.size() + " descriptors took longer than " + timeout);
