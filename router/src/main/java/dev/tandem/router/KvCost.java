@@ -78,6 +78,15 @@ public interface KvCost {
     return Double.NaN;
   }
 
+  /**
+   * This cost where a share {@code share} (0–1) of recent prompts' blocks was found cached
+   * somewhere in the pool: how likely blocks that a placement evicts are to be asked for again.
+   * Costs without an eviction term ignore it.
+   */
+  default KvCost withReuse(double share) {
+    return this;
+  }
+
   /** Whether the cost reads {@code cachedBlocks} (the selector skips counting them otherwise). */
   default boolean needsWorkingSets() {
     return false;

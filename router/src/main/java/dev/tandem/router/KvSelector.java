@@ -81,15 +81,52 @@ public final class KvSelector implements WorkerSelector {
 
   /** The cost of sending {@code request} to a worker with this load and overlap (alone among candidates). */
   public double cost(RoutingRequest request, WorkerLoad load, Overlap overlap) {
-    return cost.scorer(request, List.of(load)).cost(0, overlap, workingSetBlocks.applyAsInt(load.workerId()));
+    return cost.withReuse(reuse()).scorer(request, List.of(load)).cost(0, overlap, workingSetBlocks.applyAsInt(load.workerId()));
+  }
+
+  /**
+   * The share of recent prompts' full blocks found cached somewhere in the pool (by events, or in
+   * what the router sent): an average over about the last {@code 1 / REUSE_ALPHA} decisions,
+   * starting at 1 (until prompts show otherwise, an evicted block counts as one to be asked for
+   * again).
+   */
+  public double reuse() {
+    return Double.longBitsToDouble(reuseBits.get());
+  }
+
+  private static final double REUSE_ALPHA = 1.0 / 32;
+  private final java.util.concurrent.atomic.AtomicLong reuseBits = new java.util.concurrent.atomic.AtomicLong(Double.doubleToRawLongBits(1.0));
+
+  /** Adds this prompt's deepest cached prefix anywhere (a share of its full blocks) to {@link #reuse()}. */
+  private void observeReuse(RoutingRequest request, Map<WorkerId, Overlap> fromEvents, Map<WorkerId, Overlap> fromRouting) {
+    int full = request.blockHashes().length;
+    if (full == 0) {
+      return;
+    }
+    int deepest = 0;
+    for (Overlap o : fromEvents.values()) {
+      deepest = Math.max(deepest, o.blocks());
+    }
+    if (fromRouting != null) {
+      for (Overlap o : fromRouting.values()) {
+        deepest = Math.max(deepest, o.blocks());
+      }
+    }
+    double seen = Math.min(1.0, (double) deepest / full);
+    reuseBits.getAndUpdate(bits -> {
+      double r = Double.longBitsToDouble(bits);
+      return Double.doubleToRawLongBits(r + REUSE_ALPHA * (seen - r));
+    });
   }
 
   @Override
   public Selection select(RoutingRequest request, List<WorkerLoad> candidates) {
     Map<WorkerId, Overlap> fromEvents = events.overlaps(request.blockHashes());
     Overlaps overlaps = new Overlaps(request, fromEvents);
-    KvCost.Scorer scorer = cost.scorer(request, candidates);
-    return temperature <= 0 ? cheapest(scorer, candidates, overlaps) : sample(scorer, candidates, overlaps);
+    KvCost.Scorer scorer = cost.withReuse(reuse()).scorer(request, candidates);
+    Selection chosen = temperature <= 0 ? cheapest(scorer, candidates, overlaps) : sample(scorer, candidates, overlaps);
+    observeReuse(request, fromEvents, overlaps.fromRouting != null ? overlaps.fromRouting : approximate.overlaps(request.blockHashes()));
+    return chosen;
   }
 
   /**
@@ -112,7 +149,8 @@ public final class KvSelector implements WorkerSelector {
     Map<WorkerId, Overlap> fromEvents = events.overlaps(request.blockHashes());
     Map<WorkerId, Overlap> fromRouting = approximate.overlaps(request.blockHashes());
     List<WorkerLoad> candidates = new java.util.ArrayList<>();
-    KvCost.Scorer scorer = cost.scorer(request, candidates); // reads candidates as they are added
+    KvCost.Scorer scorer = cost.withReuse(reuse()).scorer(request, candidates); // reads candidates as they are added
+    observeReuse(request, fromEvents, fromRouting);
     Priced priced = new Priced(8);
     java.util.Set<WorkerId> holding = new java.util.HashSet<>();
     double min = Double.POSITIVE_INFINITY;

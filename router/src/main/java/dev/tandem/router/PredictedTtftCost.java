@@ -20,8 +20,11 @@ import java.util.List;
  * decode   = ½ × step_seconds + steps × running × per_token, when streams are running: the rest
  *            of the step in progress (step_seconds is the worker's measured recent mean), then one
  *            decode token per running stream in each of those steps
- * evict    = eviction_weight × max(new_blocks − free_blocks, 0) × block_size × per_token
- *            the prefix blocks this placement pushes out must be recomputed by someone later
+ * evict    = eviction_weight × reuse × max(new_blocks − free_blocks, 0) × block_size × per_token
+ *            the prefix blocks this placement pushes out must be recomputed by someone later, as
+ *            likely as recent prompts were to find their blocks cached somewhere (reuse, 0–1:
+ *            {@link KvSelector} measures it; a workload that never repeats a prefix evicts nothing
+ *            of value, and its placements then follow load alone)
  * stall    = running × prefill, only when an ITL target is set and a step carrying this prefill
  *            (a full chunk plus the running streams) would take longer than it
  * cost     = queue + prefill + decode + evict + stall
@@ -33,7 +36,7 @@ import java.util.List;
  *
  * <p>Plain values; thread-safe.
  */
-public record PredictedTtftCost(double itlTargetSeconds, double evictionWeight) implements KvCost {
+public record PredictedTtftCost(double itlTargetSeconds, double evictionWeight, double reuse) implements KvCost {
   /** The stand-in when no candidate has measured its prefill: only ratios matter then. */
   static final PrefillCost NOMINAL = new PrefillCost(100e-6, 0);
 
@@ -46,6 +49,20 @@ public record PredictedTtftCost(double itlTargetSeconds, double evictionWeight) 
     if (itlTargetSeconds < 0 || evictionWeight < 0) {
       throw new IllegalArgumentException("ITL target and eviction weight must be >= 0");
     }
+    if (!(reuse >= 0 && reuse <= 1)) {
+      throw new IllegalArgumentException("reuse must be within [0, 1], was " + reuse);
+    }
+  }
+
+  /** Every evicted block counted as one that will be asked for again (reuse 1). */
+  public PredictedTtftCost(double itlTargetSeconds, double evictionWeight) {
+    this(itlTargetSeconds, evictionWeight, 1);
+  }
+
+  @Override
+  public PredictedTtftCost withReuse(double share) {
+    double r = Double.isNaN(share) ? 1 : Math.max(0, Math.min(1, share));
+    return r == reuse ? this : new PredictedTtftCost(itlTargetSeconds, evictionWeight, r);
   }
 
   @Override
@@ -180,7 +197,7 @@ public record PredictedTtftCost(double itlTargetSeconds, double evictionWeight) 
     }
     int newBlocks = Math.max(request.promptBlocks() - overlap.blocks(), 0);
     int free = Math.max(load.kvBlocksTotal() - cachedBlocks, 0);
-    return evictionWeight * Math.max(newBlocks - free, 0) * request.blockSize() * cost.perToken();
+    return evictionWeight * reuse * Math.max(newBlocks - free, 0) * request.blockSize() * cost.perToken();
   }
 
   /** With an ITL target a step carrying this prefill would miss: every running stream waits it out. */

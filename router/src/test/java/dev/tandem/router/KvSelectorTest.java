@@ -146,6 +146,41 @@ class KvSelectorTest {
   }
 
   /**
+   * Evicting blocks costs their recompute only if someone asks for them again: after prompts that
+   * never find anything cached, a full worker with the shorter queue wins; while prompts keep
+   * finding their prefixes, the empty worker with the longer queue does (its queue, 10 ms, is
+   * less than the full one's eviction, 20 blocks × 16 tokens × 100 µs × 0.5 = 16 ms).
+   */
+  @Test
+  void evictionCountsOnlyAsMuchAsRecentPromptsFoundTheirBlocksCached() {
+    var speed = new dev.tandem.common.PrefillCost(100e-6, 0);
+    WorkerLoad full = new WorkerLoad(A, 0, 0, 0, 0, 0, 100, 100, new WorkerLoad.Speed(speed, 0, 64, 2048, 0));
+    WorkerLoad queued = new WorkerLoad(B, 0, 0, 0, 0, 0, 0, 100, new WorkerLoad.Speed(speed, 100, 64, 2048, 0));
+    Map<WorkerId, Integer> workingSet = Map.of(A, 100, B, 0);
+    int[] prompt = tokens(320, 40);
+
+    KvSelector fresh = new KvSelector(index, approximate, w -> false, w -> 0, workingSet::get, PredictedTtftCost.defaults(), 0);
+    assertEquals(1.0, fresh.reuse());
+    assertEquals(B, fresh.select(request(prompt), List.of(full, queued)).worker(), "until shown otherwise, evicted blocks count");
+
+    KvSelector noReuse = new KvSelector(index, approximate, w -> false, w -> 0, workingSet::get, PredictedTtftCost.defaults(), 0);
+    for (int i = 0; i < 200; i++) {
+      noReuse.select(request(tokens(320, 1_000 + i)), List.of(full, queued)); // never cached anywhere
+    }
+    assertTrue(noReuse.reuse() < 0.01, "reuse " + noReuse.reuse());
+    assertEquals(A, noReuse.select(request(prompt), List.of(full, queued)).worker(), "nothing repeats: load alone decides");
+
+    int[] family = tokens(320, 50);
+    cache(new WorkerId("c"), family); // a third worker holds it: prompts find their blocks cached
+    KvSelector reused = new KvSelector(index, approximate, w -> false, w -> 0, workingSet::get, PredictedTtftCost.defaults(), 0);
+    for (int i = 0; i < 200; i++) {
+      reused.select(request(family), List.of(full, queued));
+    }
+    assertEquals(1.0, reused.reuse(), 1e-9);
+    assertEquals(B, reused.select(request(prompt), List.of(full, queued)).worker(), "prefixes repeat: evicting them costs");
+  }
+
+  /**
    * At temperature 0 the selector prices only candidates that can win (those holding part of the
    * prompt, and those whose lower bound comes within the tie tolerance): its choice must be one
    * pricing every candidate would make. Random fleets of 1–400 workers, random speeds (some

@@ -1,6 +1,7 @@
 package dev.tandem.router;
 
 import static org.junit.jupiter.api.Assertions.assertEquals;
+import static org.junit.jupiter.api.Assertions.assertThrows;
 import static org.junit.jupiter.api.Assertions.assertTrue;
 
 import dev.tandem.common.BlockHasher;
@@ -110,6 +111,19 @@ class PredictedTtftCostTest {
     var b = COST.breakdown(request(320), full, Overlap.NONE, 95, PredictedTtftCost.NOMINAL);
     assertEquals(15 * 16 * 100e-6 * 0.5, b.evict(), 1e-12);
     assertEquals(0, COST.breakdown(request(320), full, Overlap.NONE, 10, PredictedTtftCost.NOMINAL).evict(), "room: nothing evicted");
+  }
+
+  @Test
+  void evictionIsWeightedByHowOftenPromptsFindTheirBlocksCached() {
+    WorkerLoad full = new WorkerLoad(new WorkerId("full"), 0, 0, 0, 0, 0, 0, 100, new WorkerLoad.Speed(FAST, 0, 64, 2048, 0));
+    double whole = COST.breakdown(request(320), full, Overlap.NONE, 95, PredictedTtftCost.NOMINAL).evict();
+    assertEquals(whole / 2, COST.withReuse(0.5).breakdown(request(320), full, Overlap.NONE, 95, PredictedTtftCost.NOMINAL).evict(), 1e-12);
+    assertEquals(0, COST.withReuse(0).breakdown(request(320), full, Overlap.NONE, 95, PredictedTtftCost.NOMINAL).evict());
+    assertEquals(whole, COST.withReuse(Double.NaN).breakdown(request(320), full, Overlap.NONE, 95, PredictedTtftCost.NOMINAL).evict(), 1e-12,
+        "no measurement: every evicted block counts");
+    assertEquals(0, COST.withReuse(-3).reuse());
+    assertEquals(1, COST.withReuse(7).reuse());
+    assertThrows(IllegalArgumentException.class, () -> new PredictedTtftCost(0, 0.5, 1.5));
   }
 
   @Test
