@@ -33,6 +33,10 @@ public final class KvSelector implements WorkerSelector {
   private final PrefixIndex events;
   private final PrefixIndex approximate;
   private final Predicate<WorkerId> useApproximate;
+  /** Weight of one decision in {@link #reuse()}: an average over about the last 32. */
+  private static final double REUSE_ALPHA = 1.0 / 32;
+  /** {@link #reuse()}'s bits, updated atomically by every decision (decisions may run concurrently). */
+  private final java.util.concurrent.atomic.AtomicLong reuseBits = new java.util.concurrent.atomic.AtomicLong(Double.doubleToRawLongBits(1.0));
   private final ToIntFunction<WorkerId> tieBreakBlocks;
   private final ToIntFunction<WorkerId> workingSetBlocks;
   private final KvCost cost;
@@ -93,9 +97,6 @@ public final class KvSelector implements WorkerSelector {
   public double reuse() {
     return Double.longBitsToDouble(reuseBits.get());
   }
-
-  private static final double REUSE_ALPHA = 1.0 / 32;
-  private final java.util.concurrent.atomic.AtomicLong reuseBits = new java.util.concurrent.atomic.AtomicLong(Double.doubleToRawLongBits(1.0));
 
   /** Adds this prompt's deepest cached prefix anywhere (a share of its full blocks) to {@link #reuse()}. */
   private void observeReuse(RoutingRequest request, Map<WorkerId, Overlap> fromEvents, Map<WorkerId, Overlap> fromRouting) {
