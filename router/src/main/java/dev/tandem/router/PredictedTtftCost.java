@@ -62,7 +62,7 @@ public record PredictedTtftCost(double itlTargetSeconds, double evictionWeight, 
   @Override
   public PredictedTtftCost withReuse(double share) {
     double r = Double.isNaN(share) ? 1 : Math.max(0, Math.min(1, share));
-    return r == reuse ? this : new PredictedTtftCost(itlTargetSeconds, evictionWeight, r);
+    return r == reuse || evictionWeight == 0 ? this : new PredictedTtftCost(itlTargetSeconds, evictionWeight, r); // reuse only scales eviction
   }
 
   @Override

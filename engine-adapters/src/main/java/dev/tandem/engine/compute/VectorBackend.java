@@ -102,19 +102,7 @@ public final class VectorBackend implements ComputeBackend {
       }
       firstRow[m + 1] = firstRow[m] + ws[m].rows();
     }
-    float[] xs = x;
-    if (dtype != DType.F32) {
-      int n = tokens * cols;
-      if (permuted.length < n) {
-        permuted = new float[n];
-      }
-      xs = permuted;
-      float[] into = xs;
-      // Split over the threads from a few tokens up: at 2,048 tokens a serial pass cost ~10% of a
-      // two-thread matmul.
-      runner.forRange(tokens, Math.max(1, 65_536 / Math.max(1, cols)), (from, to) -> permuteEvenOdd(x, into, from, to, cols));
-    }
-    float[] in = xs;
+    float[] in = dtype == DType.F32 ? x : permutedRows(x, tokens, cols);
     if (tokens >= OUTER_MIN_TOKENS) {
       // Panels of PANEL output rows, numbered across the matrices; each belongs to one matrix.
       int[] firstPanel = new int[ws.length + 1];
@@ -139,6 +127,21 @@ public final class VectorBackend implements ComputeBackend {
         }
       }
     });
+  }
+
+  /**
+   * {@code x}'s rows in the order of widened 16-bit weights, in this backend's buffer (valid until
+   * the next matmul). Split over the threads from a few tokens up: at 2,048 tokens a serial pass
+   * cost ~10% of a two-thread matmul.
+   */
+  private float[] permutedRows(float[] x, int tokens, int cols) {
+    int n = tokens * cols;
+    if (permuted.length < n) {
+      permuted = new float[n];
+    }
+    float[] into = permuted;
+    runner.forRange(tokens, Math.max(1, 65_536 / Math.max(1, cols)), (from, to) -> permuteEvenOdd(x, into, from, to, cols));
+    return into;
   }
 
   /** Rows {@code [from, to)}: within each full block of 2L columns, even columns, then odd ones. */
