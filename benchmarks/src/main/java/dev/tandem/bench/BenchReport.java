@@ -7,7 +7,14 @@ import java.util.Arrays;
 import java.util.List;
 import java.util.Locale;
 
-/** Percentiles and throughput of a run, as text and as JSON. */
+/**
+ * Percentiles and throughput of a run, as text and as JSON. Where the server reports timing, the
+ * TTFT it adds over the worker's own is split in three: the frontend before the worker's call
+ * ({@code dispatchMs}: parsing, tokenizing, routing), the call's round trip beyond the worker's own
+ * TTFT ({@code hopMs}: gRPC both ways, the worker's entry and exit, the hand-back to the
+ * connection's loop), and the client's side ({@code clientMs}: the HTTP exchange, loopback, the
+ * load generator reading the event).
+ */
 public record BenchReport(
     BenchConfig config,
     int requests,
@@ -22,6 +29,9 @@ public record BenchReport(
     Stats e2eMs,
     Stats overheadMs,
     Stats serverOverheadMs,
+    Stats dispatchMs,
+    Stats hopMs,
+    Stats clientMs,
     Stats ttftHitMs,
     Stats ttftMissMs,
     java.util.SortedMap<String, Integer> workerShare,
@@ -56,6 +66,9 @@ public record BenchReport(
     List<Double> e2e = new ArrayList<>();
     List<Double> overhead = new ArrayList<>();
     List<Double> serverOverhead = new ArrayList<>();
+    List<Double> dispatch = new ArrayList<>();
+    List<Double> hop = new ArrayList<>();
+    List<Double> client = new ArrayList<>();
     List<Double> ttftHit = new ArrayList<>();
     List<Double> ttftMiss = new ArrayList<>();
     java.util.SortedMap<String, Integer> share = new java.util.TreeMap<>();
@@ -81,6 +94,11 @@ public record BenchReport(
           overhead.add(r.ttftMs() - r.workerTtftMs());
           if (r.serverTtftMs() >= 0) {
             serverOverhead.add(r.serverTtftMs() - r.workerTtftMs());
+            client.add(r.ttftMs() - r.serverTtftMs());
+            if (r.serverDispatchMs() >= 0) {
+              dispatch.add(r.serverDispatchMs());
+              hop.add(r.serverTtftMs() - r.serverDispatchMs() - r.workerTtftMs());
+            }
           }
         }
       }
@@ -93,6 +111,7 @@ public record BenchReport(
     return new BenchReport(
         config, results.size(), failures, errors, durationS, out, prompt, cached,
         Stats.of(ttft), Stats.of(itl), Stats.of(e2e), Stats.of(overhead), Stats.of(serverOverhead),
+        Stats.of(dispatch), Stats.of(hop), Stats.of(client),
         Stats.of(ttftHit), Stats.of(ttftMiss), share, maxCachedTokens);
   }
 
@@ -109,6 +128,11 @@ public record BenchReport(
     line(sb, "end-to-end", e2eMs);
     line(sb, "TTFT - worker TTFT", overheadMs);
     line(sb, "frontend TTFT - worker", serverOverheadMs);
+    if (dispatchMs.count() > 0) {
+      line(sb, "  arrival -> call (frontend)", dispatchMs);
+      line(sb, "  call -> token - worker TTFT", hopMs);
+      line(sb, "  client TTFT - frontend TTFT", clientMs);
+    }
     line(sb, "TTFT of hits (>= 50% cached)", ttftHitMs);
     line(sb, "TTFT of misses", ttftMissMs);
     sb.append("requests per worker: ").append(workerShare).append('\n');
@@ -149,6 +173,9 @@ public record BenchReport(
     root.set("e2e_ms", mapper.valueToTree(e2eMs));
     root.set("overhead_ms", mapper.valueToTree(overheadMs));
     root.set("frontend_overhead_ms", mapper.valueToTree(serverOverheadMs));
+    root.set("frontend_dispatch_ms", mapper.valueToTree(dispatchMs));
+    root.set("call_hop_ms", mapper.valueToTree(hopMs));
+    root.set("client_side_ms", mapper.valueToTree(clientMs));
     root.set("ttft_hit_ms", mapper.valueToTree(ttftHitMs));
     root.set("ttft_miss_ms", mapper.valueToTree(ttftMissMs));
     root.set("worker_share", mapper.valueToTree(workerShare));

@@ -154,6 +154,7 @@ public final class LoadGenerator {
     int output;
     double workerTtft = -1;
     double serverTtft = -1;
+    double serverDispatch = -1;
     final List<String> workers = new ArrayList<>();
     String error;
     double e2e = -1;
@@ -197,6 +198,7 @@ public final class LoadGenerator {
       if (chunk.has("tandem")) {
         workerTtft = chunk.get("tandem").path("worker_ttft_ms").asDouble(-1);
         serverTtft = chunk.get("tandem").path("ttft_ms").asDouble(-1);
+        serverDispatch = chunk.get("tandem").path("dispatch_ms").asDouble(-1);
         chunk.get("tandem").path("worker_ids").forEach(w -> workers.add(w.asText()));
       }
       return true;
@@ -207,7 +209,7 @@ public final class LoadGenerator {
         return RequestResult.failed(error, e2e);
       }
       double end = e2e >= 0 ? e2e : (System.nanoTime() - t0) / 1e6;
-      return new RequestResult(true, null, ttft, itl, end, output, promptTokens, cached, workerTtft, serverTtft, workers);
+      return new RequestResult(true, null, ttft, itl, end, output, promptTokens, cached, workerTtft, serverTtft, serverDispatch, workers);
     }
   }
 

@@ -23,7 +23,7 @@ class BenchReportTest {
   void percentilesInterpolateAndFailuresAreCounted() {
     List<RequestResult> results = new java.util.ArrayList<>();
     for (int i = 1; i <= 101; i++) {
-      results.add(new RequestResult(true, null, i, List.of(1.0), i + 10, 8, 32, 16, i - 0.5, i - 0.25, List.of("w")));
+      results.add(new RequestResult(true, null, i, List.of(1.0), i + 10, 8, 32, 16, i - 0.5, i - 0.25, 0.1, List.of("w")));
     }
     results.add(RequestResult.failed("HTTP 503", 1));
     BenchReport r = BenchReport.of(config(0), results, 2.0);
@@ -32,12 +32,16 @@ class BenchReportTest {
     assertEquals(100, r.ttftMs().p99(), 1e-9);
     assertEquals(0.5, r.overheadMs().p50(), 1e-9);
     assertEquals(0.25, r.serverOverheadMs().p50(), 1e-9);
+    // the frontend's 0.25 ms split into 0.1 before the call and 0.15 in it; the client's 0.25 beside it
+    assertEquals(0.1, r.dispatchMs().p50(), 1e-9);
+    assertEquals(0.15, r.hopMs().p50(), 1e-9);
+    assertEquals(0.25, r.clientMs().p50(), 1e-9);
     assertEquals(808, r.outputTokens());
   }
 
   @Test
   void jsonCarriesConfigAndStats() throws Exception {
-    BenchReport r = BenchReport.of(config(0), List.of(new RequestResult(true, null, 5, List.of(), 9, 8, 32, 0, 4, 4.5, List.of())), 1.0);
+    BenchReport r = BenchReport.of(config(0), List.of(new RequestResult(true, null, 5, List.of(), 9, 8, 32, 0, 4, 4.5, 0.2, List.of())), 1.0);
     JsonNode json = new ObjectMapper().readTree(r.json());
     assertEquals(4, json.at("/config/concurrency").asInt());
     assertEquals(5.0, json.at("/ttft_ms/p50").asDouble());

@@ -135,6 +135,7 @@ final class GenerationRun {
         emit(c, c.promptText(), false);
       }
     }
+    timing.dispatched(System.nanoTime());
     for (int i = 0; i < choices.size(); i++) {
       ChoiceStream c = choices.get(i);
       Route route = routes.get(i);

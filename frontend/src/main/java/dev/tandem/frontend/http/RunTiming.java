@@ -11,14 +11,16 @@ import java.util.Set;
 /**
  * One request's timing: time to its first token, gaps between tokens (each recorded in the
  * frontend's metrics too), and the {@code "tandem"} timing object a request asks for with {@code
- * "tandem": {"timing": true}}: workers, worker TTFT, the KV transfer and split decision of split
- * requests, ITL and total time.
+ * "tandem": {"timing": true}}: workers, when the request was handed to its workers ({@code
+ * dispatch_ms}: parsing, tokenizing and routing), worker TTFT, the KV transfer and split decision of
+ * split requests, ITL and total time.
  *
  * <p>Threading: the channel's event loop only.
  */
 final class RunTiming {
   private final FrontendMetrics metrics;
   private final long startNanos;
+  private long dispatchNanos = -1;
   private long firstTokenNanos = -1;
   private long itlCount;
   private long itlSumNanos;
@@ -31,6 +33,13 @@ final class RunTiming {
 
   long startNanos() {
     return startNanos;
+  }
+
+  /** The request's generations were handed to their workers' calls at {@code now} (the first time counts). */
+  void dispatched(long now) {
+    if (dispatchNanos < 0) {
+      dispatchNanos = now;
+    }
   }
 
   /** A token arrived at {@code now} for a choice whose previous token came at {@code previous} (-1: none). */
@@ -110,6 +119,7 @@ final class RunTiming {
         d.put("kv_transfer_backend", decision.kvTransferBackend());
       }
     }
+    t.put("dispatch_ms", dispatchNanos < 0 ? -1 : (dispatchNanos - startNanos) / 1e6);
     t.put("ttft_ms", firstTokenNanos < 0 ? -1 : (firstTokenNanos - startNanos) / 1e6);
     t.put("worker_ttft_ms", workerTtftUs < 0 ? -1 : workerTtftUs / 1e3);
     t.put("itl_ms_mean", itlCount == 0 ? 0 : itlSumNanos / 1e6 / itlCount);
