@@ -32,12 +32,8 @@ cat > "$out/opt/tandem/bin/tandem" <<'LAUNCHER'
 #!/bin/sh
 # Tandem's entry point in the container image: every role, `tandem --help` for the list.
 home="$(dirname "$(readlink -f "$0")")/.."
-# 2 MiB pages for the Java heap where the node's kernel offers them (the KV index's tables).
-thp=""
-case "$(cat /sys/kernel/mm/transparent_hugepage/enabled 2>/dev/null || true)" in
-  *"[always]"* | *"[madvise]"*) thp="-XX:+UseTransparentHugePages" ;;
-esac
-exec "$home/java/bin/java" $thp ${TANDEM_JAVA_OPTS:-} --sun-misc-unsafe-memory-access=allow \
+# TANDEM_JAVA_OPTS adds JVM flags (-XX:+UseTransparentHugePages for a router with a very large KV index).
+exec "$home/java/bin/java" ${TANDEM_JAVA_OPTS:-} --sun-misc-unsafe-memory-access=allow \
   --add-modules jdk.incubator.vector --enable-native-access=ALL-UNNAMED \
   -cp "$home/lib/*" dev.tandem.cli.Main "$@"
 LAUNCHER

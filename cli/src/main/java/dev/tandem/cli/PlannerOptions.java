@@ -25,11 +25,15 @@ final class PlannerOptions {
   @Option(names = "--headroom", defaultValue = "0.2", description = "Extra capacity over the forecast in sla mode (default ${DEFAULT-VALUE}).")
   double headroom;
 
-  @Option(names = "--ttft-ms", defaultValue = "500", description = "p90 TTFT target (default ${DEFAULT-VALUE}).")
+  @Option(names = "--ttft-ms", defaultValue = "500", description = "TTFT target at --sla-percentile (default ${DEFAULT-VALUE}).")
   double ttftMs;
 
-  @Option(names = "--itl-ms", defaultValue = "50", description = "p90 ITL target (default ${DEFAULT-VALUE}).")
+  @Option(names = "--itl-ms", defaultValue = "50", description = "ITL target (default ${DEFAULT-VALUE}).")
   double itlMs;
+
+  @Option(names = "--sla-percentile", defaultValue = "90",
+      description = "Share of requests whose TTFT the prefill pool is sized to keep within --ttft-ms, in percent (default ${DEFAULT-VALUE}: p90; 99 sizes for p99).")
+  double slaPercentile;
 
   @Option(names = "--worker-budget", defaultValue = "0", description = "Most workers across both pools (default ${DEFAULT-VALUE}: none).")
   int workerBudget;
@@ -41,7 +45,7 @@ final class PlannerOptions {
   int idleIntervals;
 
   SlaTargets targets() {
-    return new SlaTargets(ttftMs / 1000, itlMs / 1000);
+    return new SlaTargets(ttftMs / 1000, itlMs / 1000, slaPercentile / 100);
   }
 
   /** A builder with these settings and {@code profile} (null: load mode); the caller adds the pool limits. */

@@ -1,6 +1,7 @@
 package dev.tandem.frontend;
 
 import io.micrometer.core.instrument.Counter;
+import io.micrometer.core.instrument.DistributionSummary;
 import io.micrometer.core.instrument.Gauge;
 import io.micrometer.core.instrument.MeterRegistry;
 import io.micrometer.core.instrument.Timer;
@@ -23,6 +24,7 @@ public final class FrontendMetrics {
   private final Counter inputTokens;
   private final Counter cachedTokens;
   private final Counter outputTokens;
+  private final DistributionSummary uncachedPrompt;
   private final Counter disconnects;
   private final Counter remotePrefillFallbacks;
   private final Counter migrations;
@@ -49,6 +51,10 @@ public final class FrontendMetrics {
     cachedTokens =
         Counter.builder(MetricNames.CACHED_TOKENS).description("prompt tokens found in a worker's KV cache").register(registry);
     outputTokens = Counter.builder(MetricNames.OUTPUT_TOKENS).description("generated tokens").register(registry);
+    uncachedPrompt = DistributionSummary.builder(MetricNames.UNCACHED_PROMPT_TOKENS).baseUnit("tokens")
+        .description("prompt tokens a request had to compute (prompt minus cached)")
+        .serviceLevelObjectives(dev.tandem.common.PromptLengthBuckets.bounds())
+        .register(registry);
     disconnects =
         Counter.builder(MetricNames.CLIENT_DISCONNECTS).description("requests cancelled by a client going away").register(registry);
     Gauge.builder(MetricNames.ROUTER_KV_HIT_RATE, this, m -> m.inputTokens.count() == 0 ? 0 : m.cachedTokens.count() / m.inputTokens.count())
@@ -118,7 +124,9 @@ public final class FrontendMetrics {
     duration.record(Duration.ofNanos(nanos));
   }
 
+  /** A request finished with {@code input} prompt tokens, {@code cached} of them from cache, and {@code output} generated. */
   public void tokens(long input, long cached, long output) {
+    uncachedPrompt.record(Math.max(0, input - cached));
     inputTokens.increment(input);
     cachedTokens.increment(cached);
     outputTokens.increment(output);

@@ -23,6 +23,12 @@ public final class MetricNames {
   public static final String INPUT_TOKENS = "tandem.frontend.input.tokens";
   /** Counter: tandem_frontend_cached_tokens_total (prompt tokens served from a worker's cache). */
   public static final String CACHED_TOKENS = "tandem.frontend.cached.tokens";
+  /**
+   * Histogram: tandem_frontend_uncached_prompt_tokens, the prompt tokens each request had to compute
+   * (prompt − cached), in {@link dev.tandem.common.PromptLengthBuckets}; the planner sizes the
+   * prefill pool from it.
+   */
+  public static final String UNCACHED_PROMPT_TOKENS = "tandem.frontend.uncached.prompt";
   /** Counter: tandem_frontend_output_tokens_total. */
   public static final String OUTPUT_TOKENS = "tandem.frontend.output.tokens";
   /** Counter: tandem_frontend_client_disconnects_total (requests cancelled by the client). */

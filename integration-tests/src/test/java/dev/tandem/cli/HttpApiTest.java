@@ -85,6 +85,9 @@ class HttpApiTest {
     JsonNode finish = chunks.get(chunks.size() - 2);
     assertEquals("length", finish.at("/choices/0/finish_reason").asText());
     assertTrue(finish.at("/tandem/worker_ttft_ms").asDouble() >= 0);
+    // Handed to the worker after the request arrived and before its first token came back.
+    double dispatch = finish.at("/tandem/dispatch_ms").asDouble(-1);
+    assertTrue(dispatch >= 0 && dispatch <= finish.at("/tandem/ttft_ms").asDouble(), finish.get("tandem").toString());
     assertEquals(1, finish.at("/tandem/worker_ids").size());
     JsonNode usage = chunks.getLast();
     assertEquals(0, usage.get("choices").size());
@@ -244,5 +247,9 @@ class HttpApiTest {
         "tandem_worker_engine_step_seconds_count{worker=\"worker-1\"}")) {
       assertTrue(metrics.contains(name), "missing " + name);
     }
+    // The planner reads the uncached prompt lengths from the scrape as a length mix: this request's among them.
+    var snapshot = dev.tandem.planner.live.FrontendSnapshot.of(List.of(dev.tandem.planner.live.PrometheusText.parse(metrics)));
+    var mix = dev.tandem.planner.LengthMix.between(new java.util.TreeMap<>(), snapshot.uncachedPromptBuckets());
+    assertTrue(mix.count() >= 1 && mix.tokens(0) < 64, mix.toString()); // a few-token prompt: the first buckets
   }
 }

@@ -1,5 +1,6 @@
 package dev.tandem.planner;
 
+import java.util.ArrayDeque;
 import java.util.Locale;
 
 /**
@@ -7,13 +8,14 @@ import java.util.Locale;
  * its predictors (request rate with the configured one; prompt and output length and prefix hit
  * rate with a moving average), forecasts the largest of the rate just measured, the next
  * interval's and the one when a worker started now would serve, and sizes for it, adding what is
- * already queued: SLA
- * mode from the profile with correction factors (observed ÷ expected TTFT and ITL), plus load
- * mode's scale-up signal so that a surge nobody predicted still adds workers; load mode from the
- * workers' reports alone. Then: a pool whose minimum is 0 goes to 0 after {@code
- * idleIntervalsToZero} intervals with no demand at all and comes back at the first request; no
- * pool shrinks within {@code graceIntervals} of its last change; the worker budget is shared in
- * proportion; every result is within each pool's [min, max], whatever the inputs.
+ * already queued: SLA mode from the profile and the recent prompt lengths with correction factors
+ * (observed ÷ expected TTFT and ITL), plus load mode's scale-up signal so that a surge nobody
+ * predicted still adds workers (for the prefill pool only once TTFT has missed its target too: a
+ * queue of a few long prompts is not a surge); load mode from the workers' reports alone. Then: a
+ * pool whose minimum is 0 goes to 0 after {@code idleIntervalsToZero} intervals with no demand at
+ * all and comes back at the first request; no pool shrinks within {@code graceIntervals} of its
+ * last change; the worker budget is shared in proportion; every result is within each pool's
+ * [min, max], whatever the inputs.
  *
  * <p>Pure: no clock, no I/O. Not thread-safe: one loop (or the simulator) owns it.
  */
@@ -26,6 +28,9 @@ public final class Planner {
   private final Predictor isl;
   private final Predictor osl;
   private final Predictor hit;
+  /** The last {@link #MIX_INTERVALS} intervals' uncached prompt lengths, pooled for the prefill queue. */
+  private final ArrayDeque<LengthMix> mixes = new ArrayDeque<>();
+  private static final int MIX_INTERVALS = 6;
   private final LoadSizer load;
   private final SlaSizer sla;
   private double prefillCorrection = 1;
@@ -35,8 +40,13 @@ public final class Planner {
   private final long[] lastChange = {Long.MIN_VALUE / 2, Long.MIN_VALUE / 2};
 
   public Planner(PlannerConfig config) {
+    this(config, Predictors.create(config.predictor(), config.seasonIntervals()));
+  }
+
+  /** A planner whose request rate is forecast by {@code rate} instead of the configured predictor. */
+  public Planner(PlannerConfig config, Predictor rate) {
     this.config = config;
-    this.rate = Predictors.create(config.predictor(), config.seasonIntervals());
+    this.rate = rate;
     // Lengths and hit rate drift slowly and carry no season worth modelling; a short moving
     // average keeps one odd interval from resizing the pools.
     this.isl = new MovingAveragePredictor(6);
@@ -66,6 +76,12 @@ public final class Planner {
       osl.observe(s.meanOsl());
       hit.observe(Math.min(1, s.prefixHitRate()));
     }
+    if (!s.uncachedMix().isEmpty()) {
+      mixes.addLast(s.uncachedMix());
+      if (mixes.size() > MIX_INTERVALS) {
+        mixes.removeFirst();
+      }
+    }
     int ahead = 1 + config.lookaheadIntervals();
     // Never below what was just measured: the predictors are there to see rises coming, and a
     // seasonal model that has not seen this phase before may forecast nothing at all.
@@ -80,12 +96,16 @@ public final class Planner {
     if (sla != null) {
       updateCorrections(s);
       Forecast padded = new Forecast(forecast.requestRate() * (1 + config.headroom()), forecast.isl(), forecast.osl(), forecast.prefixHitRate());
-      SlaSizer.Sizing sizing = sla.size(padded, backlog(s, forecast), prefillCorrection, decodeCorrection);
+      LengthMix mix = LengthMix.EMPTY;
+      for (LengthMix m : mixes) {
+        mix = mix.plus(m);
+      }
+      SlaSizer.Sizing sizing = sla.size(padded, mix, backlog(s, forecast), prefillCorrection, decodeCorrection);
       prefill = sizing.prefill();
       decode = sizing.decode();
       reason.append(String.format(Locale.ROOT,
-          "sla: %.0f prefill tok/s ÷ %.0f per worker (×%.2f) → %d; %.0f decode tok/s ÷ %.0f per worker → %d",
-          padded.prefillTokensPerSecond(), sizing.prefillPerWorker(), prefillCorrection, prefill,
+          "sla: %.0f prefill tok/s ÷ %.0f per worker at p%.0f TTFT (×%.2f) → %d; %.0f decode tok/s ÷ %.0f per worker → %d",
+          padded.prefillTokensPerSecond(), sizing.prefillPerWorker(), 100 * config.targets().quantile(), prefillCorrection, prefill,
           padded.decodeTokensPerSecond(), sizing.decodePerWorker(), decode));
       if (config.prefillLimits().max() == 0) {
         // No prefill pool: the generating workers prefill their own prompts, so they carry both loads.
@@ -96,7 +116,9 @@ public final class Planner {
       }
       int surgeP = load.prefill(s.prefill());
       int surgeD = load.decode(s.decode());
-      if (surgeP > prefillBefore && surgeP > prefill) {
+      // A queue over its mark with TTFTs still within target is a few long prompts, not a surge.
+      boolean ttftMissed = !(s.ttftP90Seconds() <= config.targets().ttftSeconds());
+      if (surgeP > prefillBefore && surgeP > prefill && ttftMissed) {
         prefill = surgeP;
         reason.append("; prefill queue over its mark → ").append(surgeP);
       }
@@ -174,22 +196,22 @@ public final class Planner {
   /**
    * Observed ÷ expected latency, smoothed (half old, half new) and kept within [1, 3] (a profile
    * that is pessimistic costs workers; one that is optimistic costs the SLA, so the planner only
-   * ever corrects towards more capacity); only from
-   * settled intervals (no request waiting for a worker, no worker starting), since latency from
-   * being short of workers is not an error of the profile.
+   * ever corrects towards more capacity); only from settled intervals (no request waiting for a
+   * worker, no worker starting), since latency from being short of workers is not an error of the
+   * profile. The expected p90 TTFT is the prefill queue's at the interval's rate, prompt lengths
+   * and ready workers.
    */
   private void updateCorrections(IntervalStats s) {
     if (NonNegative.of(s.waitingRequests()) > 0 || s.prefill().starting() > 0 || s.decode().starting() > 0) {
       return;
     }
-    Profile p = sla.profile();
     double meanIsl = s.meanIsl();
     double uncached = meanIsl * (1 - Math.min(1, NonNegative.of(s.prefixHitRate())));
     int readyP = s.prefill().ready();
-    if (Double.isFinite(s.ttftP90Seconds()) && s.ttftP90Seconds() > 0 && uncached >= 1 && readyP > 0 && s.requestRate() > 0) {
-      double rho = s.requestRate() * uncached / (readyP * p.prefillTokensPerSecond(uncached));
-      double ratio = s.ttftP90Seconds() / sla.expectedTtft(uncached, rho);
-      prefillCorrection = smooth(prefillCorrection, ratio);
+    if (Double.isFinite(s.ttftP90Seconds()) && s.ttftP90Seconds() > 0 && (uncached >= 1 || !s.uncachedMix().isEmpty())
+        && readyP > 0 && s.requestRate() > 0) {
+      double expected = sla.queue(s.uncachedMix(), uncached).ttftQuantile(s.requestRate(), readyP, 0.9);
+      prefillCorrection = smooth(prefillCorrection, s.ttftP90Seconds() / expected);
     }
     int readyD = s.decode().ready();
     if (Double.isFinite(s.itlP90Seconds()) && s.itlP90Seconds() > 0 && readyD > 0 && Double.isFinite(meanIsl)) {

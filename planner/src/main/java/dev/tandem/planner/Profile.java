@@ -114,25 +114,6 @@ public final class Profile {
   }
 
   /**
-   * Prompt tokens per second one worker sustains while keeping time to first token within {@code
-   * ttftTarget}: with service time {@code s} and utilisation ρ a queued request waits about {@code
-   * ρ·s/(1−ρ)} (M/M/1, a cautious stand-in for p90 of a nearly deterministic server), so ρ may go
-   * up to {@code 1 − s/target} (kept within [0.05, 0.95]).
-   */
-  public double prefillThroughputWithin(double isl, double ttftTarget) {
-    double s = prefillSeconds(Math.max(1, isl));
-    double rho = Math.max(0.05, Math.min(0.95, 1 - s / ttftTarget));
-    return rho * prefillTokensPerSecond(isl);
-  }
-
-  /** Expected TTFT at prompts of {@code isl} tokens and prefill utilisation {@code rho}. */
-  public double expectedTtft(double isl, double rho) {
-    double s = prefillSeconds(Math.max(1, isl));
-    double r = Math.max(0, Math.min(0.95, rho));
-    return s / (1 - r);
-  }
-
-  /**
    * Inter-token latency at {@code batch} sequences of {@code context} tokens: along batch within
    * each measured context, then between the two nearest contexts, both piecewise linear.
    */

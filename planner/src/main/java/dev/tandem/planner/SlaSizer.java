@@ -1,11 +1,13 @@
 package dev.tandem.planner;
 
 /**
- * SLA mode: replicas from a measured {@link Profile}. Prefill workers = the forecast's prompt
- * tokens per second (after cache hits) × the prefill correction ÷ what one worker computes while
- * meeting the TTFT target; decode workers = output tokens per second ÷ what one worker generates
- * at the ITL target (divided by the decode correction) at the mean context {@code isl + osl/2}.
- * Pure and stateless.
+ * SLA mode: replicas from a measured {@link Profile}. Prefill workers: the fewest that keep the
+ * target share of TTFTs ({@link SlaTargets#quantile()}) within the target at the forecast rate (×
+ * the prefill correction, plus what is queued), the pool taken as a queue whose service times are
+ * the prefill times of the recent uncached prompt lengths ({@link PrefillQueue}; all at the
+ * forecast's mean when none were measured yet). Decode workers = output tokens per second ÷ what
+ * one worker generates at the ITL target (divided by the decode correction) at the mean context
+ * {@code isl + osl/2}. Pure and stateless.
  */
 public final class SlaSizer {
   private final Profile profile;
@@ -22,7 +24,7 @@ public final class SlaSizer {
 
   /**
    * The sizing and the figures behind it: {@code prefillWorkers} and {@code decodeWorkers} are the
-   * fractional workers each pool's load needs (before rounding up).
+   * workers each pool's load needs, {@code decodeWorkers} fractional (before rounding up).
    */
   public record Sizing(int prefill, int decode, double prefillPerWorker, double decodePerWorker,
       double prefillWorkers, double decodeWorkers) {
@@ -38,27 +40,28 @@ public final class SlaSizer {
   }
 
   public Sizing size(Forecast f, double prefillCorrection, double decodeCorrection) {
-    return size(f, Backlog.NONE, prefillCorrection, decodeCorrection);
+    return size(f, LengthMix.EMPTY, Backlog.NONE, prefillCorrection, decodeCorrection);
   }
 
-  public Sizing size(Forecast f, Backlog backlog, double prefillCorrection, double decodeCorrection) {
+  /** {@code mix}: the uncached prompt lengths recently seen (empty: all at the forecast's mean). */
+  public Sizing size(Forecast f, LengthMix mix, Backlog backlog, double prefillCorrection, double decodeCorrection) {
     double isl = Math.max(1, f.isl());
-    double uncached = Math.max(1, isl * (1 - Math.min(1, f.prefixHitRate())));
-    double prefillPerWorker = profile.prefillThroughputWithin(uncached, targets.ttftSeconds());
-    double prefillNeed = f.prefillTokensPerSecond() * prefillCorrection + backlog.prefillTokensPerSecond();
-    double prefillWorkers = prefillNeed / prefillPerWorker;
-    int prefill = (int) Math.ceil(prefillWorkers - 1e-9);
+    double forecastUncached = isl * (1 - Math.min(1, f.prefixHitRate()));
+    PrefillQueue queue = queue(mix, forecastUncached);
+    double meanUncached = Math.max(1, mix.isEmpty() ? forecastUncached : mix.mean());
+    double rate = f.requestRate() * prefillCorrection + backlog.prefillTokensPerSecond() / meanUncached;
+    int prefill = queue.workersFor(rate, targets.ttftSeconds(), targets.quantile());
+    double prefillPerWorker = prefill > 0 ? rate * meanUncached / prefill : meanUncached / queue.meanSeconds();
     double context = isl + Math.max(1, f.osl()) / 2;
     double decodePerWorker = profile.decodeThroughputWithin(context, targets.itlSeconds() / decodeCorrection);
     double decodeWorkers = (f.decodeTokensPerSecond() + backlog.decodeTokensPerSecond()) / decodePerWorker;
     int decode = (int) Math.ceil(decodeWorkers - 1e-9);
-    return new Sizing(Math.max(0, prefill), Math.max(0, decode), prefillPerWorker, decodePerWorker,
-        Math.max(0, prefillWorkers), Math.max(0, decodeWorkers));
+    return new Sizing(prefill, Math.max(0, decode), prefillPerWorker, decodePerWorker, prefill, Math.max(0, decodeWorkers));
   }
 
-  /** TTFT the profile predicts at the observed prompt length and prefill utilisation. */
-  public double expectedTtft(double isl, double rho) {
-    return profile.expectedTtft(isl, rho);
+  /** The prefill pool's queue over {@code mix}, or with every prompt at {@code meanUncached} tokens when it is empty. */
+  public PrefillQueue queue(LengthMix mix, double meanUncached) {
+    return new PrefillQueue(profile, mix.isEmpty() ? LengthMix.of(new double[] {Math.max(1, meanUncached)}, new double[] {1}) : mix);
   }
 
   /** ITL the profile predicts at {@code batch} sequences per worker of {@code context} tokens. */

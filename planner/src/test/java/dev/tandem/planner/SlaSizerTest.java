@@ -35,12 +35,40 @@ class SlaSizerTest {
 
   @Test
   void theTtftTargetLeavesQueueingHeadroom() {
-    // 2,000 × 3,000 / 60 = 100k tok/s. A 3,000-token prefill takes 75 ms, so under a 500 ms target a
-    // worker runs at most 85% busy: 34k tok/s each → 3 workers (a naive 100k ÷ 40k also says 3);
-    // at 1,400 requests, 70k tok/s: naive 2 workers would run 87.5% busy, over the 85% → 3.
+    // 2,000 × 3,000 / 60 = 100k tok/s: 2.5 workers' worth of 75 ms prefills; 3 keep p90 TTFT within
+    // 500 ms. At 1,400 requests (1.75 workers' worth) two do: Erlang C gives a 0.82 chance to wait,
+    // the wait's tail e^(−6.67 t) (deterministic service halves M/M/2's mean wait), p90 0.39 s.
     assertEquals(3, plan(Profiles.linear(40_000, 1e-3), 2000, 3000, 150, 0).prefill());
-    assertEquals(3, plan(Profiles.linear(40_000, 1e-3), 1400, 3000, 150, 0).prefill());
+    assertEquals(2, plan(Profiles.linear(40_000, 1e-3), 1400, 3000, 150, 0).prefill());
     assertEquals(5, plan(Profiles.linear(40_000, 1e-3), 2000, 3000, 150, 0).decode()); // 5,000 ÷ 1,000
+  }
+
+  @Test
+  void aHigherPercentileTargetNeedsMoreWorkers() {
+    Planner p99 = new Planner(PlannerConfig.builder()
+        .mode(PlannerConfig.Mode.SLA).profile(Profiles.linear(40_000, 1e-3)).intervalSeconds(INTERVAL).predictor("constant")
+        .targets(new SlaTargets(0.5, 0.05, 0.99)).prefillLimits(new PoolLimits(1, 100)).decodeLimits(new PoolLimits(1, 100)).build());
+    PoolLoad one = new PoolLoad(1, 0, 0, 0, 0);
+    Decision d = p99.plan(new IntervalStats(INTERVAL, 1400, 3000, 150, 0, Double.NaN, Double.NaN, 0, one, one));
+    assertEquals(3, d.prefill(), d.reason()); // two workers' p99 TTFT is past 500 ms
+  }
+
+  @Test
+  void aLongPromptTailNeedsMorePrefillWorkersThanItsMean() {
+    // The same 3,000-token mean, once as every prompt and once as 95% of 2,000 and 5% of 22,000:
+    // the long ones hold a worker for 550 ms while others queue behind them.
+    Profile p = Profiles.linear(40_000, 1e-3);
+    PoolLoad one = new PoolLoad(1, 0, 0, 0, 0);
+    LengthMix tail = LengthMix.of(new double[] {2000, 22000}, new double[] {1900, 100});
+    Decision uniform = newPlanner(p).plan(new IntervalStats(INTERVAL, 2000, 3000, 150, 0, Double.NaN, Double.NaN, 0, one, one));
+    Decision skewed = newPlanner(p).plan(new IntervalStats(INTERVAL, 2000, 3000, 150, 0, Double.NaN, Double.NaN, 0, one, one, tail));
+    assertEquals(3, uniform.prefill(), uniform.reason());
+    assertEquals(4, skewed.prefill(), skewed.reason());
+  }
+
+  private static Planner newPlanner(Profile p) {
+    return new Planner(PlannerConfig.builder().mode(PlannerConfig.Mode.SLA).profile(p).intervalSeconds(INTERVAL).predictor("constant")
+        .prefillLimits(new PoolLimits(1, 100)).decodeLimits(new PoolLimits(1, 100)).build());
   }
 
   @Test
@@ -48,7 +76,7 @@ class SlaSizerTest {
     Decision cold = plan(Profiles.linear(40_000, 1e-3), 2000, 3000, 150, 0);
     Decision warm = plan(Profiles.linear(40_000, 1e-3), 2000, 3000, 150, 0.5);
     assertEquals(3, cold.prefill());
-    assertEquals(2, warm.prefill(), warm.reason()); // 50k tok/s of 1,500-token remainders, 92.5% × 40k each
+    assertEquals(2, warm.prefill(), warm.reason()); // 1,500-token remainders: 1.25 workers' worth
     assertEquals(cold.decode(), warm.decode()); // decode does not care where the prompt came from
   }
 
@@ -59,18 +87,20 @@ class SlaSizerTest {
         .mode(PlannerConfig.Mode.SLA).profile(p).intervalSeconds(INTERVAL).predictor("constant")
         .prefillLimits(new PoolLimits(1, 100)).decodeLimits(new PoolLimits(1, 100)).graceIntervals(0).build());
     PoolLoad two = new PoolLoad(2, 0, 0, 0, 0);
-    Decision first = null;
-    for (int i = 0; i < 4; i++) { // observed TTFT 4× what the profile expects at this load
-      double expected = p.expectedTtft(3000, 1200 * 3000 / INTERVAL / (2 * 40_000));
-      first = planner.plan(new IntervalStats(INTERVAL, 1200, 3000, 150, 0, 4 * expected, Double.NaN, 0, two, two));
+    // what the queue expects of two workers at 20 req/s of 3,000 tokens: p90 0.21 s
+    double expected = new SlaSizer(p, SlaTargets.DEFAULTS).queue(LengthMix.EMPTY, 3000).ttftQuantile(20, 2, 0.9);
+    assertEquals(0.2146, expected, 1e-3);
+    Decision last = null;
+    for (int i = 0; i < 4; i++) { // observed TTFT 4× that
+      last = planner.plan(new IntervalStats(INTERVAL, 1200, 3000, 150, 0, 4 * expected, Double.NaN, 0, two, two));
     }
-    assertTrue(first.prefillCorrection() > 2.5, "correction " + first.prefillCorrection());
-    assertTrue(first.prefill() >= 4, first.reason()); // 60k tok/s × ~3 ÷ 34k
+    assertEquals(3.0, last.prefillCorrection(), 1e-9, "smoothed towards 4, kept at its maximum");
+    assertEquals(5, last.prefill(), last.reason()); // 3 × 20 req/s of 75 ms: 4.5 workers' worth
   }
 
   @Test
   void withoutAPrefillPoolTheGeneratingPoolCarriesBothLoads() {
-    // 1,400 requests: 70k prompt tok/s ÷ 34k = 2.06 workers; 3,500 output tok/s ÷ 1k = 3.5 workers → 6 aggregated.
+    // 1,400 requests: 2 workers' prefill queue (above); 3,500 output tok/s ÷ 1k = 3.5 workers → 6 aggregated.
     Planner planner = new Planner(PlannerConfig.builder()
         .mode(PlannerConfig.Mode.SLA).profile(Profiles.linear(40_000, 1e-3)).intervalSeconds(INTERVAL).predictor("constant")
         .prefillLimits(new PoolLimits(0, 0)).decodeLimits(new PoolLimits(1, 100)).build());
@@ -85,5 +115,21 @@ class SlaSizerTest {
     Profile p = new Profile("m", "mocker", 64_000, 256, Profiles.linear(40_000, 1e-4).prefill(), Profiles.linear(40_000, 1e-4).decode());
     assertEquals(16, p.maxBatch(4000)); // 64k tokens of KV ÷ 4,000-token contexts
     assertEquals(16, p.batchWithin(4000, 10));
+  }
+
+  @Test
+  void aLongQueueAddsPrefillWorkersOnlyOnceTtftMissesItsTarget() {
+    // 10 requests a minute need one prefill worker by the profile; 100,000 prompt tokens queued on it
+    // are over load mode's mark (8,192 a worker). With p90 TTFT at 0.3 s that is a few long prompts
+    // working through; at 2 s (or unmeasured) it is a surge the forecast has not seen.
+    Profile p = Profiles.linear(40_000, 1e-4);
+    PoolLoad queued = new PoolLoad(1, 0, 100_000, 0, 0);
+    PoolLoad one = new PoolLoad(1, 0, 0, 0, 0);
+    Decision calm = newPlanner(p).plan(new IntervalStats(INTERVAL, 10, 3000, 150, 0, 0.3, Double.NaN, 0, queued, one));
+    Decision late = newPlanner(p).plan(new IntervalStats(INTERVAL, 10, 3000, 150, 0, 2.0, Double.NaN, 0, queued, one));
+    Decision unmeasured = newPlanner(p).plan(new IntervalStats(INTERVAL, 10, 3000, 150, 0, Double.NaN, Double.NaN, 0, queued, one));
+    assertEquals(1, calm.prefill(), calm.reason());
+    assertEquals(3, late.prefill(), late.reason()); // load mode's step: +2
+    assertEquals(3, unmeasured.prefill(), unmeasured.reason());
   }
 }

@@ -22,6 +22,7 @@ public record FrontendSnapshot(
     double waiting,
     TreeMap<Double, Double> ttftBuckets,
     TreeMap<Double, Double> itlBuckets,
+    TreeMap<Double, Double> uncachedPromptBuckets,
     Map<String, WorkerView> workers) {
 
   /** One worker as the routers see it. */
@@ -29,12 +30,12 @@ public record FrontendSnapshot(
       double kvUsed, double kvTotal) {}
 
   public static final FrontendSnapshot EMPTY =
-      new FrontendSnapshot(0, 0, 0, 0, 0, 0, new TreeMap<>(), new TreeMap<>(), Map.of());
+      new FrontendSnapshot(0, 0, 0, 0, 0, 0, new TreeMap<>(), new TreeMap<>(), new TreeMap<>(), Map.of());
 
   /** Adds up the samples of every frontend's scrape. */
   public static FrontendSnapshot of(List<List<PrometheusText.Sample>> scrapes) {
     double finished = 0, prompt = 0, cached = 0, output = 0, inflight = 0, waiting = 0;
-    TreeMap<Double, Double> ttft = new TreeMap<>(), itl = new TreeMap<>();
+    TreeMap<Double, Double> ttft = new TreeMap<>(), itl = new TreeMap<>(), uncached = new TreeMap<>();
     Map<String, Map<String, Double>> byWorker = new HashMap<>();
     Map<String, String> roles = new HashMap<>();
     for (List<PrometheusText.Sample> scrape : scrapes) {
@@ -53,6 +54,7 @@ public record FrontendSnapshot(
           case "tandem_frontend_waiting_requests" -> waiting += s.value();
           case "tandem_frontend_time_to_first_token_seconds_bucket" -> ttft.merge(le(s), s.value(), Double::sum);
           case "tandem_frontend_inter_token_latency_seconds_bucket" -> itl.merge(le(s), s.value(), Double::sum);
+          case "tandem_frontend_uncached_prompt_tokens_bucket" -> uncached.merge(le(s), s.value(), Double::sum);
           default -> {
             if (s.name().startsWith("tandem_worker_") && !s.label("worker").isEmpty() && !s.label("role").isEmpty()) {
               roles.put(s.label("worker"), s.label("role"));
@@ -73,7 +75,7 @@ public record FrontendSnapshot(
           m.getOrDefault("tandem_worker_waiting_requests", 0.0), m.getOrDefault("tandem_worker_queued_prefill_tokens", 0.0),
           m.getOrDefault("tandem_worker_kv_blocks_used", 0.0), m.getOrDefault("tandem_worker_kv_blocks_capacity", 0.0)));
     }
-    return new FrontendSnapshot(finished, prompt, cached, output, inflight, waiting, ttft, itl, workers);
+    return new FrontendSnapshot(finished, prompt, cached, output, inflight, waiting, ttft, itl, uncached, workers);
   }
 
   private static double le(PrometheusText.Sample s) {

@@ -1,6 +1,7 @@
 package dev.tandem.planner.live;
 
 import dev.tandem.planner.IntervalStats;
+import dev.tandem.planner.LengthMix;
 import dev.tandem.planner.Pool;
 import dev.tandem.planner.PoolLoad;
 import java.util.Map;
@@ -10,7 +11,7 @@ import java.util.TreeMap;
  * Turns two scrapes {@code seconds} apart into the planner's {@link IntervalStats}: arrivals =
  * requests finished in between plus the change in requests in flight; mean lengths and hit rate
  * from the token counters; p90 TTFT and ITL from the histograms' bucket differences (linear within
- * a bucket); pools from the workers the routers see, plus those the connector is still starting.
+ * a bucket); the uncached prompt lengths from their histogram's (each bucket at its middle); pools from the workers the routers see, plus those the connector is still starting.
  */
 public final class IntervalMeasurement {
   private IntervalMeasurement() {}
@@ -28,7 +29,8 @@ public final class IntervalMeasurement {
     return new IntervalStats(seconds, arrivals, isl, osl, hit, quantile(before.ttftBuckets(), after.ttftBuckets(), 0.9),
         quantile(before.itlBuckets(), after.itlBuckets(), 0.9), after.waiting(),
         pool(after, Pool.PREFILL, starting.getOrDefault(Pool.PREFILL, 0)),
-        pool(after, Pool.DECODE, starting.getOrDefault(Pool.DECODE, 0)));
+        pool(after, Pool.DECODE, starting.getOrDefault(Pool.DECODE, 0)),
+        LengthMix.between(before.uncachedPromptBuckets(), after.uncachedPromptBuckets()));
   }
 
   private static PoolLoad pool(FrontendSnapshot s, Pool pool, int starting) {

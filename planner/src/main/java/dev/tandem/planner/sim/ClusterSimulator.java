@@ -1,9 +1,11 @@
 package dev.tandem.planner.sim;
 
 import dev.tandem.common.PrefillCost;
+import dev.tandem.common.PromptLengthBuckets;
 import dev.tandem.common.WorkerId;
 import dev.tandem.planner.Decision;
 import dev.tandem.planner.IntervalStats;
+import dev.tandem.planner.LengthMix;
 import dev.tandem.planner.Planner;
 import dev.tandem.planner.Pool;
 import dev.tandem.planner.PoolLoad;
@@ -25,6 +27,7 @@ import java.util.HashMap;
 import java.util.List;
 import java.util.Map;
 import java.util.PriorityQueue;
+import java.util.TreeMap;
 import java.util.TreeSet;
 import java.util.function.LongConsumer;
 
@@ -44,6 +47,7 @@ import java.util.function.LongConsumer;
 public final class ClusterSimulator {
   private static final int ARRIVAL = 0, PREFILL_DONE = 1, FIRST_TOKEN = 2, DECODE_CHECK = 3, WORKER_READY = 4, PLAN = 5, SAMPLE = 6;
   private static final double GIVE_UP_AFTER_SECONDS = 3600;
+  private static final double[] BUCKETS = PromptLengthBuckets.bounds();
 
   private record Event(double time, long seq, int kind, SimRequest request, SimWorker worker, long version)
       implements Comparable<Event> {
@@ -104,6 +108,8 @@ public final class ClusterSimulator {
     int met;
     final DoubleArrayList ttft = new DoubleArrayList();
     final DoubleArrayList itl = new DoubleArrayList();
+    /** Requests per bucket of uncached prompt length, as the frontend's histogram counts them. */
+    final long[] uncached = new long[BUCKETS.length + 1];
 
     void clear() {
       arrivals = 0;
@@ -111,6 +117,18 @@ public final class ClusterSimulator {
       met = 0;
       ttft.clear();
       itl.clear();
+      Arrays.fill(uncached, 0);
+    }
+
+    /** The uncached lengths as the planner reads them from a histogram. */
+    LengthMix uncachedMix() {
+      TreeMap<Double, Double> cumulative = new TreeMap<>();
+      long n = 0;
+      for (int i = 0; i < uncached.length; i++) {
+        n += uncached[i];
+        cumulative.put(i < BUCKETS.length ? BUCKETS[i] : Double.POSITIVE_INFINITY, (double) n);
+      }
+      return LengthMix.between(new TreeMap<>(), cumulative);
     }
   }
 
@@ -123,6 +141,11 @@ public final class ClusterSimulator {
   }
 
   public ClusterSimulator(SimConfig config, Trace trace) {
+    this(config, trace, config.planner() == null ? null : new Planner(config.planner()));
+  }
+
+  /** A run whose pools {@code planner} sizes (null: they stay as they started), built for {@code config.planner()}. */
+  ClusterSimulator(SimConfig config, Trace trace, Planner planner) {
     this.config = config;
     this.trace = trace;
     this.profile = config.profile();
@@ -131,7 +154,7 @@ public final class ClusterSimulator {
     this.selector = new KvSelector(index, new BlockHashIndex(), w -> false,
         w -> byId.get(w).inFlight(), w -> byId.get(w).cachedBlocks(), PredictedTtftCost.defaults(), 0);
     this.split = new SplitPolicy(config.split(), 1.0);
-    this.planner = config.planner() == null ? null : new Planner(config.planner());
+    this.planner = planner;
   }
 
   /** The profile's prefill points fitted to the router's prefill cost model. */
@@ -280,6 +303,7 @@ public final class ClusterSimulator {
       w.cached += r.cachedTokens;
       w.prompt += r.isl();
     }
+    interval.uncached[PromptLengthBuckets.bucketOf(r.uncachedTokens)]++;
   }
 
   /** Cached tokens for {@code blocks} leading cached blocks (at least one token is always computed). */
@@ -488,7 +512,8 @@ public final class ClusterSimulator {
         interval.arrivals == 0 ? Double.NaN : (double) interval.isl / interval.arrivals,
         interval.arrivals == 0 ? Double.NaN : (double) interval.osl / interval.arrivals,
         interval.prompt == 0 ? Double.NaN : (double) interval.cached / interval.prompt,
-        p90(interval.ttft), p90(interval.itl), waiting.size(), poolLoad(Pool.PREFILL), poolLoad(Pool.DECODE));
+        p90(interval.ttft), p90(interval.itl), waiting.size(), poolLoad(Pool.PREFILL), poolLoad(Pool.DECODE),
+        interval.uncachedMix());
     Decision d = planner.plan(stats);
     if (decisionLog != null) {
       decisionLog.accept(d, now);

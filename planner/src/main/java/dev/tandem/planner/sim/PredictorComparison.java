@@ -1,5 +1,6 @@
 package dev.tandem.planner.sim;
 
+import dev.tandem.planner.Planner;
 import dev.tandem.planner.PlannerConfig;
 import dev.tandem.planner.Predictor;
 import dev.tandem.planner.Predictors;
@@ -9,7 +10,10 @@ import java.util.function.Consumer;
 
 /**
  * Every predictor on the same trace: its error forecasting the next interval's arrivals (mean
- * absolute error ÷ mean arrivals, over the trace's intervals) and the planner run it gives.
+ * absolute error ÷ mean arrivals, over the trace's intervals) and the planner run it gives; last,
+ * {@code foresight}, the same planner told the trace's true rates ({@link ForesightPredictor}): what
+ * no predictor can beat, so the gap between it and the best predictor is prediction's, and what
+ * it still misses is not.
  */
 public final class PredictorComparison {
   private PredictorComparison() {}
@@ -30,6 +34,10 @@ public final class PredictorComparison {
       SimReport report = new ClusterSimulator(plannerRun.planned(name, c, plannerRun.startupSeconds()), trace).run(null);
       rows.add(new Row(name, error(Predictors.create(name, planner.seasonIntervals()), arrivals), report));
     }
+    progress.accept("predictor " + ForesightPredictor.NAME + " (the trace's true rates)");
+    SimConfig run = plannerRun.planned(ForesightPredictor.NAME, planner, plannerRun.startupSeconds());
+    Planner told = new Planner(planner, new ForesightPredictor(arrivals, planner.intervalSeconds()));
+    rows.add(new Row(ForesightPredictor.NAME, 0, new ClusterSimulator(run, trace, told).run(null)));
     return rows;
   }
 

@@ -54,6 +54,7 @@ public final class SimChart {
     c.getStyler().setLegendPosition(Styler.LegendPosition.OutsideE);
     c.getStyler().setMarkerSize(0);
     c.getStyler().setChartBackgroundColor(java.awt.Color.WHITE);
+    c.getStyler().setXAxisDecimalPattern("#0"); // whole minutes
     return c;
   }
 

@@ -83,4 +83,34 @@ class ClusterSimulatorTest {
     assertEquals(a.completed(), n.completed());
     assertEquals(a.slaAttainment(), n.slaAttainment(), 0.03, "scoring the 2 least loaded plus the prefix holders");
   }
+
+  @Test
+  void foresightReadsTheTracesTrueRatesAhead() {
+    ForesightPredictor f = new ForesightPredictor(new int[] {10, 20, 50}, 10);
+    assertEquals(1.0, f.predict(1), 1e-12, "before any observation: the first interval's rate");
+    f.observe(Double.NaN); // what was observed does not matter, only that an interval passed
+    assertEquals(2.0, f.predict(1), 1e-12);
+    assertEquals(5.0, f.predict(2), 1e-12);
+    assertEquals(0.0, f.predict(3), 1e-12, "past the trace's end");
+  }
+
+  @Test
+  void foresightHasWorkersUpBeforeTheFirstSpikeWhereAPredictorOnlyFollows() {
+    Trace t = trace("bursty", 10, 1200); // the first spike starts at 180 s
+    PlannerConfig config = PlannerConfig.builder().mode(PlannerConfig.Mode.SLA).profile(PROFILE).intervalSeconds(10)
+        .lookaheadIntervals(3).prefillLimits(new PoolLimits(1, 50)).decodeLimits(new PoolLimits(1, 50)).predictor("constant").build();
+    SimConfig run = SimConfig.fixed("p", PROFILE, SlaTargets.DEFAULTS, 2, 2).planned("planner", config, 30);
+    SimReport following = new ClusterSimulator(run, t).run(null);
+    var told = new dev.tandem.planner.Planner(config, new ForesightPredictor(t.arrivalsPer(10), 10));
+    SimReport foresight = new ClusterSimulator(run, t, told).run(null);
+    assertEquals(t.requests().size(), foresight.completed());
+    assertTrue(readyAt(foresight, 195) > readyAt(following, 195),
+        "workers serving 15 s into the spike: foresight " + readyAt(foresight, 195) + ", constant " + readyAt(following, 195));
+    assertTrue(foresight.slaAttainment() > following.slaAttainment(),
+        "foresight " + foresight.slaAttainment() + " vs constant " + following.slaAttainment());
+  }
+
+  private static int readyAt(SimReport r, double time) {
+    return r.timeline().stream().filter(s -> s.time() >= time).findFirst().map(s -> s.prefillReady() + s.decodeReady()).orElseThrow();
+  }
 }
