@@ -104,9 +104,9 @@ public final class Planner {
       prefill = sizing.prefill();
       decode = sizing.decode();
       reason.append(String.format(Locale.ROOT,
-          "sla: %.0f prefill tok/s ÷ %.0f per worker at p%.0f TTFT (×%.2f) → %d; %.0f decode tok/s ÷ %.0f per worker → %d",
-          padded.prefillTokensPerSecond(), sizing.prefillPerWorker(), 100 * config.targets().quantile(), prefillCorrection, prefill,
-          padded.decodeTokensPerSecond(), sizing.decodePerWorker(), decode));
+          "sla: %.2f req/s (×%.2f) of %.0f uncached prompt tokens → %d prefill for p%.0f TTFT ≤ %.0f ms; %.0f decode tok/s ÷ %.0f per worker → %d",
+          sizing.prefillRate(), prefillCorrection, sizing.meanUncachedTokens(), prefill, 100 * config.targets().quantile(),
+          1000 * config.targets().ttftSeconds(), padded.decodeTokensPerSecond(), sizing.decodePerWorker(), decode));
       if (config.prefillLimits().max() == 0) {
         // No prefill pool: the generating workers prefill their own prompts, so they carry both loads.
         prefill = 0;

@@ -44,23 +44,29 @@ public final class PrefillQueue {
 
   /** The {@code q}-quantile of TTFT with {@code rate} requests per second on {@code workers} workers (∞ if they cannot keep up). */
   public double ttftQuantile(double rate, int workers, double q) {
+    return ttftQuantile(rate, workers, q, 1);
+  }
+
+  /** The same with every prefill taking {@code slowdown} times as long (workers that share their time with decoding). */
+  private double ttftQuantile(double rate, int workers, double q, double slowdown) {
     if (workers <= 0) {
       return Double.POSITIVE_INFINITY;
     }
-    double a = Math.max(0, rate) * meanSeconds; // offered load in workers
+    double mean = meanSeconds * slowdown;
+    double a = Math.max(0, rate) * mean; // offered load in workers
     if (a >= workers) {
       return Double.POSITIVE_INFINITY;
     }
     double waitProbability = erlangC(workers, a);
-    double decay = (workers - a) / meanSeconds * 2 / (1 + scv); // 1 / mean wait of those who wait
+    double decay = (workers - a) / mean * 2 / (1 + scv); // 1 / mean wait of those who wait
     double tail = 1 - q;
-    double lo = 0, hi = seconds[seconds.length - 1];
-    while (exceeds(hi, waitProbability, decay) > tail) {
+    double lo = 0, hi = seconds[seconds.length - 1] * slowdown;
+    while (exceeds(hi, waitProbability, decay, slowdown) > tail) {
       hi *= 2;
     }
     for (int i = 0; i < 60; i++) {
       double mid = (lo + hi) / 2;
-      if (exceeds(mid, waitProbability, decay) > tail) {
+      if (exceeds(mid, waitProbability, decay, slowdown) > tail) {
         lo = mid;
       } else {
         hi = mid;
@@ -70,13 +76,42 @@ public final class PrefillQueue {
   }
 
   /** P(TTFT > x): over the mix, the chance that the wait exceeds what is left of x after the prefill. */
-  private double exceeds(double x, double waitProbability, double decay) {
+  private double exceeds(double x, double waitProbability, double decay, double slowdown) {
     double p = 0;
     for (int i = 0; i < seconds.length; i++) {
-      double left = x - seconds[i];
+      double left = x - seconds[i] * slowdown;
       p += shares[i] * (left < 0 ? 1 : waitProbability * Math.exp(-decay * left));
     }
     return p;
+  }
+
+  /**
+   * The workers' worth of time the prefill load needs, as a fraction: of the {@link #workersFor}
+   * workers, the least share {@code c / n} of their time that still keeps the quantile within the
+   * target when each prefill takes {@code n / c} as long for it. What a pool that also decodes must
+   * set aside for prefill: a trickle of requests needs a sliver of one worker, not all of it.
+   */
+  public double capacityFor(double rate, double target, double q) {
+    int n = workersFor(rate, target, q);
+    if (n == 0) {
+      return 0;
+    }
+    double goal = goal(target, q);
+    double lo = Math.max(0, rate) * meanSeconds, hi = n;
+    for (int i = 0; i < 50; i++) {
+      double mid = (lo + hi) / 2;
+      if (ttftQuantile(rate, n, q, n / mid) <= goal) {
+        hi = mid;
+      } else {
+        lo = mid;
+      }
+    }
+    return hi;
+  }
+
+  /** The target, or 1.25× what an idle pool reaches where that is more (see {@link #workersFor}). */
+  private double goal(double target, double q) {
+    return Math.max(target, 1.25 * alone(q));
   }
 
   /**
@@ -90,7 +125,7 @@ public final class PrefillQueue {
     if (!(rate > 0)) {
       return 0;
     }
-    double goal = Math.max(target, 1.25 * alone(q));
+    double goal = goal(target, q);
     int n = Math.max(1, (int) Math.ceil(rate * meanSeconds / MAX_UTILISATION - 1e-9));
     if (ttftQuantile(rate, n, q) <= goal) {
       return n;

@@ -23,10 +23,13 @@ public final class SlaSizer {
   }
 
   /**
-   * The sizing and the figures behind it: {@code prefillWorkers} and {@code decodeWorkers} are the
-   * workers each pool's load needs, {@code decodeWorkers} fractional (before rounding up).
+   * The sizing and the figures behind it: the prefill queue's arrival rate (requests per second,
+   * corrected, with what is queued) and mean uncached prompt tokens; what one decode worker
+   * generates at the ITL target; {@code prefillWorkers} and {@code decodeWorkers} are the workers'
+   * worth of time each pool's load needs, fractional (before rounding up; for prefill {@link
+   * PrefillQueue#capacityFor}).
    */
-  public record Sizing(int prefill, int decode, double prefillPerWorker, double decodePerWorker,
+  public record Sizing(int prefill, int decode, double prefillRate, double meanUncachedTokens, double decodePerWorker,
       double prefillWorkers, double decodeWorkers) {
     /** Workers of an aggregated pool, which does both pools' work: the two loads added, rounded up. */
     public int aggregated() {
@@ -51,12 +54,12 @@ public final class SlaSizer {
     double meanUncached = Math.max(1, mix.isEmpty() ? forecastUncached : mix.mean());
     double rate = f.requestRate() * prefillCorrection + backlog.prefillTokensPerSecond() / meanUncached;
     int prefill = queue.workersFor(rate, targets.ttftSeconds(), targets.quantile());
-    double prefillPerWorker = prefill > 0 ? rate * meanUncached / prefill : meanUncached / queue.meanSeconds();
     double context = isl + Math.max(1, f.osl()) / 2;
     double decodePerWorker = profile.decodeThroughputWithin(context, targets.itlSeconds() / decodeCorrection);
     double decodeWorkers = (f.decodeTokensPerSecond() + backlog.decodeTokensPerSecond()) / decodePerWorker;
     int decode = (int) Math.ceil(decodeWorkers - 1e-9);
-    return new Sizing(prefill, Math.max(0, decode), prefillPerWorker, decodePerWorker, prefill, Math.max(0, decodeWorkers));
+    double prefillWorkers = queue.capacityFor(rate, targets.ttftSeconds(), targets.quantile());
+    return new Sizing(prefill, Math.max(0, decode), rate, meanUncached, decodePerWorker, prefillWorkers, Math.max(0, decodeWorkers));
   }
 
   /** The prefill pool's queue over {@code mix}, or with every prompt at {@code meanUncached} tokens when it is empty. */

@@ -82,4 +82,15 @@ class PrefillQueueTest {
     assertEquals(50, m.plus(m).count(), 1e-12);
     assertThrows(IllegalArgumentException.class, () -> new PrefillQueue(LINEAR, LengthMix.EMPTY));
   }
+
+  @Test
+  void capacityIsTheShareOfTheWorkersTimePrefillNeeds() {
+    PrefillQueue q = queue(new double[] {4000}, new double[] {1}); // 0.1 s each
+    double trickle = q.capacityFor(0.1, 0.5, 0.9);
+    assertTrue(trickle > 0.01 && trickle < 0.3, "0.1 req/s of 0.1 s prefills: " + trickle);
+    int n = q.workersFor(30, 0.5, 0.9);
+    double busy = q.capacityFor(30, 0.5, 0.9);
+    assertTrue(busy > 3 && busy <= n, "30 req/s (3 workers' worth of prefill) on " + n + ": " + busy);
+    assertEquals(0, q.capacityFor(0, 0.5, 0.9));
+  }
 }

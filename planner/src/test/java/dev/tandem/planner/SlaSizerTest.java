@@ -132,4 +132,16 @@ class SlaSizerTest {
     assertEquals(3, late.prefill(), late.reason()); // load mode's step: +2
     assertEquals(3, unmeasured.prefill(), unmeasured.reason());
   }
+
+  @Test
+  void anAggregatedPoolUnderATrickleIsOneWorker() {
+    // 10 requests a minute: the prefill queue needs one worker, but only a sliver of its time;
+    // with the decode load beside it that is still one worker, not one for each.
+    Planner planner = new Planner(PlannerConfig.builder()
+        .mode(PlannerConfig.Mode.SLA).profile(Profiles.linear(40_000, 1e-3)).intervalSeconds(INTERVAL).predictor("constant")
+        .prefillLimits(new PoolLimits(0, 0)).decodeLimits(new PoolLimits(1, 100)).build());
+    PoolLoad one = new PoolLoad(1, 0, 0, 0, 0);
+    Decision d = planner.plan(new IntervalStats(INTERVAL, 10, 3000, 150, 0, Double.NaN, Double.NaN, 0, PoolLoad.EMPTY, one));
+    assertEquals(1, d.decode(), d.reason());
+  }
 }
