@@ -53,8 +53,10 @@ public final class Planner {
     this.osl = new MovingAveragePredictor(6);
     this.hit = new MovingAveragePredictor(6);
     this.load = new LoadSizer(config.thresholds());
+    // Prefill work lands on the prefill pool, or on the generating pool when there is none.
+    int maxPrefill = config.prefillLimits().max() > 0 ? config.prefillLimits().max() : config.decodeLimits().max();
     this.sla = config.mode() == PlannerConfig.Mode.SLA && config.profile() != null
-        ? new SlaSizer(config.profile(), config.targets()) : null;
+        ? new SlaSizer(config.profile(), config.targets(), maxPrefill) : null;
   }
 
   public PlannerConfig config() {

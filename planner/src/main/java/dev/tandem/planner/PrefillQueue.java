@@ -92,9 +92,14 @@ public final class PrefillQueue {
    * set aside for prefill: a trickle of requests needs a sliver of one worker, not all of it.
    */
   public double capacityFor(double rate, double target, double q) {
-    int n = workersFor(rate, target, q);
-    if (n == 0) {
-      return 0;
+    return capacityFor(rate, target, q, MAX_WORKERS);
+  }
+
+  /** {@link #capacityFor(double, double, double)} of at most {@code cap} workers. */
+  public double capacityFor(double rate, double target, double q, int cap) {
+    int n = workersFor(rate, target, q, cap);
+    if (n == 0 || n >= cap) {
+      return n;
     }
     double goal = goal(target, q);
     double lo = Math.max(0, rate) * meanSeconds, hi = n;
@@ -122,21 +127,34 @@ public final class PrefillQueue {
    * bound.
    */
   public int workersFor(double rate, double target, double q) {
+    return workersFor(rate, target, q, MAX_WORKERS);
+  }
+
+  /**
+   * {@link #workersFor(double, double, double)}, searching no further than {@code cap} (the pool's
+   * maximum): {@code cap} when even that many would not do. Each try costs O(workers).
+   */
+  public int workersFor(double rate, double target, double q, int cap) {
     if (!(rate > 0)) {
       return 0;
     }
+    int most = Math.max(1, Math.min(cap, MAX_WORKERS));
+    double least = Math.ceil(rate * meanSeconds / MAX_UTILISATION - 1e-9);
+    if (!(least < most)) {
+      return most; // more than the pool may have (an infinite rate too)
+    }
     double goal = goal(target, q);
-    int n = Math.max(1, (int) Math.ceil(rate * meanSeconds / MAX_UTILISATION - 1e-9));
+    int n = Math.max(1, (int) least);
     if (ttftQuantile(rate, n, q) <= goal) {
       return n;
     }
     int lo = n, hi = n;
     while (ttftQuantile(rate, hi, q) > goal) {
       lo = hi;
-      if (hi >= MAX_WORKERS) {
-        return MAX_WORKERS;
+      if (hi >= most) {
+        return most;
       }
-      hi = Math.min(MAX_WORKERS, hi * 2);
+      hi = Math.min(most, hi * 2);
     }
     while (hi - lo > 1) {
       int mid = (lo + hi) >>> 1;

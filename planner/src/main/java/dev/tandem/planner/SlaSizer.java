@@ -12,10 +12,17 @@ package dev.tandem.planner;
 public final class SlaSizer {
   private final Profile profile;
   private final SlaTargets targets;
+  private final int maxPrefill;
 
   public SlaSizer(Profile profile, SlaTargets targets) {
+    this(profile, targets, Integer.MAX_VALUE);
+  }
+
+  /** A sizer that never asks for more than {@code maxPrefill} prefill workers (the pool's maximum: the search stops there). */
+  public SlaSizer(Profile profile, SlaTargets targets, int maxPrefill) {
     this.profile = profile;
     this.targets = targets;
+    this.maxPrefill = Math.max(1, maxPrefill);
   }
 
   public Profile profile() {
@@ -53,12 +60,12 @@ public final class SlaSizer {
     PrefillQueue queue = queue(mix, forecastUncached);
     double meanUncached = Math.max(1, mix.isEmpty() ? forecastUncached : mix.mean());
     double rate = f.requestRate() * prefillCorrection + backlog.prefillTokensPerSecond() / meanUncached;
-    int prefill = queue.workersFor(rate, targets.ttftSeconds(), targets.quantile());
+    int prefill = queue.workersFor(rate, targets.ttftSeconds(), targets.quantile(), maxPrefill);
     double context = isl + Math.max(1, f.osl()) / 2;
     double decodePerWorker = profile.decodeThroughputWithin(context, targets.itlSeconds() / decodeCorrection);
     double decodeWorkers = (f.decodeTokensPerSecond() + backlog.decodeTokensPerSecond()) / decodePerWorker;
     int decode = (int) Math.ceil(decodeWorkers - 1e-9);
-    double prefillWorkers = queue.capacityFor(rate, targets.ttftSeconds(), targets.quantile());
+    double prefillWorkers = queue.capacityFor(rate, targets.ttftSeconds(), targets.quantile(), maxPrefill);
     return new Sizing(prefill, Math.max(0, decode), rate, meanUncached, decodePerWorker, prefillWorkers, Math.max(0, decodeWorkers));
   }
 

@@ -98,7 +98,10 @@ class PlannerTest {
     assertEquals("load", planner.effectiveMode());
   }
 
-  /** Whatever the inputs — NaN, infinities, negatives, huge numbers — the result respects min, max and budget. */
+  /**
+   * Whatever the inputs — NaN, infinities, negatives, huge numbers, in the measurements and in the
+   * prompt-length mix — the result respects min, max and budget.
+   */
   @Test
   void neverOutsideTheLimitsWhateverTheInputs() {
     Random r = new Random(7);
@@ -119,7 +122,9 @@ class PlannerTest {
         PoolLoad p = new PoolLoad(r.nextInt(10) - 2, r.nextInt(3), pick(r, odd, 1e6), pick(r, odd, 1.5), pick(r, odd, 500));
         PoolLoad d = new PoolLoad(r.nextInt(10) - 2, r.nextInt(3), pick(r, odd, 1e6), pick(r, odd, 1.5), pick(r, odd, 500));
         IntervalStats s = new IntervalStats(pick(r, odd, 120), pick(r, odd, 1e5), pick(r, odd, 1e5), pick(r, odd, 1e4),
-            pick(r, odd, 1.5), pick(r, odd, 10), pick(r, odd, 1), pick(r, odd, 100), p, d);
+            pick(r, odd, 1.5), pick(r, odd, 10), pick(r, odd, 1), pick(r, odd, 100), p, d,
+            r.nextBoolean() ? LengthMix.EMPTY
+                : LengthMix.of(new double[] {pick(r, odd, 1e5), pick(r, odd, 1e3)}, new double[] {pick(r, odd, 50), pick(r, odd, 50)}));
         Decision decision = planner.plan(s);
         assertTrue(decision.prefill() >= lp.min() && decision.prefill() <= lp.max(), "prefill " + decision + " limits " + lp);
         assertTrue(decision.decode() >= ld.min() && decision.decode() <= ld.max(), "decode " + decision + " limits " + ld);

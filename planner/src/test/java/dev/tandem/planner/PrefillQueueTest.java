@@ -51,6 +51,7 @@ class PrefillQueueTest {
     }
     assertEquals(0, q.workersFor(0, 0.5, 0.9));
     assertEquals(0, q.workersFor(Double.NaN, 0.5, 0.9));
+    assertEquals(1 << 20, q.workersFor(Double.POSITIVE_INFINITY, 0.5, 0.9), "bounded, at once");
   }
 
   @Test
