@@ -81,6 +81,10 @@ final class PlannerCommand implements Callable<Integer> {
   @Option(names = "--api-key", defaultValue = "${env:TANDEM_API_KEY}", description = "API key to send to the frontends (when they run with --metrics-need-key).")
   String apiKey;
 
+  @Option(names = "--zero-watch-s", defaultValue = "1",
+      description = "While no generating worker is held (a pool at zero), look this often for a request waiting at a frontend and decide at once (default ${DEFAULT-VALUE}; 0: only at intervals).")
+  double zeroWatchSeconds;
+
   @Option(names = "--advisory", description = "Decide, log and export metrics, but do not act.")
   boolean advisory;
 
@@ -141,7 +145,7 @@ final class PlannerCommand implements Callable<Integer> {
     HttpServer server = metricsPort > 0 ? serve(metrics) : null;
     PlannerLoop loop = new PlannerLoop(new Planner(config), c,
         new PlannerLoop.Options(frontends, Duration.ofMillis((long) (decide.intervalSeconds * 1000)), advisory,
-            apiKey == null ? null : apiKey.split(",")[0].strip()), metrics);
+            apiKey == null ? null : apiKey.split(",")[0].strip(), Duration.ofMillis((long) (zeroWatchSeconds * 1000))), metrics);
     CountDownLatch stopped = new CountDownLatch(1);
     Runtime.getRuntime().addShutdownHook(new Thread(() -> {
       log.info("planner stopping");

@@ -28,7 +28,9 @@ import org.slf4j.LoggerFactory;
  * measures the interval, asks the {@link Planner}, logs the decision with its inputs, records it
  * in {@link PlannerMetrics}, and — unless advisory — has the {@link Connector} apply it. A failed
  * scrape skips the interval; a failed scaling action is retried after 1, 2, 4, 8 intervals (never
- * a tight loop), counted and logged.
+ * a tight loop), counted and logged. While the last decision left no generating worker (a pool
+ * scaled to zero), it also looks every {@code zeroWatch} for a request waiting at a frontend, and
+ * decides at once when one is there rather than at the interval's end ({@link #watch}).
  *
  * <p>Threading: one scheduler thread runs every tick; the planner and the connector are touched
  * only there (and the connector's close).
@@ -40,9 +42,16 @@ public final class PlannerLoop implements AutoCloseable {
    * The frontends to read, the interval, whether to act, and the API key to send when the
    * frontends' {@code /metrics} need one (null: none).
    */
-  public record Options(List<URI> frontends, Duration interval, boolean advisory, String apiKey) {
+  public record Options(List<URI> frontends, Duration interval, boolean advisory, String apiKey, Duration zeroWatch) {
+    /** How often a planner with no generating worker looks for waiting requests, unless told otherwise. */
+    public static final Duration DEFAULT_ZERO_WATCH = Duration.ofSeconds(1);
+
     public Options(List<URI> frontends, Duration interval, boolean advisory) {
       this(frontends, interval, advisory, null);
+    }
+
+    public Options(List<URI> frontends, Duration interval, boolean advisory, String apiKey) {
+      this(frontends, interval, advisory, apiKey, DEFAULT_ZERO_WATCH);
     }
   }
 
@@ -61,6 +70,7 @@ public final class PlannerLoop implements AutoCloseable {
   private FrontendSnapshot previous;
   private long previousNanos;
   private long tick;
+  private boolean noGeneratingWorker; // the last decision's: the decode (or aggregated) pool at 0
 
   public PlannerLoop(Planner planner, Connector connector, Options options, PlannerMetrics metrics) {
     this.planner = planner;
@@ -69,9 +79,14 @@ public final class PlannerLoop implements AutoCloseable {
     this.metrics = metrics;
   }
 
+  /** Runs the intervals on the loop's thread: the first at once (or one interval on, when ticks ran already). */
   public void start() {
     long ms = options.interval().toMillis();
-    timer.scheduleAtFixedRate(this::safeTick, 0, ms, TimeUnit.MILLISECONDS);
+    timer.scheduleAtFixedRate(this::safeTick, previous == null ? 0 : ms, ms, TimeUnit.MILLISECONDS);
+    long watch = options.zeroWatch() == null ? 0 : options.zeroWatch().toMillis();
+    if (watch > 0 && watch < ms) {
+      timer.scheduleWithFixedDelay(this::safeWatch, watch, watch, TimeUnit.MILLISECONDS);
+    }
   }
 
   private void safeTick() {
@@ -80,6 +95,40 @@ public final class PlannerLoop implements AutoCloseable {
     } catch (RuntimeException e) {
       log.error("planner interval failed; next interval goes on", e);
     }
+  }
+
+  private void safeWatch() {
+    try {
+      watch();
+    } catch (RuntimeException e) {
+      log.error("planner's look for waiting requests failed; the intervals go on", e);
+    }
+  }
+
+  /**
+   * While the last decision left no generating worker: reads the frontends, and if a request is
+   * waiting for a worker, ends the interval now and decides (the planner brings a pool back at the
+   * first waiting request), so that the request waits for a worker's start-up, not for the rest of
+   * the interval as well. Returns that decision, or null when there was nothing to do.
+   */
+  public Decision watch() {
+    if (!noGeneratingWorker) {
+      return null;
+    }
+    FrontendSnapshot now;
+    try {
+      now = scrape();
+    } catch (IOException e) {
+      return null; // the interval's own scrape reports it
+    } catch (InterruptedException e) {
+      Thread.currentThread().interrupt();
+      return null;
+    }
+    if (!(now.waiting() > 0)) {
+      return null;
+    }
+    log.info("{} request(s) waiting with no generating worker: deciding now, not at the interval's end", fmt(now.waiting()));
+    return decide(now);
   }
 
   /** One interval (public for tests that drive the loop themselves). */
@@ -95,6 +144,10 @@ public final class PlannerLoop implements AutoCloseable {
       Thread.currentThread().interrupt();
       return null;
     }
+    return decide(now);
+  }
+
+  private Decision decide(FrontendSnapshot now) {
     long nanos = System.nanoTime();
     if (previous == null) {
       previous = now;
@@ -113,6 +166,7 @@ public final class PlannerLoop implements AutoCloseable {
     previous = now;
     previousNanos = nanos;
     Decision d = planner.plan(stats);
+    noGeneratingWorker = d.decode() == 0;
     metrics.decided(stats, d);
     log.info("interval {}: prefill {} → {}, decode {} → {}{} | {} | measured {} req ({} /s), ISL {}, OSL {}, hit {}, TTFT p90 {} s, ITL p90 {} s, waiting {}",
         d.interval(), d.prefillBefore(), d.prefill(), d.decodeBefore(), d.decode(), options.advisory() ? " (advisory)" : "",

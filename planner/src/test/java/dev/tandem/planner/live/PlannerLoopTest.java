@@ -138,4 +138,33 @@ class PlannerLoopTest {
       assertNull(loop.tick());
     }
   }
+
+  @Test
+  void aRequestWaitingWithNoGeneratingWorkerIsDecidedAtOnceNotAtTheIntervalsEnd() throws Exception {
+    Path file = dir.resolve("zero.jsonl");
+    Planner planner = new Planner(PlannerConfig.builder().intervalSeconds(3600).graceIntervals(0).idleIntervalsToZero(1)
+        .prefillLimits(new PoolLimits(0, 0)).decodeLimits(new PoolLimits(0, 3)).build());
+    URI url = URI.create("http://127.0.0.1:" + frontend.getAddress().getPort());
+    // An hour between intervals: only the watch can act within this test.
+    var options = new PlannerLoop.Options(List.of(url), Duration.ofHours(1), false, null, Duration.ofMillis(50));
+    try (PlannerLoop loop = new PlannerLoop(planner, new VirtualConnector(file), options, new PlannerMetrics())) {
+      metrics.set(load(0, 0, 1));
+      assertNull(loop.tick(), "baseline");
+      assertEquals(0, loop.tick().decode(), "nothing asked for: the pool goes to zero");
+      assertNull(loop.watch(), "no one waiting: nothing to decide");
+      loop.start(); // the next interval is an hour away
+      metrics.set("tandem_frontend_waiting_requests 1.0\n");
+      long deadline = System.nanoTime() + Duration.ofSeconds(10).toNanos();
+      List<String> lines = List.of();
+      while (System.nanoTime() < deadline) {
+        lines = Files.exists(file) ? Files.readAllLines(file) : List.of();
+        if (lines.stream().anyMatch(l -> l.contains("\"pool\":\"decode\"") && l.contains("\"replicas\":1"))) {
+          break;
+        }
+        Thread.sleep(20);
+      }
+      assertTrue(lines.stream().anyMatch(l -> l.contains("\"pool\":\"decode\"") && l.contains("\"replicas\":1")),
+          "a decode worker asked for within the watch, not the hour: " + lines);
+    }
+  }
 }
