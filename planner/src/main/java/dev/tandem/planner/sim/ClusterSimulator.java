@@ -48,6 +48,11 @@ public final class ClusterSimulator {
   private static final int ARRIVAL = 0, PREFILL_DONE = 1, FIRST_TOKEN = 2, DECODE_CHECK = 3, WORKER_READY = 4, PLAN = 5, SAMPLE = 6;
   private static final double GIVE_UP_AFTER_SECONDS = 3600;
   private static final double[] BUCKETS = PromptLengthBuckets.bounds();
+  /**
+   * How long after a request starts waiting with no generating worker the planner decides, as the
+   * live loop's watch does at {@code tandem planner}'s default {@code --zero-watch-s}.
+   */
+  static final double ZERO_WATCH_SECONDS = 1;
 
   private record Event(double time, long seq, int kind, SimRequest request, SimWorker worker, long version)
       implements Comparable<Event> {
@@ -71,6 +76,10 @@ public final class ClusterSimulator {
   private final SplitPolicy split;
   private final PrefillCost cost;
   private final Planner planner;
+  private long planVersion; // a PLAN event of an older version was superseded by an early decision
+  private double intervalStart;
+  private boolean noGeneratingWorker;
+  private boolean earlyPlanPending;
   /** Workers not stopped yet; a stopped one leaves this list, the index and {@code byId}. */
   private final List<SimWorker> workers = new ArrayList<>();
   private double stoppedWorkerSeconds;
@@ -183,7 +192,7 @@ public final class ClusterSimulator {
     scaleEvents = 0;
     scheduleArrival();
     if (planner != null) {
-      push(config.planner().intervalSeconds(), PLAN, null, null, 0);
+      push(config.planner().intervalSeconds(), PLAN, null, null, planVersion);
     }
     push(config.sampleSeconds(), SAMPLE, null, null, 0);
     double end = trace.durationSeconds() + GIVE_UP_AFTER_SECONDS;
@@ -204,7 +213,11 @@ public final class ClusterSimulator {
         case FIRST_TOKEN -> firstToken(e.request(), (DecodeSim) e.worker());
         case DECODE_CHECK -> decodeCheck((DecodeSim) e.worker(), e.version());
         case WORKER_READY -> ready(e.worker());
-        case PLAN -> plan();
+        case PLAN -> {
+          if (e.version() == planVersion) {
+            plan();
+          }
+        }
         case SAMPLE -> sample();
         default -> throw new IllegalStateException("event " + e.kind());
       }
@@ -258,6 +271,11 @@ public final class ClusterSimulator {
   private void route(SimRequest r) {
     if (decodeReady.isEmpty()) {
       waiting.add(r);
+      if (planner != null && noGeneratingWorker && !earlyPlanPending) {
+        // as the live loop's watch: a request waiting with the pools at zero is decided on at once
+        earlyPlanPending = true;
+        push(now + ZERO_WATCH_SECONDS, PLAN, null, null, ++planVersion);
+      }
       return;
     }
     decisions++;
@@ -507,7 +525,9 @@ public final class ClusterSimulator {
   // ---- planner and timeline ----
 
   private void plan() {
-    double seconds = config.planner().intervalSeconds();
+    double seconds = Math.max(1e-9, now - intervalStart);
+    intervalStart = now;
+    earlyPlanPending = false;
     IntervalStats stats = new IntervalStats(seconds, interval.arrivals,
         interval.arrivals == 0 ? Double.NaN : (double) interval.isl / interval.arrivals,
         interval.arrivals == 0 ? Double.NaN : (double) interval.osl / interval.arrivals,
@@ -520,10 +540,11 @@ public final class ClusterSimulator {
     }
     scale(Pool.PREFILL, d.prefill());
     scale(Pool.DECODE, d.decode());
+    noGeneratingWorker = d.decode() == 0;
     peakWorkers = Math.max(peakWorkers, heldWorkers);
     interval.clear();
     if (busy()) {
-      push(now + seconds, PLAN, null, null, 0);
+      push(now + config.planner().intervalSeconds(), PLAN, null, null, planVersion);
     }
   }
 

@@ -113,4 +113,16 @@ class ClusterSimulatorTest {
   private static int readyAt(SimReport r, double time) {
     return r.timeline().stream().filter(s -> s.time() >= time).findFirst().map(s -> s.prefillReady() + s.decodeReady()).orElseThrow();
   }
+
+  @Test
+  void aRequestAfterScaleToZeroWaitsForAWorkersStartNotForTheIntervalsEnd() {
+    // Minute-long intervals, 30 s start-up: the first requests after the pause wait about 31 s
+    // (the watch's second, then the start-up), not up to 90 s (the rest of the interval as well).
+    Trace t = trace("zero", 5, 900);
+    PlannerConfig config = PlannerConfig.builder().mode(PlannerConfig.Mode.SLA).profile(PROFILE).intervalSeconds(60)
+        .prefillLimits(new PoolLimits(0, 50)).decodeLimits(new PoolLimits(0, 50)).idleIntervalsToZero(1).build();
+    SimReport r = new ClusterSimulator(SimConfig.fixed("p", PROFILE, SlaTargets.DEFAULTS, 1, 1).planned("planner", config, 30), t).run(null);
+    assertEquals(t.requests().size(), r.completed());
+    assertTrue(r.ttftP99() > 20 && r.ttftP99() < 40, "p99 TTFT " + r.ttftP99() + " s");
+  }
 }
