@@ -101,13 +101,18 @@ class SlaSizerTest {
   @Test
   void withoutAPrefillPoolTheGeneratingPoolCarriesBothLoads() {
     // 1,400 requests: 2 workers' prefill queue (above); 3,500 output tok/s ÷ 1k = 3.5 workers → 6 aggregated.
+    Decision d = aggregated(1400);
+    assertEquals(0, d.prefill(), d.reason());
+    assertEquals(6, d.decode(), d.reason());
+  }
+
+  /** One decision of a planner with no prefill pool at {@code requests} a minute of 3,000-token prompts. */
+  private static Decision aggregated(double requests) {
     Planner planner = new Planner(PlannerConfig.builder()
         .mode(PlannerConfig.Mode.SLA).profile(Profiles.linear(40_000, 1e-3)).intervalSeconds(INTERVAL).predictor("constant")
         .prefillLimits(new PoolLimits(0, 0)).decodeLimits(new PoolLimits(1, 100)).build());
     PoolLoad one = new PoolLoad(1, 0, 0, 0, 0);
-    Decision d = planner.plan(new IntervalStats(INTERVAL, 1400, 3000, 150, 0, Double.NaN, Double.NaN, 0, PoolLoad.EMPTY, one));
-    assertEquals(0, d.prefill(), d.reason());
-    assertEquals(6, d.decode(), d.reason());
+    return planner.plan(new IntervalStats(INTERVAL, requests, 3000, 150, 0, Double.NaN, Double.NaN, 0, PoolLoad.EMPTY, one));
   }
 
   @Test
@@ -137,11 +142,7 @@ class SlaSizerTest {
   void anAggregatedPoolUnderATrickleIsOneWorker() {
     // 10 requests a minute: the prefill queue needs one worker, but only a sliver of its time;
     // with the decode load beside it that is still one worker, not one for each.
-    Planner planner = new Planner(PlannerConfig.builder()
-        .mode(PlannerConfig.Mode.SLA).profile(Profiles.linear(40_000, 1e-3)).intervalSeconds(INTERVAL).predictor("constant")
-        .prefillLimits(new PoolLimits(0, 0)).decodeLimits(new PoolLimits(1, 100)).build());
-    PoolLoad one = new PoolLoad(1, 0, 0, 0, 0);
-    Decision d = planner.plan(new IntervalStats(INTERVAL, 10, 3000, 150, 0, Double.NaN, Double.NaN, 0, PoolLoad.EMPTY, one));
+    Decision d = aggregated(10);
     assertEquals(1, d.decode(), d.reason());
   }
 }
