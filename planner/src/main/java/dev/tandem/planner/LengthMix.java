@@ -3,6 +3,7 @@ package dev.tandem.planner;
 import java.util.Arrays;
 import java.util.Map;
 import java.util.SortedMap;
+import java.util.TreeMap;
 
 /**
  * How many requests came with how many prompt tokens to compute (after cache hits): counts at
@@ -14,10 +15,12 @@ public final class LengthMix {
 
   private final double[] tokens; // ascending
   private final double[] counts;
+  private final double total;
 
   private LengthMix(double[] tokens, double[] counts) {
     this.tokens = tokens;
     this.counts = counts;
+    this.total = Arrays.stream(counts).sum();
   }
 
   /** A mix from {@code counts[i]} requests of {@code tokens[i]} tokens; unusable entries are dropped. */
@@ -25,7 +28,7 @@ public final class LengthMix {
     if (tokens.length != counts.length) {
       throw new IllegalArgumentException(tokens.length + " lengths for " + counts.length + " counts");
     }
-    java.util.TreeMap<Double, Double> m = new java.util.TreeMap<>();
+    TreeMap<Double, Double> m = new TreeMap<>();
     for (int i = 0; i < tokens.length; i++) {
       if (Predictor.usable(tokens[i]) && Predictor.usable(counts[i]) && counts[i] > 0) {
         m.merge(tokens[i], counts[i], Double::sum);
@@ -52,7 +55,7 @@ public final class LengthMix {
    * bucket's requests put at its middle; those above the last finite bound at 1.5× it.
    */
   public static LengthMix between(SortedMap<Double, Double> before, SortedMap<Double, Double> after) {
-    java.util.TreeMap<Double, Double> m = new java.util.TreeMap<>();
+    TreeMap<Double, Double> m = new TreeMap<>();
     double prevLe = 0, prevCount = 0;
     for (Map.Entry<Double, Double> e : after.entrySet()) {
       double cumulative = e.getValue() - before.getOrDefault(e.getKey(), 0.0);
@@ -77,7 +80,7 @@ public final class LengthMix {
     if (isEmpty()) {
       return other;
     }
-    java.util.TreeMap<Double, Double> m = new java.util.TreeMap<>();
+    TreeMap<Double, Double> m = new TreeMap<>();
     for (int i = 0; i < tokens.length; i++) {
       m.merge(tokens[i], counts[i], Double::sum);
     }
@@ -93,17 +96,16 @@ public final class LengthMix {
 
   /** Requests in the mix. */
   public double count() {
-    return Arrays.stream(counts).sum();
+    return total;
   }
 
   /** Mean tokens per request (NaN when empty). */
   public double mean() {
-    double n = 0, sum = 0;
+    double sum = 0;
     for (int i = 0; i < tokens.length; i++) {
-      n += counts[i];
       sum += counts[i] * tokens[i];
     }
-    return n == 0 ? Double.NaN : sum / n;
+    return total == 0 ? Double.NaN : sum / total;
   }
 
   /** Distinct lengths, ascending. */
@@ -117,7 +119,7 @@ public final class LengthMix {
 
   /** The share of the mix's requests at {@link #tokens(int) tokens(i)}. */
   public double share(int i) {
-    return counts[i] / count();
+    return counts[i] / total;
   }
 
   @Override

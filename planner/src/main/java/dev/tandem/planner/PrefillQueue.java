@@ -92,12 +92,14 @@ public final class PrefillQueue {
    * set aside for prefill: a trickle of requests needs a sliver of one worker, not all of it.
    */
   public double capacityFor(double rate, double target, double q) {
-    return capacityFor(rate, target, q, MAX_WORKERS);
+    return capacityOf(workersFor(rate, target, q), MAX_WORKERS, rate, target, q);
   }
 
-  /** {@link #capacityFor(double, double, double)} of at most {@code cap} workers. */
-  public double capacityFor(double rate, double target, double q, int cap) {
-    int n = workersFor(rate, target, q, cap);
+  /**
+   * {@link #capacityFor(double, double, double)} for the {@code n} workers {@link #workersFor} found
+   * with at most {@code cap}: all {@code n} when the cap held the search back.
+   */
+  public double capacityOf(int n, int cap, double rate, double target, double q) {
     if (n == 0 || n >= cap) {
       return n;
     }

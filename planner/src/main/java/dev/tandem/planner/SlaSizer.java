@@ -56,22 +56,27 @@ public final class SlaSizer {
   /** {@code mix}: the uncached prompt lengths recently seen (empty: all at the forecast's mean). */
   public Sizing size(Forecast f, LengthMix mix, Backlog backlog, double prefillCorrection, double decodeCorrection) {
     double isl = Math.max(1, f.isl());
-    double forecastUncached = isl * (1 - Math.min(1, f.prefixHitRate()));
-    PrefillQueue queue = queue(mix, forecastUncached);
-    double meanUncached = Math.max(1, mix.isEmpty() ? forecastUncached : mix.mean());
+    LengthMix lengths = orAll(mix, isl * (1 - Math.min(1, f.prefixHitRate())));
+    PrefillQueue queue = new PrefillQueue(profile, lengths);
+    double meanUncached = Math.max(1, lengths.mean());
     double rate = f.requestRate() * prefillCorrection + backlog.prefillTokensPerSecond() / meanUncached;
     int prefill = queue.workersFor(rate, targets.ttftSeconds(), targets.quantile(), maxPrefill);
+    double prefillWorkers = queue.capacityOf(prefill, maxPrefill, rate, targets.ttftSeconds(), targets.quantile());
     double context = isl + Math.max(1, f.osl()) / 2;
     double decodePerWorker = profile.decodeThroughputWithin(context, targets.itlSeconds() / decodeCorrection);
     double decodeWorkers = (f.decodeTokensPerSecond() + backlog.decodeTokensPerSecond()) / decodePerWorker;
     int decode = (int) Math.ceil(decodeWorkers - 1e-9);
-    double prefillWorkers = queue.capacityFor(rate, targets.ttftSeconds(), targets.quantile(), maxPrefill);
     return new Sizing(prefill, Math.max(0, decode), rate, meanUncached, decodePerWorker, prefillWorkers, Math.max(0, decodeWorkers));
   }
 
   /** The prefill pool's queue over {@code mix}, or with every prompt at {@code meanUncached} tokens when it is empty. */
   public PrefillQueue queue(LengthMix mix, double meanUncached) {
-    return new PrefillQueue(profile, mix.isEmpty() ? LengthMix.of(new double[] {Math.max(1, meanUncached)}, new double[] {1}) : mix);
+    return new PrefillQueue(profile, orAll(mix, meanUncached));
+  }
+
+  /** {@code mix}, or when it is empty every prompt at {@code meanUncached} tokens (at least one). */
+  private static LengthMix orAll(LengthMix mix, double meanUncached) {
+    return mix.isEmpty() ? LengthMix.of(new double[] {Math.max(1, meanUncached)}, new double[] {1}) : mix;
   }
 
   /** ITL the profile predicts at {@code batch} sequences per worker of {@code context} tokens. */

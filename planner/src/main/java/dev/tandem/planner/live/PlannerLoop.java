@@ -115,16 +115,8 @@ public final class PlannerLoop implements AutoCloseable {
     if (!noGeneratingWorker) {
       return null;
     }
-    FrontendSnapshot now;
-    try {
-      now = scrape();
-    } catch (IOException e) {
-      return null; // the interval's own scrape reports it
-    } catch (InterruptedException e) {
-      Thread.currentThread().interrupt();
-      return null;
-    }
-    if (!(now.waiting() > 0)) {
+    FrontendSnapshot now = scrapeOrNull(false); // a failure is the interval's own scrape's to report
+    if (now == null || !(now.waiting() > 0)) {
       return null;
     }
     log.info("{} request(s) waiting with no generating worker: deciding now, not at the interval's end", fmt(now.waiting()));
@@ -133,18 +125,24 @@ public final class PlannerLoop implements AutoCloseable {
 
   /** One interval (public for tests that drive the loop themselves). */
   public Decision tick() {
-    FrontendSnapshot now;
+    FrontendSnapshot now = scrapeOrNull(true);
+    return now == null ? null : decide(now);
+  }
+
+  /** The frontends now, or null when they could not be read (counted and logged when {@code report}). */
+  private FrontendSnapshot scrapeOrNull(boolean report) {
     try {
-      now = scrape();
+      return scrape();
     } catch (IOException e) {
-      metrics.scrapeFailed();
-      log.warn("cannot read the frontends' metrics ({}); skipping this interval", e.toString());
+      if (report) {
+        metrics.scrapeFailed();
+        log.warn("cannot read the frontends' metrics ({}); skipping this interval", e.toString());
+      }
       return null;
     } catch (InterruptedException e) {
       Thread.currentThread().interrupt();
       return null;
     }
-    return decide(now);
   }
 
   private Decision decide(FrontendSnapshot now) {
