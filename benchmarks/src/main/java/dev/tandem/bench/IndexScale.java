@@ -188,7 +188,8 @@ public final class IndexScale {
     events = null;
     usedHeap();
 
-    replay(workers);
+    replay(workers, false);
+    replay(workers, true);
     if (sink == 42) {
       System.out.println();
     }
@@ -203,8 +204,13 @@ public final class IndexScale {
    * block) and records the operations; the timed passes replay them into a fresh index, on one
    * thread in trace order, or on two, each with the operations of half the workers (every worker's
    * events stay in order on one thread), against the one shared index.
+   *
+   * <p>{@code disaggregated}: half the workers prefill and half decode; each request is routed to
+   * the prefill worker holding most of it and to a decode worker drawn at random (as load would
+   * spread them), and both cache the prompt — so most blocks have two holders, as in a
+   * disaggregated deployment's index.
    */
-  private static void replay(int workers) throws InterruptedException {
+  private static void replay(int workers, boolean disaggregated) throws InterruptedException {
     Trace trace = SyntheticTraces.generate(SyntheticTraces.Spec.of("mooncake", 0));
     int perId = trace.blockTokens() / 16;
     int cacheBlocks = 2_048; // 32,768 tokens a worker: caches fill and evict
@@ -212,14 +218,14 @@ public final class IndexScale {
     for (int i = 0; i < workers; i++) {
       ids[i] = new WorkerId("worker-" + i);
     }
-    record Op(int worker, long[] lookup, KvEvent event, int blocks) {}
     List<Op> ops = new ArrayList<>();
     BlockHashIndex routing = new BlockHashIndex();
     LongLinkedOpenHashSet[] caches = new LongLinkedOpenHashSet[workers];
     long[] eventIds = new long[workers];
     long lookups = 0;
-    long storedBlocks = 0;
-    long removedBlocks = 0;
+    long[] counted = new long[2]; // blocks stored, removed
+    int prefillWorkers = disaggregated ? workers / 2 : workers;
+    SplittableRandom draw = new SplittableRandom(7);
     for (TraceRequest r : trace.requests()) {
       int n = Math.max(1, r.inputTokens() / 16);
       long[] local = new long[n];
@@ -227,57 +233,38 @@ public final class IndexScale {
         local[b] = BlockHasher.chain(r.blockIds()[Math.min(b / perId, r.blockIds().length - 1)], b % perId);
       }
       long[] prompt = BlockHasher.chainAll(local);
-      int chosen = (int) Math.floorMod(prompt[0], (long) workers);
+      int chosen = (int) Math.floorMod(prompt[0], (long) prefillWorkers);
       int best = 0;
       for (var e : routing.overlaps(prompt).entrySet()) {
-        if (e.getValue().blocks() > best) {
+        int w = Integer.parseInt(e.getKey().value().substring(7));
+        if (e.getValue().blocks() > best && w < prefillWorkers) {
           best = e.getValue().blocks();
-          chosen = Integer.parseInt(e.getKey().value().substring(7));
+          chosen = w;
         }
       }
       List<Op> mine = new ArrayList<>();
       mine.add(new Op(chosen, prompt, null, 0));
       lookups++;
-      LongLinkedOpenHashSet cache = caches[chosen] == null ? (caches[chosen] = new LongLinkedOpenHashSet()) : caches[chosen];
-      // Each run of blocks the cache lacks is one stored event; then the prompt is touched last
-      // block first, so that its parents are the more recently used (leaves are evicted first).
-      List<KvEvent.StoredBlock> run = new ArrayList<>();
-      for (int b = 0; b <= prompt.length; b++) {
-        if (b < prompt.length && !cache.contains(prompt[b])) {
-          run.add(new KvEvent.StoredBlock(prompt[b], local[b]));
-        } else if (!run.isEmpty()) {
-          int from = b - run.size();
-          mine.add(new Op(chosen, null, new KvEvent.Stored(++eventIds[chosen],
-              from == 0 ? OptionalLong.empty() : OptionalLong.of(prompt[from - 1]), run, StorageTier.DEVICE), run.size()));
-          storedBlocks += run.size();
-          run = new ArrayList<>();
-        }
-      }
-      for (int b = prompt.length - 1; b >= 0; b--) {
-        cache.addAndMoveToLast(prompt[b]);
-      }
-      int over = cache.size() - cacheBlocks;
-      if (over > 0) {
-        long[] removed = new long[over];
-        for (int i = 0; i < over; i++) {
-          removed[i] = cache.removeFirstLong();
-        }
-        mine.add(new Op(chosen, null, new KvEvent.Removed(++eventIds[chosen], removed, StorageTier.DEVICE), over));
-        removedBlocks += over;
+      cacheOps(chosen, prompt, local, caches, eventIds, cacheBlocks, counted, mine);
+      if (disaggregated) {
+        cacheOps(prefillWorkers + draw.nextInt(workers - prefillWorkers), prompt, local, caches, eventIds, cacheBlocks, counted, mine);
       }
       for (Op op : mine) {
         if (op.event() != null) {
-          routing.apply(ids[chosen], op.event());
+          routing.apply(ids[op.worker()], op.event());
         }
       }
       ops.addAll(mine);
     }
     routing = null;
     caches = null;
+    long storedBlocks = counted[0];
+    long removedBlocks = counted[1];
     long total = lookups + storedBlocks + removedBlocks;
     System.out.printf(Locale.ROOT,
-        "replay: Mooncake-format trace, %d requests: %d lookups, %.2f M blocks stored, %.2f M removed (%.2f M ops; "
+        "replay%s: Mooncake-format trace, %d requests: %d lookups, %.2f M blocks stored, %.2f M removed (%.2f M ops; "
             + "a lookup, or a block stored or removed, is one op), %d workers caching %d blocks of 16 tokens each%n",
+        disaggregated ? " (disaggregated: each prompt cached by a prefill and a decode worker)" : "",
         trace.requests().size(), lookups, storedBlocks / 1e6, removedBlocks / 1e6, total / 1e6, workers, cacheBlocks);
     for (int threads : new int[] {1, 2, 1, 2}) { // each twice: the first of each warms up
       BlockHashIndex index = new BlockHashIndex();
@@ -309,8 +296,46 @@ public final class IndexScale {
         t.join();
       }
       double s = (System.nanoTime() - t0) / 1e9;
-      System.out.printf(Locale.ROOT, "replay, %d thread%s: %.3f s, %.2f M ops/s combined, %.0f lookups/s%n",
-          threads, threads == 1 ? "" : "s", s, total / s / 1e6, lookups / s);
+      System.out.printf(Locale.ROOT, "replay%s, %d thread%s: %.3f s, %.2f M ops/s combined, %.0f lookups/s%n",
+          disaggregated ? " (disaggregated)" : "", threads, threads == 1 ? "" : "s", s, total / s / 1e6, lookups / s);
+    }
+  }
+
+  /** One operation of a replay: a lookup, or an event of {@code worker}'s stream ({@code blocks} in it). */
+  private record Op(int worker, long[] lookup, KvEvent event, int blocks) {}
+
+  /**
+   * {@code worker} caches {@code prompt}: a stored event for each run of blocks its cache lacked, a
+   * removed event for what its LRU pushed out; appended to {@code out}, counted in {@code counted}.
+   */
+  private static void cacheOps(int worker, long[] prompt, long[] local, LongLinkedOpenHashSet[] caches, long[] eventIds,
+      int cacheBlocks, long[] counted, List<Op> out) {
+    LongLinkedOpenHashSet cache = caches[worker] == null ? (caches[worker] = new LongLinkedOpenHashSet()) : caches[worker];
+    // Each run of blocks the cache lacks is one stored event; then the prompt is touched last
+    // block first, so that its parents are the more recently used (leaves are evicted first).
+    List<KvEvent.StoredBlock> run = new ArrayList<>();
+    for (int b = 0; b <= prompt.length; b++) {
+      if (b < prompt.length && !cache.contains(prompt[b])) {
+        run.add(new KvEvent.StoredBlock(prompt[b], local[b]));
+      } else if (!run.isEmpty()) {
+        int from = b - run.size();
+        out.add(new Op(worker, null, new KvEvent.Stored(++eventIds[worker],
+            from == 0 ? OptionalLong.empty() : OptionalLong.of(prompt[from - 1]), run, StorageTier.DEVICE), run.size()));
+        counted[0] += run.size();
+        run = new ArrayList<>();
+      }
+    }
+    for (int b = prompt.length - 1; b >= 0; b--) {
+      cache.addAndMoveToLast(prompt[b]);
+    }
+    int over = cache.size() - cacheBlocks;
+    if (over > 0) {
+      long[] removed = new long[over];
+      for (int i = 0; i < over; i++) {
+        removed[i] = cache.removeFirstLong();
+      }
+      out.add(new Op(worker, null, new KvEvent.Removed(++eventIds[worker], removed, StorageTier.DEVICE), over));
+      counted[1] += over;
     }
   }
 

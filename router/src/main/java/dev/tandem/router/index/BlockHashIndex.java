@@ -5,6 +5,7 @@ import dev.tandem.common.WorkerId;
 import it.unimi.dsi.fastutil.ints.Int2IntOpenHashMap;
 import it.unimi.dsi.fastutil.ints.IntArrayList;
 import it.unimi.dsi.fastutil.longs.LongArrayList;
+import it.unimi.dsi.fastutil.objects.Object2IntOpenHashMap;
 import java.util.Arrays;
 import java.util.HashMap;
 import java.util.List;
@@ -22,9 +23,11 @@ import java.util.concurrent.locks.StampedLock;
  * in event order per worker.
  *
  * <p><b>Layout.</b> One open-addressing table (linear probing) of three longs a slot: the key, an
- * entry, and the entry's parent hash. A block one worker holds — nearly every block — is that one
- * slot: the entry packs the worker, its tier and how many of that worker's entries name this block
- * as their parent. A block several workers hold points to a side record ({@link Holders}). No
+ * entry, and the entry's parent hash. A block one worker holds is that one slot: the entry packs
+ * the worker, its tier and how many of that worker's entries name this block as their parent. A
+ * block two workers hold with the same parent — a disaggregated prompt's blocks, in its prefill
+ * worker's cache and its decode worker's — packs both into the entry (a <em>pair</em>, while each
+ * one's fields fit in half). A block more workers hold points to a side record ({@link Holders}). No
  * per-worker hash set: each worker keeps an append-only log of the hashes it stored, read only
  * when it is cleared or leaves, and compacted when it grows to twice what the worker holds.
  *
@@ -64,7 +67,8 @@ public final class BlockHashIndex implements PrefixIndex {
   private final IntArrayList freeHolders = new IntArrayList();
   private int holdersUsed;
 
-  private final Map<WorkerId, Integer> workerIndex = new HashMap<>();
+  /** Worker → its index (from 1; 0 is no worker). */
+  private final Object2IntOpenHashMap<WorkerId> workerIndex = new Object2IntOpenHashMap<>();
   /** Per worker (index from 1): its id, blocks held, ghost entries, blocks held off device, stored-hash log. */
   private WorkerId[] workers = new WorkerId[16];
   private int[] held = new int[16];
@@ -73,7 +77,12 @@ public final class BlockHashIndex implements PrefixIndex {
   /** Stored events without a parent whose first block is not a prompt's first (its parent unknown, so no ghost). */
   private int[] unrooted = new int[16];
   private LongArrayList[] logs = new LongArrayList[16];
+  /** Per worker (index from 1): its entry of {@link #counts}, so that an event updates it without a map lookup. */
+  private AtomicInteger[] countOf = new AtomicInteger[16];
   private int workerCount;
+  /** The worker of the last event and its index: a worker's events tend to come together. */
+  private WorkerId lastWorker;
+  private int lastIndex;
   /** Each worker's block count, readable without the lock (a routing decision reads one per candidate). */
   private final Map<WorkerId, AtomicInteger> counts = new ConcurrentHashMap<>();
 
@@ -136,8 +145,15 @@ public final class BlockHashIndex implements PrefixIndex {
   }
 
   // Entry of a block one worker holds: bits 0-1 state (tier ordinal, or GHOST), 2-31 worker index
-  // (from 1, so that an entry is never 0), 32 whether the parent is known, 33-62 children. A
-  // negative entry is -(1 + index) of a Holders record.
+  // (from 1, so that an entry is never 0), 32 whether the parent is known, 33-61 children. With bit
+  // 62 set it is a pair: two halves of 31 bits (0-30, 31-61), each bits 0-1 state, 2 whether the
+  // parent is known, 3-18 worker index, 19-30 children, sharing the slot's parent hash. A negative
+  // entry is -(1 + index) of a Holders record.
+  private static final long PAIR = 1L << 62;
+  private static final int HALF_BITS = 31;
+  private static final int HALF_MAX_WORKER = 0xFFFF;
+  private static final int HALF_MAX_CHILDREN = 0xFFF;
+
   private static long single(int worker, int state, boolean hasParent, int children) {
     return ((long) children << 33) | (hasParent ? 1L << 32 : 0) | ((long) worker << 2) | state;
   }
@@ -155,7 +171,45 @@ public final class BlockHashIndex implements PrefixIndex {
   }
 
   private static int childrenOf(long entry) {
-    return (int) (entry >>> 33);
+    return (int) (entry >>> 33) & 0x1FFF_FFFF;
+  }
+
+  private static boolean isPair(long entry) {
+    return (entry & PAIR) != 0;
+  }
+
+  /** Half {@code h} (0 or 1) of a pair entry. */
+  private static long half(long entry, int h) {
+    return (entry >>> (HALF_BITS * h)) & ((1L << HALF_BITS) - 1);
+  }
+
+  private static long packHalf(int worker, int state, boolean hasParent, int children) {
+    return ((long) children << 19) | ((long) worker << 3) | (hasParent ? 4 : 0) | state;
+  }
+
+  private static int halfWorker(long half) {
+    return (int) (half >>> 3) & HALF_MAX_WORKER;
+  }
+
+  private static int halfState(long half) {
+    return (int) half & 3;
+  }
+
+  private static boolean halfHasParent(long half) {
+    return (half & 4) != 0;
+  }
+
+  private static int halfChildren(long half) {
+    return (int) (half >>> 19) & HALF_MAX_CHILDREN;
+  }
+
+  private static long pair(long half0, long half1) {
+    return PAIR | (half1 << HALF_BITS) | half0;
+  }
+
+  /** Whether a single entry's fields fit in half a pair. */
+  private static boolean fitsHalf(int worker, int children) {
+    return worker <= HALF_MAX_WORKER && children <= HALF_MAX_CHILDREN;
   }
 
   /**
@@ -229,8 +283,13 @@ public final class BlockHashIndex implements PrefixIndex {
   }
 
   private int indexOf(WorkerId worker) {
-    Integer i = workerIndex.get(worker);
-    if (i != null) {
+    if (worker == lastWorker) {
+      return lastIndex;
+    }
+    int i = workerIndex.getInt(worker);
+    if (i != 0) {
+      lastWorker = worker;
+      lastIndex = i;
       return i;
     }
     int n = ++workerCount;
@@ -242,10 +301,12 @@ public final class BlockHashIndex implements PrefixIndex {
       offDevice = Arrays.copyOf(offDevice, len);
       unrooted = Arrays.copyOf(unrooted, len);
       logs = Arrays.copyOf(logs, len);
+      countOf = Arrays.copyOf(countOf, len);
     }
     workers[n] = worker;
     logs[n] = new LongArrayList();
-    counts.put(worker, new AtomicInteger());
+    countOf[n] = new AtomicInteger();
+    counts.put(worker, countOf[n]);
     workerIndex.put(worker, n);
     return n;
   }
@@ -266,7 +327,7 @@ public final class BlockHashIndex implements PrefixIndex {
         case KvEvent.Cleared c -> dropWorker(w);
       }
       compactLogIfLarge(w);
-      counts.get(worker).set(held[w]);
+      countOf[w].set(held[w]);
     } finally {
       lock.unlockWrite(stamp);
     }
@@ -309,7 +370,7 @@ public final class BlockHashIndex implements PrefixIndex {
         logs[w].add(hash);
         if (knownParent) {
           long p = parentSlot >= 0 ? t.slots[3 * parentSlot + 1] : 0;
-          if (p > 0 && t.slots[3 * parentSlot] == parent && workerOf(p) == w) {
+          if (p > 0 && !isPair(p) && t.slots[3 * parentSlot] == parent && workerOf(p) == w) {
             t.slots[3 * parentSlot + 1] = p + (1L << 33);
           } else {
             addChildren(locate(parent, w), 1);
@@ -403,8 +464,8 @@ public final class BlockHashIndex implements PrefixIndex {
   public void removeWorker(WorkerId worker) {
     long stamp = lock.writeLock();
     try {
-      Integer w = workerIndex.get(worker);
-      if (w != null) {
+      int w = workerIndex.getInt(worker);
+      if (w != 0) {
         dropWorker(w);
         counts.get(worker).set(0);
       }
@@ -458,11 +519,13 @@ public final class BlockHashIndex implements PrefixIndex {
   // --- Entries (under the write lock) ---------------------------------------------------------
   //
   // A locator names one worker's entry for one block, found once per operation: the slot in the
-  // upper 32 bits, the position in its Holders record in the lower (all ones for a slot's single
-  // entry). It stays valid until the next entry is added or deleted.
+  // upper 32 bits, the position in its Holders record in the lower (SINGLE, or HALF0 and HALF0 - 1
+  // for a pair's halves). It stays valid until the next entry is added or deleted.
 
   private static final long NOWHERE = -1;
+  /** Positions of the slot's own entry: a single one, and the halves of a pair (-2 - half). */
   private static final int SINGLE = -1;
+  private static final int HALF0 = -2;
 
   private static long locator(int slot, int position) {
     return ((long) slot << 32) | (position & 0xFFFF_FFFFL);
@@ -486,7 +549,15 @@ public final class BlockHashIndex implements PrefixIndex {
   private long locateIn(Table t, int slot, int w) {
     long entry = t.slots[3 * slot + 1];
     if (entry > 0) {
-      return workerOf(entry) == w ? locator(slot, SINGLE) : NOWHERE;
+      if (!isPair(entry)) {
+        return workerOf(entry) == w ? locator(slot, SINGLE) : NOWHERE;
+      }
+      for (int h = 0; h < 2; h++) {
+        if (halfWorker(half(entry, h)) == w) {
+          return locator(slot, HALF0 - h);
+        }
+      }
+      return NOWHERE;
     }
     int i = holdersOf(entry).indexOf(w);
     return i < 0 ? NOWHERE : locator(slot, i);
@@ -500,21 +571,46 @@ public final class BlockHashIndex implements PrefixIndex {
     return table.slots[3 * slotOf(at) + 1];
   }
 
+  /** Which half of a pair the locator names (0 or 1), or -1 for a single entry or a record's. */
+  private static int halfOf(long at) {
+    int position = positionOf(at);
+    return position <= HALF0 ? HALF0 - position : -1;
+  }
+
   /** A tier ordinal, or GHOST. */
   private int stateAt(long at) {
-    return positionOf(at) == SINGLE ? stateOf(entryAt(at)) : holdersAt(at).states[positionOf(at)];
+    int position = positionOf(at);
+    if (position == SINGLE) {
+      return stateOf(entryAt(at));
+    }
+    return position < 0 ? halfState(half(entryAt(at), halfOf(at))) : holdersAt(at).states[position];
   }
 
   private int childrenAt(long at) {
-    return positionOf(at) == SINGLE ? childrenOf(entryAt(at)) : holdersAt(at).children[positionOf(at)];
+    int position = positionOf(at);
+    if (position == SINGLE) {
+      return childrenOf(entryAt(at));
+    }
+    return position < 0 ? halfChildren(half(entryAt(at), halfOf(at))) : holdersAt(at).children[position];
   }
 
   private boolean hasParentAt(long at) {
-    return positionOf(at) == SINGLE ? hasParent(entryAt(at)) : holdersAt(at).hasParent[positionOf(at)];
+    int position = positionOf(at);
+    if (position == SINGLE) {
+      return hasParent(entryAt(at));
+    }
+    return position < 0 ? halfHasParent(half(entryAt(at), halfOf(at))) : holdersAt(at).hasParent[position];
   }
 
   private long parentAt(long at) {
-    return positionOf(at) == SINGLE ? table.slots[3 * slotOf(at) + 2] : holdersAt(at).parents[positionOf(at)];
+    return positionOf(at) < 0 ? table.slots[3 * slotOf(at) + 2] : holdersAt(at).parents[positionOf(at)];
+  }
+
+  /** Replaces half {@code h} of the pair at {@code slot}. */
+  private void setHalf(int slot, int h, long value) {
+    long[] s = table.slots;
+    int shift = HALF_BITS * h;
+    s[3 * slot + 1] = (s[3 * slot + 1] & ~(((1L << HALF_BITS) - 1) << shift)) | (value << shift);
   }
 
   private Holders holdersOf(long entry) {
@@ -524,28 +620,60 @@ public final class BlockHashIndex implements PrefixIndex {
   private void setState(long at, int state) {
     if (positionOf(at) == SINGLE) {
       table.slots[3 * slotOf(at) + 1] = (entryAt(at) & ~3L) | state;
+    } else if (positionOf(at) < 0) {
+      int h = halfOf(at);
+      setHalf(slotOf(at), h, (half(entryAt(at), h) & ~3L) | state);
     } else {
       holdersAt(at).states[positionOf(at)] = (byte) state;
     }
   }
 
+  /** Gives the entry a known parent; may move a pair into a record (so {@code at} is spent). */
   private void setParent(long at, long parent) {
+    int slot = slotOf(at);
     if (positionOf(at) == SINGLE) {
-      table.slots[3 * slotOf(at) + 2] = parent;
-      table.slots[3 * slotOf(at) + 1] = entryAt(at) | (1L << 32);
-    } else {
-      holdersAt(at).parents[positionOf(at)] = parent;
-      holdersAt(at).hasParent[positionOf(at)] = true;
+      table.slots[3 * slot + 2] = parent;
+      table.slots[3 * slot + 1] = entryAt(at) | (1L << 32);
+      return;
     }
+    if (positionOf(at) < 0) {
+      int h = halfOf(at);
+      long other = half(entryAt(at), 1 - h);
+      if (!halfHasParent(other) || table.slots[3 * slot + 2] == parent) {
+        table.slots[3 * slot + 2] = parent;
+        setHalf(slot, h, half(entryAt(at), h) | 4);
+        return;
+      }
+      int w = halfWorker(half(entryAt(at), h)); // the halves would name two parents: a record keeps both
+      toRecord(table, slot);
+      at = locateIn(table, slot, w);
+    }
+    holdersAt(at).parents[positionOf(at)] = parent;
+    holdersAt(at).hasParent[positionOf(at)] = true;
   }
 
-  /** Adds {@code delta} to the entry's child count (never below 0); returns the new count. */
+  /**
+   * Adds {@code delta} to the entry's child count (never below 0); returns the new count. A count
+   * past what half a pair holds moves the pair into a record (so {@code at} is spent).
+   */
   private int addChildren(long at, int delta) {
     if (positionOf(at) == SINGLE) {
       long entry = entryAt(at);
       int c = Math.max(0, childrenOf(entry) + delta);
       table.slots[3 * slotOf(at) + 1] = (entry & ((1L << 33) - 1)) | ((long) c << 33);
       return c;
+    }
+    if (positionOf(at) < 0) {
+      int h = halfOf(at);
+      long x = half(entryAt(at), h);
+      int c = Math.max(0, halfChildren(x) + delta);
+      if (c <= HALF_MAX_CHILDREN) {
+        setHalf(slotOf(at), h, (x & ((1L << 19) - 1)) | ((long) c << 19));
+        return c;
+      }
+      int slot = slotOf(at);
+      toRecord(table, slot);
+      at = locateIn(table, slot, halfWorker(x));
     }
     Holders h = holdersAt(at);
     int i = positionOf(at);
@@ -570,16 +698,35 @@ public final class BlockHashIndex implements PrefixIndex {
       return;
     }
     long entry = t.slots[3 * slot + 1];
-    Holders h;
-    if (entry > 0) { // a second holder: move the first into a record
-      int id = newHolders();
-      h = holders[id];
-      h.add(workerOf(entry), stateOf(entry), hasParent(entry), t.slots[3 * slot + 2], childrenOf(entry));
-      t.slots[3 * slot + 1] = -(1L + id);
-    } else {
-      h = holdersOf(entry);
+    if (entry > 0 && !isPair(entry) && fitsHalf(workerOf(entry), childrenOf(entry)) && fitsHalf(w, 0)
+        && !(hasParent(entry) && knownParent && t.slots[3 * slot + 2] != parent)) { // a second holder, same parent
+      t.slots[3 * slot + 1] = pair(packHalf(workerOf(entry), stateOf(entry), hasParent(entry), childrenOf(entry)),
+          packHalf(w, state, knownParent, 0));
+      if (knownParent) {
+        t.slots[3 * slot + 2] = parent;
+      }
+      return;
     }
+    Holders h = entry > 0 ? toRecord(t, slot) : holdersOf(entry);
     h.add(w, state, knownParent, parent, 0);
+  }
+
+  /** Moves the slot's own entry (single or pair) into a new Holders record, which the slot then names. */
+  private Holders toRecord(Table t, int slot) {
+    int id = newHolders();
+    Holders h = holders[id];
+    long entry = t.slots[3 * slot + 1];
+    long parent = t.slots[3 * slot + 2];
+    if (isPair(entry)) {
+      for (int k = 0; k < 2; k++) {
+        long x = half(entry, k);
+        h.add(halfWorker(x), halfState(x), halfHasParent(x), halfHasParent(x) ? parent : 0, halfChildren(x));
+      }
+    } else {
+      h.add(workerOf(entry), stateOf(entry), hasParent(entry), parent, childrenOf(entry));
+    }
+    t.slots[3 * slot + 1] = -(1L + id);
+    return h;
   }
 
   /** Deletes the entry; the block's key goes with its last entry. */
@@ -588,6 +735,11 @@ public final class BlockHashIndex implements PrefixIndex {
     int slot = slotOf(at);
     if (positionOf(at) == SINGLE) {
       deleteSlot(t, slot);
+      return;
+    }
+    if (positionOf(at) < 0) { // the pair's other half is the slot's single entry again
+      long other = half(t.slots[3 * slot + 1], 1 - halfOf(at));
+      t.slots[3 * slot + 1] = single(halfWorker(other), halfState(other), halfHasParent(other), halfChildren(other));
       return;
     }
     int id = (int) (-t.slots[3 * slot + 1] - 1);
@@ -701,13 +853,23 @@ public final class BlockHashIndex implements PrefixIndex {
     int[] candidates;
     int[] tiers;
     int k = 0;
-    if (entry > 0) {
+    if (entry > 0 && !isPair(entry)) {
       if (stateOf(entry) == GHOST) {
         return Map.of();
       }
       candidates = new int[] {workerOf(entry)};
       tiers = new int[] {stateOf(entry)};
       k = 1;
+    } else if (entry > 0) {
+      candidates = new int[2];
+      tiers = new int[2];
+      for (int h = 0; h < 2; h++) {
+        long x = half(entry, h);
+        if (halfState(x) != GHOST) {
+          candidates[k] = halfWorker(x);
+          tiers[k++] = halfState(x);
+        }
+      }
     } else {
       Holders h = holdersOf(entry);
       int size = h.size;
@@ -716,13 +878,12 @@ public final class BlockHashIndex implements PrefixIndex {
       for (int i = 0; i < size; i++) {
         if (h.states[i] != GHOST) {
           candidates[k] = h.workers[i];
-          tiers[k] = h.states[i];
-          k++;
+          tiers[k++] = h.states[i];
         }
       }
-      if (k == 0) {
-        return Map.of();
-      }
+    }
+    if (k == 0) {
+      return Map.of();
     }
     // Prefix-closed, all-device workers jump; the rest are walked block by block.
     int[] jumping = new int[k];
@@ -751,7 +912,15 @@ public final class BlockHashIndex implements PrefixIndex {
   private int stateIn(Table t, int slot, int w) {
     long entry = t.slots[3 * slot + 1];
     if (entry > 0) {
-      return workerOf(entry) == w ? stateOf(entry) : ABSENT;
+      if (!isPair(entry)) {
+        return workerOf(entry) == w ? stateOf(entry) : ABSENT;
+      }
+      long x = half(entry, 0);
+      if (halfWorker(x) == w) {
+        return halfState(x);
+      }
+      x = half(entry, 1);
+      return halfWorker(x) == w ? halfState(x) : ABSENT;
     }
     Holders h = holdersOf(entry);
     int i = h.indexOf(w);
@@ -838,7 +1007,13 @@ public final class BlockHashIndex implements PrefixIndex {
       int n = 0;
       for (int i = 0; i < t.capacity(); i++) {
         long entry = t.slots[3 * i + 1];
-        if (entry > 0 ? stateOf(entry) != GHOST : entry < 0 && anyHeld(holdersOf(entry))) {
+        boolean held;
+        if (entry > 0 && isPair(entry)) {
+          held = halfState(half(entry, 0)) != GHOST || halfState(half(entry, 1)) != GHOST;
+        } else {
+          held = entry > 0 ? stateOf(entry) != GHOST : entry < 0 && anyHeld(holdersOf(entry));
+        }
+        if (held) {
           n++;
         }
       }
@@ -861,6 +1036,16 @@ public final class BlockHashIndex implements PrefixIndex {
   public int blockCount(WorkerId worker) {
     AtomicInteger c = counts.get(worker);
     return c == null ? 0 : c.get();
+  }
+
+  /** Blocks with an entry, ghosts included (for tests: 0 once every worker removed everything). */
+  int entries() {
+    long stamp = lock.readLock();
+    try {
+      return slotsUsed;
+    } finally {
+      lock.unlockRead(stamp);
+    }
   }
 
   public long unknownParents() {

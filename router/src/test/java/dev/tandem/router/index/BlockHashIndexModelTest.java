@@ -156,6 +156,10 @@ class BlockHashIndexModelTest {
       }
       long distinct = model.values().stream().flatMap(m -> m.keySet().stream()).distinct().count();
       assertEquals(distinct, index.blockCount(), "seed " + seed + " distinct blocks");
+      for (WorkerId w : workers) {
+        index.removeWorker(w);
+      }
+      assertEquals(0, index.entries(), "seed " + seed + ": entries left once every worker is gone");
     }
   }
 

@@ -130,4 +130,100 @@ class BlockHashIndexTest {
     // Without its parent the orphan block matches nothing from the root.
     assertEquals(Map.of(), match(1, 2));
   }
+
+  private void apply(WorkerId w, OptionalLong parent, long hash) {
+    index.apply(w, new KvEvent.Stored(nextId++, parent, List.of(new KvEvent.StoredBlock(hash, hash)), StorageTier.DEVICE));
+  }
+
+  private void remove(WorkerId w, long... hashes) {
+    index.apply(w, new KvEvent.Removed(nextId++, hashes, StorageTier.DEVICE));
+  }
+
+  /**
+   * A block two workers hold shares its slot's parent hash between them; two workers that name
+   * different parents for it (a malformed stream, or a hash collision) must each keep their own,
+   * or removing one releases the wrong parent and leaves a ghost behind. W1 first holds x as a
+   * ghost (a child named it), then stores it under another parent than W0's.
+   */
+  @Test
+  void twoHoldersThatNameDifferentParentsKeepTheirOwn() {
+    long p0 = 101, p1 = 202, x = 303, y = 404;
+    apply(W0, OptionalLong.empty(), p0);
+    apply(W0, OptionalLong.of(p0), x);
+    apply(W1, OptionalLong.empty(), p1);
+    apply(W1, OptionalLong.of(x), y);
+    apply(W1, OptionalLong.of(p1), x);
+    assertEquals(Map.of(W0, new Overlap(2, 0, 0)), index.overlaps(new long[] {p0, x}));
+    assertEquals(Map.of(W1, new Overlap(3, 0, 0)), index.overlaps(new long[] {p1, x, y}));
+    remove(W0, x, p0);
+    remove(W1, y, x, p1);
+    assertEquals(0, index.entries(), "a ghost or an entry was left behind");
+    assertEquals(0, index.blockCount(W0) + index.blockCount(W1));
+  }
+
+  /** The same two workers with the same parent, removed in either order, leave nothing. */
+  @Test
+  void aBlockTwoWorkersHoldGoesWithTheLastOfThem() {
+    long p = 11, x = 22;
+    for (boolean firstGoesFirst : new boolean[] {true, false}) {
+      apply(W0, OptionalLong.empty(), p);
+      apply(W0, OptionalLong.of(p), x);
+      apply(W1, OptionalLong.empty(), p);
+      apply(W1, OptionalLong.of(p), x);
+      assertEquals(Map.of(W0, new Overlap(2, 0, 0), W1, new Overlap(2, 0, 0)), index.overlaps(new long[] {p, x}));
+      WorkerId first = firstGoesFirst ? W0 : W1;
+      WorkerId second = firstGoesFirst ? W1 : W0;
+      remove(first, x, p);
+      assertEquals(Map.of(second, new Overlap(2, 0, 0)), index.overlaps(new long[] {p, x}));
+      remove(second, x, p);
+      assertEquals(0, index.entries());
+    }
+  }
+
+  /**
+   * Two holders share a slot's entry while each one's fields fit in half of it; a block with more
+   * children under one worker than half holds (4,095) moves to a record and keeps every count.
+   */
+  @Test
+  void aSharedBlockWithThousandsOfChildrenKeepsEveryCount() {
+    long root = 7;
+    apply(W0, OptionalLong.empty(), root);
+    apply(W1, OptionalLong.empty(), root);
+    int children = 5000;
+    for (int c = 1; c <= children; c++) {
+      apply(W0, OptionalLong.of(root), 1000 + c);
+    }
+    assertEquals(Map.of(W0, new Overlap(2, 0, 0), W1, new Overlap(1, 0, 0)), index.overlaps(new long[] {root, 1000 + children}));
+    remove(W0, root); // a hole: its children still name it
+    assertEquals(Map.of(W1, new Overlap(1, 0, 0)), index.overlaps(new long[] {root, 1001}));
+    for (int c = 1; c <= children; c++) {
+      remove(W0, 1000 + c);
+    }
+    remove(W1, root);
+    assertEquals(0, index.entries(), "the ghost goes with its last child");
+  }
+
+  /** Past 65,535 workers an index no longer fits half a slot's entry: such a holder goes to a record. */
+  @Test
+  void workersPastWhatHalfAnEntryNamesStillShareBlocks() {
+    long[] prompt = seq(1, 2, 3);
+    List<WorkerId> many = new ArrayList<>();
+    for (int i = 0; i < 65_540; i++) {
+      many.add(new WorkerId("w" + i));
+      index.apply(many.get(i), new KvEvent.Cleared(nextId++)); // registers the worker: indexes from 1 in order
+    }
+    WorkerId early = many.get(5);
+    WorkerId late = many.get(65_539);
+    List<KvEvent.StoredBlock> blocks = new ArrayList<>();
+    for (int i = 0; i < prompt.length; i++) {
+      blocks.add(new KvEvent.StoredBlock(prompt[i], i + 1));
+    }
+    index.apply(early, new KvEvent.Stored(nextId++, OptionalLong.empty(), blocks, StorageTier.DEVICE));
+    index.apply(late, new KvEvent.Stored(nextId++, OptionalLong.empty(), blocks.subList(0, 2), StorageTier.DEVICE));
+    assertEquals(Map.of(early, new Overlap(3, 0, 0), late, new Overlap(2, 0, 0)), index.overlaps(prompt));
+    index.apply(early, new KvEvent.Removed(nextId++, new long[] {prompt[2], prompt[1], prompt[0]}, StorageTier.DEVICE));
+    assertEquals(Map.of(late, new Overlap(2, 0, 0)), index.overlaps(prompt));
+    index.removeWorker(late);
+    assertEquals(0, index.entries());
+  }
 }
