@@ -115,8 +115,11 @@ public final class ClusterSimulator {
     long cached;
     long prompt;
     int met;
+    int finished;
+    /** TTFTs of the requests whose first token came in this window (as the frontend records them). */
     final DoubleArrayList ttft = new DoubleArrayList();
-    final DoubleArrayList itl = new DoubleArrayList();
+    /** Inter-token gaps in this window, counted in buckets as the frontend's histogram counts them. */
+    final double[] itl = new double[GAP_BUCKETS];
     /** Requests per bucket of uncached prompt length, as the frontend's histogram counts them. */
     final long[] uncached = new long[BUCKETS.length + 1];
 
@@ -124,8 +127,9 @@ public final class ClusterSimulator {
       arrivals = 0;
       isl = osl = cached = prompt = 0;
       met = 0;
+      finished = 0;
       ttft.clear();
-      itl.clear();
+      Arrays.fill(itl, 0);
       Arrays.fill(uncached, 0);
     }
 
@@ -383,6 +387,8 @@ public final class ClusterSimulator {
 
   private void firstToken(SimRequest r, DecodeSim d) {
     r.firstTokenAt = now;
+    interval.ttft.add(r.ttft());
+    sample.ttft.add(r.ttft());
     if (!r.split) {
       d.localPrefillDone(r);
     }
@@ -420,12 +426,35 @@ public final class ClusterSimulator {
       met++;
     }
     for (Window w : new Window[] {interval, sample}) {
-      w.ttft.add(ttft);
-      w.itl.add(itl);
+      w.finished++;
       if (good) {
         w.met++;
       }
     }
+  }
+
+  // Gap buckets: GAP_PER_DECADE a decade from 100 µs (bucket 0 below it, the last above 1,000 s).
+  private static final int GAP_PER_DECADE = 20;
+  private static final double GAP_FLOOR = 1e-4;
+  private static final int GAP_BUCKETS = 7 * GAP_PER_DECADE + 2;
+
+  private static int gapBucket(double seconds) {
+    if (!(seconds > GAP_FLOOR)) {
+      return 0;
+    }
+    return Math.min(GAP_BUCKETS - 1, 1 + (int) (Math.log10(seconds / GAP_FLOOR) * GAP_PER_DECADE));
+  }
+
+  /** The upper bound of gap bucket {@code b}, as a histogram's {@code le}. */
+  private static double gapBound(int b) {
+    return GAP_FLOOR * Math.pow(10, (double) b / GAP_PER_DECADE);
+  }
+
+  /** {@code count} inter-token gaps of {@code seconds} each went out on a decode worker. */
+  private void gaps(double seconds, double count) {
+    int b = gapBucket(seconds);
+    interval.itl[b] += count;
+    sample.itl[b] += count;
   }
 
   // ---- workers ----
@@ -435,7 +464,7 @@ public final class ClusterSimulator {
     WorkerId id = new WorkerId(pool.cliName() + "-" + serial);
     SimWorker w = pool == Pool.PREFILL
         ? new PrefillSim(id, serial, now, now + startup, index, profile, blockTokens)
-        : new DecodeSim(id, serial, now, now + startup, index, profile, blockTokens);
+        : new DecodeSim(id, serial, now, now + startup, index, profile, blockTokens, this::gaps);
     workers.add(w);
     byId.put(id, w);
     heldWorkers++;
@@ -524,7 +553,17 @@ public final class ClusterSimulator {
 
   // ---- planner and timeline ----
 
+  /** Brings every decode worker's token count to now, so that the gaps up to now are in the windows. */
+  private void flushGaps() {
+    for (SimWorker w : workers) {
+      if (w instanceof DecodeSim d) {
+        d.advance(now);
+      }
+    }
+  }
+
   private void plan() {
+    flushGaps();
     double seconds = Math.max(1e-9, now - intervalStart);
     intervalStart = now;
     earlyPlanPending = false;
@@ -535,6 +574,9 @@ public final class ClusterSimulator {
         p90(interval.ttft), p90(interval.itl), waiting.size(), poolLoad(Pool.PREFILL), poolLoad(Pool.DECODE),
         interval.uncachedMix());
     Decision d = planner.plan(stats);
+    if (System.getenv("DL") != null && now > 530 && now < 720) {
+      System.out.println("t=" + (int) now + " " + stats + " -> " + d);
+    }
     if (decisionLog != null) {
       decisionLog.accept(d, now);
     }
@@ -574,6 +616,7 @@ public final class ClusterSimulator {
   }
 
   private void sample() {
+    flushGaps();
     int[] counts = new int[4];
     for (SimWorker w : workers) {
       int base = w.pool == Pool.PREFILL ? 0 : 1;
@@ -585,7 +628,7 @@ public final class ClusterSimulator {
       }
     }
     timeline.add(new SimReport.Sample(now, sample.arrivals / config.sampleSeconds(), counts[0], counts[1], counts[2], counts[3],
-        p90(sample.ttft), p90(sample.itl), sample.ttft.size(), sample.met));
+        p90(sample.ttft), p90(sample.itl), sample.finished, sample.met));
     sample.clear();
     if (busy()) {
       push(now + config.sampleSeconds(), SAMPLE, null, null, 0);
@@ -599,6 +642,25 @@ public final class ClusterSimulator {
     double[] v = values.toDoubleArray();
     Arrays.sort(v);
     return percentile(v, 0.9);
+  }
+
+  /** The 90th percentile of the gaps counted in {@code buckets} (a bucket's upper bound); NaN with none. */
+  private static double p90(double[] buckets) {
+    double total = 0;
+    for (double c : buckets) {
+      total += c;
+    }
+    if (!(total > 0)) {
+      return Double.NaN;
+    }
+    double below = 0;
+    for (int b = 0; b < buckets.length; b++) {
+      below += buckets[b];
+      if (below >= 0.9 * total) {
+        return gapBound(b);
+      }
+    }
+    return gapBound(buckets.length - 1);
   }
 
   static double percentile(double[] sorted, double q) {

@@ -12,7 +12,9 @@ import java.util.PriorityQueue;
  * a step lasting the profile's ITL at the current batch and mean context; so rather than one
  * event per token the worker keeps a token counter ({@code progress}) advancing at 1 ÷ ITL and
  * each stream ends when the counter reaches its target. A prompt prefilled here (not split)
- * stalls every stream for its prefill time. Streams that do not fit (batch limit, KV) wait.
+ * stalls every stream for its prefill time. Streams that do not fit (batch limit, KV) wait. The
+ * gaps between tokens go to a listener as they pass (each step's length, times the streams in it;
+ * a stall, one longer gap each), as a frontend records them.
  */
 final class DecodeSim extends SimWorker {
   private final Profile profile;
@@ -29,18 +31,29 @@ final class DecodeSim extends SimWorker {
   private long localPrefillTokens;
   /** The simulator's stamp on this worker's pending completion event; older events are stale. */
   long version;
+  private final Gaps gaps;
 
-  DecodeSim(WorkerId id, int serial, double startedAt, double readyAt, BlockHashIndex index, Profile profile, int blockTokens) {
+  /** Hears inter-token gaps: {@code count} of them, {@code seconds} long each. */
+  @FunctionalInterface
+  interface Gaps {
+    void observe(double seconds, double count);
+  }
+
+  DecodeSim(WorkerId id, int serial, double startedAt, double readyAt, BlockHashIndex index, Profile profile, int blockTokens,
+      Gaps gaps) {
     super(id, serial, Pool.DECODE, startedAt, readyAt, index, (int) (profile.kvTokens() / blockTokens));
     this.profile = profile;
     this.kvTokens = profile.kvTokens();
+    this.gaps = gaps;
   }
 
   /** Brings the token counter to {@code now} (no progress while stalled by a local prefill). */
   void advance(double now) {
     double from = Math.max(lastUpdate, stallUntil);
     if (now > from && !running.isEmpty()) {
-      progress += (now - from) / itl;
+      double steps = (now - from) / itl;
+      progress += steps;
+      gaps.observe(itl, steps * running.size());
     }
     lastUpdate = Math.max(lastUpdate, now);
   }
@@ -56,7 +69,11 @@ final class DecodeSim extends SimWorker {
   double prefillLocally(SimRequest r, double now) {
     advance(now);
     double begin = Math.max(now, stallUntil);
-    stallUntil = begin + profile.prefillSeconds(r.uncachedTokens);
+    double stall = profile.prefillSeconds(r.uncachedTokens);
+    stallUntil = begin + stall;
+    if (!running.isEmpty()) {
+      gaps.observe(stall + itl, running.size()); // each stream's next gap waits out the prefill
+    }
     localPrefillTokens += r.uncachedTokens;
     return stallUntil;
   }

@@ -125,4 +125,26 @@ class ClusterSimulatorTest {
     assertEquals(t.requests().size(), r.completed());
     assertTrue(r.ttftP99() > 20 && r.ttftP99() < 40, "p99 TTFT " + r.ttftP99() + " s");
   }
+
+  /**
+   * The planner reads TTFT and ITL as a frontend records them — a TTFT when the first token comes,
+   * each gap between tokens as it passes — not when the request ends: a long answer's TTFT is in
+   * the window of its first token, and the windows while it decodes show its gaps.
+   */
+  @Test
+  void latenciesAreSeenWhenTheyHappenNotWhenTheRequestEnds() {
+    Trace t = new Trace("one long answer", List.of(
+        new TraceRequest(0, 512, 4000, new long[] {1}),
+        new TraceRequest(200, 512, 8, new long[] {2})), 512);
+    SimReport r = new ClusterSimulator(SimConfig.fixed("static", PROFILE, SlaTargets.DEFAULTS, 1, 1), t).run(null);
+    SimReport.Sample first = r.timeline().getFirst();
+    assertEquals(10, first.time(), 1e-9);
+    assertTrue(first.ttftP90() > 0 && first.ttftP90() < 1, "the first window holds the TTFT: " + first);
+    assertEquals(0, first.finished(), "nothing finished yet");
+    SimReport.Sample end = r.timeline().stream().filter(s -> s.finished() == 1).findFirst().orElseThrow();
+    assertTrue(end.time() >= 30, "4,000 tokens at a batch of one take longer than two windows: " + end);
+    List<SimReport.Sample> decoding = r.timeline().stream().filter(s -> s.time() > 10 && s.time() < end.time()).toList();
+    assertTrue(!decoding.isEmpty() && decoding.stream().allMatch(s -> s.itlP90() > 0 && s.itlP90() < 0.1 && Double.isNaN(s.ttftP90())),
+        "windows while it decodes show its gaps and no TTFT: " + decoding);
+  }
 }
