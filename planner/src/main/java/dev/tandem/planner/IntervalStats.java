@@ -3,7 +3,8 @@ package dev.tandem.planner;
 /**
  * What was measured over one planner interval: its length, the requests that arrived, their mean
  * prompt and output lengths and the fraction of prompt tokens served from cache, the p90 time to
- * first token and inter-token latency of the requests that finished (NaN when none did), the
+ * first token (of the first tokens in the interval) and inter-token latency (of the gaps between
+ * tokens in it), as the frontend's histograms record them (NaN when there were none), the
  * requests waiting at the frontend for want of any worker, each pool's load at its end, and how
  * many prompt tokens each finished request had to compute (its uncached length; {@link
  * LengthMix#EMPTY} when not measured). Values may be NaN or missing (0) when a source could not be

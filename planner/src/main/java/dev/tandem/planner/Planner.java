@@ -7,7 +7,8 @@ import java.util.Locale;
  * Sizes the prefill and decode pools once per interval. It feeds each interval's measurements to
  * its predictors (request rate with the configured one; prompt and output length and prefix hit
  * rate with a moving average), forecasts the largest of the rate just measured, the next
- * interval's and the one when a worker started now would serve, and sizes for it, adding what is
+ * interval's, the one when a worker started now would serve, and a rise beyond noise extrapolated
+ * to then ({@link #ramp}), and sizes for it, adding what is
  * already queued: SLA mode from the profile and the recent prompt lengths with correction factors
  * (observed ÷ expected TTFT and ITL), plus load mode's scale-up signal so that a surge nobody
  * predicted still adds workers (for the prefill pool only once TTFT has missed its target too: a
@@ -38,6 +39,13 @@ public final class Planner {
   private long interval;
   private int idleIntervals;
   private final long[] lastChange = {Long.MIN_VALUE / 2, Long.MIN_VALUE / 2};
+  /** The previous interval's arrivals and length, for {@link #ramp}. */
+  private double previousRequests = Double.NaN;
+  private double previousSeconds = Double.NaN;
+  /** How far above the noise (standard deviations of the two counts' difference) a rise must be to count as a ramp. */
+  private static final double RAMP_SIGMAS = 3;
+  /** A ramp is extrapolated to at most this multiple of the rate just measured. */
+  private static final double RAMP_MAX_FACTOR = 3;
 
   public Planner(PlannerConfig config) {
     this(config, Predictors.create(config.predictor(), config.seasonIntervals()));
@@ -88,6 +96,9 @@ public final class Planner {
     // Never below what was just measured: the predictors are there to see rises coming, and a
     // seasonal model that has not seen this phase before may forecast nothing at all.
     double forecastRate = Math.max(observedRate, Math.max(rate.predict(1), rate.predict(ahead)));
+    double ramp = ramp(s, ahead);
+    boolean ramping = ramp > forecastRate;
+    forecastRate = Math.max(forecastRate, ramp);
     Forecast forecast = new Forecast(forecastRate, isl.predict(), osl.predict(), Math.min(1, hit.predict()));
     int prefillBefore = Math.max(0, s.prefill().replicas());
     int decodeBefore = Math.max(0, s.decode().replicas());
@@ -109,6 +120,10 @@ public final class Planner {
           "sla: %.2f req/s (×%.2f) of %.0f uncached prompt tokens → %d prefill for p%.0f TTFT ≤ %.0f ms; %.0f decode tok/s ÷ %.0f per worker → %d",
           sizing.prefillRate(), prefillCorrection, sizing.meanUncachedTokens(), prefill, 100 * config.targets().quantile(),
           1000 * config.targets().ttftSeconds(), padded.decodeTokensPerSecond(), sizing.decodePerWorker(), decode));
+      if (ramping) {
+        reason.append(String.format(Locale.ROOT, " (a ramp: %.2f → %.2f req/s, extrapolated %d intervals)",
+            previousRequests / previousSeconds, observedRate, ahead));
+      }
       if (config.prefillLimits().max() == 0) {
         // No prefill pool: the generating workers prefill their own prompts, so they carry both loads.
         prefill = 0;
@@ -173,6 +188,33 @@ public final class Planner {
     }
     return new Decision(interval, effectiveMode(), forecast, prefillBefore, decodeBefore, prefill, decode,
         prefillCorrection, decodeCorrection, reason.toString());
+  }
+
+  /**
+   * The rate a rise would reach by the time a worker started now serves ({@code ahead} intervals),
+   * when the rise from the previous interval is beyond noise: the two arrival counts differ by
+   * more than {@value #RAMP_SIGMAS} standard deviations (Poisson: the square root of their sum),
+   * so a flat load triggers it about once in 700 intervals. At most {@value #RAMP_MAX_FACTOR}× the
+   * rate just measured; 0 when there is no such rise. A trend model smooths the first interval of
+   * a ramp away; without this, workers for an unannounced surge are asked for one start-up late.
+   */
+  private double ramp(IntervalStats s, int ahead) {
+    double requests = NonNegative.of(s.requests());
+    double seconds = s.seconds();
+    double before = previousRequests;
+    double beforeSeconds = previousSeconds;
+    previousRequests = requests;
+    previousSeconds = seconds;
+    if (!(seconds > 0) || !(beforeSeconds > 0) || !Double.isFinite(before)) {
+      return 0;
+    }
+    double expected = before * seconds / beforeSeconds; // the previous count at this interval's length
+    double rise = requests - expected;
+    if (!(rise > RAMP_SIGMAS * Math.sqrt(requests + expected))) {
+      return 0;
+    }
+    double rate = requests / seconds;
+    return Math.min(RAMP_MAX_FACTOR * rate, rate + rise / seconds * ahead);
   }
 
   /**

@@ -135,6 +135,52 @@ class PlannerTest {
     }
   }
 
+  /** The rate forecast after intervals of 10 s with {@code counts} arrivals, a constant predictor, 3 intervals of lookahead. */
+  private static double forecastAfter(double... counts) {
+    Planner planner = new Planner(PlannerConfig.builder().predictor("constant").intervalSeconds(10).lookaheadIntervals(3).build());
+    PoolLoad idle = new PoolLoad(1, 0, 0, 0, 0);
+    Decision d = null;
+    for (double n : counts) {
+      d = planner.plan(new IntervalStats(10, n, 1000, 100, 0, Double.NaN, Double.NaN, 0, idle, idle));
+    }
+    return d.forecast().requestRate();
+  }
+
+  /**
+   * A rise beyond noise is extrapolated to when a worker started now would serve: 193 then 333
+   * arrivals in 10 s (a rise of 140, over 3σ = 3 × √526 = 68.8) is +14 req/s an interval, so 4
+   * intervals ahead 33.3 + 4 × 14 = 89.3 req/s, at most 3 × 33.3.
+   */
+  @Test
+  void aRiseBeyondNoiseIsExtrapolatedToWhenANewWorkerServes() {
+    assertEquals(89.3, forecastAfter(193, 333), 1e-9);
+    assertEquals(3 * 40, forecastAfter(100, 400), 1e-9, "capped at three times the rate just measured");
+  }
+
+  /** A rise within the noise of two counts, a fall, or a first interval is no ramp: the forecast is the rate measured. */
+  @Test
+  void aRiseWithinNoiseIsNotARamp() {
+    assertEquals(23, forecastAfter(200, 230), 1e-9); // 30 < 3 × √430 = 62.2
+    assertEquals(19.3, forecastAfter(333, 193), 1e-9);
+    assertEquals(33.3, forecastAfter(333), 1e-9);
+    double flat = 0;
+    Random r = new Random(5);
+    double[] counts = new double[500];
+    int ramps = 0;
+    for (int i = 0; i < counts.length; i++) {
+      counts[i] = Math.max(0, Math.round(200 + r.nextGaussian() * Math.sqrt(200))); // Poisson-like around 20 req/s
+    }
+    Planner planner = new Planner(PlannerConfig.builder().predictor("constant").intervalSeconds(10).lookaheadIntervals(3).build());
+    PoolLoad idle = new PoolLoad(1, 0, 0, 0, 0);
+    for (double n : counts) {
+      Decision d = planner.plan(new IntervalStats(10, n, 1000, 100, 0, Double.NaN, Double.NaN, 0, idle, idle));
+      flat = Math.max(flat, d.forecast().requestRate());
+      ramps += d.forecast().requestRate() > n / 10 + 1e-9 ? 1 : 0; // a constant predictor forecasts the rate measured, a ramp more
+    }
+    assertTrue(flat < 26, "a flat load's forecast stays within its own noise: " + flat);
+    assertTrue(ramps <= 2, "a flat load is rarely taken for a ramp: " + ramps + " of 500 intervals");
+  }
+
   private static double pick(Random r, double[] odd, double scale) {
     return r.nextInt(5) == 0 ? odd[r.nextInt(odd.length)] : r.nextDouble() * scale;
   }
