@@ -25,12 +25,15 @@ public final class SimChart {
     XYChart load = chart("Load: " + r.planner().trace(), "arrivals / s", 260);
     line(load, "arrivals / s", minutes, t.stream().mapToDouble(SimReport.Sample::arrivalRate).toArray());
 
-    XYChart pools = chart("Workers (planner) vs the static pool sized for the peak", "workers", 300);
+    boolean withStatic = r.staticPeak() != null; // --planner-only runs no static pool
+    XYChart pools = chart(withStatic ? "Workers (planner) vs the static pool sized for the peak" : "Workers (planner)", "workers", 300);
     line(pools, "prefill serving", minutes, t.stream().mapToDouble(SimReport.Sample::prefillReady).toArray());
     line(pools, "prefill held", minutes, t.stream().mapToDouble(SimReport.Sample::prefillHeld).toArray());
     line(pools, "decode serving", minutes, t.stream().mapToDouble(SimReport.Sample::decodeReady).toArray());
     line(pools, "decode held", minutes, t.stream().mapToDouble(SimReport.Sample::decodeHeld).toArray());
-    flat(pools, "static peak (" + r.peakPrefill() + " + " + r.peakDecode() + ")", minutes, r.peakPrefill() + r.peakDecode());
+    if (withStatic) {
+      flat(pools, "static peak (" + r.peakPrefill() + " + " + r.peakDecode() + ")", minutes, r.peakPrefill() + r.peakDecode());
+    }
 
     XYChart latency = chart(String.format(java.util.Locale.ROOT, "p90 latency per window (planner: %.2f%% of requests within both SLAs)",
         100 * r.planner().slaAttainment()), "seconds (log)", 300);
