@@ -59,7 +59,7 @@ echo zero >"$out/phase"; echo "== phase zero: no requests for 60 s" | tee -a "$o
 phase after-zero 2 120
 sleep 3
 kill "$planner"; wait "$planner" 2>/dev/null || true  # the planner drains the workers it started
-grep -E "interval [0-9]+:" "$out/planner.log" | sed 's/^.*interval/interval/' >"$out/decisions.txt" || true
+grep -E "interval [0-9]+:" "$out/planner.log" | sed 's/^.*PlannerLoop - //' >"$out/decisions.txt" || true
 "$JAVA_HOME/bin/java" -cp "cli/target/tandem-cli-0.1.0-SNAPSHOT.jar:cli/target/lib/*" dev.tandem.bench.PlannerLiveChart \
   "$out/replicas.csv" "$out/replicas.png"
 echo "results in $out (summary.txt, decisions.txt, replicas.csv, replicas.png)"

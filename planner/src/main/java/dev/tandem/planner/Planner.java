@@ -96,6 +96,7 @@ public final class Planner {
     // Never below what was just measured: the predictors are there to see rises coming, and a
     // seasonal model that has not seen this phase before may forecast nothing at all.
     double forecastRate = Math.max(observedRate, Math.max(rate.predict(1), rate.predict(ahead)));
+    double rateBefore = previousSeconds > 0 ? previousRequests / previousSeconds : Double.NaN;
     double ramp = ramp(s, ahead);
     boolean ramping = ramp > forecastRate;
     forecastRate = Math.max(forecastRate, ramp);
@@ -122,7 +123,7 @@ public final class Planner {
           1000 * config.targets().ttftSeconds(), padded.decodeTokensPerSecond(), sizing.decodePerWorker(), decode));
       if (ramping) {
         reason.append(String.format(Locale.ROOT, " (a ramp: %.2f → %.2f req/s, extrapolated %d intervals)",
-            previousRequests / previousSeconds, observedRate, ahead));
+            rateBefore, observedRate, ahead));
       }
       if (config.prefillLimits().max() == 0) {
         // No prefill pool: the generating workers prefill their own prompts, so they carry both loads.

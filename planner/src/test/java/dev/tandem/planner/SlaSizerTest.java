@@ -145,4 +145,19 @@ class SlaSizerTest {
     Decision d = aggregated(10);
     assertEquals(1, d.decode(), d.reason());
   }
+
+  /** A ramp sizes for the extrapolated rate, and the decision says so with the two rates it saw. */
+  @Test
+  void aRampSizesForWhereTheRiseWillBeAndSaysSo() {
+    Planner planner = new Planner(PlannerConfig.builder().mode(PlannerConfig.Mode.SLA).profile(Profiles.linear(40_000, 1e-4))
+        .intervalSeconds(10).lookaheadIntervals(3).predictor("constant").headroom(0)
+        .prefillLimits(new PoolLimits(1, 100)).decodeLimits(new PoolLimits(1, 100)).build());
+    PoolLoad one = new PoolLoad(1, 0, 0, 0, 0);
+    planner.plan(new IntervalStats(10, 193, 3000, 150, 0, Double.NaN, Double.NaN, 0, one, one));
+    Decision d = planner.plan(new IntervalStats(10, 333, 3000, 150, 0, Double.NaN, Double.NaN, 0, one, one));
+    assertEquals(89.3, d.forecast().requestRate(), 1e-9);
+    assertTrue(d.reason().contains("a ramp: 19.30 → 33.30 req/s, extrapolated 4 intervals"), d.reason());
+    // 89.3 req/s × 3,000 tokens = 268k prompt tok/s: more than 33.3 req/s (100k tok/s) needs of 40k-tok/s workers.
+    assertTrue(d.prefill() >= 7, d.reason());
+  }
 }
