@@ -145,10 +145,11 @@ public final class BlockHashIndex implements PrefixIndex {
   }
 
   // Entry of a block one worker holds: bits 0-1 state (tier ordinal, or GHOST), 2-31 worker index
-  // (from 1, so that an entry is never 0), 32 whether the parent is known, 33-61 children. With bit
-  // 62 set it is a pair: two halves of 31 bits (0-30, 31-61), each bits 0-1 state, 2 whether the
-  // parent is known, 3-18 worker index, 19-30 children, sharing the slot's parent hash. A negative
-  // entry is -(1 + index) of a Holders record.
+  // (from 1, so that an entry is never 0), 32 whether the parent is known, 33-61 children (up to
+  // 2^29 - 1, more blocks than a worker's cache holds). With bit 62 set it is a pair: two halves of
+  // 31 bits (0-30, 31-61), each bits 0-1 state, 2 whether the parent is known, 3-18 worker index,
+  // 19-30 children, sharing the slot's parent hash. A negative entry is -(1 + index) of a Holders
+  // record.
   private static final long PAIR = 1L << 62;
   private static final int HALF_BITS = 31;
   private static final int HALF_MAX_WORKER = 0xFFFF;
