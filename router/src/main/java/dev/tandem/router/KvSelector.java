@@ -41,6 +41,8 @@ public final class KvSelector implements WorkerSelector {
   private final ToIntFunction<WorkerId> workingSetBlocks;
   private final KvCost cost;
   private final double temperature;
+  /** Breaks ties and samples; null: each thread's own {@link ThreadLocalRandom}. */
+  private final RandomGenerator random;
 
   /** The block cost with {@code weights}; {@code cachedBlocks} breaks ties and sizes working sets. */
   public KvSelector(
@@ -65,6 +67,12 @@ public final class KvSelector implements WorkerSelector {
       ToIntFunction<WorkerId> workingSetBlocks,
       KvCost cost,
       double temperature) {
+    this(events, approximate, useApproximate, tieBreakBlocks, workingSetBlocks, cost, temperature, null);
+  }
+
+  private KvSelector(PrefixIndex events, PrefixIndex approximate, Predicate<WorkerId> useApproximate,
+      ToIntFunction<WorkerId> tieBreakBlocks, ToIntFunction<WorkerId> workingSetBlocks, KvCost cost, double temperature,
+      RandomGenerator random) {
     this.events = events;
     this.approximate = approximate;
     this.useApproximate = useApproximate;
@@ -72,6 +80,19 @@ public final class KvSelector implements WorkerSelector {
     this.workingSetBlocks = workingSetBlocks;
     this.cost = cost;
     this.temperature = temperature;
+    this.random = random;
+  }
+
+  /**
+   * The same selector drawing its ties and samples from {@code random} (one thread at a time: a
+   * simulator's, so that a run repeats exactly) instead of each thread's own generator.
+   */
+  public KvSelector withRandom(RandomGenerator random) {
+    return new KvSelector(events, approximate, useApproximate, tieBreakBlocks, workingSetBlocks, cost, temperature, random);
+  }
+
+  private RandomGenerator random() {
+    return random != null ? random : ThreadLocalRandom.current();
   }
 
   @Override
@@ -122,7 +143,11 @@ public final class KvSelector implements WorkerSelector {
 
   @Override
   public Selection select(RoutingRequest request, List<WorkerLoad> candidates) {
-    Map<WorkerId, Overlap> fromEvents = events.overlaps(request.blockHashes());
+    return select(request, candidates, events.overlaps(request.blockHashes()));
+  }
+
+  /** {@link #select(RoutingRequest, List)} with the event index's overlaps for this prompt already looked up. */
+  public Selection select(RoutingRequest request, List<WorkerLoad> candidates, Map<WorkerId, Overlap> fromEvents) {
     Overlaps overlaps = new Overlaps(request, fromEvents);
     KvCost.Scorer scorer = cost.withReuse(reuse()).scorer(request, candidates);
     Selection chosen = temperature <= 0 ? cheapest(scorer, candidates, overlaps) : sample(scorer, candidates, overlaps);
@@ -198,7 +223,7 @@ public final class KvSelector implements WorkerSelector {
     if (priced.size == 0) {
       throw new IllegalArgumentException("no eligible worker among the " + fleet.size() + " of the pool");
     }
-    int best = argmin(candidates, priced, min + Math.abs(min) * tolerance, ThreadLocalRandom.current());
+    int best = argmin(candidates, priced, min + Math.abs(min) * tolerance, random());
     return selection(scorer, candidates, priced.index[best], priced.cost[best], priced.overlap[best]);
   }
 
@@ -237,7 +262,7 @@ public final class KvSelector implements WorkerSelector {
       min = Math.min(min, costs[i]);
       max = Math.max(max, costs[i]);
     }
-    RandomGenerator random = ThreadLocalRandom.current();
+    RandomGenerator random = random();
     int chosen;
     if (max == min) {
       Priced all = new Priced(n);
@@ -311,7 +336,7 @@ public final class KvSelector implements WorkerSelector {
         }
       }
     }
-    int best = argmin(candidates, priced, min + Math.abs(min) * tolerance, ThreadLocalRandom.current());
+    int best = argmin(candidates, priced, min + Math.abs(min) * tolerance, random());
     return selection(scorer, candidates, priced.index[best], priced.cost[best], priced.overlap[best]);
   }
 

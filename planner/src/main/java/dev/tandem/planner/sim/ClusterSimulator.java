@@ -70,6 +70,7 @@ public final class ClusterSimulator {
   private final PriorityQueue<Event> events = new PriorityQueue<>();
   private long seq;
   private double now;
+  private static final long TIE_SEED = 1;
   private final BlockHashIndex index = new BlockHashIndex();
   private final Map<WorkerId, SimWorker> byId = new HashMap<>();
   private final KvSelector selector;
@@ -164,8 +165,10 @@ public final class ClusterSimulator {
     this.profile = config.profile();
     this.blockTokens = trace.blockTokens();
     this.cost = fit(profile);
+    // Ties drawn from a fixed seed: the same trace and settings give the same run.
     this.selector = new KvSelector(index, new BlockHashIndex(), w -> false,
-        w -> byId.get(w).inFlight(), w -> byId.get(w).cachedBlocks(), PredictedTtftCost.defaults(), 0);
+        w -> byId.get(w).inFlight(), w -> byId.get(w).cachedBlocks(), PredictedTtftCost.defaults(), 0)
+        .withRandom(new java.util.SplittableRandom(TIE_SEED));
     this.split = new SplitPolicy(config.split(), 1.0);
     this.planner = planner;
   }
@@ -360,7 +363,7 @@ public final class ClusterSimulator {
         }
       }
     }
-    return selector.select(routing, loads);
+    return selector.select(routing, loads, overlaps);
   }
 
   private WorkerLoad load(SimWorker w) {

@@ -147,4 +147,17 @@ class ClusterSimulatorTest {
     assertTrue(!decoding.isEmpty() && decoding.stream().allMatch(s -> s.itlP90() > 0 && s.itlP90() < 0.1 && Double.isNaN(s.ttftP90())),
         "windows while it decodes show its gaps and no TTFT: " + decoding);
   }
+
+  /** The same trace and settings give the same run: the router's ties come from a fixed seed. */
+  @Test
+  void aRunRepeatsExactly() {
+    Trace t = trace("mooncake", 0, 300);
+    SimConfig run = SimConfig.fixed("p", PROFILE, SlaTargets.DEFAULTS, 1, 1).planned("planner", planner(1), 30);
+    SimReport a = new ClusterSimulator(run, t).run(null);
+    SimReport b = new ClusterSimulator(run, t).run(null);
+    assertEquals(a.workerSeconds(), b.workerSeconds());
+    assertEquals(a.slaAttainment(), b.slaAttainment());
+    assertEquals(a.ttftP90(), b.ttftP90());
+    assertEquals(a.timeline(), b.timeline());
+  }
 }
