@@ -15,4 +15,16 @@ public record WorkerId(String value) {
   public String toString() {
     return value;
   }
+
+  // Written out rather than the record's generated ones: those go through a method-handle chain
+  // (ObjectMethods) that a router's hot maps keyed by worker pay on every lookup.
+  @Override
+  public boolean equals(Object o) {
+    return o == this || o instanceof WorkerId other && value.equals(other.value);
+  }
+
+  @Override
+  public int hashCode() {
+    return value.hashCode();
+  }
 }
