@@ -27,6 +27,7 @@ import java.util.HashMap;
 import java.util.List;
 import java.util.Map;
 import java.util.PriorityQueue;
+import java.util.SplittableRandom;
 import java.util.TreeMap;
 import java.util.TreeSet;
 import java.util.function.LongConsumer;
@@ -53,6 +54,8 @@ public final class ClusterSimulator {
    * live loop's watch does at {@code tandem planner}'s default {@code --zero-watch-s}.
    */
   static final double ZERO_WATCH_SECONDS = 1;
+  /** The router's ties are drawn from this seed: the same trace and settings give the same run. */
+  private static final long TIE_SEED = 1;
 
   private record Event(double time, long seq, int kind, SimRequest request, SimWorker worker, long version)
       implements Comparable<Event> {
@@ -70,7 +73,6 @@ public final class ClusterSimulator {
   private final PriorityQueue<Event> events = new PriorityQueue<>();
   private long seq;
   private double now;
-  private static final long TIE_SEED = 1;
   private final BlockHashIndex index = new BlockHashIndex();
   private final Map<WorkerId, SimWorker> byId = new HashMap<>();
   private final KvSelector selector;
@@ -165,10 +167,9 @@ public final class ClusterSimulator {
     this.profile = config.profile();
     this.blockTokens = trace.blockTokens();
     this.cost = fit(profile);
-    // Ties drawn from a fixed seed: the same trace and settings give the same run.
     this.selector = new KvSelector(index, new BlockHashIndex(), w -> false,
         w -> byId.get(w).inFlight(), w -> byId.get(w).cachedBlocks(), PredictedTtftCost.defaults(), 0)
-        .withRandom(new java.util.SplittableRandom(TIE_SEED));
+        .withRandom(new SplittableRandom(TIE_SEED));
     this.split = new SplitPolicy(config.split(), 1.0);
     this.planner = planner;
   }
