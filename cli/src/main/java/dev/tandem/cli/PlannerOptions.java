@@ -25,6 +25,10 @@ final class PlannerOptions {
   @Option(names = "--headroom", defaultValue = "0.2", description = "Extra capacity over the forecast in sla mode (default ${DEFAULT-VALUE}).")
   double headroom;
 
+  @Option(names = "--ramp-max-factor", defaultValue = "3",
+      description = "A rise in arrivals beyond noise is extrapolated --startup-s ahead, up to this multiple of the rate just measured; 0 turns it off (default ${DEFAULT-VALUE}).")
+  double rampMaxFactor;
+
   @Option(names = "--ttft-ms", defaultValue = "500", description = "TTFT target at --sla-percentile (default ${DEFAULT-VALUE}).")
   double ttftMs;
 
@@ -52,7 +56,7 @@ final class PlannerOptions {
   PlannerConfig.Builder builder(Profile profile) {
     return PlannerConfig.builder().mode(PlannerConfig.Mode.parse(mode)).profile(profile).intervalSeconds(intervalSeconds)
         .targets(targets()).predictor(predictor).seasonIntervals((int) Math.max(2, Math.round(seasonSeconds / intervalSeconds)))
-        .lookaheadIntervals((int) Math.ceil(startupSeconds / intervalSeconds)).headroom(headroom).workerBudget(workerBudget)
+        .lookaheadIntervals((int) Math.ceil(startupSeconds / intervalSeconds)).headroom(headroom).rampMaxFactor(rampMaxFactor).workerBudget(workerBudget)
         .graceIntervals(graceIntervals).idleIntervalsToZero(idleIntervals);
   }
 }

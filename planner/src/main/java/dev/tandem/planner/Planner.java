@@ -44,8 +44,6 @@ public final class Planner {
   private double previousSeconds = Double.NaN;
   /** How far above the noise (standard deviations of the two counts' difference) a rise must be to count as a ramp. */
   private static final double RAMP_SIGMAS = 3;
-  /** A ramp is extrapolated to at most this multiple of the rate just measured. */
-  private static final double RAMP_MAX_FACTOR = 3;
 
   public Planner(PlannerConfig config) {
     this(config, Predictors.create(config.predictor(), config.seasonIntervals()));
@@ -195,8 +193,9 @@ public final class Planner {
    * The rate a rise would reach by the time a worker started now serves ({@code ahead} intervals),
    * when the rise from the previous interval is beyond noise: the two arrival counts differ by
    * more than {@value #RAMP_SIGMAS} standard deviations (Poisson: the square root of their sum),
-   * so a flat load triggers it about once in 700 intervals. At most {@value #RAMP_MAX_FACTOR}× the
-   * rate just measured; 0 when there is no such rise. A trend model smooths the first interval of
+   * so a flat load triggers it about once in 700 intervals. At most {@link
+   * PlannerConfig#rampMaxFactor()} × the rate just measured; 0 when there is no such rise or that
+   * factor is 0. A trend model smooths the first interval of
    * a ramp away; without this, workers for an unannounced surge are asked for one start-up late.
    */
   private double ramp(IntervalStats s, int ahead) {
@@ -211,11 +210,11 @@ public final class Planner {
     }
     double expected = before * seconds / beforeSeconds; // the previous count at this interval's length
     double rise = requests - expected;
-    if (!(rise > RAMP_SIGMAS * Math.sqrt(requests + expected))) {
+    if (config.rampMaxFactor() == 0 || !(rise > RAMP_SIGMAS * Math.sqrt(requests + expected))) {
       return 0;
     }
     double rate = requests / seconds;
-    return Math.min(RAMP_MAX_FACTOR * rate, rate + rise / seconds * ahead);
+    return Math.min(config.rampMaxFactor() * rate, rate + rise / seconds * ahead);
   }
 
   /**

@@ -12,6 +12,8 @@ package dev.tandem.planner;
  * @param idleIntervalsToZero intervals without any demand before a pool whose minimum is 0 goes to 0
  * @param headroom extra capacity SLA mode plans for, as a fraction of the forecast
  * @param workerBudget the most workers across both pools (0: no budget)
+ * @param rampMaxFactor how far a rise beyond noise may be extrapolated, as a multiple of the rate
+ *     just measured (0: rises are not extrapolated; otherwise at least 1)
  */
 public record PlannerConfig(
     Mode mode,
@@ -27,7 +29,8 @@ public record PlannerConfig(
     int lookaheadIntervals,
     int graceIntervals,
     int idleIntervalsToZero,
-    double headroom) {
+    double headroom,
+    double rampMaxFactor) {
 
   public enum Mode {
     LOAD,
@@ -53,6 +56,9 @@ public record PlannerConfig(
     if (lookaheadIntervals < 0 || graceIntervals < 0 || idleIntervalsToZero < 1 || !(headroom >= 0)) {
       throw new IllegalArgumentException("lookahead and grace must be >= 0, idle-to-zero >= 1, headroom >= 0");
     }
+    if (!(rampMaxFactor == 0 || rampMaxFactor >= 1) || Double.isInfinite(rampMaxFactor)) {
+      throw new IllegalArgumentException("ramp max factor must be 0 (off) or a finite number >= 1, was " + rampMaxFactor);
+    }
     Predictors.create(predictor, seasonIntervals); // fails naming the known predictors
   }
 
@@ -76,6 +82,7 @@ public record PlannerConfig(
     private int graceIntervals = 2;
     private int idleIntervalsToZero = 2;
     private double headroom;
+    private double rampMaxFactor = 3;
 
     public Builder mode(Mode m) { mode = m; return this; }
     public Builder profile(Profile p) { profile = p; return this; }
@@ -91,10 +98,11 @@ public record PlannerConfig(
     public Builder graceIntervals(int n) { graceIntervals = n; return this; }
     public Builder idleIntervalsToZero(int n) { idleIntervalsToZero = n; return this; }
     public Builder headroom(double h) { headroom = h; return this; }
+    public Builder rampMaxFactor(double f) { rampMaxFactor = f; return this; }
 
     public PlannerConfig build() {
       return new PlannerConfig(mode, profile, intervalSeconds, targets, prefill, decode, workerBudget, thresholds,
-          predictor, seasonIntervals, lookaheadIntervals, graceIntervals, idleIntervalsToZero, headroom);
+          predictor, seasonIntervals, lookaheadIntervals, graceIntervals, idleIntervalsToZero, headroom, rampMaxFactor);
     }
   }
 }

@@ -1,6 +1,7 @@
 package dev.tandem.planner;
 
 import static org.junit.jupiter.api.Assertions.assertEquals;
+import static org.junit.jupiter.api.Assertions.assertThrows;
 import static org.junit.jupiter.api.Assertions.assertTrue;
 
 import java.util.ArrayList;
@@ -155,6 +156,21 @@ class PlannerTest {
   void aRiseBeyondNoiseIsExtrapolatedToWhenANewWorkerServes() {
     assertEquals(89.3, forecastAfter(193, 333), 1e-9);
     assertEquals(3 * 40, forecastAfter(100, 400), 1e-9, "capped at three times the rate just measured");
+  }
+
+  /** {@code rampMaxFactor} 0 turns ramps off; a factor between 0 and 1 (or infinite) is refused. */
+  @Test
+  void rampsCanBeTurnedOffAndABadFactorIsRefused() {
+    Planner planner = new Planner(PlannerConfig.builder().predictor("constant").intervalSeconds(10).lookaheadIntervals(3)
+        .rampMaxFactor(0).build());
+    PoolLoad idle = new PoolLoad(1, 0, 0, 0, 0);
+    planner.plan(new IntervalStats(10, 193, 1000, 100, 0, Double.NaN, Double.NaN, 0, idle, idle));
+    Decision d = planner.plan(new IntervalStats(10, 333, 1000, 100, 0, Double.NaN, Double.NaN, 0, idle, idle));
+    assertEquals(33.3, d.forecast().requestRate(), 1e-9);
+    for (double bad : new double[] {0.5, -1, Double.NaN, Double.POSITIVE_INFINITY}) {
+      IllegalArgumentException e = assertThrows(IllegalArgumentException.class, () -> PlannerConfig.builder().rampMaxFactor(bad).build());
+      assertTrue(e.getMessage().contains("ramp max factor"), e.getMessage());
+    }
   }
 
   /** A rise within the noise of two counts, a fall, or a first interval is no ramp: the forecast is the rate measured. */
