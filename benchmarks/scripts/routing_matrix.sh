@@ -98,6 +98,10 @@ rotated() {
 ./tandem --help >/dev/null  # builds once if needed
 for row in $rows; do
   mkdir -p "$out/$row"
+  # The summary reads every repeat on disk: an earlier run's extra repeats of these cells would join it.
+  for config in $configs; do
+    rm -f "$out/$row/$config".r*.json "$out/$row/$config".r*.txt "$out/$row/$config".r*-serve.log
+  done
   for ((rep = 1; rep <= repeats; rep++)); do
     # shellcheck disable=SC2086
     for config in $(rotated "$rep" $configs); do
