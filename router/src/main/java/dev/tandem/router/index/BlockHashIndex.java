@@ -219,7 +219,8 @@ public final class BlockHashIndex implements PrefixIndex {
    * table, so that finding, adding and removing one stays O(1).
    */
   private static final class Holders {
-    private static final int TABLE_FROM = 8;
+    /** From this many holders a map; below it a scan of the workers (one cache line), which is faster than the map's lookups. */
+    private static final int TABLE_FROM = 16;
     int[] workers = new int[4];
     byte[] states = new byte[4];
     int[] children = new int[4];
