@@ -39,7 +39,7 @@ public final class Planner {
   private long interval;
   private int idleIntervals;
   private final long[] lastChange = {Long.MIN_VALUE / 2, Long.MIN_VALUE / 2};
-  /** The previous interval's arrivals and length, for {@link #ramp}. */
+  /** The previous interval's arrivals and length, for {@link #ramp}; {@link #plan} sets them last. */
   private double previousRequests = Double.NaN;
   private double previousSeconds = Double.NaN;
   /** How far above the noise (standard deviations of the two counts' difference) a rise must be to count as a ramp. */
@@ -94,7 +94,6 @@ public final class Planner {
     // Never below what was just measured: the predictors are there to see rises coming, and a
     // seasonal model that has not seen this phase before may forecast nothing at all.
     double forecastRate = Math.max(observedRate, Math.max(rate.predict(1), rate.predict(ahead)));
-    double rateBefore = previousSeconds > 0 ? previousRequests / previousSeconds : Double.NaN;
     double ramp = ramp(s, ahead);
     boolean ramping = ramp > forecastRate;
     forecastRate = Math.max(forecastRate, ramp);
@@ -121,7 +120,7 @@ public final class Planner {
           1000 * config.targets().ttftSeconds(), padded.decodeTokensPerSecond(), sizing.decodePerWorker(), decode));
       if (ramping) {
         reason.append(String.format(Locale.ROOT, " (a ramp: %.2f → %.2f req/s, extrapolated %d intervals)",
-            rateBefore, observedRate, ahead));
+            previousRequests / previousSeconds, observedRate, ahead));
       }
       if (config.prefillLimits().max() == 0) {
         // No prefill pool: the generating workers prefill their own prompts, so they carry both loads.
@@ -185,6 +184,8 @@ public final class Planner {
     if (decode != decodeBefore) {
       lastChange[Pool.DECODE.ordinal()] = interval;
     }
+    previousRequests = NonNegative.of(s.requests());
+    previousSeconds = s.seconds();
     return new Decision(interval, effectiveMode(), forecast, prefillBefore, decodeBefore, prefill, decode,
         prefillCorrection, decodeCorrection, reason.toString());
   }
@@ -201,14 +202,10 @@ public final class Planner {
   private double ramp(IntervalStats s, int ahead) {
     double requests = NonNegative.of(s.requests());
     double seconds = s.seconds();
-    double before = previousRequests;
-    double beforeSeconds = previousSeconds;
-    previousRequests = requests;
-    previousSeconds = seconds;
-    if (!(seconds > 0) || !(beforeSeconds > 0) || !Double.isFinite(before)) {
+    if (!(seconds > 0) || !(previousSeconds > 0) || !Double.isFinite(previousRequests)) {
       return 0;
     }
-    double expected = before * seconds / beforeSeconds; // the previous count at this interval's length
+    double expected = previousRequests * seconds / previousSeconds; // the previous count at this interval's length
     double rise = requests - expected;
     if (config.rampMaxFactor() == 0 || !(rise > RAMP_SIGMAS * Math.sqrt(requests + expected))) {
       return 0;

@@ -578,9 +578,6 @@ public final class ClusterSimulator {
         p90(interval.ttft), p90(interval.itl), waiting.size(), poolLoad(Pool.PREFILL), poolLoad(Pool.DECODE),
         interval.uncachedMix());
     Decision d = planner.plan(stats);
-    if (System.getenv("DL") != null && now > 530 && now < 720) {
-      System.out.println("t=" + (int) now + " " + stats + " -> " + d);
-    }
     if (decisionLog != null) {
       decisionLog.accept(d, now);
     }
