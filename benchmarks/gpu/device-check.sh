@@ -9,7 +9,8 @@
 #   1. nvidia-smi and the driver version                                  -> nvidia-smi.txt
 #   2. the engine's cuda tests on the device (compute conformance suite, PyTorch reference logits,
 #      host/device KV agreement, decode graphs, the whole engine and KV handed to and from a cpu
-#      engine) through JUnit's console launcher                          -> tests.txt, junit/
+#      engine) and cuda-ipc between two processes (bytes, slices, a wrong key, a killed owner; its
+#      copy rate) through JUnit's console launcher                       -> tests.txt, junit/
 #   3. llama-100m and llama-0.6b (Qwen3-0.6B's shape) bf16 models made there, as `tandem model
 #      create` makes them                                                  -> (MODELS, not returned)
 #   4. cuda against cpu (logits, 32 greedy steps), then decode at batch 1/8/32/128 and prefill at
@@ -53,8 +54,10 @@ timeout 150 "$java" "${jvm[@]}" -jar .gpu/junit-console.jar execute \
   --select-class dev.tandem.engine.builtin.CudaEngineTest \
   --select-class dev.tandem.engine.builtin.ReferenceLogitsTest \
   --select-class dev.tandem.engine.compute.ComputeBackendsTest \
+  --select-class dev.tandem.transfer.cudaipc.CudaIpcDeviceTest \
   --reports-dir "$out/junit" > "$out/tests.txt" 2>&1
 log "   tests exit $? ($(grep -E 'tests (successful|failed|skipped|aborted)' "$out/tests.txt" | tr -s ' ' | tr '\n' ';'))"
+grep -h 'cuda-ipc read' "$out/tests.txt" >&2 || true
 
 log "3. models"
 for shape in llama-100m llama-0.6b; do

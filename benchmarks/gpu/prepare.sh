@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # Builds here, into .gpu/ (ignored by git), everything the GPU device check runs with: a jlinked
-# Java runtime (the GPU machine has no Java), the engine's jars and their few dependencies (JCuda's
-# natives cut to its driver binding), the engine's compiled tests and JUnit's console launcher.
+# Java runtime (the GPU machine has no Java), the engine's and kv-transfer's jars and their few
+# dependencies (JCuda's natives cut to its driver binding), the engine's compiled tests and the
+# cuda-ipc ones, and JUnit's console launcher.
 # Well under the device tool's 64 MiB for carried paths; the size is printed.
 #
 #   benchmarks/gpu/prepare.sh            then run benchmarks/gpu/device-check.sh there (carry .gpu)
@@ -15,7 +16,7 @@ junit_console="${JUNIT_CONSOLE_VERSION:-1.14.4}"
 logback="${LOGBACK_VERSION:-1.5.38}"
 
 echo "prepare: building engine-adapters and benchmarks (tests compiled, not run)..." >&2
-./mvnw -q -DskipTests install -pl engine-adapters,benchmarks -am
+./mvnw -q -DskipTests install -pl engine-adapters,kv-transfer,benchmarks -am
 rm -rf .gpu
 mkdir -p .gpu/lib .gpu/deps
 ./mvnw -q dependency:copy-dependencies -pl engine-adapters -DincludeScope=runtime -DoutputDirectory="$PWD/.gpu/deps"
@@ -34,9 +35,13 @@ natives="$PWD/$(ls .gpu/deps/jcuda-natives-*.jar)"
 mkdir -p .gpu/natives
 (cd .gpu/natives && unzip -q "$natives" 'lib/libJCudaDriver-*' 'META-INF/MANIFEST.MF' && "$JAVA_HOME/bin/jar" --create --file ../lib/jcuda-natives-driver.jar -C . lib)
 rm -rf .gpu/deps .gpu/natives
-cp engine-adapters/target/tandem-engine-adapters-*.jar benchmarks/target/tandem-benchmarks-*.jar .gpu/lib/
+cp engine-adapters/target/tandem-engine-adapters-*.jar kv-transfer/target/tandem-kv-transfer-*.jar benchmarks/target/tandem-benchmarks-*.jar .gpu/lib/
 rm -f .gpu/lib/*-tests.jar .gpu/lib/*-sources.jar
 cp -r engine-adapters/target/test-classes .gpu/test-classes
+# kv-transfer's cuda-ipc tests (CudaIpcDeviceTest and the owner process it starts); its other
+# tests (UCX, TCP) are not selected there and their dependencies are not carried.
+mkdir -p .gpu/test-classes/dev/tandem/transfer
+cp -r kv-transfer/target/test-classes/dev/tandem/transfer/cudaipc .gpu/test-classes/dev/tandem/transfer/
 
 # fastutil-core is 6.6 MB of generated collections, of which the engine reaches a few hundred
 # classes: keep the closure of what the jars and tests name (jdeps, every package included).

@@ -1,6 +1,8 @@
 package dev.tandem.engine;
 
 import java.lang.foreign.MemorySegment;
+import java.util.List;
+import java.util.Optional;
 import java.util.function.LongFunction;
 
 /**
@@ -27,6 +29,20 @@ public interface KvHandoff {
   MemorySegment keys(int layer);
 
   MemorySegment values(int layer);
+
+  /**
+   * The KV cache's copy in GPU memory, where the engine keeps one (the cuda compute backend),
+   * laid out as {@link #keys} and {@link #values}: segments that name device addresses, never to
+   * be read or written from Java (a {@code cuda-ipc} transfer agent registers and reads them).
+   * Valid until the engine closes; the host cache stays the one every block is in. Empty for an
+   * engine on the CPU.
+   */
+  default Optional<DeviceKv> deviceKv() {
+    return Optional.empty();
+  }
+
+  /** Per layer, the device segments of the keys and of the values. */
+  record DeviceKv(List<MemorySegment> keys, List<MemorySegment> values) {}
 
   /**
    * Moves the KV cache into memory from {@code allocate} (asked for each layer's keys, then its
@@ -60,6 +76,16 @@ public interface KvHandoff {
 
   /** The import's KV are in place: the request decodes from {@code firstToken}, not emitted again. */
   void commitImport(PendingImport pending, int firstToken);
+
+  /**
+   * As {@link #commitImport}, for an import whose blocks were written into {@link #deviceKv()}
+   * rather than the host cache: the engine copies them into the host cache first.
+   *
+   * @throws UnsupportedOperationException for an engine without a device copy
+   */
+  default void commitDeviceImport(PendingImport pending, int firstToken) {
+    throw new UnsupportedOperationException("this engine keeps no KV cache in GPU memory to import into");
+  }
 
   /** Gives the import's blocks back. */
   void abortImport(PendingImport pending);

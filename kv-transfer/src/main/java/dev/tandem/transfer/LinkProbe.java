@@ -1,6 +1,5 @@
 package dev.tandem.transfer;
 
-import java.lang.foreign.Arena;
 import java.lang.foreign.MemorySegment;
 import java.time.Duration;
 import java.util.ArrayList;
@@ -58,8 +57,8 @@ public final class LinkProbe {
     if (largest > region.length()) {
       throw new IllegalArgumentException("the peer's region holds " + region.length() + " bytes; cannot probe " + largest);
     }
-    try (Arena arena = Arena.ofShared()) {
-      MemorySegment local = arena.allocate(Math.max(largest, 4096), 64);
+    try (TransferAgent.Landing landing = reader.landing(Math.max(largest, 4096))) {
+      MemorySegment local = landing.segment();
       // Latency: median of 4 KiB reads, after a warm-up.
       double[] small = new double[200];
       for (int i = -20; i < small.length; i++) {
@@ -122,8 +121,8 @@ public final class LinkProbe {
     if (first == 0) {
       throw new IllegalArgumentException("region of " + region.length() + " bytes is too small to probe " + reads + " reads");
     }
-    try (Arena arena = Arena.ofShared()) {
-      MemorySegment local = arena.allocate(cap, 64);
+    try (TransferAgent.Landing landing = reader.landing(cap)) {
+      MemorySegment local = landing.segment();
       bestPull(reader, region, local, first, reads, budgetSeconds); // warm-up: connections, buffers, JIT
       double guess = first / bestPull(reader, region, local, first, reads, budgetSeconds);
       long large = roundDown((long) Math.max(16.0 * unit, Math.min(cap, guess * 2.0)), unit);

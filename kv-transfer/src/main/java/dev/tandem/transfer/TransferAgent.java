@@ -38,6 +38,32 @@ public interface TransferAgent extends AutoCloseable {
    */
   RegisteredMemory allocate(long bytes);
 
+  /**
+   * Whether this agent's memory (what it registers and allocates, and what its reads land in) is
+   * GPU memory: segments that name device addresses and must never be read or written from Java
+   * ({@code cuda-ipc}). False for host memory (every other backend).
+   */
+  default boolean deviceMemory() {
+    return false;
+  }
+
+  /**
+   * Memory of this agent's kind that reads can land in and nobody keeps (the link probe's
+   * destination); {@link Landing#close()} frees it. Host agents: native memory, 64-byte aligned.
+   */
+  default Landing landing(long bytes) {
+    java.lang.foreign.Arena arena = java.lang.foreign.Arena.ofShared();
+    return new Landing(arena.allocate(bytes, 64), arena::close);
+  }
+
+  /** A {@link #landing} area: its segment, freed once by {@link #close()}. */
+  record Landing(MemorySegment segment, Runnable free) implements AutoCloseable {
+    @Override
+    public void close() {
+      free.run();
+    }
+  }
+
   /** Stops serving a region; reads of it fail from now on. */
   void deregister(MemoryDescriptor region);
 

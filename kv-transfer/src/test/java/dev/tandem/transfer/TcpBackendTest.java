@@ -55,7 +55,7 @@ class TcpBackendTest extends TransferBackendConformanceTest {
     assertEquals(best, TransferBackends.select("auto").name());
     assertEquals("local", TransferBackends.select("local").name());
     var e = assertThrows(IllegalArgumentException.class, () -> TransferBackends.select("rdma"));
-    assertTrue(e.getMessage().contains("known: [ucx, tcp, local]"), e.getMessage());
+    assertTrue(e.getMessage().contains("known: [ucx, tcp, cuda-ipc, local]"), e.getMessage());
   }
 
   @Test

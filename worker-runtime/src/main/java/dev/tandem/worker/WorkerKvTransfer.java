@@ -18,8 +18,9 @@ import java.util.function.Consumer;
 
 /**
  * A worker's side of KV transfer: its agents, the engine's KV cache registered with each (one
- * region per layer for keys and one for values), and a probe region peers read to measure the
- * link. The primary agent allocates that memory; with {@code --kv-transfer auto} the other
+ * region per layer for keys and one for values; an agent of GPU memory, {@code cuda-ipc}, gets the
+ * engine's device copy of the cache, where it keeps one), and a probe region peers read to measure
+ * the link. The primary agent allocates that memory; with {@code --kv-transfer auto} the other
  * available backends register the same memory, so that each peer pair can pull over whichever
  * its link probe found faster.
  *
@@ -91,13 +92,22 @@ public final class WorkerKvTransfer implements AutoCloseable {
     all.add(new Endpoint(primary, keys, values, probe.descriptor()));
     for (TransferAgent other : others) {
       try {
+        if (other.deviceMemory() && handoff.deviceKv().isEmpty()) {
+          log.info("KV transfer backend {} reads GPU memory, and this worker's engine keeps its KV cache on the CPU;"
+              + " running without {} (it needs --compute cuda)", other.backend(), other.backend());
+          other.close();
+          continue;
+        }
+        var device = handoff.deviceKv();
         MemoryDescriptor[] k = new MemoryDescriptor[layers];
         MemoryDescriptor[] v = new MemoryDescriptor[layers];
         for (int l = 0; l < layers; l++) {
-          k[l] = other.register(handoff.keys(l));
-          v[l] = other.register(handoff.values(l));
+          // A device agent serves the GPU's copy of the cache (the same layout), a host agent the host cache.
+          k[l] = other.register(other.deviceMemory() ? device.get().keys().get(l) : handoff.keys(l));
+          v[l] = other.register(other.deviceMemory() ? device.get().values().get(l) : handoff.values(l));
         }
-        all.add(new Endpoint(other, k, v, other.register(probe.segment())));
+        MemoryDescriptor otherProbe = other.deviceMemory() ? other.allocate(PROBE_BYTES).descriptor() : other.register(probe.segment());
+        all.add(new Endpoint(other, k, v, otherProbe));
       } catch (RuntimeException e) {
         log.warn("KV transfer backend {} cannot serve memory {} allocated ({}); running {} only",
             other.backend(), primary.backend(), e.getMessage(), primary.backend());
@@ -123,6 +133,11 @@ public final class WorkerKvTransfer implements AutoCloseable {
    */
   public static WorkerKvTransfer create(
       TransferAgent primary, List<TransferAgent> others, KvHandoff handoff, Duration timeout, Consumer<Runnable> onEngine) {
+    if (primary.deviceMemory()) {
+      throw new IllegalArgumentException("--kv-transfer " + primary.backend() + " reads GPU memory only and cannot hold the"
+          + " worker's KV cache, which lives in host memory; use --kv-transfer auto on a --compute cuda worker ("
+          + primary.backend() + " then runs beside tcp or ucx, and each pair of workers pulls over the faster)");
+    }
     Map<Long, MemoryDescriptor> byAddress = new ConcurrentHashMap<>();
     onEngine.accept(() -> handoff.relocateKv(bytes -> {
       RegisteredMemory memory = primary.allocate(bytes);

@@ -190,12 +190,15 @@ final class KvPull implements ClientResponseObserver<PrefillMessage, PrefillEven
     List<MemoryDescriptor> from = new ArrayList<>();
     List<MemorySegment> into = new ArrayList<>();
     int[] remoteBlocks = layout.getBlocksList().stream().mapToInt(Integer::intValue).toArray();
+    // A device agent (cuda-ipc) copies into the engine's GPU copy of the cache; the commit brings the host cache along.
+    MemorySegment intoKeys = onDevice() ? h.deviceKv().orElseThrow().keys().get(layer) : h.keys(layer);
+    MemorySegment intoValues = onDevice() ? h.deviceKv().orElseThrow().values().get(layer) : h.values(layer);
     for (BlockRuns.Run run : BlockRuns.of(remoteBlocks, pending.blocks(), pending.cachedBlocks())) {
       long length = run.length() * bb;
       from.add(keys.slice(run.from() * bb, length));
-      into.add(h.keys(layer).asSlice(run.to() * bb, length));
+      into.add(intoKeys.asSlice(run.to() * bb, length));
       from.add(values.slice(run.from() * bb, length));
-      into.add(h.values(layer).asSlice(run.to() * bb, length));
+      into.add(intoValues.asSlice(run.to() * bb, length));
       bytes += 2 * length;
     }
     Duration left = timeout.minusNanos(System.nanoTime() - startNanos);
@@ -270,7 +273,11 @@ final class KvPull implements ClientResponseObserver<PrefillMessage, PrefillEven
       if (stops) {
         handoff.abortImport(p);
       } else {
-        handoff.commitImport(p, first);
+        if (onDevice()) {
+          handoff.commitDeviceImport(p, first);
+        } else {
+          handoff.commitImport(p, first);
+        }
         loop.attach(request.requestId(), sink);
       }
       sink.onOutput(firstOutput);
@@ -279,6 +286,11 @@ final class KvPull implements ClientResponseObserver<PrefillMessage, PrefillEven
       sink.onFailure(new IllegalStateException("worker stopped: " + error.getMessage()));
       return null;
     });
+  }
+
+  /** Whether this pull reads into the engine's GPU copy of the cache (a device agent's reads land in device memory). */
+  private boolean onDevice() {
+    return via.agent().deviceMemory();
   }
 
   private boolean isStop(int token) {

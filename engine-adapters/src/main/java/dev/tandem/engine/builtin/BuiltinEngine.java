@@ -256,6 +256,24 @@ public final class BuiltinEngine extends SchedulingEngine implements KvHandoff {
 
   @Override
   public void commitImport(PendingImport pending, int firstToken) {
+    commit(pending, firstToken, false);
+  }
+
+  @Override
+  public java.util.Optional<DeviceKv> deviceKv() {
+    return transformer.deviceKv();
+  }
+
+  @Override
+  public void commitDeviceImport(PendingImport pending, int firstToken) {
+    if (transformer.deviceKv().isEmpty()) {
+      throw new UnsupportedOperationException("this engine keeps no KV cache in GPU memory to import into");
+    }
+    commit(pending, firstToken, true);
+  }
+
+  /** Commits an import whose blocks are in the host cache, or ({@code onDevice}) in the GPU's copy. */
+  private void commit(PendingImport pending, int firstToken, boolean onDevice) {
     Scheduler.Imported imported = pendingImports.remove(pending.requestId());
     if (imported == null) {
       throw new IllegalStateException("no import of " + pending.requestId() + " is pending (aborted?)");
@@ -267,7 +285,11 @@ public final class BuiltinEngine extends SchedulingEngine implements KvHandoff {
       constraints.accept(state.grammar, firstToken, state.endTokens);
     }
     imported.sequence().setEngineState(state);
-    transformer.hostBlocksWritten(cache, pending.blocks(), pending.cachedBlocks());
+    if (onDevice) {
+      transformer.deviceBlocksWritten(cache, pending.blocks(), pending.cachedBlocks());
+    } else {
+      transformer.hostBlocksWritten(cache, pending.blocks(), pending.cachedBlocks());
+    }
     scheduler.commitImported(imported, firstToken);
   }
 

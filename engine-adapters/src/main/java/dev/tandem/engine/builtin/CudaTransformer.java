@@ -1,5 +1,6 @@
 package dev.tandem.engine.builtin;
 
+import dev.tandem.engine.KvHandoff;
 import dev.tandem.engine.compute.WeightMatrix;
 import dev.tandem.engine.cuda.AttentionPlan;
 import dev.tandem.engine.cuda.CudaBackend;
@@ -499,6 +500,34 @@ public final class CudaTransformer implements ForwardPass {
       }
       gpu.synchronize(); // the list goes back to the pool
     }
+  }
+
+  @Override
+  public void deviceBlocksWritten(PagedKvCache cache, int[] blocks, int from) {
+    if (from >= blocks.length) {
+      return;
+    }
+    gpu.makeCurrent();
+    mapHostCache(cache);
+    int count = blocks.length - from;
+    try (DeviceBuffer list = pool.acquire((long) count * Integer.BYTES)) {
+      list.copyFrom(Arrays.copyOfRange(blocks, from, blocks.length), count);
+      for (int l = 0; l < layers.length; l++) {
+        kernels.copyBlocks(keys[l].ptr(), mappedPointers[2 * l], list.ptr(), count, cache.blockBytes());
+        kernels.copyBlocks(values[l].ptr(), mappedPointers[2 * l + 1], list.ptr(), count, cache.blockBytes());
+      }
+      gpu.synchronize(); // the host cache holds them before anyone reads it; the list goes back to the pool
+    }
+  }
+
+  @Override
+  public java.util.Optional<KvHandoff.DeviceKv> deviceKv() {
+    List<MemorySegment> k = new ArrayList<>(), v = new ArrayList<>();
+    for (int l = 0; l < layers.length; l++) {
+      k.add(MemorySegment.ofAddress(keys[l].ptr().address()).reinterpret(keys[l].bytes()));
+      v.add(MemorySegment.ofAddress(values[l].ptr().address()).reinterpret(values[l].bytes()));
+    }
+    return java.util.Optional.of(new KvHandoff.DeviceKv(List.copyOf(k), List.copyOf(v)));
   }
 
   /** Registers the host cache's segments with the driver, again after they moved. */

@@ -1,6 +1,8 @@
 package dev.tandem.engine.builtin;
 
+import dev.tandem.engine.KvHandoff;
 import java.util.List;
+import java.util.Optional;
 import java.util.function.IntConsumer;
 
 /**
@@ -29,6 +31,21 @@ public interface ForwardPass extends AutoCloseable {
 
   /** Blocks {@code blocks[from..]} of the host cache were written by someone else (a KV import). */
   default void hostBlocksWritten(PagedKvCache cache, int[] blocks, int from) {}
+
+  /** The cache's copy in GPU memory, where this pass keeps one ({@link KvHandoff#deviceKv()}). */
+  default Optional<KvHandoff.DeviceKv> deviceKv() {
+    return Optional.empty();
+  }
+
+  /**
+   * Blocks {@code blocks[from..]} of the GPU's copy were written by someone else (a KV import over
+   * {@code cuda-ipc}): copies them into the host cache, which must hold every block.
+   *
+   * @throws UnsupportedOperationException for a pass without a GPU copy
+   */
+  default void deviceBlocksWritten(PagedKvCache cache, int[] blocks, int from) {
+    throw new UnsupportedOperationException("this forward pass keeps no KV cache in GPU memory");
+  }
 
   /** The host cache's memory is about to move ({@link PagedKvCache#relocate}). */
   default void hostCacheMoving() {}

@@ -30,7 +30,7 @@ import org.junit.jupiter.params.provider.ValueSource;
 /**
  * The GPU forward pass keeps the host cache as the source of truth: every entry it writes reaches
  * the host cache with the device's bits, blocks an import writes into the host cache reach the
- * device, and the cache can move (relocation) between steps. On GPU 0 (skipped, with the
+ * device (and those a cuda-ipc import writes into the device copy reach the host cache), and the cache can move (relocation) between steps. On GPU 0 (skipped, with the
  * driver's reason, where none initialises) and on the {@link EmulatedGpu} (tandem.cu's kernels
  * compiled for the CPU; skipped without g++ or CUDA's headers). Tagged {@code emulation}: left out
  * of the fast tier.
@@ -74,6 +74,26 @@ class CudaTransformerTest {
       }
       model.hostBlocksWritten(cache, new int[] {3, 5, 6}, 1);
       assertCachesEqual(model, cache, "after an import");
+
+      // A cuda-ipc import writes blocks 7 and 8 of the device copy; the host cache copies them.
+      var device = model.deviceKv().orElseThrow();
+      List<MemorySegment[]> written = new ArrayList<>(); // the bytes, and the host block they belong in
+      for (int l = 0; l < cache.layers(); l++) {
+        for (int b : new int[] {7, 8}) {
+          for (boolean ofKeys : new boolean[] {true, false}) {
+            MemorySegment bytes = arena.allocate(cache.blockBytes());
+            randomBytes(bytes, random);
+            MemorySegment layer = ofKeys ? device.keys().get(l) : device.values().get(l);
+            gpu.copyToDevice(layer.address() + b * cache.blockBytes(), bytes);
+            written.add(new MemorySegment[] {bytes, ofKeys ? cache.keyBlock(l, b) : cache.valueBlock(l, b)});
+          }
+        }
+      }
+      model.deviceBlocksWritten(cache, new int[] {3, 7, 8}, 1);
+      for (MemorySegment[] w : written) {
+        assertEquals(-1, w[0].mismatch(w[1]), "a block written into the device copy is in the host cache");
+      }
+      assertCachesEqual(model, cache, "after an import into the device copy");
 
       // The host cache moves into other memory; the next step maps the new memory and writes there.
       model.hostCacheMoving();
