@@ -45,6 +45,20 @@ public interface KvHandoff {
   record DeviceKv(List<MemorySegment> keys, List<MemorySegment> values) {}
 
   /**
+   * Measures the copy an import's commit makes between the host cache and the GPU's copy, both
+   * ways, over {@code bytes} of scratch memory (never the cache): into the device after a pull into
+   * host memory ({@link #commitImport}), into the host cache after one into the device copy
+   * ({@link #commitDeviceImport}). Empty for an engine without a device copy. Call on the engine's
+   * thread, between steps.
+   */
+  default Optional<HostDeviceCopy> measureHostDeviceCopy(long bytes) {
+    return Optional.empty();
+  }
+
+  /** Bytes per second of the commit's copy into the GPU's copy of the cache and into the host cache. */
+  record HostDeviceCopy(double toDeviceBytesPerSecond, double toHostBytesPerSecond) {}
+
+  /**
    * Moves the KV cache into memory from {@code allocate} (asked for each layer's keys, then its
    * values, with the bytes wanted), copying what it holds, and frees the old memory: so that a
    * transfer agent can hand out memory it reads fastest. The new memory must stay valid until the

@@ -13,6 +13,7 @@ import java.time.Duration;
 import java.util.ArrayList;
 import java.util.List;
 import java.util.Map;
+import java.util.Optional;
 import java.util.concurrent.ConcurrentHashMap;
 import java.util.function.Consumer;
 
@@ -69,16 +70,21 @@ public final class WorkerKvTransfer implements AutoCloseable {
     }
   }
 
+  /** Bytes the commit's host ↔ device copy is timed over at start (where the engine keeps a GPU copy). */
+  static final long COMMIT_COPY_PROBE_BYTES = 64L << 20;
+
   private final List<Endpoint> endpoints; // the primary first
   private final KvHandoff handoff;
+  private final Optional<KvHandoff.HostDeviceCopy> commitCopy;
   private final Duration timeout;
   private final java.util.concurrent.atomic.LongAdder pulledBytes = new java.util.concurrent.atomic.LongAdder();
   private final java.util.concurrent.atomic.LongAdder pullNanos = new java.util.concurrent.atomic.LongAdder();
   private final java.util.concurrent.atomic.LongAdder pulls = new java.util.concurrent.atomic.LongAdder();
 
-  private WorkerKvTransfer(
-      TransferAgent primary, List<TransferAgent> others, KvHandoff handoff, Map<Long, MemoryDescriptor> byAddress, Duration timeout) {
+  private WorkerKvTransfer(TransferAgent primary, List<TransferAgent> others, KvHandoff handoff, Map<Long, MemoryDescriptor> byAddress,
+      Duration timeout, Optional<KvHandoff.HostDeviceCopy> commitCopy) {
     this.handoff = handoff;
+    this.commitCopy = commitCopy;
     this.timeout = timeout;
     int layers = handoff.layers();
     MemoryDescriptor[] keys = new MemoryDescriptor[layers];
@@ -139,12 +145,19 @@ public final class WorkerKvTransfer implements AutoCloseable {
           + primary.backend() + " then runs beside tcp or ucx, and each pair of workers pulls over the faster)");
     }
     Map<Long, MemoryDescriptor> byAddress = new ConcurrentHashMap<>();
-    onEngine.accept(() -> handoff.relocateKv(bytes -> {
-      RegisteredMemory memory = primary.allocate(bytes);
-      byAddress.put(memory.segment().address(), memory.descriptor());
-      return memory.segment();
-    }));
-    return new WorkerKvTransfer(primary, others, handoff, byAddress, timeout);
+    List<Optional<KvHandoff.HostDeviceCopy>> copy = new ArrayList<>(List.of(Optional.empty()));
+    onEngine.accept(() -> {
+      handoff.relocateKv(bytes -> {
+        RegisteredMemory memory = primary.allocate(bytes);
+        byAddress.put(memory.segment().address(), memory.descriptor());
+        return memory.segment();
+      });
+      copy.set(0, handoff.measureHostDeviceCopy(COMMIT_COPY_PROBE_BYTES));
+    });
+    copy.get(0).ifPresent(c -> log.info("KV copies between the host cache and the GPU's copy at a pull's commit: {} GB/s into the"
+        + " device, {} GB/s into the host cache", String.format("%.1f", c.toDeviceBytesPerSecond() / 1e9),
+        String.format("%.1f", c.toHostBytesPerSecond() / 1e9)));
+    return new WorkerKvTransfer(primary, others, handoff, byAddress, timeout, copy.get(0));
   }
 
   /** One agent: {@link #create(TransferAgent, List, KvHandoff, Duration, Consumer)} with no others. */
@@ -198,6 +211,26 @@ public final class WorkerKvTransfer implements AutoCloseable {
 
   public MemoryDescriptor probe() {
     return endpoints.getFirst().probe();
+  }
+
+  /**
+   * A pull's throughput over {@code endpoint}, with the copy its commit makes between the host
+   * cache and the GPU's copy in series with the link (into the device after a host agent's pull,
+   * into the host cache after a device agent's), where the engine keeps a GPU copy; the link's
+   * own figure otherwise. What this worker reports for a link, so that the split policy weighs both.
+   */
+  public double pullBytesPerSecond(Endpoint endpoint, double linkBytesPerSecond) {
+    if (commitCopy.isEmpty()) {
+      return linkBytesPerSecond;
+    }
+    KvHandoff.HostDeviceCopy c = commitCopy.get();
+    double copy = endpoint.agent().deviceMemory() ? c.toHostBytesPerSecond() : c.toDeviceBytesPerSecond();
+    return 1 / (1 / linkBytesPerSecond + 1 / copy);
+  }
+
+  /** The commit's host ↔ device copy as measured at start; empty where the engine keeps no GPU copy. */
+  public Optional<KvHandoff.HostDeviceCopy> commitCopy() {
+    return commitCopy;
   }
 
   /** A transfer descriptor as the record the wire mappers know. */

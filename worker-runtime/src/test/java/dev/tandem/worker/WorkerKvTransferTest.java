@@ -76,6 +76,24 @@ class WorkerKvTransferTest {
     assertTrue(e.getMessage().contains("--kv-transfer auto"), e.getMessage());
   }
 
+  @Test
+  void aPullsReportedThroughputIncludesTheCommitsCopyToOrFromTheGpu() {
+    Handoff gpu = new Handoff(true);
+    try (WorkerKvTransfer transfer = WorkerKvTransfer.create(new LocalTransferAgent(), List.of(new DeviceAgent()), gpu,
+        Duration.ofSeconds(5), Runnable::run)) {
+      // Host agent: the link, then the copy into the device (4 GB/s) -> 1 / (1/12 + 1/4) = 3 GB/s.
+      assertEquals(3e9, transfer.pullBytesPerSecond(transfer.endpoint("local"), 12e9), 1);
+      // Device agent: the link, then the copy into the host cache (2 GB/s) -> 1 / (1/6 + 1/2) = 1.5 GB/s.
+      assertEquals(1.5e9, transfer.pullBytesPerSecond(transfer.endpoint("device"), 6e9), 1);
+      assertEquals(WorkerKvTransfer.COMMIT_COPY_PROBE_BYTES, gpu.measuredBytes, "timed at start, on the engine's thread");
+    }
+    try (WorkerKvTransfer transfer = WorkerKvTransfer.create(new LocalTransferAgent(), List.of(), new Handoff(false),
+        Duration.ofSeconds(5), Runnable::run)) {
+      assertEquals(12e9, transfer.pullBytesPerSecond(transfer.endpoint("local"), 12e9), "no GPU copy: the link alone");
+      assertTrue(transfer.commitCopy().isEmpty());
+    }
+  }
+
   /** An agent of "GPU memory" that records what it is asked to register and allocate. */
   private final class DeviceAgent implements TransferAgent {
     final List<Long> registered = new ArrayList<>();
@@ -140,6 +158,14 @@ class WorkerKvTransferTest {
         deviceKeys.add(arena.allocate(LAYER_BYTES, 256));
         deviceValues.add(arena.allocate(LAYER_BYTES, 256));
       }
+    }
+
+    long measuredBytes;
+
+    @Override
+    public Optional<HostDeviceCopy> measureHostDeviceCopy(long bytes) {
+      measuredBytes = bytes;
+      return onGpu ? Optional.of(new HostDeviceCopy(4e9, 2e9)) : Optional.empty();
     }
 
     @Override

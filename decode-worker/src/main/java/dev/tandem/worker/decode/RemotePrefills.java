@@ -149,7 +149,7 @@ public final class RemotePrefills implements RemotePrefillClient {
     return LinkFigures.newBuilder()
         .setBackend(cost.backend())
         .setLatencyUs(cost.fixedSeconds() * 1e6)
-        .setBytesPerS(cost.bytesPerSecond())
+        .setBytesPerS(transfer.pullBytesPerSecond(mine, cost.bytesPerSecond())) // with the commit's copy to or from the GPU
         .setProbeBytes(region.length())
         .build();
   }

@@ -265,6 +265,11 @@ public final class BuiltinEngine extends SchedulingEngine implements KvHandoff {
   }
 
   @Override
+  public java.util.Optional<HostDeviceCopy> measureHostDeviceCopy(long bytes) {
+    return transformer.measureHostDeviceCopy(bytes);
+  }
+
+  @Override
   public void commitDeviceImport(PendingImport pending, int firstToken) {
     if (transformer.deviceKv().isEmpty()) {
       throw new UnsupportedOperationException("this engine keeps no KV cache in GPU memory to import into");

@@ -14,6 +14,7 @@ import dev.tandem.engine.model.DType;
 import dev.tandem.engine.model.LayerWeights;
 import dev.tandem.engine.model.ModelConfig;
 import dev.tandem.engine.model.ModelWeights;
+import java.lang.foreign.Arena;
 import java.lang.foreign.MemorySegment;
 import java.util.ArrayList;
 import java.util.Arrays;
@@ -518,6 +519,46 @@ public final class CudaTransformer implements ForwardPass {
       }
       gpu.synchronize(); // the host cache holds them before anyone reads it; the list goes back to the pool
     }
+  }
+
+  /**
+   * Times the block copy kernel an import's commit runs, between device memory and mapped host
+   * memory, both ways, over {@code bytes} of scratch memory (64 KiB blocks; best of three after a
+   * warm-up).
+   */
+  @Override
+  public java.util.Optional<KvHandoff.HostDeviceCopy> measureHostDeviceCopy(long bytes) {
+    long block = 64 << 10;
+    int count = (int) Math.max(1, Math.min(Integer.MAX_VALUE / 16, bytes / block));
+    long total = count * block;
+    gpu.makeCurrent();
+    try (Arena arena = Arena.ofShared();
+        DeviceBuffer device = pool.allocate(total);
+        DeviceBuffer list = pool.acquire((long) count * Integer.BYTES)) {
+      MemorySegment host = arena.allocate(total, 4096);
+      Gpu.Ptr mapped = new Gpu.Ptr(gpu.mapHost(host));
+      try {
+        list.copyFrom(java.util.stream.IntStream.range(0, count).toArray(), count);
+        double toDevice = bestSeconds(() -> kernels.copyBlocks(mapped, device.ptr(), list.ptr(), count, block));
+        double toHost = bestSeconds(() -> kernels.copyBlocks(device.ptr(), mapped, list.ptr(), count, block));
+        return java.util.Optional.of(new KvHandoff.HostDeviceCopy(total / toDevice, total / toHost));
+      } finally {
+        gpu.unmapHost(host);
+      }
+    }
+  }
+
+  private double bestSeconds(Runnable copy) {
+    copy.run();
+    gpu.synchronize();
+    double best = Double.MAX_VALUE;
+    for (int i = 0; i < 3; i++) {
+      long t0 = System.nanoTime();
+      copy.run();
+      gpu.synchronize();
+      best = Math.min(best, Math.max(1e-9, (System.nanoTime() - t0) / 1e9));
+    }
+    return best;
   }
 
   @Override

@@ -47,6 +47,11 @@ public interface ForwardPass extends AutoCloseable {
     throw new UnsupportedOperationException("this forward pass keeps no KV cache in GPU memory");
   }
 
+  /** {@link KvHandoff#measureHostDeviceCopy}: empty for a pass without a GPU copy. */
+  default Optional<KvHandoff.HostDeviceCopy> measureHostDeviceCopy(long bytes) {
+    return Optional.empty();
+  }
+
   /** The host cache's memory is about to move ({@link PagedKvCache#relocate}). */
   default void hostCacheMoving() {}
 

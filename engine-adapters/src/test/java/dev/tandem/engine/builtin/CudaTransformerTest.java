@@ -2,6 +2,7 @@ package dev.tandem.engine.builtin;
 
 import static org.junit.jupiter.api.Assertions.assertArrayEquals;
 import static org.junit.jupiter.api.Assertions.assertEquals;
+import static org.junit.jupiter.api.Assertions.assertTrue;
 
 import dev.tandem.engine.compute.ScalarBackend;
 import dev.tandem.engine.cuda.CudaBackend;
@@ -94,6 +95,12 @@ class CudaTransformerTest {
         assertEquals(-1, w[0].mismatch(w[1]), "a block written into the device copy is in the host cache");
       }
       assertCachesEqual(model, cache, "after an import into the device copy");
+
+      // The commit's copy, timed on scratch memory: figures, and the cache untouched.
+      var copy = model.measureHostDeviceCopy(1 << 20).orElseThrow();
+      assertTrue(copy.toDeviceBytesPerSecond() > 0 && Double.isFinite(copy.toDeviceBytesPerSecond()), copy.toString());
+      assertTrue(copy.toHostBytesPerSecond() > 0 && Double.isFinite(copy.toHostBytesPerSecond()), copy.toString());
+      assertCachesEqual(model, cache, "after timing the commit's copy");
 
       // The host cache moves into other memory; the next step maps the new memory and writes there.
       model.hostCacheMoving();
