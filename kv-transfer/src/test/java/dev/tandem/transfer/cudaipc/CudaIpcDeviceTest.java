@@ -9,13 +9,19 @@ import dev.tandem.transfer.MemoryDescriptor;
 import dev.tandem.transfer.RegisteredMemory;
 import dev.tandem.transfer.TransferAgent;
 import java.io.BufferedReader;
+import java.io.File;
 import java.io.InputStreamReader;
 import java.lang.foreign.Arena;
 import java.lang.foreign.MemorySegment;
 import java.lang.foreign.ValueLayout;
+import java.net.URL;
+import java.net.URLClassLoader;
+import java.nio.file.Path;
 import java.time.Duration;
 import java.util.ArrayList;
+import java.util.LinkedHashSet;
 import java.util.List;
+import java.util.Set;
 import java.util.SplittableRandom;
 import java.util.concurrent.ExecutionException;
 import java.util.concurrent.TimeUnit;
@@ -61,9 +67,25 @@ class CudaIpcDeviceTest {
     }
   }
 
+  /**
+   * This JVM's class path and the URLs of the loaders above this class: JUnit's console launcher (as
+   * the device check runs it) loads the tests from a class loader of its own, not the class path.
+   */
+  static String classPath() throws Exception {
+    Set<String> entries = new LinkedHashSet<>(List.of(System.getProperty("java.class.path").split(File.pathSeparator)));
+    for (ClassLoader l = CudaIpcDeviceTest.class.getClassLoader(); l != null; l = l.getParent()) {
+      if (l instanceof URLClassLoader u) {
+        for (URL url : u.getURLs()) {
+          entries.add(Path.of(url.toURI()).toString());
+        }
+      }
+    }
+    return String.join(File.pathSeparator, entries);
+  }
+
   private MemoryDescriptor startOwner() throws Exception {
     List<String> command = List.of(ProcessHandle.current().info().command().orElseThrow(), "--enable-native-access=ALL-UNNAMED",
-        "-cp", System.getProperty("java.class.path"), CudaIpcOwnerProcess.class.getName(), Long.toString(REGION));
+        "-cp", classPath(), CudaIpcOwnerProcess.class.getName(), Long.toString(REGION));
     owner = new ProcessBuilder(command).redirectError(ProcessBuilder.Redirect.INHERIT).start();
     String[] ready = new BufferedReader(new InputStreamReader(owner.getInputStream())).readLine().split(" ");
     assertEquals("READY", ready[0]);
