@@ -6,7 +6,9 @@ import java.util.List;
  * A worker as it describes itself when it joins: id and role, the model and its KV geometry (bytes
  * per token and the cache's element type, "f32" / "bf16" / "f16", "" for an engine with no real KV),
  * the engine and the request features it honours, its KV transfer agent (empty backend and
- * address when it has none, null probe region then), the host and CPU set it runs on, its
+ * address when it has none, null probe region then), the host and CPU set it runs on (and the
+ * accelerator it computes on, {@code computeDevice}: a GPU's UUID, unique across hosts; empty on
+ * CPUs), its
  * batching limits (requests and tokens per engine step; 0 when the worker did not say), and every
  * transfer agent it runs over its KV ({@code kvTransferEndpoints}, the primary first; empty for
  * none).
@@ -32,12 +34,14 @@ public record WorkerDescription(
     int numLayers,
     int maxNumSeqs,
     int maxBatchedTokens,
-    List<TransferEndpoint> kvTransferEndpoints) {
+    List<TransferEndpoint> kvTransferEndpoints,
+    String computeDevice) {
   /** One transfer agent: its backend, the address peers reach it at, its probe region. */
   public record TransferEndpoint(String backend, String address, KvRegionRef probeRegion) {}
 
   public WorkerDescription {
     supportedFeatures = List.copyOf(supportedFeatures);
+    computeDevice = computeDevice == null ? "" : computeDevice;
     eosTokenIds = eosTokenIds.clone();
     if (kvTransferEndpoints == null || kvTransferEndpoints.isEmpty()) {
       // A worker that names only its primary agent (older workers): that one.

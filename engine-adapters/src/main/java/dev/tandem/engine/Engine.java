@@ -16,6 +16,15 @@ public interface Engine extends AutoCloseable {
   /** What this engine serves and how its KV cache is laid out. */
   EngineInfo info();
 
+  /**
+   * The accelerator this engine computes on, named uniquely across hosts (a GPU's UUID, {@code
+   * GPU-…}); empty on CPUs. Two workers on the same one share it: splitting a request between them
+   * gains nothing.
+   */
+  default String computeDevice() {
+    return "";
+  }
+
   /** How long this engine takes to prefill, as measured so far ({@link PrefillCost#UNKNOWN} before). */
   default PrefillCost prefillCost() {
     return PrefillCost.UNKNOWN;

@@ -162,7 +162,8 @@ public final class FromWire {
         r.getMaxBatchedTokens(),
         r.getKvTransferEndpointsList().stream()
             .map(e -> new WorkerDescription.TransferEndpoint(e.getBackend(), e.getAddress(), e.hasProbeRegion() ? region(e.getProbeRegion()) : null))
-            .toList());
+            .toList(),
+        r.getComputeDevice());
   }
 
   public static KvRegionRef region(KvRegion r) {

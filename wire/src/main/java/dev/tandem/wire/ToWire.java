@@ -160,6 +160,7 @@ public final class ToWire {
             .setKvTransferAddress(d.kvTransferAddress())
             .setHost(d.host())
             .setCpus(d.cpus())
+            .setComputeDevice(d.computeDevice())
             .setNumLayers(d.numLayers())
             .setMaxNumSeqs(d.maxNumSeqs())
             .setMaxBatchedTokens(d.maxBatchedTokens());

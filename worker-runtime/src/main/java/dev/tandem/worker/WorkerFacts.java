@@ -63,7 +63,8 @@ final class WorkerFacts {
         info.batching().maxBatchedTokens(),
         transfer == null ? java.util.List.of() : transfer.endpoints().stream()
             .map(e -> new WorkerDescription.TransferEndpoint(e.backend(), e.agent().address(), WorkerKvTransfer.ref(e.probe())))
-            .toList());
+            .toList(),
+        loop.engine().computeDevice());
   }
 
   ModelCard modelCard() {

@@ -260,6 +260,11 @@ public final class BuiltinEngine extends SchedulingEngine implements KvHandoff {
   }
 
   @Override
+  public String computeDevice() {
+    return backend instanceof CudaBackend cuda ? cuda.gpu().id() : "";
+  }
+
+  @Override
   public java.util.Optional<DeviceKv> deviceKv() {
     return transformer.deviceKv();
   }

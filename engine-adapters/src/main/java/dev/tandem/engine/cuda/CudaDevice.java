@@ -5,6 +5,7 @@ import static jcuda.driver.JCudaDriver.cuCtxSetCurrent;
 import static jcuda.driver.JCudaDriver.cuDeviceGet;
 import static jcuda.driver.JCudaDriver.cuDeviceGetAttribute;
 import static jcuda.driver.JCudaDriver.cuDeviceGetName;
+import static jcuda.driver.JCudaDriver.cuDeviceGetUuid;
 import static jcuda.driver.JCudaDriver.cuDevicePrimaryCtxRelease;
 import static jcuda.driver.JCudaDriver.cuDevicePrimaryCtxRetain;
 import static jcuda.driver.JCudaDriver.cuDeviceTotalMem;
@@ -59,6 +60,7 @@ import jcuda.driver.CUresult;
 import jcuda.driver.CUstream;
 import jcuda.driver.CUstreamCaptureMode;
 import jcuda.driver.CUstream_flags;
+import jcuda.driver.CUuuid;
 import jcuda.driver.JCudaDriver;
 
 /**
@@ -98,6 +100,7 @@ public final class CudaDevice implements Gpu {
   private final int minor;
   private final long totalMemory;
   private final String ptx;
+  private final String uuid;
   private boolean closed;
 
   private CudaDevice(int ordinal) {
@@ -115,6 +118,9 @@ public final class CudaDevice implements Gpu {
     long[] memory = new long[1];
     check(cuDeviceTotalMem(memory, device), "cuDeviceTotalMem");
     this.totalMemory = memory[0];
+    CUuuid id = new CUuuid();
+    check(cuDeviceGetUuid(id, device), "cuDeviceGetUuid");
+    this.uuid = uuidName(id.bytes);
     this.ptx = LaunchShapes.ptxResource(major);
     if (ptx == null) {
       throw new CudaException(
@@ -186,6 +192,23 @@ public final class CudaDevice implements Gpu {
     int[] value = new int[1];
     check(cuDeviceGetAttribute(value, attribute, device), "cuDeviceGetAttribute(" + attribute + ")");
     return value[0];
+  }
+
+  /** "GPU-" and the 16 bytes as a UUID (8-4-4-4-12 hex digits), as nvidia-smi names the device. */
+  static String uuidName(byte[] bytes) {
+    StringBuilder s = new StringBuilder("GPU-");
+    for (int i = 0; i < 16; i++) {
+      if (i == 4 || i == 6 || i == 8 || i == 10) {
+        s.append('-');
+      }
+      s.append(String.format("%02x", bytes[i] & 0xff));
+    }
+    return s.toString();
+  }
+
+  @Override
+  public String id() {
+    return uuid;
   }
 
   @Override

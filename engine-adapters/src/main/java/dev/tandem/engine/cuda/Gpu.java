@@ -16,6 +16,12 @@ public interface Gpu extends DevicePool.Memory, AutoCloseable {
   /** A kernel argument that is a pointer: an address in device memory, or host memory mapped into it. */
   record Ptr(long address) {}
 
+  /**
+   * Names this device uniquely across hosts (a GPU's UUID as {@code nvidia-smi -L} prints it, {@code
+   * GPU-…}): two workers on the same id share one GPU.
+   */
+  String id();
+
   /** Makes this device current on the calling thread. */
   void makeCurrent();
 

@@ -100,6 +100,11 @@ public final class TimedGpu implements Gpu {
   }
 
   @Override
+  public String id() {
+    return gpu.id();
+  }
+
+  @Override
   public void makeCurrent() {
     gpu.makeCurrent();
   }

@@ -35,6 +35,12 @@ public final class EmulatedGpu implements Gpu {
     return KernelEmulator.get() == null ? KernelEmulator.unavailableReason() : null;
   }
 
+  /** One emulated GPU per instance. */
+  @Override
+  public String id() {
+    return "emulated-gpu-" + System.identityHashCode(this);
+  }
+
   @Override
   public void makeCurrent() {}
 

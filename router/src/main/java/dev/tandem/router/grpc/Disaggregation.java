@@ -2,6 +2,7 @@ package dev.tandem.router.grpc;
 
 import dev.tandem.common.GenerationRequest;
 import dev.tandem.common.RemotePrefillTarget;
+import dev.tandem.common.WorkerDescription;
 import dev.tandem.router.RoutingRequest;
 import dev.tandem.router.Selection;
 import dev.tandem.router.SplitPolicy;
@@ -273,10 +274,19 @@ public final class Disaggregation implements AutoCloseable {
         backend == null ? "" : backend);
   }
 
-  /** Same host and overlapping CPU sets: a prefill there stalls the decode worker's streams anyway. */
   static boolean sharesCompute(WorkerClient a, WorkerClient b) {
-    var ra = a.description();
-    var rb = b.description();
+    return sharesCompute(a.description(), b.description());
+  }
+
+  /**
+   * Whether a prefill on one stalls the other's streams anyway: the same GPU (its UUID, unique
+   * across hosts) where either computes on one — two GPU workers on one node with the default
+   * (every) CPU set share nothing — else the same host with overlapping CPU sets.
+   */
+  static boolean sharesCompute(WorkerDescription ra, WorkerDescription rb) {
+    if (!ra.computeDevice().isEmpty() || !rb.computeDevice().isEmpty()) {
+      return ra.computeDevice().equals(rb.computeDevice());
+    }
     if (!ra.host().equals(rb.host())) {
       return false;
     }
