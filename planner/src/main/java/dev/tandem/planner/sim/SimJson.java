@@ -13,8 +13,9 @@ import java.util.List;
 /**
  * The simulation's JSON: the planner run's headline keys at the top ({@code sla_attainment} as a
  * fraction, {@code worker_seconds}, {@code static_peak_worker_seconds}, {@code goodput_per_worker}
- * and the ratios to the static-peak pool), then every run in {@code runs}, and the predictor
- * comparison when one was made.
+ * and the ratios to the static-peak pool), the planner run's {@code timeline} (one sample per
+ * chart point: arrivals, ready and held workers per pool, p90 TTFT and ITL, requests finished and
+ * within both SLAs), then every run in {@code runs}, and the predictor comparison when one was made.
  */
 public final class SimJson {
   private static final ObjectMapper JSON = new ObjectMapper().enable(SerializationFeature.INDENT_OUTPUT);
@@ -44,6 +45,13 @@ public final class SimJson {
       root.put("goodput_per_worker_vs_static_mean", p.goodputPerWorker() / r.staticMean().goodputPerWorker());
     }
     root.put("simulated_seconds_per_wall_second", p.speedup());
+    ArrayNode timeline = root.putArray("timeline"); // the planner run's, as its chart draws it
+    for (SimReport.Sample s : p.timeline()) {
+      timeline.addObject().put("t_s", s.time()).put("arrival_rps", s.arrivalRate())
+          .put("prefill_ready", s.prefillReady()).put("decode_ready", s.decodeReady())
+          .put("prefill_held", s.prefillHeld()).put("decode_held", s.decodeHeld())
+          .put("ttft_p90_s", s.ttftP90()).put("itl_p90_s", s.itlP90()).put("finished", s.finished()).put("met", s.met());
+    }
     ArrayNode runs = root.putArray("runs");
     for (SimReport s : SimulationSuite.all(r)) {
       if (s != null) {

@@ -75,6 +75,26 @@ class ClusterSimulatorTest {
   }
 
   @Test
+  void theJsonCarriesThePlannerRunsTimelineAsTheChartDrawsIt() {
+    Trace t = trace("zero", 5, 900);
+    SimConfig base = SimConfig.fixed("base", PROFILE, SlaTargets.DEFAULTS, 1, 1);
+    SimulationSuite.Result result = SimulationSuite.plannerOnly(t, base, planner(0), null);
+    var json = SimJson.of(result, SlaTargets.DEFAULTS, List.of());
+    var timeline = json.get("timeline");
+    List<SimReport.Sample> samples = result.planner().timeline();
+    assertEquals(samples.size(), timeline.size());
+    int finished = 0, met = 0;
+    for (int i = 0; i < samples.size(); i++) {
+      assertEquals(samples.get(i).time(), timeline.get(i).get("t_s").asDouble());
+      assertEquals(samples.get(i).decodeHeld(), timeline.get(i).get("decode_held").asInt());
+      finished += timeline.get(i).get("finished").asInt();
+      met += timeline.get(i).get("met").asInt();
+    }
+    assertEquals(result.planner().completed(), finished, "every request finishes in one window");
+    assertEquals(result.planner().slaAttainment(), (double) met / t.requests().size(), 1e-9);
+  }
+
+  @Test
   void narrowingToTheLeastLoadedKeepsTheOutcome() {
     Trace t = trace("steady", 60, 240);
     SimConfig all = SimConfig.fixed("all", PROFILE, SlaTargets.DEFAULTS, 4, 6).withNarrowTo(0);
