@@ -487,24 +487,20 @@ public final class CudaTransformer implements ForwardPass {
 
   @Override
   public void hostBlocksWritten(PagedKvCache cache, int[] blocks, int from) {
-    if (from >= blocks.length) {
-      return;
-    }
-    gpu.makeCurrent();
-    mapHostCache(cache);
-    int count = blocks.length - from;
-    try (DeviceBuffer list = pool.acquire((long) count * Integer.BYTES)) {
-      list.copyFrom(Arrays.copyOfRange(blocks, from, blocks.length), count);
-      for (int l = 0; l < layers.length; l++) {
-        kernels.copyBlocks(mappedPointers[2 * l], keys[l].ptr(), list.ptr(), count, cache.blockBytes());
-        kernels.copyBlocks(mappedPointers[2 * l + 1], values[l].ptr(), list.ptr(), count, cache.blockBytes());
-      }
-      gpu.synchronize(); // the list goes back to the pool
-    }
+    copyBlocks(cache, blocks, from, true);
   }
 
   @Override
   public void deviceBlocksWritten(PagedKvCache cache, int[] blocks, int from) {
+    copyBlocks(cache, blocks, from, false);
+  }
+
+  /**
+   * Copies blocks {@code blocks[from..]} of every layer from the host cache to the device copy
+   * ({@code toDevice}) or back, and waits: the list goes back to the pool, and the copy is whole
+   * before anyone reads either side.
+   */
+  private void copyBlocks(PagedKvCache cache, int[] blocks, int from, boolean toDevice) {
     if (from >= blocks.length) {
       return;
     }
@@ -514,10 +510,13 @@ public final class CudaTransformer implements ForwardPass {
     try (DeviceBuffer list = pool.acquire((long) count * Integer.BYTES)) {
       list.copyFrom(Arrays.copyOfRange(blocks, from, blocks.length), count);
       for (int l = 0; l < layers.length; l++) {
-        kernels.copyBlocks(keys[l].ptr(), mappedPointers[2 * l], list.ptr(), count, cache.blockBytes());
-        kernels.copyBlocks(values[l].ptr(), mappedPointers[2 * l + 1], list.ptr(), count, cache.blockBytes());
+        for (int side = 0; side < 2; side++) { // keys, then values
+          Gpu.Ptr host = mappedPointers[2 * l + side];
+          Gpu.Ptr device = (side == 0 ? keys[l] : values[l]).ptr();
+          kernels.copyBlocks(toDevice ? host : device, toDevice ? device : host, list.ptr(), count, cache.blockBytes());
+        }
       }
-      gpu.synchronize(); // the host cache holds them before anyone reads it; the list goes back to the pool
+      gpu.synchronize();
     }
   }
 
