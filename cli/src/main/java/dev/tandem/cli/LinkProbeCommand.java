@@ -64,9 +64,14 @@ final class LinkProbeCommand implements Callable<Integer> {
   private int serve() throws Exception {
     TransferBackendProvider provider = TransferBackends.select(backend);
     try (TransferAgent agent = provider.createAgent(host); Arena arena = Arena.ofShared()) {
-      MemorySegment buffer = arena.allocate(EngineOptions.parseBytes(bytes), 64);
-      buffer.fill((byte) 0x5a);
-      MemoryDescriptor d = agent.register(buffer);
+      MemoryDescriptor d;
+      if (agent.deviceMemory()) {
+        d = agent.allocate(EngineOptions.parseBytes(bytes)).descriptor(); // GPU memory (cuda-ipc), the agent's until it closes
+      } else {
+        MemorySegment buffer = arena.allocate(EngineOptions.parseBytes(bytes), 64);
+        buffer.fill((byte) 0x5a);
+        d = agent.register(buffer);
+      }
       System.out.println("peer spec: " + spec(provider.name(), d));
       System.out.println("probe with: tandem link-probe --peer " + spec(provider.name(), d) + "   (Ctrl-C stops this side)");
       new CountDownLatch(1).await();
