@@ -14,7 +14,8 @@ import java.util.PriorityQueue;
  * each stream ends when the counter reaches its target. A prompt prefilled here (not split)
  * stalls every stream for its prefill time. Streams that do not fit (batch limit, KV) wait. The
  * gaps between tokens go to a listener as they pass (each step's length, times the streams in it;
- * a stall, one longer gap each), as a frontend records them.
+ * a stall, one longer gap each; a stream's wait for a slot after its first token, one gap), as a
+ * frontend records them.
  */
 final class DecodeSim extends SimWorker {
   private final Profile profile;
@@ -130,7 +131,9 @@ final class DecodeSim extends SimWorker {
     }
     while (!waiting.isEmpty() && running.size() < profile.maxNumSeqs()
         && (running.isEmpty() || usedTokens + waiting.peek().kvTokens() <= kvTokens)) {
-      start(waiting.poll());
+      SimRequest r = waiting.poll();
+      gaps.observe(now - r.firstTokenAt, 1); // its next token waited for the slot: the frontend sees one long gap
+      start(r);
       changed = true;
     }
     if (changed) {

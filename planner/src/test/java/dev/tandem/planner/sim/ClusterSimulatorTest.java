@@ -168,6 +168,23 @@ class ClusterSimulatorTest {
         "windows while it decodes show its gaps and no TTFT: " + decoding);
   }
 
+  /**
+   * A stream that waits for a decode slot after its first token shows the frontend one long gap:
+   * with one sequence a worker, 40 two-token answers at once each wait for the ones before them.
+   */
+  @Test
+  void aWaitForADecodeSlotIsAGapTheFrontendSees() {
+    Profile one = new Profile(PROFILE.model(), PROFILE.engine(), PROFILE.kvTokens(), 1, PROFILE.prefill(), PROFILE.decode());
+    List<TraceRequest> requests = new ArrayList<>();
+    for (int i = 0; i < 40; i++) {
+      requests.add(new TraceRequest(0, 16, 2, new long[] {i}));
+    }
+    SimReport r = new ClusterSimulator(SimConfig.fixed("static", one, SlaTargets.DEFAULTS, 1, 1), new Trace("queue", requests, 16)).run(null);
+    double worstItl = one.itl(1, 17);
+    assertTrue(r.timeline().getFirst().itlP90() > 5 * worstItl,
+        "the waits dominate the window's gaps: p90 " + r.timeline().getFirst().itlP90() + " s against steps of " + worstItl + " s");
+  }
+
   /** The same trace and settings give the same run: the router's ties come from a fixed seed. */
   @Test
   void aRunRepeatsExactly() {
