@@ -60,6 +60,26 @@ class CudaIpcBackendTest extends TransferBackendConformanceTest {
   }
 
   @Test
+  void aHandleThatCannotBeOpenedFailsThatReadOnly() throws Exception {
+    MemorySegment first = random(8192, 11);
+    MemorySegment second = random(8192, 12);
+    List<MemoryDescriptor> both = List.of(owner.register(first), owner.register(second)); // two allocations, two handles
+    MemorySegment dst = arena.allocate(16384, 64);
+    List<MemorySegment> into = List.of(dst.asSlice(0, 8192), dst.asSlice(8192, 8192));
+    HostDeviceMemory readerDevice = devices.get(1);
+    readerDevice.failingOpens.set(1);
+    var failed = reader.read(both, into, Duration.ofSeconds(10), null);
+    var e = assertThrows(ExecutionException.class, () -> failed.get(10, TimeUnit.SECONDS));
+    assertTrue(e.getCause().getMessage().contains("mapping allocation"), e.getCause().getMessage());
+    assertTrue(e.getCause().getMessage().contains("CUDA_ERROR_OUT_OF_MEMORY"), e.getCause().getMessage());
+
+    // The next read is whole: the connection did not fall out of step, and the handle not opened is sent again.
+    reader.read(both, into, Duration.ofSeconds(10), null).get(10, TimeUnit.SECONDS);
+    assertEquals(-1, first.mismatch(dst.asSlice(0, 8192)));
+    assertEquals(-1, second.mismatch(dst.asSlice(8192, 8192)));
+  }
+
+  @Test
   void aRegionDeregisteredDuringTheReadFailsIt() {
     MemorySegment src = random(64 << 10, 6);
     MemoryDescriptor d = owner.register(src);

@@ -30,6 +30,13 @@ final class CudaIpcPeer implements AutoCloseable {
   /** Where each descriptor of a read lies in this process: the source address of its copy. */
   record Sources(long[] addresses) {}
 
+  /** An owner's handle this process could not open: the read fails, and the peer must be dropped. */
+  static final class MappingFailedException extends IllegalStateException {
+    MappingFailedException(String message, Throwable cause) {
+      super(message, cause);
+    }
+  }
+
   private CudaIpcPeer(String address, DeviceMemory device, SocketChannel channel) {
     this.address = address;
     this.device = device;
@@ -89,22 +96,41 @@ final class CudaIpcPeer implements AutoCloseable {
       offset[i] = in.readLong();
     }
     int fresh = in.readInt();
-    for (int j = 0; j < fresh; j++) {
-      long id = in.readLong(), base = in.readLong(), size = in.readLong();
+    if (fresh < 0 || fresh > remote.size()) {
+      throw new IOException("cuda-ipc owner " + address + " sent " + fresh + " handles for " + remote.size() + " descriptors");
+    }
+    long[] ids = new long[fresh];
+    long[] bases = new long[fresh];
+    byte[][] handles = new byte[fresh][];
+    for (int j = 0; j < fresh; j++) { // the whole answer first: the connection stays in step whatever mapping does
+      ids[j] = in.readLong();
+      bases[j] = in.readLong();
+      in.readLong(); // the allocation's size
       int length = in.readInt();
       if (length < 0 || length > CudaIpcWire.MAX_HANDLE_BYTES) {
         throw new IOException("cuda-ipc owner " + address + " sent a handle of " + length + " bytes");
       }
-      byte[] handle = in.readNBytes(length);
-      if (!mapped.containsKey(id)) {
-        if (ownerPid == device.processId()) {
-          mapped.put(id, base); // this process's own memory: its addresses as they are
-        } else {
-          long here = device.open(handle);
-          mapped.put(id, here);
-          opened.put(id, here);
-        }
+      handles[j] = in.readNBytes(length);
+    }
+    for (int j = 0; j < fresh; j++) {
+      if (mapped.containsKey(ids[j])) {
+        continue;
       }
+      if (ownerPid == device.processId()) {
+        mapped.put(ids[j], bases[j]); // this process's own memory: its addresses as they are
+        continue;
+      }
+      long here;
+      try {
+        here = device.open(handles[j]);
+      } catch (RuntimeException e) {
+        // The owner counts this handle as sent on this connection: the reader drops the peer, and
+        // the next read connects again and is sent it again.
+        throw new MappingFailedException("cuda-ipc: mapping allocation " + ids[j] + " of owner " + address + " failed: "
+            + e.getMessage(), e);
+      }
+      mapped.put(ids[j], here);
+      opened.put(ids[j], here);
     }
     long[] sources = new long[remote.size()];
     for (int i = 0; i < remote.size(); i++) {

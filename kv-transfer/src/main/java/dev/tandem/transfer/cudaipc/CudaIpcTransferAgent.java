@@ -183,6 +183,10 @@ public final class CudaIpcTransferAgent implements TransferAgent {
     ScheduledFuture<?> dog = watchdog.schedule(p::disconnect, left, TimeUnit.NANOSECONDS);
     try {
       return exchange.with(p);
+    } catch (CudaIpcPeer.MappingFailedException e) {
+      peers.remove(address);
+      p.close();
+      throw e;
     } catch (IOException e) {
       peers.remove(address);
       p.close();

@@ -26,6 +26,8 @@ public final class HostDeviceMemory implements DeviceMemory {
   private final Map<Long, Arena> owned = new ConcurrentHashMap<>();
   public final AtomicInteger opens = new AtomicInteger();
   public final AtomicInteger closes = new AtomicInteger();
+  /** How many of the next opens fail, as {@code cuIpcOpenMemHandle} can (out of memory, a peer it cannot map). */
+  public final AtomicInteger failingOpens = new AtomicInteger();
 
   @Override
   public long processId() {
@@ -52,6 +54,9 @@ public final class HostDeviceMemory implements DeviceMemory {
     Allocation a = HANDLES.get(ByteBuffer.wrap(handle).getLong());
     if (a == null) {
       throw new IllegalStateException("no such handle");
+    }
+    if (failingOpens.getAndUpdate(n -> Math.max(0, n - 1)) > 0) {
+      throw new IllegalStateException("cuIpcOpenMemHandle failed: CUDA_ERROR_OUT_OF_MEMORY (2)");
     }
     opens.incrementAndGet();
     return a.base();
