@@ -60,6 +60,22 @@ class CudaIpcBackendTest extends TransferBackendConformanceTest {
   }
 
   @Test
+  void aNewAllocationAtAFreedOnesAddressIsMappedAnew() throws Exception {
+    // The driver reuses a freed allocation's addresses; a mapping of the old one would read stale
+    // memory on a GPU. Here the second allocation starts where the first did (a longer range of the
+    // same host memory, under a new handle): the reader must open that handle, not reuse the old mapping.
+    MemorySegment memory = random(16384, 13);
+    MemoryDescriptor small = owner.register(memory.asSlice(0, 8192));
+    MemorySegment dst = arena.allocate(16384, 64);
+    reader.read(List.of(small), List.of(dst.asSlice(0, 8192)), Duration.ofSeconds(10), null).get(10, TimeUnit.SECONDS);
+    owner.deregister(small);
+    MemoryDescriptor large = owner.register(memory);
+    reader.read(List.of(large), List.of(dst), Duration.ofSeconds(10), null).get(10, TimeUnit.SECONDS);
+    assertEquals(-1, memory.mismatch(dst));
+    assertEquals(2, devices.get(1).opens.get(), "the new allocation's handle opened");
+  }
+
+  @Test
   void aHandleThatCannotBeOpenedFailsThatReadOnly() throws Exception {
     MemorySegment first = random(8192, 11);
     MemorySegment second = random(8192, 12);

@@ -115,8 +115,8 @@ public final class WorkerKvTransfer implements AutoCloseable {
         MemoryDescriptor otherProbe = other.deviceMemory() ? other.allocate(PROBE_BYTES).descriptor() : other.register(probe.segment());
         all.add(new Endpoint(other, k, v, otherProbe));
       } catch (RuntimeException e) {
-        log.warn("KV transfer backend {} cannot serve memory {} allocated ({}); running {} only",
-            other.backend(), primary.backend(), e.getMessage(), primary.backend());
+        log.warn("KV transfer backend {} cannot serve this worker's KV cache ({}: {}); running without it",
+            other.backend(), other.deviceMemory() ? "the GPU's copy" : "memory " + primary.backend() + " allocated", e.getMessage());
         other.close();
       }
     }

@@ -17,6 +17,7 @@ import java.nio.channels.SocketChannel;
 import java.nio.file.Files;
 import java.nio.file.Path;
 import java.nio.file.attribute.PosixFilePermissions;
+import java.util.Arrays;
 import java.util.HashSet;
 import java.util.Map;
 import java.util.Set;
@@ -72,7 +73,10 @@ final class CudaIpcOwner implements AutoCloseable {
   /** Registers device memory {@code segment} names: finds its allocation, exported the first time. */
   MemoryDescriptor register(MemorySegment segment) {
     DeviceMemory.Allocation a = device.allocationOf(segment.address(), segment.byteSize());
-    Exported e = byBase.computeIfAbsent(a.base(), b -> new Exported(nextAllocation.getAndIncrement(), a));
+    // The driver hands a freed allocation's addresses out again: a different handle at a known base
+    // is a new allocation, under a new id, so that readers map it instead of reusing the old mapping.
+    Exported e = byBase.compute(a.base(), (b, known) -> known != null && known.allocation().size() == a.size()
+        && Arrays.equals(known.allocation().handle(), a.handle()) ? known : new Exported(nextAllocation.getAndIncrement(), a));
     MemoryDescriptor d = regions.add(address(), segment);
     regionAllocation.put(d.regionId(), e);
     return d;
