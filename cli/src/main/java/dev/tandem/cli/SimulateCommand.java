@@ -98,8 +98,12 @@ final class SimulateCommand implements Callable<Integer> {
   @Override
   public Integer call() throws Exception {
     PrintStream out = System.out;
+    checkOptions();
     Profile p = loadProfile();
     Trace t = trace();
+    if (t.requests().isEmpty()) {
+      throw new IllegalArgumentException("--trace " + trace + ": no requests to replay");
+    }
     if (writeTrace != null) {
       MooncakeTraces.write(t, writeTrace);
     }
@@ -158,11 +162,43 @@ final class SimulateCommand implements Callable<Integer> {
     return 0;
   }
 
-  private Profile loadProfile() throws ProfileException {
-    return profile == null ? MockerProfile.defaults() : ProfileJson.read(profile, null);
+  /** Refuses numbers no simulation can run with, naming the flag (a negative rate would replay nothing and report NaN). */
+  private void checkOptions() {
+    positive("--rate", rate);
+    positive("--rate-scale", rateScale);
+    positive("--duration-s", durationSeconds);
+    positive("--link-gbit-s", linkGbit);
+    positive("--kv-bytes-per-token", kvBytesPerToken);
+    if (prefillMax < 0 || decodeMax < 0 || minWorkers < 0 || narrow < 0) {
+      throw new IllegalArgumentException("--prefill-max, --decode-max, --min-workers and --narrow must be >= 0, were "
+          + prefillMax + ", " + decodeMax + ", " + minWorkers + ", " + narrow);
+    }
   }
 
-  private Trace trace() throws java.io.IOException {
+  private static void positive(String flag, double value) {
+    if (!(value > 0) || Double.isInfinite(value)) {
+      throw new IllegalArgumentException(flag + " must be a positive number, was " + value);
+    }
+  }
+
+  private Profile loadProfile() {
+    try {
+      return profile == null ? MockerProfile.defaults() : ProfileJson.read(profile, null);
+    } catch (ProfileException e) {
+      throw new IllegalArgumentException("--profile " + e.getMessage(), e);
+    }
+  }
+
+  private Trace trace() {
+    try {
+      return readTrace();
+    } catch (java.io.IOException e) {
+      throw new IllegalArgumentException("--trace " + (e.getMessage() != null && e.getMessage().contains(trace) ? "" : trace + ": ")
+          + e.getMessage(), e);
+    }
+  }
+
+  private Trace readTrace() throws java.io.IOException {
     if (SyntheticTraces.NAMES.contains(trace)) {
       SyntheticTraces.Spec spec = SyntheticTraces.Spec.of(trace, rate).withDuration(durationSeconds);
       spec = new SyntheticTraces.Spec(spec.shape(), spec.durationSeconds(), spec.baseRate() * rateScale, spec.meanIsl(), spec.meanOsl(), seed);

@@ -1,0 +1,58 @@
+package dev.tandem.cli;
+
+import static org.junit.jupiter.api.Assertions.assertEquals;
+import static org.junit.jupiter.api.Assertions.assertFalse;
+import static org.junit.jupiter.api.Assertions.assertTrue;
+
+import java.io.PrintWriter;
+import java.io.StringWriter;
+import java.nio.file.Files;
+import java.nio.file.Path;
+import org.junit.jupiter.api.Tag;
+import org.junit.jupiter.api.Test;
+import org.junit.jupiter.api.io.TempDir;
+
+/** {@code tandem simulate} given bad input: one line naming the flag and, for a file, the file and what is wrong in it. */
+@Tag("e2e")
+class SimulateCommandTest {
+  @TempDir Path dir;
+
+  private String refused(String... args) {
+    StringWriter err = new StringWriter();
+    var cl = Main.commandLine();
+    cl.setErr(new PrintWriter(err));
+    assertEquals(2, cl.execute(args), String.join(" ", args) + ": " + err);
+    assertFalse(err.toString().contains("\tat "), "a message, not a stack trace: " + err);
+    return err.toString();
+  }
+
+  @Test
+  void aMalformedProfileIsRefusedNamingTheFlagAndFile() throws Exception {
+    Path profile = Files.writeString(dir.resolve("profile.json"), "{\"model\": \"x\", \"prefill\": [");
+    String err = refused("simulate", "--trace", "steady", "--duration-s", "60", "--profile", profile.toString());
+    assertTrue(err.contains("--profile " + profile) && err.contains("not valid JSON"), err);
+  }
+
+  @Test
+  void aTraceFileWithABadFieldIsRefusedNamingTheLineAndField() throws Exception {
+    Path trace = Files.writeString(dir.resolve("trace.jsonl"),
+        "{\"timestamp\": 0, \"input_length\": 100, \"output_length\": 10, \"hash_ids\": [1]}\n"
+            + "{\"timestamp\": 5, \"input_length\": \"many\", \"output_length\": 10, \"hash_ids\": [1]}\n");
+    String err = refused("simulate", "--trace", trace.toString());
+    assertTrue(err.contains("--trace " + trace + ":2") && err.contains("input_length"), err);
+  }
+
+  @Test
+  void anEmptyTraceFileIsRefused() throws Exception {
+    Path trace = Files.writeString(dir.resolve("empty.jsonl"), "");
+    assertTrue(refused("simulate", "--trace", trace.toString()).contains("no requests to replay"));
+  }
+
+  @Test
+  void ratesAndLengthsThatCannotBeSimulatedAreRefusedNamingTheFlag() {
+    assertTrue(refused("simulate", "--rate", "-5", "--duration-s", "60").contains("--rate must be a positive number, was -5.0"));
+    assertTrue(refused("simulate", "--rate-scale", "0", "--duration-s", "60").contains("--rate-scale"));
+    assertTrue(refused("simulate", "--duration-s", "NaN").contains("--duration-s"));
+    assertTrue(refused("simulate", "--duration-s", "60", "--narrow", "-1").contains("--narrow"));
+  }
+}
