@@ -40,6 +40,9 @@ public record BenchConfig(
     if (requestRate <= 0 && concurrency < 1) {
       throw new IllegalArgumentException("give a concurrency >= 1 or a request rate > 0");
     }
+    if (turns <= 0 && prefixes <= 0 && numRequests < 1) {
+      throw new IllegalArgumentException("give a number of requests >= 1, was " + numRequests);
+    }
     if (inputTokens < 1 || outputTokens < 1) {
       throw new IllegalArgumentException("input and output tokens must be positive");
     }

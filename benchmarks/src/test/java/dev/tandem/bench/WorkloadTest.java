@@ -50,4 +50,13 @@ class WorkloadTest {
     assertTrue(longOnes > 70 && longOnes < 130, longOnes + " long prompts of 400 at a share of 0.25");
     assertThrows(IllegalArgumentException.class, () -> BenchConfig.builder(URL, "m").mixed(0, 0.5).build());
   }
+
+  @Test
+  void aWorkloadOfNoRequestsIsRefused() {
+    var e = assertThrows(IllegalArgumentException.class, () -> BenchConfig.builder(URL, "m").numRequests(-2).build());
+    assertTrue(e.getMessage().contains("number of requests"), e.getMessage());
+    assertThrows(IllegalArgumentException.class, () -> BenchConfig.builder(URL, "m").numRequests(0).build());
+    // A shared-prefix workload counts its own requests (prefixes x repeats): --num-requests does not apply.
+    assertEquals(6, BenchConfig.builder(URL, "m").numRequests(0).sharedPrefixes(2, 3, 8).build().totalRequests());
+  }
 }

@@ -78,7 +78,12 @@ final class BenchCommand implements Callable<Integer> {
   @Override
   public Integer call() throws Exception {
     String firstKey = apiKey == null ? null : apiKey.split(",")[0].strip(); // TANDEM_API_KEY may list several
-    String served = model != null ? model : LoadGenerator.servedModel(url, firstKey);
+    String served;
+    try {
+      served = model != null ? model : LoadGenerator.servedModel(url, firstKey);
+    } catch (java.net.ConnectException e) {
+      throw new IllegalStateException("no frontend answers at " + url + ": start one (./tandem serve) or point --url at it");
+    }
     BenchConfig.Builder builder =
         BenchConfig.builder(url, served)
             .endpoint(endpoint)

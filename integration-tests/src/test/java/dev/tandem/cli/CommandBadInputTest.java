@@ -12,9 +12,12 @@ import org.junit.jupiter.api.Tag;
 import org.junit.jupiter.api.Test;
 import org.junit.jupiter.api.io.TempDir;
 
-/** {@code tandem simulate} given bad input: one line naming the flag and, for a file, the file and what is wrong in it. */
+/**
+ * Commands given bad input: one line naming the flag and, for a file, the file and what is wrong in
+ * it; never a stack trace.
+ */
 @Tag("e2e")
-class SimulateCommandTest {
+class CommandBadInputTest {
   @TempDir Path dir;
 
   private String refused(String... args) {
@@ -54,5 +57,15 @@ class SimulateCommandTest {
     assertTrue(refused("simulate", "--rate-scale", "0", "--duration-s", "60").contains("--rate-scale"));
     assertTrue(refused("simulate", "--duration-s", "NaN").contains("--duration-s"));
     assertTrue(refused("simulate", "--duration-s", "60", "--narrow", "-1").contains("--narrow"));
+  }
+
+  @Test
+  void benchWithNoFrontendSaysSo() throws Exception {
+    int port;
+    try (var s = new java.net.ServerSocket(0)) {
+      port = s.getLocalPort(); // free once closed: nothing listens there
+    }
+    String err = refused("bench", "--url", "http://127.0.0.1:" + port, "--num-requests", "1");
+    assertTrue(err.contains("no frontend answers at http://127.0.0.1:" + port), err);
   }
 }
