@@ -12,7 +12,7 @@ final class KvTransferOptions {
   @Option(names = "--kv-transfer-host", defaultValue = "${env:TANDEM_KV_TRANSFER_HOST}", description = "Address peers reach this worker's transfer agent at (default: the worker's --host).")
   String host;
 
-  @Option(names = "--kv-transfer-port", defaultValue = "${env:TANDEM_KV_TRANSFER_PORT:-0}", description = "Port of the primary transfer agent (0, the default: any free port); with auto, the agents beside it take the ports after it. Fix it where a firewall or a Kubernetes Service must name it.")
+  @Option(names = "--kv-transfer-port", converter = PortConverter.class, defaultValue = "${env:TANDEM_KV_TRANSFER_PORT:-0}", description = "Port of the primary transfer agent (0, the default: any free port); with auto, the agents beside it take the ports after it. Fix it where a firewall or a Kubernetes Service must name it.")
   int port;
 
   @Option(names = "--kv-transfer-timeout-ms", defaultValue = "${env:TANDEM_KV_TRANSFER_TIMEOUT_MS:-30000}", description = "Bound on one request's remote prefill plus KV pull, and on how long a prefill worker holds blocks for a decode worker; past it the decode worker prefills itself (default ${DEFAULT-VALUE}).")

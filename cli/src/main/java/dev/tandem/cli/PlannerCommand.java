@@ -88,7 +88,7 @@ final class PlannerCommand implements Callable<Integer> {
   @Option(names = "--advisory", description = "Decide, log and export metrics, but do not act.")
   boolean advisory;
 
-  @Option(names = "--metrics-port", defaultValue = "${env:TANDEM_PLANNER_METRICS_PORT:-9300}", description = "Port of the planner's /metrics and /health (0: none; default ${DEFAULT-VALUE}).")
+  @Option(names = "--metrics-port", converter = PortConverter.class, defaultValue = "${env:TANDEM_PLANNER_METRICS_PORT:-9300}", description = "Port of the planner's /metrics and /health (0: none; default ${DEFAULT-VALUE}).")
   int metricsPort;
 
   @Option(names = "--worker-args", defaultValue = "", description = "local: arguments every worker gets, e.g. \"--engine mocker --discovery etcd --etcd-endpoints http://127.0.0.1:2379\".")

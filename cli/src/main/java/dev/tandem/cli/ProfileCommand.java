@@ -56,6 +56,7 @@ final class ProfileCommand implements Callable<Integer> {
 
   @Override
   public Integer call() throws Exception {
+    writable(out);
     EngineOptions.WorkerEngines engines = engine.resolve();
     LocalDeployment.Spec spec = new LocalDeployment.Spec(1, engines.factory(), engines.modelFiles(), engines.blockSize(),
         Router.Config.of("round-robin"), new FrontendServer.Config("127.0.0.1", 0, 32 << 20));
@@ -139,5 +140,18 @@ final class ProfileCommand implements Callable<Integer> {
     }
     prefill.getSeriesMap().values().forEach(s -> s.setLineStyle(new BasicStroke(2f)));
     BitmapEncoder.saveBitmap(List.of(prefill, decode), 2, 1, png.toString().replaceFirst("\\.png$", ""), BitmapEncoder.BitmapFormat.PNG);
+  }
+
+  /** Checks before profiling (minutes) that the profile can be written where asked: its folder is made if missing. */
+  static void writable(Path out) {
+    Path folder = out.toAbsolutePath().getParent();
+    try {
+      java.nio.file.Files.createDirectories(folder);
+    } catch (java.io.IOException e) {
+      throw new IllegalArgumentException("--out " + out + ": cannot make its folder " + folder + " (" + e + ")");
+    }
+    if (!java.nio.file.Files.isWritable(folder) || java.nio.file.Files.isDirectory(out)) {
+      throw new IllegalArgumentException("--out " + out + ": cannot write a file there");
+    }
   }
 }

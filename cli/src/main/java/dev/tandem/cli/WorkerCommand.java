@@ -27,7 +27,7 @@ final class WorkerCommand implements Callable<Integer> {
   @Option(names = "--host", defaultValue = "${env:TANDEM_WORKER_HOST:-127.0.0.1}", description = "gRPC address to bind (default ${DEFAULT-VALUE}).")
   String host;
 
-  @Option(names = "--port", defaultValue = "${env:TANDEM_WORKER_PORT:-9000}", description = "gRPC port (default ${DEFAULT-VALUE}).")
+  @Option(names = "--port", converter = PortConverter.class, defaultValue = "${env:TANDEM_WORKER_PORT:-9000}", description = "gRPC port (default ${DEFAULT-VALUE}).")
   int port;
 
   @Option(names = "--worker-id", defaultValue = "${env:TANDEM_WORKER_ID}", description = "Worker id (default: worker-<host>-<port>).")

@@ -68,4 +68,23 @@ class CommandBadInputTest {
     String err = refused("bench", "--url", "http://127.0.0.1:" + port, "--num-requests", "1");
     assertTrue(err.contains("no frontend answers at http://127.0.0.1:" + port), err);
   }
+
+  @Test
+  void aPortOutOfRangeIsRefusedBeforeAnythingStarts() {
+    for (String[] args : new String[][] {{"serve", "--port", "99999"}, {"worker", "--port", "-1"}, {"frontend", "--port", "65536"},
+        {"worker", "--kv-transfer-port", "70000"}, {"planner", "--metrics-port", "x"}}) {
+      StringWriter err = new StringWriter();
+      var cl = Main.commandLine();
+      cl.setErr(new PrintWriter(err));
+      assertEquals(2, cl.execute(args), String.join(" ", args));
+      assertTrue(err.toString().contains("Invalid value for option '" + args[1] + "'"), err.toString());
+    }
+  }
+
+  @Test
+  void aProfileThatCouldNotBeWrittenIsRefusedBeforeProfiling() throws Exception {
+    Path file = Files.writeString(dir.resolve("a-file"), "");
+    assertTrue(refused("profile", "--engine", "mocker", "--out", file.resolve("profile.json").toString()).contains("cannot make its folder"));
+    assertTrue(refused("profile", "--engine", "mocker", "--out", dir.toString()).contains("cannot write a file there"));
+  }
 }
