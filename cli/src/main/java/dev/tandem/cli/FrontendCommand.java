@@ -66,6 +66,8 @@ final class FrontendCommand implements Callable<Integer> {
     DiscoveredWorkers followed = null;
     if (discovery.isStatic()) {
       // Named workers must all answer at start; a refusal (model, block size) stops the frontend.
+      System.out.println("frontend: waiting up to " + connectTimeoutSeconds + " s for " + String.join(", ", workers)
+          + " to answer (--worker-connect-timeout-s)");
       for (String address : workers) {
         pool.add(address);
       }

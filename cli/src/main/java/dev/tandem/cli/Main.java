@@ -15,6 +15,10 @@ import picocli.CommandLine.Command;
     })
 public final class Main {
   public static void main(String[] args) {
+    // gRPC logs through java.util.logging: into Logback, so that its lines read like every other
+    // and logback.xml's levels (io.grpc at WARN) apply to them.
+    org.slf4j.bridge.SLF4JBridgeHandler.removeHandlersForRootLogger();
+    org.slf4j.bridge.SLF4JBridgeHandler.install();
     System.exit(commandLine().execute(args));
   }
 

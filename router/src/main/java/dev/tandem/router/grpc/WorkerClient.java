@@ -192,9 +192,23 @@ public final class WorkerClient implements AutoCloseable {
       return new WorkerClient(address, channel, FromWire.description(registration));
     } catch (StatusRuntimeException e) {
       channel.shutdownNow();
-      throw new IllegalStateException(
-          "worker at " + address + " did not answer within " + timeout + ": " + e.getStatus(), e);
+      String because = unreachableBecause(e.getStatus());
+      String said = String.valueOf(e.getStatus().getDescription()).lines().findFirst().orElse(""); // no stack traces
+      throw new IllegalStateException("worker at " + address + " did not answer within " + timeout.toMillis() / 1000.0 + " s"
+          + (because.isEmpty() ? ": " + e.getStatus().getCode() + " " + said : because), e);
     }
+  }
+
+  /** Why a worker could not be reached, in words, where gRPC's status shows it; empty otherwise. */
+  static String unreachableBecause(io.grpc.Status status) {
+    String said = String.valueOf(status.getDescription());
+    if (said.contains("Unable to resolve host")) {
+      return " (its host name does not resolve)";
+    }
+    if (said.contains("Connection refused")) {
+      return " (connection refused: nothing listens on that port)";
+    }
+    return "";
   }
 
   public String address() {
