@@ -24,6 +24,7 @@ import org.junit.jupiter.params.provider.ValueSource;
  * The committed PTX is what {@code src/main/cuda/tandem.cu} compiles to, and holds every kernel
  * the host code launches.
  */
+@org.junit.jupiter.api.Tag("nvcc") // recompiles the kernels (~9 s): left out of the fast tier
 class PtxFreshnessTest {
   private static final Path SCRIPT = Path.of("src/main/cuda/build-ptx.sh");
 
