@@ -9,7 +9,9 @@ import dev.tandem.planner.Profile;
 import dev.tandem.planner.ProfileJson;
 import dev.tandem.router.grpc.Router;
 import java.awt.BasicStroke;
+import java.io.IOException;
 import java.net.URI;
+import java.nio.file.Files;
 import java.nio.file.Path;
 import java.time.Duration;
 import java.util.ArrayList;
@@ -123,7 +125,7 @@ final class ProfileCommand implements Callable<Integer> {
     return r;
   }
 
-  private static void chart(Profile p, Path png) throws java.io.IOException {
+  private static void chart(Profile p, Path png) throws IOException {
     XYChart prefill = new XYChartBuilder().width(900).height(320).title("Prefill: time to first token, one request alone")
         .xAxisTitle("prompt tokens").yAxisTitle("TTFT (ms)").build();
     prefill.addSeries("TTFT", p.prefill().stream().mapToDouble(Profile.PrefillPoint::isl).toArray(),
@@ -146,11 +148,11 @@ final class ProfileCommand implements Callable<Integer> {
   static void writable(Path out) {
     Path folder = out.toAbsolutePath().getParent();
     try {
-      java.nio.file.Files.createDirectories(folder);
-    } catch (java.io.IOException e) {
+      Files.createDirectories(folder);
+    } catch (IOException e) {
       throw new IllegalArgumentException("--out " + out + ": cannot make its folder " + folder + " (" + e + ")");
     }
-    if (!java.nio.file.Files.isWritable(folder) || java.nio.file.Files.isDirectory(out)) {
+    if (!Files.isWritable(folder) || Files.isDirectory(out)) {
       throw new IllegalArgumentException("--out " + out + ": cannot write a file there");
     }
   }

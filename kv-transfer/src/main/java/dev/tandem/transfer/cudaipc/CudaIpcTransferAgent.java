@@ -184,12 +184,10 @@ public final class CudaIpcTransferAgent implements TransferAgent {
     try {
       return exchange.with(p);
     } catch (CudaIpcPeer.MappingFailedException e) {
-      peers.remove(address);
-      p.close();
+      drop(address, p);
       throw e;
     } catch (IOException e) {
-      peers.remove(address);
-      p.close();
+      drop(address, p);
       if (System.nanoTime() >= deadline) {
         throw new TimeoutException("cuda-ipc read from " + address + " timed out after " + timeout);
       }
@@ -197,6 +195,12 @@ public final class CudaIpcTransferAgent implements TransferAgent {
     } finally {
       dog.cancel(false);
     }
+  }
+
+  /** Forgets a peer whose connection can no longer be trusted; the next read to its owner connects again. */
+  private void drop(String address, CudaIpcPeer peer) {
+    peers.remove(address);
+    peer.close();
   }
 
   @Override

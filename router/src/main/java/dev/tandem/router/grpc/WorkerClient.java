@@ -192,16 +192,15 @@ public final class WorkerClient implements AutoCloseable {
       return new WorkerClient(address, channel, FromWire.description(registration));
     } catch (StatusRuntimeException e) {
       channel.shutdownNow();
-      String because = unreachableBecause(e.getStatus());
-      String said = String.valueOf(e.getStatus().getDescription()).lines().findFirst().orElse(""); // no stack traces
+      String said = String.valueOf(e.getStatus().getDescription());
+      String because = unreachableBecause(said);
       throw new IllegalStateException("worker at " + address + " did not answer within " + timeout.toMillis() / 1000.0 + " s"
-          + (because.isEmpty() ? ": " + e.getStatus().getCode() + " " + said : because), e);
+          + (because.isEmpty() ? ": " + e.getStatus().getCode() + " " + said.lines().findFirst().orElse("") : because), e); // no stack traces
     }
   }
 
-  /** Why a worker could not be reached, in words, where gRPC's status shows it; empty otherwise. */
-  static String unreachableBecause(io.grpc.Status status) {
-    String said = String.valueOf(status.getDescription());
+  /** Why a worker could not be reached, in words, where gRPC's status description shows it; empty otherwise. */
+  static String unreachableBecause(String said) {
     if (said.contains("Unable to resolve host")) {
       return " (its host name does not resolve)";
     }
