@@ -23,6 +23,7 @@ import dev.tandem.router.TokenListener;
 import dev.tandem.wire.FromWire;
 import dev.tandem.wire.ToWire;
 import io.grpc.ManagedChannel;
+import io.grpc.Status;
 import io.grpc.StatusRuntimeException;
 import io.grpc.netty.NettyChannelBuilder;
 import io.netty.channel.EventLoop;
@@ -51,6 +52,8 @@ public final class WorkerClient implements AutoCloseable {
   private static final Logger log = LoggerFactory.getLogger(WorkerClient.class);
   /** The model card carries the tokenizer (over 10 MB for Qwen3). */
   private static final int MAX_MESSAGE_BYTES = 256 << 20;
+  /** How often {@link #connect} says that a worker it waits for has not answered yet. */
+  private static final Duration STILL_WAITING_EVERY = Duration.ofSeconds(10);
 
   private final String address;
   private final ManagedChannel channel;
@@ -183,19 +186,35 @@ public final class WorkerClient implements AutoCloseable {
    * @throws IllegalStateException naming the address if the worker does not answer in time
    */
   public static WorkerClient connect(String address, ManagedChannel channel, Duration timeout) {
-    try {
-      var registration =
-          WorkerGrpc.newBlockingStub(channel)
-              .withWaitForReady()
-              .withDeadlineAfter(timeout.toMillis(), TimeUnit.MILLISECONDS)
-              .describe(DescribeRequest.getDefaultInstance());
-      return new WorkerClient(address, channel, FromWire.description(registration));
-    } catch (StatusRuntimeException e) {
-      channel.shutdownNow();
-      String said = String.valueOf(e.getStatus().getDescription());
-      String because = unreachableBecause(said);
-      throw new IllegalStateException("worker at " + address + " did not answer within " + timeout.toMillis() / 1000.0 + " s"
-          + (because.isEmpty() ? ": " + e.getStatus().getCode() + " " + said.lines().findFirst().orElse("") : because), e); // no stack traces
+    return connect(address, channel, timeout, STILL_WAITING_EVERY);
+  }
+
+  /** {@link #connect(String, ManagedChannel, Duration)}, saying every {@code sayEvery} why the worker has not answered yet. */
+  static WorkerClient connect(String address, ManagedChannel channel, Duration timeout, Duration sayEvery) {
+    long deadline = System.nanoTime() + timeout.toNanos();
+    while (true) {
+      long left = deadline - System.nanoTime();
+      long wait = Math.min(left, sayEvery.toNanos());
+      try {
+        var registration =
+            WorkerGrpc.newBlockingStub(channel)
+                .withWaitForReady()
+                .withDeadlineAfter(Math.max(0, wait), TimeUnit.NANOSECONDS)
+                .describe(DescribeRequest.getDefaultInstance());
+        return new WorkerClient(address, channel, FromWire.description(registration));
+      } catch (StatusRuntimeException e) {
+        String said = String.valueOf(e.getStatus().getDescription());
+        String because = unreachableBecause(said);
+        if (e.getStatus().getCode() == Status.Code.DEADLINE_EXCEEDED && wait < left) {
+          // Said once per wait, in words: gRPC's own log of each failed attempt is turned off.
+          log.info("worker at {} has not answered yet{}; waiting up to {} s more", address, because,
+              Math.round((deadline - System.nanoTime()) / 1e9));
+          continue;
+        }
+        channel.shutdownNow();
+        throw new IllegalStateException("worker at " + address + " did not answer within " + timeout.toMillis() / 1000.0 + " s"
+            + (because.isEmpty() ? ": " + e.getStatus().getCode() + " " + said.lines().findFirst().orElse("") : because), e); // no stack traces
+      }
     }
   }
 

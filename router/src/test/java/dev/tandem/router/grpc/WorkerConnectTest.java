@@ -4,8 +4,14 @@ import static org.junit.jupiter.api.Assertions.assertThrows;
 import static org.junit.jupiter.api.Assertions.assertTrue;
 
 import java.net.ServerSocket;
+import ch.qos.logback.classic.Level;
+import ch.qos.logback.classic.Logger;
+import ch.qos.logback.classic.spi.ILoggingEvent;
+import ch.qos.logback.core.read.ListAppender;
 import java.time.Duration;
+import java.util.List;
 import org.junit.jupiter.api.Test;
+import org.slf4j.LoggerFactory;
 
 /** A worker that cannot be reached at start: the error says why in words, over real gRPC channels. */
 class WorkerConnectTest {
@@ -21,9 +27,26 @@ class WorkerConnectTest {
   }
 
   @Test
-  void aHostNameThatDoesNotResolveIsSaidToNotResolve() {
-    // .invalid never resolves (RFC 2606).
-    var e = assertThrows(IllegalStateException.class, () -> WorkerClient.connect("worker.invalid:9000", Duration.ofSeconds(2)));
-    assertTrue(e.getMessage().contains("did not answer within 2.0 s (its host name does not resolve)"), e.getMessage());
+  void aHostNameThatDoesNotResolveIsSaidToNotResolveWhileWaitingAndAtTheEnd() {
+    Logger logger = (Logger) LoggerFactory.getLogger(WorkerClient.class);
+    Level level = logger.getLevel();
+    ListAppender<ILoggingEvent> said = new ListAppender<>();
+    said.start();
+    logger.addAppender(said);
+    logger.setLevel(Level.INFO);
+    try {
+      // .invalid never resolves (RFC 2606).
+      String address = "worker.invalid:9000";
+      var e = assertThrows(IllegalStateException.class,
+          () -> WorkerClient.connect(address, WorkerClient.channel(address, null), Duration.ofSeconds(2), Duration.ofMillis(500)));
+      assertTrue(e.getMessage().contains("did not answer within 2.0 s (its host name does not resolve)"), e.getMessage());
+      List<String> waiting = said.list.stream().map(ILoggingEvent::getFormattedMessage).filter(m -> m.contains("has not answered yet")).toList();
+      assertTrue(waiting.size() >= 2, "said while waiting: " + waiting);
+      assertTrue(waiting.getLast().startsWith("worker at " + address + " has not answered yet (its host name does not resolve); waiting up to"),
+          waiting.getLast());
+    } finally {
+      logger.detachAppender(said);
+      logger.setLevel(level);
+    }
   }
 }
