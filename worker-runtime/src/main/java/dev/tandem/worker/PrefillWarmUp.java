@@ -27,9 +27,9 @@ final class PrefillWarmUp {
         })
         .join();
     var cost = builtin.prefillCost();
-    log.info("worker {}: warmed up in {} ms; prefill {} µs per token + {} ns per attended token ({} tokens/s at 512, {} at 4,096)",
-        workerId, (System.nanoTime() - t0) / 1_000_000, String.format("%.1f", cost.perToken() * 1e6),
-        String.format("%.2f", cost.perContextToken() * 1e9), String.format("%.0f", cost.tokensPerSecond(512)),
-        String.format("%.0f", cost.tokensPerSecond(4096)));
+    log.info("worker {}: warmed up in {} ms; prefill {} ms per step + {} µs per token + {} ns per attended token ({} tokens/s at 512, {} at 4,096)",
+        workerId, (System.nanoTime() - t0) / 1_000_000, String.format("%.1f", cost.perStep() * 1e3),
+        String.format("%.1f", cost.perToken() * 1e6), String.format("%.2f", cost.perContextToken() * 1e9),
+        String.format("%.0f", cost.tokensPerSecond(512)), String.format("%.0f", cost.tokensPerSecond(4096)));
   }
 }
