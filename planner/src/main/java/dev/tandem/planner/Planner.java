@@ -42,6 +42,8 @@ public final class Planner {
   /** The previous interval's arrivals and length, for {@link #ramp}; {@link #plan} sets them last. */
   private double previousRequests = Double.NaN;
   private double previousSeconds = Double.NaN;
+  /** The rate the predictor forecast, one interval ago, for the interval just measured; {@link #plan} sets it last. */
+  private double forecastForThisInterval = Double.NaN;
   /** How far above the noise (standard deviations of the two counts' difference) a rise must be to count as a ramp. */
   private static final double RAMP_SIGMAS = 3;
 
@@ -186,18 +188,21 @@ public final class Planner {
     }
     previousRequests = NonNegative.of(s.requests());
     previousSeconds = s.seconds();
+    forecastForThisInterval = rate.predict(1);
     return new Decision(interval, effectiveMode(), forecast, prefillBefore, decodeBefore, prefill, decode,
         prefillCorrection, decodeCorrection, reason.toString());
   }
 
   /**
    * The rate a rise would reach by the time a worker started now serves ({@code ahead} intervals),
-   * when the rise from the previous interval is beyond noise: the two arrival counts differ by
-   * more than {@value #RAMP_SIGMAS} standard deviations (Poisson: the square root of their sum),
-   * so a flat load triggers it about once in 700 intervals. At most {@link
-   * PlannerConfig#rampMaxFactor()} × the rate just measured; 0 when there is no such rise or that
-   * factor is 0. A trend model smooths the first interval of
-   * a ramp away; without this, workers for an unannounced surge are asked for one start-up late.
+   * when the rise is beyond noise: this interval's arrivals exceed both the previous interval's
+   * and what the predictor forecast for this one by more than {@value #RAMP_SIGMAS} standard
+   * deviations (Poisson: the square root of the two counts' sum), so a flat load triggers it about
+   * once in 700 intervals. Only that unforeseen part of the rise is extrapolated: a rise the
+   * predictor saw coming (a seasonal model's second spike) is already in its forecast. At most
+   * {@link PlannerConfig#rampMaxFactor()} × the rate just measured; 0 when there is no such rise or
+   * that factor is 0. A trend model smooths the first interval of a ramp away; without this,
+   * workers for an unannounced surge are asked for one start-up late.
    */
   private double ramp(IntervalStats s, int ahead) {
     double requests = NonNegative.of(s.requests());
@@ -205,7 +210,8 @@ public final class Planner {
     if (!(seconds > 0) || !(previousSeconds > 0) || !Double.isFinite(previousRequests)) {
       return 0;
     }
-    double expected = previousRequests * seconds / previousSeconds; // the previous count at this interval's length
+    // The previous count at this interval's length, or the forecast count if that was more.
+    double expected = Math.max(previousRequests * seconds / previousSeconds, NonNegative.of(forecastForThisInterval) * seconds);
     double rise = requests - expected;
     if (config.rampMaxFactor() == 0 || !(rise > RAMP_SIGMAS * Math.sqrt(requests + expected))) {
       return 0;

@@ -158,6 +158,35 @@ class PlannerTest {
     assertEquals(3 * 40, forecastAfter(100, 400), 1e-9, "capped at three times the rate just measured");
   }
 
+  /**
+   * Only the part of a rise the predictor did not forecast is extrapolated (a seasonal model's
+   * second spike is already in its forecast): 193 then 333 arrivals, as above, with a predictor that
+   * forecast 333 (nothing unforeseen: the forecast is the rate), 250 (83 over, beyond 3 × √583 =
+   * 72.4: 33.3 + 4 × 8.3 = 66.5 req/s), or 193 (the whole rise: 89.3, as with the previous count).
+   */
+  @Test
+  void onlyTheRiseThePredictorDidNotForecastIsExtrapolated() {
+    assertEquals(33.3, forecastWith(33.3, 193, 333), 1e-9);
+    assertEquals(66.5, forecastWith(25, 193, 333), 1e-9);
+    assertEquals(89.3, forecastWith(19.3, 193, 333), 1e-9);
+  }
+
+  /** As {@link #forecastAfter}, with a predictor that forecasts {@code rate} whatever it sees. */
+  private static double forecastWith(double rate, double... counts) {
+    Predictor fixed = new Predictor() {
+      @Override public String name() { return "fixed"; }
+      @Override public void observe(double value) {}
+      @Override public double predict(int steps) { return rate; }
+    };
+    Planner planner = new Planner(PlannerConfig.builder().intervalSeconds(10).lookaheadIntervals(3).build(), fixed);
+    PoolLoad idle = new PoolLoad(1, 0, 0, 0, 0);
+    Decision d = null;
+    for (double n : counts) {
+      d = planner.plan(new IntervalStats(10, n, 1000, 100, 0, Double.NaN, Double.NaN, 0, idle, idle));
+    }
+    return d.forecast().requestRate();
+  }
+
   /** {@code rampMaxFactor} 0 turns ramps off; a factor between 0 and 1 (or infinite) is refused. */
   @Test
   void rampsCanBeTurnedOffAndABadFactorIsRefused() {
