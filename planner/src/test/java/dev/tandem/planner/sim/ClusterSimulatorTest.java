@@ -197,4 +197,27 @@ class ClusterSimulatorTest {
     assertEquals(a.ttftP90(), b.ttftP90());
     assertEquals(a.timeline(), b.timeline());
   }
+
+  /**
+   * A window's p90 inter-token gap is read within its bucket, linearly, as the live planner reads
+   * the frontend's histogram, not at the bucket's upper bound: 100 gaps of 20 ms and 10 of 200 ms
+   * put the 90th percentile (the 99th gap) at 0.99 of the 20-ms bucket's width; 50 gaps in the
+   * bucket below and 50 in it put it (the 90th) at 0.8.
+   */
+  @Test
+  void theP90GapIsReadWithinItsBucket() {
+    int b = ClusterSimulator.gapBucket(0.020);
+    double lower = ClusterSimulator.gapBound(b - 1);
+    double upper = ClusterSimulator.gapBound(b);
+    assertTrue(lower < 0.020 && 0.020 <= upper, lower + " .. " + upper);
+    double[] buckets = new double[ClusterSimulator.GAP_BUCKETS];
+    buckets[b] = 100;
+    buckets[ClusterSimulator.gapBucket(0.200)] = 10;
+    assertEquals(lower + 0.99 * (upper - lower), ClusterSimulator.p90(buckets), 1e-12);
+    buckets = new double[ClusterSimulator.GAP_BUCKETS];
+    buckets[b - 1] = 50;
+    buckets[b] = 50;
+    assertEquals(lower + 0.8 * (upper - lower), ClusterSimulator.p90(buckets), 1e-12);
+    assertTrue(Double.isNaN(ClusterSimulator.p90(new double[ClusterSimulator.GAP_BUCKETS])), "no gaps, no p90");
+  }
 }
