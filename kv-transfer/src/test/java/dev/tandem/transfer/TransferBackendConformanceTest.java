@@ -60,15 +60,16 @@ public abstract class TransferBackendConformanceTest {
   }
 
   @ParameterizedTest(name = "{0} bytes")
-  @ValueSource(longs = {4 << 10, 1 << 20, 64 << 20})
+  @ValueSource(longs = {4 << 10, 1 << 20, 16 << 20})
   void readsEveryByteOfOneRegion(long bytes) throws Exception {
     readOneRegion(bytes);
   }
 
-  @Test
-  @Tag("large") // touches 512 MiB (~2 s a backend, half of it page faults): the full tier, not -Pfast
-  void readsEveryByteOfAQuarterGigabyteRegion() throws Exception {
-    readOneRegion(256 << 20);
+  @ParameterizedTest(name = "{0} bytes")
+  @ValueSource(longs = {64 << 20, 256 << 20})
+  @Tag("large") // touches up to 512 MiB (~2.5 s a backend, half of it page faults): the full tier, not -Pfast
+  void readsEveryByteOfALargeRegion(long bytes) throws Exception {
+    readOneRegion(bytes);
   }
 
   private void readOneRegion(long bytes) throws Exception {
@@ -80,8 +81,18 @@ public abstract class TransferBackendConformanceTest {
   }
 
   @ParameterizedTest(name = "{0} bytes")
-  @ValueSource(longs = {4 << 10, 64 << 20})
+  @ValueSource(longs = {4 << 10, 16 << 20})
   void memoryTheAgentAllocatedIsReadLikeRegisteredMemory(long bytes) throws Exception {
+    readAgentAllocated(bytes);
+  }
+
+  @Test
+  @Tag("large") // the full tier, not -Pfast
+  void largeMemoryTheAgentAllocatedIsReadLikeRegisteredMemory() throws Exception {
+    readAgentAllocated(64 << 20);
+  }
+
+  private void readAgentAllocated(long bytes) throws Exception {
     RegisteredMemory src = owner.allocate(bytes);
     assertEquals(bytes, src.segment().byteSize());
     assertEquals(0, src.segment().address() % 64);
