@@ -136,7 +136,7 @@ public final class PlannerLoop implements AutoCloseable {
     } catch (IOException e) {
       if (report) {
         metrics.scrapeFailed();
-        log.warn("cannot read the frontends' metrics ({}); skipping this interval", e.toString());
+        log.warn("cannot read the frontends' metrics: {}; skipping this interval", e.getMessage());
       }
       return null;
     } catch (InterruptedException e) {
@@ -211,13 +211,23 @@ public final class PlannerLoop implements AutoCloseable {
   private FrontendSnapshot scrape() throws IOException, InterruptedException {
     List<List<PrometheusText.Sample>> scrapes = new ArrayList<>();
     for (URI base : options.frontends()) {
-      HttpRequest.Builder get = HttpRequest.newBuilder(base.resolve("/metrics")).timeout(Duration.ofSeconds(5)).GET();
+      URI url = base.resolve("/metrics");
+      HttpRequest.Builder get = HttpRequest.newBuilder(url).timeout(Duration.ofSeconds(5)).GET();
       if (options.apiKey() != null && !options.apiKey().isBlank()) {
         get.header("Authorization", "Bearer " + options.apiKey());
       }
-      HttpResponse<String> r = http.send(get.build(), HttpResponse.BodyHandlers.ofString());
+      HttpResponse<String> r;
+      try {
+        r = http.send(get.build(), HttpResponse.BodyHandlers.ofString());
+      } catch (java.net.ConnectException e) {
+        throw new IOException(url + ": connection refused (is the frontend running there?)", e);
+      } catch (java.net.http.HttpTimeoutException e) {
+        throw new IOException(url + ": no answer within 5 s", e);
+      } catch (IOException e) {
+        throw new IOException(url + ": " + (e.getMessage() == null ? e.getClass().getSimpleName() : e.getMessage()), e);
+      }
       if (r.statusCode() != 200) {
-        throw new IOException(base + "/metrics answered " + r.statusCode());
+        throw new IOException(url + " answered " + r.statusCode());
       }
       scrapes.add(PrometheusText.parse(r.body()));
     }

@@ -131,11 +131,21 @@ class PlannerLoopTest {
   }
 
   @Test
-  void anUnreachableFrontendSkipsTheInterval() throws Exception {
+  void anUnreachableFrontendSkipsTheIntervalAndTheLogSaysWhereAndWhy() throws Exception {
+    ch.qos.logback.classic.Logger logger = (ch.qos.logback.classic.Logger) org.slf4j.LoggerFactory.getLogger(PlannerLoop.class);
+    var said = new ch.qos.logback.core.read.ListAppender<ch.qos.logback.classic.spi.ILoggingEvent>();
+    said.start();
+    logger.addAppender(said);
     try (PlannerLoop loop = loop(new VirtualConnector(dir.resolve("d.jsonl")), 3)) {
+      int port = frontend.getAddress().getPort();
       frontend.stop(0);
       assertNull(loop.tick());
       assertNull(loop.tick());
+      String warning = said.list.stream().map(e -> e.getFormattedMessage()).filter(m -> m.startsWith("cannot read")).findFirst().orElseThrow();
+      assertEquals("cannot read the frontends' metrics: http://127.0.0.1:" + port
+          + "/metrics: connection refused (is the frontend running there?); skipping this interval", warning);
+    } finally {
+      logger.detachAppender(said);
     }
   }
 
