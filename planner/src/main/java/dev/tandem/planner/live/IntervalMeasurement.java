@@ -1,5 +1,6 @@
 package dev.tandem.planner.live;
 
+import dev.tandem.planner.HistogramQuantile;
 import dev.tandem.planner.IntervalStats;
 import dev.tandem.planner.LengthMix;
 import dev.tandem.planner.Pool;
@@ -52,28 +53,19 @@ public final class IntervalMeasurement {
 
   /** The q-quantile of the observations between two cumulative histograms; NaN with none. */
   static double quantile(TreeMap<Double, Double> before, TreeMap<Double, Double> after, double q) {
-    TreeMap<Double, Double> delta = new TreeMap<>();
-    for (var e : after.entrySet()) {
-      delta.put(e.getKey(), e.getValue() - before.getOrDefault(e.getKey(), 0.0));
-    }
-    Double total = delta.get(Double.POSITIVE_INFINITY);
-    if (total == null || total <= 0) {
+    Double total = after.get(Double.POSITIVE_INFINITY);
+    if (total == null || total - before.getOrDefault(Double.POSITIVE_INFINITY, 0.0) <= 0) {
       return Double.NaN;
     }
-    double rank = q * total;
-    double prevLe = 0, prevCount = 0;
-    for (var e : delta.entrySet()) {
-      if (e.getValue() >= rank) {
-        if (Double.isInfinite(e.getKey())) {
-          return prevLe; // beyond the last finite bucket: its bound is all we know
-        }
-        double inBucket = e.getValue() - prevCount;
-        double f = inBucket <= 0 ? 1 : (rank - prevCount) / inBucket;
-        return prevLe + f * (e.getKey() - prevLe);
-      }
-      prevLe = e.getKey();
-      prevCount = e.getValue();
+    var upToInf = after.headMap(Double.POSITIVE_INFINITY, true); // +Inf last: its count is the total
+    double[] le = new double[upToInf.size()];
+    double[] cumulative = new double[upToInf.size()];
+    int n = 0;
+    for (var e : upToInf.entrySet()) {
+      le[n] = e.getKey();
+      cumulative[n++] = e.getValue() - before.getOrDefault(e.getKey(), 0.0);
     }
-    return prevLe;
+    return HistogramQuantile.of(le, cumulative, n, q);
   }
+
 }

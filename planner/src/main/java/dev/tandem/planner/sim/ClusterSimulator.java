@@ -4,6 +4,7 @@ import dev.tandem.common.PrefillCost;
 import dev.tandem.common.PromptLengthBuckets;
 import dev.tandem.common.WorkerId;
 import dev.tandem.planner.Decision;
+import dev.tandem.planner.HistogramQuantile;
 import dev.tandem.planner.IntervalStats;
 import dev.tandem.planner.LengthMix;
 import dev.tandem.planner.Planner;
@@ -454,6 +455,9 @@ public final class ClusterSimulator {
     return GAP_FLOOR * Math.pow(10, (double) b / GAP_PER_DECADE);
   }
 
+  /** Every gap bucket's upper bound, in order. */
+  private static final double[] GAP_BOUNDS = java.util.stream.IntStream.range(0, GAP_BUCKETS).mapToDouble(ClusterSimulator::gapBound).toArray();
+
   /** {@code count} inter-token gaps of {@code seconds} each went out on a decode worker. */
   private void gaps(double seconds, double count) {
     int b = gapBucket(seconds);
@@ -647,28 +651,19 @@ public final class ClusterSimulator {
 
   /**
    * The 90th percentile of the gaps counted in {@code buckets}, linear within its bucket as the
-   * live planner reads the frontend's histogram ({@code IntervalMeasurement.quantile}; a bucket's
-   * upper bound overstated it by up to a bucket's width, 12%); NaN with none.
+   * live planner reads the frontend's histogram ({@link HistogramQuantile}; a bucket's upper bound
+   * overstated it by up to a bucket's width, 12%); NaN with none.
    */
   static double p90(double[] buckets) {
-    double total = 0;
-    for (double c : buckets) {
-      total += c;
-    }
-    if (!(total > 0)) {
-      return Double.NaN;
-    }
-    double rank = 0.9 * total;
+    double[] cumulative = new double[buckets.length];
     double below = 0;
     for (int b = 0; b < buckets.length; b++) {
-      if (below + buckets[b] >= rank) {
-        double lower = b == 0 ? 0 : gapBound(b - 1);
-        return lower + (rank - below) / buckets[b] * (gapBound(b) - lower);
-      }
       below += buckets[b];
+      cumulative[b] = below;
     }
-    return gapBound(buckets.length - 1);
+    return HistogramQuantile.of(GAP_BOUNDS, cumulative, buckets.length, 0.9);
   }
+
 
   static double percentile(double[] sorted, double q) {
     if (sorted.length == 0) {
