@@ -22,18 +22,30 @@
 # Without a GPU (here) it runs what it can and says what it skipped, to check the script itself.
 set -uo pipefail
 cd "$(dirname "$0")/../.."
-out="${OUT:-target/gpu-check}"
+# Everything is written to a work folder; where the device tool's $OUT is set, the main files are
+# copied there at the end (the tool returns at most 8 files) with the rest in one archive.
+out="${WORK:-target/gpu-check}"
 models="${MODELS:-target/gpu-models}"
 budget="${BUDGET_S:-500}"
 mkdir -p "$out" "$models"
 start=$(date +%s)
 log() { echo "[device-check $(($(date +%s) - start))s] $*" | tee -a "$out/progress.txt" >&2; }
 left() { echo $((budget - ($(date +%s) - start))); }
-java=.gpu/jre/bin/java
-if [ ! -x "$java" ]; then
-  echo "device-check: no .gpu/jre: run benchmarks/gpu/prepare.sh first and carry .gpu" >&2
+deliver() {
+  if [ -n "${OUT:-}" ] && [ "$(cd "$out" && pwd)" != "$(cd "$OUT" && pwd)" ]; then
+    for f in progress.txt table.txt table.json table.png gpu-check.json tests.txt; do
+      [ -f "$out/$f" ] && cp "$out/$f" "$OUT/"
+    done
+    tar -C "$out" -czf "$OUT/device-check.tgz" .
+  fi
+}
+trap deliver EXIT
+if [ ! -f .gpu/jre.txz ]; then
+  echo "device-check: no .gpu/jre.txz: run benchmarks/gpu/prepare.sh first and carry .gpu" >&2
   exit 2
 fi
+mkdir -p /tmp/tandem-gpu && tar -C /tmp/tandem-gpu -xJf .gpu/jre.txz
+java=/tmp/tandem-gpu/jre/bin/java
 jvm=(--add-modules jdk.incubator.vector --enable-native-access=ALL-UNNAMED -XX:+UseParallelGC)
 cp=".gpu/lib/*"
 
