@@ -14,7 +14,8 @@
 #   3. llama-100m and llama-0.6b (Qwen3-0.6B's shape) bf16 models made there, as `tandem model
 #      create` makes them                                                  -> (MODELS, not returned)
 #   4. cuda against cpu (logits, 32 greedy steps), then decode at batch 1/8/32/128 and prefill at
-#      512/2,048/8,192 tokens on the engine with --compute cuda           -> gpu-check.json
+#      512/2,048/8,192 tokens on the engine with --compute cuda, the forward pass's decode step
+#      alone at those batch sizes, and kernel-by-kernel breakdowns     -> gpu-check.json
 #   5. the anchors in the same call: torch's device copy bandwidth and bf16 matmul rate, Hugging
 #      Face transformers eager and with a static cache + torch.compile    -> anchors.json
 #   6. one table of Tandem's figures beside the anchors, as ratios       -> table.txt, table.json

@@ -258,23 +258,57 @@ extern "C" __global__ void gemm_tc_bf16(const float* __restrict__ x, int tokens,
   for (int i = 0; i < 2; i++)
 #pragma unroll
     for (int j = 0; j < 2; j++) wmma::fill_fragment(acc[i][j], 0.f);
+  bool vectors = (cols & 7) == 0;  // rows 16-byte aligned: 8 elements a load
   for (int k0 = 0; k0 < cols; k0 += TC_K) {
-    for (int e = threadIdx.x; e < TC_TILE * TC_K; e += blockDim.x) {
-      int i = e / TC_K;
-      int kk = e % TC_K;
-      int k = k0 + kk;
-      int t = t0 + i;
-      int r = r0 + i;
-      float v = (t < tokens && k < cols) ? x[static_cast<size_t>(t) * cols + k] : 0.f;
-      __nv_bfloat16 hi = __float2bfloat16_rn(v);
-      float rest = v - __bfloat162float(hi);
-      __nv_bfloat16 mid = __float2bfloat16_rn(rest);
-      __nv_bfloat16 lo = __float2bfloat16_rn(rest - __bfloat162float(mid));
-      xs[0][i * LD + kk] = hi;
-      xs[1][i * LD + kk] = mid;
-      xs[2][i * LD + kk] = lo;
-      uint16_t bits = (r < rows && k < cols) ? wbits[static_cast<size_t>(r) * cols + k] : 0;
-      ws[i * LD + kk] = __ushort_as_bfloat16(bits);
+    if (vectors) {
+      // Eight consecutive k a thread: two 128-bit loads of activations, one of weights.
+      for (int e = threadIdx.x; e < TC_TILE * TC_K / 8; e += blockDim.x) {
+        int i = e / (TC_K / 8);
+        int kk = (e % (TC_K / 8)) * 8;
+        int k = k0 + kk;
+        int t = t0 + i;
+        int r = r0 + i;
+        float v[8];
+        if (t < tokens && k < cols) {
+          const float4* p = reinterpret_cast<const float4*>(x + static_cast<size_t>(t) * cols + k);
+          float4 a = p[0];
+          float4 b = p[1];
+          v[0] = a.x; v[1] = a.y; v[2] = a.z; v[3] = a.w; v[4] = b.x; v[5] = b.y; v[6] = b.z; v[7] = b.w;
+        } else {
+#pragma unroll
+          for (int n = 0; n < 8; n++) v[n] = 0.f;
+        }
+#pragma unroll
+        for (int n = 0; n < 8; n++) {
+          __nv_bfloat16 hi = __float2bfloat16_rn(v[n]);
+          float rest = v[n] - __bfloat162float(hi);
+          __nv_bfloat16 mid = __float2bfloat16_rn(rest);
+          xs[0][i * LD + kk + n] = hi;
+          xs[1][i * LD + kk + n] = mid;
+          xs[2][i * LD + kk + n] = __float2bfloat16_rn(rest - __bfloat162float(mid));
+        }
+        uint4 bits = make_uint4(0, 0, 0, 0);
+        if (r < rows && k < cols) bits = *reinterpret_cast<const uint4*>(wbits + static_cast<size_t>(r) * cols + k);
+        *reinterpret_cast<uint4*>(ws + i * LD + kk) = bits;
+      }
+    } else {
+      for (int e = threadIdx.x; e < TC_TILE * TC_K; e += blockDim.x) {
+        int i = e / TC_K;
+        int kk = e % TC_K;
+        int k = k0 + kk;
+        int t = t0 + i;
+        int r = r0 + i;
+        float v = (t < tokens && k < cols) ? x[static_cast<size_t>(t) * cols + k] : 0.f;
+        __nv_bfloat16 hi = __float2bfloat16_rn(v);
+        float rest = v - __bfloat162float(hi);
+        __nv_bfloat16 mid = __float2bfloat16_rn(rest);
+        __nv_bfloat16 lo = __float2bfloat16_rn(rest - __bfloat162float(mid));
+        xs[0][i * LD + kk] = hi;
+        xs[1][i * LD + kk] = mid;
+        xs[2][i * LD + kk] = lo;
+        uint16_t bits = (r < rows && k < cols) ? wbits[static_cast<size_t>(r) * cols + k] : 0;
+        ws[i * LD + kk] = __ushort_as_bfloat16(bits);
+      }
     }
     __syncthreads();
 #pragma unroll
@@ -470,10 +504,12 @@ __device__ void attention_tiled(const float* __restrict__ q, float* __restrict__
                                 const int* __restrict__ tiles, const void* __restrict__ keys,
                                 const void* __restrict__ values, int blockSize, int numHeads, int numKvHeads,
                                 int headDim) {
-  __shared__ float qs[PREFILL_ROWS][PREFILL_MAX_HEAD];
-  __shared__ float ks[PREFILL_KEYS][PREFILL_MAX_HEAD];
-  __shared__ float vs[PREFILL_KEYS][PREFILL_MAX_HEAD];
-  __shared__ float ps[PREFILL_ROWS][PREFILL_KEYS];
+  // One float of padding a row: the 8 rows and 4 key columns a warp reads at once fall in
+  // different banks (unpadded, rows 128 floats apart shared one bank: 8-way conflicts).
+  __shared__ float qs[PREFILL_ROWS][PREFILL_MAX_HEAD + 1];
+  __shared__ float ks[PREFILL_KEYS][PREFILL_MAX_HEAD + 1];
+  __shared__ float vs[PREFILL_KEYS][PREFILL_MAX_HEAD + 1];
+  __shared__ float ps[PREFILL_ROWS][PREFILL_KEYS + 1];
   int first = tiles[2 * blockIdx.x];
   int count = tiles[2 * blockIdx.x + 1];
   int h = blockIdx.y;

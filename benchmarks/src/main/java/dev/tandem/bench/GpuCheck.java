@@ -37,8 +37,9 @@ import java.util.SplittableRandom;
  * engine's device forward pass) against {@code cpu} (max difference ÷ the largest cpu logit), then
  * 32 greedy steps on each (how many leading tokens agree); decode tokens/s at batch 1, 8, 32 and 128 (128-token
  * prompts) and whole-prompt prefill tokens/s at 512, 2,048 and 8,192 tokens, on the engine with
- * {@code --compute cuda}; then where the device time goes, kernel by kernel, in a batch-1 decode
- * step and a 2,048-token prefill. Progress goes to stderr, the figures to OUT.json.
+ * {@code --compute cuda}; the forward pass's decode step alone at the same batch sizes (what the
+ * engine adds is the difference) and a batch-32 step kernel by kernel; then where the device time
+ * goes, kernel by kernel, in a batch-1 decode step and a 2,048-token prefill. Progress goes to stderr, the figures to OUT.json.
  */
 public final class GpuCheck {
   private static final int[] BATCHES = {1, 8, 32, 128};
@@ -80,6 +81,7 @@ public final class GpuCheck {
         agreement(dir, m, 64, "");
         agreement(dir, m, 1000, "_1000"); // the tiled prefill attention over 32 tiles
         speed(dir, m);
+        forwardDecode(dir, m);
         breakdown(dir, m);
       } catch (RuntimeException e) {
         progress("%s: FAILED %s", dir.getFileName(), e);
@@ -159,6 +161,95 @@ public final class GpuCheck {
       progress("%s: prefill %d tokens: %.1f tokens/s (%.1f ms)", dir.getFileName(), prompt, tps, 1000.0 * prompt / tps);
       prefill.put(Integer.toString(prompt), tps);
     }
+  }
+
+  /**
+   * A decode step of the forward pass alone (graphs on, as the engine runs it) at each batch size,
+   * in ms, beside the engine's step: the difference is the engine's own host work (sampling,
+   * scheduling). Then one batch-32 step kernel by kernel (graphs off).
+   */
+  private static void forwardDecode(Path dir, ObjectNode m) {
+    ModelConfig config = ModelConfig.read(dir);
+    int prompt = 128;
+    int steps = 16;
+    int perSequence = (prompt + steps + 8) / BLOCK + 1;
+    ObjectNode out = m.putObject("forward_decode_ms_per_step");
+    try (ModelWeights weights = ModelWeights.load(dir, config)) {
+      for (int batch : BATCHES) {
+        try (CudaBackend backend = new CudaBackend(CudaDevice.open(0));
+            PagedKvCache cache = new PagedKvCache(config, batch * perSequence, BLOCK, config.torchDtype());
+            ForwardPass pass = new CudaTransformer(weights, backend, cache)) {
+          double ms = decodeSteps(pass, cache, config, batch, prompt, steps, perSequence);
+          progress("%s: forward pass alone, decode batch %d: %.3f ms a step (%.1f tokens/s)", dir.getFileName(), batch, ms, batch * 1000 / ms);
+          out.put(Integer.toString(batch), ms);
+        }
+      }
+      TimedGpu gpu = new TimedGpu(CudaDevice.open(0));
+      int batch = 32;
+      try (CudaBackend backend = new CudaBackend(gpu);
+          PagedKvCache cache = new PagedKvCache(config, batch * perSequence, BLOCK, config.torchDtype());
+          ForwardPass pass = new CudaTransformer(weights, backend, cache, false)) {
+        decodeSteps(pass, cache, config, batch, prompt, 1, perSequence);
+        gpu.report(); // the prefill and the warm-up
+        decodeSteps(pass, cache, config, batch, prompt, 1, perSequence, false);
+        List<TimedGpu.KernelTime> step = gpu.report();
+        progress("%s: decode_batch32_step, kernel by kernel:", dir.getFileName());
+        TimedGpu.lines(step).forEach(line -> progress("  %s", line));
+        var rows = m.putObject("kernel_breakdown_batch32").putArray("decode_batch32_step");
+        for (TimedGpu.KernelTime t : step) {
+          rows.addObject().put("kernel", t.kernel()).put("launches", t.launches()).put("ms", t.millis())
+              .put("weight_gb_per_s", t.bytesPerSecond() / 1e9);
+        }
+      }
+    }
+  }
+
+  private static double decodeSteps(ForwardPass pass, PagedKvCache cache, ModelConfig config, int batch, int prompt, int steps, int perSequence) {
+    return decodeSteps(pass, cache, config, batch, prompt, steps, perSequence, true);
+  }
+
+  /**
+   * Prefills {@code batch} prompts (when {@code prefill}), then times {@code steps} decode steps of
+   * every sequence after three untimed ones; ms a step.
+   */
+  private static double decodeSteps(
+      ForwardPass pass, PagedKvCache cache, ModelConfig config, int batch, int prompt, int steps, int perSequence, boolean prefill) {
+    SplittableRandom random = new SplittableRandom(batch);
+    int length = prompt + steps + 8;
+    int[][] tokens = new int[batch][];
+    int[][] tables = new int[batch][perSequence];
+    for (int b = 0; b < batch; b++) {
+      tokens[b] = random.ints(length, 0, Math.min(config.vocabSize(), 100_000)).toArray();
+      for (int i = 0; i < perSequence; i++) {
+        tables[b][i] = b * perSequence + i;
+      }
+    }
+    int position = prompt;
+    if (prefill) {
+      List<Transformer.Slice> slices = new ArrayList<>();
+      for (int b = 0; b < batch; b++) {
+        slices.add(new Transformer.Slice(tokens[b], 0, prompt, 0, tables[b], true));
+      }
+      pass.forward(slices, cache);
+      for (int s = 0; s < 3; s++, position++) {
+        pass.forward(decodeSlices(tokens, tables, position), cache);
+      }
+    } else {
+      position += 3;
+    }
+    long start = System.nanoTime();
+    for (int s = 0; s < steps; s++, position++) {
+      pass.forward(decodeSlices(tokens, tables, position), cache);
+    }
+    return (System.nanoTime() - start) / 1e6 / steps;
+  }
+
+  private static List<Transformer.Slice> decodeSlices(int[][] tokens, int[][] tables, int position) {
+    List<Transformer.Slice> slices = new ArrayList<>(tokens.length);
+    for (int b = 0; b < tokens.length; b++) {
+      slices.add(new Transformer.Slice(tokens[b], position, 1, position, tables[b], true));
+    }
+    return slices;
   }
 
   /**
