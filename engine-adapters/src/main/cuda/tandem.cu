@@ -29,6 +29,7 @@
 #define TC_TILE 64              // tensor-core GEMM: 64 tokens x 64 rows a block of 4 warps
 #define TC_K 32                 //   k-slice staged in shared memory
 #define TC_PAD 8                //   row padding of the staged tiles (bank conflicts)
+#define TC_THREADS 128          //   LaunchShapes.TC_THREADS
 
 enum { DT_F32 = 0, DT_F16 = 1, DT_BF16 = 2 };  // DType's ordinals
 
@@ -258,26 +259,42 @@ extern "C" __global__ void gemm_tc_bf16(const float* __restrict__ x, int tokens,
   for (int i = 0; i < 2; i++)
 #pragma unroll
     for (int j = 0; j < 2; j++) wmma::fill_fragment(acc[i][j], 0.f);
-  bool vectors = (cols & 7) == 0;  // rows 16-byte aligned: 8 elements a load
+  // Rows 16-byte aligned (cols a multiple of 8): each thread moves 8 consecutive k at a time (two
+  // 128-bit loads of activations, one of weights), and the next k-slice's loads are issued before
+  // this slice's MMAs, so that they are in flight while the tensor cores work.
+  bool vectors = (cols & 7) == 0;
+  constexpr int GROUPS = TC_TILE * TC_K / 8 / TC_THREADS;  // 8-element groups a thread, per slice
+  float4 xa[GROUPS], xb[GROUPS];
+  uint4 wv[GROUPS];
+  auto fetch = [&](int k0) {
+#pragma unroll
+    for (int g = 0; g < GROUPS; g++) {
+      int e = threadIdx.x + g * TC_THREADS;
+      int i = e / (TC_K / 8);
+      int k = k0 + (e % (TC_K / 8)) * 8;
+      int t = t0 + i;
+      int r = r0 + i;
+      xa[g] = make_float4(0.f, 0.f, 0.f, 0.f);
+      xb[g] = xa[g];
+      wv[g] = make_uint4(0, 0, 0, 0);
+      if (t < tokens && k < cols) {
+        const float4* p = reinterpret_cast<const float4*>(x + static_cast<size_t>(t) * cols + k);
+        xa[g] = p[0];
+        xb[g] = p[1];
+      }
+      if (r < rows && k < cols) wv[g] = *reinterpret_cast<const uint4*>(wbits + static_cast<size_t>(r) * cols + k);
+    }
+  };
+  if (vectors) fetch(0);
   for (int k0 = 0; k0 < cols; k0 += TC_K) {
     if (vectors) {
-      // Eight consecutive k a thread: two 128-bit loads of activations, one of weights.
-      for (int e = threadIdx.x; e < TC_TILE * TC_K / 8; e += blockDim.x) {
+      // This slice from registers into shared memory, each activation as three bf16 terms.
+#pragma unroll
+      for (int g = 0; g < GROUPS; g++) {
+        int e = threadIdx.x + g * TC_THREADS;
         int i = e / (TC_K / 8);
         int kk = (e % (TC_K / 8)) * 8;
-        int k = k0 + kk;
-        int t = t0 + i;
-        int r = r0 + i;
-        float v[8];
-        if (t < tokens && k < cols) {
-          const float4* p = reinterpret_cast<const float4*>(x + static_cast<size_t>(t) * cols + k);
-          float4 a = p[0];
-          float4 b = p[1];
-          v[0] = a.x; v[1] = a.y; v[2] = a.z; v[3] = a.w; v[4] = b.x; v[5] = b.y; v[6] = b.z; v[7] = b.w;
-        } else {
-#pragma unroll
-          for (int n = 0; n < 8; n++) v[n] = 0.f;
-        }
+        float v[8] = {xa[g].x, xa[g].y, xa[g].z, xa[g].w, xb[g].x, xb[g].y, xb[g].z, xb[g].w};
 #pragma unroll
         for (int n = 0; n < 8; n++) {
           __nv_bfloat16 hi = __float2bfloat16_rn(v[n]);
@@ -287,9 +304,7 @@ extern "C" __global__ void gemm_tc_bf16(const float* __restrict__ x, int tokens,
           xs[1][i * LD + kk + n] = mid;
           xs[2][i * LD + kk + n] = __float2bfloat16_rn(rest - __bfloat162float(mid));
         }
-        uint4 bits = make_uint4(0, 0, 0, 0);
-        if (r < rows && k < cols) bits = *reinterpret_cast<const uint4*>(wbits + static_cast<size_t>(r) * cols + k);
-        *reinterpret_cast<uint4*>(ws + i * LD + kk) = bits;
+        *reinterpret_cast<uint4*>(ws + i * LD + kk) = wv[g];
       }
     } else {
       for (int e = threadIdx.x; e < TC_TILE * TC_K; e += blockDim.x) {
@@ -311,6 +326,7 @@ extern "C" __global__ void gemm_tc_bf16(const float* __restrict__ x, int tokens,
       }
     }
     __syncthreads();
+    if (vectors && k0 + TC_K < cols) fetch(k0 + TC_K);
 #pragma unroll
     for (int kk = 0; kk < TC_K; kk += 16) {
       wmma::fragment<wmma::matrix_b, 16, 16, 16, __nv_bfloat16, wmma::col_major> b[2];
