@@ -113,12 +113,11 @@ __device__ float block_max(float v) { return block_reduce(v, Max(), -INFINITY); 
 
 // out[t * rows + r] = sum_i x[t * cols + i] * w[r * cols + i] for t < tokens (<= 8): one warp per
 // output row, one pass over the weights (128-bit loads when cols is a multiple of 8).
+// One output row per warp (not inlined: matvec and matvecs share one copy of it per type).
 template <int D>
-__device__ void matvec(const float* __restrict__ x, int tokens, const void* __restrict__ w, int rows, int cols,
-                       float* __restrict__ out) {
-  int row = (blockIdx.x * blockDim.x + threadIdx.x) / WARP;
+__device__ __noinline__ void matvec_row(const float* __restrict__ x, int tokens, const void* __restrict__ w, int rows, int cols,
+                           float* __restrict__ out, int row) {
   int lane = threadIdx.x % WARP;
-  if (row >= rows) return;
   float acc[MATVEC_MAX_TOKENS];
 #pragma unroll
   for (int t = 0; t < MATVEC_MAX_TOKENS; t++) acc[t] = 0.f;
@@ -159,6 +158,13 @@ __device__ void matvec(const float* __restrict__ x, int tokens, const void* __re
   }
 }
 
+template <int D>
+__device__ void matvec(const float* __restrict__ x, int tokens, const void* __restrict__ w, int rows, int cols,
+                       float* __restrict__ out) {
+  int row = (blockIdx.x * blockDim.x + threadIdx.x) / WARP;
+  if (row < rows) matvec_row<D>(x, tokens, w, rows, cols, out, row);
+}
+
 extern "C" __global__ void matvec_f32(const float* x, int tokens, const void* w, int rows, int cols, float* out) {
   matvec<DT_F32>(x, tokens, w, rows, cols, out);
 }
@@ -168,6 +174,32 @@ extern "C" __global__ void matvec_f16(const float* x, int tokens, const void* w,
 extern "C" __global__ void matvec_bf16(const float* x, int tokens, const void* w, int rows, int cols, float* out) {
   matvec<DT_BF16>(x, tokens, w, rows, cols, out);
 }
+
+// The same product for up to three matrices of one input (q, k, v; gate, up) in one launch: warp
+// row r < rows0 is row r of w0 into out0, the next rows1 those of w1, then w2's (rows2 may be 0).
+// Each output row is computed exactly as matvec computes it.
+template <int D>
+__device__ void matvecs(const float* __restrict__ x, int tokens, const void* w0, int rows0, const void* w1, int rows1,
+                        const void* w2, int rows2, int cols, float* out0, float* out1, float* out2) {
+  int row = (blockIdx.x * blockDim.x + threadIdx.x) / WARP;
+  if (row < rows0) {
+    matvec_row<D>(x, tokens, w0, rows0, cols, out0, row);
+  } else if (row < rows0 + rows1) {
+    matvec_row<D>(x, tokens, w1, rows1, cols, out1, row - rows0);
+  } else if (row < rows0 + rows1 + rows2) {
+    matvec_row<D>(x, tokens, w2, rows2, cols, out2, row - rows0 - rows1);
+  }
+}
+
+#define MATVECS_ENTRY(NAME, D)                                                                                 \
+  extern "C" __global__ void NAME(const float* x, int tokens, const void* w0, int rows0, const void* w1,      \
+                                  int rows1, const void* w2, int rows2, int cols, float* out0, float* out1,   \
+                                  float* out2) {                                                              \
+    matvecs<D>(x, tokens, w0, rows0, w1, rows1, w2, rows2, cols, out0, out1, out2);                          \
+  }
+MATVECS_ENTRY(matvecs_f32, DT_F32)
+MATVECS_ENTRY(matvecs_f16, DT_F16)
+MATVECS_ENTRY(matvecs_bf16, DT_BF16)
 
 // The same product for many tokens: 64 x 64 output tiles through shared memory, 4 x 4 outputs a
 // thread, weights widened to f32 as a tile is loaded. Grid (ceil(rows / 64), ceil(tokens / 64)).
@@ -366,6 +398,23 @@ extern "C" __global__ void rms_norm(const float* x, float* out, const float* wei
   float* o = out + static_cast<size_t>(blockIdx.x) * dim;
   float ss = 0.f;
   for (int i = threadIdx.x; i < dim; i += blockDim.x) ss += xr[i] * xr[i];
+  ss = block_sum(ss);
+  float inv = 1.f / sqrtf(ss / dim + eps);
+  for (int i = threadIdx.x; i < dim; i += blockDim.x) o[i] = xr[i] * inv * weight[i];
+}
+
+// x += b (a residual), then out = x / sqrt(mean(x^2) + eps) * weight: the add and the next
+// sub-layer's norm in one launch, one block per row, with the same arithmetic as add then rms_norm.
+extern "C" __global__ void add_rms_norm(float* x, const float* b, float* out, const float* weight, float eps, int dim) {
+  float* xr = x + static_cast<size_t>(blockIdx.x) * dim;
+  const float* br = b + static_cast<size_t>(blockIdx.x) * dim;
+  float* o = out + static_cast<size_t>(blockIdx.x) * dim;
+  float ss = 0.f;
+  for (int i = threadIdx.x; i < dim; i += blockDim.x) {
+    float v = xr[i] + br[i];
+    xr[i] = v;
+    ss += v * v;
+  }
   ss = block_sum(ss);
   float inv = 1.f / sqrtf(ss / dim + eps);
   for (int i = threadIdx.x; i < dim; i += blockDim.x) o[i] = xr[i] * inv * weight[i];

@@ -17,6 +17,15 @@ MATMUL(gemm_f16)
 MATMUL(gemm_bf16)
 MATMUL(gemm_tc_bf16)
 EXPORT(rms_norm, P(const float* x, float* out, const float* weight, float eps, int dim), (x, out, weight, eps, dim))
+EXPORT(add_rms_norm, P(float* x, const float* b, float* out, const float* weight, float eps, int dim),
+       (x, b, out, weight, eps, dim))
+#define MATVECS(NAME)                                                                                           \
+  EXPORT(NAME, P(const float* x, int tokens, const void* w0, int rows0, const void* w1, int rows1, const void* w2, \
+                 int rows2, int cols, float* out0, float* out1, float* out2),                                    \
+         (x, tokens, w0, rows0, w1, rows1, w2, rows2, cols, out0, out1, out2))
+MATVECS(matvecs_f32)
+MATVECS(matvecs_f16)
+MATVECS(matvecs_bf16)
 EXPORT(rope, P(float* x, int rows, int heads, int headDim, const int* positions, const float* invFreq),
        (x, rows, heads, headDim, positions, invFreq))
 EXPORT(silu_mul, P(float* gate, const float* up, long long n), (gate, up, n))

@@ -371,13 +371,15 @@ public final class CudaTransformer implements ForwardPass {
     // Token embeddings.
     kernels.embed(a.ids(), tokens, backend.weight(weights.embedding()).ptr(), weights.embedding().dtype(),
         config.hiddenSize(), a.x.ptr());
+    // The first layer's input norm alone; every later norm takes the residual add before it.
+    kernels.rmsNorm(a.x.ptr(), a.xb.ptr(), layers[0].inputNorm().ptr(), config.rmsNormEps(), tokens, config.hiddenSize());
     for (int l = 0; l < layers.length; l++) {
       attentionBlock(l, a, tokens, a.positions(), a.slots(), a.starts(), a.tables());
       if (layerKvWritten != null) {
         gpu.synchronize(); // the layer's entries have reached the host cache
         layerKvWritten.accept(l);
       }
-      mlpBlock(layers[l], a, tokens);
+      mlpBlock(layers[l], l + 1 < layers.length ? layers[l + 1] : null, a, tokens);
     }
     if (a.wanted > 0) {
       head(a.x, a.rows, a.wanted, a.picked, a.logits);
@@ -390,11 +392,8 @@ public final class CudaTransformer implements ForwardPass {
     LayerWeights w = layer.weights();
     int hidden = config.hiddenSize();
     float eps = config.rmsNormEps();
-    // Pre-norm, then q, k, v projections (+ bias for Qwen2).
-    kernels.rmsNorm(a.x.ptr(), a.xb.ptr(), layer.inputNorm().ptr(), eps, tokens, hidden);
-    matmul(a.xb, tokens, w.q(), a.q);
-    matmul(a.xb, tokens, w.k(), a.k);
-    matmul(a.xb, tokens, w.v(), a.v);
+    // q, k, v projections of the normalised input in a.xb (+ bias for Qwen2).
+    matmuls(a.xb, tokens, w.q(), a.q, w.k(), a.k, w.v(), a.v);
     addBias(a.q, layer.qBias(), tokens, config.qDim());
     addBias(a.k, layer.kBias(), tokens, config.kvDim());
     addBias(a.v, layer.vBias(), tokens, config.kvDim());
@@ -412,23 +411,29 @@ public final class CudaTransformer implements ForwardPass {
     kernels.attention(a.q.ptr(), a.att.ptr(), positions, tables, starts, a.singles(), a.singleCount, a.tiles(),
         a.tileCount, keys[l].ptr(), values[l].ptr(), kvDtype, blockSize, config.numHeads(), config.numKvHeads(),
         config.headDim(), a.partials.ptr());
-    // Output projection and residual.
+    // Output projection, then the residual and the MLP's pre-norm in one launch.
     matmul(a.att, tokens, w.o(), a.xb2);
     addBias(a.xb2, layer.oBias(), tokens, hidden);
-    kernels.add(a.x.ptr(), a.xb2.ptr(), (long) tokens * hidden, tokens * hidden);
+    kernels.addRmsNorm(a.x.ptr(), a.xb2.ptr(), a.xb.ptr(), layer.postAttentionNorm().ptr(), eps, tokens, hidden);
   }
 
-  private void mlpBlock(Layer layer, Activations a, int tokens) {
+  /**
+   * SwiGLU of the normalised input in a.xb: down(silu(gate(x)) · up(x)), then the residual, with
+   * the next layer's input norm in the same launch ({@code next} null: the last layer, whose
+   * final norm the head applies to the rows it keeps).
+   */
+  private void mlpBlock(Layer layer, Layer next, Activations a, int tokens) {
     int hidden = config.hiddenSize();
     int inter = config.intermediateSize();
     LayerWeights w = layer.weights();
-    // Pre-norm, SwiGLU: down(silu(gate(x)) · up(x)), residual.
-    kernels.rmsNorm(a.x.ptr(), a.xb.ptr(), layer.postAttentionNorm().ptr(), config.rmsNormEps(), tokens, hidden);
-    matmul(a.xb, tokens, w.gate(), a.hb);
-    matmul(a.xb, tokens, w.up(), a.hb2);
+    matmuls(a.xb, tokens, w.gate(), a.hb, w.up(), a.hb2, null, null);
     kernels.siluMul(a.hb.ptr(), a.hb2.ptr(), (long) tokens * inter);
     matmul(a.hb, tokens, w.down(), a.xb2);
-    kernels.add(a.x.ptr(), a.xb2.ptr(), (long) tokens * hidden, tokens * hidden);
+    if (next != null) {
+      kernels.addRmsNorm(a.x.ptr(), a.xb2.ptr(), a.xb.ptr(), next.inputNorm().ptr(), config.rmsNormEps(), tokens, hidden);
+    } else {
+      kernels.add(a.x.ptr(), a.xb2.ptr(), (long) tokens * hidden, tokens * hidden);
+    }
   }
 
   /** Final norm and LM head over every asked-for prompt position, a few tokens at a time. */
@@ -477,6 +482,29 @@ public final class CudaTransformer implements ForwardPass {
 
   private void matmul(DeviceBuffer x, int tokens, WeightMatrix w, DeviceBuffer out) {
     kernels.matmul(x.ptr(), tokens, backend.weight(w).ptr(), w.dtype(), w.rows(), w.cols(), out.ptr());
+  }
+
+  /**
+   * Two or three products of the same input ({@code w2} null: two): one matrix-vector launch for
+   * all of them when the kernel takes the tokens and the matrices agree in type and width, else a
+   * launch each.
+   */
+  private void matmuls(DeviceBuffer x, int tokens, WeightMatrix w0, DeviceBuffer out0, WeightMatrix w1, DeviceBuffer out1,
+      WeightMatrix w2, DeviceBuffer out2) {
+    boolean fused = LaunchShapes.usesMatvec(tokens) && w1.dtype() == w0.dtype() && w1.cols() == w0.cols()
+        && (w2 == null || (w2.dtype() == w0.dtype() && w2.cols() == w0.cols()));
+    if (!fused) {
+      matmul(x, tokens, w0, out0);
+      matmul(x, tokens, w1, out1);
+      if (w2 != null) {
+        matmul(x, tokens, w2, out2);
+      }
+      return;
+    }
+    Gpu.Ptr p1 = backend.weight(w1).ptr();
+    kernels.matvecs(x.ptr(), tokens, w0.dtype(), w0.cols(), backend.weight(w0).ptr(), w0.rows(), out0.ptr(),
+        p1, w1.rows(), out1.ptr(),
+        w2 == null ? p1 : backend.weight(w2).ptr(), w2 == null ? 0 : w2.rows(), w2 == null ? out1.ptr() : out2.ptr());
   }
 
   private void addBias(DeviceBuffer a, DeviceBuffer bias, int rows, int width) {

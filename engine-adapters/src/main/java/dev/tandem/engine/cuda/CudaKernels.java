@@ -21,6 +21,26 @@ public final class CudaKernels {
     gpu.launch(LaunchShapes.matmulKernel(tokens, dtype), LaunchShapes.matmul(tokens, rows, dtype), x, tokens, w, rows, cols, out);
   }
 
+  /**
+   * Up to three products of the same {@code tokens} rows (at most {@link
+   * LaunchShapes#MATVEC_MAX_TOKENS}) in one launch, each as {@link #matmul} computes it: {@code
+   * out_i[t·rows_i + r] = Σ_j x[t·cols + j] · w_i[r, j]}, every matrix of {@code dtype} with {@code
+   * cols} columns; {@code rows2} may be 0 (then {@code w2} and {@code out2} are not touched).
+   */
+  public void matvecs(Gpu.Ptr x, int tokens, DType dtype, int cols, Gpu.Ptr w0, int rows0, Gpu.Ptr out0,
+      Gpu.Ptr w1, int rows1, Gpu.Ptr out1, Gpu.Ptr w2, int rows2, Gpu.Ptr out2) {
+    if (!LaunchShapes.usesMatvec(tokens)) {
+      throw new IllegalArgumentException("matvecs multiplies up to " + LaunchShapes.MATVEC_MAX_TOKENS + " tokens, not " + tokens);
+    }
+    gpu.launch(LaunchShapes.kernel("matvecs", dtype), LaunchShapes.matvec(rows0 + rows1 + rows2),
+        x, tokens, w0, rows0, w1, rows1, w2, rows2, cols, out0, out1, out2);
+  }
+
+  /** Each of {@code rows} rows of {@code dim}: {@code x += b}, then {@code out = x / sqrt(mean(x²) + eps) · weight}. */
+  public void addRmsNorm(Gpu.Ptr x, Gpu.Ptr b, Gpu.Ptr out, Gpu.Ptr weight, float eps, int rows, int dim) {
+    gpu.launch("add_rms_norm", LaunchShapes.rmsNorm(rows, dim), x, b, out, weight, eps, dim);
+  }
+
   /** Each of {@code rows} rows of {@code dim}: {@code out = x / sqrt(mean(x²) + eps) · weight}; out may be x. */
   public void rmsNorm(Gpu.Ptr x, Gpu.Ptr out, Gpu.Ptr weight, float eps, int rows, int dim) {
     gpu.launch("rms_norm", LaunchShapes.rmsNorm(rows, dim), x, out, weight, eps, dim);

@@ -43,13 +43,19 @@ public final class TimedGpu implements Gpu {
     launches.add(new Timed(name, weightBytes(name, args), start, gpu.record()));
   }
 
-  /** For {@code matvec_*} (x, tokens, w, rows, cols, out): the weight bytes it streams. */
+  /**
+   * For {@code matvec_*} (x, tokens, w, rows, cols, out) and {@code matvecs_*} (x, tokens, then
+   * three (w, rows), cols, ...): the weight bytes it streams.
+   */
   private static long weightBytes(String name, Object[] args) {
-    if (!name.startsWith("matvec_")) {
-      return 0;
-    }
     int element = name.endsWith("f32") ? 4 : 2;
-    return (long) (Integer) args[3] * (Integer) args[4] * element;
+    if (name.startsWith("matvec_")) {
+      return (long) (Integer) args[3] * (Integer) args[4] * element;
+    }
+    if (name.startsWith("matvecs_")) {
+      return ((long) (Integer) args[3] + (Integer) args[5] + (Integer) args[7]) * (Integer) args[8] * element;
+    }
+    return 0;
   }
 
   /** Per kernel, slowest first, since the last report (waits for the work); then starts over. */

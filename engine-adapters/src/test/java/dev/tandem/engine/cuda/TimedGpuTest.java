@@ -43,12 +43,15 @@ class TimedGpuTest {
       model.forward(List.of(new Transformer.Slice(tokens, 3, 1, 3, table, true)), cache);
       Map<String, TimedGpu.KernelTime> step = gpu.report().stream()
           .collect(Collectors.toMap(TimedGpu.KernelTime::kernel, t -> t));
-      assertEquals(7 * 2 + 1, step.get("matvec_bf16").launches(), "q, k, v, o, gate, up, down a layer, and the LM head");
-      long weightBytes = 2L * 2 * (64 * 64 + 2 * 32 * 64 + 64 * 64 + 3 * 128 * 64) + 2L * 512 * 64;
-      assertEquals(weightBytes, step.get("matvec_bf16").weightBytes());
+      assertEquals(2 * 2 + 1, step.get("matvec_bf16").launches(), "o and down a layer, and the LM head");
+      assertEquals(2 * 2, step.get("matvecs_bf16").launches(), "q, k, v in one launch and gate, up in another, a layer");
+      assertEquals(2L * 2 * (64 * 64 + 128 * 64) + 2L * 512 * 64, step.get("matvec_bf16").weightBytes());
+      assertEquals(2L * 2 * (64 * 64 + 2 * 32 * 64 + 2 * 128 * 64), step.get("matvecs_bf16").weightBytes());
       assertEquals(2, step.get("attention_bf16").launches());
       assertEquals(2, step.get("attention_combine").launches(), "one row and 4 heads: the context is split");
-      assertEquals(2 * 2 + 1, step.get("rms_norm").launches());
+      assertEquals(2, step.get("rms_norm").launches(), "the first layer's input norm and the final norm");
+      assertEquals(2 * 2 - 1, step.get("add_rms_norm").launches(), "every other norm, with the residual before it");
+      assertEquals(1, step.get("add").launches(), "the last layer's residual");
       assertTrue(step.values().stream().allMatch(t -> t.millis() >= 0));
       assertTrue(TimedGpu.lines(gpu.report()).isEmpty(), "a report starts over");
     }
