@@ -166,7 +166,8 @@ public final class GpuCheck {
   /**
    * A decode step of the forward pass alone (graphs on, as the engine runs it) at each batch size,
    * in ms, beside the engine's step: the difference is the engine's own host work (sampling,
-   * scheduling). Then one batch-32 step kernel by kernel (graphs off).
+   * scheduling); at batch 1 and 8 also without the fused launches. Then one batch-32 step kernel
+   * by kernel (graphs off).
    */
   private static void forwardDecode(Path dir, ObjectNode m) {
     ModelConfig config = ModelConfig.read(dir);
@@ -183,6 +184,21 @@ public final class GpuCheck {
           progress("%s: forward pass alone, decode batch %d: %.3f ms a step (%.1f tokens/s)", dir.getFileName(), batch, ms, batch * 1000 / ms);
           out.put(Integer.toString(batch), ms);
         }
+      }
+      // The same without the fused launches (q/k/v, gate/up, residual + norm), for what they save.
+      System.setProperty("tandem.cuda.fused", "false");
+      try {
+        for (int batch : new int[] {1, 8}) {
+          try (CudaBackend backend = new CudaBackend(CudaDevice.open(0));
+              PagedKvCache cache = new PagedKvCache(config, batch * perSequence, BLOCK, config.torchDtype());
+              ForwardPass pass = new CudaTransformer(weights, backend, cache)) {
+            double ms = decodeSteps(pass, cache, config, batch, prompt, steps, perSequence);
+            progress("%s: forward pass alone, unfused, decode batch %d: %.3f ms a step", dir.getFileName(), batch, ms);
+            out.put("unfused_" + batch, ms);
+          }
+        }
+      } finally {
+        System.clearProperty("tandem.cuda.fused");
       }
       TimedGpu gpu = new TimedGpu(CudaDevice.open(0));
       int batch = 32;

@@ -76,6 +76,12 @@ public final class CudaTransformer implements ForwardPass {
   private final Gpu.Ptr[] mappedPointers;
   private final Map<Integer, DecodeGraph> graphs = new HashMap<>(); // by batch size
   private boolean useGraphs; // off for good once the device refuses a capture
+  /**
+   * Fused launches (q/k/v and gate/up in one matrix-vector launch each, a residual add with the
+   * norm after it); {@code -Dtandem.cuda.fused=false} when the pass is made issues them one by one
+   * (the same results: for measuring what the fusions save).
+   */
+  private final boolean fused = !"false".equals(System.getProperty("tandem.cuda.fused"));
 
   public CudaTransformer(ModelWeights weights, CudaBackend backend, PagedKvCache cache) {
     this(weights, backend, cache, GRAPHS_BY_DEFAULT);
@@ -414,7 +420,18 @@ public final class CudaTransformer implements ForwardPass {
     // Output projection, then the residual and the MLP's pre-norm in one launch.
     matmul(a.att, tokens, w.o(), a.xb2);
     addBias(a.xb2, layer.oBias(), tokens, hidden);
-    kernels.addRmsNorm(a.x.ptr(), a.xb2.ptr(), a.xb.ptr(), layer.postAttentionNorm().ptr(), eps, tokens, hidden);
+    addRmsNorm(a, layer.postAttentionNorm(), tokens);
+  }
+
+  /** The residual a.x += a.xb2, then a.xb = the norm of a.x: one launch, or two unfused. */
+  private void addRmsNorm(Activations a, DeviceBuffer norm, int tokens) {
+    int hidden = config.hiddenSize();
+    if (fused) {
+      kernels.addRmsNorm(a.x.ptr(), a.xb2.ptr(), a.xb.ptr(), norm.ptr(), config.rmsNormEps(), tokens, hidden);
+    } else {
+      kernels.add(a.x.ptr(), a.xb2.ptr(), (long) tokens * hidden, tokens * hidden);
+      kernels.rmsNorm(a.x.ptr(), a.xb.ptr(), norm.ptr(), config.rmsNormEps(), tokens, hidden);
+    }
   }
 
   /**
@@ -430,7 +447,7 @@ public final class CudaTransformer implements ForwardPass {
     kernels.siluMul(a.hb.ptr(), a.hb2.ptr(), (long) tokens * inter);
     matmul(a.hb, tokens, w.down(), a.xb2);
     if (next != null) {
-      kernels.addRmsNorm(a.x.ptr(), a.xb2.ptr(), a.xb.ptr(), next.inputNorm().ptr(), config.rmsNormEps(), tokens, hidden);
+      addRmsNorm(a, next.inputNorm(), tokens);
     } else {
       kernels.add(a.x.ptr(), a.xb2.ptr(), (long) tokens * hidden, tokens * hidden);
     }
@@ -491,9 +508,9 @@ public final class CudaTransformer implements ForwardPass {
    */
   private void matmuls(DeviceBuffer x, int tokens, WeightMatrix w0, DeviceBuffer out0, WeightMatrix w1, DeviceBuffer out1,
       WeightMatrix w2, DeviceBuffer out2) {
-    boolean fused = LaunchShapes.usesMatvec(tokens) && w1.dtype() == w0.dtype() && w1.cols() == w0.cols()
+    boolean together = fused && LaunchShapes.usesMatvec(tokens) && w1.dtype() == w0.dtype() && w1.cols() == w0.cols()
         && (w2 == null || (w2.dtype() == w0.dtype() && w2.cols() == w0.cols()));
-    if (!fused) {
+    if (!together) {
       matmul(x, tokens, w0, out0);
       matmul(x, tokens, w1, out1);
       if (w2 != null) {

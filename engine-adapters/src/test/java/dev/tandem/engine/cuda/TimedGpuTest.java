@@ -20,8 +20,9 @@ import org.junit.jupiter.api.io.TempDir;
 
 /**
  * The per-kernel breakdown of a decode step, on the emulated GPU: every launch of the step is
- * counted under its kernel (seven matrix-vector products a layer and the LM head's, attention
- * split into parts and merged), with the weight bytes the matrix-vector kernels stream.
+ * counted under its kernel (q/k/v and gate/up fused, o and down alone, and the LM head; attention
+ * split into parts and merged), with the weight bytes the matrix-vector kernels stream; and the
+ * fused launches give the unfused ones' logits bit for bit.
  */
 @Tag("emulation")
 class TimedGpuTest {
@@ -55,5 +56,39 @@ class TimedGpuTest {
       assertTrue(step.values().stream().allMatch(t -> t.millis() >= 0));
       assertTrue(TimedGpu.lines(gpu.report()).isEmpty(), "a report starts over");
     }
+  }
+
+  @Test
+  void fusedLaunchesGiveTheUnfusedLogitsBitForBit(@TempDir Path dir) throws Exception {
+    var shape = ModelGenerator.config("LlamaForCausalLM", "llama", 64, 128, 2, 4, 2, 16, 512, false);
+    shape.put("bos_token_id", 1).put("eos_token_id", 2);
+    ModelGenerator.write(shape, DType.BF16, 9, dir, 0);
+    ModelConfig config = ModelConfig.read(dir);
+    int[] tokens = {5, 9, 11, 3, 7, 1};
+    int[] table = {0};
+    float[][] logits = new float[2][];
+    Map<String, TimedGpu.KernelTime> unfusedStep = null;
+    for (int run = 0; run < 2; run++) {
+      if (run == 1) {
+        System.setProperty("tandem.cuda.fused", "false");
+      }
+      TimedGpu gpu = new TimedGpu(TestGpus.emulated());
+      try (ModelWeights weights = ModelWeights.load(dir, config);
+          CudaBackend backend = new CudaBackend(gpu);
+          PagedKvCache cache = new PagedKvCache(config, 8, 16, DType.BF16);
+          CudaTransformer model = new CudaTransformer(weights, backend, cache, false)) {
+        model.forward(List.of(new Transformer.Slice(tokens, 0, 4, 0, table, true)), cache);
+        gpu.report();
+        logits[run] = model.forward(List.of(new Transformer.Slice(tokens, 4, 1, 4, table, true)), cache)[0];
+        if (run == 1) {
+          unfusedStep = gpu.report().stream().collect(Collectors.toMap(TimedGpu.KernelTime::kernel, t -> t));
+        }
+      } finally {
+        System.clearProperty("tandem.cuda.fused");
+      }
+    }
+    assertEquals(7 * 2 + 1, unfusedStep.get("matvec_bf16").launches(), "unfused: q, k, v, o, gate, up, down a layer, and the LM head");
+    assertTrue(!unfusedStep.containsKey("matvecs_bf16") && !unfusedStep.containsKey("add_rms_norm"));
+    org.junit.jupiter.api.Assertions.assertArrayEquals(logits[1], logits[0], 0f, "fused and unfused logits");
   }
 }
