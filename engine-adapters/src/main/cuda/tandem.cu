@@ -662,6 +662,166 @@ __device__ void attention_tiled(const float* __restrict__ q, float* __restrict__
   }
 }
 
+// The tiled prefill attention on tensor cores, for a bf16 KV cache and heads of 16 to 128 dims in
+// steps of 16: the same tiles and grid as attention_tiled (32 query rows of one sequence and one
+// head a block of 4 warps), keys and values staged 16 positions at a time. WMMA fragments hide
+// which thread holds which row, so the softmax takes two passes instead of rescaling running
+// sums: the first finds each row's maximum score, the second forms the weights against it and
+// accumulates weights x values in the fragments. Queries (f32) and weights (f32) each enter the
+// MMAs as three bf16 terms over the exact bf16 keys and values, as in gemm_tc_bf16, so scores and
+// outputs stay as close to f32 as the SIMT kernel's. Scores go through shared memory for the
+// causal mask and the exponentials.
+#define TCA_KEYS 16  // key positions staged at a time
+extern "C" __global__ void attention_tiled_tc_bf16(const float* __restrict__ q, float* __restrict__ out,
+                                                   const int* __restrict__ positions, const int* __restrict__ tables,
+                                                   const int* __restrict__ tableStart, const int* __restrict__ tiles,
+                                                   const void* __restrict__ keys, const void* __restrict__ values,
+                                                   int blockSize, int numHeads, int numKvHeads, int headDim) {
+  using namespace nvcuda;
+  constexpr int LDQ = PREFILL_MAX_HEAD + 8;  // bf16 a staged row (a multiple of 8, as WMMA needs)
+  constexpr int LDS = TCA_KEYS + 4;          // floats a score row
+  constexpr int LDP = TCA_KEYS + 8;          // bf16 a weight row
+  constexpr int LDO = PREFILL_MAX_HEAD + 4;  // floats an output row (the queries' space, reused)
+  __shared__ __align__(32) __nv_bfloat16 qs[3][PREFILL_ROWS * LDQ];  // hi, mid, lo terms: [row][dim]
+  __shared__ __align__(32) __nv_bfloat16 ks[TCA_KEYS * LDQ];         // [key][dim]: B of q.k, column-major
+  __shared__ __align__(32) __nv_bfloat16 vs[TCA_KEYS * LDQ];         // [key][dim]: B of p.v, row-major
+  __shared__ __align__(32) float ss[PREFILL_ROWS * LDS];             // scores [row][key]
+  __shared__ __align__(32) __nv_bfloat16 ps[3][PREFILL_ROWS * LDP];  // weights as three terms [row][key]
+  const uint16_t* kbits = static_cast<const uint16_t*>(keys);
+  const uint16_t* vbits = static_cast<const uint16_t*>(values);
+  int first = tiles[2 * blockIdx.x];
+  int count = tiles[2 * blockIdx.x + 1];
+  int h = blockIdx.y;
+  int g = h / (numHeads / numKvHeads);
+  int kvDim = numKvHeads * headDim;
+  int p0 = positions[first];
+  const int* table = tables + tableStart[first];
+  float scale = 1.f / sqrtf(static_cast<float>(headDim));
+  int warp = threadIdx.x / WARP;
+  for (int e = threadIdx.x; e < PREFILL_ROWS * PREFILL_MAX_HEAD; e += blockDim.x) {
+    int i = e / PREFILL_MAX_HEAD;
+    int d = e % PREFILL_MAX_HEAD;
+    float v = i < count && d < headDim ? q[(static_cast<size_t>(first + i) * numHeads + h) * headDim + d] : 0.f;
+    __nv_bfloat16 hi = __float2bfloat16_rn(v);
+    float rest = v - __bfloat162float(hi);
+    __nv_bfloat16 mid = __float2bfloat16_rn(rest);
+    qs[0][i * LDQ + d] = hi;
+    qs[1][i * LDQ + d] = mid;
+    qs[2][i * LDQ + d] = __float2bfloat16_rn(rest - __bfloat162float(mid));
+  }
+  int row = threadIdx.x / 4;   // the score row this thread reads, with three others
+  int part = threadIdx.x % 4;  // its keys in a staged tile: part, part + 4, ...
+  int qp = p0 + row;
+  bool valid = row < count;
+  int end = p0 + count;  // keys 0 .. end - 1 cover every row of the tile
+  // Stages keys (and values) k0 .. k0 + 15 as the cache holds them (bf16 bits), zero past the end.
+  auto stage = [&](int k0, bool withValues) {
+    for (int e = threadIdx.x; e < TCA_KEYS * PREFILL_MAX_HEAD; e += blockDim.x) {
+      int j = e / PREFILL_MAX_HEAD;
+      int d = e % PREFILL_MAX_HEAD;
+      int kp = k0 + j;
+      uint16_t kb = 0;
+      uint16_t vb = 0;
+      if (kp < end && d < headDim) {
+        size_t entry = (static_cast<size_t>(table[kp / blockSize]) * blockSize + kp % blockSize) * kvDim
+                       + static_cast<size_t>(g) * headDim + d;
+        kb = kbits[entry];
+        if (withValues) vb = vbits[entry];
+      }
+      ks[j * LDQ + d] = __ushort_as_bfloat16(kb);
+      if (withValues) vs[j * LDQ + d] = __ushort_as_bfloat16(vb);
+    }
+  };
+  // Scores of the staged keys for all 32 rows into ss: warps 0 and 1, 16 rows each.
+  auto scores = [&]() {
+    if (warp < 2) {
+      wmma::fragment<wmma::accumulator, 16, 16, 16, float> acc;
+      wmma::fill_fragment(acc, 0.f);
+      for (int d = 0; d < headDim; d += 16) {
+        wmma::fragment<wmma::matrix_b, 16, 16, 16, __nv_bfloat16, wmma::col_major> b;
+        wmma::load_matrix_sync(b, ks + d, LDQ);
+#pragma unroll
+        for (int term = 0; term < 3; term++) {
+          wmma::fragment<wmma::matrix_a, 16, 16, 16, __nv_bfloat16, wmma::row_major> a;
+          wmma::load_matrix_sync(a, qs[term] + warp * 16 * LDQ + d, LDQ);
+          wmma::mma_sync(acc, a, b, acc);
+        }
+      }
+      wmma::store_matrix_sync(ss + warp * 16 * LDS, acc, LDS, wmma::mem_row_major);
+    }
+  };
+  // Pass 1: each row's largest score over the keys it may see.
+  float best = -INFINITY;
+  for (int k0 = 0; k0 < end; k0 += TCA_KEYS) {
+    __syncthreads();  // the previous tile's keys and scores are no longer read
+    stage(k0, false);
+    __syncthreads();
+    scores();
+    __syncthreads();
+#pragma unroll
+    for (int k = 0; k < TCA_KEYS / 4; k++) {
+      int j = part + 4 * k;
+      if (valid && k0 + j <= qp) best = fmaxf(best, ss[row * LDS + j] * scale);
+    }
+  }
+  best = fmaxf(best, __shfl_xor_sync(0xffffffffu, best, 1));
+  best = fmaxf(best, __shfl_xor_sync(0xffffffffu, best, 2));
+  // Pass 2: the weights against that maximum, their sum, and weights x values in the fragments.
+  // Warp w holds rows 16 (w / 2) .. + 15 and dims 64 (w % 2) .. + 63 of the output.
+  wmma::fragment<wmma::accumulator, 16, 16, 16, float> o[4];
+#pragma unroll
+  for (int f = 0; f < 4; f++) wmma::fill_fragment(o[f], 0.f);
+  int oRow = (warp / 2) * 16;
+  int oDim = (warp % 2) * 64;
+  float sum = 0.f;
+  for (int k0 = 0; k0 < end; k0 += TCA_KEYS) {
+    __syncthreads();  // the previous tile's keys, values, scores and weights are no longer read
+    stage(k0, true);
+    __syncthreads();
+    scores();
+    __syncthreads();
+#pragma unroll
+    for (int k = 0; k < TCA_KEYS / 4; k++) {
+      int j = part + 4 * k;
+      float w = valid && k0 + j <= qp ? expf(ss[row * LDS + j] * scale - best) : 0.f;
+      sum += w;
+      __nv_bfloat16 hi = __float2bfloat16_rn(w);
+      float rest = w - __bfloat162float(hi);
+      __nv_bfloat16 mid = __float2bfloat16_rn(rest);
+      ps[0][row * LDP + j] = hi;
+      ps[1][row * LDP + j] = mid;
+      ps[2][row * LDP + j] = __float2bfloat16_rn(rest - __bfloat162float(mid));
+    }
+    __syncthreads();
+#pragma unroll
+    for (int f = 0; f < 4; f++) {
+      if (oDim + 16 * f < headDim) {
+        wmma::fragment<wmma::matrix_b, 16, 16, 16, __nv_bfloat16, wmma::row_major> b;
+        wmma::load_matrix_sync(b, vs + oDim + 16 * f, LDQ);
+#pragma unroll
+        for (int term = 0; term < 3; term++) {
+          wmma::fragment<wmma::matrix_a, 16, 16, 16, __nv_bfloat16, wmma::row_major> a;
+          wmma::load_matrix_sync(a, ps[term] + oRow * LDP, LDP);
+          wmma::mma_sync(o[f], a, b, o[f]);
+        }
+      }
+    }
+  }
+  sum += __shfl_xor_sync(0xffffffffu, sum, 1);
+  sum += __shfl_xor_sync(0xffffffffu, sum, 2);
+  __syncthreads();  // every MMA has read the queries' space: it now takes the output
+  float* os = reinterpret_cast<float*>(qs);
+#pragma unroll
+  for (int f = 0; f < 4; f++) {
+    if (oDim + 16 * f < headDim) wmma::store_matrix_sync(os + oRow * LDO + oDim + 16 * f, o[f], LDO, wmma::mem_row_major);
+  }
+  __syncthreads();
+  if (valid) {
+    float* dst = out + (static_cast<size_t>(first + row) * numHeads + h) * headDim;
+    for (int d = part; d < headDim; d += 4) dst[d] = os[row * LDO + d] / sum;
+  }
+}
+
 #define ATTENTION_TILED_ENTRY(NAME, D)                                                                          \
   extern "C" __global__ void NAME(const float* q, float* out, const int* positions, const int* tables,          \
                                   const int* tableStart, const int* tiles, const void* keys, const void* values, \

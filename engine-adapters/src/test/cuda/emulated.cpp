@@ -48,6 +48,7 @@ EXPORT(attention_combine, P(float* out, const int* rows, const float* partials, 
 ATTENTION(attention_tiled_f32)
 ATTENTION(attention_tiled_f16)
 ATTENTION(attention_tiled_bf16)
+ATTENTION(attention_tiled_tc_bf16)
 #define EMBED(NAME) \
   EXPORT(NAME, P(const int* ids, int tokens, const void* table, int hidden, float* out), (ids, tokens, table, hidden, out))
 EMBED(embed_f32)

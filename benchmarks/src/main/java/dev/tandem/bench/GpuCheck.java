@@ -306,6 +306,30 @@ public final class GpuCheck {
         }
       }
     }
+    // The same prefill's attention on the SIMT kernel, for what the tensor-core one saves.
+    System.setProperty("tandem.cuda.tensorCoreAttention", "false");
+    TimedGpu simtGpu = new TimedGpu(CudaDevice.open(0));
+    try (ModelWeights weights = ModelWeights.load(dir, config);
+        CudaBackend backend = new CudaBackend(simtGpu);
+        PagedKvCache cache = new PagedKvCache(config, blocks, BLOCK, config.torchDtype());
+        ForwardPass pass = new CudaTransformer(weights, backend, cache, false)) {
+      int[] tokens = new SplittableRandom(11).ints(prompt, 0, Math.min(config.vocabSize(), 100_000)).toArray();
+      int[] table = new int[blocks];
+      for (int i = 0; i < blocks; i++) {
+        table[i] = i;
+      }
+      pass.forward(List.of(new Transformer.Slice(tokens, 0, prompt, 0, table, true)), cache); // warm-up
+      simtGpu.report();
+      pass.forward(List.of(new Transformer.Slice(tokens, 0, prompt, 0, table, true)), cache);
+      for (TimedGpu.KernelTime t : simtGpu.report()) {
+        if (t.kernel().startsWith("attention_tiled")) {
+          progress("%s: prefill_2048 on the SIMT attention kernel: %s %.3f ms", dir.getFileName(), t.kernel(), t.millis());
+          m.put("prefill_2048_simt_attention_ms", t.millis());
+        }
+      }
+    } finally {
+      System.clearProperty("tandem.cuda.tensorCoreAttention");
+    }
   }
 
   private static List<TimedGpu.KernelTime> perStep(List<TimedGpu.KernelTime> total, int steps) {

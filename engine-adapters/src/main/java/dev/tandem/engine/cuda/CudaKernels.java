@@ -11,6 +11,11 @@ import dev.tandem.engine.model.DType;
  */
 public final class CudaKernels {
   private final Gpu gpu;
+  /**
+   * Prefill tiles of a bf16 cache on tensor cores; {@code -Dtandem.cuda.tensorCoreAttention=false}
+   * when the kernels are made keeps them on the SIMT kernel (for measuring the difference).
+   */
+  private final boolean tensorCoreAttention = !"false".equals(System.getProperty("tandem.cuda.tensorCoreAttention"));
 
   public CudaKernels(Gpu gpu) {
     this.gpu = gpu;
@@ -89,7 +94,7 @@ public final class CudaKernels {
       }
     }
     if (tileCount > 0) {
-      gpu.launch(LaunchShapes.kernel("attention_tiled", kvDtype), LaunchShapes.attentionTiled(tileCount, numHeads, headDim),
+      gpu.launch(LaunchShapes.attentionTiledKernel(kvDtype, headDim, tensorCoreAttention), LaunchShapes.attentionTiled(tileCount, numHeads, headDim),
           q, out, positions, tables, tableStart, tiles, keys, values, blockSize, numHeads, numKvHeads, headDim);
     }
   }

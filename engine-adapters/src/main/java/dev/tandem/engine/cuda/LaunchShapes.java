@@ -95,6 +95,16 @@ public final class LaunchShapes {
     return new Shape(tiles, heads, PREFILL_THREADS);
   }
 
+  /**
+   * The kernel for a step's prefill tiles: on tensor cores ({@code attention_tiled_tc_bf16}) for a
+   * bf16 cache and heads of 16 to 128 dims in steps of 16 when {@code tensorCores}, else the SIMT
+   * kernel of the cache's type.
+   */
+  public static String attentionTiledKernel(DType kvDtype, int headDim, boolean tensorCores) {
+    boolean fits = kvDtype == DType.BF16 && headDim % 16 == 0 && headDim >= 16 && headDim <= AttentionPlan.TILED_MAX_HEAD;
+    return tensorCores && fits ? "attention_tiled_tc_bf16" : kernel("attention_tiled", kvDtype);
+  }
+
   /** Blocks that fill the GPU well enough with decode attention (a part of a row's context each). */
   static final int SPLIT_TARGET_BLOCKS = 256;
   static final int MAX_SPLITS = 8;

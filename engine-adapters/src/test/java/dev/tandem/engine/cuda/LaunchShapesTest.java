@@ -29,6 +29,16 @@ class LaunchShapesTest {
   }
 
   @Test
+  void prefillTilesOfABf16CacheTakeTensorCoresWhereTheHeadFitsTheFragments() {
+    assertEquals("attention_tiled_tc_bf16", LaunchShapes.attentionTiledKernel(DType.BF16, 128, true));
+    assertEquals("attention_tiled_tc_bf16", LaunchShapes.attentionTiledKernel(DType.BF16, 16, true));
+    assertEquals("attention_tiled_bf16", LaunchShapes.attentionTiledKernel(DType.BF16, 128, false), "turned off");
+    assertEquals("attention_tiled_bf16", LaunchShapes.attentionTiledKernel(DType.BF16, 72, true), "not a multiple of 16");
+    assertEquals("attention_tiled_f16", LaunchShapes.attentionTiledKernel(DType.F16, 128, true));
+    assertEquals("attention_tiled_f32", LaunchShapes.attentionTiledKernel(DType.F32, 64, true));
+  }
+
+  @Test
   void bf16WeightsPastEightTokensTakeTensorCoresOthersTheSimtGemm() {
     assertEquals("matvec_bf16", LaunchShapes.matmulKernel(8, DType.BF16));
     assertEquals("gemm_tc_bf16", LaunchShapes.matmulKernel(9, DType.BF16));

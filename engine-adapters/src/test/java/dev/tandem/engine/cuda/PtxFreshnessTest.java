@@ -60,7 +60,7 @@ class PtxFreshnessTest {
     while (m.find()) {
       entries.add(m.group(1));
     }
-    Set<String> launched = new TreeSet<>(Set.of("rms_norm", "add_rms_norm", "rope", "silu_mul", "add", "copy_blocks", "gather_rows", "gemm_tc_bf16", "attention_combine"));
+    Set<String> launched = new TreeSet<>(Set.of("rms_norm", "add_rms_norm", "rope", "silu_mul", "add", "copy_blocks", "gather_rows", "gemm_tc_bf16", "attention_tiled_tc_bf16", "attention_combine"));
     for (DType dtype : DType.values()) {
       for (String base : new String[] {"matvec", "matvecs", "gemm", "attention", "attention_tiled", "embed", "kv_write"}) {
         launched.add(LaunchShapes.kernel(base, dtype));
