@@ -70,6 +70,15 @@ __device__ __forceinline__ void widen8(const void* base, size_t i, float* w) {
   }
 }
 
+// v as three bf16 terms whose sum carries 24 of its bits (hi + mid + lo): how the tensor-core
+// kernels feed f32 activations and weights to bf16 MMAs without losing f32 precision.
+__device__ __forceinline__ void split3(float v, __nv_bfloat16& hi, __nv_bfloat16& mid, __nv_bfloat16& lo) {
+  hi = __float2bfloat16_rn(v);
+  float rest = v - __bfloat162float(hi);
+  mid = __float2bfloat16_rn(rest);
+  lo = __float2bfloat16_rn(rest - __bfloat162float(mid));
+}
+
 // Reduces v over the block (blockDim.x a multiple of 32, at most 1024) with `op` (its identity
 // fills the missing warps); every thread gets the result. All threads must call it.
 struct Add {
@@ -328,14 +337,7 @@ extern "C" __global__ void gemm_tc_bf16(const float* __restrict__ x, int tokens,
         int kk = (e % (TC_K / 8)) * 8;
         float v[8] = {xa[g].x, xa[g].y, xa[g].z, xa[g].w, xb[g].x, xb[g].y, xb[g].z, xb[g].w};
 #pragma unroll
-        for (int n = 0; n < 8; n++) {
-          __nv_bfloat16 hi = __float2bfloat16_rn(v[n]);
-          float rest = v[n] - __bfloat162float(hi);
-          __nv_bfloat16 mid = __float2bfloat16_rn(rest);
-          xs[0][i * LD + kk + n] = hi;
-          xs[1][i * LD + kk + n] = mid;
-          xs[2][i * LD + kk + n] = __float2bfloat16_rn(rest - __bfloat162float(mid));
-        }
+        for (int n = 0; n < 8; n++) split3(v[n], xs[0][i * LD + kk + n], xs[1][i * LD + kk + n], xs[2][i * LD + kk + n]);
         *reinterpret_cast<uint4*>(ws + i * LD + kk) = wv[g];
       }
     } else {
@@ -346,13 +348,7 @@ extern "C" __global__ void gemm_tc_bf16(const float* __restrict__ x, int tokens,
         int t = t0 + i;
         int r = r0 + i;
         float v = (t < tokens && k < cols) ? x[static_cast<size_t>(t) * cols + k] : 0.f;
-        __nv_bfloat16 hi = __float2bfloat16_rn(v);
-        float rest = v - __bfloat162float(hi);
-        __nv_bfloat16 mid = __float2bfloat16_rn(rest);
-        __nv_bfloat16 lo = __float2bfloat16_rn(rest - __bfloat162float(mid));
-        xs[0][i * LD + kk] = hi;
-        xs[1][i * LD + kk] = mid;
-        xs[2][i * LD + kk] = lo;
+        split3(v, xs[0][i * LD + kk], xs[1][i * LD + kk], xs[2][i * LD + kk]);
         uint16_t bits = (r < rows && k < cols) ? wbits[static_cast<size_t>(r) * cols + k] : 0;
         ws[i * LD + kk] = __ushort_as_bfloat16(bits);
       }
@@ -702,12 +698,7 @@ extern "C" __global__ void attention_tiled_tc_bf16(const float* __restrict__ q, 
     int i = e / PREFILL_MAX_HEAD;
     int d = e % PREFILL_MAX_HEAD;
     float v = i < count && d < headDim ? q[(static_cast<size_t>(first + i) * numHeads + h) * headDim + d] : 0.f;
-    __nv_bfloat16 hi = __float2bfloat16_rn(v);
-    float rest = v - __bfloat162float(hi);
-    __nv_bfloat16 mid = __float2bfloat16_rn(rest);
-    qs[0][i * LDQ + d] = hi;
-    qs[1][i * LDQ + d] = mid;
-    qs[2][i * LDQ + d] = __float2bfloat16_rn(rest - __bfloat162float(mid));
+    split3(v, qs[0][i * LDQ + d], qs[1][i * LDQ + d], qs[2][i * LDQ + d]);
   }
   int row = threadIdx.x / 4;   // the score row this thread reads, with three others
   int part = threadIdx.x % 4;  // its keys in a staged tile: part, part + 4, ...
@@ -785,12 +776,7 @@ extern "C" __global__ void attention_tiled_tc_bf16(const float* __restrict__ q, 
       int j = part + 4 * k;
       float w = valid && k0 + j <= qp ? expf(ss[row * LDS + j] * scale - best) : 0.f;
       sum += w;
-      __nv_bfloat16 hi = __float2bfloat16_rn(w);
-      float rest = w - __bfloat162float(hi);
-      __nv_bfloat16 mid = __float2bfloat16_rn(rest);
-      ps[0][row * LDP + j] = hi;
-      ps[1][row * LDP + j] = mid;
-      ps[2][row * LDP + j] = __float2bfloat16_rn(rest - __bfloat162float(mid));
+      split3(w, ps[0][row * LDP + j], ps[1][row * LDP + j], ps[2][row * LDP + j]);
     }
     __syncthreads();
 #pragma unroll

@@ -28,10 +28,7 @@ import org.junit.jupiter.api.io.TempDir;
 class TimedGpuTest {
   @Test
   void aDecodeStepsLaunchesAreCountedPerKernel(@TempDir Path dir) throws Exception {
-    var shape = ModelGenerator.config("LlamaForCausalLM", "llama", 64, 128, 2, 4, 2, 16, 512, false);
-    shape.put("bos_token_id", 1).put("eos_token_id", 2);
-    ModelGenerator.write(shape, DType.BF16, 9, dir, 0);
-    ModelConfig config = ModelConfig.read(dir);
+    ModelConfig config = twoLayerModel(dir);
     TimedGpu gpu = new TimedGpu(TestGpus.emulated());
     try (ModelWeights weights = ModelWeights.load(dir, config);
         CudaBackend backend = new CudaBackend(gpu);
@@ -60,10 +57,7 @@ class TimedGpuTest {
 
   @Test
   void fusedLaunchesGiveTheUnfusedLogitsBitForBit(@TempDir Path dir) throws Exception {
-    var shape = ModelGenerator.config("LlamaForCausalLM", "llama", 64, 128, 2, 4, 2, 16, 512, false);
-    shape.put("bos_token_id", 1).put("eos_token_id", 2);
-    ModelGenerator.write(shape, DType.BF16, 9, dir, 0);
-    ModelConfig config = ModelConfig.read(dir);
+    ModelConfig config = twoLayerModel(dir);
     int[] tokens = {5, 9, 11, 3, 7, 1};
     int[] table = {0};
     float[][] logits = new float[2][];
@@ -90,5 +84,13 @@ class TimedGpuTest {
     assertEquals(7 * 2 + 1, unfusedStep.get("matvec_bf16").launches(), "unfused: q, k, v, o, gate, up, down a layer, and the LM head");
     assertTrue(!unfusedStep.containsKey("matvecs_bf16") && !unfusedStep.containsKey("add_rms_norm"));
     org.junit.jupiter.api.Assertions.assertArrayEquals(logits[1], logits[0], 0f, "fused and unfused logits");
+  }
+
+  /** A 2-layer bf16 llama (hidden 64, 4 heads of 16, 2 KV heads, vocabulary 512) written to {@code dir}. */
+  private static ModelConfig twoLayerModel(Path dir) throws Exception {
+    var shape = ModelGenerator.config("LlamaForCausalLM", "llama", 64, 128, 2, 4, 2, 16, 512, false);
+    shape.put("bos_token_id", 1).put("eos_token_id", 2);
+    ModelGenerator.write(shape, DType.BF16, 9, dir, 0);
+    return ModelConfig.read(dir);
   }
 }
