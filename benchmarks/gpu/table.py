@@ -93,13 +93,14 @@ try:
         fig, axes = plt.subplots(1, 2, figsize=(11, 4))
         for m in models_done:
             decode = m["decode_tokens_per_s"]
-            axes[0].plot([int(b) for b in decode], list(decode.values()), marker="o", label=m["model"])
+            line, = axes[0].plot([int(b) for b in decode], list(decode.values()), marker="o", label=m["model"])
             prefill = m.get("prefill_tokens_per_s", {})
             axes[1].plot([int(p) for p in prefill], [1000 * int(p) / v for p, v in prefill.items()], marker="o",
                          label=m["model"])
             bpt = m.get("bytes_per_token")
             if copy and bpt:
-                axes[0].axhline(copy / bpt, linestyle="--", linewidth=0.8, label="%s batch-1 limit" % m["model"])
+                axes[0].axhline(copy / bpt, linestyle="--", linewidth=0.8, color=line.get_color(),
+                                label="%s batch-1 limit" % m["model"])
         axes[0].set(xscale="log", yscale="log", xlabel="batch", ylabel="decode tokens/s", title="Decode (cuda)")
         axes[1].set(xscale="log", yscale="log", xlabel="prompt tokens", ylabel="prefill ms", title="Prefill (cuda)")
         for ax in axes:
