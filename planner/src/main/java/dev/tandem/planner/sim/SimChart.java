@@ -17,16 +17,19 @@ import org.knowm.xchart.style.markers.SeriesMarkers;
  * pool; p90 TTFT and ITL of each window against their targets.
  */
 public final class SimChart {
+  /** Every panel's height: the encoder lays the panels out in cells of the first one's size. */
+  static final int PANEL_HEIGHT = 300;
+
   private SimChart() {}
 
   public static void write(SimulationSuite.Result r, SlaTargets targets, Path png) throws IOException {
     List<SimReport.Sample> t = r.planner().timeline();
     double[] minutes = t.stream().mapToDouble(s -> s.time() / 60).toArray();
-    XYChart load = chart("Load: " + r.planner().trace(), "arrivals / s", 260);
+    XYChart load = chart("Load: " + r.planner().trace(), "arrivals / s");
     line(load, "arrivals / s", minutes, t.stream().mapToDouble(SimReport.Sample::arrivalRate).toArray());
 
     boolean withStatic = r.staticPeak() != null; // --planner-only runs no static pool
-    XYChart pools = chart(withStatic ? "Workers (planner) vs the static pool sized for the peak" : "Workers (planner)", "workers", 300);
+    XYChart pools = chart(withStatic ? "Workers (planner) vs the static pool sized for the peak" : "Workers (planner)", "workers");
     line(pools, "prefill serving", minutes, t.stream().mapToDouble(SimReport.Sample::prefillReady).toArray());
     line(pools, "prefill held", minutes, t.stream().mapToDouble(SimReport.Sample::prefillHeld).toArray());
     line(pools, "decode serving", minutes, t.stream().mapToDouble(SimReport.Sample::decodeReady).toArray());
@@ -36,13 +39,19 @@ public final class SimChart {
     }
 
     XYChart latency = chart(String.format(java.util.Locale.ROOT, "p90 latency per window (planner: %.2f%% of requests within both SLAs)",
-        100 * r.planner().slaAttainment()), "seconds (log)", 300);
+        100 * r.planner().slaAttainment()), "seconds (log)");
     latency.getStyler().setYAxisLogarithmic(true);
-    line(latency, "TTFT p90", minutes, clampForLog(t.stream().mapToDouble(SimReport.Sample::ttftP90).toArray()));
-    line(latency, "ITL p90", minutes, clampForLog(t.stream().mapToDouble(SimReport.Sample::itlP90).toArray()));
+    line(latency, "TTFT p90", minutes, gapsForLog(t.stream().mapToDouble(SimReport.Sample::ttftP90).toArray()));
+    line(latency, "ITL p90", minutes, gapsForLog(t.stream().mapToDouble(SimReport.Sample::itlP90).toArray()));
     flat(latency, "TTFT target", minutes, targets.ttftSeconds());
     flat(latency, "ITL target", minutes, targets.itlSeconds());
-    latency.setXAxisTitle("simulated minutes");
+    // Whole ticks: the axis from 0 to a multiple of 5 minutes (from the first window, XChart's ticks fell between minutes).
+    double end = 5 * Math.ceil(Math.max(1e-9, minutes.length == 0 ? 1 : minutes[minutes.length - 1]) / 5);
+    for (XYChart c : List.of(load, pools, latency)) {
+      c.setXAxisTitle("simulated minutes");
+      c.getStyler().setXAxisMin(0.0);
+      c.getStyler().setXAxisMax(end);
+    }
 
     Path parent = png.toAbsolutePath().getParent();
     if (parent != null) {
@@ -52,12 +61,12 @@ public final class SimChart {
         BitmapEncoder.BitmapFormat.PNG);
   }
 
-  private static XYChart chart(String title, String y, int height) {
-    XYChart c = new XYChartBuilder().width(1000).height(height).title(title).yAxisTitle(y).build();
+  private static XYChart chart(String title, String y) {
+    XYChart c = new XYChartBuilder().width(1000).height(PANEL_HEIGHT).title(title).yAxisTitle(y).build();
     c.getStyler().setLegendPosition(Styler.LegendPosition.OutsideE);
     c.getStyler().setMarkerSize(0);
     c.getStyler().setChartBackgroundColor(java.awt.Color.WHITE);
-    c.getStyler().setXAxisDecimalPattern("#0"); // whole minutes
+    c.getStyler().setXAxisDecimalPattern("#0.#");
     return c;
   }
 
@@ -77,11 +86,14 @@ public final class SimChart {
     s.setLineStyle(new java.awt.BasicStroke(1.5f, java.awt.BasicStroke.CAP_BUTT, java.awt.BasicStroke.JOIN_MITER, 10, new float[] {6, 4}, 0));
   }
 
-  /** NaN (no request finished in the window) and zeros cannot sit on a log axis. */
-  private static double[] clampForLog(double[] v) {
+  /**
+   * A window in which no request had its first token (or no gap) has no p90: a gap in the line,
+   * not a point at the axis's floor, which read as latency falling to nothing while traffic stopped.
+   */
+  private static double[] gapsForLog(double[] v) {
     double[] out = new double[v.length];
     for (int i = 0; i < v.length; i++) {
-      out[i] = Double.isFinite(v[i]) && v[i] > 1e-4 ? v[i] : 1e-4;
+      out[i] = Double.isFinite(v[i]) && v[i] > 0 ? v[i] : Double.NaN;
     }
     return out;
   }
