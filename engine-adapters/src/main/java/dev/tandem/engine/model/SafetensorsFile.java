@@ -108,11 +108,15 @@ public final class SafetensorsFile implements AutoCloseable {
     long[] shape = new long[shapeNode.size()];
     long count = 1;
     for (int i = 0; i < shape.length; i++) {
-      shape[i] = shapeNode.get(i).asLong(-1);
+      JsonNode dim = shapeNode.get(i);
+      shape[i] = dim.isNumber() && !dim.canConvertToLong() ? -1 : dim.asLong(-1);
       if (shape[i] < 0) {
-        throw new ModelFormatException(where + " has a negative or non-numeric dimension");
+        throw new ModelFormatException(where + " has a dimension that is negative, not a number or past 2^63: " + dim);
       }
-      count = Math.multiplyExact(count, shape[i]);
+      if (shape[i] > 0 && count > Long.MAX_VALUE / dtype.bytes() / shape[i]) {
+        throw new ModelFormatException(where + " has shape " + shapeNode + ": more bytes than any file holds");
+      }
+      count *= shape[i];
     }
     long begin = offsets.get(0).asLong(-1);
     long end = offsets.get(1).asLong(-1);

@@ -133,6 +133,21 @@ class ModelLoadingTest {
     assertTrue(e.contains("no model.safetensors"), e);
   }
 
+  /**
+   * A shape whose bytes pass 2^63 (found by fuzzing: it escaped as an ArithmeticException) and a
+   * dimension past a long are refused naming the file and tensor.
+   */
+  @Test
+  void shapesPastALongAreRefusedNamingTheTensor() throws Exception {
+    Path file = dir.resolve("huge.safetensors");
+    writeRaw(file, "{\"w\":{\"dtype\":\"F32\",\"shape\":[4611686018427387904,4],\"data_offsets\":[0,16]}}", 16);
+    String e = assertThrows(ModelFormatException.class, () -> SafetensorsFile.open(file)).getMessage();
+    assertTrue(e.startsWith(file.toString()) && e.contains("'w'") && e.contains("more bytes than any file holds"), e);
+    writeRaw(file, "{\"w\":{\"dtype\":\"F32\",\"shape\":[66666666666666666666666],\"data_offsets\":[0,16]}}", 16);
+    e = assertThrows(ModelFormatException.class, () -> SafetensorsFile.open(file)).getMessage();
+    assertTrue(e.contains("'w'") && e.contains("past 2^63"), e);
+  }
+
   /** A tensor past 2 GB into a (sparse) file is read correctly: offsets are longs throughout. */
   @Test
   void filesOverTwoGigabytesMap() throws Exception {
