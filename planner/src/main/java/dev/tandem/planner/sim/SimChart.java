@@ -45,8 +45,10 @@ public final class SimChart {
     line(latency, "ITL p90", minutes, gapsForLog(t.stream().mapToDouble(SimReport.Sample::itlP90).toArray()));
     flat(latency, "TTFT target", minutes, targets.ttftSeconds());
     flat(latency, "ITL target", minutes, targets.itlSeconds());
-    // Whole ticks: the axis from 0 to a multiple of 5 minutes (from the first window, XChart's ticks fell between minutes).
-    double end = 5 * Math.ceil(Math.max(1e-9, minutes.length == 0 ? 1 : minutes[minutes.length - 1]) / 5);
+    // XChart starts its ticks at the first value (the first window, 0.17 min); an axis from 0 to a
+    // multiple of 5 minutes puts them on whole minutes.
+    double last = minutes.length == 0 ? 0 : minutes[minutes.length - 1];
+    double end = Math.max(5, 5 * Math.ceil(last / 5));
     for (XYChart c : List.of(load, pools, latency)) {
       c.setXAxisTitle("simulated minutes");
       c.getStyler().setXAxisMin(0.0);
