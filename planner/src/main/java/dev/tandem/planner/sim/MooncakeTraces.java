@@ -7,6 +7,7 @@ import com.fasterxml.jackson.databind.node.ObjectNode;
 import java.io.BufferedReader;
 import java.io.BufferedWriter;
 import java.io.IOException;
+import java.nio.charset.CharacterCodingException;
 import java.nio.file.Files;
 import java.nio.file.Path;
 import java.util.ArrayList;
@@ -30,10 +31,10 @@ public final class MooncakeTraces {
    */
   public static Trace read(Path file) throws IOException {
     List<TraceRequest> requests = new ArrayList<>();
+    int n = 0;
     try (BufferedReader in = Files.newBufferedReader(file)) {
       String line;
-      int n = 0;
-      while ((line = in.readLine()) != null) {
+      while ((line = readLine(in, file, n + 1)) != null) {
         n++;
         if (line.isBlank()) {
           continue;
@@ -67,6 +68,15 @@ public final class MooncakeTraces {
     }
     requests.sort((a, b) -> Double.compare(a.arrivalSeconds(), b.arrivalSeconds()));
     return new Trace(file.getFileName().toString(), requests, BLOCK_TOKENS);
+  }
+
+  private static String readLine(BufferedReader in, Path file, int line) throws IOException {
+    try {
+      return in.readLine();
+    } catch (CharacterCodingException e) {
+      // the reader decodes ahead of the line it returns, so the bad bytes are on this line or a later one
+      throw new IOException(file + ": not UTF-8 text (at line " + line + " or after)");
+    }
   }
 
   private static double field(Path file, int line, JsonNode o, String name) throws IOException {

@@ -59,4 +59,17 @@ class TracesTest {
     IOException e = assertThrows(IOException.class, () -> MooncakeTraces.read(file));
     assertTrue(e.getMessage().contains("bad.jsonl:2") && e.getMessage().contains("input_length"), e.getMessage());
   }
+
+  /** Bytes that are not UTF-8 are refused naming the file and line (found by fuzzing: the message was "Input length = 1"). */
+  @Test
+  void bytesThatAreNotUtf8NameFileAndLine() throws IOException {
+    Path file = dir.resolve("latin1.jsonl");
+    byte[] good = "{\"timestamp\": 0, \"input_length\": 10, \"output_length\": 5}\n".getBytes(java.nio.charset.StandardCharsets.UTF_8);
+    byte[] bad = {'{', '"', 't', (byte) 0xe9, '"', '}', '\n'};
+    byte[] both = java.util.Arrays.copyOf(good, good.length + bad.length);
+    System.arraycopy(bad, 0, both, good.length, bad.length);
+    Files.write(file, both);
+    IOException e = assertThrows(IOException.class, () -> MooncakeTraces.read(file));
+    assertTrue(e.getMessage().startsWith(file.toString()) && e.getMessage().contains("not UTF-8"), e.getMessage());
+  }
 }
