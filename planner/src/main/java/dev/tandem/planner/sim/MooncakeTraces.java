@@ -31,9 +31,9 @@ public final class MooncakeTraces {
    */
   public static Trace read(Path file) throws IOException {
     List<TraceRequest> requests = new ArrayList<>();
-    int n = 0;
     try (BufferedReader in = Files.newBufferedReader(file)) {
       String line;
+      int n = 0;
       while ((line = readLine(in, file, n + 1)) != null) {
         n++;
         if (line.isBlank()) {
