@@ -37,10 +37,8 @@ import picocli.CommandLine.Option;
     name = "planner",
     mixinStandardHelpOptions = true,
     description = {
-      "Scales the prefill and decode pools to load: every interval it reads the frontends' /metrics, forecasts the",
-      "next intervals, sizes each pool (sla mode from a `tandem profile` JSON, load mode from queues and KV use),",
-      "and acts through a connector: local (worker processes on this machine), kubernetes (the chart's",
-      "Deployments) or virtual (decisions written to a file). Serves its own /metrics (tandem_planner_*)."
+      "Scales the prefill and decode pools to the load and the SLA.",
+      "Every interval it reads the frontends' /metrics, forecasts the next intervals, sizes each pool (sla mode from a `tandem profile` JSON, load mode from queues and KV use), and acts through a connector: local (worker processes on this machine), kubernetes (the chart's Deployments) or virtual (decisions written to a file). Serves its own /metrics (tandem_planner_*)."
     })
 final class PlannerCommand implements Callable<Integer> {
   private static final Logger log = LoggerFactory.getLogger(PlannerCommand.class);

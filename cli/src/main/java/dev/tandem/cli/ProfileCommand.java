@@ -30,10 +30,8 @@ import picocli.CommandLine.Option;
     name = "profile",
     mixinStandardHelpOptions = true,
     description = {
-      "Measures one worker (the builtin engine or the mocker, started here behind a frontend, as it serves) for the",
-      "planner's SLA mode: time to first token at each prompt length (one request alone), and inter-token latency at",
-      "each (batch, context). Writes the profile JSON `tandem planner --profile` and `tandem simulate --profile` read,",
-      "and a PNG of the curves beside it."
+      "Measures one worker's latencies for the planner's SLA mode and writes them as a profile.",
+      "The worker (the builtin engine or the mocker) is started here behind a frontend and measured as it serves: time to first token at each prompt length (one request alone), and inter-token latency at each (batch, context). Writes the profile JSON `tandem planner --profile` and `tandem simulate --profile` read, and a PNG of the curves beside it."
     })
 final class ProfileCommand implements Callable<Integer> {
   @Mixin EngineOptions engine;

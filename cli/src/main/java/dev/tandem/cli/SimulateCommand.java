@@ -34,9 +34,8 @@ import picocli.CommandLine.Option;
     name = "simulate",
     mixinStandardHelpOptions = true,
     description = {
-      "Replays a trace through a simulated cluster: prefill and decode workers timed by a profile, the router's own",
-      "index, selector and split rule, and the planner's own code; compares the planner with a static pool sized",
-      "for the trace's peak and one sized for its mean. Prints a table; --json and --chart write the details."
+      "Replays a trace through a simulated cluster and compares the planner with static pools.",
+      "Prefill and decode workers are timed by a profile; every request goes through the router's own index, selector and split rule, and the pools are sized by the planner's own code. The planner is compared with a static pool sized for the trace's peak and one sized for its mean. Prints a table; --json and --chart write the details."
     })
 final class SimulateCommand implements Callable<Integer> {
   @Mixin PlannerOptions decide;
