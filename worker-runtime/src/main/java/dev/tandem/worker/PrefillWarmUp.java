@@ -21,14 +21,10 @@ final class PrefillWarmUp {
       return;
     }
     long t0 = System.nanoTime();
-    loop.call(e -> {
-          builtin.warmUp(1024, 5); // 512 (uncounted), 256, 1024, 256, 1024 tokens
-          return null;
-        })
-        .join();
+    int passes = loop.call(e -> builtin.warmUp(1024, 5)).join(); // 512 (uncounted), then passes of 256, 1024, 256, 1024 tokens
     var cost = builtin.prefillCost();
-    log.info("worker {}: warmed up in {} ms; prefill {} ms per step + {} µs per token + {} ns per attended token ({} tokens/s at 512, {} at 4,096)",
-        workerId, (System.nanoTime() - t0) / 1_000_000, String.format("%.1f", cost.perStep() * 1e3),
+    log.info("worker {}: warmed up in {} ms ({} measured passes); prefill {} ms per step + {} µs per token + {} ns per attended token ({} tokens/s at 512, {} at 4,096)",
+        workerId, (System.nanoTime() - t0) / 1_000_000, passes, String.format("%.1f", cost.perStep() * 1e3),
         String.format("%.1f", cost.perToken() * 1e6), String.format("%.2f", cost.perContextToken() * 1e9),
         String.format("%.0f", cost.tokensPerSecond(512)), String.format("%.0f", cost.tokensPerSecond(4096)));
   }

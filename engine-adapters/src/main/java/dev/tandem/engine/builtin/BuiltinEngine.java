@@ -234,11 +234,11 @@ public final class BuiltinEngine extends SchedulingEngine implements KvHandoff {
   }
 
   /**
-   * Warms the engine up and measures its prefill cost ({@link EngineWarmUp}). Must run while no
-   * request is queued or running.
+   * Warms the engine up and measures its prefill cost ({@link EngineWarmUp}); returns the measured
+   * passes that took. Must run while no request is queued or running.
    */
-  public void warmUp(int tokens, int rounds) {
-    EngineWarmUp.run(this, this::resetPrefillCost, tokens, rounds);
+  public int warmUp(int tokens, int rounds) {
+    return EngineWarmUp.run(this, this::resetPrefillCost, tokens, rounds);
   }
 
   @Override
