@@ -120,6 +120,7 @@ final class EngineOptions {
 
   /** Everything one worker needs: its engine factory and the files of its model card. */
   WorkerEngines resolve() {
+    checkNumbers();
     if (isMocker()) {
       if (!kvCacheDtype.equals("auto")) {
         throw new IllegalArgumentException("--kv-cache-dtype is for the builtin engine; the mocker stores no KV (it reports "
@@ -134,6 +135,31 @@ final class EngineOptions {
     }
     BuiltinConfig config = builtinConfig();
     return new WorkerEngines(() -> BuiltinEngine.open(config), ModelFiles.fromDirectory(config.modelDir()), config.blockSize());
+  }
+
+  /** Refuses a count or ratio out of its range, naming the flag (before any engine or model is made). */
+  private void checkNumbers() {
+    atLeast("--block-size", blockSize, 1);
+    atLeast("--kv-blocks", kvBlocks, 1);
+    atLeast("--compute-threads", computeThreads, 0);
+    if (maxNumSeqs != null) {
+      atLeast("--max-num-seqs", maxNumSeqs, 1);
+    }
+    if (maxBatchedTokens != null) {
+      atLeast("--max-batched-tokens", maxBatchedTokens, 1);
+    }
+    if (maxContextLength != null) {
+      atLeast("--max-context-length", maxContextLength, 1);
+    }
+    if (!(speedupRatio >= 0) || Double.isInfinite(speedupRatio)) {
+      throw new IllegalArgumentException("--speedup-ratio must be 0 (no delay) or a positive number, was " + speedupRatio);
+    }
+  }
+
+  static void atLeast(String flag, int value, int least) {
+    if (value < least) {
+      throw new IllegalArgumentException(flag + " must be at least " + least + ", was " + value);
+    }
   }
 
   /** How to make a worker's engine, the tokenizer files it serves, and its KV block size. */

@@ -52,6 +52,7 @@ final class FrontendCommand implements Callable<Integer> {
 
   @Override
   public Integer call() throws Exception {
+    EngineOptions.atLeast("--block-size", blockSize, 1);
     if (discovery.isStatic() && (workers == null || workers.isEmpty())) {
       throw new IllegalArgumentException("--worker: name at least one worker, or find them with --discovery etcd|kubernetes");
     }

@@ -22,11 +22,24 @@ public final class StaticDiscovery implements Discovery {
 
   public StaticDiscovery(List<String> addresses) {
     for (String address : addresses) {
-      WorkerRecord r = WorkerRecord.atAddress(address.strip());
+      WorkerRecord r = WorkerRecord.atAddress(hostAndPort(address.strip()));
       if (workers.putIfAbsent(r.workerId(), r) != null) {
         throw new IllegalArgumentException("--worker: " + address + " is named twice");
       }
     }
+  }
+
+  /** {@code address} if it is host:port (an IPv6 host in brackets) with a port of 1 to 65535. */
+  static String hostAndPort(String address) {
+    int colon = address.lastIndexOf(':');
+    String host = colon < 0 ? "" : address.substring(0, colon);
+    String port = colon < 0 ? "" : address.substring(colon + 1);
+    boolean bracketed = host.startsWith("[") && host.endsWith("]");
+    if (host.isEmpty() || (host.contains(":") && !bracketed) || !port.matches("[0-9]{1,5}")
+        || Integer.parseInt(port) < 1 || Integer.parseInt(port) > 65_535) {
+      throw new IllegalArgumentException("--worker: '" + address + "' is not host:port (e.g. 10.0.0.5:9000 or [::1]:9000)");
+    }
+    return address;
   }
 
   @Override

@@ -84,4 +84,15 @@ class StaticDiscoveryTest extends DiscoveryConformanceTest {
     var e = assertThrows(IllegalArgumentException.class, () -> new StaticDiscovery(List.of("a:1", "a:1")));
     assertEquals("--worker: a:1 is named twice", e.getMessage());
   }
+
+  @Test
+  void anAddressThatIsNotHostAndPortIsRefusedNamingIt() {
+    for (String bad : List.of("nohost", "host:", ":9000", "host:port", "host:0", "host:65536", "host:123456", "::1:9000", "dns:///host:9000")) {
+      var e = assertThrows(IllegalArgumentException.class, () -> new StaticDiscovery(List.of("a:1", bad)), bad);
+      assertEquals("--worker: '" + bad + "' is not host:port (e.g. 10.0.0.5:9000 or [::1]:9000)", e.getMessage());
+    }
+    for (String good : List.of("localhost:1", "10.0.0.5:65535", "[::1]:9000", "worker-0.tandem.svc:9000")) {
+      assertEquals(good, StaticDiscovery.hostAndPort(good));
+    }
+  }
 }

@@ -82,6 +82,32 @@ class CommandBadInputTest {
   }
 
   @Test
+  void engineCountsOutOfRangeAreRefusedNamingTheFlagBeforeAnythingStarts() {
+    String[][] cases = {
+      {"--block-size", "0", "--block-size must be at least 1, was 0"},
+      {"--kv-blocks", "0", "--kv-blocks must be at least 1, was 0"},
+      {"--compute-threads", "-2", "--compute-threads must be at least 0, was -2"},
+      {"--max-num-seqs", "0", "--max-num-seqs must be at least 1, was 0"},
+      {"--max-batched-tokens", "-5", "--max-batched-tokens must be at least 1, was -5"},
+      {"--max-context-length", "0", "--max-context-length must be at least 1, was 0"},
+      {"--speedup-ratio", "NaN", "--speedup-ratio must be 0 (no delay) or a positive number, was NaN"},
+    };
+    for (String command : new String[] {"serve", "worker"}) {
+      for (String[] c : cases) {
+        String err = refused(command, "--engine", "mocker", "--port", "0", c[0], c[1]);
+        assertTrue(err.contains(c[2]), command + " " + c[0] + " " + c[1] + ": " + err);
+      }
+    }
+    assertTrue(refused("frontend", "--block-size", "0", "--worker", "127.0.0.1:9").contains("--block-size must be at least 1, was 0"));
+  }
+
+  @Test
+  void aWorkerAddressWithoutAPortIsRefusedRatherThanWaitedFor() {
+    String err = refused("frontend", "--port", "0", "--worker", "127.0.0.1:9000,nohost");
+    assertTrue(err.contains("--worker: 'nohost' is not host:port"), err);
+  }
+
+  @Test
   void aProfileThatCouldNotBeWrittenIsRefusedBeforeProfiling() throws Exception {
     Path file = Files.writeString(dir.resolve("a-file"), "");
     assertTrue(refused("profile", "--engine", "mocker", "--out", file.resolve("profile.json").toString()).contains("cannot make its folder"));
