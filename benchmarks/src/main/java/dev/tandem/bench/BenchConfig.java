@@ -37,27 +37,30 @@ public record BenchConfig(
     if (!endpoint.equals("completions") && !endpoint.equals("chat")) {
       throw new IllegalArgumentException("endpoint must be completions or chat, was " + endpoint);
     }
-    if (requestRate <= 0 && concurrency < 1) {
-      throw new IllegalArgumentException("give a concurrency >= 1 or a request rate > 0");
+    if (!(requestRate >= 0) || Double.isInfinite(requestRate)) {
+      throw new IllegalArgumentException("--request-rate must be 0 (a closed loop at --concurrency) or a positive number, was " + requestRate);
+    }
+    if (requestRate == 0 && concurrency < 1) {
+      throw new IllegalArgumentException("--concurrency must be at least 1 (or give --request-rate > 0), was " + concurrency);
     }
     if (turns <= 0 && prefixes <= 0 && numRequests < 1) {
-      throw new IllegalArgumentException("give a number of requests >= 1, was " + numRequests);
+      throw new IllegalArgumentException("--num-requests must be at least 1, was " + numRequests);
     }
     if (inputTokens < 1 || outputTokens < 1) {
-      throw new IllegalArgumentException("input and output tokens must be positive");
+      throw new IllegalArgumentException("--input-tokens and --output-tokens must be at least 1, were " + inputTokens + " and " + outputTokens);
     }
     if (turns > 0) {
       if (prefixes < 1 || prefixTokens < 1) {
         throw new IllegalArgumentException("a multi-turn workload needs conversations (--prefixes) >= 1 and a first turn (--prefix-tokens) >= 1");
       }
     } else if (prefixes > 0 && (prefixRepeats < 1 || prefixTokens < 1 || prefixTokens > inputTokens)) {
-      throw new IllegalArgumentException("a shared-prefix workload needs repeats >= 1 and 1 <= prefix tokens <= input tokens");
+      throw new IllegalArgumentException("a shared-prefix workload needs --prefix-repeats >= 1 and 1 <= --prefix-tokens <= --input-tokens");
     }
     if (longShare < 0 || longShare > 1 || (longShare > 0 && longTokens < 1)) {
-      throw new IllegalArgumentException("a mixed workload needs 0 <= long share <= 1 and long tokens >= 1");
+      throw new IllegalArgumentException("a mixed workload needs 0 <= --long-share <= 1 and --long-tokens >= 1");
     }
     if (durationS < 0 || (durationS > 0 && requestRate > 0)) {
-      throw new IllegalArgumentException("a duration needs >= 0 seconds and a concurrency, not a request rate");
+      throw new IllegalArgumentException("--duration-s must be 0 or more and goes with --concurrency, not --request-rate");
     }
   }
 

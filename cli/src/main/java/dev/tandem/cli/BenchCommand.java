@@ -78,14 +78,25 @@ final class BenchCommand implements Callable<Integer> {
   @Override
   public Integer call() throws Exception {
     String firstKey = apiKey == null ? null : apiKey.split(",")[0].strip(); // TANDEM_API_KEY may list several
-    String served;
-    try {
-      served = model != null ? model : LoadGenerator.servedModel(url, firstKey);
-    } catch (java.net.ConnectException e) {
-      throw new IllegalStateException("no frontend answers at " + url + ": start one (./tandem serve) or point --url at it");
+    BenchConfig config = config(model != null ? model : "", firstKey); // the flags checked before anything is sent
+    if (model == null) {
+      try {
+        config = config(LoadGenerator.servedModel(url, firstKey), firstKey);
+      } catch (java.net.ConnectException e) {
+        throw new IllegalStateException("no frontend answers at " + url + ": start one (./tandem serve) or point --url at it");
+      }
     }
+    BenchReport report = new LoadGenerator(config).run();
+    System.out.print(report.text());
+    if (json != null) {
+      Files.writeString(json, report.json());
+    }
+    return report.failures() == 0 ? 0 : 1;
+  }
+
+  private BenchConfig config(String servedModel, String firstKey) {
     BenchConfig.Builder builder =
-        BenchConfig.builder(url, served)
+        BenchConfig.builder(url, servedModel)
             .endpoint(endpoint)
             .concurrency(concurrency)
             .requestRate(requestRate)
@@ -96,15 +107,8 @@ final class BenchCommand implements Callable<Integer> {
             .timeout(Duration.ofSeconds(timeoutS))
             .apiKey(firstKey)
             .duration(durationS);
-    BenchConfig config =
-        turns > 0
-            ? builder.multiTurn(prefixes, turns, prefixTokens, inputTokens).build()
-            : builder.sharedPrefixes(prefixes, prefixRepeats, prefixTokens).build();
-    BenchReport report = new LoadGenerator(config).run();
-    System.out.print(report.text());
-    if (json != null) {
-      Files.writeString(json, report.json());
-    }
-    return report.failures() == 0 ? 0 : 1;
+    return turns > 0
+        ? builder.multiTurn(prefixes, turns, prefixTokens, inputTokens).build()
+        : builder.sharedPrefixes(prefixes, prefixRepeats, prefixTokens).build();
   }
 }

@@ -102,6 +102,18 @@ class CommandBadInputTest {
   }
 
   @Test
+  void benchFlagsOutOfRangeAreRefusedNamingTheFlagBeforeAFrontendIsAsked() {
+    // Nothing listens at the URL: each refusal comes from the flags, not from a failed connection.
+    String url = "http://127.0.0.1:9";
+    assertTrue(refused("bench", "--url", url, "--request-rate", "-3").contains("--request-rate must be 0"));
+    assertTrue(refused("bench", "--url", url, "--concurrency", "0").contains("--concurrency must be at least 1 (or give --request-rate > 0), was 0"));
+    assertTrue(refused("bench", "--url", url, "--num-requests", "0").contains("--num-requests must be at least 1, was 0"));
+    assertTrue(refused("bench", "--url", url, "--input-tokens", "0").contains("--input-tokens and --output-tokens must be at least 1, were 0 and"));
+    assertTrue(refused("bench", "--url", url, "--prefixes", "2", "--prefix-tokens", "5000", "--input-tokens", "100")
+        .contains("1 <= --prefix-tokens <= --input-tokens"));
+  }
+
+  @Test
   void aWorkerAddressWithoutAPortIsRefusedRatherThanWaitedFor() {
     String err = refused("frontend", "--port", "0", "--worker", "127.0.0.1:9000,nohost");
     assertTrue(err.contains("--worker: 'nohost' is not host:port"), err);
