@@ -139,27 +139,19 @@ final class EngineOptions {
 
   /** Refuses a count or ratio out of its range, naming the flag (before any engine or model is made). */
   private void checkNumbers() {
-    atLeast("--block-size", blockSize, 1);
-    atLeast("--kv-blocks", kvBlocks, 1);
-    atLeast("--compute-threads", computeThreads, 0);
+    Flags.atLeast("--block-size", blockSize, 1);
+    Flags.atLeast("--kv-blocks", kvBlocks, 1);
+    Flags.atLeast("--compute-threads", computeThreads, 0);
     if (maxNumSeqs != null) {
-      atLeast("--max-num-seqs", maxNumSeqs, 1);
+      Flags.atLeast("--max-num-seqs", maxNumSeqs, 1);
     }
     if (maxBatchedTokens != null) {
-      atLeast("--max-batched-tokens", maxBatchedTokens, 1);
+      Flags.atLeast("--max-batched-tokens", maxBatchedTokens, 1);
     }
     if (maxContextLength != null) {
-      atLeast("--max-context-length", maxContextLength, 1);
+      Flags.atLeast("--max-context-length", maxContextLength, 1);
     }
-    if (!(speedupRatio >= 0) || Double.isInfinite(speedupRatio)) {
-      throw new IllegalArgumentException("--speedup-ratio must be 0 (no delay) or a positive number, was " + speedupRatio);
-    }
-  }
-
-  static void atLeast(String flag, int value, int least) {
-    if (value < least) {
-      throw new IllegalArgumentException(flag + " must be at least " + least + ", was " + value);
-    }
+    Flags.nonNegative("--speedup-ratio", speedupRatio);
   }
 
   /** How to make a worker's engine, the tokenizer files it serves, and its KV block size. */

@@ -52,7 +52,11 @@ final class FrontendCommand implements Callable<Integer> {
 
   @Override
   public Integer call() throws Exception {
-    EngineOptions.atLeast("--block-size", blockSize, 1);
+    Flags.atLeast("--block-size", blockSize, 1);
+    Flags.atLeast("--worker-connect-timeout-s", connectTimeoutSeconds, 0);
+    Flags.nonNegative("--worker-unresponsive-s", unresponsiveSeconds);
+    Flags.nonNegative("--worker-step-timeout-s", stepTimeoutSeconds);
+    Flags.atLeast("--drain-timeout-s", drainTimeoutSeconds, 0);
     if (discovery.isStatic() && (workers == null || workers.isEmpty())) {
       throw new IllegalArgumentException("--worker: name at least one worker, or find them with --discovery etcd|kubernetes");
     }

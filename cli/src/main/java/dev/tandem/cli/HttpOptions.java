@@ -64,6 +64,13 @@ final class HttpOptions {
   int migrationLimit;
 
   FrontendServer.Config config() {
+    Flags.atLeast("--max-body-bytes", maxBodyBytes, 1);
+    Flags.nonNegative("--worker-wait-s", workerWaitSeconds);
+    Flags.atLeast("--max-inflight-requests", maxInflight, 0);
+    Flags.atLeast("--max-connections", maxConnections, 0);
+    Flags.nonNegative("--request-read-timeout-s", readTimeoutSeconds);
+    Flags.nonNegative("--idle-timeout-s", idleTimeoutSeconds);
+    Flags.atLeast("--migration-limit", migrationLimit, 0);
     ApiKeys keys = ApiKeys.of(apiKeys == null ? List.of() : apiKeys);
     if (apiKeyFile != null) {
       keys = keys.and(ApiKeys.fromFile(apiKeyFile));

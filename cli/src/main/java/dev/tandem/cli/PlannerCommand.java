@@ -126,6 +126,13 @@ final class PlannerCommand implements Callable<Integer> {
   public Integer call() throws Exception {
     int prefillMin = prefillMinOption != null ? prefillMinOption : Math.min(1, prefillMax);
     int decodeMin = decodeMinOption != null ? decodeMinOption : Math.min(1, decodeMax);
+    for (String pool : new String[] {"prefill", "decode"}) {
+      int min = pool.equals("prefill") ? prefillMin : decodeMin;
+      int max = pool.equals("prefill") ? prefillMax : decodeMax;
+      if (min < 0 || min > max) {
+        throw new IllegalArgumentException("--" + pool + "-min and --" + pool + "-max need 0 <= min <= max, were " + min + " and " + max);
+      }
+    }
     Profile p = null;
     if (profile != null) {
       try {

@@ -49,11 +49,30 @@ final class PlannerOptions {
   int idleIntervals;
 
   SlaTargets targets() {
+    check();
     return new SlaTargets(ttftMs / 1000, itlMs / 1000, slaPercentile / 100);
+  }
+
+  /** Refuses a setting out of its range, naming the flag. */
+  private void check() {
+    Flags.positive("--interval-s", intervalSeconds);
+    Flags.positive("--season-s", seasonSeconds);
+    Flags.nonNegative("--startup-s", startupSeconds);
+    Flags.nonNegative("--headroom", headroom);
+    Flags.nonNegative("--ramp-max-factor", rampMaxFactor);
+    Flags.positive("--ttft-ms", ttftMs);
+    Flags.positive("--itl-ms", itlMs);
+    if (!(slaPercentile >= 50 && slaPercentile < 100)) {
+      throw new IllegalArgumentException("--sla-percentile must be at least 50 and below 100, was " + slaPercentile);
+    }
+    Flags.atLeast("--worker-budget", workerBudget, 0);
+    Flags.atLeast("--grace-intervals", graceIntervals, 0);
+    Flags.atLeast("--idle-intervals-to-zero", idleIntervals, 1);
   }
 
   /** A builder with these settings and {@code profile} (null: load mode); the caller adds the pool limits. */
   PlannerConfig.Builder builder(Profile profile) {
+    check();
     return PlannerConfig.builder().mode(PlannerConfig.Mode.parse(mode)).profile(profile).intervalSeconds(intervalSeconds)
         .targets(targets()).predictor(predictor).seasonIntervals((int) Math.max(2, Math.round(seasonSeconds / intervalSeconds)))
         .lookaheadIntervals((int) Math.ceil(startupSeconds / intervalSeconds)).headroom(headroom).rampMaxFactor(rampMaxFactor).workerBudget(workerBudget)

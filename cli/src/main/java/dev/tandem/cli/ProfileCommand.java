@@ -56,6 +56,13 @@ final class ProfileCommand implements Callable<Integer> {
 
   @Override
   public Integer call() throws Exception {
+    for (var sweep : java.util.Map.of("--isl", isl, "--batch", batch, "--context", context).entrySet()) {
+      for (int v : sweep.getValue()) {
+        Flags.atLeast(sweep.getKey(), v, 1);
+      }
+    }
+    Flags.atLeast("--decode-tokens", decodeTokens, 1);
+    Flags.atLeast("--repeats", repeats, 1);
     writable(out);
     EngineOptions.WorkerEngines engines = engine.resolve();
     LocalDeployment.Spec spec = new LocalDeployment.Spec(1, engines.factory(), engines.modelFiles(), engines.blockSize(),

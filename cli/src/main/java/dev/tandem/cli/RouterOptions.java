@@ -48,6 +48,13 @@ final class RouterOptions {
   double decodeStallWeight;
 
   Router.Config config() {
+    Flags.nonNegative("--router-temperature", temperature);
+    Flags.nonNegative("--itl-target-ms", itlTargetMs);
+    Flags.nonNegative("--eviction-weight", evictionWeight);
+    Flags.nonNegative("--prefill-load-scale", prefillLoadScale);
+    Flags.nonNegative("--active-request-weight", activeRequestWeight);
+    Flags.atLeast("--missing-events-window-s", missingEventsWindowS, 0);
+    Flags.nonNegative("--decode-stall-weight", decodeStallWeight);
     KvCost kvCost =
         switch (cost) {
           case "seconds" -> new PredictedTtftCost(itlTargetMs / 1e3, evictionWeight);

@@ -73,6 +73,7 @@ final class WorkerCommand implements Callable<Integer> {
     if (noKvTransfer && workerRole != WorkerRole.AGGREGATED) {
       throw new IllegalArgumentException("--no-kv-transfer: a " + role + " worker moves KV by definition");
     }
+    Flags.atLeast("--drain-timeout-s", drainTimeoutSeconds, 0);
     String id = workerId == null ? role + "-" + host + "-" + port : workerId;
     EngineOptions.WorkerEngines engines = engine.resolve();
     // Aggregated builtin workers get an agent too, so that a router can still split onto them.

@@ -90,7 +90,7 @@ class CommandBadInputTest {
       {"--max-num-seqs", "0", "--max-num-seqs must be at least 1, was 0"},
       {"--max-batched-tokens", "-5", "--max-batched-tokens must be at least 1, was -5"},
       {"--max-context-length", "0", "--max-context-length must be at least 1, was 0"},
-      {"--speedup-ratio", "NaN", "--speedup-ratio must be 0 (no delay) or a positive number, was NaN"},
+      {"--speedup-ratio", "NaN", "--speedup-ratio must be 0 or a positive number, was NaN"},
     };
     for (String command : new String[] {"serve", "worker"}) {
       for (String[] c : cases) {
@@ -99,6 +99,32 @@ class CommandBadInputTest {
       }
     }
     assertTrue(refused("frontend", "--block-size", "0", "--worker", "127.0.0.1:9").contains("--block-size must be at least 1, was 0"));
+  }
+
+  @Test
+  void frontendAndRouterFlagsOutOfRangeAreRefusedNamingTheFlagBeforeAnythingStarts() {
+    String[][] cases = {
+      {"--migration-limit", "-1", "--migration-limit must be at least 0, was -1"},
+      {"--max-inflight-requests", "-1", "--max-inflight-requests must be at least 0, was -1"},
+      {"--max-connections", "-1", "--max-connections must be at least 0, was -1"},
+      {"--request-read-timeout-s", "-1", "--request-read-timeout-s must be 0 or a positive number, was -1.0"},
+      {"--idle-timeout-s", "Infinity", "--idle-timeout-s must be 0 or a positive number, was Infinity"},
+      {"--worker-wait-s", "-1", "--worker-wait-s must be 0 or a positive number, was -1.0"},
+      {"--router-temperature", "-1", "--router-temperature must be 0 or a positive number, was -1.0"},
+      {"--prefill-load-scale", "-1", "--prefill-load-scale must be 0 or a positive number, was -1.0"},
+      {"--active-request-weight", "NaN", "--active-request-weight must be 0 or a positive number, was NaN"},
+      {"--itl-target-ms", "-1", "--itl-target-ms must be 0 or a positive number, was -1.0"},
+      {"--missing-events-window-s", "-1", "--missing-events-window-s must be at least 0, was -1"},
+    };
+    for (String[] c : cases) {
+      String err = refused("serve", "--engine", "mocker", "--port", "0", c[0], c[1]);
+      assertTrue(err.contains(c[2]), "serve " + c[0] + " " + c[1] + ": " + err);
+    }
+    for (String[] c : new String[][] {{"--worker-unresponsive-s", "-1"}, {"--worker-step-timeout-s", "NaN"}, {"--drain-timeout-s", "-5"}}) {
+      String err = refused("frontend", "--port", "0", "--worker", "127.0.0.1:9", c[0], c[1]);
+      assertTrue(err.contains(c[0] + " must be"), "frontend " + c[0] + " " + c[1] + ": " + err);
+    }
+    assertTrue(refused("worker", "--engine", "mocker", "--port", "0", "--drain-timeout-s", "-5").contains("--drain-timeout-s must be at least 0, was -5"));
   }
 
   @Test
@@ -117,6 +143,25 @@ class CommandBadInputTest {
   void aWorkerAddressWithoutAPortIsRefusedRatherThanWaitedFor() {
     String err = refused("frontend", "--port", "0", "--worker", "127.0.0.1:9000,nohost");
     assertTrue(err.contains("--worker: 'nohost' is not host:port"), err);
+  }
+
+  @Test
+  void plannerAndProfileSettingsOutOfRangeAreRefusedNamingTheFlag() {
+    String[][] planner = {
+      {"--interval-s", "0", "--interval-s must be a positive number, was 0.0"},
+      {"--startup-s", "-1", "--startup-s must be 0 or a positive number, was -1.0"},
+      {"--headroom", "-1", "--headroom must be 0 or a positive number, was -1.0"},
+      {"--ttft-ms", "0", "--ttft-ms must be a positive number, was 0.0"},
+      {"--sla-percentile", "100", "--sla-percentile must be at least 50 and below 100, was 100.0"},
+      {"--idle-intervals-to-zero", "0", "--idle-intervals-to-zero must be at least 1, was 0"},
+    };
+    for (String[] c : planner) {
+      assertTrue(refused("planner", c[0], c[1]).contains(c[2]), "planner " + c[0] + " " + c[1]);
+      assertTrue(refused("simulate", "--duration-s", "60", c[0], c[1]).contains(c[2]), "simulate " + c[0] + " " + c[1]);
+    }
+    assertTrue(refused("planner", "--decode-min", "5", "--decode-max", "2").contains("--decode-min and --decode-max need 0 <= min <= max, were 5 and 2"));
+    assertTrue(refused("profile", "--engine", "mocker", "--isl", "512,0").contains("--isl must be at least 1, was 0"));
+    assertTrue(refused("profile", "--engine", "mocker", "--batch", "-2").contains("--batch must be at least 1, was -2"));
   }
 
   @Test
