@@ -63,6 +63,11 @@ final class HttpOptions {
           + "0 turns migration off (default ${DEFAULT-VALUE}).")
   int migrationLimit;
 
+  @Option(names = "--generation-config", defaultValue = "${env:TANDEM_GENERATION_CONFIG:-auto}",
+      description = "auto: requests that do not set temperature, top_p, top_k, min_p or repetition_penalty get the model's "
+          + "generation_config.json values (as vLLM does); none: OpenAI's defaults (default ${DEFAULT-VALUE}).")
+  String generationConfig;
+
   FrontendServer.Config config() {
     Flags.atLeast("--max-body-bytes", maxBodyBytes, 1);
     Flags.nonNegative("--worker-wait-s", workerWaitSeconds);
@@ -79,6 +84,6 @@ final class HttpOptions {
         Duration.ofMillis((long) (readTimeoutSeconds * 1000)), Duration.ofMillis((long) (idleTimeoutSeconds * 1000)));
     return new FrontendServer.Config(
         host, port, maxBodyBytes, Duration.ofMillis((long) (workerWaitSeconds * 1000)), admission, reasoningParser, toolCallParser,
-        migrationLimit);
+        migrationLimit, generationConfig);
   }
 }

@@ -1,5 +1,7 @@
 package dev.tandem.engine;
 
+import dev.tandem.common.GenerationConfig;
+import dev.tandem.engine.model.GenerationConfigFile;
 import java.io.IOException;
 import java.io.InputStream;
 import java.io.UncheckedIOException;
@@ -8,30 +10,33 @@ import java.nio.file.NoSuchFileException;
 import java.nio.file.Path;
 
 /**
- * The tokenizer files of the model a worker serves, as they travel in the model card: {@code
- * tokenizer.json} and {@code tokenizer_config.json} of a Hugging Face model directory, or the
- * bundled Qwen3 tokenizer (Apache-2.0; see the README beside it in the resources).
+ * The files of the model a worker serves that travel in the model card: {@code tokenizer.json},
+ * {@code tokenizer_config.json} and what {@code generation_config.json} sets (checked here) of a
+ * Hugging Face model directory, or the bundled Qwen3 tokenizer (Apache-2.0; see the README beside
+ * it in the resources) with no generation config.
  */
-public record ModelFiles(String source, byte[] tokenizerJson, byte[] tokenizerConfigJson) {
+public record ModelFiles(String source, byte[] tokenizerJson, byte[] tokenizerConfigJson, GenerationConfig generation) {
   private static final String BUNDLED = "/dev/tandem/engine/models/qwen3-tokenizer/";
 
   /** The real Qwen3 tokenizer shipped inside this jar. */
   public static ModelFiles bundledQwen3() {
     return new ModelFiles(
-        "bundled Qwen3 tokenizer", resource("tokenizer.json"), resource("tokenizer_config.json"));
+        "bundled Qwen3 tokenizer", resource("tokenizer.json"), resource("tokenizer_config.json"), GenerationConfig.NONE);
   }
 
   /**
-   * Reads the tokenizer files of a Hugging Face model directory.
+   * Reads the tokenizer files and the generation config of a Hugging Face model directory.
    *
    * @throws IllegalArgumentException naming the missing directory or file
+   * @throws dev.tandem.engine.model.ModelFormatException naming the generation config's bad field
    */
   public static ModelFiles fromDirectory(Path dir) {
     if (!Files.isDirectory(dir)) {
       throw new IllegalArgumentException("model directory " + dir + " does not exist");
     }
     return new ModelFiles(
-        dir.toString(), read(dir.resolve("tokenizer.json")), read(dir.resolve("tokenizer_config.json")));
+        dir.toString(), read(dir.resolve("tokenizer.json")), read(dir.resolve("tokenizer_config.json")),
+        GenerationConfigFile.read(dir));
   }
 
   private static byte[] read(Path file) {

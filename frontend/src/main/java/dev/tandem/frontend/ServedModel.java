@@ -4,13 +4,15 @@ import dev.tandem.frontend.parse.OutputParsers;
 import dev.tandem.frontend.text.ChatTemplate;
 import dev.tandem.frontend.text.TextTokenizer;
 import dev.tandem.common.ModelCard;
+import dev.tandem.common.SamplingParams;
 import dev.tandem.common.WorkerDescription;
 import java.util.Set;
 
 /**
  * The model the frontend serves, as its workers describe it: name, context window, the request
- * features the engine honours, the tokenizer and chat template from the model card, and the
- * formats its reasoning and tool calls are parsed with.
+ * features the engine honours, the tokenizer and chat template from the model card, the formats
+ * its reasoning and tool calls are parsed with, and the sampling a request that sets none gets
+ * (the model's generation_config.json over OpenAI's defaults, where the engine honours them).
  *
  * <p>Immutable and thread-safe.
  */
@@ -23,20 +25,26 @@ public record ServedModel(
     int[] eosTokenIds,
     TextTokenizer tokenizer,
     ChatTemplate chatTemplate,
-    OutputParsers parsers) {
+    OutputParsers parsers,
+    SamplingParams samplingDefaults) {
 
-  /** A model whose output is parsed in the formats its chat template shows ({@code auto}). */
+  /** A model whose output is parsed in the formats its chat template shows ({@code auto}), with OpenAI's sampling defaults. */
   public ServedModel(
       String name, int maxContextLength, int vocabSize, String engine, Set<String> features, int[] eosTokenIds,
       TextTokenizer tokenizer, ChatTemplate chatTemplate) {
     this(name, maxContextLength, vocabSize, engine, features, eosTokenIds, tokenizer, chatTemplate,
-        OutputParsers.resolve("auto", "auto", chatTemplate::mentions));
+        OutputParsers.resolve("auto", "auto", chatTemplate::mentions), SamplingParams.DEFAULTS);
   }
 
   /** This model with its output parsed as {@code --reasoning-parser} and {@code --tool-call-parser} say. */
   public ServedModel withParsers(String reasoningParser, String toolCallParser) {
     return new ServedModel(name, maxContextLength, vocabSize, engine, features, eosTokenIds, tokenizer, chatTemplate,
-        OutputParsers.resolve(reasoningParser, toolCallParser, chatTemplate::mentions));
+        OutputParsers.resolve(reasoningParser, toolCallParser, chatTemplate::mentions), samplingDefaults);
+  }
+
+  /** This model with {@code defaults} for what a request does not set ({@code --generation-config none}: OpenAI's). */
+  public ServedModel withSamplingDefaults(SamplingParams defaults) {
+    return new ServedModel(name, maxContextLength, vocabSize, engine, features, eosTokenIds, tokenizer, chatTemplate, parsers, defaults);
   }
 
   /** The model a registered worker describes, with the tokenizer from its model card. */
@@ -50,7 +58,8 @@ public record ServedModel(
         Set.copyOf(worker.supportedFeatures()),
         worker.eosTokenIds(),
         TextTokenizer.fromJson(card.tokenizerJson(), source),
-        ChatTemplate.fromTokenizerConfig(card.tokenizerConfigJson(), source));
+        ChatTemplate.fromTokenizerConfig(card.tokenizerConfigJson(), source))
+        .withSamplingDefaults(card.generation().samplingDefaults(worker.supportedFeatures()));
   }
 
   public boolean supports(String feature) {

@@ -1,6 +1,7 @@
 package dev.tandem.wire;
 
 import dev.tandem.common.FinishReason;
+import dev.tandem.common.GenerationConfig;
 import dev.tandem.common.GenerationException;
 import dev.tandem.common.GenerationRequest;
 import dev.tandem.common.KvEvent;
@@ -28,6 +29,8 @@ import dev.tandem.proto.worker.v1.WorkerRegistration;
 import io.grpc.Status;
 import java.util.ArrayList;
 import java.util.List;
+import java.util.OptionalDouble;
+import java.util.OptionalInt;
 import java.util.OptionalLong;
 
 /**
@@ -192,7 +195,18 @@ public final class FromWire {
         c.getTokenizerJson().toByteArray(),
         c.getTokenizerConfigJson().toByteArray(),
         c.getMaxContextLength(),
-        ints(c.getEosTokenIdsList()));
+        ints(c.getEosTokenIdsList()),
+        generationConfig(c.getGenerationConfig()));
+  }
+
+  private static GenerationConfig generationConfig(dev.tandem.proto.worker.v1.GenerationConfig g) {
+    return new GenerationConfig(
+        g.hasTemperature() ? OptionalDouble.of(g.getTemperature()) : OptionalDouble.empty(),
+        g.hasTopP() ? OptionalDouble.of(g.getTopP()) : OptionalDouble.empty(),
+        g.hasTopK() ? OptionalInt.of(g.getTopK()) : OptionalInt.empty(),
+        g.hasMinP() ? OptionalDouble.of(g.getMinP()) : OptionalDouble.empty(),
+        g.hasRepetitionPenalty() ? OptionalDouble.of(g.getRepetitionPenalty()) : OptionalDouble.empty(),
+        ints(g.getEosTokenIdsList()));
   }
 
   public static KvEvent kvEvent(dev.tandem.proto.worker.v1.KvEvent event) {

@@ -1,6 +1,7 @@
 package dev.tandem.wire;
 
 import dev.tandem.common.FinishReason;
+import dev.tandem.common.GenerationConfig;
 import dev.tandem.common.GenerationException;
 import dev.tandem.common.GenerationRequest;
 import dev.tandem.common.KvEvent;
@@ -216,8 +217,22 @@ public final class ToWire {
             .setModelName(c.modelName())
             .setTokenizerJson(ByteString.copyFrom(c.tokenizerJson()))
             .setTokenizerConfigJson(ByteString.copyFrom(c.tokenizerConfigJson()))
-            .setMaxContextLength(c.maxContextLength());
+            .setMaxContextLength(c.maxContextLength())
+            .setGenerationConfig(generationConfig(c.generation()));
     for (int eos : c.eosTokenIds()) {
+      b.addEosTokenIds(eos);
+    }
+    return b.build();
+  }
+
+  private static dev.tandem.proto.worker.v1.GenerationConfig generationConfig(GenerationConfig g) {
+    var b = dev.tandem.proto.worker.v1.GenerationConfig.newBuilder();
+    g.temperature().ifPresent(b::setTemperature);
+    g.topP().ifPresent(b::setTopP);
+    g.topK().ifPresent(b::setTopK);
+    g.minP().ifPresent(b::setMinP);
+    g.repetitionPenalty().ifPresent(b::setRepetitionPenalty);
+    for (int eos : g.eosTokenIds()) {
       b.addEosTokenIds(eos);
     }
     return b.build();

@@ -49,6 +49,23 @@ class WireRoundTripTest {
   }
 
   @Test
+  void aModelCardRoundTripsWithWhatItsGenerationConfigSetsAndNothingElse() {
+    var set = new dev.tandem.common.GenerationConfig(java.util.OptionalDouble.of(0.6), java.util.OptionalDouble.of(0.95),
+        java.util.OptionalInt.of(20), java.util.OptionalDouble.empty(), java.util.OptionalDouble.of(1.05), new int[] {151645, 151643});
+    var card = new dev.tandem.common.ModelCard("m", new byte[] {1}, new byte[] {2}, 4096, new int[] {151645}, set);
+    var back = FromWire.modelCard(ToWire.modelCard(card)).generation();
+    assertEquals(set.temperature(), back.temperature());
+    assertEquals(set.topP(), back.topP());
+    assertEquals(set.topK(), back.topK());
+    assertEquals(java.util.OptionalDouble.empty(), back.minP(), "a field the file does not set stays unset");
+    assertEquals(set.repetitionPenalty(), back.repetitionPenalty());
+    assertArrayEquals(set.eosTokenIds(), back.eosTokenIds());
+    var none = FromWire.modelCard(ToWire.modelCard(new dev.tandem.common.ModelCard("m", new byte[0], new byte[0], 1, new int[0],
+        dev.tandem.common.GenerationConfig.NONE))).generation();
+    assertEquals(SamplingParams.DEFAULTS, none.samplingDefaults(List.of("temperature", "top_p", "top_k", "min_p", "repetition_penalty")));
+  }
+
+  @Test
   void unsetWireFieldsMeanTheDefaultsOfSamplingParams() {
     var bare = GenerateRequest.newBuilder().addTokenIds(5).setStop(dev.tandem.proto.worker.v1.StopConditions.newBuilder().setMaxTokens(1)).build();
     GenerationRequest r = FromWire.request(bare, "generated-id");

@@ -70,7 +70,8 @@ final class WorkerFacts {
   ModelCard modelCard() {
     EngineInfo info = loop.engine().info();
     return new ModelCard(
-        info.modelName(), modelFiles.tokenizerJson(), modelFiles.tokenizerConfigJson(), info.maxContextLength(), info.eosTokenIds());
+        info.modelName(), modelFiles.tokenizerJson(), modelFiles.tokenizerConfigJson(), info.maxContextLength(), info.eosTokenIds(),
+        modelFiles.generation());
   }
 
   WorkerLoadReport load() {

@@ -92,12 +92,23 @@ public record ModelConfig(
   }
 
   /**
-   * Reads and checks {@code dir/config.json}.
+   * Reads and checks {@code dir/config.json}; the end-of-sequence tokens of {@code
+   * dir/generation_config.json}, where there is one, end generation too (Qwen3's config.json names
+   * {@code <|im_end|>}, its generation_config.json {@code <|endoftext|>} as well).
    *
    * @throws ModelFormatException naming the file and the field that is missing, malformed or
    *     unsupported
    */
   public static ModelConfig read(Path dir) {
+    ModelConfig c = readConfigJson(dir);
+    int[] more = GenerationConfigFile.read(dir).eosTokenIds();
+    int[] eos = java.util.stream.IntStream.concat(java.util.Arrays.stream(c.eosTokenIds), java.util.Arrays.stream(more)).distinct().toArray();
+    return new ModelConfig(c.architecture, c.hiddenSize, c.intermediateSize, c.numLayers, c.numHeads, c.numKvHeads, c.headDim,
+        c.vocabSize, c.rmsNormEps, c.ropeTheta, c.ropeScaling, c.maxPositionEmbeddings, c.tieWordEmbeddings, c.qkvBias,
+        c.outputBias, c.qkNorm, eos, c.torchDtype);
+  }
+
+  private static ModelConfig readConfigJson(Path dir) {
     Path file = dir.resolve("config.json");
     if (!Files.isRegularFile(file)) {
       throw new ModelFormatException(file + ": file does not exist");

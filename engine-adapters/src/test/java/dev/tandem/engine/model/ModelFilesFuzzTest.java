@@ -47,6 +47,27 @@ class ModelFilesFuzzTest {
     }
   }
 
+  /** generation_config.json: read, with defaults a request could have set itself; or refused naming the file. */
+  @FuzzTest(maxDuration = "30s")
+  void generationConfigJson(byte[] bytes) {
+    dev.tandem.common.GenerationConfig g;
+    try {
+      g = GenerationConfigFile.parse(bytes, "generation_config.json");
+    } catch (ModelFormatException e) {
+      assertTrue(e.getMessage().startsWith("generation_config.json: "), "names the file: " + e.getMessage());
+      return;
+    }
+    var d = g.samplingDefaults(java.util.List.of("temperature", "top_p", "top_k", "min_p", "repetition_penalty"));
+    assertTrue(d.temperature() >= 0 && d.temperature() <= 2, "temperature " + d.temperature());
+    assertTrue(d.topP() > 0 && d.topP() <= 1, "top_p " + d.topP());
+    assertTrue(d.topK() == -1 || d.topK() >= 1, "top_k " + d.topK());
+    assertTrue(d.minP() >= 0 && d.minP() <= 1, "min_p " + d.minP());
+    assertTrue(d.repetitionPenalty() > 0 && d.repetitionPenalty() <= 2, "repetition_penalty " + d.repetitionPenalty());
+    for (int id : g.eosTokenIds()) {
+      assertTrue(id >= 0, "eos " + id);
+    }
+  }
+
   @FuzzTest(maxDuration = "30s")
   void configJson(byte[] bytes) {
     JsonNode root;

@@ -1,5 +1,6 @@
 package dev.tandem.frontend.http;
 
+import dev.tandem.common.SamplingParams;
 import dev.tandem.frontend.FrontendMetrics;
 import dev.tandem.frontend.ServedModel;
 import dev.tandem.router.RequestRouter;
@@ -32,7 +33,20 @@ public final class FrontendServer implements AutoCloseable {
    */
   public record Config(
       String host, int port, int maxBodyBytes, java.time.Duration workerWait, Admission admission,
-      String reasoningParser, String toolCallParser, int migrationLimit) {
+      String reasoningParser, String toolCallParser, int migrationLimit, String generationConfig) {
+    public Config {
+      if (!generationConfig.equals("auto") && !generationConfig.equals("none")) {
+        throw new IllegalArgumentException("--generation-config: expected auto or none, was '" + generationConfig + "'");
+      }
+    }
+
+    /** The model's generation_config.json's sampling defaults in use ({@code auto}). */
+    public Config(
+        String host, int port, int maxBodyBytes, java.time.Duration workerWait, Admission admission,
+        String reasoningParser, String toolCallParser, int migrationLimit) {
+      this(host, port, maxBodyBytes, workerWait, admission, reasoningParser, toolCallParser, migrationLimit, "auto");
+    }
+
     public Config(
         String host, int port, int maxBodyBytes, java.time.Duration workerWait, Admission admission,
         String reasoningParser, String toolCallParser) {
@@ -79,16 +93,22 @@ public final class FrontendServer implements AutoCloseable {
   }
 
   /**
-   * @throws IllegalArgumentException naming the flag when a parser name is unknown
-   */
-  /**
    * Serves on {@code loops}' event loops (null: loops of its own, closed with the server); lent
    * loops stay open when the server closes.
+   *
+   * @throws IllegalArgumentException naming the flag when a parser name is unknown
    */
   public static FrontendServer start(
       Config config, ServedModel served, RequestRouter router, FrontendMetrics metrics, EventLoops loops) {
-    ServedModel model = served.withParsers(config.reasoningParser(), config.toolCallParser());
-    log.info("output parsers: reasoning {}, tool calls {}", model.parsers().reasoning().flagName(), model.parsers().toolCalls().flagName());
+    ServedModel parsed = served.withParsers(config.reasoningParser(), config.toolCallParser());
+    log.info("output parsers: reasoning {}, tool calls {}", parsed.parsers().reasoning().flagName(), parsed.parsers().toolCalls().flagName());
+    ServedModel model = config.generationConfig().equals("none") ? parsed.withSamplingDefaults(SamplingParams.DEFAULTS) : parsed;
+    if (!model.samplingDefaults().equals(SamplingParams.DEFAULTS)) {
+      SamplingParams d = model.samplingDefaults();
+      log.info("requests that set none get the model's generation_config.json sampling: temperature {}, top_p {}, top_k {}, min_p {},"
+          + " repetition_penalty {} (--generation-config none: OpenAI's defaults)", d.temperature(), d.topP(), d.topK(), d.minP(),
+          d.repetitionPenalty());
+    }
     EventLoops own = loops == null ? EventLoops.create() : null;
     EventLoops io = loops == null ? own : loops;
     EventLoopGroup boss = io.newBossGroup();

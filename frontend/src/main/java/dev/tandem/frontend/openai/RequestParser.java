@@ -294,7 +294,7 @@ public final class RequestParser {
   }
 
   private SamplingParams sampling(ObjectNode body) {
-    SamplingParams d = SamplingParams.DEFAULTS;
+    SamplingParams d = model.samplingDefaults();
     float temperature = number(body, "temperature", d.temperature(), 0.0, 2.0);
     float topP = number(body, "top_p", d.topP(), Double.MIN_VALUE, 1.0);
     int topK = integer(body, "top_k", d.topK(), -1, Integer.MAX_VALUE);

@@ -56,6 +56,19 @@ class RequestParserTest {
   }
 
   @Test
+  void theModelsSamplingDefaultsFillWhatARequestDoesNotSet() {
+    Set<String> features = Set.of("top_p", "top_k");
+    SamplingParams model = new SamplingParams(0.6f, 0.95f, 20, 0f, java.util.OptionalLong.empty(), 0f, 0f, 1f, -1);
+    RequestParser p = new RequestParser(
+        new ServedModel("m", 256, 151_936, "test", features, new int[] {151645}, TOKENIZER, TEMPLATE).withSamplingDefaults(model));
+    assertEquals(model, chat(p, "{\"model\":\"m\"," + HI + "}").sampling());
+    SamplingParams own = chat(p, "{\"model\":\"m\"," + HI + ",\"temperature\":0,\"top_k\":5}").sampling();
+    assertEquals(0f, own.temperature(), "what the request sets stands");
+    assertEquals(5, own.topK());
+    assertEquals(0.95f, own.topP(), "what it does not set is the model's");
+  }
+
+  @Test
   void samplingAndStopParametersReachTheSpec() {
     GenerationSpec spec = chat(parser(Set.of("seed", "top_p", "top_k", "logprobs", "stop_token_ids")),
         "{\"model\":\"m\"," + HI + ",\"temperature\":0.5,\"top_p\":0.9,\"top_k\":40,\"seed\":7,\"max_tokens\":12,"
