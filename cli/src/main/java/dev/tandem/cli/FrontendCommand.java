@@ -84,9 +84,10 @@ final class FrontendCommand implements Callable<Integer> {
             + " s (--worker-connect-timeout-s)" + (pool.refused().isEmpty() ? "" : "; refused: " + pool.refused()));
       }
     }
-    ServedModel model = LocalDeployment.servedModel(pool, connectTimeout);
+    FrontendServer.Config config = http.config();
+    ServedModel model = LocalDeployment.servedModel(pool, connectTimeout, config.chatTemplate());
     FrontendMetrics metrics = LocalDeployment.metrics(router);
-    FrontendServer server = FrontendServer.start(http.config(), model, router, metrics, loops);
+    FrontendServer server = FrontendServer.start(config, model, router, metrics, loops);
     DiscoveredWorkers following = followed;
     Runtime.getRuntime().addShutdownHook(new Thread(() -> {
       try {

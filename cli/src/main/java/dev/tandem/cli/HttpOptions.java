@@ -3,6 +3,7 @@ package dev.tandem.cli;
 import dev.tandem.frontend.http.Admission;
 import dev.tandem.frontend.http.ApiKeys;
 import dev.tandem.frontend.http.FrontendServer;
+import java.nio.file.Files;
 import java.nio.file.Path;
 import java.time.Duration;
 import java.util.List;
@@ -68,6 +69,30 @@ final class HttpOptions {
           + "generation_config.json values (as vLLM does); none: OpenAI's defaults (default ${DEFAULT-VALUE}).")
   String generationConfig;
 
+  @Option(names = "--chat-template", defaultValue = "${env:TANDEM_CHAT_TEMPLATE}",
+      description = "A Jinja chat template file (or the template itself, as one string) to render chats with, instead of the "
+          + "model's own (its chat_template.jinja or tokenizer_config.json's chat_template); a model without one serves chat only with it.")
+  String chatTemplate;
+
+  /** {@code --chat-template}: a file's text, the template itself, or null for the model's own. */
+  private String chatTemplate() {
+    if (chatTemplate == null || chatTemplate.isBlank()) {
+      return null;
+    }
+    Path file = Path.of(chatTemplate);
+    if (Files.isRegularFile(file)) {
+      try {
+        return Files.readString(file);
+      } catch (java.io.IOException e) {
+        throw new IllegalArgumentException("--chat-template " + file + ": cannot be read: " + e.getMessage());
+      }
+    }
+    if (chatTemplate.contains("{{") || chatTemplate.contains("{%")) {
+      return chatTemplate;
+    }
+    throw new IllegalArgumentException("--chat-template: " + chatTemplate + " is neither a file nor a Jinja template");
+  }
+
   FrontendServer.Config config() {
     Flags.atLeast("--max-body-bytes", maxBodyBytes, 1);
     Flags.nonNegative("--worker-wait-s", workerWaitSeconds);
@@ -84,6 +109,6 @@ final class HttpOptions {
         Duration.ofMillis((long) (readTimeoutSeconds * 1000)), Duration.ofMillis((long) (idleTimeoutSeconds * 1000)));
     return new FrontendServer.Config(
         host, port, maxBodyBytes, Duration.ofMillis((long) (workerWaitSeconds * 1000)), admission, reasoningParser, toolCallParser,
-        migrationLimit, generationConfig);
+        migrationLimit, generationConfig, chatTemplate());
   }
 }

@@ -142,7 +142,7 @@ public final class LocalDeployment implements AutoCloseable {
       if (spec.prefillWorkers() > 0) {
         router.disaggregation().awaitLinkProbes(Duration.ofSeconds(120));
       }
-      ServedModel model = servedModel(pool, CONNECT_TIMEOUT);
+      ServedModel model = servedModel(pool, CONNECT_TIMEOUT, spec.frontend().chatTemplate());
       FrontendMetrics metrics = metrics(router);
       // One process, one /metrics: the workers' own meters are shown by the frontend's too.
       workers.forEach(w -> w.metrics().bindTo(metrics.registry()));
@@ -161,11 +161,17 @@ public final class LocalDeployment implements AutoCloseable {
   /**
    * The model the pool's first generating worker describes (any worker if none generates), with
    * the tokenizer from its model card. Not a prefill worker's: the card is megabytes, and a prefill
-   * worker's link is for KV (a decode worker may be measuring it right now).
+   * worker's link is for KV (a decode worker may be measuring it right now). {@code chatTemplate}:
+   * {@code --chat-template}'s text, or null for the model's own.
    */
-  static ServedModel servedModel(WorkerPool pool, Duration timeout) {
+  static ServedModel servedModel(WorkerPool pool, Duration timeout, String chatTemplate) {
     WorkerClient first = pool.all().stream().filter(w -> !w.isPrefillOnly()).findFirst().orElse(pool.all().getFirst());
-    return ServedModel.of(first.description(), first.modelCard(timeout));
+    ServedModel model = ServedModel.of(first.description(), first.modelCard(timeout), chatTemplate);
+    if (!model.hasChatTemplate()) {
+      log.warn("model {} has no chat template (none in its tokenizer_config.json, no chat_template.jinja): it serves /v1/completions,"
+          + " and chat requests get a 400 until the frontend starts with --chat-template FILE", model.name());
+    }
+    return model;
   }
 
   /** The frontend's metrics, with the router's meters bound to the same registry. */

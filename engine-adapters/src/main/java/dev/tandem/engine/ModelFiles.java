@@ -11,17 +11,20 @@ import java.nio.file.Path;
 
 /**
  * The files of the model a worker serves that travel in the model card: {@code tokenizer.json},
- * {@code tokenizer_config.json} and what {@code generation_config.json} sets (checked here) of a
- * Hugging Face model directory, or the bundled Qwen3 tokenizer (Apache-2.0; see the README beside
- * it in the resources) with no generation config.
+ * {@code tokenizer_config.json}, {@code chat_template.jinja} (where transformers 4.43 and later
+ * write the chat template instead of tokenizer_config.json; empty when there is none) and what
+ * {@code generation_config.json} sets (checked here) of a Hugging Face model directory, or the
+ * bundled Qwen3 tokenizer (Apache-2.0; see the README beside it in the resources) with no
+ * generation config.
  */
-public record ModelFiles(String source, byte[] tokenizerJson, byte[] tokenizerConfigJson, GenerationConfig generation) {
+public record ModelFiles(
+    String source, byte[] tokenizerJson, byte[] tokenizerConfigJson, String chatTemplateJinja, GenerationConfig generation) {
   private static final String BUNDLED = "/dev/tandem/engine/models/qwen3-tokenizer/";
 
   /** The real Qwen3 tokenizer shipped inside this jar. */
   public static ModelFiles bundledQwen3() {
     return new ModelFiles(
-        "bundled Qwen3 tokenizer", resource("tokenizer.json"), resource("tokenizer_config.json"), GenerationConfig.NONE);
+        "bundled Qwen3 tokenizer", resource("tokenizer.json"), resource("tokenizer_config.json"), "", GenerationConfig.NONE);
   }
 
   /**
@@ -36,6 +39,9 @@ public record ModelFiles(String source, byte[] tokenizerJson, byte[] tokenizerCo
     }
     return new ModelFiles(
         dir.toString(), read(dir.resolve("tokenizer.json")), read(dir.resolve("tokenizer_config.json")),
+        Files.isRegularFile(dir.resolve("chat_template.jinja"))
+            ? new String(read(dir.resolve("chat_template.jinja")), java.nio.charset.StandardCharsets.UTF_8)
+            : "",
         GenerationConfigFile.read(dir));
   }
 

@@ -33,13 +33,28 @@ public record ServedModel(
       String name, int maxContextLength, int vocabSize, String engine, Set<String> features, int[] eosTokenIds,
       TextTokenizer tokenizer, ChatTemplate chatTemplate) {
     this(name, maxContextLength, vocabSize, engine, features, eosTokenIds, tokenizer, chatTemplate,
-        OutputParsers.resolve("auto", "auto", chatTemplate::mentions), SamplingParams.DEFAULTS);
+        OutputParsers.resolve("auto", "auto", mentions(chatTemplate)), SamplingParams.DEFAULTS);
   }
 
   /** This model with its output parsed as {@code --reasoning-parser} and {@code --tool-call-parser} say. */
   public ServedModel withParsers(String reasoningParser, String toolCallParser) {
     return new ServedModel(name, maxContextLength, vocabSize, engine, features, eosTokenIds, tokenizer, chatTemplate,
-        OutputParsers.resolve(reasoningParser, toolCallParser, chatTemplate::mentions), samplingDefaults);
+        OutputParsers.resolve(reasoningParser, toolCallParser, mentions(chatTemplate)), samplingDefaults);
+  }
+
+  /** This model rendering chats with {@code template} ({@code --chat-template}); its parsers are chosen again from it. */
+  public ServedModel withChatTemplate(ChatTemplate template) {
+    return new ServedModel(name, maxContextLength, vocabSize, engine, features, eosTokenIds, tokenizer, template,
+        OutputParsers.resolve("auto", "auto", mentions(template)), samplingDefaults);
+  }
+
+  /** Whether the model has a chat template: without one it serves completions, and chat requests get a 400 saying so. */
+  public boolean hasChatTemplate() {
+    return chatTemplate != null;
+  }
+
+  private static java.util.function.Predicate<String> mentions(ChatTemplate template) {
+    return template == null ? s -> false : template::mentions;
   }
 
   /** This model with {@code defaults} for what a request does not set ({@code --generation-config none}: OpenAI's). */
@@ -49,6 +64,11 @@ public record ServedModel(
 
   /** The model a registered worker describes, with the tokenizer from its model card. */
   public static ServedModel of(WorkerDescription worker, ModelCard card) {
+    return of(worker, card, null);
+  }
+
+  /** As {@link #of(WorkerDescription, ModelCard)}, chats rendered with {@code chatTemplate} ({@code --chat-template}; null: the model's). */
+  public static ServedModel of(WorkerDescription worker, ModelCard card, String chatTemplate) {
     String source = "model card of worker " + worker.workerId();
     return new ServedModel(
         worker.modelName(),
@@ -58,7 +78,7 @@ public record ServedModel(
         Set.copyOf(worker.supportedFeatures()),
         worker.eosTokenIds(),
         TextTokenizer.fromJson(card.tokenizerJson(), source),
-        ChatTemplate.fromTokenizerConfig(card.tokenizerConfigJson(), source))
+        ChatTemplate.forModel(card.tokenizerConfigJson(), card.chatTemplateJinja(), chatTemplate, source))
         .withSamplingDefaults(card.generation().samplingDefaults(worker.supportedFeatures()));
   }
 

@@ -140,6 +140,12 @@ class CommandBadInputTest {
   }
 
   @Test
+  void aChatTemplateThatIsNeitherAFileNorATemplateIsRefused() {
+    String err = refused("serve", "--engine", "mocker", "--port", "0", "--chat-template", dir.resolve("missing.jinja").toString());
+    assertTrue(err.contains("--chat-template: " + dir.resolve("missing.jinja") + " is neither a file nor a Jinja template"), err);
+  }
+
+  @Test
   void aWorkerAddressWithoutAPortIsRefusedRatherThanWaitedFor() {
     String err = refused("frontend", "--port", "0", "--worker", "127.0.0.1:9000,nohost");
     assertTrue(err.contains("--worker: 'nohost' is not host:port"), err);

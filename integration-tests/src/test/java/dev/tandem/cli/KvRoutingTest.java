@@ -178,7 +178,7 @@ class KvRoutingTest {
         assertEquals(List.of(), List.copyOf(kv.workersWithoutEvents().stream().filter(x -> x.value().equals("talking")).toList()));
 
         // The frontend shows it: /health degraded, naming the worker; a metric per worker.
-        var model = LocalDeployment.servedModel(pool, Duration.ofSeconds(10));
+        var model = LocalDeployment.servedModel(pool, Duration.ofSeconds(10), null);
         try (var frontend = dev.tandem.frontend.http.FrontendServer.start(
             new dev.tandem.frontend.http.FrontendServer.Config("127.0.0.1", 0, 1 << 20), model, router,
             LocalDeployment.metrics(router))) {

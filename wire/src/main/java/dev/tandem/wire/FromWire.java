@@ -196,7 +196,8 @@ public final class FromWire {
         c.getTokenizerConfigJson().toByteArray(),
         c.getMaxContextLength(),
         ints(c.getEosTokenIdsList()),
-        generationConfig(c.getGenerationConfig()));
+        generationConfig(c.getGenerationConfig()),
+        c.getChatTemplateJinja());
   }
 
   private static GenerationConfig generationConfig(dev.tandem.proto.worker.v1.GenerationConfig g) {

@@ -218,7 +218,8 @@ public final class ToWire {
             .setTokenizerJson(ByteString.copyFrom(c.tokenizerJson()))
             .setTokenizerConfigJson(ByteString.copyFrom(c.tokenizerConfigJson()))
             .setMaxContextLength(c.maxContextLength())
-            .setGenerationConfig(generationConfig(c.generation()));
+            .setGenerationConfig(generationConfig(c.generation()))
+            .setChatTemplateJinja(c.chatTemplateJinja());
     for (int eos : c.eosTokenIds()) {
       b.addEosTokenIds(eos);
     }

@@ -71,7 +71,7 @@ final class WorkerFacts {
     EngineInfo info = loop.engine().info();
     return new ModelCard(
         info.modelName(), modelFiles.tokenizerJson(), modelFiles.tokenizerConfigJson(), info.maxContextLength(), info.eosTokenIds(),
-        modelFiles.generation());
+        modelFiles.generation(), modelFiles.chatTemplateJinja());
   }
 
   WorkerLoadReport load() {

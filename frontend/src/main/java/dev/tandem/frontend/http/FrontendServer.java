@@ -33,11 +33,19 @@ public final class FrontendServer implements AutoCloseable {
    */
   public record Config(
       String host, int port, int maxBodyBytes, java.time.Duration workerWait, Admission admission,
-      String reasoningParser, String toolCallParser, int migrationLimit, String generationConfig) {
+      String reasoningParser, String toolCallParser, int migrationLimit, String generationConfig, String chatTemplate) {
+    /** {@code chatTemplate}: the text of {@code --chat-template}, or null for the model's own. */
     public Config {
       if (!generationConfig.equals("auto") && !generationConfig.equals("none")) {
         throw new IllegalArgumentException("--generation-config: expected auto or none, was '" + generationConfig + "'");
       }
+    }
+
+    /** The model's own chat template. */
+    public Config(
+        String host, int port, int maxBodyBytes, java.time.Duration workerWait, Admission admission,
+        String reasoningParser, String toolCallParser, int migrationLimit, String generationConfig) {
+      this(host, port, maxBodyBytes, workerWait, admission, reasoningParser, toolCallParser, migrationLimit, generationConfig, null);
     }
 
     /** The model's generation_config.json's sampling defaults in use ({@code auto}). */

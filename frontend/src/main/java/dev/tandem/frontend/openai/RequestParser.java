@@ -135,6 +135,10 @@ public final class RequestParser {
       logprobs = top;
     }
     checkLengthBeforeTokenizing(contentChars(body), "messages");
+    if (!model.hasChatTemplate()) {
+      throw ApiException.invalid("messages", "This model has no chat template (none in tokenizer_config.json, no chat_template.jinja), "
+          + "so it serves /v1/completions only; to serve chat, start the frontend with --chat-template FILE.");
+    }
     String text;
     try {
       text = model.chatTemplate().render(messages, tools, addGenerationPrompt, kwargs);

@@ -78,6 +78,34 @@ public final class ChatTemplate {
     return new ChatTemplate(template, specialToken(config.get("bos_token")), specialToken(config.get("eos_token")));
   }
 
+  /**
+   * The template a served model renders chats with: {@code override} ({@code --chat-template})
+   * where given, else {@code templateFile} (the model directory's chat_template.jinja), else
+   * tokenizer_config.json's {@code chat_template}, each with tokenizer_config.json's special
+   * tokens; null when there is none (the model then serves completions only).
+   *
+   * @throws IllegalArgumentException naming {@code source} when tokenizer_config.json is not JSON
+   */
+  public static ChatTemplate forModel(byte[] tokenizerConfigJson, String templateFile, String override, String source) {
+    JsonNode config;
+    try {
+      config = new ObjectMapper().readTree(tokenizerConfigJson);
+    } catch (IOException e) {
+      throw new IllegalArgumentException(source + ": tokenizer_config.json is not valid JSON: " + e.getMessage(), e);
+    }
+    String bos = specialToken(config.get("bos_token"));
+    String eos = specialToken(config.get("eos_token"));
+    if (override != null && !override.isEmpty()) {
+      return new ChatTemplate(override, bos, eos);
+    }
+    if (templateFile != null && !templateFile.isEmpty()) {
+      return new ChatTemplate(templateFile, bos, eos);
+    }
+    JsonNode t = config.get("chat_template");
+    boolean none = t == null || t.isNull() || (t.isArray() && t.findValues("name").stream().noneMatch(n -> n.asText().equals("default")));
+    return none ? null : fromTokenizerConfig(tokenizerConfigJson, source);
+  }
+
   private static String specialToken(JsonNode node) {
     if (node == null || node.isNull()) {
       return "";

@@ -56,6 +56,16 @@ class RequestParserTest {
   }
 
   @Test
+  void aModelWithoutAChatTemplateServesCompletionsAndRefusesChatSayingHowToGiveOne() {
+    RequestParser p = new RequestParser(new ServedModel("m", 256, 151_936, "test", Set.of(), new int[] {151645}, TOKENIZER, null));
+    ApiException e = refused(p, "{\"model\":\"m\"," + HI + "}");
+    assertEquals("messages", e.param());
+    assertTrue(e.getMessage().contains("no chat template") && e.getMessage().contains("--chat-template FILE"), e.getMessage());
+    var completion = p.parseCompletion(RequestParser.parseBody("{\"model\":\"m\",\"prompt\":\"hi\"}".getBytes(StandardCharsets.UTF_8)));
+    assertEquals(1, completion.prompts().size());
+  }
+
+  @Test
   void theModelsSamplingDefaultsFillWhatARequestDoesNotSet() {
     Set<String> features = Set.of("top_p", "top_k");
     SamplingParams model = new SamplingParams(0.6f, 0.95f, 20, 0f, java.util.OptionalLong.empty(), 0f, 0f, 1f, -1);

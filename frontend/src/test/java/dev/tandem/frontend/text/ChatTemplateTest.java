@@ -95,6 +95,22 @@ class ChatTemplateTest {
   }
 
   @Test
+  void aModelsTemplateIsTheOverrideElseItsJinjaFileElseTokenizerConfigsElseNone() {
+    byte[] config = "{\"bos_token\": \"<s>\", \"chat_template\": \"config:{{ messages[0]['content'] }}\"}".getBytes(StandardCharsets.UTF_8);
+    byte[] bare = "{\"bos_token\": \"<s>\"}".getBytes(StandardCharsets.UTF_8);
+    List<Map<String, Object>> hi = List.of(Map.of("role", "user", "content", "hi"));
+    String file = "{{ bos_token }}file:{{ messages[0]['content'] }}";
+    assertEquals("config:hi", ChatTemplate.forModel(config, "", null, "m").render(hi, null, false, Map.of()));
+    assertEquals("<s>file:hi", ChatTemplate.forModel(config, file, null, "m").render(hi, null, false, Map.of()),
+        "chat_template.jinja over tokenizer_config.json, with its special tokens");
+    assertEquals("<s>flag:hi", ChatTemplate.forModel(config, file, "{{ bos_token }}flag:{{ messages[0]['content'] }}", "m")
+        .render(hi, null, false, Map.of()), "--chat-template over both");
+    assertEquals(null, ChatTemplate.forModel(bare, "", null, "m"), "none at all");
+    byte[] namedOnly = "{\"chat_template\": [{\"name\": \"tool_use\", \"template\": \"x\"}]}".getBytes(StandardCharsets.UTF_8);
+    assertEquals(null, ChatTemplate.forModel(namedOnly, "", null, "m"), "named templates but no 'default'");
+  }
+
+  @Test
   void missingChatTemplateNamesTheField() {
     var e = assertThrows(IllegalArgumentException.class,
         () -> ChatTemplate.fromTokenizerConfig("{\"eos_token\": \"x\"}".getBytes(StandardCharsets.UTF_8), "/models/m"));

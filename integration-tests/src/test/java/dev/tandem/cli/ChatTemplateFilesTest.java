@@ -1,0 +1,97 @@
+package dev.tandem.cli;
+
+import static org.junit.jupiter.api.Assertions.assertEquals;
+import static org.junit.jupiter.api.Assertions.assertTrue;
+
+import com.fasterxml.jackson.databind.JsonNode;
+import com.fasterxml.jackson.databind.ObjectMapper;
+import com.fasterxml.jackson.databind.node.ObjectNode;
+import dev.tandem.engine.ModelFiles;
+import dev.tandem.engine.builtin.BuiltinConfig;
+import dev.tandem.engine.builtin.BuiltinEngine;
+import dev.tandem.engine.model.DType;
+import dev.tandem.engine.modeltools.ModelGenerator;
+import dev.tandem.frontend.http.Admission;
+import dev.tandem.frontend.http.FrontendServer;
+import dev.tandem.router.grpc.Router;
+import java.net.URI;
+import java.net.http.HttpClient;
+import java.net.http.HttpRequest;
+import java.net.http.HttpResponse;
+import java.nio.file.Files;
+import java.nio.file.Path;
+import org.junit.jupiter.api.Tag;
+import org.junit.jupiter.api.Test;
+import org.junit.jupiter.api.io.TempDir;
+
+/**
+ * Where a served model's chat template comes from, over real HTTP: a directory whose
+ * tokenizer_config.json has none serves completions and refuses chat; its chat_template.jinja
+ * (how transformers 4.43 and later save it) serves chat; {@code --chat-template} wins over both.
+ */
+@Tag("e2e")
+class ChatTemplateFilesTest {
+  private static final HttpClient HTTP = HttpClient.newHttpClient();
+  private static final ObjectMapper JSON = new ObjectMapper();
+  @TempDir Path dir;
+
+  /** The tiny model with the chat template taken out of its tokenizer_config.json. */
+  private Path modelWithoutTemplate() throws Exception {
+    Path model = dir.resolve("tiny");
+    ModelGenerator.write(ModelGenerator.shape("tiny"), DType.BF16, 0, model, 0);
+    ObjectNode config = (ObjectNode) JSON.readTree(model.resolve("tokenizer_config.json").toFile());
+    config.remove("chat_template");
+    JSON.writeValue(model.resolve("tokenizer_config.json").toFile(), config);
+    return model;
+  }
+
+  private static LocalDeployment serve(Path model, String chatTemplateFlag) {
+    BuiltinConfig config = BuiltinConfig.of(model).withCompute("cpu", 2).withKvCacheBytes(64L << 20);
+    var frontend = new FrontendServer.Config("127.0.0.1", 0, 1 << 20, java.time.Duration.ZERO, Admission.open(), "auto", "auto",
+        FrontendServer.DEFAULT_MIGRATION_LIMIT, "auto", chatTemplateFlag);
+    return LocalDeployment.start(new LocalDeployment.Spec(
+        1, () -> BuiltinEngine.open(config), ModelFiles.fromDirectory(model), 16, Router.Config.of("kv"), frontend));
+  }
+
+  private static HttpResponse<String> post(LocalDeployment d, String path, String body) throws Exception {
+    return HTTP.send(HttpRequest.newBuilder(URI.create("http://127.0.0.1:" + d.port() + path))
+        .header("content-type", "application/json").POST(HttpRequest.BodyPublishers.ofString(body)).build(),
+        HttpResponse.BodyHandlers.ofString());
+  }
+
+  /** The prompt text a chat of one user message "hi" renders to: tokenized by the server, then decoded. */
+  private static String rendered(LocalDeployment d) throws Exception {
+    HttpResponse<String> t = post(d, "/tokenize", "{\"model\":\"tiny\",\"messages\":[{\"role\":\"user\",\"content\":\"hi\"}]}");
+    assertEquals(200, t.statusCode(), t.body());
+    JsonNode tokens = JSON.readTree(t.body()).get("tokens");
+    HttpResponse<String> text = post(d, "/detokenize", "{\"model\":\"tiny\",\"tokens\":" + tokens + "}");
+    assertEquals(200, text.statusCode(), text.body());
+    return JSON.readTree(text.body()).get("prompt").asText();
+  }
+
+  @Test
+  void withoutATemplateChatIsRefusedAndCompletionsServe() throws Exception {
+    try (LocalDeployment d = serve(modelWithoutTemplate(), null)) {
+      HttpResponse<String> chat = post(d, "/v1/chat/completions",
+          "{\"model\":\"tiny\",\"max_tokens\":2,\"messages\":[{\"role\":\"user\",\"content\":\"hi\"}]}");
+      assertEquals(400, chat.statusCode(), chat.body());
+      assertTrue(chat.body().contains("no chat template") && chat.body().contains("--chat-template"), chat.body());
+      assertEquals(200, post(d, "/v1/completions", "{\"model\":\"tiny\",\"max_tokens\":2,\"prompt\":\"hi\"}").statusCode());
+    }
+  }
+
+  @Test
+  void theDirectorysChatTemplateJinjaServesChatAndTheFlagWins() throws Exception {
+    Path model = modelWithoutTemplate();
+    Files.writeString(model.resolve("chat_template.jinja"), "{% for m in messages %}file says {{ m['content'] }}{% endfor %}\n");
+    try (LocalDeployment d = serve(model, null)) {
+      assertEquals("file says hi", rendered(d));
+      HttpResponse<String> chat = post(d, "/v1/chat/completions",
+          "{\"model\":\"tiny\",\"max_tokens\":2,\"messages\":[{\"role\":\"user\",\"content\":\"hi\"}]}");
+      assertEquals(200, chat.statusCode(), chat.body());
+    }
+    try (LocalDeployment d = serve(model, "{% for m in messages %}flag says {{ m['content'] }}{% endfor %}")) {
+      assertEquals("flag says hi", rendered(d));
+    }
+  }
+}
