@@ -150,5 +150,8 @@ class OpenAiSdkTest {
   void modelsListsTheServedModel() {
     var models = client.models().list();
     assertEquals(TestDeployments.MODEL, models.data().getFirst().id());
+    assertEquals(TestDeployments.MODEL, client.models().retrieve(TestDeployments.MODEL).id(), "retrieve model, GET /v1/models/{id}");
+    var other = assertThrows(NotFoundException.class, () -> client.models().retrieve("gpt-nope"));
+    assertTrue(other.getMessage().contains("gpt-nope"), other.getMessage());
   }
 }

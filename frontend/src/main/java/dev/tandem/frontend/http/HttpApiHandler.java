@@ -34,11 +34,16 @@ import org.slf4j.LoggerFactory;
  */
 final class HttpApiHandler extends SimpleChannelInboundHandler<FullHttpRequest> {
   private static final Logger log = LoggerFactory.getLogger(HttpApiHandler.class);
+  /** OpenAI's "retrieve model", {@code GET /v1/models/{model}}: a name may hold slashes ({@code Qwen/Qwen3-0.6B}). */
+  private static final String MODEL_PREFIX = "/v1/models/";
+  private static final String MODEL_ROUTE = MODEL_PREFIX + "{model}";
+
   private static final Map<String, HttpMethod> ROUTES =
       Map.of(
           "/v1/chat/completions", HttpMethod.POST,
           "/v1/completions", HttpMethod.POST,
           "/v1/models", HttpMethod.GET,
+          MODEL_ROUTE, HttpMethod.GET,
           "/tokenize", HttpMethod.POST,
           "/detokenize", HttpMethod.POST,
           "/health", HttpMethod.GET,
@@ -91,12 +96,15 @@ final class HttpApiHandler extends SimpleChannelInboundHandler<FullHttpRequest> 
     long start = System.nanoTime();
     boolean keepAlive = HttpUtil.isKeepAlive(request) && request.decoderResult().isSuccess(); // after a malformed request, close
     String path = new QueryStringDecoder(request.uri()).path();
-    String endpoint = path.startsWith("/v1/") ? path.substring(4).replace('/', '_') : path.replaceFirst("^/", "");
+    String route = path.startsWith(MODEL_PREFIX) && path.length() > MODEL_PREFIX.length() ? MODEL_ROUTE : path;
+    // The metrics' endpoint label: one per route (a model's name would make a label per name asked for).
+    String endpoint = route == MODEL_ROUTE ? "models_retrieve"
+        : path.startsWith("/v1/") ? path.substring(4).replace('/', '_') : path.replaceFirst("^/", "");
     try {
       if (!request.decoderResult().isSuccess()) {
         throw ApiException.invalid(null, "Malformed HTTP request: " + request.decoderResult().cause());
       }
-      HttpMethod allowed = ROUTES.get(path);
+      HttpMethod allowed = ROUTES.get(route);
       if (allowed == null) {
         throw new ApiException(404, "Invalid URL (" + request.method() + " " + path + ").", "invalid_request_error", null, "unknown_url");
       }
@@ -113,12 +121,13 @@ final class HttpApiHandler extends SimpleChannelInboundHandler<FullHttpRequest> 
         throw new ApiException(429, "Too many requests in flight (" + admission.maxInflightRequests()
             + ", --max-inflight-requests); retry shortly.", "requests", null, "rate_limit_exceeded");
       }
-      switch (path) {
+      switch (route) {
         case "/v1/chat/completions", "/v1/completions" -> {
           prepare(ctx, path, endpoint, ByteBufUtil.getBytes(request.content()), keepAlive, start);
           return;
         }
         case "/v1/models" -> reply(ctx, endpoint, 200, models(), keepAlive);
+        case MODEL_ROUTE -> reply(ctx, endpoint, 200, model(path.substring(MODEL_PREFIX.length())), keepAlive);
         case "/tokenize" -> reply(ctx, endpoint, 200, tokenize(RequestParser.parseBody(ByteBufUtil.getBytes(request.content()))), keepAlive);
         case "/detokenize" -> reply(ctx, endpoint, 200, detokenize(RequestParser.parseBody(ByteBufUtil.getBytes(request.content()))), keepAlive);
         case "/health" -> health(ctx, endpoint, keepAlive);
@@ -239,14 +248,24 @@ final class HttpApiHandler extends SimpleChannelInboundHandler<FullHttpRequest> 
   private ObjectNode models() {
     ObjectNode root = ResponseJson.JSON.createObjectNode();
     root.put("object", "list");
-    ObjectNode m = root.putArray("data").addObject();
+    root.putArray("data").add(model(model.name()));
+    return root;
+  }
+
+  /** The served model as OpenAI describes one, or a 404 naming {@code id} when it is another. */
+  private ObjectNode model(String id) {
+    if (!id.equals(model.name())) {
+      throw new ApiException(404, "The model `" + id + "` does not exist. This server serves `" + model.name() + "`.",
+          "invalid_request_error", "model", "model_not_found");
+    }
+    ObjectNode m = ResponseJson.JSON.createObjectNode();
     m.put("id", model.name());
     m.put("object", "model");
     m.put("created", createdSeconds);
     m.put("owned_by", "tandem");
     m.put("root", model.name());
     m.put("max_model_len", model.maxContextLength());
-    return root;
+    return m;
   }
 
   private void health(ChannelHandlerContext ctx, String endpoint, boolean keepAlive) {

@@ -82,6 +82,21 @@ class AdmissionTest {
   }
 
   @Test
+  void retrievingAModelNeedsTheKeyAndCountsUnderOneEndpointWhateverTheName() {
+    FrontendMetrics metrics = new FrontendMetrics();
+    EmbeddedChannel ch = channel(keys(false, "sk-one"), metrics);
+    assertEquals(401, get(ch, "/v1/models/m", null).status().code());
+    FullHttpResponse found = get(ch, "/v1/models/m", "Bearer sk-one");
+    assertEquals(200, found.status().code());
+    assertTrue(found.content().toString(java.nio.charset.StandardCharsets.UTF_8).contains("\"id\":\"m\""));
+    FullHttpResponse other = get(ch, "/v1/models/org/other-model", "Bearer sk-one");
+    assertEquals(404, other.status().code());
+    assertTrue(other.content().toString(java.nio.charset.StandardCharsets.UTF_8).contains("model_not_found"));
+    String scrape = metrics.scrape();
+    assertTrue(scrape.contains("endpoint=\"models_retrieve\"") && !scrape.contains("other-model"), "one label for every name asked for");
+  }
+
+  @Test
   void aGenerationNeedsTheKeyToo() throws Exception {
     EmbeddedChannel ch = channel(keys(false, "sk-one"), new FrontendMetrics());
     GenerationRunTest.post(ch, "{\"model\":\"m\",\"max_tokens\":4,\"messages\":[{\"role\":\"user\",\"content\":\"hi\"}]}");
