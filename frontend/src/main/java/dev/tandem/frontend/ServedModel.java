@@ -42,12 +42,6 @@ public record ServedModel(
         OutputParsers.resolve(reasoningParser, toolCallParser, mentions(chatTemplate)), samplingDefaults);
   }
 
-  /** This model rendering chats with {@code template} ({@code --chat-template}); its parsers are chosen again from it. */
-  public ServedModel withChatTemplate(ChatTemplate template) {
-    return new ServedModel(name, maxContextLength, vocabSize, engine, features, eosTokenIds, tokenizer, template,
-        OutputParsers.resolve("auto", "auto", mentions(template)), samplingDefaults);
-  }
-
   /** Whether the model has a chat template: without one it serves completions, and chat requests get a 400 saying so. */
   public boolean hasChatTemplate() {
     return chatTemplate != null;

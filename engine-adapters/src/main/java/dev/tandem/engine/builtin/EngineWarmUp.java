@@ -39,9 +39,10 @@ final class EngineWarmUp {
     long started = System.nanoTime();
     prefill(engine, random, Math.min(tokens / 2, maxContext - 1), "warm-up-0");
     // Decode at batch sizes 5 down to 1, after prompts of odd lengths: the kernels' remainder
-    // paths (token counts that are not a multiple of their tiles) then run here, before the prefill cost is measured (their first steps are slow). Without it the
-    // JIT compiles them away, and the first odd batch while serving (a sixth stream joining five)
-    // falls back to the interpreter for ~100 ms.
+    // paths (token counts that are not a multiple of their tiles) then run here, before the
+    // prefill cost is measured (their first steps are slow). Without it the JIT compiles them
+    // away, and the first odd batch while serving (a sixth stream joining five) falls back to the
+    // interpreter for ~100 ms.
     for (int k = 0; k < 5; k++) {
       int length = Math.min(33 + 32 * k, maxContext - 16);
       int[] prompt = random.ints(length, 0, vocab).toArray();
