@@ -6,14 +6,10 @@ import static org.junit.jupiter.api.Assertions.assertTrue;
 import com.fasterxml.jackson.databind.JsonNode;
 import com.fasterxml.jackson.databind.ObjectMapper;
 import com.fasterxml.jackson.databind.node.ObjectNode;
-import dev.tandem.engine.ModelFiles;
-import dev.tandem.engine.builtin.BuiltinConfig;
-import dev.tandem.engine.builtin.BuiltinEngine;
 import dev.tandem.engine.model.DType;
 import dev.tandem.engine.modeltools.ModelGenerator;
 import dev.tandem.frontend.http.Admission;
 import dev.tandem.frontend.http.FrontendServer;
-import dev.tandem.router.grpc.Router;
 import java.net.URI;
 import java.net.http.HttpClient;
 import java.net.http.HttpRequest;
@@ -46,11 +42,8 @@ class ChatTemplateFilesTest {
   }
 
   private static LocalDeployment serve(Path model, String chatTemplateFlag) {
-    BuiltinConfig config = BuiltinConfig.of(model).withCompute("cpu", 2).withKvCacheBytes(64L << 20);
-    var frontend = new FrontendServer.Config("127.0.0.1", 0, 1 << 20, java.time.Duration.ZERO, Admission.open(), "auto", "auto",
-        FrontendServer.DEFAULT_MIGRATION_LIMIT, "auto", chatTemplateFlag);
-    return LocalDeployment.start(new LocalDeployment.Spec(
-        1, () -> BuiltinEngine.open(config), ModelFiles.fromDirectory(model), 16, Router.Config.of("kv"), frontend));
+    return TestDeployments.builtin(model, 1, 2, new FrontendServer.Config("127.0.0.1", 0, 1 << 20, java.time.Duration.ZERO,
+        Admission.open(), "auto", "auto", FrontendServer.DEFAULT_MIGRATION_LIMIT, "auto", chatTemplateFlag));
   }
 
   private static HttpResponse<String> post(LocalDeployment d, String path, String body) throws Exception {

@@ -36,12 +36,17 @@ final class TestDeployments {
     java.nio.file.Path model = dir.resolve("tiny");
     dev.tandem.engine.modeltools.ModelGenerator.write(
         dev.tandem.engine.modeltools.ModelGenerator.shape("tiny"), dev.tandem.engine.model.DType.BF16, 0, model, 0);
+    return builtin(model, workers, threads, new FrontendServer.Config("127.0.0.1", 0, 1 << 20));
+  }
+
+  /** The model directory {@code model} served by {@code workers} built-in workers (KV routing) behind {@code frontend}. */
+  static LocalDeployment builtin(java.nio.file.Path model, int workers, int threads, FrontendServer.Config frontend) {
     dev.tandem.engine.builtin.BuiltinConfig config =
         dev.tandem.engine.builtin.BuiltinConfig.of(model).withCompute("cpu", threads).withKvCacheBytes(64L << 20);
     return LocalDeployment.start(
         new LocalDeployment.Spec(
             workers, () -> dev.tandem.engine.builtin.BuiltinEngine.open(config), ModelFiles.fromDirectory(model), 16,
-            Router.Config.of("kv"), new FrontendServer.Config("127.0.0.1", 0, 1 << 20)));
+            Router.Config.of("kv"), frontend));
   }
 
   /** The sum of a Prometheus metric's samples (every label set) that {@code metricsUrl} serves now. */
