@@ -11,7 +11,7 @@ import java.nio.file.Path;
 
 /**
  * The files of the model a worker serves that travel in the model card: {@code tokenizer.json},
- * {@code tokenizer_config.json}, {@code chat_template.jinja} (where transformers 4.43 and later
+ * {@code tokenizer_config.json}, {@code chat_template.jinja} (where recent transformers releases
  * write the chat template instead of tokenizer_config.json; empty when there is none) and what
  * {@code generation_config.json} sets (checked here) of a Hugging Face model directory, or the
  * bundled Qwen3 tokenizer (Apache-2.0; see the README beside it in the resources) with no

@@ -23,7 +23,7 @@ import org.junit.jupiter.api.io.TempDir;
 /**
  * Where a served model's chat template comes from, over real HTTP: a directory whose
  * tokenizer_config.json has none serves completions and refuses chat; its chat_template.jinja
- * (how transformers 4.43 and later save it) serves chat; {@code --chat-template} wins over both.
+ * (how recent transformers releases save it) serves chat; {@code --chat-template} wins over both.
  */
 @Tag("e2e")
 class ChatTemplateFilesTest {
