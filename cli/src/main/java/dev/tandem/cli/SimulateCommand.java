@@ -163,20 +163,14 @@ final class SimulateCommand implements Callable<Integer> {
 
   /** Refuses numbers no simulation can run with, naming the flag (a negative rate would replay nothing and report NaN). */
   private void checkOptions() {
-    positive("--rate", rate);
-    positive("--rate-scale", rateScale);
-    positive("--duration-s", durationSeconds);
-    positive("--link-gbit-s", linkGbit);
-    positive("--kv-bytes-per-token", kvBytesPerToken);
+    Flags.positive("--rate", rate);
+    Flags.positive("--rate-scale", rateScale);
+    Flags.positive("--duration-s", durationSeconds);
+    Flags.positive("--link-gbit-s", linkGbit);
+    Flags.positive("--kv-bytes-per-token", kvBytesPerToken);
     if (prefillMax < 0 || decodeMax < 0 || minWorkers < 0 || narrow < 0) {
       throw new IllegalArgumentException("--prefill-max, --decode-max, --min-workers and --narrow must be >= 0, were "
           + prefillMax + ", " + decodeMax + ", " + minWorkers + ", " + narrow);
-    }
-  }
-
-  private static void positive(String flag, double value) {
-    if (!(value > 0) || Double.isInfinite(value)) {
-      throw new IllegalArgumentException(flag + " must be a positive number, was " + value);
     }
   }
 

@@ -60,6 +60,15 @@ public final class ChatTemplate {
     } catch (IOException e) {
       throw new IllegalArgumentException(source + ": tokenizer_config.json is not valid JSON: " + e.getMessage(), e);
     }
+    String template = templateIn(config);
+    if (template == null) {
+      throw noTemplate(source);
+    }
+    return new ChatTemplate(template, specialToken(config.get("bos_token")), specialToken(config.get("eos_token")));
+  }
+
+  /** tokenizer_config.json's {@code chat_template}: the string, or the one named "default" of a list; null when neither. */
+  private static String templateIn(JsonNode config) {
     JsonNode t = config.get("chat_template");
     String template = null;
     if (t != null && t.isTextual()) {
@@ -71,11 +80,11 @@ public final class ChatTemplate {
         }
       }
     }
-    if (template == null) {
-      throw new IllegalArgumentException(
-          source + ": tokenizer_config.json has no field 'chat_template' (or no 'default' one)");
-    }
-    return new ChatTemplate(template, specialToken(config.get("bos_token")), specialToken(config.get("eos_token")));
+    return template;
+  }
+
+  private static IllegalArgumentException noTemplate(String source) {
+    return new IllegalArgumentException(source + ": tokenizer_config.json has no field 'chat_template' (or no 'default' one)");
   }
 
   /**
@@ -101,9 +110,15 @@ public final class ChatTemplate {
     if (templateFile != null && !templateFile.isEmpty()) {
       return new ChatTemplate(templateFile, bos, eos);
     }
+    String template = templateIn(config);
+    if (template != null) {
+      return new ChatTemplate(template, bos, eos);
+    }
     JsonNode t = config.get("chat_template");
-    boolean none = t == null || t.isNull() || (t.isArray() && t.findValues("name").stream().noneMatch(n -> n.asText().equals("default")));
-    return none ? null : fromTokenizerConfig(tokenizerConfigJson, source);
+    if (t != null && !t.isNull() && !t.isArray()) {
+      throw noTemplate(source); // a chat_template that is neither text nor a list: malformed, not absent
+    }
+    return null;
   }
 
   private static String specialToken(JsonNode node) {
