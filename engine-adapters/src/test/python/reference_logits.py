@@ -46,8 +46,12 @@ def load_safetensors(path):
     return out, hashlib.sha256(raw).hexdigest()
 
 
+def head_dim(cfg):
+    return cfg.get("head_dim") or cfg["hidden_size"] // cfg["num_attention_heads"]
+
+
 def inv_freq(cfg):
-    dim = cfg["head_dim"]
+    dim = head_dim(cfg)
     base = cfg.get("rope_theta", 10000.0)
     f = 1.0 / (base ** (torch.arange(0, dim, 2, dtype=torch.float64) / dim))
     rs = cfg.get("rope_scaling")
@@ -84,12 +88,15 @@ def rotate(x, pos, freqs):
 def forward(cfg, w, tokens):
     arch = cfg["architectures"][0]
     eps = cfg["rms_norm_eps"]
-    H, KV, D = cfg["num_attention_heads"], cfg["num_key_value_heads"], cfg["head_dim"]
+    H, KV, D = cfg["num_attention_heads"], cfg["num_key_value_heads"], head_dim(cfg)
     T = len(tokens)
     pos = torch.arange(T)
     freqs = inv_freq(cfg)
     x = w["model.embed_tokens.weight"][torch.tensor(tokens)]
     mask = torch.full((T, T), float("-inf")).triu(1)
+    window = cfg.get("sliding_window") if arch == "MistralForCausalLM" else None
+    if window:  # each position attends to the last `window` positions, itself included
+        mask = mask + torch.full((T, T), float("-inf")).tril(-window)
     for l in range(cfg["num_hidden_layers"]):
         p = f"model.layers.{l}."
         h = rms_norm(x, w[p + "input_layernorm.weight"], eps)

@@ -72,8 +72,13 @@ public final class BuiltinEngine extends SchedulingEngine implements KvHandoff {
           "KV cache of " + config.kvCacheBytes() + " bytes holds no block; one block of "
               + config.blockSize() + " tokens needs " + blockBytes + " bytes (KV in " + kvDtype.shortName() + ")");
     }
-    int context =
-        config.maxContextLength() > 0 ? config.maxContextLength() : model.maxPositionEmbeddings();
+    int context = config.maxContextLength() > 0 ? config.maxContextLength() : model.longestContext();
+    if (model.slidingWindow() > 0 && context > model.slidingWindow()) {
+      throw new IllegalArgumentException(
+          "a context of " + context + " tokens is longer than the model's sliding window (config.json's sliding_window, "
+              + model.slidingWindow() + "); the built-in engine has no sliding-window attention, so it serves this model up to "
+              + model.slidingWindow() + " tokens: give at most that as --max-context-length");
+    }
     super(
         new Scheduler(
             new SchedulerConfig(

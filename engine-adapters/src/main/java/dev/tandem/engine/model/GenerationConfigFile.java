@@ -49,7 +49,7 @@ public final class GenerationConfigFile {
         topK(file, root),
         number(file, root, "min_p", 0, 1, true),
         number(file, root, "repetition_penalty", 0, 2, false),
-        eosIds(file, root.path("eos_token_id")));
+        tokenIds(file, root.path("eos_token_id")));
   }
 
   /**
@@ -81,7 +81,8 @@ public final class GenerationConfigFile {
     return OptionalInt.of(v.asInt() <= 0 ? SamplingParams.NO_TOP_K : v.asInt());
   }
 
-  private static int[] eosIds(String file, JsonNode node) {
+  /** {@code eos_token_id} as config.json and generation_config.json both give it: an id, a list of them, or null. */
+  static int[] tokenIds(String file, JsonNode node) {
     if (node.isMissingNode() || node.isNull()) {
       return new int[0];
     }

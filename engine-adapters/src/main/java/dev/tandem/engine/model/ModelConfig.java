@@ -8,10 +8,15 @@ import java.nio.file.Path;
 
 /**
  * The transformer's shape, read from a Hugging Face {@code config.json}: LlamaForCausalLM,
- * Qwen2ForCausalLM and Qwen3ForCausalLM (grouped-query attention, RoPE with optional Llama-3 or
- * linear scaling, RMSNorm, SwiGLU, Qwen2's qkv bias, Qwen3's per-head q/k RMSNorm, tied
- * embeddings).
+ * MistralForCausalLM, Qwen2ForCausalLM and Qwen3ForCausalLM (grouped-query attention, RoPE with
+ * optional Llama-3 or linear scaling, RMSNorm, SwiGLU, Qwen2's qkv bias, Qwen3's per-head q/k
+ * RMSNorm, tied embeddings).
  *
+ * @param maxPositionEmbeddings config.json's {@code max_position_embeddings}
+ * @param slidingWindow Mistral's {@code sliding_window}: each token attends to at most this many
+ *     (itself included); 0 for none. The engine has no sliding-window attention, so it serves
+ *     contexts up to this length only, where a window changes nothing ({@link #longestContext()})
+
  * @param qkvBias q, k and v projections carry a bias (Qwen2 always; Llama and Qwen3 with
  *     attention_bias)
  * @param outputBias the output projection carries a bias (Llama and Qwen3 with attention_bias)
@@ -30,6 +35,7 @@ public record ModelConfig(
     double ropeTheta,
     RopeScaling ropeScaling,
     int maxPositionEmbeddings,
+    int slidingWindow,
     boolean tieWordEmbeddings,
     boolean qkvBias,
     boolean outputBias,
@@ -40,6 +46,7 @@ public record ModelConfig(
   /** The architectures the built-in engine runs. */
   public enum Architecture {
     LLAMA("LlamaForCausalLM", "llama"),
+    MISTRAL("MistralForCausalLM", "mistral"),
     QWEN2("Qwen2ForCausalLM", "qwen2"),
     QWEN3("Qwen3ForCausalLM", "qwen3");
 
@@ -73,6 +80,15 @@ public record ModelConfig(
     eosTokenIds = eosTokenIds.clone();
   }
 
+  /**
+   * The longest context the engine computes as the model does: {@code max_position_embeddings},
+   * or the sliding window where that is shorter (vLLM's {@code --disable-sliding-window} caps a
+   * model's length the same way).
+   */
+  public int longestContext() {
+    return slidingWindow > 0 ? Math.min(maxPositionEmbeddings, slidingWindow) : maxPositionEmbeddings;
+  }
+
   public int kvDim() {
     return numKvHeads * headDim;
   }
@@ -104,7 +120,7 @@ public record ModelConfig(
     int[] more = GenerationConfigFile.read(dir).eosTokenIds();
     int[] eos = java.util.stream.IntStream.concat(java.util.Arrays.stream(c.eosTokenIds), java.util.Arrays.stream(more)).distinct().toArray();
     return new ModelConfig(c.architecture, c.hiddenSize, c.intermediateSize, c.numLayers, c.numHeads, c.numKvHeads, c.headDim,
-        c.vocabSize, c.rmsNormEps, c.ropeTheta, c.ropeScaling, c.maxPositionEmbeddings, c.tieWordEmbeddings, c.qkvBias,
+        c.vocabSize, c.rmsNormEps, c.ropeTheta, c.ropeScaling, c.maxPositionEmbeddings, c.slidingWindow, c.tieWordEmbeddings, c.qkvBias,
         c.outputBias, c.qkNorm, eos, c.torchDtype);
   }
 
@@ -134,7 +150,7 @@ public record ModelConfig(
     if (arch == null) {
       throw new ModelFormatException(
           file + ": field 'architectures' names " + archName
-              + ", which the built-in engine does not run (supported: LlamaForCausalLM, Qwen2ForCausalLM, Qwen3ForCausalLM)");
+              + ", which the built-in engine does not run (supported: LlamaForCausalLM, MistralForCausalLM, Qwen2ForCausalLM, Qwen3ForCausalLM)");
     }
     String act = root.path("hidden_act").asText("silu");
     if (!act.equals("silu")) {
@@ -179,11 +195,12 @@ public record ModelConfig(
         f.positiveDouble("rope_theta", 10_000),
         ropeScaling(file, root.path("rope_scaling")),
         root.path("max_position_embeddings").asInt(4096),
+        arch == Architecture.MISTRAL ? slidingWindow(file, root.path("sliding_window")) : 0,
         root.path("tie_word_embeddings").asBoolean(false),
         arch == Architecture.QWEN2 || attentionBias,
         arch != Architecture.QWEN2 && attentionBias,
         arch == Architecture.QWEN3,
-        eosIds(file, root.path("eos_token_id")),
+        GenerationConfigFile.tokenIds(file, root.path("eos_token_id")),
         dtype(file, root.path("torch_dtype")));
   }
 
@@ -209,21 +226,15 @@ public record ModelConfig(
     };
   }
 
-  private static int[] eosIds(String file, JsonNode node) {
+  /** Mistral's window: null (v0.2 on, Nemo) for none, else a positive token count (v0.1: 4,096). */
+  private static int slidingWindow(String file, JsonNode node) {
     if (node.isMissingNode() || node.isNull()) {
-      return new int[0];
+      return 0;
     }
-    if (node.isInt()) {
-      return new int[] {node.asInt()};
+    if (!node.isIntegralNumber() || !node.canConvertToInt() || node.asInt() <= 0) {
+      throw new ModelFormatException(file + ": field 'sliding_window' must be a positive integer or null, was " + node);
     }
-    if (node.isArray()) {
-      int[] ids = new int[node.size()];
-      for (int i = 0; i < ids.length; i++) {
-        ids[i] = node.get(i).asInt();
-      }
-      return ids;
-    }
-    throw new ModelFormatException(file + ": field 'eos_token_id' must be an integer or a list of integers");
+    return node.asInt();
   }
 
   private static DType dtype(String file, JsonNode node) {
@@ -237,7 +248,6 @@ public record ModelConfig(
     }
   }
 
-  /** Reads required numeric fields, naming the file and field when one is missing or wrong. */
   /** Reads fields of {@code root}, an object at {@code path} in {@code file} ("" for the top level, else "rope_scaling."). */
   private record Fields(String file, JsonNode root, String path) {
     Fields(String file, JsonNode root) {

@@ -48,6 +48,36 @@ class BuiltinEngineTest {
     return BuiltinEngine.open(c);
   }
 
+  /**
+   * Mistral v0.1 attends over a 4,096-token window; without sliding-window attention the engine
+   * serves such a model only as far as the window reaches, where full attention is the same
+   * computation, and refuses a longer context rather than computing something else past it.
+   */
+  @Test
+  void aSlidingWindowIsTheLongestContextServed() throws Exception {
+    com.fasterxml.jackson.databind.node.ObjectNode c = TestModels.tinyQwen3Config();
+    c.putArray("architectures").add("MistralForCausalLM");
+    c.put("model_type", "mistral");
+    c.put("sliding_window", 40);
+    Path mistral = dir.resolve("mistral-window-40");
+    dev.tandem.engine.modeltools.ModelGenerator.write(c, DType.BF16, 5, mistral, 0);
+    try (BuiltinEngine e = BuiltinEngine.open(BuiltinConfig.of(mistral).withCompute("cpu", 2))) {
+      assertEquals(40, e.info().maxContextLength());
+      String tooLong = assertThrows(IllegalArgumentException.class, () -> e.add(greedy("past", prompt(38, 1), 3))).getMessage();
+      assertTrue(tooLong.contains("maximum context length is 40"), tooLong);
+      assertEquals(2, runToCompletionOf(e, greedy("within", prompt(38, 1), 2)).size());
+    }
+    String refused = assertThrows(IllegalArgumentException.class,
+        () -> BuiltinEngine.open(BuiltinConfig.of(mistral).withCompute("cpu", 2).withMaxContextLength(41))).getMessage();
+    assertTrue(refused.contains("sliding_window") && refused.contains("40") && refused.contains("--max-context-length"), refused);
+    BuiltinEngine.open(BuiltinConfig.of(mistral).withCompute("cpu", 2).withMaxContextLength(40)).close();
+  }
+
+  private static List<Integer> runToCompletionOf(BuiltinEngine e, EngineRequest r) {
+    e.add(r);
+    return runToCompletion(e, new HashMap<>()).get(r.requestId());
+  }
+
   private static int[] prompt(int length, int salt) {
     return IntStream.range(0, length).map(i -> (i * 31 + salt * 17 + 3) % 250).toArray();
   }

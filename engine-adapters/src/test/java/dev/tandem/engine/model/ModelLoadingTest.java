@@ -70,9 +70,9 @@ class ModelLoadingTest {
     String e = assertThrows(ModelFormatException.class, () -> ModelConfig.read(m)).getMessage();
     assertTrue(e.contains("config.json") && e.contains("'hidden_size' is missing"), e);
 
-    editConfig(m, c -> c.putArray("architectures").add("MistralForCausalLM"));
+    editConfig(m, c -> c.putArray("architectures").add("Gemma2ForCausalLM"));
     e = assertThrows(ModelFormatException.class, () -> ModelConfig.read(m)).getMessage();
-    assertTrue(e.contains("MistralForCausalLM") && e.contains("LlamaForCausalLM"), e);
+    assertTrue(e.contains("Gemma2ForCausalLM") && e.contains("MistralForCausalLM"), e);
 
     Path m2 = write(tiny(), 0);
     editConfig(m2, c -> c.putObject("rope_scaling").put("rope_type", "yarn").put("factor", 4.0));
@@ -86,6 +86,30 @@ class ModelLoadingTest {
 
     e = assertThrows(ModelFormatException.class, () -> ModelConfig.read(dir.resolve("nope"))).getMessage();
     assertTrue(e.contains("nope") && e.contains("does not exist"), e);
+  }
+
+  @Test
+  void mistralsSlidingWindowBoundsTheContextAndOtherArchitecturesIgnoreIt() throws Exception {
+    ObjectNode mistral = tiny().put("model_type", "mistral").put("max_position_embeddings", 32768);
+    mistral.putArray("architectures").add("MistralForCausalLM");
+    Path v1 = write(mistral.deepCopy().put("sliding_window", 4096), 0); // Mistral-7B-v0.1
+    assertEquals(ModelConfig.Architecture.MISTRAL, ModelConfig.read(v1).architecture());
+    assertEquals(4096, ModelConfig.read(v1).longestContext());
+    Path v3 = write(mistral.deepCopy().putNull("sliding_window"), 0); // v0.2 on, Nemo
+    assertEquals(0, ModelConfig.read(v3).slidingWindow());
+    assertEquals(32768, ModelConfig.read(v3).longestContext());
+    Path wide = write(mistral.deepCopy().put("sliding_window", 65536), 0);
+    assertEquals(32768, ModelConfig.read(wide).longestContext());
+    // Qwen2 and Qwen3 name a window they do not use unless use_sliding_window (refused) says so.
+    Path qwen = write(tiny().put("sliding_window", 4096).put("max_position_embeddings", 40960), 0);
+    assertEquals(40960, ModelConfig.read(qwen).longestContext());
+
+    editConfig(v1, c -> c.put("sliding_window", "4k"));
+    String e = assertThrows(ModelFormatException.class, () -> ModelConfig.read(v1)).getMessage();
+    assertTrue(e.contains("config.json") && e.contains("'sliding_window' must be a positive integer or null"), e);
+    editConfig(v3, c -> c.put("eos_token_id", "</s>"));
+    e = assertThrows(ModelFormatException.class, () -> ModelConfig.read(v3)).getMessage();
+    assertTrue(e.contains("config.json") && e.contains("'eos_token_id' must be a token id"), e);
   }
 
   @Test
