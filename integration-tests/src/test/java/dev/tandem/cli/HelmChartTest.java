@@ -225,6 +225,28 @@ class HelmChartTest {
     assertTrue(cpu.getArgs().stream().noneMatch(a -> a.startsWith("--compute")), cpu.getArgs().toString());
   }
 
+  /**
+   * {@code --set-file frontend.chatTemplate=FILE} reaches the frontend as TANDEM_CHAT_TEMPLATE
+   * (--chat-template takes the template itself), character for character: quotes, Jinja's braces,
+   * line breaks and non-ASCII text. Here through a values file, which is what --set-file amounts to.
+   */
+  @Test
+  void aChatTemplateReachesTheFrontendUnchanged(@org.junit.jupiter.api.io.TempDir Path dir) throws Exception {
+    String template = String.join("\n",
+        "{%- for m in messages %}",
+        "{{- '<|im_start|>' + m['role'] + '\\n' + m[\"content\"] | trim + '<|im_end|>\\n' }}",
+        "{%- endfor %}",
+        "{%- if add_generation_prompt %}{{ '<|im_start|>assistant\\n' }}{% endif %}  # « répondre »: tab\there");
+    Path values = dir.resolve("values.yaml");
+    Files.writeString(values, "frontend:\n  chatTemplate: |-\n" + template.lines().map(l -> "    " + l).collect(Collectors.joining("\n")) + "\n");
+    String manifest = new Helm(CHART).template().withName("demo").withNamespace("llm").withValuesFile(values).call();
+    ConfigMap config = named(documents(manifest), ConfigMap.class, "demo-tandem-config");
+    assertEquals(template, config.getData().get("TANDEM_CHAT_TEMPLATE"));
+    assertTrue(cliVariables().contains("TANDEM_CHAT_TEMPLATE"));
+    assertFalse(named(render(Map.of()), ConfigMap.class, "demo-tandem-config").getData().containsKey("TANDEM_CHAT_TEMPLATE"),
+        "the model's own template unless one is given");
+  }
+
   @Test
   void etcdDiscoveryBringsItsStatefulSetAndPointsEveryRoleAtIt() {
     List<KubernetesResource> docs = render(Map.of("discovery", "etcd", "etcd.enabled", true, "etcd.storage.size", "1Gi"));
