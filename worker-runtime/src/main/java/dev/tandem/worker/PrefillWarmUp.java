@@ -21,7 +21,7 @@ final class PrefillWarmUp {
       return;
     }
     long t0 = System.nanoTime();
-    int passes = loop.call(e -> builtin.warmUp(1024, 5)).join(); // 512 (uncounted), then passes of 256, 1024, 256, 1024 tokens
+    int passes = loop.call(e -> builtin.warmUp(1024, 5)).join(); // 512 (uncounted), then passes of 256, 1024, 256, 1024 tokens and probes at 2,048 and 4,096
     var cost = builtin.prefillCost();
     log.info("worker {}: warmed up in {} ms ({} measured passes); prefill {} ms per step + {} µs per token + {} ns per attended token ({} tokens/s at 512, {} at 4,096)",
         workerId, (System.nanoTime() - t0) / 1_000_000, passes, String.format("%.1f", cost.perStep() * 1e3),
