@@ -20,9 +20,10 @@ import java.util.List;
 import java.util.UUID;
 
 /**
- * One chat or text completion request in flight: a generation per choice ({@link ChoiceStream}) on
- * the workers the router picks, written back as SSE chunks ({@link SseWriter}) or one JSON body,
- * timed by {@link RunTiming}; worker failures become HTTP errors through {@link GenerationErrors}.
+ * One chat or text completion request in flight (or a Responses API one, a chat written back as
+ * {@link ResponsesOutput}): a generation per choice ({@link ChoiceStream}) on the workers the
+ * router picks, written back as SSE chunks ({@link SseWriter}) or one JSON body, timed by {@link
+ * RunTiming}; worker failures become HTTP errors through {@link GenerationErrors}.
  *
  * <p>Threading: every method runs on the channel's event loop; worker callbacks are posted there,
  * so the state below needs no locks.
@@ -40,6 +41,8 @@ final class GenerationRun {
   private ContentChunks contentChunks; // made on the first content event
   private final List<ChoiceStream> choices = new ArrayList<>();
   private final SseWriter sse;
+  private final ResponsesOutput responses; // null unless the request came through /v1/responses
+  private final ServedModel model;
   private final RunTiming timing;
   private final java.time.Duration workerWait;
   private final int migrationLimit;
@@ -58,8 +61,10 @@ final class GenerationRun {
       long startNanos,
       java.time.Duration workerWait,
       int migrationLimit,
+      dev.tandem.frontend.openai.ResponsesRequest responsesRequest,
       Runnable onDone) {
     this.workerWait = workerWait;
+    this.model = model;
     this.migrationLimit = migrationLimit;
     this.maxContextLength = model.maxContextLength();
     this.ctx = ctx;
@@ -68,8 +73,10 @@ final class GenerationRun {
     this.metrics = metrics;
     this.keepAlive = keepAlive;
     this.onDone = onDone;
-    this.id = (spec.kind() == GenerationSpec.Kind.CHAT ? "chatcmpl-" : "cmpl-") + UUID.randomUUID().toString().replace("-", "");
     this.sse = new SseWriter(ctx, keepAlive, spec.includeUsage());
+    this.responses = responsesRequest == null ? null : new ResponsesOutput(responsesRequest.echo(), spec, sse);
+    this.id = responses != null ? responses.id()
+        : (spec.kind() == GenerationSpec.Kind.CHAT ? "chatcmpl-" : "cmpl-") + UUID.randomUUID().toString().replace("-", "");
     this.timing = new RunTiming(metrics, startNanos);
     for (int p = 0; p < spec.prompts().size(); p++) {
       for (int j = 0; j < spec.n(); j++) {
@@ -123,7 +130,10 @@ final class GenerationRun {
     stopWaiting();
     if (spec.stream()) {
       sse.sendHeaders();
-      if (spec.kind() == GenerationSpec.Kind.CHAT) {
+      if (responses != null) {
+        responses.begin();
+        sse.flush();
+      } else if (spec.kind() == GenerationSpec.Kind.CHAT) {
         for (ChoiceStream c : choices) {
           sse.event(ResponseJson.chunk(spec.kind(), id, created, spec.model(), c.index, "assistant", "", null));
         }
@@ -330,6 +340,17 @@ final class GenerationRun {
     if (piece.isEmpty()) {
       return;
     }
+    if (responses != null) {
+      c.reasoning.append(piece.reasoning()); // counted at the end
+      responses.reasoning(piece.reasoning());
+      responses.content(piece.content());
+      for (var call : piece.toolCalls()) {
+        responses.toolCall(call);
+        c.toolCalls.add(call);
+      }
+      sse.flush();
+      return;
+    }
     if (!piece.reasoning().isEmpty()) {
       sse.event(ResponseJson.reasoningChunk(id, created, spec.model(), c.index, piece.reasoning()));
     }
@@ -359,7 +380,7 @@ final class GenerationRun {
     c.finishReason = reason;
     finished++;
     boolean last = finished == choices.size();
-    if (spec.stream()) {
+    if (spec.stream() && responses == null) {
       ObjectNode chunk = ResponseJson.chunk(spec.kind(), id, created, spec.model(), c.index, null, null, reason);
       if (spec.kind() == GenerationSpec.Kind.CHAT) {
         ((ObjectNode) chunk.get("choices").get(0)).putObject("delta");
@@ -372,7 +393,7 @@ final class GenerationRun {
     }
     if (last) {
       complete();
-    } else if (spec.stream()) {
+    } else if (spec.stream() && responses == null) {
       sse.flush();
     }
   }
@@ -380,7 +401,9 @@ final class GenerationRun {
   private void complete() {
     done = true;
     ResponseJson.Usage usage = usage();
-    if (spec.stream()) {
+    if (responses != null) {
+      completeResponse(usage);
+    } else if (spec.stream()) {
       if (spec.includeUsage()) {
         sse.event(ResponseJson.usageChunk(spec.kind(), id, created, spec.model(), usage));
       }
@@ -400,6 +423,22 @@ final class GenerationRun {
     }
     metrics.tokens(usage.promptTokens(), usage.cachedTokens(), usage.completionTokens());
     end(200);
+  }
+
+  /** The Responses API's end: {@code response.completed} (or incomplete) and no {@code [DONE]}, or the response object. */
+  private void completeResponse(ResponseJson.Usage usage) {
+    ChoiceStream c = choices.getFirst(); // no n in the Responses API
+    String reasoning = c.reasoning.toString();
+    long reasoningTokens = reasoning.isEmpty() ? 0 : model.tokenizer().encode(reasoning, false).length; // as its text re-encodes
+    ObjectNode timingJson = spec.timing() ? timing.json(choices) : null;
+    if (spec.stream()) {
+      responses.complete(c.finishReason, usage, reasoningTokens, timingJson);
+      sse.endEvents();
+    } else {
+      var result = new ResponseJson.ChoiceResult(c.index, c.text.toString(), reasoning, c.toolCalls, c.finishReason, null);
+      HttpResponses.json(ctx, 200, responses.body(result, usage, reasoningTokens, timingJson), keepAlive)
+          .addListener(SseWriter.closeUnlessKeepAlive(keepAlive));
+    }
   }
 
   private ResponseJson.Usage usage() {
@@ -423,7 +462,10 @@ final class GenerationRun {
     }
     done = true;
     cancelAll("request failed");
-    if (sse.headersSent()) {
+    if (sse.headersSent() && responses != null) {
+      responses.error(error);
+      sse.abort();
+    } else if (sse.headersSent()) {
       sse.event(ResponseJson.error(error));
       sse.abort(); // an error event and no [DONE]: the stream did not complete
     } else {
@@ -455,7 +497,7 @@ final class GenerationRun {
   private void end(int status) {
     metrics.inflightChange(-1);
     metrics.duration(System.nanoTime() - timing.startNanos());
-    metrics.requestFinished(spec.kind() == GenerationSpec.Kind.CHAT ? "chat_completions" : "completions", status);
+    metrics.requestFinished(responses != null ? "responses" : spec.kind() == GenerationSpec.Kind.CHAT ? "chat_completions" : "completions", status);
     onDone.run();
   }
 }

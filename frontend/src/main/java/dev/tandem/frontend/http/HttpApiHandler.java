@@ -8,6 +8,7 @@ import dev.tandem.frontend.ServedModel;
 import dev.tandem.frontend.text.ChatTemplate;
 import dev.tandem.frontend.openai.GenerationSpec;
 import dev.tandem.frontend.openai.RequestParser;
+import dev.tandem.frontend.openai.ResponsesRequest;
 import dev.tandem.frontend.openai.ResponseJson;
 import dev.tandem.router.RequestRouter;
 import dev.tandem.router.WorkerStatus;
@@ -42,6 +43,7 @@ final class HttpApiHandler extends SimpleChannelInboundHandler<FullHttpRequest> 
       Map.of(
           "/v1/chat/completions", HttpMethod.POST,
           "/v1/completions", HttpMethod.POST,
+          "/v1/responses", HttpMethod.POST,
           "/v1/models", HttpMethod.GET,
           MODEL_ROUTE, HttpMethod.GET,
           "/tokenize", HttpMethod.POST,
@@ -49,6 +51,8 @@ final class HttpApiHandler extends SimpleChannelInboundHandler<FullHttpRequest> 
           "/health", HttpMethod.GET,
           "/live", HttpMethod.GET,
           "/metrics", HttpMethod.GET);
+
+  private static final java.util.Set<String> GENERATIONS = java.util.Set.of("/v1/chat/completions", "/v1/completions", "/v1/responses");
 
   private final ServedModel model;
   private final RequestParser parser;
@@ -116,13 +120,13 @@ final class HttpApiHandler extends SimpleChannelInboundHandler<FullHttpRequest> 
         throw new ApiException(401, "Incorrect or missing API key: send it as 'Authorization: Bearer <key>'.",
             "invalid_request_error", null, "invalid_api_key");
       }
-      if (admission.maxInflightRequests() > 0 && (path.equals("/v1/chat/completions") || path.equals("/v1/completions"))
+      if (admission.maxInflightRequests() > 0 && GENERATIONS.contains(path)
           && metrics.inflight() >= admission.maxInflightRequests()) {
         throw new ApiException(429, "Too many requests in flight (" + admission.maxInflightRequests()
             + ", --max-inflight-requests); retry shortly.", "requests", null, "rate_limit_exceeded");
       }
       switch (route) {
-        case "/v1/chat/completions", "/v1/completions" -> {
+        case "/v1/chat/completions", "/v1/completions", "/v1/responses" -> {
           prepare(ctx, path, endpoint, ByteBufUtil.getBytes(request.content()), keepAlive, start);
           return;
         }
@@ -179,17 +183,24 @@ final class HttpApiHandler extends SimpleChannelInboundHandler<FullHttpRequest> 
     try {
       where.execute(() -> {
         GenerationSpec spec = null;
+        ResponsesRequest responses = null;
         RuntimeException failure = null;
         try {
           if (body.length > SMALL_BODY_BYTES) {
             parser.refuseIfPromptCannotFit(body); // before anything is built from it
           }
           ObjectNode json = RequestParser.parseBody(body);
-          spec = path.equals("/v1/chat/completions") ? parser.parseChat(json) : parser.parseCompletion(json);
+          if (path.equals("/v1/responses")) {
+            responses = ResponsesRequest.parse(json);
+            spec = parseChatAs(responses);
+          } else {
+            spec = path.equals("/v1/chat/completions") ? parser.parseChat(json) : parser.parseCompletion(json);
+          }
         } catch (RuntimeException e) {
           failure = e;
         }
         GenerationSpec prepared = spec;
+        ResponsesRequest preparedResponses = responses;
         RuntimeException error = failure;
         Runnable resume = () -> {
           if (!ctx.channel().isActive()) {
@@ -199,7 +210,7 @@ final class HttpApiHandler extends SimpleChannelInboundHandler<FullHttpRequest> 
             if (error != null) {
               throw error;
             }
-            generate(ctx, prepared, keepAlive, start);
+            generate(ctx, prepared, preparedResponses, keepAlive, start);
           } catch (RuntimeException e) {
             ctx.channel().config().setAutoRead(true);
             fail(ctx, "POST " + path, path, endpoint, e, keepAlive);
@@ -217,11 +228,20 @@ final class HttpApiHandler extends SimpleChannelInboundHandler<FullHttpRequest> 
     }
   }
 
-  private void generate(ChannelHandlerContext ctx, GenerationSpec spec, boolean keepAlive, long start) {
+  /** A Responses API request through the chat parser, its errors naming the Responses fields. */
+  private GenerationSpec parseChatAs(ResponsesRequest responses) {
+    try {
+      return parser.parseChat(responses.chat());
+    } catch (ApiException e) {
+      throw ResponsesRequest.renamed(e);
+    }
+  }
+
+  private void generate(ChannelHandlerContext ctx, GenerationSpec spec, ResponsesRequest responses, boolean keepAlive, long start) {
     ctx.channel().config().setAutoRead(false);
     GenerationRun run =
         new GenerationRun(
-            ctx, spec, model, router, metrics, keepAlive, start, workerWait, migrationLimit,
+            ctx, spec, model, router, metrics, keepAlive, start, workerWait, migrationLimit, responses,
             () -> {
               current = null;
               ctx.channel().config().setAutoRead(true);

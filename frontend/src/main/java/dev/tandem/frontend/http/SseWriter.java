@@ -58,10 +58,19 @@ final class SseWriter {
     if (includeUsage && !node.has("usage") && !node.has("error")) {
       node.putNull("usage");
     }
-    byte[] json = ResponseJson.bytes(node);
-    byte[] event = new byte[json.length + DATA.length + 2];
-    System.arraycopy(DATA, 0, event, 0, DATA.length);
-    System.arraycopy(json, 0, event, DATA.length, json.length);
+    write(DATA, ResponseJson.bytes(node));
+  }
+
+  /** {@code event: <name>} then {@code data: <json>}: the Responses API's typed events. */
+  void namedEvent(String name, ObjectNode node) {
+    write(("event: " + name + "\ndata: ").getBytes(StandardCharsets.UTF_8), ResponseJson.bytes(node));
+  }
+
+  /** {@code head}, the JSON, and the blank line that ends an event. */
+  private void write(byte[] head, byte[] json) {
+    byte[] event = new byte[head.length + json.length + 2];
+    System.arraycopy(head, 0, event, 0, head.length);
+    System.arraycopy(json, 0, event, head.length, json.length);
     event[event.length - 2] = '\n';
     event[event.length - 1] = '\n';
     ctx.write(new DefaultHttpContent(Unpooled.wrappedBuffer(event)));
@@ -81,6 +90,14 @@ final class SseWriter {
   /** {@code data: [DONE]}, the end of the response, and the connection closed unless kept alive. */
   void end() {
     ctx.write(new DefaultHttpContent(Unpooled.wrappedBuffer(DONE)));
+    ctx.writeAndFlush(LastHttpContent.EMPTY_LAST_CONTENT).addListener(closeUnlessKeepAlive(keepAlive));
+  }
+
+  /**
+   * The end of a stream whose last event says it is complete (the Responses API's {@code
+   * response.completed}): no {@code data: [DONE]}.
+   */
+  void endEvents() {
     ctx.writeAndFlush(LastHttpContent.EMPTY_LAST_CONTENT).addListener(closeUnlessKeepAlive(keepAlive));
   }
 

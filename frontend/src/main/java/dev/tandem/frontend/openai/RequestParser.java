@@ -538,8 +538,9 @@ public final class RequestParser {
 
   /**
    * Refuses a body whose prompt text cannot fit the context window, by a streaming scan that
-   * builds nothing: the characters of {@code messages[].content} (and their text parts) or of
-   * {@code prompt} strings are counted as they go by, and the scan stops as soon as they are
+   * builds nothing: the characters of {@code messages[].content} (and their text parts), of
+   * {@code prompt} strings, or of every string under a Responses request's {@code input} and
+   * {@code instructions} are counted as they go by, and the scan stops as soon as they are
    * too many. Used on large bodies before they are parsed; a body that is not JSON is left to
    * {@link #parseBody} to refuse.
    */
@@ -560,12 +561,12 @@ public final class RequestParser {
           }
           case VALUE_STRING -> {
             String field = p.currentName();
-            boolean prompt = "prompt".equals(top)
+            boolean prompt = "prompt".equals(top) || "input".equals(top) || "instructions".equals(top) // the last two: /v1/responses
                 || ("messages".equals(top) && ("content".equals(field) || "text".equals(field)));
             if (prompt) {
               chars += p.getTextLength();
               if (chars > bound) {
-                checkLengthBeforeTokenizing(chars, "messages".equals(top) ? "messages" : "prompt");
+                checkLengthBeforeTokenizing(chars, "messages".equals(top) ? "messages" : "prompt".equals(top) ? "prompt" : "input");
               }
             }
           }
