@@ -53,6 +53,21 @@ class RequestFuzzTest {
     }
   }
 
+  /** A Responses API body, through the translation to chat and the chat parser, as {@code POST /v1/responses} runs it. */
+  @FuzzTest(maxDuration = "30s")
+  void responsesBody(byte[] body) {
+    try {
+      ResponsesRequest request = ResponsesRequest.parse(RequestParser.parseBody(body));
+      try {
+        PARSER.parseChat(request.chat());
+      } catch (ApiException e) {
+        throw ResponsesRequest.renamed(e);
+      }
+    } catch (ApiException e) {
+      refusedCleanly(e);
+    }
+  }
+
   /** Well-formed JSON with fuzzed messages, tools and response formats: reaches the template and the schema compiler. */
   @FuzzTest(maxDuration = "30s")
   void chatMessagesAndTools(FuzzedDataProvider data) {
