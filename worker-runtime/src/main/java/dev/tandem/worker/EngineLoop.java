@@ -44,6 +44,7 @@ public final class EngineLoop implements AutoCloseable {
   private final Engine engine;
   private final KvEventLog events;
   private volatile StepObserver stepObserver = (nanos, outputs) -> {};
+  private final java.util.List<Runnable> loadWatchers = new java.util.concurrent.CopyOnWriteArrayList<>();
   private final ConcurrentLinkedQueue<Runnable> commands = new ConcurrentLinkedQueue<>();
   private final Map<String, Listener> listeners = new HashMap<>(); // loop thread only
   private final Thread thread;
@@ -166,6 +167,19 @@ public final class EngineLoop implements AutoCloseable {
     this.stepObserver = observer;
   }
 
+  /**
+   * Adds a callback run on the loop thread whenever the requests running or waiting, or the prompt
+   * tokens queued, have changed since the last step: a load stream then reports at once instead of
+   * at its next tick (it must only schedule work, not do it).
+   */
+  public void addLoadWatcher(Runnable watcher) {
+    loadWatchers.add(watcher);
+  }
+
+  public void removeLoadWatcher(Runnable watcher) {
+    loadWatchers.remove(watcher);
+  }
+
   public boolean isRunning() {
     return running && thread.isAlive();
   }
@@ -223,8 +237,13 @@ public final class EngineLoop implements AutoCloseable {
   }
 
   private void refreshLoad() {
+    EngineLoad before = load;
     load = engine.load();
     prefillCost = engine.prefillCost();
+    if (load.runningRequests() != before.runningRequests() || load.waitingRequests() != before.waitingRequests()
+        || load.queuedPrefillTokens() != before.queuedPrefillTokens()) {
+      loadWatchers.forEach(Runnable::run);
+    }
   }
 
   private void failAll(RuntimeException error) {

@@ -17,7 +17,10 @@ import dev.tandem.proto.worker.v1.GenerateRequest;
 import dev.tandem.proto.worker.v1.KvEvent;
 import dev.tandem.proto.worker.v1.KvEventBatch;
 import dev.tandem.proto.worker.v1.KvEventsRequest;
+import dev.tandem.proto.worker.v1.LoadReport;
 import dev.tandem.proto.worker.v1.LoadRequest;
+import dev.tandem.proto.worker.v1.WatchLoadRequest;
+import io.grpc.stub.StreamObserver;
 import dev.tandem.proto.worker.v1.ModelCardRequest;
 import dev.tandem.proto.worker.v1.StopConditions;
 import dev.tandem.proto.worker.v1.WorkerGrpc;
@@ -79,6 +82,38 @@ class WorkerServiceTest {
     var card = stub.getModelCard(ModelCardRequest.getDefaultInstance());
     assertTrue(card.getTokenizerJson().size() > 1_000_000);
     assertTrue(card.getTokenizerConfigJson().toStringUtf8().contains("chat_template"));
+  }
+
+  /**
+   * A load stream reports a change at once, not at its next tick: with a tick a minute apart, a
+   * request's start and its end still reach the watcher within moments (else a router reads the
+   * finished request as running until the tick, and predicts the next one there too slow).
+   */
+  @Test
+  void aLoadStreamReportsAChangeBeforeItsNextTick() throws Exception {
+    var stub = start(TimingModel.realTime(), 100); // ~6 ms a token: the request runs long enough to be seen running
+    LinkedBlockingQueue<LoadReport> reports = new LinkedBlockingQueue<>();
+    WorkerGrpc.newStub(channel).watchLoad(WatchLoadRequest.newBuilder().setIntervalMs(60_000).build(), new StreamObserver<>() {
+      @Override
+      public void onNext(LoadReport r) {
+        reports.add(r);
+      }
+
+      @Override
+      public void onError(Throwable t) {}
+
+      @Override
+      public void onCompleted() {}
+    });
+    assertEquals(0, reports.poll(5, TimeUnit.SECONDS).getActiveRequests(), "the first tick, at once");
+    stub.generate(request("l1", 40, 4, 30)).forEachRemaining(c -> {});
+    boolean sawRunning = false;
+    LoadReport r;
+    while ((r = reports.poll(2, TimeUnit.SECONDS)) != null && !(sawRunning && r.getActiveRequests() == 0)) {
+      sawRunning |= r.getActiveRequests() > 0;
+    }
+    assertTrue(sawRunning, "the request's start was reported");
+    assertTrue(r != null && r.getActiveRequests() == 0, "and its end, long before the next tick");
   }
 
   @Test
