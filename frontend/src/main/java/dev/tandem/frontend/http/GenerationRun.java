@@ -307,7 +307,9 @@ final class GenerationRun {
       if (c.stopped()) {
         c.call.cancel("stop string matched");
         emit(c, out.toString(), true);
-        finish(c, "stop");
+        if (!c.finished()) {
+          finish(c, "stop");
+        }
         return;
       }
     }
@@ -315,6 +317,9 @@ final class GenerationRun {
     if (reason != null) {
       out.append(c.flush());
       emit(c, out.toString(), true);
+      if (c.finished()) {
+        return;
+      }
       switch (reason) {
         case STOP -> finish(c, "stop");
         case LENGTH -> finish(c, "length");
@@ -331,6 +336,19 @@ final class GenerationRun {
       return;
     }
     ChoiceStream.Piece piece = c.parse(text, last);
+    boolean oneCallMade = spec.oneToolCall() && !piece.toolCalls().isEmpty();
+    if (oneCallMade) { // parallel_tool_calls false: the first call is the output's last word
+      piece = new ChoiceStream.Piece(piece.reasoning(), piece.content(),
+          c.toolCalls.isEmpty() ? List.of(piece.toolCalls().getFirst()) : List.of());
+    }
+    emitPiece(c, piece);
+    if (oneCallMade && !last) {
+      c.call.cancel("one tool call made (parallel_tool_calls false)");
+      finish(c, "stop");
+    }
+  }
+
+  private void emitPiece(ChoiceStream c, ChoiceStream.Piece piece) {
     if (!spec.stream()) {
       c.reasoning.append(piece.reasoning());
       c.text.append(piece.content());

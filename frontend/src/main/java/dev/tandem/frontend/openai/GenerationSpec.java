@@ -11,7 +11,8 @@ import java.util.List;
  * choices per prompt, sampling (log-probabilities included) and stop rules as the workers get
  * them, an optional constraint on the output, and the frontend's own options: stop strings,
  * detokenizing, how the output is parsed (reasoning, tool calls), streaming, timing, pinning,
- * echoing the prompt.
+ * echoing the prompt, and whether one tool call ends the output ({@code parallel_tool_calls:
+ * false}).
  */
 public record GenerationSpec(
     Kind kind,
@@ -28,25 +29,32 @@ public record GenerationSpec(
     String pinnedWorker,
     StructuredOutput constraint,
     OutputParsers parsers,
-    boolean echo) {
+    boolean echo,
+    boolean oneToolCall) {
 
   public GenerationSpec(
       Kind kind, String model, List<int[]> prompts, int n, SamplingParams sampling, StopConditions stop, List<String> stopStrings,
       boolean skipSpecialTokens, boolean stream, boolean includeUsage, boolean timing, String pinnedWorker,
       StructuredOutput constraint, OutputParsers parsers) {
     this(kind, model, prompts, n, sampling, stop, stopStrings, skipSpecialTokens, stream, includeUsage, timing, pinnedWorker,
-        constraint, parsers, false);
+        constraint, parsers, false, false);
   }
 
   public GenerationSpec withSampling(SamplingParams s) {
     return new GenerationSpec(kind, model, prompts, n, s, stop, stopStrings, skipSpecialTokens, stream, includeUsage, timing,
-        pinnedWorker, constraint, parsers, echo);
+        pinnedWorker, constraint, parsers, echo, oneToolCall);
   }
 
   /** Completions' {@code echo}: the prompt's text comes back before each choice's completion. */
   public GenerationSpec withEcho(boolean echo) {
     return new GenerationSpec(kind, model, prompts, n, sampling, stop, stopStrings, skipSpecialTokens, stream, includeUsage, timing,
-        pinnedWorker, constraint, parsers, echo);
+        pinnedWorker, constraint, parsers, echo, oneToolCall);
+  }
+
+  /** Chat's {@code parallel_tool_calls: false}: the first complete tool call ends the output. */
+  public GenerationSpec withOneToolCall(boolean oneToolCall) {
+    return new GenerationSpec(kind, model, prompts, n, sampling, stop, stopStrings, skipSpecialTokens, stream, includeUsage, timing,
+        pinnedWorker, constraint, parsers, echo, oneToolCall);
   }
 
   public GenerationSpec {

@@ -163,7 +163,8 @@ public final class RequestParser {
     OutputParsers parsers = new OutputParsers(
         reasoning,
         tools != null ? model.parsers().toolCalls() : ToolCallFormat.NONE);
-    return common(body, GenerationSpec.Kind.CHAT, List.of(prompt), maxTokens, logprobs, maxTokensParam, forced, parsers);
+    return common(body, GenerationSpec.Kind.CHAT, List.of(prompt), maxTokens, logprobs, maxTokensParam, forced, parsers)
+        .withOneToolCall(!bool(body, "parallel_tool_calls", true));
   }
 
   public GenerationSpec parseCompletion(ObjectNode body) {

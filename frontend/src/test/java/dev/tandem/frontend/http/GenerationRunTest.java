@@ -120,8 +120,12 @@ class GenerationRunTest {
   }
 
   static void post(EmbeddedChannel ch, String body) {
+    post(ch, "/v1/chat/completions", body);
+  }
+
+  static void post(EmbeddedChannel ch, String path, String body) {
     ByteBuf content = Unpooled.copiedBuffer(body, StandardCharsets.UTF_8);
-    var request = new DefaultFullHttpRequest(HttpVersion.HTTP_1_1, HttpMethod.POST, "/v1/chat/completions", content);
+    var request = new DefaultFullHttpRequest(HttpVersion.HTTP_1_1, HttpMethod.POST, path, content);
     request.headers().set(HttpHeaderNames.CONTENT_TYPE, "application/json");
     request.headers().setInt(HttpHeaderNames.CONTENT_LENGTH, content.readableBytes());
     ch.writeInbound(request);
@@ -241,6 +245,71 @@ class GenerationRunTest {
     int all = tokens("<think>\nThe user wants").length + tokens(" weather.\n</th").length + tokens("ink>\n\nChecking. <tool_").length
         + tokens("call>\n{\"name\": \"get_weather\", \"arguments\": {\"city\": \"Paris\"}}\n</tool_call>").length;
     assertEquals(all, body.at("/usage/completion_tokens").asInt(), "usage counts every token, reasoning and calls included");
+  }
+
+  /** Two calls in a row, as a model makes parallel calls (the second would follow the first). */
+  private static ScriptedRouter twoCalls() {
+    return new ScriptedRouter(l -> {
+      l.onChunk(chunk(tokens("<tool_call>\n{\"name\": \"get_weather\", \"arguments\": {\"city\": \"Paris\"}}\n</tool_call>\n"), null));
+      l.onChunk(chunk(tokens("<tool_call>\n{\"name\": \"get_weather\", \"arguments\": {\"city\": \"Rome\"}}\n</tool_call>"), FinishReason.STOP));
+      l.onCompleted();
+    });
+  }
+
+  /**
+   * {@code parallel_tool_calls: false}: the first complete call ends the output — the generation
+   * is cancelled there, and a second call the model goes on to write never reaches the client.
+   */
+  @Test
+  void withParallelToolCallsOffTheFirstCallEndsTheOutput() throws Exception {
+    String chat = "{\"model\":\"m\",\"max_tokens\":64,\"messages\":[{\"role\":\"user\",\"content\":\"weather?\"}]" + TOOLS;
+    ScriptedRouter parallel = twoCalls();
+    EmbeddedChannel ch = channel(parallel);
+    post(ch, chat + "}");
+    assertEquals(2, JSON.readTree(drain(ch).body()).at("/choices/0/message/tool_calls").size(), "parallel calls by default");
+
+    for (boolean stream : new boolean[] {false, true}) {
+      ScriptedRouter one = twoCalls();
+      ch = channel(one);
+      post(ch, chat + ",\"parallel_tool_calls\":false,\"stream\":" + stream + "}");
+      String body = drain(ch).body();
+      List<JsonNode> calls = new ArrayList<>();
+      String finish;
+      if (stream) {
+        List<JsonNode> events = events(body);
+        events.forEach(e -> e.at("/choices/0/delta/tool_calls").forEach(c -> { if (c.has("id")) calls.add(c); }));
+        finish = events.getLast().at("/choices/0/finish_reason").asText();
+      } else {
+        JsonNode choice = JSON.readTree(body).at("/choices/0");
+        choice.at("/message/tool_calls").forEach(calls::add);
+        finish = choice.get("finish_reason").asText();
+      }
+      assertEquals(1, calls.size(), body);
+      assertEquals("tool_calls", finish);
+      assertEquals(1, one.cancels.size(), "the generation stops at the first call");
+    }
+  }
+
+  /**
+   * The Responses API through the same run: the reply's reasoning, text and call become three
+   * output items in order, and usage counts the reasoning's tokens.
+   */
+  @Test
+  void aResponsesRequestGetsItsOutputAsItems() throws Exception {
+    EmbeddedChannel ch = channel(thinkingCaller());
+    post(ch, "/v1/responses", "{\"model\":\"m\",\"input\":\"weather?\",\"max_output_tokens\":64,"
+        + "\"tools\":[{\"type\":\"function\",\"name\":\"get_weather\",\"parameters\":{\"type\":\"object\"}}]}");
+    Written w = drain(ch);
+    assertEquals(200, w.status(), w.body());
+    JsonNode response = JSON.readTree(w.body());
+    assertEquals("completed", response.get("status").asText());
+    JsonNode output = response.get("output");
+    assertEquals(List.of("reasoning", "message", "function_call"),
+        List.of(output.get(0).get("type").asText(), output.get(1).get("type").asText(), output.get(2).get("type").asText()));
+    assertEquals("The user wants weather.\n", output.get(0).at("/content/0/text").asText());
+    assertEquals("Checking. ", output.get(1).at("/content/0/text").asText());
+    assertEquals("{\"city\":\"Paris\"}", output.get(2).get("arguments").asText());
+    assertEquals(tokens("The user wants weather.\n").length, response.at("/usage/output_tokens_details/reasoning_tokens").asInt());
   }
 
   @Test
