@@ -32,6 +32,8 @@ public final class LoadLedger {
     final AtomicInteger active = new AtomicInteger();
     final AtomicInteger prefillBlocks = new AtomicInteger();
     final AtomicInteger decodeBlocks = new AtomicInteger();
+    /** When work the router sent here last ended (a prompt computed, a request over); System.nanoTime, 0: never. */
+    volatile long settledNanos;
 
     Account(WorkerId worker) {
       this.worker = worker;
@@ -55,6 +57,16 @@ public final class LoadLedger {
   public Routed routed(WorkerId worker) {
     Account a = accounts.get(worker);
     return a == null ? Routed.NONE : new Routed(a.active.get(), a.prefillBlocks.get(), a.decodeBlocks.get());
+  }
+
+  /**
+   * When the router last saw work it sent to {@code worker} end there — a prompt computed or a
+   * request over — as {@link System#nanoTime}; 0 if never. A load report the worker took before
+   * that still counts the ended work.
+   */
+  public long settledNanos(WorkerId worker) {
+    Account a = accounts.get(worker);
+    return a == null ? 0 : a.settledNanos;
   }
 
   /** Calls {@code listener} with the worker whenever what is in flight there changes (on the changing thread). */
@@ -114,8 +126,11 @@ public final class LoadLedger {
     /** The first token arrived: the prompt is computed, on whichever worker computed it. */
     public void firstToken() {
       if (prefilled.compareAndSet(false, true)) {
+        long now = System.nanoTime();
+        decode.settledNanos = now;
         decode.add(0, -decodePrefillBlocks, 0);
         if (prefill != null) {
+          prefill.settledNanos = now;
           prefill.add(-1, -prefillBlocks, 0);
         }
       }
@@ -125,6 +140,7 @@ public final class LoadLedger {
     public void release() {
       firstToken();
       if (released.compareAndSet(false, true)) {
+        decode.settledNanos = System.nanoTime();
         decode.add(-1, 0, -decodeBlocks);
         open.decrementAndGet();
       }

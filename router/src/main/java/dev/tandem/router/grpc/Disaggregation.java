@@ -238,8 +238,8 @@ public final class Disaggregation implements AutoCloseable {
     int prompt = routing.promptTokens();
     WorkerLoad dLoad = pool.load(decode);
     WorkerLoad pLoad = pool.load(prefill);
-    var dReport = decode.lastLoadReport();
-    var pReport = prefill.lastLoadReport();
+    var dReport = pool.report(decode);
+    var pReport = pool.report(prefill);
     Overlap decodeOverlap = decodeChoice.predictedOverlap();
     int uncachedOnDecode = Math.max(1, prompt - decodeOverlap.blocks() * blockSize);
     var measured = links.getOrDefault(decode.workerId().value() + "->" + prefill.workerId().value(), Map.of());

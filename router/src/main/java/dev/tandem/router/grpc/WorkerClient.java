@@ -319,6 +319,11 @@ public final class WorkerClient implements AutoCloseable {
     return lastLoad;
   }
 
+  /** When the last load report arrived (System.nanoTime). */
+  public long lastLoadReportNanos() {
+    return lastReportNanos;
+  }
+
   /** Fetches the model card (tokenizer files included). */
   public ModelCard modelCard(Duration timeout) {
     return FromWire.modelCard(

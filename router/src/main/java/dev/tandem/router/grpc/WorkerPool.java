@@ -1,6 +1,7 @@
 package dev.tandem.router.grpc;
 
 import dev.tandem.common.WorkerDescription;
+import dev.tandem.common.WorkerLoadReport;
 import dev.tandem.router.LoadLedger;
 import dev.tandem.router.WorkerLoad;
 import io.grpc.ManagedChannel;
@@ -237,10 +238,27 @@ public final class WorkerPool implements AutoCloseable {
     return ledger;
   }
 
-  /** {@code worker}'s load as a selector sees it: the ledger's in-flight counts and its last report. */
+  /**
+   * {@code worker}'s last load report as routing should read it: when the report arrived before the
+   * router last saw work it sent there end, the requests and prompt tokens it counts include that
+   * work, so they are read as none — the ledger, taken beside it, holds what is still in flight —
+   * until the next report (the worker sends one as soon as its load changes). Without this, a
+   * prompt sent right after another ended reads as queued behind it.
+   */
+  public WorkerLoadReport report(WorkerClient worker) {
+    WorkerLoadReport r = worker.lastLoadReport();
+    long settled = ledger.settledNanos(worker.workerId());
+    if (settled == 0 || worker.lastLoadReportNanos() - settled >= 0) {
+      return r;
+    }
+    return new WorkerLoadReport(r.workerId(), 0, 0, 0, r.kvBlocksUsed(), r.kvBlocksTotal(), r.lastEventId(), r.prefillCost(),
+        r.remotePrefillFallbacks(), r.stepSeconds(), r.draining(), r.stepRunningSeconds());
+  }
+
+  /** {@code worker}'s load as a selector sees it: the ledger's in-flight counts and its last report ({@link #report}). */
   public WorkerLoad load(WorkerClient worker) {
     LoadLedger.Routed routed = ledger.routed(worker.workerId());
-    var r = worker.lastLoadReport();
+    var r = report(worker);
     return new WorkerLoad(
         worker.workerId(),
         routed.activeRequests(),

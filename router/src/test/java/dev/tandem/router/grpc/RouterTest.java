@@ -226,6 +226,41 @@ class RouterTest {
     assertEquals(0, pool.ledger().open());
   }
 
+  /**
+   * A load report that arrived before work the router sent there ended still counts that work:
+   * routing reads its requests and queued prompt tokens as none (the ledger holds what is in
+   * flight) until a later report, which counts again — another frontend's work, say.
+   */
+  @Test
+  void aReportOlderThanTheEndOfTheRoutersOwnWorkCountsNothingQueued() throws Exception {
+    worker("w0", WorkerRole.WORKER_ROLE_AGGREGATED, Behaviour.FINISH);
+    reports.put("w0", LoadReport.newBuilder().setWorkerId("w0").setKvBlocksTotal(100).setActiveRequests(1).setWaitingRequests(1)
+        .setQueuedPrefillTokens(500).build());
+    Router r = router("w0");
+    WorkerClient w = pool.all().getFirst();
+    long deadline = System.nanoTime() + TimeUnit.SECONDS.toNanos(5);
+    while (w.lastLoadReport().queuedPrefillTokens() != 500 && System.nanoTime() < deadline) {
+      Thread.sleep(10);
+    }
+    assertEquals(500, pool.report(w).queuedPrefillTokens(), "no work of this router has ended there yet");
+    frozen.add("w0"); // no report for a moment
+    Thread.sleep(150);
+    Collector c = new Collector(pool);
+    r.route(request("a", 40), null).start(c);
+    assertEquals(null, c.end.get(5, TimeUnit.SECONDS));
+    assertEquals(500, w.lastLoadReport().queuedPrefillTokens(), "the report itself is kept");
+    var stale = pool.report(w);
+    assertEquals(0, stale.queuedPrefillTokens());
+    assertEquals(0, stale.activeRequests() + stale.waitingRequests());
+    assertEquals(0, pool.load(w).speed().reportedQueuedPrefillTokens(), "what selectors read");
+    frozen.remove("w0");
+    deadline = System.nanoTime() + TimeUnit.SECONDS.toNanos(5);
+    while (pool.report(w).queuedPrefillTokens() != 500 && System.nanoTime() < deadline) {
+      Thread.sleep(10);
+    }
+    assertEquals(500, pool.report(w).queuedPrefillTokens(), "a report after the end counts again");
+  }
+
   @Test
   void aWorkerThatRefusesBeforeAnyOutputIsPassedOverForAnother() throws Exception {
     worker("draining", WorkerRole.WORKER_ROLE_AGGREGATED, Behaviour.FAIL_UNAVAILABLE);
