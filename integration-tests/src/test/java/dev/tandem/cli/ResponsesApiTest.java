@@ -197,6 +197,8 @@ class ResponsesApiTest {
     }
     var e = assertThrows(BadRequestException.class, () -> openai.responses().create(text("hi", 4).previousResponseId("resp_1").build()));
     assertTrue(e.getMessage().contains("stores no responses"), e.getMessage());
+    var missing = assertThrows(com.openai.errors.NotFoundException.class, () -> openai.responses().retrieve("resp_1"));
+    assertTrue(missing.getMessage().contains("stores no responses"), missing.getMessage());
     // And the server goes on serving.
     assertFalse(openai.responses().create(text("still there?", 3).build()).output().isEmpty());
   }

@@ -109,6 +109,10 @@ final class HttpApiHandler extends SimpleChannelInboundHandler<FullHttpRequest> 
         throw ApiException.invalid(null, "Malformed HTTP request: " + request.decoderResult().cause());
       }
       HttpMethod allowed = ROUTES.get(route);
+      if (allowed == null && path.startsWith("/v1/responses/")) { // retrieve, delete, input_items, cancel
+        throw new ApiException(404, "No response can be found here (" + request.method() + " " + path + "): this server stores no "
+            + "responses ('store' is always false).", "invalid_request_error", null, "not_found");
+      }
       if (allowed == null) {
         throw new ApiException(404, "Invalid URL (" + request.method() + " " + path + ").", "invalid_request_error", null, "unknown_url");
       }

@@ -112,6 +112,10 @@ public record ResponsesRequest(ObjectNode chat, ObjectNode echo) {
         }
       }
     }
+    if (body.path("top_logprobs").asInt(0) != 0) {
+      throw ApiException.unsupportedParameter("top_logprobs", "'top_logprobs' is not supported on /v1/responses; "
+          + "chat completions return log-probabilities ('logprobs', 'top_logprobs').");
+    }
     JsonNode verbosity = body.path("text").get("verbosity");
     if (present(verbosity) && !verbosity.asText().equals("medium")) {
       throw ApiException.unsupportedParameter("text.verbosity", "'text.verbosity' other than 'medium' is not supported.");

@@ -102,6 +102,7 @@ class ResponsesRequestTest {
         {"{\"input\": [{\"type\": \"function_call\", \"name\": \"f\", \"arguments\": \"{}\"}]}", "input[0].call_id"},
         {"{\"input\": 7}", "input"},
         {"{\"input\": \"x\", \"text\": {\"format\": {\"type\": \"grammar\"}}}", "text.format.type"},
+        {"{\"input\": \"x\", \"top_logprobs\": 3}", "top_logprobs"},
     };
     for (String[] c : cases) {
       ApiException e = assertThrows(ApiException.class, () -> ResponsesRequest.parse(json(c[0])), c[0]);
