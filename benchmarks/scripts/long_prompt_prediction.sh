@@ -7,22 +7,13 @@
 # predicts; later ones follow a fit that has seen served prompts too.
 #   benchmarks/scripts/long_prompt_prediction.sh [out-dir]   (ROUNDS=3 LENGTHS="3500 2000 1000" PAUSE_S=0 MODEL=<cache>/llama-100m)
 set -euo pipefail
-cd "$(dirname "$0")/../.."
-export JAVA_HOME="${JAVA_HOME:-/usr/lib/jvm/temurin-25-jdk-amd64}"
-out="${1:-/tmp/tandem-long-prompt-prediction}"
-cache="${TANDEM_CACHE:-$HOME/.cache/tandem}/bench-models"
-model="${MODEL:-$cache/llama-100m}"
-mkdir -p "$out"
-./tandem --version >/dev/null  # builds if stale
-[ -f "$model/config.json" ] || ./tandem model create --shape llama-100m --seed 1 --dtype bf16 --out "$model" >/dev/null
-name=$(basename "$model")
-cleanup() { pkill -f 'worker-id long-prompt' || true; pkill -f 'port 8101' || true; }
+. "$(dirname "$0")/fresh_worker.sh"
+fresh_worker_setup "${1:-/tmp/tandem-long-prompt-prediction}"
+cleanup() { fresh_worker_stop long-prompt 8101; }
 trap cleanup EXIT
 echo "round | prompt tokens | predicted TTFT (ms) | worker TTFT (ms) | predicted / measured" | tee "$out/summary.txt"
 for round in $(seq 1 "${ROUNDS:-3}"); do
-  ./tandem worker --port 9301 --worker-id long-prompt --model "$model" --max-context-length 8192 > "$out/worker-$round.log" 2>&1 &
-  ./tandem frontend --port 8101 --worker 127.0.0.1:9301 > "$out/frontend-$round.log" 2>&1 &
-  for _ in $(seq 1 300); do curl -s localhost:8101/health | grep -q healthy && break; sleep 1; done
+  fresh_worker_start "$round" long-prompt 9301 8101 --max-context-length 8192
   for length in ${LENGTHS:-3500 2000 1000}; do
     sleep "${PAUSE_S:-0}"  # a pause lets the worker's load report catch up with the request before
     # Token ids, so that the prompt is exactly that long.

@@ -6,23 +6,14 @@
 # local prefill by the first figure until a worker has served enough prompts to replace it.
 #   benchmarks/scripts/warmup_fit.sh [out-dir]   (ROUNDS=3 PROMPTS=40 MODEL=<cache>/llama-100m)
 set -euo pipefail
-cd "$(dirname "$0")/../.."
-export JAVA_HOME="${JAVA_HOME:-/usr/lib/jvm/temurin-25-jdk-amd64}"
-out="${1:-/tmp/tandem-warmup-fit}"
-cache="${TANDEM_CACHE:-$HOME/.cache/tandem}/bench-models"
-model="${MODEL:-$cache/llama-100m}"
-mkdir -p "$out"
-./tandem --version >/dev/null  # builds if stale
-[ -f "$model/config.json" ] || ./tandem model create --shape llama-100m --seed 1 --dtype bf16 --out "$model" >/dev/null
-name=$(basename "$model")
+. "$(dirname "$0")/fresh_worker.sh"
+fresh_worker_setup "${1:-/tmp/tandem-warmup-fit}"
 speed() { curl -s localhost:9400/metrics | awk '/^tandem_worker_engine_prefill_tokens_per_second/ {print $2}'; }
-cleanup() { pkill -f 'worker-id warmup-fit' || true; pkill -f 'port 8100' || true; }
+cleanup() { fresh_worker_stop warmup-fit 8100; }
 trap cleanup EXIT
 echo "round | warm-up log | after warm-up (tok/s at 512) | after $((${PROMPTS:-40})) prompts | ratio" | tee "$out/summary.txt"
 for round in $(seq 1 "${ROUNDS:-3}"); do
-  ./tandem worker --port 9300 --worker-id warmup-fit --model "$model" > "$out/worker-$round.log" 2>&1 &
-  ./tandem frontend --port 8100 --worker 127.0.0.1:9300 > "$out/frontend-$round.log" 2>&1 &
-  for _ in $(seq 1 300); do curl -s localhost:8100/health | grep -q healthy && break; sleep 1; done
+  fresh_worker_start "$round" warmup-fit 9300 8100
   warm=$(speed)
   for i in $(seq 1 "${PROMPTS:-40}"); do
     python3 -c "import random, json; random.seed($round * 1000 + $i); print(json.dumps({'model': '$name', 'max_tokens': 2,

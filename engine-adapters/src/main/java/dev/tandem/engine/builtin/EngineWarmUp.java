@@ -100,9 +100,9 @@ final class EngineWarmUp {
     return depth > tokens ? depth : 0;
   }
 
-  /** A probe's new tokens: one step's budget, as a long prompt's chunks have. */
+  /** A probe's new tokens: one step's budget, as a long prompt's chunks have (at most 512: a probe stays a fraction of a second). */
   private static int probeTokens(BuiltinEngine engine) {
-    return engine.info().batching().maxBatchedTokens();
+    return Math.min(engine.info().batching().maxBatchedTokens(), 512);
   }
 
   /** One probe; returns the prompt tokens its step found cached (the context: {@code depth}), -1 if it found no room. */
