@@ -22,8 +22,9 @@ import java.util.stream.IntStream;
  * for the fit to tell its cost from noise: on llama-100m it put 0 ns on an attended token in three
  * fresh workers of five, and their first 3,500-token prompt took 1.3–1.5× its prediction. A probe imports a context of {@code depth}
  * random tokens without computing it (as a decode worker takes a prefill's KV: attention costs the
- * same whatever the values), then prefills one step's token budget after it — a chunk of a long
- * prompt, mostly attention — at half and all of {@link #probeDepth} (up to 4 × {@code tokens}).
+ * same whatever the values), then prefills one step's token budget (at most 512) after it — a
+ * chunk of a long prompt, mostly attention — at half and all of {@link #probeDepth} (up to 4 ×
+ * {@code tokens}).
  * They run once, after the passes: their two steps join the last pass's in the fit.
  *
  * <p>The JIT goes on compiling through the first passes, and a fit over them reads the engine
