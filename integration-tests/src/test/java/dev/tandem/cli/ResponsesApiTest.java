@@ -175,6 +175,21 @@ class ResponsesApiTest {
     assertNotNull(p.name);
   }
 
+  /** LangChain4j's Responses API model, unchanged but for the base URL, runs an agent's tool. */
+  @Test
+  void aLangChain4jAgentOverTheResponsesApiCallsItsTool() {
+    var model = dev.langchain4j.model.openai.OpenAiResponsesChatModel.builder()
+        .baseUrl("http://127.0.0.1:" + deployment.port() + "/v1").apiKey("unused").modelName("tiny").maxOutputTokens(200)
+        .toolChoice(dev.langchain4j.model.chat.request.ToolChoice.REQUIRED)
+        .build();
+    AgentClientsTest.WeatherTools tools = new AgentClientsTest.WeatherTools();
+    AgentClientsTest.WeatherAgent agent = dev.langchain4j.service.AiServices.builder(AgentClientsTest.WeatherAgent.class)
+        .chatModel(model).tools(tools).build();
+    var result = agent.ask("Weather in Oslo this week?");
+    assertEquals(1, tools.cities.size(), "the agent ran its tool with arguments the model produced");
+    assertEquals("forecast", result.toolExecutions().getFirst().request().name());
+  }
+
   /** What needs a stored response or a hosted tool is refused naming the field; nothing is dropped silently. */
   @Test
   void whatAServerThatStoresNothingCannotDoIsRefusedNamingTheField() throws Exception {
