@@ -168,10 +168,10 @@ final class SimulateCommand implements Callable<Integer> {
     Flags.positive("--duration-s", durationSeconds);
     Flags.positive("--link-gbit-s", linkGbit);
     Flags.positive("--kv-bytes-per-token", kvBytesPerToken);
-    if (prefillMax < 0 || decodeMax < 0 || minWorkers < 0 || narrow < 0) {
-      throw new IllegalArgumentException("--prefill-max, --decode-max, --min-workers and --narrow must be >= 0, were "
-          + prefillMax + ", " + decodeMax + ", " + minWorkers + ", " + narrow);
-    }
+    Flags.atLeast("--prefill-max", prefillMax, 0);
+    Flags.atLeast("--decode-max", decodeMax, 0);
+    Flags.atLeast("--min-workers", minWorkers, 0);
+    Flags.atLeast("--narrow", narrow, 0);
   }
 
   private Profile loadProfile() {

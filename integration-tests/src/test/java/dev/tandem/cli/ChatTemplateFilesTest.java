@@ -6,8 +6,6 @@ import static org.junit.jupiter.api.Assertions.assertTrue;
 import com.fasterxml.jackson.databind.JsonNode;
 import com.fasterxml.jackson.databind.ObjectMapper;
 import com.fasterxml.jackson.databind.node.ObjectNode;
-import dev.tandem.engine.model.DType;
-import dev.tandem.engine.modeltools.ModelGenerator;
 import dev.tandem.frontend.http.Admission;
 import dev.tandem.frontend.http.FrontendServer;
 import java.net.URI;
@@ -33,8 +31,7 @@ class ChatTemplateFilesTest {
 
   /** The tiny model with the chat template taken out of its tokenizer_config.json. */
   private Path modelWithoutTemplate() throws Exception {
-    Path model = dir.resolve("tiny");
-    ModelGenerator.write(ModelGenerator.shape("tiny"), DType.BF16, 0, model, 0);
+    Path model = TestDeployments.tinyModel(dir);
     ObjectNode config = (ObjectNode) JSON.readTree(model.resolve("tokenizer_config.json").toFile());
     config.remove("chat_template");
     JSON.writeValue(model.resolve("tokenizer_config.json").toFile(), config);

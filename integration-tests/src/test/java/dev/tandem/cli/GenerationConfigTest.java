@@ -5,8 +5,6 @@ import static org.junit.jupiter.api.Assertions.assertNotEquals;
 
 import com.fasterxml.jackson.databind.JsonNode;
 import com.fasterxml.jackson.databind.ObjectMapper;
-import dev.tandem.engine.model.DType;
-import dev.tandem.engine.modeltools.ModelGenerator;
 import dev.tandem.frontend.http.FrontendServer;
 import java.net.URI;
 import java.net.http.HttpClient;
@@ -32,9 +30,7 @@ class GenerationConfigTest {
   @TempDir Path dir;
 
   private Path model() throws Exception {
-    Path model = dir.resolve("tiny");
-    ModelGenerator.write(ModelGenerator.shape("tiny"), DType.BF16, 0, model, 0);
-    return model;
+    return TestDeployments.tinyModel(dir);
   }
 
   private LocalDeployment serve(Path model, String generationConfigJson, String flag) throws Exception {

@@ -33,10 +33,15 @@ final class TestDeployments {
    * tokenizer) written under {@code dir}, served by name "tiny", KV routing.
    */
   static LocalDeployment builtinTiny(java.nio.file.Path dir, int workers, int threads) throws java.io.IOException {
+    return builtin(tinyModel(dir), workers, threads, new FrontendServer.Config("127.0.0.1", 0, 1 << 20));
+  }
+
+  /** The generated tiny model (seed 0, bf16) written to {@code dir/tiny}. */
+  static java.nio.file.Path tinyModel(java.nio.file.Path dir) throws java.io.IOException {
     java.nio.file.Path model = dir.resolve("tiny");
     dev.tandem.engine.modeltools.ModelGenerator.write(
         dev.tandem.engine.modeltools.ModelGenerator.shape("tiny"), dev.tandem.engine.model.DType.BF16, 0, model, 0);
-    return builtin(model, workers, threads, new FrontendServer.Config("127.0.0.1", 0, 1 << 20));
+    return model;
   }
 
   /** The model directory {@code model} served by {@code workers} built-in workers (KV routing) behind {@code frontend}. */

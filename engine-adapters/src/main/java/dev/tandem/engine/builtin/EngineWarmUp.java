@@ -119,13 +119,7 @@ final class EngineWarmUp {
     drain(engine); // one decode step; the context's blocks stay cached
     int[] prompt = IntStream.concat(Arrays.stream(context), random.ints(probeTokens(engine), 0, vocab)).toArray();
     engine.add(new EngineRequest(id, prompt, SamplingParams.greedy(), new StopConditions(1, new int[0], true)));
-    int cached = -1;
-    while (engine.hasWork()) {
-      for (RequestOutput out : engine.step()) {
-        cached = out.requestId().equals(id) ? out.cachedTokens() : cached;
-      }
-    }
-    return cached;
+    return drain(engine, id);
   }
 
   private static void prefill(BuiltinEngine engine, SplittableRandom random, int length, String id) {
@@ -135,8 +129,17 @@ final class EngineWarmUp {
   }
 
   private static void drain(BuiltinEngine engine) {
+    drain(engine, null);
+  }
+
+  /** Steps until the engine is idle; returns the prompt tokens request {@code id} found cached (-1 if it made no output). */
+  private static int drain(BuiltinEngine engine, String id) {
+    int cached = -1;
     while (engine.hasWork()) {
-      engine.step();
+      for (RequestOutput out : engine.step()) {
+        cached = out.requestId().equals(id) ? out.cachedTokens() : cached;
+      }
     }
+    return cached;
   }
 }

@@ -14,12 +14,15 @@ import org.junit.jupiter.api.io.TempDir;
 class EngineWarmUpTest {
   @TempDir Path dir;
 
+  /** The tiny model's engine with {@code blocks} KV blocks of 16 tokens and a budget of 128 tokens a step. */
+  private static BuiltinEngine engine(Path model, int blocks) {
+    long blockBytes = ModelConfig.read(model).kvBytesPerToken() * 16;
+    return BuiltinEngine.open(BuiltinConfig.of(model).withCompute("cpu", 2).withKvCacheBytes(blocks * blockBytes).withBatching(16, 128, true));
+  }
+
   @Test
   void measuresInPassesUntilTwoAgreeAndLeavesTheEngineEmpty() {
-    Path model = TestModels.tinyQwen3(dir.resolve("tiny"), DType.BF16);
-    long blockBytes = ModelConfig.read(model).kvBytesPerToken() * 16;
-    try (BuiltinEngine engine = BuiltinEngine.open(
-        BuiltinConfig.of(model).withCompute("cpu", 2).withKvCacheBytes(256 * blockBytes).withBatching(16, 128, true))) {
+    try (BuiltinEngine engine = engine(TestModels.tinyQwen3(dir.resolve("tiny"), DType.BF16), 256)) {
       assertFalse(engine.prefillCost().known());
 
       int passes = engine.warmUp(256, 5);
@@ -41,17 +44,14 @@ class EngineWarmUpTest {
   @Test
   void aProbePrefillsOneBudgetAfterAnImportedContextAndReachesFourTimesTheWarmUpsLength() {
     Path model = TestModels.tinyQwen3(dir.resolve("tiny"), DType.BF16);
-    long blockBytes = ModelConfig.read(model).kvBytesPerToken() * 16;
-    try (BuiltinEngine engine = BuiltinEngine.open(
-        BuiltinConfig.of(model).withCompute("cpu", 2).withKvCacheBytes(256 * blockBytes).withBatching(16, 128, true))) {
+    try (BuiltinEngine engine = engine(model, 256)) {
       assertEquals(1024, EngineWarmUp.probeDepth(engine, 256), "4 × the warm-up's length, within the pool's half");
       assertEquals(1024, EngineWarmUp.probe(engine, new SplittableRandom(1), 1024, "p"));
       assertFalse(engine.hasWork());
       assertEquals(0, engine.pool().usedBlocks(), "no block held once it is done (the context's stay cached, evictable)");
     }
     for (int blocks : new int[] {64, 32}) {
-      try (BuiltinEngine small = BuiltinEngine.open(
-          BuiltinConfig.of(model).withCompute("cpu", 2).withKvCacheBytes(blocks * blockBytes).withBatching(16, 128, true))) {
+      try (BuiltinEngine small = engine(model, blocks)) {
         // Half the pool less one budget and a block, in whole blocks: 64 blocks of 16 tokens give
         // 368 (under 4 × 128); 32 give 112, no deeper than the prompts, so no probe.
         assertEquals(blocks == 64 ? 368 : 0, EngineWarmUp.probeDepth(small, 128), blocks + " blocks");
