@@ -16,6 +16,8 @@ cases=(
   "llama-bf16 llama 12 bf16"
   "mistral-f32 mistral 41 f32"
   "mistral-bf16 mistral 42 bf16"
+  "mistral-window-f32 mistral-window 43 f32"
+  "mistral-window-bf16 mistral-window 44 bf16"
   "qwen2-f32 qwen2 21 f32"
   "qwen3-f32 qwen3 31 f32"
   "qwen3-bf16 qwen3 32 bf16"

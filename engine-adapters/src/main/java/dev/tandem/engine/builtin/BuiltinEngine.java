@@ -72,13 +72,7 @@ public final class BuiltinEngine extends SchedulingEngine implements KvHandoff {
           "KV cache of " + config.kvCacheBytes() + " bytes holds no block; one block of "
               + config.blockSize() + " tokens needs " + blockBytes + " bytes (KV in " + kvDtype.shortName() + ")");
     }
-    int context = config.maxContextLength() > 0 ? config.maxContextLength() : model.longestContext();
-    if (model.slidingWindow() > 0 && context > model.slidingWindow()) {
-      throw new IllegalArgumentException(
-          "a context of " + context + " tokens is longer than the model's sliding window (config.json's sliding_window, "
-              + model.slidingWindow() + "); the built-in engine has no sliding-window attention, so it serves this model up to "
-              + model.slidingWindow() + " tokens: give at most that as --max-context-length");
-    }
+    int context = contextLength(model, config, backend instanceof CudaBackend);
     super(
         new Scheduler(
             new SchedulerConfig(
@@ -126,6 +120,26 @@ public final class BuiltinEngine extends SchedulingEngine implements KvHandoff {
             features,
             model.eosTokenIds(),
             scheduler.batching());
+  }
+
+  /**
+   * The longest context served: {@code --max-context-length}, else the model's {@code
+   * max_position_embeddings}. The CUDA kernels attend over every earlier position, so on a GPU a
+   * model with a sliding window is served only as far as the window reaches, where full attention
+   * is the same computation (vLLM's {@code --disable-sliding-window} caps a model the same way).
+   */
+  private static int contextLength(ModelConfig model, BuiltinConfig config, boolean cuda) {
+    int window = model.slidingWindow();
+    if (!cuda || window == 0 || window >= model.maxPositionEmbeddings()) {
+      return config.maxContextLength() > 0 ? config.maxContextLength() : model.maxPositionEmbeddings();
+    }
+    if (config.maxContextLength() > window) {
+      throw new IllegalArgumentException(
+          "a context of " + config.maxContextLength() + " tokens is longer than the model's sliding window (config.json's sliding_window, "
+              + window + "); the CUDA backend has no sliding-window attention, so it serves this model up to "
+              + window + " tokens: give at most that as --max-context-length, or serve it with --compute cpu");
+    }
+    return config.maxContextLength() > 0 ? config.maxContextLength() : window;
   }
 
   @Override

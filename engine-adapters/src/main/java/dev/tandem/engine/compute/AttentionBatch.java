@@ -8,7 +8,9 @@ import java.lang.foreign.ValueLayout;
  * Causal attention for {@code rows} query rows over one layer's paged KV cache.
  *
  * <p>Row {@code t} has queries {@code q[t, numHeads × headDim]} at sequence position {@code
- * positions[t]} and attends to positions {@code 0..positions[t]} of its sequence, whose KV live in
+ * positions[t]} and attends to positions {@code firstVisible(t)..positions[t]} of its sequence: all
+ * of them from 0, or with a sliding {@code window} (Mistral's {@code sliding_window}; 0 for none)
+ * the last {@code window}, itself included. Their KV live in
  * the blocks {@code blockTables[t]} (position p in block {@code blockTables[t][p / blockSize]},
  * slot {@code p % blockSize}). The cache segments hold {@code kvDtype} entries (f32, bf16 or f16;
  * sums are f32 whatever the entries) laid out as {@code [block][slot][kvHead][headDim]}.
@@ -27,9 +29,15 @@ public record AttentionBatch(
     int numHeads,
     int numKvHeads,
     int headDim,
-    DType kvDtype) {
+    DType kvDtype,
+    int window) {
   private static final ValueLayout.OfShort SHORT = ValueLayout.JAVA_SHORT_UNALIGNED;
   private static final ValueLayout.OfFloat FLOAT = ValueLayout.JAVA_FLOAT_UNALIGNED;
+
+  /** The first position row {@code t} attends to. */
+  public int firstVisible(int t) {
+    return window > 0 ? Math.max(0, positions[t] - window + 1) : 0;
+  }
 
   public int kvDim() {
     return numKvHeads * headDim;

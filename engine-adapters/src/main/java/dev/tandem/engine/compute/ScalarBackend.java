@@ -78,13 +78,14 @@ public final class ScalarBackend implements ComputeBackend {
     MemorySegment keys = b.keys();
     MemorySegment values = b.values();
     for (int t = 0; t < b.rows(); t++) {
+      int first = b.firstVisible(t);
       int len = b.positions()[t] + 1;
       double[] scores = new double[len];
       for (int h = 0; h < b.numHeads(); h++) {
         int g = h / group;
         int qBase = (t * b.numHeads() + h) * headDim;
         double max = Double.NEGATIVE_INFINITY;
-        for (int p = 0; p < len; p++) {
+        for (int p = first; p < len; p++) {
           long off = b.cacheOffset(t, p, g);
           double dot = 0;
           for (int i = 0; i < headDim; i++) {
@@ -94,13 +95,13 @@ public final class ScalarBackend implements ComputeBackend {
           max = Math.max(max, scores[p]);
         }
         double sum = 0;
-        for (int p = 0; p < len; p++) {
+        for (int p = first; p < len; p++) {
           scores[p] = Math.exp(scores[p] - max);
           sum += scores[p];
         }
         for (int i = 0; i < headDim; i++) {
           double acc = 0;
-          for (int p = 0; p < len; p++) {
+          for (int p = first; p < len; p++) {
             acc += scores[p] * b.entry(values, b.cacheOffset(t, p, g), i);
           }
           b.out()[qBase + i] = (float) (acc / sum);

@@ -921,7 +921,7 @@ public final class VectorBackend implements ComputeBackend {
     for (int t = 0; t < rows; t++) {
       if (widened == null || !widened[t]) {
         left[n++] = t;
-        work += (long) (b.positions()[t] + 1) * b.headDim() * 2 * heads;
+        work += (long) (b.positions()[t] + 1 - b.firstVisible(t)) * b.headDim() * 2 * heads;
       }
     }
     int jobs = n * heads;
@@ -942,35 +942,39 @@ public final class VectorBackend implements ComputeBackend {
 
   /**
    * Rows {@code [from, to)} (one sequence) and every query head reading KV head {@code g}: that
-   * head's keys and values up to the run's last position gathered as f32 (16-bit ones widened, in
-   * the permuted order, and the query heads permuted to match) once, then each row and head attends
-   * over them.
+   * head's keys and values from the run's first visible position to its last gathered as f32
+   * (16-bit ones widened, in the permuted order, and the query heads permuted to match) once, then
+   * each row and head attends over them.
    */
   private void attendWidened(AttentionBatch b, int from, int to, int g) {
     int headDim = b.headDim();
     int group = b.numHeads() / b.numKvHeads();
+    int base = Integer.MAX_VALUE;
     int len = 0;
     for (int t = from; t < to; t++) {
+      base = Math.min(base, b.firstVisible(t));
       len = Math.max(len, b.positions()[t] + 1);
     }
     if (headDim % PANEL == 0) { // head sizes of 64, 96, 128, …: the micro-tiled path, this run's own gather
-      int stride = (len + PANEL - 1) / PANEL * PANEL;
+      int stride = (len - base + PANEL - 1) / PANEL * PANEL;
       float[] panels = scratch(keyTScratch, 2 * headDim * stride);
-      gatherPanels(b, from, len, g, panels, 0, stride);
-      attendTiles(b, from, to, g, panels, 0, stride);
+      gatherPanels(b, from, base, len, g, panels, 0, stride);
+      attendTiles(b, from, to, g, panels, 0, stride, base);
       return;
     }
     // Keys transposed, [element][position] with a stride of whole vectors: a query's scores for L
     // positions at a time are FMAs of broadcast query elements, no reduction per position. Each
-    // key goes through the head scratch on its way there.
-    int stride = (len + L - 1) / L * L;
+    // key goes through the head scratch on its way there. Gathered position p is the sequence's
+    // base + p.
+    int gathered = len - base;
+    int stride = (gathered + L - 1) / L * L;
     float[] kT = scratch(keyTScratch, headDim * stride);
-    float[] v = scratch(valueScratch, len * headDim);
+    float[] v = scratch(valueScratch, gathered * headDim);
     float[] head = scratch(headScratch, 4 * headDim);
     boolean halves = b.kvDtype() != DType.F32;
     boolean bf16 = b.kvDtype() == DType.BF16;
-    for (int p = 0; p < len; p++) {
-      long off = b.cacheOffset(from, p, g);
+    for (int p = 0; p < gathered; p++) {
+      long off = b.cacheOffset(from, base + p, g);
       if (halves) {
         widenHead(b, b.keys(), off, bf16, head, 0);
         widenHead(b, b.values(), off, bf16, v, p * headDim);
@@ -983,7 +987,7 @@ public final class VectorBackend implements ComputeBackend {
       }
     }
     for (int i = 0; i < headDim; i++) {
-      java.util.Arrays.fill(kT, i * stride + len, (i + 1) * stride, 0f);
+      java.util.Arrays.fill(kT, i * stride + gathered, (i + 1) * stride, 0f);
     }
     // Two rows at a time (the last alone, as a pair with itself): every key and value loaded feeds
     // both. head: [query A | output A | query B | output B]; scores: [A | B].
@@ -992,8 +996,10 @@ public final class VectorBackend implements ComputeBackend {
     for (int h = g * group; h < (g + 1) * group; h++) {
       for (int t = from; t < to; t += 2) {
         int u = Math.min(t + 1, to - 1);
-        int visibleA = b.positions()[t] + 1;
-        int visibleB = b.positions()[u] + 1;
+        int visibleA = b.positions()[t] + 1 - base;
+        int visibleB = b.positions()[u] + 1 - base;
+        int frontA = b.firstVisible(t) - base; // positions before the row's window
+        int frontB = b.firstVisible(u) - base;
         int n = Math.max(visibleA, visibleB);
         int qA = (t * b.numHeads() + h) * headDim;
         int qB = (u * b.numHeads() + h) * headDim;
@@ -1005,8 +1011,10 @@ public final class VectorBackend implements ComputeBackend {
           System.arraycopy(b.q(), qB, head, 2 * headDim, headDim);
         }
         transposedScores(head, headDim, kT, stride, n, scale, scores);
-        float invA = softmaxWeights(scores, 0, visibleA);
-        float invB = softmaxWeights(scores, stride, visibleB);
+        float invA = softmaxWeights(scores, frontA, visibleA - frontA);
+        float invB = softmaxWeights(scores, stride + frontB, visibleB - frontB);
+        java.util.Arrays.fill(scores, 0, frontA, 0f); // a row sees no position outside its window
+        java.util.Arrays.fill(scores, stride, stride + frontB, 0f);
         java.util.Arrays.fill(scores, visibleA, n, 0f); // the shorter row sees fewer positions
         java.util.Arrays.fill(scores, stride + visibleB, stride + n, 0f);
         weightedSum(scores, stride, n, invA, invB, v, headDim, head);
@@ -1037,21 +1045,23 @@ public final class VectorBackend implements ComputeBackend {
   private boolean attendRunsInPanels(AttentionBatch b, List<int[]> runs) {
     int headDim = b.headDim();
     int kvHeads = b.numKvHeads();
-    List<int[]> sequences = new ArrayList<>(); // {first row, KV length, stride, offset}
+    List<int[]> sequences = new ArrayList<>(); // {first row, first position, end position, stride, offset}
     int[] sequenceOfRun = new int[runs.size()];
     long total = 0;
     for (int r = 0; r < runs.size(); ) {
       int[] table = b.blockTables()[runs.get(r)[0]];
       int first = runs.get(r)[0];
+      int base = Integer.MAX_VALUE;
       int len = 0;
       for (; r < runs.size() && b.blockTables()[runs.get(r)[0]] == table; r++) {
         for (int t = runs.get(r)[0]; t < runs.get(r)[1]; t++) {
+          base = Math.min(base, b.firstVisible(t));
           len = Math.max(len, b.positions()[t] + 1);
         }
         sequenceOfRun[r] = sequences.size();
       }
-      int stride = (len + PANEL - 1) / PANEL * PANEL;
-      sequences.add(new int[] {first, len, stride, (int) Math.min(total, Integer.MAX_VALUE)});
+      int stride = (len - base + PANEL - 1) / PANEL * PANEL;
+      sequences.add(new int[] {first, base, len, stride, (int) Math.min(total, Integer.MAX_VALUE)});
       total += 2L * kvHeads * headDim * stride;
     }
     if (total > sharedPanelFloats) {
@@ -1065,7 +1075,7 @@ public final class VectorBackend implements ComputeBackend {
       for (int job = from; job < to; job++) {
         int[] seq = sequences.get(job / kvHeads);
         int g = job % kvHeads;
-        gatherPanels(b, seq[0], seq[1], g, panels, seq[3] + 2 * g * headDim * seq[2], seq[2]);
+        gatherPanels(b, seq[0], seq[1], seq[2], g, panels, seq[4] + 2 * g * headDim * seq[3], seq[3]);
       }
     });
     runner.forRange(runs.size() * kvHeads, 1, (from, to) -> {
@@ -1073,24 +1083,26 @@ public final class VectorBackend implements ComputeBackend {
         int[] run = runs.get(job / kvHeads);
         int[] seq = sequences.get(sequenceOfRun[job / kvHeads]);
         int g = job % kvHeads;
-        attendTiles(b, run[0], run[1], g, panels, seq[3] + 2 * g * headDim * seq[2], seq[2]);
+        attendTiles(b, run[0], run[1], g, panels, seq[4] + 2 * g * headDim * seq[3], seq[3], seq[1]);
       }
     });
     return true;
   }
 
   /**
-   * KV head {@code g}'s first {@code len} positions, as row {@code row} reads them, into {@code
-   * panels[at, at + 2·headDim·stride)}: keys as [position panel][element][2L positions] (positions
-   * past {@code len} zero, so they score 0), then values as [element panel][position][2L elements].
+   * KV head {@code g}'s positions {@code [base, len)}, as row {@code row} reads them, into {@code
+   * panels[at, at + 2·headDim·stride)} (position base + p at p): keys as [position panel][element][2L
+   * positions] (positions past the last zero, so they score 0), then values as [element
+   * panel][position][2L elements].
    */
-  private void gatherPanels(AttentionBatch b, int row, int len, int g, float[] panels, int at, int stride) {
+  private void gatherPanels(AttentionBatch b, int row, int base, int len, int g, float[] panels, int at, int stride) {
     int headDim = b.headDim();
     int values = at + headDim * stride;
     float[] entry = scratch(rowScratch, headDim);
     boolean bf16 = b.kvDtype() == DType.BF16;
-    for (int p = 0; p < len; p++) {
-      long off = b.cacheOffset(row, p, g);
+    int gathered = len - base;
+    for (int p = 0; p < gathered; p++) {
+      long off = b.cacheOffset(row, base + p, g);
       readHead(b, b.keys(), off, bf16, entry);
       for (int i = 0, k = at + p / PANEL * headDim * PANEL + p % PANEL; i < headDim; i++, k += PANEL) {
         panels[k] = entry[i];
@@ -1100,7 +1112,7 @@ public final class VectorBackend implements ComputeBackend {
         System.arraycopy(entry, d, panels, values + d * stride + p * PANEL, PANEL);
       }
     }
-    for (int p = len; p < stride; p++) {
+    for (int p = gathered; p < stride; p++) {
       for (int i = 0, k = at + p / PANEL * headDim * PANEL + p % PANEL; i < headDim; i++, k += PANEL) {
         panels[k] = 0f;
       }
@@ -1110,11 +1122,12 @@ public final class VectorBackend implements ComputeBackend {
   /**
    * Rows {@code [from, to)}'s queries (each row × each query head of KV head {@code g}, in row
    * order) ten at a time on AVX-512 (else six) through the matmul's micro-tiles, over that head's KV
-   * gathered at {@code panels[at]} by {@link #gatherPanels}. Scores = scaled queries × keys (2L
-   * positions a pass), a softmax per query over the positions it sees, outputs = weights × values
-   * (2L elements a pass); the group's queries share every key and value vector loaded.
+   * from position {@code base} gathered at {@code panels[at]} by {@link #gatherPanels}. Scores =
+   * scaled queries × keys (2L positions a pass), a softmax per query over the positions it sees,
+   * outputs = weights × values (2L elements a pass); the group's queries share every key and value
+   * vector loaded.
    */
-  private void attendTiles(AttentionBatch b, int from, int to, int g, float[] panels, int at, int stride) {
+  private void attendTiles(AttentionBatch b, int from, int to, int g, float[] panels, int at, int stride, int base) {
     int headDim = b.headDim();
     int values = at + headDim * stride;
     float scale = (float) (1.0 / Math.sqrt(headDim));
@@ -1124,6 +1137,7 @@ public final class VectorBackend implements ComputeBackend {
     float[] scores = scratch(scoreScratch, WIDE_MICRO_TOKENS * stride);
     float[] head = scratch(headScratch, 2 * WIDE_MICRO_TOKENS * headDim); // [queries | outputs]
     int outs = WIDE_MICRO_TOKENS * headDim;
+    int[] front = new int[WIDE_MICRO_TOKENS]; // each query's gathered positions before its window
     int[] visible = new int[WIDE_MICRO_TOKENS];
     float[] inv = new float[WIDE_MICRO_TOKENS]; // each query's 1 / softmax sum
     for (int q0 = 0; q0 < queries; q0 += WIDE_MICRO_TOKENS) {
@@ -1140,7 +1154,8 @@ public final class VectorBackend implements ComputeBackend {
         for (int i = j * headDim; i < (j + 1) * headDim; i++) {
           head[i] *= scale;
         }
-        visible[j] = b.positions()[t] + 1;
+        front[j] = b.firstVisible(t) - base;
+        visible[j] = b.positions()[t] + 1 - base;
         n = Math.max(n, visible[j]);
       }
       int positions = (n + PANEL - 1) / PANEL * PANEL;
@@ -1148,7 +1163,8 @@ public final class VectorBackend implements ComputeBackend {
         microTiles(head, headDim, 0, count, panels, at + p * headDim, 0, headDim, scores, p, stride, true);
       }
       for (int j = 0; j < count; j++) {
-        inv[j] = softmaxWeights(scores, j * stride, visible[j]);
+        inv[j] = softmaxWeights(scores, j * stride + front[j], visible[j] - front[j]);
+        java.util.Arrays.fill(scores, j * stride, j * stride + front[j], 0f); // positions before this row's window
         java.util.Arrays.fill(scores, j * stride + visible[j], j * stride + n, 0f); // positions after this row's
       }
       for (int d = 0; d < headDim; d += PANEL) {
@@ -1325,6 +1341,7 @@ public final class VectorBackend implements ComputeBackend {
     int headDim = b.headDim();
     int group = b.numHeads() / b.numKvHeads();
     int g = h / group;
+    int first = b.firstVisible(t);
     int len = b.positions()[t] + 1;
     float scale = (float) (1.0 / Math.sqrt(headDim));
     int qBase = (t * b.numHeads() + h) * headDim;
@@ -1344,15 +1361,15 @@ public final class VectorBackend implements ComputeBackend {
       acc = scratch;
       accOff = headDim;
     }
-    for (int p = 0; p < len; p++) {
+    for (int p = first; p < len; p++) {
       long off = b.cacheOffset(t, p, g);
       scores[p] = (halves ? dotHalfEntries(q, qOff, b, off) : dotEntries(q, qOff, b, off)) * scale;
     }
-    float inv = softmaxWeights(scores, 0, len);
+    float inv = softmaxWeights(scores, first, len - first);
 
     // Weighted sum of values: straight into the output row (f32 entries) or permuted scratch.
     java.util.Arrays.fill(acc, accOff, accOff + headDim, 0f);
-    for (int p = 0; p < len; p++) {
+    for (int p = first; p < len; p++) {
       long off = b.cacheOffset(t, p, g);
       float wgt = scores[p] * inv;
       if (halves) {

@@ -108,6 +108,12 @@ public final class CudaBackend implements ComputeBackend {
   @Override
   public void attention(AttentionBatch b) {
     LaunchShapes.attention(b.rows(), b.numHeads(), b.headDim()); // refuses heads the kernel cannot hold, before any copy
+    for (int t = 0; t < b.rows(); t++) {
+      if (b.firstVisible(t) > 0) { // the engine caps such a model's context at its window (BuiltinEngine)
+        throw new UnsupportedOperationException("the CUDA attention kernels have no sliding window: row " + t + " at position "
+            + b.positions()[t] + " is past the window of " + b.window() + " positions");
+      }
+    }
     gpu.makeCurrent();
     AttentionTables compact = AttentionTables.of(b);
     long kvBytes = compact.keyBytes(b);

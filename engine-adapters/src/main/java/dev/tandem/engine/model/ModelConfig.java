@@ -14,8 +14,7 @@ import java.nio.file.Path;
  *
  * @param maxPositionEmbeddings config.json's {@code max_position_embeddings}
  * @param slidingWindow Mistral's {@code sliding_window}: each token attends to at most this many
- *     (itself included); 0 for none. The engine has no sliding-window attention, so it serves
- *     contexts up to this length only, where a window changes nothing ({@link #longestContext()})
+ *     (itself included) in every layer; 0 for none
 
  * @param qkvBias q, k and v projections carry a bias (Qwen2 always; Llama and Qwen3 with
  *     attention_bias)
@@ -78,15 +77,6 @@ public record ModelConfig(
 
   public ModelConfig {
     eosTokenIds = eosTokenIds.clone();
-  }
-
-  /**
-   * The longest context the engine computes as the model does: {@code max_position_embeddings},
-   * or the sliding window where that is shorter (vLLM's {@code --disable-sliding-window} caps a
-   * model's length the same way).
-   */
-  public int longestContext() {
-    return slidingWindow > 0 ? Math.min(maxPositionEmbeddings, slidingWindow) : maxPositionEmbeddings;
   }
 
   public int kvDim() {

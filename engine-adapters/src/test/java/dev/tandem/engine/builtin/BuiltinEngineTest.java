@@ -49,28 +49,29 @@ class BuiltinEngineTest {
   }
 
   /**
-   * Mistral v0.1 attends over a 4,096-token window; without sliding-window attention the engine
-   * serves such a model only as far as the window reaches, where full attention is the same
-   * computation, and refuses a longer context rather than computing something else past it.
+   * Mistral v0.1 attends over a 4,096-token window: on the CPU the engine serves such a model to
+   * its max_position_embeddings with each token attending to the last window positions. Within the
+   * window that is full attention (the same tokens as the model without a window); past it, not.
    */
   @Test
-  void aSlidingWindowIsTheLongestContextServed() throws Exception {
+  void aSlidingWindowModelIsServedPastItsWindow() throws Exception {
     com.fasterxml.jackson.databind.node.ObjectNode c = TestModels.tinyQwen3Config();
     c.putArray("architectures").add("MistralForCausalLM");
     c.put("model_type", "mistral");
-    c.put("sliding_window", 40);
-    Path mistral = dir.resolve("mistral-window-40");
-    dev.tandem.engine.modeltools.ModelGenerator.write(c, DType.BF16, 5, mistral, 0);
-    try (BuiltinEngine e = BuiltinEngine.open(BuiltinConfig.of(mistral).withCompute("cpu", 2))) {
-      assertEquals(40, e.info().maxContextLength());
-      String tooLong = assertThrows(IllegalArgumentException.class, () -> e.add(greedy("past", prompt(38, 1), 3))).getMessage();
-      assertTrue(tooLong.contains("maximum context length is 40"), tooLong);
-      assertEquals(2, runToCompletionOf(e, greedy("within", prompt(38, 1), 2)).size());
+    Path full = dir.resolve("mistral-no-window");
+    dev.tandem.engine.modeltools.ModelGenerator.write(c.deepCopy().putNull("sliding_window"), DType.BF16, 5, full, 0);
+    Path windowed = dir.resolve("mistral-window-40");
+    dev.tandem.engine.modeltools.ModelGenerator.write(c.put("sliding_window", 40), DType.BF16, 5, windowed, 0);
+    try (BuiltinEngine w = BuiltinEngine.open(BuiltinConfig.of(windowed).withCompute("cpu", 2));
+        BuiltinEngine f = BuiltinEngine.open(BuiltinConfig.of(full).withCompute("cpu", 2))) {
+      assertEquals(c.get("max_position_embeddings").asInt(), w.info().maxContextLength());
+      int[] inside = prompt(30, 1); // 30 + 10 tokens: every position within the window
+      assertEquals(runToCompletionOf(f, greedy("f", inside, 10)), runToCompletionOf(w, greedy("w", inside, 10)));
+      int[] past = prompt(120, 2);
+      List<Integer> slid = runToCompletionOf(w, greedy("w2", past, 10));
+      assertEquals(10, slid.size());
+      assertNotEquals(runToCompletionOf(f, greedy("f2", past, 10)), slid, "past the window the model attends to less");
     }
-    String refused = assertThrows(IllegalArgumentException.class,
-        () -> BuiltinEngine.open(BuiltinConfig.of(mistral).withCompute("cpu", 2).withMaxContextLength(41))).getMessage();
-    assertTrue(refused.contains("sliding_window") && refused.contains("40") && refused.contains("--max-context-length"), refused);
-    BuiltinEngine.open(BuiltinConfig.of(mistral).withCompute("cpu", 2).withMaxContextLength(40)).close();
   }
 
   private static List<Integer> runToCompletionOf(BuiltinEngine e, EngineRequest r) {

@@ -123,6 +123,29 @@ class CudaEngineTest {
     assertEquals(0, gpu.liveAllocations(), "no device memory left behind");
   }
 
+  /**
+   * The kernels attend over every earlier position: a model with a sliding window is served on a
+   * GPU only as far as its window reaches (where full attention is the same), and a longer
+   * --max-context-length is refused, pointing at the CPU backend, which has the window.
+   */
+  @org.junit.jupiter.api.Test
+  void aSlidingWindowCapsTheContextOnAGpu(@TempDir Path dir) throws Exception {
+    var shape = dev.tandem.engine.modeltools.ModelGenerator.config("MistralForCausalLM", "mistral", 64, 128, 2, 4, 2, 16, 256, true);
+    shape.put("bos_token_id", 1).put("eos_token_id", 2).put("sliding_window", 40);
+    dev.tandem.engine.modeltools.ModelGenerator.write(shape, DType.BF16, 3, dir, 0);
+    dev.tandem.engine.cuda.EmulatedGpu gpu = TestGpus.emulated();
+    BuiltinConfig c = BuiltinConfig.of(dir).withKvCacheBytes(1 << 20);
+    try (BuiltinEngine e = new BuiltinEngine(ModelWeights.load(dir, ModelConfig.read(dir)), new CudaBackend(gpu), c)) {
+      assertEquals(40, e.info().maxContextLength());
+    }
+    try (ModelWeights weights = ModelWeights.load(dir, ModelConfig.read(dir)); CudaBackend backend = new CudaBackend(gpu)) {
+      var refused = org.junit.jupiter.api.Assertions.assertThrows(IllegalArgumentException.class,
+          () -> new BuiltinEngine(weights, backend, c.withMaxContextLength(41)));
+      assertTrue(refused.getMessage().contains("sliding_window") && refused.getMessage().contains("40")
+          && refused.getMessage().contains("--compute cpu"), refused.getMessage());
+    }
+  }
+
   @ParameterizedTest
   @ValueSource(strings = {"cuda", "emulated"})
   void cachedPrefixesSurviveAMoveOfTheKvCache(String gpu) {

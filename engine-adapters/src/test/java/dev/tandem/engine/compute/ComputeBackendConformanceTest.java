@@ -1,5 +1,6 @@
 package dev.tandem.engine.compute;
 
+import static org.junit.jupiter.api.Assertions.assertThrows;
 import static org.junit.jupiter.api.Assertions.assertTrue;
 
 import dev.tandem.engine.model.DType;
@@ -185,9 +186,57 @@ abstract class ComputeBackendConformanceTest {
     attendLikeTheReference(table.length, blockSize, positions, tables, heads, kvHeads, headDim, kvDtype);
   }
 
-  /** A paged cache of {@code blocks} random blocks, random queries for {@code positions}: the backend's attention against the reference's. */
+  /**
+   * A sliding window (Mistral's): decode rows and a long prefill chunk whose rows' windows start
+   * past position 0, at different places in a block, some rows still short of the window. On a
+   * backend without windows ({@link #slidingWindow()} false), refused rather than computed without.
+   */
+  @ParameterizedTest(name = "heads={0} kvHeads={1} headDim={2} kv {3} window {4}")
+  @CsvSource({"8, 4, 64, F32, 37", "4, 2, 128, BF16, 100", "6, 3, 32, F16, 64", "4, 4, 40, BF16, 21", "4, 2, 16, F32, 5"})
+  void attentionOverASlidingWindow(int heads, int kvHeads, int headDim, DType kvDtype, int window) {
+    int blockSize = 16;
+    int[] table = {7, 2, 11, 0, 5, 13, 9, 1, 12, 4, 3, 8, 6, 10, 14, 15};
+    int[] other = {15, 14, 3};
+    int rows = 6 + 150;
+    int[] positions = new int[rows];
+    int[][] tables = new int[rows][];
+    int[] singles = {0, window - 1, window, 47}; // short of the window, at it, one past, well past
+    for (int t = 0; t < 4; t++) {
+      positions[t] = Math.min(singles[t], 47);
+      tables[t] = other;
+    }
+    positions[4] = 200; // two decode rows, each alone on its sequence
+    tables[4] = table.clone();
+    positions[5] = 255;
+    tables[5] = table.clone();
+    for (int t = 6; t < rows; t++) { // prefill: positions 6..155
+      positions[t] = t;
+      tables[t] = table;
+    }
+    if (!slidingWindow()) {
+      float[] q = new float[rows * heads * headDim];
+      AttentionBatch b = new AttentionBatch(q, q.clone(), rows, positions, tables, MemorySegment.NULL, MemorySegment.NULL, blockSize, heads,
+          kvHeads, headDim, kvDtype, window);
+      String e = assertThrows(UnsupportedOperationException.class, () -> backend.attention(b)).getMessage();
+      assertTrue(e.contains("sliding window"), e);
+      return;
+    }
+    attendLikeTheReference(table.length, blockSize, positions, tables, heads, kvHeads, headDim, kvDtype, window);
+  }
+
+  /** Whether the backend attends over a sliding window (else it refuses a row past one). */
+  protected boolean slidingWindow() {
+    return true;
+  }
+
   private void attendLikeTheReference(int blocks, int blockSize, int[] positions, int[][] tables, int heads, int kvHeads, int headDim,
       DType kvDtype) {
+    attendLikeTheReference(blocks, blockSize, positions, tables, heads, kvHeads, headDim, kvDtype, 0);
+  }
+
+  /** A paged cache of {@code blocks} random blocks, random queries for {@code positions}: the backend's attention against the reference's. */
+  private void attendLikeTheReference(int blocks, int blockSize, int[] positions, int[][] tables, int heads, int kvHeads, int headDim,
+      DType kvDtype, int window) {
     long entries = (long) blocks * blockSize * kvHeads * headDim;
     MemorySegment keys = arena.allocate(entries * kvDtype.bytes());
     MemorySegment values = arena.allocate(entries * kvDtype.bytes());
@@ -199,8 +248,8 @@ abstract class ComputeBackendConformanceTest {
     float[] q = randoms(rows * heads * headDim, 1);
     float[] expected = new float[q.length];
     float[] actual = new float[q.length];
-    reference.attention(new AttentionBatch(q, expected, rows, positions, tables, keys, values, blockSize, heads, kvHeads, headDim, kvDtype));
-    backend.attention(new AttentionBatch(q, actual, rows, positions, tables, keys, values, blockSize, heads, kvHeads, headDim, kvDtype));
+    reference.attention(new AttentionBatch(q, expected, rows, positions, tables, keys, values, blockSize, heads, kvHeads, headDim, kvDtype, window));
+    backend.attention(new AttentionBatch(q, actual, rows, positions, tables, keys, values, blockSize, heads, kvHeads, headDim, kvDtype, window));
     assertClose(expected, actual, 1e-5, "attention");
   }
 

@@ -12,4 +12,9 @@ class CudaBackendTest extends ComputeBackendConformanceTest {
   protected ComputeBackend create() {
     return new CudaBackend(TestGpus.device());
   }
+
+  @Override
+  protected boolean slidingWindow() {
+    return false;
+  }
 }

@@ -17,4 +17,9 @@ class EmulatedKernelsTest extends ComputeBackendConformanceTest {
   protected ComputeBackend create() {
     return new CudaBackend(TestGpus.emulated());
   }
+
+  @Override
+  protected boolean slidingWindow() {
+    return false;
+  }
 }

@@ -89,20 +89,18 @@ class ModelLoadingTest {
   }
 
   @Test
-  void mistralsSlidingWindowBoundsTheContextAndOtherArchitecturesIgnoreIt() throws Exception {
+  void mistralsSlidingWindowIsReadAndOtherArchitecturesIgnoreIt() throws Exception {
     ObjectNode mistral = tiny().put("model_type", "mistral").put("max_position_embeddings", 32768);
     mistral.putArray("architectures").add("MistralForCausalLM");
     Path v1 = write(mistral.deepCopy().put("sliding_window", 4096), 0); // Mistral-7B-v0.1
     assertEquals(ModelConfig.Architecture.MISTRAL, ModelConfig.read(v1).architecture());
-    assertEquals(4096, ModelConfig.read(v1).longestContext());
+    assertEquals(4096, ModelConfig.read(v1).slidingWindow());
+    assertEquals(32768, ModelConfig.read(v1).maxPositionEmbeddings());
     Path v3 = write(mistral.deepCopy().putNull("sliding_window"), 0); // v0.2 on, Nemo
     assertEquals(0, ModelConfig.read(v3).slidingWindow());
-    assertEquals(32768, ModelConfig.read(v3).longestContext());
-    Path wide = write(mistral.deepCopy().put("sliding_window", 65536), 0);
-    assertEquals(32768, ModelConfig.read(wide).longestContext());
     // Qwen2 and Qwen3 name a window they do not use unless use_sliding_window (refused) says so.
     Path qwen = write(tiny().put("sliding_window", 4096).put("max_position_embeddings", 40960), 0);
-    assertEquals(40960, ModelConfig.read(qwen).longestContext());
+    assertEquals(0, ModelConfig.read(qwen).slidingWindow());
 
     editConfig(v1, c -> c.put("sliding_window", "4k"));
     String e = assertThrows(ModelFormatException.class, () -> ModelConfig.read(v1)).getMessage();
