@@ -123,7 +123,7 @@ public record PredictedTtftCost(double itlTargetSeconds, double evictionWeight, 
       public double lowerBoundWithoutOverlap(int i) {
         WorkerLoad load = candidates.get(i);
         PrefillCost cost = speed(load, fallback(load));
-        return queuedTokens(request, load) * cost.perToken() + cost.seconds(request.promptTokens(), 0);
+        return load.queuedPrefillTokens(request.blockSize()) * cost.perToken() + cost.seconds(request.promptTokens(), 0);
       }
     };
   }
@@ -138,7 +138,7 @@ public record PredictedTtftCost(double itlTargetSeconds, double evictionWeight, 
     if (!cost.known()) {
       return Double.NaN;
     }
-    return queuedTokens(load, blockSize) * cost.perToken();
+    return load.queuedPrefillTokens(blockSize) * cost.perToken();
   }
 
   /**
@@ -151,8 +151,8 @@ public record PredictedTtftCost(double itlTargetSeconds, double evictionWeight, 
     int prompt = request.promptTokens();
     long cached = Math.min((long) Math.floor(overlap.credit() * request.blockSize()), Math.max(prompt - 1, 0));
     long uncached = prompt - cached;
-    long queued = queuedTokens(request, load);
-    int running = Math.max(load.routedActiveRequests(), load.reportedActiveRequests());
+    long queued = load.queuedPrefillTokens(request.blockSize());
+    int running = load.activeRequests();
     double prefill = cost.seconds(uncached, cached) + (prefillSteps(load, queued + uncached, running) - 1) * cost.perStep();
     return new Breakdown(
         queued * cost.perToken(),
@@ -165,15 +165,6 @@ public record PredictedTtftCost(double itlTargetSeconds, double evictionWeight, 
   /** The worker's measured prefill cost, or {@code fallback} while it has none. */
   private static PrefillCost speed(WorkerLoad load, PrefillCost fallback) {
     return load.speed().prefillCost().known() ? load.speed().prefillCost() : fallback;
-  }
-
-  /** Prompt tokens ahead of this request there: what the worker reports or what the router sent, whichever is more. */
-  private static long queuedTokens(RoutingRequest request, WorkerLoad load) {
-    return queuedTokens(load, request.blockSize());
-  }
-
-  private static long queuedTokens(WorkerLoad load, int blockSize) {
-    return Math.max(load.speed().reportedQueuedPrefillTokens(), (long) load.routedPrefillBlocks() * blockSize);
   }
 
   /** Steps until this prompt is prefilled, the queue ahead of it included: at least one. */

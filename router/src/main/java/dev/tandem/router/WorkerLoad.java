@@ -29,6 +29,16 @@ public record WorkerLoad(
     public static final Speed UNKNOWN = new Speed(PrefillCost.UNKNOWN, 0, 0, 0, 0);
   }
 
+  /** Prompt tokens ahead of a new request there: what the worker reported queued or what the router sent, whichever is more. */
+  public long queuedPrefillTokens(int blockSize) {
+    return Math.max(speed.reportedQueuedPrefillTokens(), (long) routedPrefillBlocks * blockSize);
+  }
+
+  /** Requests there: the router's own count or the worker's report, whichever is more. */
+  public int activeRequests() {
+    return Math.max(routedActiveRequests, reportedActiveRequests);
+  }
+
   /** A load without speed figures (block-cost selection, tests). */
   public WorkerLoad(
       WorkerId workerId,

@@ -238,8 +238,6 @@ public final class Disaggregation implements AutoCloseable {
     int prompt = routing.promptTokens();
     WorkerLoad dLoad = pool.load(decode);
     WorkerLoad pLoad = pool.load(prefill);
-    var dReport = pool.report(decode);
-    var pReport = pool.report(prefill);
     Overlap decodeOverlap = decodeChoice.predictedOverlap();
     int uncachedOnDecode = Math.max(1, prompt - decodeOverlap.blocks() * blockSize);
     var measured = links.getOrDefault(decode.workerId().value() + "->" + prefill.workerId().value(), Map.of());
@@ -254,11 +252,11 @@ public final class Disaggregation implements AutoCloseable {
                 decode.description().kvBytesPerToken(),
                 decode.description().numLayers(),
                 link,
-                dReport.prefillCost(),
-                pReport.prefillCost(),
-                Math.max(dReport.queuedPrefillTokens(), (long) dLoad.routedPrefillBlocks() * blockSize),
-                Math.max(pReport.queuedPrefillTokens(), (long) pLoad.routedPrefillBlocks() * blockSize),
-                Math.max(dLoad.routedActiveRequests(), dReport.activeRequests()),
+                dLoad.speed().prefillCost(),
+                pLoad.speed().prefillCost(),
+                dLoad.queuedPrefillTokens(blockSize),
+                pLoad.queuedPrefillTokens(blockSize),
+                dLoad.activeRequests(),
                 sharesCompute(decode, prefill),
                 SplitPolicy.Predicted.of(decodeChoice.predictedTtftSeconds(), pick.predictedTtftSeconds())));
     if (backend != null) {
