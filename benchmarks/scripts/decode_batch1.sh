@@ -2,7 +2,8 @@
 # Batch-1 decode of the built-in engine and llama.cpp on one generated bf16 model, ROUNDS rounds
 # with the order alternating, each engine in its own JVM with the bandwidth limit probed right
 # before and after it; prints every round, the median and spread, and where Tandem's time goes.
-#   benchmarks/scripts/decode_batch1.sh [out-dir]     (MODEL=llama-0.6b ROUNDS=3 THREADS=$(nproc) STEPS=64)
+#   benchmarks/scripts/decode_batch1.sh [out-dir]     (MODEL=llama-0.6b ROUNDS=3 THREADS=$(nproc) STEPS=64 CONTEXT=128)
+# CONTEXT is the prompt decode follows (the depth attention reads): 8192 compares long-context decode.
 set -euo pipefail
 cd "$(dirname "$0")/../.."
 export JAVA_HOME="${JAVA_HOME:-/usr/lib/jvm/temurin-25-jdk-amd64}"
@@ -18,4 +19,4 @@ dir="$cache/$model"
 exec "$JAVA_HOME/bin/java" --add-modules jdk.incubator.vector --enable-native-access=ALL-UNNAMED -Xmx4g \
   -cp "cli/target/tandem-cli-0.1.0-SNAPSHOT.jar:cli/target/lib/*" dev.tandem.bench.BatchOneDecode \
   "$dir" "$dir.gguf" "engine-comparison/target/tandem-engine-comparison-0.1.0-SNAPSHOT.jar:engine-comparison/target/lib/*" \
-  "$out" "${ROUNDS:-3}" "${THREADS:-$(nproc)}" "${STEPS:-64}"
+  "$out" "${ROUNDS:-3}" "${THREADS:-$(nproc)}" "${STEPS:-64}" "${CONTEXT:-128}"

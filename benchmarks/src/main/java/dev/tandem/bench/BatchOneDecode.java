@@ -28,10 +28,13 @@ import org.knowm.xchart.style.Styler;
  * below 60% or 0.9×), and where a Tandem token's time goes (its kernels timed in a second pass:
  * matmul bytes/s by kind and layer, attention, norms, everything outside the kernels).
  *
- * <pre>BatchOneDecode MODEL_DIR MODEL.gguf COMPARE_CLASSPATH OUT_DIR [rounds=3] [threads] [steps=64]</pre>
+ * <pre>BatchOneDecode MODEL_DIR MODEL.gguf COMPARE_CLASSPATH OUT_DIR [rounds=3] [threads] [steps=64] [context=128]</pre>
  *
- * <p>{@code --tandem MODEL_DIR threads steps} is the Tandem child: it prints {@code rate}, {@code
- * bytes} and {@code breakdown} lines.
+ * <p>Decode follows a prompt of {@code context} tokens in both engines; the bytes a token reads (and
+ * so the limit) count the KV of that context beside the weights.
+ *
+ * <p>{@code --tandem MODEL_DIR threads steps context} is the Tandem child: it prints {@code rate},
+ * {@code bytes} and {@code breakdown} lines.
  */
 public final class BatchOneDecode {
   private static final Pattern RATE = Pattern.compile("(?m)^rate ([0-9.]+)");
@@ -54,11 +57,11 @@ public final class BatchOneDecode {
 
   public static void main(String[] args) throws Exception {
     if (args.length > 0 && args[0].equals("--tandem")) {
-      tandemChild(Path.of(args[1]), Integer.parseInt(args[2]), Integer.parseInt(args[3]));
+      tandemChild(Path.of(args[1]), Integer.parseInt(args[2]), Integer.parseInt(args[3]), Integer.parseInt(args[4]));
       return;
     }
     if (args.length < 4) {
-      System.err.println("usage: BatchOneDecode MODEL_DIR MODEL.gguf COMPARE_CLASSPATH OUT_DIR [rounds=3] [threads] [steps=64]");
+      System.err.println("usage: BatchOneDecode MODEL_DIR MODEL.gguf COMPARE_CLASSPATH OUT_DIR [rounds=3] [threads] [steps=64] [context=128]");
       System.exit(2);
     }
     Path model = Path.of(args[0]);
@@ -68,6 +71,7 @@ public final class BatchOneDecode {
     int rounds = args.length > 4 ? Integer.parseInt(args[4]) : 3;
     int threads = args.length > 5 ? Integer.parseInt(args[5]) : Runtime.getRuntime().availableProcessors();
     int steps = args.length > 6 ? Integer.parseInt(args[6]) : 64;
+    int context = args.length > 7 ? Integer.parseInt(args[7]) : 128;
     Files.createDirectories(out);
     for (Path p : List.of(model.resolve("config.json"), gguf)) {
       if (!Files.exists(p)) {
@@ -80,8 +84,8 @@ public final class BatchOneDecode {
     List<Run> llama = new ArrayList<>();
     List<String> breakdowns = new ArrayList<>();
     List<String> summary = new ArrayList<>();
-    summary.add(String.format(Locale.ROOT, "batch-1 decode, %s, %d threads, %d timed tokens a run, %d rounds (order alternates)",
-        model.getFileName(), threads, steps, rounds));
+    summary.add(String.format(Locale.ROOT, "batch-1 decode after a %d-token prompt, %s, %d threads, %d timed tokens a run, %d rounds (order alternates)",
+        context, model.getFileName(), threads, steps, rounds));
     long bytesPerToken = 0;
     for (int round = 1; round <= rounds; round++) {
       boolean tandemFirst = round % 2 == 1;
@@ -93,10 +97,10 @@ public final class BatchOneDecode {
         String output = isTandem
             ? child(out.resolve("round-" + round + "-tandem.txt"),
                 javaCommand(System.getProperty("java.class.path"), BatchOneDecode.class.getName(),
-                    "--tandem", model.toString(), String.valueOf(threads), String.valueOf(steps)))
+                    "--tandem", model.toString(), String.valueOf(threads), String.valueOf(steps), String.valueOf(context)))
             : child(out.resolve("round-" + round + "-llamacpp.txt"),
                 javaCommand(compareClasspath, "dev.tandem.comparison.LlamaCppThroughput",
-                    gguf.toString(), String.valueOf(threads), "1", "none", String.valueOf(steps)));
+                    gguf.toString(), String.valueOf(threads), "1", "none", String.valueOf(steps), String.valueOf(context)));
         double after = MachineLimits.readBandwidth(threads, PROBE_BYTES, 5);
         if (isTandem) {
           bytesPerToken = Long.parseLong(find(BYTES, output, name));
@@ -148,19 +152,20 @@ public final class BatchOneDecode {
   }
 
   /** The Tandem side: the plain engine's rate, then the same decode with every kernel timed. */
-  private static void tandemChild(Path dir, int threads, int steps) throws Exception {
+  private static void tandemChild(Path dir, int threads, int steps, int context) throws Exception {
     BuiltinConfig config = BuiltinConfig.of(dir).withCompute("cpu", threads).withKvCacheBytes(1L << 30)
         .withBatching(1, 4096, true);
     double rate;
     try (BuiltinEngine engine = BuiltinEngine.open(config)) {
-      System.out.println("bytes " + engine.bytesReadPerToken());
-      rate = EngineThroughput.decode(engine, 1, 128, steps);
+      // The weights, and the KV attention reads at the middle of the timed tokens.
+      System.out.println("bytes " + (engine.bytesReadPerToken() + engine.info().kvBytesPerToken() * (context + steps / 2)));
+      rate = EngineThroughput.decode(engine, 1, context, steps);
       System.out.printf(Locale.ROOT, "rate %.3f%n", rate);
     }
     TimedBackend timed = new TimedBackend(ComputeBackends.create("cpu", threads));
     ModelConfig model = ModelConfig.read(dir);
     try (BuiltinEngine engine = new BuiltinEngine(ModelWeights.load(dir, model), timed, config)) {
-      double timedRate = EngineThroughput.decode(engine, 1, 128, steps, timed::start, timed::stop);
+      double timedRate = EngineThroughput.decode(engine, 1, context, steps, timed::start, timed::stop);
       long stepNanos = (long) (steps / timedRate * 1e9);
       System.out.printf(Locale.ROOT, "breakdown timed pass: %.1f tok/s (plain pass %.1f), %.2f ms a token%n",
           timedRate, rate, stepNanos / 1e6 / steps);

@@ -12,9 +12,10 @@ import java.util.concurrent.CountDownLatch;
 /**
  * llama.cpp (the native library bundled in de.kherud:llama 4.2.0) on a GGUF file: decode tokens/s
  * with B concurrent streams (B server slots, continuous batching) and prefill tokens/s of one
- * prompt. Prompts are " hello" repeated, one token each with the Qwen3 tokenizer.
+ * prompt. Prompts are " hello" repeated, one token each with the Qwen3 tokenizer. Decode follows
+ * a prompt of {@code decode-context} tokens (128 unless given): the depth its attention reads.
  *
- * <pre>java ... dev.tandem.comparison.LlamaCppThroughput MODEL.gguf threads batches prompts|none [decode-tokens=64]</pre>
+ * <pre>java ... dev.tandem.comparison.LlamaCppThroughput MODEL.gguf threads batches prompts|none [decode-tokens=64] [decode-context=128]</pre>
  */
 public final class LlamaCppThroughput {
   private LlamaCppThroughput() {}
@@ -25,9 +26,10 @@ public final class LlamaCppThroughput {
     int[] batches = ints(args[2]);
     int[] prompts = args[3].equals("none") ? new int[0] : ints(args[3]);
     int decodeTokens = args.length > 4 ? Integer.parseInt(args[4]) : 64;
+    int decodeContext = args.length > 5 ? Integer.parseInt(args[5]) : 128;
     int maxBatch = java.util.Arrays.stream(batches).max().orElse(1);
     int maxPrompt = java.util.Arrays.stream(prompts).max().orElse(512);
-    int perSlot = Math.max(maxPrompt + 16, 128 + decodeTokens + 16);
+    int perSlot = Math.max(maxPrompt + 16, Math.max(128, decodeContext) + decodeTokens + 16);
     ModelParameters params = new ModelParameters()
         .setModel(gguf)
         .setThreads(threads)
@@ -40,7 +42,7 @@ public final class LlamaCppThroughput {
     String first = greedy(model, prompt(128), 16);
     System.out.println("greedy text after a 128-token prompt: " + first.replace("\n", "\\n"));
     for (int batch : batches) {
-      double tps = decode(model, batch, 128, decodeTokens);
+      double tps = decode(model, batch, decodeContext, decodeTokens);
       System.out.printf(Locale.ROOT, "decode batch %2d: %8.1f tokens/s%n", batch, tps);
     }
     greedy(model, prompt(64), 1); // warm-up
