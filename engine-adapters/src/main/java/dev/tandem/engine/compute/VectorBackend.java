@@ -913,28 +913,105 @@ public final class VectorBackend implements ComputeBackend {
         });
       }
     }
-    // The other rows (decode steps): one job per row and KV head, its query heads together. Short
-    // contexts are not worth a hand-off: aim for ~16K multiply-adds per chunk.
+    // The other rows (decode steps).
     int[] left = new int[rows];
     int n = 0;
-    long work = 0;
     for (int t = 0; t < rows; t++) {
       if (widened == null || !widened[t]) {
         left[n++] = t;
-        work += (long) (b.positions()[t] + 1 - b.firstVisible(t)) * b.headDim() * 2 * heads;
       }
     }
-    int kvHeads = b.numKvHeads();
-    int jobs = n * kvHeads;
-    if (jobs == 0) {
-      return;
+    if (n > 0) {
+      attendSingleRows(b, left, n);
     }
-    int grain = (int) Math.max(1, Math.min(jobs, 16_384L * jobs / Math.max(1, work)));
-    runner.forRange(jobs, grain, (from, to) -> {
+  }
+
+  /** Positions a decode row's chunk takes at least (one job each; fewer are not worth a hand-off). */
+  private static final int MIN_CHUNK = 256;
+
+  /**
+   * Rows that attend alone (decode steps), split into chunks of whole blocks — several per row
+   * when there are fewer rows than threads (flash decoding) — one job each over every head: a
+   * block's slots hold every KV head side by side, so a chunk reads its blocks front to back, the
+   * way memory streams best (a job per KV head instead read a quarter of each slot while the
+   * prefetcher fetched the rest: 1.8× slower at 8,192 tokens). Contexts too short to split give
+   * their threads KV heads instead. Each chunk leaves a running maximum, sum and unnormalised
+   * output per head; the chunks of a row are merged after.
+   */
+  private void attendSingleRows(AttentionBatch b, int[] left, int n) {
+    int blockSize = b.blockSize();
+    int heads = b.numHeads();
+    int part = b.headDim() + 2;
+    int target = 2 * runner.threads();
+    int[] jobRow = new int[0];
+    int[] jobFrom = new int[0];
+    int[] jobTo = new int[0];
+    int[] rowJobs = new int[n + 1];
+    int jobs = 0;
+    for (int r = 0; r < n; r++) {
+      int t = left[r];
+      int first = b.firstVisible(t);
+      int end = b.positions()[t] + 1;
+      int chunks = Math.max(1, Math.min((target + n - 1) / n, (end - first) / MIN_CHUNK));
+      int size = ((end - first + chunks - 1) / chunks + blockSize - 1) / blockSize * blockSize;
+      rowJobs[r] = jobs;
+      for (int from = first; from < end; ) {
+        int to = Math.min(end, (from / blockSize * blockSize) + size);
+        if (jobs == jobRow.length) {
+          int grown = Math.max(8, 2 * jobs);
+          jobRow = java.util.Arrays.copyOf(jobRow, grown);
+          jobFrom = java.util.Arrays.copyOf(jobFrom, grown);
+          jobTo = java.util.Arrays.copyOf(jobTo, grown);
+        }
+        jobRow[jobs] = t;
+        jobFrom[jobs] = from;
+        jobTo[jobs] = to;
+        jobs++;
+        from = to;
+      }
+    }
+    rowJobs[n] = jobs;
+    float[] partials = new float[jobs * heads * part];
+    int[] rowOf = jobRow;
+    int[] fromOf = jobFrom;
+    int[] toOf = jobTo;
+    int kvHeads = b.numKvHeads();
+    int ranges = Math.max(1, Math.min(kvHeads, (target + jobs - 1) / jobs)); // KV heads split this many ways
+    runner.forRange(jobs * ranges, 1, (from, to) -> {
       for (int job = from; job < to; job++) {
-        attendGroup(b, left[job / kvHeads], job % kvHeads);
+        int chunk = job / ranges;
+        int range = job % ranges;
+        attendChunk(b, rowOf[chunk], fromOf[chunk], toOf[chunk], range * kvHeads / ranges, (range + 1) * kvHeads / ranges, partials,
+            chunk * heads * part);
       }
     });
+    boolean halves = b.kvDtype() != DType.F32;
+    int headDim = b.headDim();
+    float[] merged = new float[headDim];
+    for (int r = 0; r < n; r++) {
+      int t = left[r];
+      for (int h = 0; h < heads; h++) {
+        float top = Float.NEGATIVE_INFINITY;
+        for (int job = rowJobs[r]; job < rowJobs[r + 1]; job++) {
+          top = Math.max(top, partials[(job * heads + h) * part]);
+        }
+        float total = 0;
+        java.util.Arrays.fill(merged, 0f);
+        for (int job = rowJobs[r]; job < rowJobs[r + 1]; job++) {
+          int at = (job * heads + h) * part;
+          float weight = (float) Math.exp(partials[at] - top);
+          total += weight * partials[at + 1];
+          axpy(weight, partials, at + 2, merged, 0, headDim);
+        }
+        scale(merged, 0, headDim, 1f / total);
+        int q = (t * heads + h) * headDim;
+        if (halves) {
+          unpermuteEvenOdd(merged, 0, b.out(), q, headDim);
+        } else {
+          System.arraycopy(merged, 0, b.out(), q, headDim);
+        }
+      }
+    }
   }
 
   /** Rows of one sequence that gather their KV together, at most and at least. */
@@ -1340,148 +1417,180 @@ public final class VectorBackend implements ComputeBackend {
 
   /** Positions whose values a decode row adds per pass: their loads overlap, one store per pass. */
   private static final int VALUE_ROWS = 4;
-  /** Blocks ahead of the one computed whose KV lines a decode row loads early ({@link #touch}). */
-  private static final int TOUCH_AHEAD = 2;
-  /** Written by {@link #attendGroup}, read nowhere: keeps {@link #touch}'s loads from being dropped. */
-  private long touched;
 
   /**
-   * One long from each cache line of a KV head's entries in block {@code table[block]} (nothing
-   * past {@code lastBlock}): short independent loads that the CPU keeps many of in flight, so that a
-   * block's lines are on their way from memory while an earlier block is computed. Java has no
-   * prefetch instruction; without this a decode row at a context past the last-level cache waits
-   * on each position's lines in turn (2.6× slower per position at 8,192 tokens on this machine).
+   * Row {@code t}'s positions {@code [from, to)} over the query heads of KV heads {@code [gFrom,
+   * gTo)}, block by block: each slot's keys
+   * scored against the query heads of its KV head (straight from the cache's 16-bit pairs where the
+   * head size allows), an online softmax per head (the block's weights against the running
+   * maximum, the output so far rescaled where it rose), then the block's values
+   * {@value #VALUE_ROWS} slots a pass into each head's output, which stays in L1. Leaves per head
+   * {@code [maximum, sum of exp(score − maximum), output (permuted for 16-bit entries)]} at {@code
+   * partials[at + h·(headDim + 2)]}.
    */
-  private static long touch(MemorySegment cache, int[] table, int block, int lastBlock, int blockSize, long slotBytes, long headBytes,
-      int entryBytes) {
-    if (block > lastBlock) {
-      return 0;
-    }
-    long x = 0;
-    long base = (long) table[block] * blockSize * slotBytes + headBytes;
-    for (int k = 0; k < blockSize; k++) {
-      for (int c = 0; c < entryBytes; c += 64) {
-        x += cache.get(java.lang.foreign.ValueLayout.JAVA_LONG_UNALIGNED, base + k * slotBytes + c);
-      }
-    }
-    return x;
-  }
-
-  /**
-   * One row (a decode step) and every query head reading KV head {@code g}: each key and value is
-   * read once for the group. Positions go block by block (a block's slots are consecutive in the
-   * cache, so no division per position): each key widened into scratch and scored against every
-   * query head, a softmax per head, then the values {@value #VALUE_ROWS} at a time into each head's
-   * output, which stays in L1.
-   */
-  private void attendGroup(AttentionBatch b, int t, int g) {
+  private void attendChunk(AttentionBatch b, int t, int from, int to, int gFrom, int gTo, float[] partials, int at) {
     int headDim = b.headDim();
-    int group = b.numHeads() / b.numKvHeads();
-    int first = b.firstVisible(t);
-    int n = b.positions()[t] + 1 - first;
+    int heads = b.numHeads();
+    int kvHeads = b.numKvHeads();
+    int group = heads / kvHeads;
+    int hFrom = gFrom * group;
+    int hTo = gTo * group;
+    int kvDim = b.kvDim();
     boolean halves = b.kvDtype() != DType.F32;
     boolean bf16 = b.kvDtype() == DType.BF16;
+    boolean direct = halves && headDim % (2 * L) == 0; // keys scored without widening them first
     float scale = (float) (1.0 / Math.sqrt(headDim));
-    // head: [group's queries, scaled | their outputs | VALUE_ROWS entries widened]; 16-bit entries
-    // widen permuted (even elements, then odd, per 2L block), so queries and outputs are too.
-    float[] head = scratch(headScratch, (2 * group + VALUE_ROWS) * headDim);
-    int outs = group * headDim;
-    int entries = 2 * group * headDim;
-    for (int j = 0; j < group; j++) {
-      int q = (t * b.numHeads() + g * group + j) * headDim;
+    int blockSize = b.blockSize();
+    // head: [queries, scaled | outputs | one key widened | VALUE_ROWS slots of values widened];
+    // 16-bit entries widen permuted (even elements, then odd, per 2L block), so queries and outputs are too.
+    int outs = heads * headDim;
+    int key = 2 * heads * headDim;
+    int values = key + headDim;
+    float[] head = scratch(headScratch, values + VALUE_ROWS * kvDim);
+    for (int h = hFrom; h < hTo; h++) {
+      int q = (t * heads + h) * headDim;
       if (halves) {
-        permuteEvenOdd(b.q(), q, head, j * headDim, headDim);
+        permuteEvenOdd(b.q(), q, head, h * headDim, headDim);
       } else {
-        System.arraycopy(b.q(), q, head, j * headDim, headDim);
+        System.arraycopy(b.q(), q, head, h * headDim, headDim);
       }
-      for (int i = j * headDim; i < (j + 1) * headDim; i++) {
+      for (int i = h * headDim; i < (h + 1) * headDim; i++) {
         head[i] *= scale;
       }
     }
-    float[] scores = scratch(scoreScratch, group * n); // [query head][position]
+    java.util.Arrays.fill(head, outs, key, 0f);
+    float[] scores = scratch(scoreScratch, heads * blockSize); // this block's, [head][slot]
+    float[] maxima = new float[heads]; // each head's running maximum score, and its sum of exp(score − maximum)
+    float[] sums = new float[heads];
+    java.util.Arrays.fill(maxima, Float.NEGATIVE_INFINITY);
     int[] table = b.blockTables()[t];
-    int blockSize = b.blockSize();
-    long slotBytes = (long) b.kvDim() * b.kvDtype().bytes();
-    long headBytes = (long) g * headDim * b.kvDtype().bytes();
-    int end = first + n;
-    int lastBlock = (end - 1) / blockSize;
-    boolean direct = halves && headDim % (2 * L) == 0; // keys scored without widening them first
-    long touched = 0;
-    for (int p = first; p < end; ) {
-      int stop = Math.min(end, (p / blockSize + 1) * blockSize);
-      long off = ((long) table[p / blockSize] * blockSize + p % blockSize) * slotBytes + headBytes;
-      touched += touch(b.keys(), table, p / blockSize + TOUCH_AHEAD, lastBlock, blockSize, slotBytes, headBytes, headDim * b.kvDtype().bytes());
-      for (; p < stop; p++, off += slotBytes) {
-        if (direct) { // each query head's dot straight from the cache's 16-bit pairs
-          for (int j = 0; j < group; j++) {
-            scores[j * n + p - first] = dotHalfPairs(head, j * headDim, b.keys(), off, headDim, bf16);
+    long slotBytes = (long) kvDim * b.kvDtype().bytes();
+    long headBytes = (long) headDim * b.kvDtype().bytes();
+    for (int p = from; p < to; ) {
+      int stop = Math.min(to, (p / blockSize + 1) * blockSize);
+      int k = stop - p;
+      long start = ((long) table[p / blockSize] * blockSize + p % blockSize) * slotBytes;
+      long off = start;
+      for (int i = 0; i < k; i++, off += slotBytes) {
+        for (int g = gFrom; g < gTo; g++) {
+          long entry = off + g * headBytes;
+          if (!direct) {
+            readHead(b, b.keys(), entry, bf16, head, key);
           }
-          continue;
-        }
-        readHead(b, b.keys(), off, bf16, head, entries);
-        for (int j = 0; j < group; j++) {
-          scores[j * n + p - first] = dot(head, j * headDim, head, entries, headDim);
+          for (int h = g * group; h < (g + 1) * group; h++) {
+            scores[h * blockSize + i] = direct
+                ? dotHalfPairs(head, h * headDim, b.keys(), entry, headDim, bf16)
+                : dot(head, h * headDim, head, key, headDim);
+          }
         }
       }
+      for (int h = hFrom; h < hTo; h++) {
+        float blockMax = max(scores, h * blockSize, k);
+        if (blockMax > maxima[h]) {
+          float rescale = (float) Math.exp(maxima[h] - blockMax); // 0 for the first block
+          sums[h] *= rescale;
+          scale(head, outs + h * headDim, headDim, rescale);
+          maxima[h] = blockMax;
+        }
+        sums[h] += expShifted(scores, h * blockSize, k, maxima[h]);
+      }
+      off = start;
+      for (int i = 0; i < k; i += VALUE_ROWS) {
+        int rows = Math.min(VALUE_ROWS, k - i);
+        for (int r = 0; r < rows; r++) {
+          for (int g = gFrom; g < gTo; g++) {
+            readHead(b, b.values(), off + r * slotBytes + g * headBytes, bf16, head, values + r * kvDim + g * headDim);
+          }
+        }
+        for (int h = hFrom; h < hTo; h++) {
+          addWeighted(head, values + h / group * headDim, kvDim, headDim, rows, scores, h * blockSize + i, head, outs + h * headDim);
+        }
+        off += rows * slotBytes;
+      }
+      p = stop;
     }
-    java.util.Arrays.fill(head, outs, entries, 0f);
-    float[] inv = new float[group];
-    for (int j = 0; j < group; j++) {
-      inv[j] = softmaxWeights(scores, j * n, n);
+    int part = headDim + 2;
+    for (int h = hFrom; h < hTo; h++) {
+      partials[at + h * part] = maxima[h];
+      partials[at + h * part + 1] = sums[h];
+      System.arraycopy(head, outs + h * headDim, partials, at + h * part + 2, headDim);
     }
-    for (int p = first; p < end; ) {
-      int stop = Math.min(end, (p / blockSize + 1) * blockSize);
-      long off = ((long) table[p / blockSize] * blockSize + p % blockSize) * slotBytes + headBytes;
-      touched += touch(b.values(), table, p / blockSize + TOUCH_AHEAD, lastBlock, blockSize, slotBytes, headBytes, headDim * b.kvDtype().bytes());
-      while (p < stop) {
-        int k = Math.min(VALUE_ROWS, stop - p);
-        for (int i = 0; i < k; i++) {
-          readHead(b, b.values(), off + i * slotBytes, bf16, head, entries + i * headDim);
-        }
-        for (int j = 0; j < group; j++) {
-          addWeighted(head, entries, headDim, k, scores, j * n + p - first, head, outs + j * headDim);
-        }
-        p += k;
-        off += k * slotBytes;
+  }
+
+  /** The largest of {@code x[from, from + n)}. */
+  private static float max(float[] x, int from, int n) {
+    int upper = F.loopBound(n);
+    float m = Float.NEGATIVE_INFINITY;
+    int i = 0;
+    if (upper > 0) {
+      FloatVector v = FloatVector.fromArray(F, x, from);
+      for (i = L; i < upper; i += L) {
+        v = v.max(FloatVector.fromArray(F, x, from + i));
       }
+      m = v.reduceLanes(VectorOperators.MAX);
     }
-    this.touched = touched;
-    for (int j = 0; j < group; j++) {
-      int o = outs + j * headDim;
-      for (int i = o; i < o + headDim; i++) {
-        head[i] *= inv[j];
-      }
-      int q = (t * b.numHeads() + g * group + j) * headDim;
-      if (halves) {
-        unpermuteEvenOdd(head, o, b.out(), q, headDim);
-      } else {
-        System.arraycopy(head, o, b.out(), q, headDim);
-      }
+    for (; i < n; i++) {
+      m = Math.max(m, x[from + i]);
+    }
+    return m;
+  }
+
+  /** {@code x[from + i] = exp(x[from + i] − shift)} for {@code i < n}; returns their sum. */
+  private static float expShifted(float[] x, int from, int n, float shift) {
+    FloatVector top = FloatVector.broadcast(F, shift);
+    FloatVector sums = FloatVector.zero(F);
+    int upper = F.loopBound(n);
+    int i = 0;
+    for (; i < upper; i += L) {
+      FloatVector e = FloatVector.fromArray(F, x, from + i).sub(top).lanewise(VectorOperators.EXP);
+      e.intoArray(x, from + i);
+      sums = sums.add(e);
+    }
+    float sum = sums.reduceLanes(VectorOperators.ADD);
+    for (; i < n; i++) {
+      float e = (float) Math.exp(x[from + i] - shift);
+      x[from + i] = e;
+      sum += e;
+    }
+    return sum;
+  }
+
+  /** {@code x[from, from + n) *= a}. */
+  private static void scale(float[] x, int from, int n, float a) {
+    FloatVector va = FloatVector.broadcast(F, a);
+    int upper = F.loopBound(n);
+    int i = 0;
+    for (; i < upper; i += L) {
+      FloatVector.fromArray(F, x, from + i).mul(va).intoArray(x, from + i);
+    }
+    for (; i < n; i++) {
+      x[from + i] *= a;
     }
   }
 
   /**
-   * {@code out[o, o + n) += Σ_r w[wOff + r] · rows[at + r·n, at + (r + 1)·n)} for {@code r < k}
-   * ({@code k ≤ 4}): each output vector loaded and stored once for the k rows.
+   * {@code out[o, o + n) += Σ_r w[wOff + r] · rows[at + r·stride, at + r·stride + n)} for {@code r <
+   * k} ({@code k ≤ 4}): each output vector loaded and stored once for the k rows.
    */
-  private static void addWeighted(float[] rows, int at, int n, int k, float[] w, int wOff, float[] out, int o) {
-    FloatVector w0 = FloatVector.broadcast(F, w[wOff]);
-    FloatVector w1 = FloatVector.broadcast(F, k > 1 ? w[wOff + 1] : 0f);
-    FloatVector w2 = FloatVector.broadcast(F, k > 2 ? w[wOff + 2] : 0f);
-    FloatVector w3 = FloatVector.broadcast(F, k > 3 ? w[wOff + 3] : 0f);
+  private static void addWeighted(float[] rows, int at, int stride, int n, int k, float[] w, int wOff, float[] out, int o) {
     int upper = F.loopBound(n);
     int i = 0;
     if (k == VALUE_ROWS) {
+      FloatVector w0 = FloatVector.broadcast(F, w[wOff]);
+      FloatVector w1 = FloatVector.broadcast(F, w[wOff + 1]);
+      FloatVector w2 = FloatVector.broadcast(F, w[wOff + 2]);
+      FloatVector w3 = FloatVector.broadcast(F, w[wOff + 3]);
       for (; i < upper; i += L) {
-        FloatVector pair01 = FloatVector.fromArray(F, rows, at + i).mul(w0).add(FloatVector.fromArray(F, rows, at + n + i).mul(w1));
-        FloatVector pair23 = FloatVector.fromArray(F, rows, at + 2 * n + i).mul(w2).add(FloatVector.fromArray(F, rows, at + 3 * n + i).mul(w3));
+        FloatVector pair01 = FloatVector.fromArray(F, rows, at + i).mul(w0).add(FloatVector.fromArray(F, rows, at + stride + i).mul(w1));
+        FloatVector pair23 =
+            FloatVector.fromArray(F, rows, at + 2 * stride + i).mul(w2).add(FloatVector.fromArray(F, rows, at + 3 * stride + i).mul(w3));
         FloatVector.fromArray(F, out, o + i).add(pair01.add(pair23)).intoArray(out, o + i);
       }
     }
     for (; i < n; i++) {
       float sum = 0;
       for (int r = 0; r < k; r++) {
-        sum += w[wOff + r] * rows[at + r * n + i];
+        sum += w[wOff + r] * rows[at + r * stride + i];
       }
       out[o + i] += sum;
     }
