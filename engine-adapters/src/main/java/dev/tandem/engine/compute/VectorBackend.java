@@ -943,41 +943,43 @@ public final class VectorBackend implements ComputeBackend {
     int heads = b.numHeads();
     int part = b.headDim() + 2;
     int target = 2 * runner.threads();
-    int[] jobRow = new int[0];
-    int[] jobFrom = new int[0];
-    int[] jobTo = new int[0];
+    // Chunks per row, and where each row's chunks start among all of them.
+    int[] chunkSize = new int[n];
     int[] rowJobs = new int[n + 1];
-    int jobs = 0;
+    long work = 0; // multiply-adds
     for (int r = 0; r < n; r++) {
-      int t = left[r];
-      int first = b.firstVisible(t);
-      int end = b.positions()[t] + 1;
-      int chunks = Math.max(1, Math.min((target + n - 1) / n, (end - first) / MIN_CHUNK));
-      int size = ((end - first + chunks - 1) / chunks + blockSize - 1) / blockSize * blockSize;
-      rowJobs[r] = jobs;
-      for (int from = first; from < end; ) {
-        int to = Math.min(end, (from / blockSize * blockSize) + size);
-        if (jobs == jobRow.length) {
-          int grown = Math.max(8, 2 * jobs);
-          jobRow = java.util.Arrays.copyOf(jobRow, grown);
-          jobFrom = java.util.Arrays.copyOf(jobFrom, grown);
-          jobTo = java.util.Arrays.copyOf(jobTo, grown);
-        }
-        jobRow[jobs] = t;
-        jobFrom[jobs] = from;
-        jobTo[jobs] = to;
-        jobs++;
-        from = to;
+      int first = b.firstVisible(left[r]);
+      int length = b.positions()[left[r]] + 1 - first;
+      int chunks = Math.max(1, Math.min((target + n - 1) / n, length / MIN_CHUNK));
+      chunkSize[r] = ((length + chunks - 1) / chunks + blockSize - 1) / blockSize * blockSize;
+      int count = 0;
+      for (int from = first; from <= b.positions()[left[r]]; from = from / blockSize * blockSize + chunkSize[r]) {
+        count++;
+      }
+      rowJobs[r + 1] = rowJobs[r] + count;
+      work += (long) length * b.headDim() * 2 * heads;
+    }
+    int jobs = rowJobs[n];
+    int[] rowOf = new int[jobs];
+    int[] fromOf = new int[jobs];
+    int[] toOf = new int[jobs];
+    for (int r = 0; r < n; r++) {
+      int end = b.positions()[left[r]] + 1;
+      int from = b.firstVisible(left[r]);
+      for (int job = rowJobs[r]; job < rowJobs[r + 1]; job++) {
+        rowOf[job] = left[r];
+        fromOf[job] = from;
+        toOf[job] = Math.min(end, from / blockSize * blockSize + chunkSize[r]);
+        from = toOf[job];
       }
     }
-    rowJobs[n] = jobs;
     float[] partials = new float[jobs * heads * part];
-    int[] rowOf = jobRow;
-    int[] fromOf = jobFrom;
-    int[] toOf = jobTo;
     int kvHeads = b.numKvHeads();
     int ranges = Math.max(1, Math.min(kvHeads, (target + jobs - 1) / jobs)); // KV heads split this many ways
-    runner.forRange(jobs * ranges, 1, (from, to) -> {
+    int tasks = jobs * ranges;
+    // Short contexts are not worth a hand-off: ~16K multiply-adds a hand-off at least.
+    int grain = (int) Math.max(1, Math.min(tasks, 16_384L * tasks / Math.max(1, work)));
+    runner.forRange(tasks, grain, (from, to) -> {
       for (int job = from; job < to; job++) {
         int chunk = job / ranges;
         int range = job % ranges;
