@@ -122,6 +122,11 @@ public final class BuiltinEngine extends SchedulingEngine implements KvHandoff {
             scheduler.batching());
   }
 
+  @Override
+  protected int attentionWindow() {
+    return weights.config().slidingWindow();
+  }
+
   /**
    * The longest context served: {@code --max-context-length}, else the model's {@code
    * max_position_embeddings}. The CUDA kernels attend over every earlier position, so on a GPU a

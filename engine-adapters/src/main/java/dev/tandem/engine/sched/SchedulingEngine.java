@@ -64,13 +64,34 @@ public abstract class SchedulingEngine implements Engine {
       totalTokens += n;
       if (seq.computedTokens() < seq.promptLength()) {
         prefillTokens += n;
-        prefillContext += n * (seq.computedTokens() + (n - 1) / 2.0);
+        prefillContext += attendedTokens(seq.computedTokens(), n, attentionWindow());
       }
     }
     long started = System.nanoTime();
     List<RequestOutput> outputs = run(batch);
     prefillFit.step(prefillTokens, totalTokens, prefillContext, (System.nanoTime() - started) / 1e9);
     return outputs;
+  }
+
+  /** The model's sliding window (each token attends to at most this many, itself included); 0 for none. */
+  protected int attentionWindow() {
+    return 0;
+  }
+
+  /**
+   * Earlier tokens that prompt tokens {@code [computed, computed + n)} attend to, summed: position p
+   * attends to p of them, or {@code window − 1} under a sliding window.
+   */
+  static double attendedTokens(long computed, int n, int window) {
+    long last = computed + n - 1;
+    if (window <= 0 || last < window) {
+      return n * (computed + (n - 1) / 2.0);
+    }
+    long cap = window - 1;
+    if (computed >= cap) {
+      return (double) n * cap;
+    }
+    return (computed + cap) * (cap - computed + 1) / 2.0 + (double) (last - cap) * cap; // growing, then capped
   }
 
   /** The prefill cost fitted over this engine's recent prefill steps (their wall time). */
