@@ -19,6 +19,7 @@ cases=(
   "mistral-window-f32 mistral-window 43 f32"
   "mistral-window-bf16 mistral-window 44 bf16"
   "qwen2-f32 qwen2 21 f32"
+  "qwen2-window-f32 qwen2-window 22 f32"
   "qwen3-f32 qwen3 31 f32"
   "qwen3-bf16 qwen3 32 bf16"
   "qwen3-f16 qwen3 33 f16"

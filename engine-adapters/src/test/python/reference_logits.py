@@ -85,6 +85,22 @@ def rotate(x, pos, freqs):
     return x * cos + rot * sin
 
 
+def layer_window(cfg, layer):
+    """Hugging Face's rule: Mistral slides in every layer with a sliding_window; Qwen2/Qwen3 only
+    with use_sliding_window, in the layers from max_window_layers on (or as layer_types lists)."""
+    arch = cfg["architectures"][0]
+    window = cfg.get("sliding_window")
+    if arch in ("Qwen2ForCausalLM", "Qwen3ForCausalLM") and not cfg.get("use_sliding_window", False):
+        return None
+    if arch not in ("MistralForCausalLM", "Qwen2ForCausalLM", "Qwen3ForCausalLM") or not window:
+        return None
+    if "layer_types" in cfg:
+        return window if cfg["layer_types"][layer] == "sliding_attention" else None
+    if arch == "MistralForCausalLM":
+        return window
+    return window if layer >= cfg.get("max_window_layers", 28) else None
+
+
 def forward(cfg, w, tokens):
     arch = cfg["architectures"][0]
     eps = cfg["rms_norm_eps"]
@@ -93,12 +109,13 @@ def forward(cfg, w, tokens):
     pos = torch.arange(T)
     freqs = inv_freq(cfg)
     x = w["model.embed_tokens.weight"][torch.tensor(tokens)]
-    mask = torch.full((T, T), float("-inf")).triu(1)
-    window = cfg.get("sliding_window") if arch == "MistralForCausalLM" else None
-    if window:  # each position attends to the last `window` positions, itself included
-        mask = mask + torch.full((T, T), float("-inf")).tril(-window)
+    causal = torch.full((T, T), float("-inf")).triu(1)
     for l in range(cfg["num_hidden_layers"]):
         p = f"model.layers.{l}."
+        window = layer_window(cfg, l)
+        mask = causal  # each position attends to the last `window` positions, itself included
+        if window:
+            mask = causal + torch.full((T, T), float("-inf")).tril(-window)
         h = rms_norm(x, w[p + "input_layernorm.weight"], eps)
 
         def proj(name, inp):

@@ -124,7 +124,7 @@ public final class BuiltinEngine extends SchedulingEngine implements KvHandoff {
 
   @Override
   protected int attentionWindow() {
-    return weights.config().slidingWindow();
+    return weights.config().everyLayerSlides() ? weights.config().slidingWindow() : 0; // mixed layers: counted in full
   }
 
   /**

@@ -182,7 +182,7 @@ public final class Transformer implements ForwardPass {
     backend.attention(
         new AttentionBatch(
             q, att, tokens, positions, tables, cache.keys(l), cache.values(l), blockSize,
-            config.numHeads(), config.numKvHeads(), config.headDim(), cache.dtype(), config.slidingWindow()));
+            config.numHeads(), config.numKvHeads(), config.headDim(), cache.dtype(), config.windowOf(l)));
     // Output projection and residual.
     backend.matmul(att, tokens, w.o(), xb2);
     addBias(xb2, w.oBias(), tokens);

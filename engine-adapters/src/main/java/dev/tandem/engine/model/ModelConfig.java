@@ -13,8 +13,12 @@ import java.nio.file.Path;
  * RMSNorm, tied embeddings).
  *
  * @param maxPositionEmbeddings config.json's {@code max_position_embeddings}
- * @param slidingWindow Mistral's {@code sliding_window}: each token attends to at most this many
- *     (itself included) in every layer; 0 for none
+ * @param slidingWindow {@code sliding_window}: in a sliding layer each token attends to at most this
+ *     many positions (itself included); 0 for none (Mistral v0.2 on; Qwen2 and Qwen3 unless {@code
+ *     use_sliding_window})
+ * @param firstSlidingLayer the layers from this one on slide (Mistral: all; Qwen2 and Qwen3: from
+ *     {@code max_window_layers}, or as {@code layer_types} lists them); the ones before attend to
+ *     every earlier position
 
  * @param qkvBias q, k and v projections carry a bias (Qwen2 always; Llama and Qwen3 with
  *     attention_bias)
@@ -35,6 +39,7 @@ public record ModelConfig(
     RopeScaling ropeScaling,
     int maxPositionEmbeddings,
     int slidingWindow,
+    int firstSlidingLayer,
     boolean tieWordEmbeddings,
     boolean qkvBias,
     boolean outputBias,
@@ -79,6 +84,16 @@ public record ModelConfig(
     eosTokenIds = eosTokenIds.clone();
   }
 
+  /** The window layer {@code layer} attends over (see {@link #slidingWindow}); 0 for every earlier position. */
+  public int windowOf(int layer) {
+    return layer >= firstSlidingLayer ? slidingWindow : 0;
+  }
+
+  /** Whether every layer slides (then no token attends to more than {@link #slidingWindow}). */
+  public boolean everyLayerSlides() {
+    return slidingWindow > 0 && firstSlidingLayer == 0;
+  }
+
   public int kvDim() {
     return numKvHeads * headDim;
   }
@@ -110,7 +125,7 @@ public record ModelConfig(
     int[] more = GenerationConfigFile.read(dir).eosTokenIds();
     int[] eos = java.util.stream.IntStream.concat(java.util.Arrays.stream(c.eosTokenIds), java.util.Arrays.stream(more)).distinct().toArray();
     return new ModelConfig(c.architecture, c.hiddenSize, c.intermediateSize, c.numLayers, c.numHeads, c.numKvHeads, c.headDim,
-        c.vocabSize, c.rmsNormEps, c.ropeTheta, c.ropeScaling, c.maxPositionEmbeddings, c.slidingWindow, c.tieWordEmbeddings, c.qkvBias,
+        c.vocabSize, c.rmsNormEps, c.ropeTheta, c.ropeScaling, c.maxPositionEmbeddings, c.slidingWindow, c.firstSlidingLayer, c.tieWordEmbeddings, c.qkvBias,
         c.outputBias, c.qkNorm, eos, c.torchDtype);
   }
 
@@ -149,10 +164,6 @@ public record ModelConfig(
     if (root.path("mlp_bias").asBoolean(false)) {
       throw new ModelFormatException(file + ": field 'mlp_bias' is true; MLP biases are not supported");
     }
-    if (root.path("use_sliding_window").asBoolean(false)) {
-      throw new ModelFormatException(
-          file + ": field 'use_sliding_window' is true; sliding-window attention is not supported");
-    }
     int hidden = f.positiveInt("hidden_size");
     int heads = f.positiveInt("num_attention_heads");
     int kvHeads = root.has("num_key_value_heads") ? f.positiveInt("num_key_value_heads") : heads;
@@ -172,11 +183,24 @@ public record ModelConfig(
       throw new ModelFormatException(file + ": field 'head_dim' must be even for RoPE, was " + headDim);
     }
     boolean attentionBias = root.path("attention_bias").asBoolean(false);
+    int layers = f.positiveInt("num_hidden_layers");
+    // Mistral slides in every layer where it names a window; Qwen2 and Qwen3 only with
+    // use_sliding_window, from max_window_layers on (Hugging Face's rule, its default 28).
+    boolean qwen = arch == Architecture.QWEN2 || arch == Architecture.QWEN3;
+    int window = 0;
+    int firstSliding = layers;
+    if (arch == Architecture.MISTRAL || (qwen && root.path("use_sliding_window").asBoolean(false))) {
+      window = slidingWindow(file, root.path("sliding_window"), qwen);
+      firstSliding = window == 0 ? layers : qwen ? Math.min(layers, nonNegativeInt(file, root, "max_window_layers", 28)) : 0;
+      if (window > 0 && root.has("layer_types")) {
+        firstSliding = firstSlidingLayer(file, root.path("layer_types"), layers);
+      }
+    }
     return new ModelConfig(
         arch,
         hidden,
         f.positiveInt("intermediate_size"),
-        f.positiveInt("num_hidden_layers"),
+        layers,
         heads,
         kvHeads,
         headDim,
@@ -185,7 +209,8 @@ public record ModelConfig(
         f.positiveDouble("rope_theta", 10_000),
         ropeScaling(file, root.path("rope_scaling")),
         root.path("max_position_embeddings").asInt(4096),
-        arch == Architecture.MISTRAL ? slidingWindow(file, root.path("sliding_window")) : 0,
+        firstSliding < layers ? window : 0,
+        firstSliding,
         root.path("tie_word_embeddings").asBoolean(false),
         arch == Architecture.QWEN2 || attentionBias,
         arch != Architecture.QWEN2 && attentionBias,
@@ -216,15 +241,56 @@ public record ModelConfig(
     };
   }
 
-  /** Mistral's window: null (v0.2 on, Nemo) for none, else a positive token count (v0.1: 4,096). */
-  private static int slidingWindow(String file, JsonNode node) {
-    if (node.isMissingNode() || node.isNull()) {
+  /**
+   * The window: a positive token count (Mistral v0.1: 4,096), or null for none (Mistral v0.2 on,
+   * Nemo) — not with {@code use_sliding_window}, which asks for one.
+   */
+  private static int slidingWindow(String file, JsonNode node, boolean required) {
+    if ((node.isMissingNode() || node.isNull()) && !required) {
       return 0;
     }
     if (!node.isIntegralNumber() || !node.canConvertToInt() || node.asInt() <= 0) {
-      throw new ModelFormatException(file + ": field 'sliding_window' must be a positive integer or null, was " + node);
+      throw new ModelFormatException(file + ": field 'sliding_window' must be a positive integer"
+          + (required ? " when use_sliding_window is true" : " or null") + ", was " + node);
     }
     return node.asInt();
+  }
+
+  private static int nonNegativeInt(String file, JsonNode root, String field, int absent) {
+    JsonNode node = root.path(field);
+    if (node.isMissingNode() || node.isNull()) {
+      return absent;
+    }
+    if (!node.isIntegralNumber() || !node.canConvertToInt() || node.asInt() < 0) {
+      throw new ModelFormatException(file + ": field '" + field + "' must be a non-negative integer, was " + node);
+    }
+    return node.asInt();
+  }
+
+  /**
+   * The first sliding layer {@code layer_types} lists: full attention layers, then sliding ones (the
+   * layout Mistral and Qwen use); other layouts (Gemma's alternation) are refused.
+   */
+  private static int firstSlidingLayer(String file, JsonNode types, int layers) {
+    if (!types.isArray() || types.size() != layers) {
+      throw new ModelFormatException(file + ": field 'layer_types' must list one type per layer (" + layers + "), was " + types);
+    }
+    int first = layers;
+    for (int i = 0; i < layers; i++) {
+      String type = types.get(i).asText();
+      if (!type.equals("full_attention") && !type.equals("sliding_attention")) {
+        throw new ModelFormatException(file + ": field 'layer_types[" + i + "]' is " + types.get(i)
+            + "; supported: full_attention, sliding_attention");
+      }
+      boolean sliding = type.equals("sliding_attention");
+      if (sliding && first == layers) {
+        first = i;
+      } else if (!sliding && first < layers) {
+        throw new ModelFormatException(file + ": field 'layer_types' has a full_attention layer (" + i + ") after a sliding one ("
+            + first + "); the built-in engine runs full layers first, then sliding ones");
+      }
+    }
+    return first;
   }
 
   private static DType dtype(String file, JsonNode node) {

@@ -3,6 +3,7 @@ package dev.tandem.engine.model;
 import dev.tandem.engine.modeltools.ModelGenerator;
 
 import static org.junit.jupiter.api.Assertions.assertEquals;
+import static org.junit.jupiter.api.Assertions.assertFalse;
 import static org.junit.jupiter.api.Assertions.assertThrows;
 import static org.junit.jupiter.api.Assertions.assertTrue;
 
@@ -92,13 +93,16 @@ class ModelLoadingTest {
   void mistralsSlidingWindowIsReadAndOtherArchitecturesIgnoreIt() throws Exception {
     ObjectNode mistral = tiny().put("model_type", "mistral").put("max_position_embeddings", 32768);
     mistral.putArray("architectures").add("MistralForCausalLM");
-    Path v1 = write(mistral.deepCopy().put("sliding_window", 4096), 0); // Mistral-7B-v0.1
+    Path v1 = write(mistral.deepCopy().put("sliding_window", 4096), 0); // Mistral-7B-v0.1: every layer slides
     assertEquals(ModelConfig.Architecture.MISTRAL, ModelConfig.read(v1).architecture());
     assertEquals(4096, ModelConfig.read(v1).slidingWindow());
+    assertEquals(4096, ModelConfig.read(v1).windowOf(0));
+    assertTrue(ModelConfig.read(v1).everyLayerSlides());
     assertEquals(32768, ModelConfig.read(v1).maxPositionEmbeddings());
     Path v3 = write(mistral.deepCopy().putNull("sliding_window"), 0); // v0.2 on, Nemo
     assertEquals(0, ModelConfig.read(v3).slidingWindow());
-    // Qwen2 and Qwen3 name a window they do not use unless use_sliding_window (refused) says so.
+    assertEquals(0, ModelConfig.read(v3).windowOf(1));
+    // Qwen2 and Qwen3 name a window they do not use unless use_sliding_window says so.
     Path qwen = write(tiny().put("sliding_window", 4096).put("max_position_embeddings", 40960), 0);
     assertEquals(0, ModelConfig.read(qwen).slidingWindow());
 
@@ -108,6 +112,39 @@ class ModelLoadingTest {
     editConfig(v3, c -> c.put("eos_token_id", "</s>"));
     e = assertThrows(ModelFormatException.class, () -> ModelConfig.read(v3)).getMessage();
     assertTrue(e.contains("config.json") && e.contains("'eos_token_id' must be a token id"), e);
+  }
+
+  /** Hugging Face's rule: with use_sliding_window, layers from max_window_layers (default 28) on slide; layer_types, where given, lists them. */
+  @Test
+  void qwensSlidingLayersFollowMaxWindowLayersOrLayerTypes() throws Exception {
+    Path q = write(tiny().put("use_sliding_window", true).put("sliding_window", 64).put("max_window_layers", 1), 0);
+    ModelConfig c = ModelConfig.read(q);
+    assertEquals(0, c.windowOf(0));
+    assertEquals(64, c.windowOf(1));
+    assertFalse(c.everyLayerSlides());
+    editConfig(q, n -> n.remove("max_window_layers")); // default 28: none of the 2 layers slides
+    assertEquals(0, ModelConfig.read(q).slidingWindow());
+    editConfig(q, n -> n.putArray("layer_types").add("sliding_attention").add("sliding_attention"));
+    assertTrue(ModelConfig.read(q).everyLayerSlides());
+
+    editConfig(q, n -> n.putArray("layer_types").add("sliding_attention").add("full_attention"));
+    String e = assertThrows(ModelFormatException.class, () -> ModelConfig.read(q)).getMessage();
+    assertTrue(e.contains("config.json") && e.contains("'layer_types'") && e.contains("after a sliding one"), e);
+    editConfig(q, n -> n.putArray("layer_types").add("full_attention"));
+    e = assertThrows(ModelFormatException.class, () -> ModelConfig.read(q)).getMessage();
+    assertTrue(e.contains("'layer_types' must list one type per layer (2)"), e);
+    editConfig(q, n -> n.putArray("layer_types").add("full_attention").add("chunked_attention"));
+    e = assertThrows(ModelFormatException.class, () -> ModelConfig.read(q)).getMessage();
+    assertTrue(e.contains("'layer_types[1]'") && e.contains("chunked_attention"), e);
+    editConfig(q, n -> {
+      n.remove("layer_types");
+      n.putNull("sliding_window");
+    });
+    e = assertThrows(ModelFormatException.class, () -> ModelConfig.read(q)).getMessage();
+    assertTrue(e.contains("'sliding_window' must be a positive integer when use_sliding_window is true"), e);
+    editConfig(q, n -> n.put("sliding_window", 64).put("max_window_layers", -1));
+    e = assertThrows(ModelFormatException.class, () -> ModelConfig.read(q)).getMessage();
+    assertTrue(e.contains("'max_window_layers' must be a non-negative integer"), e);
   }
 
   @Test
