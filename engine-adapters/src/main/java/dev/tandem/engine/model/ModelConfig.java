@@ -191,7 +191,7 @@ public record ModelConfig(
     int firstSliding = layers;
     if (arch == Architecture.MISTRAL || (qwen && root.path("use_sliding_window").asBoolean(false))) {
       window = slidingWindow(file, root.path("sliding_window"), qwen);
-      firstSliding = window == 0 ? layers : qwen ? Math.min(layers, nonNegativeInt(file, root, "max_window_layers", 28)) : 0;
+      firstSliding = window == 0 ? layers : qwen ? Math.min(layers, f.nonNegativeInt("max_window_layers", 28)) : 0;
       if (window > 0 && root.has("layer_types")) {
         firstSliding = firstSlidingLayer(file, root.path("layer_types"), layers);
       }
@@ -256,17 +256,6 @@ public record ModelConfig(
     return node.asInt();
   }
 
-  private static int nonNegativeInt(String file, JsonNode root, String field, int absent) {
-    JsonNode node = root.path(field);
-    if (node.isMissingNode() || node.isNull()) {
-      return absent;
-    }
-    if (!node.isIntegralNumber() || !node.canConvertToInt() || node.asInt() < 0) {
-      throw new ModelFormatException(file + ": field '" + field + "' must be a non-negative integer, was " + node);
-    }
-    return node.asInt();
-  }
-
   /**
    * The first sliding layer {@code layer_types} lists: full attention layers, then sliding ones (the
    * layout Mistral and Qwen use); other layouts (Gemma's alternation) are refused.
@@ -317,6 +306,17 @@ public record ModelConfig(
       }
       if (!n.canConvertToInt() || !n.isIntegralNumber() || n.asInt() <= 0) {
         throw new ModelFormatException(file + ": field '" + path + name + "' must be a positive integer, was " + n);
+      }
+      return n.asInt();
+    }
+
+    int nonNegativeInt(String name, int fallback) {
+      JsonNode n = root.path(name);
+      if (n.isMissingNode() || n.isNull()) {
+        return fallback;
+      }
+      if (!n.canConvertToInt() || !n.isIntegralNumber() || n.asInt() < 0) {
+        throw new ModelFormatException(file + ": field '" + path + name + "' must be a non-negative integer, was " + n);
       }
       return n.asInt();
     }
