@@ -51,6 +51,8 @@ public final class VectorBackend implements ComputeBackend {
   private final ThreadLocal<float[]> scoreScratch = ThreadLocal.withInitial(() -> new float[0]);
   /** Query and output heads of an attention job (permuted for 16-bit KV). */
   private final ThreadLocal<float[]> headScratch = ThreadLocal.withInitial(() -> new float[0]);
+  /** The calling thread's: each decode chunk's running maximum, sum and output per head ({@link #attendSingleRows}). */
+  private final ThreadLocal<float[]> partialScratch = ThreadLocal.withInitial(() -> new float[0]);
   /** A run of rows' KV head gathered as f32: keys transposed, values as they are. */
   private final ThreadLocal<float[]> keyTScratch = ThreadLocal.withInitial(() -> new float[0]);
   private final ThreadLocal<float[]> valueScratch = ThreadLocal.withInitial(() -> new float[0]);
@@ -973,7 +975,7 @@ public final class VectorBackend implements ComputeBackend {
         from = toOf[job];
       }
     }
-    float[] partials = new float[jobs * heads * part];
+    float[] partials = scratch(partialScratch, jobs * heads * part); // every entry written by a chunk's job
     int kvHeads = b.numKvHeads();
     int ranges = Math.max(1, Math.min(kvHeads, (target + jobs - 1) / jobs)); // KV heads split this many ways
     int tasks = jobs * ranges;
