@@ -989,7 +989,6 @@ public final class VectorBackend implements ComputeBackend {
             chunk * heads * part);
       }
     });
-    boolean halves = b.kvDtype() != DType.F32;
     int headDim = b.headDim();
     float[] merged = new float[headDim];
     for (int r = 0; r < n; r++) {
@@ -1008,12 +1007,7 @@ public final class VectorBackend implements ComputeBackend {
           axpy(weight, partials, at + 2, merged, 0, headDim);
         }
         scale(merged, 0, headDim, 1f / total);
-        int q = (t * heads + h) * headDim;
-        if (halves) {
-          unpermuteEvenOdd(merged, 0, b.out(), q, headDim);
-        } else {
-          System.arraycopy(merged, 0, b.out(), q, headDim);
-        }
+        writeOutput(b, t, h, merged, 0);
       }
     }
   }
@@ -1083,15 +1077,8 @@ public final class VectorBackend implements ComputeBackend {
         int frontA = b.firstVisible(t) - base; // positions before the row's window
         int frontB = b.firstVisible(u) - base;
         int n = Math.max(visibleA, visibleB);
-        int qA = (t * b.numHeads() + h) * headDim;
-        int qB = (u * b.numHeads() + h) * headDim;
-        if (halves) {
-          permuteEvenOdd(b.q(), qA, head, 0, headDim);
-          permuteEvenOdd(b.q(), qB, head, 2 * headDim, headDim);
-        } else {
-          System.arraycopy(b.q(), qA, head, 0, headDim);
-          System.arraycopy(b.q(), qB, head, 2 * headDim, headDim);
-        }
+        readQuery(b, t, h, head, 0);
+        readQuery(b, u, h, head, 2 * headDim);
         transposedScores(head, headDim, kT, stride, n, scale, scores);
         float invA = softmaxWeights(scores, frontA, visibleA - frontA);
         float invB = softmaxWeights(scores, stride + frontB, visibleB - frontB);
@@ -1100,13 +1087,8 @@ public final class VectorBackend implements ComputeBackend {
         java.util.Arrays.fill(scores, visibleA, n, 0f); // the shorter row sees fewer positions
         java.util.Arrays.fill(scores, stride + visibleB, stride + n, 0f);
         weightedSum(scores, stride, n, invA, invB, v, headDim, head);
-        if (halves) {
-          unpermuteEvenOdd(head, headDim, b.out(), qA, headDim);
-          unpermuteEvenOdd(head, 3 * headDim, b.out(), qB, headDim);
-        } else {
-          System.arraycopy(head, headDim, b.out(), qA, headDim);
-          System.arraycopy(head, 3 * headDim, b.out(), qB, headDim);
-        }
+        writeOutput(b, t, h, head, headDim);
+        writeOutput(b, u, h, head, 3 * headDim);
       }
     }
   }
@@ -1214,7 +1196,6 @@ public final class VectorBackend implements ComputeBackend {
     int values = at + headDim * stride;
     float scale = (float) (1.0 / Math.sqrt(headDim));
     int group = b.numHeads() / b.numKvHeads();
-    boolean halves = b.kvDtype() != DType.F32;
     int queries = (to - from) * group;
     float[] scores = scratch(scoreScratch, WIDE_MICRO_TOKENS * stride);
     float[] head = scratch(headScratch, 2 * WIDE_MICRO_TOKENS * headDim); // [queries | outputs]
@@ -1227,15 +1208,8 @@ public final class VectorBackend implements ComputeBackend {
       int n = 0;
       for (int j = 0; j < count; j++) {
         int t = from + (q0 + j) / group;
-        int q = (t * b.numHeads() + g * group + (q0 + j) % group) * headDim;
-        if (halves) {
-          permuteEvenOdd(b.q(), q, head, j * headDim, headDim);
-        } else {
-          System.arraycopy(b.q(), q, head, j * headDim, headDim);
-        }
-        for (int i = j * headDim; i < (j + 1) * headDim; i++) {
-          head[i] *= scale;
-        }
+        readQuery(b, t, g * group + (q0 + j) % group, head, j * headDim);
+        scale(head, j * headDim, headDim, scale);
         front[j] = b.firstVisible(t) - base;
         visible[j] = b.positions()[t] + 1 - base;
         n = Math.max(n, visible[j]);
@@ -1253,17 +1227,9 @@ public final class VectorBackend implements ComputeBackend {
         microTiles(scores, stride, 0, count, panels, values + d * stride, 0, n, head, outs + d, headDim, true);
       }
       for (int j = 0; j < count; j++) {
-        int t = from + (q0 + j) / group;
-        int q = (t * b.numHeads() + g * group + (q0 + j) % group) * headDim;
         int o = outs + j * headDim;
-        for (int i = o; i < o + headDim; i++) {
-          head[i] *= inv[j];
-        }
-        if (halves) {
-          unpermuteEvenOdd(head, o, b.out(), q, headDim);
-        } else {
-          System.arraycopy(head, o, b.out(), q, headDim);
-        }
+        scale(head, o, headDim, inv[j]);
+        writeOutput(b, from + (q0 + j) / group, g * group + (q0 + j) % group, head, o);
       }
     }
   }
@@ -1351,31 +1317,29 @@ public final class VectorBackend implements ComputeBackend {
    * returns 1 / their sum (softmax = each × it).
    */
   private static float softmaxWeights(float[] scores, int from, int n) {
-    FloatVector maxes = FloatVector.broadcast(F, Float.NEGATIVE_INFINITY);
-    int bound = from + F.loopBound(n);
-    for (int p = from; p < bound; p += L) {
-      maxes = maxes.max(FloatVector.fromArray(F, scores, p));
+    return 1f / expShifted(scores, from, n, max(scores, from, n));
+  }
+
+  /** Row {@code t}'s query head {@code h} into {@code out[at]}: permuted (even elements, then odd, per 2L block) for a 16-bit cache, whose entries widen so. */
+  private static void readQuery(AttentionBatch b, int t, int h, float[] out, int at) {
+    int headDim = b.headDim();
+    int q = (t * b.numHeads() + h) * headDim;
+    if (b.kvDtype() != DType.F32) {
+      permuteEvenOdd(b.q(), q, out, at, headDim);
+    } else {
+      System.arraycopy(b.q(), q, out, at, headDim);
     }
-    float max = maxes.reduceLanes(VectorOperators.MAX);
-    for (int p = bound; p < from + n; p++) {
-      max = Math.max(max, scores[p]);
+  }
+
+  /** The inverse of {@link #readQuery}: {@code from[at]} as row {@code t}'s output head {@code h}. */
+  private static void writeOutput(AttentionBatch b, int t, int h, float[] from, int at) {
+    int headDim = b.headDim();
+    int o = (t * b.numHeads() + h) * headDim;
+    if (b.kvDtype() != DType.F32) {
+      unpermuteEvenOdd(from, at, b.out(), o, headDim);
+    } else {
+      System.arraycopy(from, at, b.out(), o, headDim);
     }
-    FloatVector top = FloatVector.broadcast(F, max);
-    FloatVector sums = FloatVector.zero(F);
-    int upper = from + F.loopBound(n);
-    int p = from;
-    for (; p < upper; p += L) {
-      FloatVector e = FloatVector.fromArray(F, scores, p).sub(top).lanewise(VectorOperators.EXP);
-      e.intoArray(scores, p);
-      sums = sums.add(e);
-    }
-    float sum = sums.reduceLanes(VectorOperators.ADD);
-    for (; p < from + n; p++) {
-      float e = (float) Math.exp(scores[p] - max);
-      scores[p] = e;
-      sum += e;
-    }
-    return 1f / sum;
   }
 
   private static float[] scratch(ThreadLocal<float[]> scratch, int n) {
@@ -1452,15 +1416,8 @@ public final class VectorBackend implements ComputeBackend {
     int values = key + headDim;
     float[] head = scratch(headScratch, values + VALUE_ROWS * kvDim);
     for (int h = hFrom; h < hTo; h++) {
-      int q = (t * heads + h) * headDim;
-      if (halves) {
-        permuteEvenOdd(b.q(), q, head, h * headDim, headDim);
-      } else {
-        System.arraycopy(b.q(), q, head, h * headDim, headDim);
-      }
-      for (int i = h * headDim; i < (h + 1) * headDim; i++) {
-        head[i] *= scale;
-      }
+      readQuery(b, t, h, head, h * headDim);
+      scale(head, h * headDim, headDim, scale);
     }
     java.util.Arrays.fill(head, outs, key, 0f);
     float[] scores = scratch(scoreScratch, heads * blockSize); // this block's, [head][slot]
