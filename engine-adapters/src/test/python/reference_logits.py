@@ -50,11 +50,15 @@ def head_dim(cfg):
     return cfg.get("head_dim") or cfg["hidden_size"] // cfg["num_attention_heads"]
 
 
-def inv_freq(cfg):
+GEMMA3 = "Gemma3ForCausalLM"
+
+
+def inv_freq(cfg, local=False):
+    """Full layers: rope_theta with rope_scaling; Gemma 3's sliding layers: rope_local_base_freq, unscaled."""
     dim = head_dim(cfg)
-    base = cfg.get("rope_theta", 10000.0)
+    base = cfg.get("rope_local_base_freq", 10000.0) if local else cfg.get("rope_theta", 10000.0)
     f = 1.0 / (base ** (torch.arange(0, dim, 2, dtype=torch.float64) / dim))
-    rs = cfg.get("rope_scaling")
+    rs = None if local else cfg.get("rope_scaling")
     if rs:
         kind = rs.get("rope_type", rs.get("type"))
         if kind == "linear":
@@ -71,8 +75,9 @@ def inv_freq(cfg):
     return f
 
 
-def rms_norm(x, w, eps):
-    return x * torch.rsqrt(x.pow(2).mean(-1, keepdim=True) + eps) * w
+def rms_norm(x, w, eps, offset=0.0):
+    """Gemma's weights are offsets: its norm multiplies by 1 + w (offset 1)."""
+    return x * torch.rsqrt(x.pow(2).mean(-1, keepdim=True) + eps) * (offset + w)
 
 
 def rotate(x, pos, freqs):
@@ -87,36 +92,46 @@ def rotate(x, pos, freqs):
 
 def layer_window(cfg, layer):
     """Hugging Face's rule: Mistral slides in every layer with a sliding_window; Qwen2/Qwen3 only
-    with use_sliding_window, in the layers from max_window_layers on (or as layer_types lists)."""
+    with use_sliding_window, in the layers from max_window_layers on; Gemma 3 in all but every
+    sliding_window_pattern-th layer (or, for each, as layer_types lists)."""
     arch = cfg["architectures"][0]
     window = cfg.get("sliding_window")
     if arch in ("Qwen2ForCausalLM", "Qwen3ForCausalLM") and not cfg.get("use_sliding_window", False):
         return None
-    if arch not in ("MistralForCausalLM", "Qwen2ForCausalLM", "Qwen3ForCausalLM") or not window:
+    if arch not in ("MistralForCausalLM", "Qwen2ForCausalLM", "Qwen3ForCausalLM", GEMMA3) or not window:
         return None
     if "layer_types" in cfg:
         return window if cfg["layer_types"][layer] == "sliding_attention" else None
+    if arch == GEMMA3:
+        return window if (layer + 1) % cfg.get("sliding_window_pattern", 6) != 0 else None
     if arch == "MistralForCausalLM":
         return window
     return window if layer >= cfg.get("max_window_layers", 28) else None
 
 
-def forward(cfg, w, tokens):
+def forward(cfg, w, tokens, dtype):
     arch = cfg["architectures"][0]
+    gemma = arch == GEMMA3
     eps = cfg["rms_norm_eps"]
+    one = 1.0 if gemma else 0.0
     H, KV, D = cfg["num_attention_heads"], cfg["num_key_value_heads"], head_dim(cfg)
     T = len(tokens)
     pos = torch.arange(T)
-    freqs = inv_freq(cfg)
     x = w["model.embed_tokens.weight"][torch.tensor(tokens)]
+    if gemma:
+        # Hugging Face multiplies by sqrt(hidden) cast to the weights' dtype (33.94 is 34 in bf16).
+        wdtype = {"f32": torch.float32, "bf16": torch.bfloat16, "f16": torch.float16}[dtype]
+        x = x * torch.tensor(math.sqrt(cfg["hidden_size"])).to(wdtype).to(torch.float32)
+    scale = cfg.get("query_pre_attn_scalar", D) ** -0.5 if gemma else D ** -0.5
     causal = torch.full((T, T), float("-inf")).triu(1)
     for l in range(cfg["num_hidden_layers"]):
         p = f"model.layers.{l}."
         window = layer_window(cfg, l)
+        freqs = inv_freq(cfg, local=gemma and window is not None)
         mask = causal  # each position attends to the last `window` positions, itself included
         if window:
             mask = causal + torch.full((T, T), float("-inf")).tril(-window)
-        h = rms_norm(x, w[p + "input_layernorm.weight"], eps)
+        h = rms_norm(x, w[p + "input_layernorm.weight"], eps, one)
 
         def proj(name, inp):
             y = inp @ w[p + name + ".weight"].T
@@ -127,28 +142,41 @@ def forward(cfg, w, tokens):
         q = proj("self_attn.q_proj", h).view(T, H, D).transpose(0, 1)
         k = proj("self_attn.k_proj", h).view(T, KV, D).transpose(0, 1)
         v = proj("self_attn.v_proj", h).view(T, KV, D).transpose(0, 1)
-        if arch == "Qwen3ForCausalLM":
-            q = rms_norm(q, w[p + "self_attn.q_norm.weight"], eps)
-            k = rms_norm(k, w[p + "self_attn.k_norm.weight"], eps)
+        if arch == "Qwen3ForCausalLM" or gemma:
+            q = rms_norm(q, w[p + "self_attn.q_norm.weight"], eps, one)
+            k = rms_norm(k, w[p + "self_attn.k_norm.weight"], eps, one)
         q, k = rotate(q, pos, freqs), rotate(k, pos, freqs)
         k = k.repeat_interleave(H // KV, 0)
         v = v.repeat_interleave(H // KV, 0)
-        att = torch.softmax(q @ k.transpose(1, 2) / math.sqrt(D) + mask, -1) @ v
-        x = x + proj("self_attn.o_proj", att.transpose(0, 1).reshape(T, H * D))
-        h = rms_norm(x, w[p + "post_attention_layernorm.weight"], eps)
+        att = torch.softmax(q @ k.transpose(1, 2) * scale + mask, -1) @ v
+        o = proj("self_attn.o_proj", att.transpose(0, 1).reshape(T, H * D))
+        if gemma:  # Gemma normalises each sub-layer's output too, before the residual
+            x = x + rms_norm(o, w[p + "post_attention_layernorm.weight"], eps, one)
+            h = rms_norm(x, w[p + "pre_feedforward_layernorm.weight"], eps, one)
+        else:
+            x = x + o
+            h = rms_norm(x, w[p + "post_attention_layernorm.weight"], eps)
         g = h @ w[p + "mlp.gate_proj.weight"].T
         u = h @ w[p + "mlp.up_proj.weight"].T
-        x = x + (torch.nn.functional.silu(g) * u) @ w[p + "mlp.down_proj.weight"].T
-    x = rms_norm(x, w["model.norm.weight"], eps)
+        if gemma:
+            m = (torch.nn.functional.gelu(g, approximate="tanh") * u) @ w[p + "mlp.down_proj.weight"].T
+            x = x + rms_norm(m, w[p + "post_feedforward_layernorm.weight"], eps, one)
+        else:
+            x = x + (torch.nn.functional.silu(g) * u) @ w[p + "mlp.down_proj.weight"].T
+    x = rms_norm(x, w["model.norm.weight"], eps, one)
     head = w.get("lm_head.weight", w["model.embed_tokens.weight"])
-    return x[-1] @ head.T
+    logits = x[-1] @ head.T
+    cap = cfg.get("final_logit_softcapping")
+    if cap:
+        logits = cap * torch.tanh(logits / cap)
+    return logits
 
 
-def run(cfg, w, prompt):
+def run(cfg, w, prompt, dtype):
     tokens = list(prompt)
     logits, generated = [], []
     for step in range(STEPS + 1):
-        out = forward(cfg, w, tokens)
+        out = forward(cfg, w, tokens, dtype)
         logits.append([float("%.7g" % float(v)) for v in out])
         if step < STEPS:
             nxt = int(torch.argmax(out))
@@ -173,7 +201,7 @@ def main():
         "dtype": dtype,
         "sha256": digest,
         "torch": torch.__version__,
-        "cases": [run(cfg, w, a), run(cfg, w, b)],
+        "cases": [run(cfg, w, a, dtype), run(cfg, w, b, dtype)],
     }
     with open(out_path, "w") as f:
         json.dump(fixture, f)

@@ -53,6 +53,10 @@ def main():
     compat_cases = json.loads((ROOT / "chat/compat_cases.json").read_text())
     compat = render_all((ROOT / "chat/compat_template.jinja").read_text(), compat_cases)
     (ROOT / "chat/compat_expected.json").write_text(json.dumps(compat, indent=1, ensure_ascii=False) + "\n")
+    # Gemma 3's template (google/gemma-3-1b-it's tokenizer_config.json), whose BOS is in the template.
+    gemma_cases = json.loads((ROOT / "chat/gemma3_cases.json").read_text())
+    gemma = render_all((ROOT / "chat/gemma3_template.jinja").read_text(), gemma_cases, bos="<bos>", eos="<eos>")
+    (ROOT / "chat/gemma3_expected.json").write_text(json.dumps(gemma, indent=1, ensure_ascii=False) + "\n")
 
 
 if __name__ == "__main__":

@@ -120,6 +120,11 @@ final class TimedBackend implements ComputeBackend {
   }
 
   @Override
+  public void geluTanhMul(float[] gate, float[] up, int n) {
+    timed("gelu_tanh_mul", () -> inner.geluTanhMul(gate, up, n));
+  }
+
+  @Override
   public void attention(AttentionBatch batch) {
     timed("attention", () -> inner.attention(batch));
   }

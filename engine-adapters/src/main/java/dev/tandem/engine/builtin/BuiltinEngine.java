@@ -72,6 +72,9 @@ public final class BuiltinEngine extends SchedulingEngine implements KvHandoff {
           "KV cache of " + config.kvCacheBytes() + " bytes holds no block; one block of "
               + config.blockSize() + " tokens needs " + blockBytes + " bytes (KV in " + kvDtype.shortName() + ")");
     }
+    if (backend instanceof CudaBackend) {
+      CudaTransformer.checkSupported(model);
+    }
     int context = contextLength(model, config, backend instanceof CudaBackend);
     super(
         new Scheduler(

@@ -56,7 +56,7 @@ public final class CudaTransformer implements ForwardPass {
   /** One layer's small vectors on the device (null where the architecture has none) and its matrices. */
   private record Layer(
       DeviceBuffer inputNorm, DeviceBuffer qBias, DeviceBuffer kBias, DeviceBuffer vBias, DeviceBuffer qNorm,
-      DeviceBuffer kNorm, DeviceBuffer oBias, DeviceBuffer postAttentionNorm, LayerWeights weights) {}
+      DeviceBuffer kNorm, DeviceBuffer oBias, DeviceBuffer mlpNorm, LayerWeights weights) {}
 
   private final ModelConfig config;
   private final ModelWeights weights;
@@ -87,8 +87,21 @@ public final class CudaTransformer implements ForwardPass {
     this(weights, backend, cache, GRAPHS_BY_DEFAULT);
   }
 
+  /**
+   * Refuses a model whose forward pass these kernels do not compute: Gemma 3's (GeGLU, its extra
+   * norms and scaled embeddings, a RoPE base per layer type), which the CPU backends run.
+   */
+  static void checkSupported(ModelConfig config) {
+    if (config.architecture() == ModelConfig.Architecture.GEMMA3) {
+      throw new IllegalArgumentException(
+          "the CUDA backend does not run " + config.architecture().hfName + " yet (GeGLU, Gemma's extra norms and per-layer RoPE bases"
+              + " have no kernels); serve it with --compute cpu");
+    }
+  }
+
   /** As above; {@code useGraphs} false runs decode steps kernel by kernel too (to time each kernel). */
   public CudaTransformer(ModelWeights weights, CudaBackend backend, PagedKvCache cache, boolean useGraphs) {
+    checkSupported(weights.config());
     this.useGraphs = useGraphs;
     this.config = weights.config();
     this.weights = weights;
@@ -111,7 +124,7 @@ public final class CudaTransformer implements ForwardPass {
         backend.weight(m);
       }
       layers[l] = new Layer(vector(w.inputNorm()), vector(w.qBias()), vector(w.kBias()), vector(w.vBias()),
-          vector(w.qNorm()), vector(w.kNorm()), vector(w.oBias()), vector(w.postAttentionNorm()), w);
+          vector(w.qNorm()), vector(w.kNorm()), vector(w.oBias()), vector(w.mlpNorm()), w);
     }
     this.invFreq = vector(RopeFrequencies.of(config));
     this.finalNorm = vector(weights.finalNorm());
@@ -420,7 +433,7 @@ public final class CudaTransformer implements ForwardPass {
     // Output projection, then the residual and the MLP's pre-norm in one launch.
     matmul(a.att, tokens, w.o(), a.xb2);
     addBias(a.xb2, layer.oBias(), tokens, hidden);
-    addRmsNorm(a, layer.postAttentionNorm(), tokens);
+    addRmsNorm(a, layer.mlpNorm(), tokens);
   }
 
   /** The residual a.x += a.xb2, then a.xb = the norm of a.x: one launch, or two unfused. */

@@ -6,12 +6,26 @@ import dev.tandem.engine.model.ModelConfig;
 final class RopeFrequencies {
   private RopeFrequencies() {}
 
+  /** The frequencies of the model's full-attention layers ({@code rope_theta}, {@code rope_scaling}). */
   static float[] of(ModelConfig config) {
-    int dim = config.headDim();
+    return of(config.headDim(), config.ropeTheta(), config.ropeScaling());
+  }
+
+  /**
+   * The frequencies of layer {@code layer}: a sliding layer of a model with its own local base
+   * (Gemma 3's {@code rope_local_base_freq}) rotates by that base, unscaled.
+   */
+  static float[] of(ModelConfig config, int layer) {
+    if (config.localRopeTheta() > 0 && config.slides(layer)) {
+      return of(config.headDim(), config.localRopeTheta(), ModelConfig.RopeScaling.NONE);
+    }
+    return of(config);
+  }
+
+  private static float[] of(int dim, double theta, ModelConfig.RopeScaling s) {
     float[] inv = new float[dim / 2];
-    ModelConfig.RopeScaling s = config.ropeScaling();
     for (int i = 0; i < inv.length; i++) {
-      double f = 1.0 / Math.pow(config.ropeTheta(), (2.0 * i) / dim);
+      double f = 1.0 / Math.pow(theta, (2.0 * i) / dim);
       inv[i] = (float) switch (s.type()) {
         case "linear" -> f / s.factor();
         case "llama3" -> llama3(f, s);

@@ -9,7 +9,7 @@ import dev.tandem.engine.model.ModelWeights;
 import java.util.List;
 
 /**
- * The forward pass of a Llama / Qwen2 / Qwen3 decoder over a batch of sequences, each running some
+ * The forward pass of a Llama / Mistral / Qwen2 / Qwen3 / Gemma 3 decoder over a batch of sequences, each running some
  * tokens at some positions (a prefill chunk or one decode token). KV of the new tokens are written
  * into each sequence's blocks of the {@link PagedKvCache}; attention reads everything before them
  * from there, so a cached prefix is simply blocks already present.
@@ -43,7 +43,8 @@ public final class Transformer implements ForwardPass {
   private final ModelConfig config;
   private final ModelWeights weights;
   private final ComputeBackend backend;
-  private final float[] invFreq;
+  private final float[][] invFreq; // (layer, headDim / 2): sliding layers may have their own RoPE base
+  private final float queryScale; // folds query_pre_attn_scalar into q where it is not head_dim (Gemma)
   private final int blockSize;
 
   // Activations, one row per token; grown on demand.
@@ -54,14 +55,19 @@ public final class Transformer implements ForwardPass {
   private float[] k = new float[0]; // (tokens, kvHeads × headDim)
   private float[] v = new float[0]; // (tokens, kvHeads × headDim)
   private float[] att = new float[0]; // (tokens, heads × headDim)
-  private float[] hb = new float[0]; // (tokens, intermediate) gate, then silu(gate) · up
+  private float[] hb = new float[0]; // (tokens, intermediate) gate, then act(gate) · up
   private float[] hb2 = new float[0]; // (tokens, intermediate) up
 
   public Transformer(ModelWeights weights, ComputeBackend backend, int blockSize) {
     this.config = weights.config();
     this.weights = weights;
     this.backend = backend;
-    this.invFreq = RopeFrequencies.of(config);
+    this.invFreq = new float[config.numLayers()][];
+    for (int l = 0; l < invFreq.length; l++) {
+      invFreq[l] = RopeFrequencies.of(config, l);
+    }
+    // The backends scale scores by 1/√headDim; q·√(headDim/s) makes that 1/√s.
+    this.queryScale = (float) Math.sqrt(config.headDim() / config.queryPreAttnScalar());
     this.blockSize = blockSize;
   }
 
@@ -111,7 +117,7 @@ public final class Transformer implements ForwardPass {
       }
     }
 
-    // Token embeddings.
+    // Token embeddings (Gemma: times √hidden).
     for (t = 0; t < tokens; t++) {
       if (tokenIds[t] < 0 || tokenIds[t] >= config.vocabSize()) {
         throw new IllegalArgumentException(
@@ -119,6 +125,7 @@ public final class Transformer implements ForwardPass {
       }
       weights.embedding().row(tokenIds[t], x, t * hidden);
     }
+    scale(x, tokens * hidden, config.embeddingScale());
 
     for (int l = 0; l < config.numLayers(); l++) {
       attentionBlock(l, weights.layer(l), tokens, positions, tables, cache);
@@ -148,6 +155,7 @@ public final class Transformer implements ForwardPass {
         System.arraycopy(x, (first + j) * hidden, rows, 0, n * hidden);
         backend.rmsNorm(rows, rows, weights.finalNorm(), config.rmsNormEps(), n, hidden);
         backend.matmul(rows, n, weights.lmHead(), logits);
+        softcap(logits, n * vocab);
         for (int r = 0; r < n; r++) {
           out.accept(i, s.startPosition() + j + r, java.util.Arrays.copyOfRange(logits, r * vocab, (r + 1) * vocab));
         }
@@ -166,14 +174,15 @@ public final class Transformer implements ForwardPass {
     addBias(q, w.qBias(), tokens);
     addBias(k, w.kBias(), tokens);
     addBias(v, w.vBias(), tokens);
-    // Qwen3: RMSNorm of each query and key head.
+    // Qwen3, Gemma 3: RMSNorm of each query and key head.
     if (w.qNorm() != null) {
       backend.rmsNorm(q, q, w.qNorm(), config.rmsNormEps(), tokens * config.numHeads(), config.headDim());
       backend.rmsNorm(k, k, w.kNorm(), config.rmsNormEps(), tokens * config.numKvHeads(), config.headDim());
     }
-    // Rotary positions.
-    backend.rope(q, tokens, config.numHeads(), config.headDim(), positions, invFreq);
-    backend.rope(k, tokens, config.numKvHeads(), config.headDim(), positions, invFreq);
+    // Rotary positions, then the score scale beyond 1/√headDim (Gemma's query_pre_attn_scalar).
+    backend.rope(q, tokens, config.numHeads(), config.headDim(), positions, invFreq[l]);
+    backend.rope(k, tokens, config.numKvHeads(), config.headDim(), positions, invFreq[l]);
+    scale(q, tokens * config.qDim(), queryScale);
     // New keys and values into the paged cache, then attention over each sequence's cache.
     for (int t = 0; t < tokens; t++) {
       int p = positions[t];
@@ -183,19 +192,28 @@ public final class Transformer implements ForwardPass {
         new AttentionBatch(
             q, att, tokens, positions, tables, cache.keys(l), cache.values(l), blockSize,
             config.numHeads(), config.numKvHeads(), config.headDim(), cache.dtype(), config.windowOf(l)));
-    // Output projection and residual.
+    // Output projection (Gemma: and its norm), residual.
     backend.matmul(att, tokens, w.o(), xb2);
     addBias(xb2, w.oBias(), tokens);
+    if (w.attentionOutNorm() != null) {
+      backend.rmsNorm(xb2, xb2, w.attentionOutNorm(), config.rmsNormEps(), tokens, hidden);
+    }
     addInPlace(x, xb2, tokens * hidden);
   }
 
   private void mlpBlock(LayerWeights w, int tokens) {
     int hidden = config.hiddenSize();
-    // Pre-norm, SwiGLU: down(silu(gate(x)) · up(x)), residual.
-    backend.rmsNorm(x, xb, w.postAttentionNorm(), config.rmsNormEps(), tokens, hidden);
+    // Pre-norm, SwiGLU or GeGLU: down(act(gate(x)) · up(x)) (Gemma: and its norm), residual.
+    backend.rmsNorm(x, xb, w.mlpNorm(), config.rmsNormEps(), tokens, hidden);
     backend.matmul(xb, tokens, new WeightMatrix[] {w.gate(), w.up()}, new float[][] {hb, hb2});
-    backend.siluMul(hb, hb2, tokens * config.intermediateSize());
+    switch (config.activation()) {
+      case SILU -> backend.siluMul(hb, hb2, tokens * config.intermediateSize());
+      case GELU_TANH -> backend.geluTanhMul(hb, hb2, tokens * config.intermediateSize());
+    }
     backend.matmul(hb, tokens, w.down(), xb2);
+    if (w.mlpOutNorm() != null) {
+      backend.rmsNorm(xb2, xb2, w.mlpOutNorm(), config.rmsNormEps(), tokens, hidden);
+    }
     addInPlace(x, xb2, tokens * hidden);
   }
 
@@ -222,6 +240,7 @@ public final class Transformer implements ForwardPass {
     backend.rmsNorm(last, last, weights.finalNorm(), config.rmsNormEps(), wanted, hidden);
     float[] all = new float[wanted * config.vocabSize()];
     backend.matmul(last, wanted, weights.lmHead(), all);
+    softcap(all, all.length);
     row = 0;
     for (int i = 0; i < slices.size(); i++) {
       if (slices.get(i).wantLogits()) {
@@ -241,6 +260,26 @@ public final class Transformer implements ForwardPass {
       for (int i = 0; i < n; i++) {
         a[t * n + i] += bias[i];
       }
+    }
+  }
+
+  private static void scale(float[] a, int n, float factor) {
+    if (factor == 1f) {
+      return;
+    }
+    for (int i = 0; i < n; i++) {
+      a[i] *= factor;
+    }
+  }
+
+  /** {@code final_logit_softcapping}: each logit to c·tanh(logit/c), where the model names a c. */
+  private void softcap(float[] logits, int n) {
+    double c = config.finalLogitSoftcap();
+    if (c == 0) {
+      return;
+    }
+    for (int i = 0; i < n; i++) {
+      logits[i] = (float) (c * Math.tanh(logits[i] / c));
     }
   }
 

@@ -39,6 +39,12 @@ public interface ComputeBackend extends AutoCloseable {
   /** {@code gate[i] = silu(gate[i]) · up[i]} for {@code i < n}. */
   void siluMul(float[] gate, float[] up, int n);
 
+  /**
+   * {@code gate[i] = gelu(gate[i]) · up[i]} for {@code i < n}, GELU in its tanh approximation
+   * (PyTorch's {@code gelu(approximate="tanh")}: {@code 0.5·x·(1 + tanh(√(2/π)·(x + 0.044715·x³)))}).
+   */
+  void geluTanhMul(float[] gate, float[] up, int n);
+
   /** Causal attention over the paged KV cache; see {@link AttentionBatch}. */
   void attention(AttentionBatch batch);
 

@@ -71,6 +71,15 @@ public final class ScalarBackend implements ComputeBackend {
   }
 
   @Override
+  public void geluTanhMul(float[] gate, float[] up, int n) {
+    for (int i = 0; i < n; i++) {
+      double g = gate[i];
+      double gelu = 0.5 * g * (1 + Math.tanh(Math.sqrt(2 / Math.PI) * (g + 0.044715 * g * g * g)));
+      gate[i] = (float) (gelu * up[i]);
+    }
+  }
+
+  @Override
   public void attention(AttentionBatch b) {
     int headDim = b.headDim();
     int group = b.numHeads() / b.numKvHeads();

@@ -880,6 +880,27 @@ public final class VectorBackend implements ComputeBackend {
     });
   }
 
+  /** As {@link #siluMul}, by 0.5·x·(1 + tanh(u)) = x·σ(2u): {@code x / (1 + exp(-2u))}. */
+  @Override
+  public void geluTanhMul(float[] gate, float[] up, int n) {
+    float a = (float) (2 * Math.sqrt(2 / Math.PI));
+    float b = (float) (2 * Math.sqrt(2 / Math.PI) * 0.044715);
+    runner.forRange(n, 4096, (from, to) -> {
+      int i = from;
+      int upper = from + F.loopBound(to - from);
+      for (; i < upper; i += L) {
+        FloatVector g = FloatVector.fromArray(F, gate, i);
+        FloatVector twoU = g.mul(g).fma(b, a).mul(g); // 2u = g·(a + b·g²)
+        FloatVector gelu = g.div(twoU.neg().lanewise(VectorOperators.EXP).add(1f));
+        gelu.mul(FloatVector.fromArray(F, up, i)).intoArray(gate, i);
+      }
+      for (; i < to; i++) {
+        float g = gate[i];
+        gate[i] = g / (1f + (float) Math.exp(-g * (a + b * g * g))) * up[i];
+      }
+    });
+  }
+
   // ---- attention ----------------------------------------------------------------------------
 
   @Override

@@ -105,6 +105,12 @@ public final class CudaBackend implements ComputeBackend {
     }
   }
 
+  /** No kernel yet: Gemma 3, the one model with GeGLU here, is refused on the GPU before it gets this far. */
+  @Override
+  public void geluTanhMul(float[] gate, float[] up, int n) {
+    throw new UnsupportedOperationException("the CUDA backend has no GELU kernel yet; run GeGLU models with --compute cpu");
+  }
+
   @Override
   public void attention(AttentionBatch b) {
     LaunchShapes.attention(b.rows(), b.numHeads(), b.headDim()); // refuses heads the kernel cannot hold, before any copy

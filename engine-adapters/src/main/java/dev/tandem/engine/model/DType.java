@@ -61,6 +61,15 @@ public enum DType {
     };
   }
 
+  /** {@code v} rounded to this type (as {@link #narrow} rounds) and widened back; f32 unchanged. */
+  public float round(float v) {
+    return switch (this) {
+      case F32 -> v;
+      case F16 -> Float.float16ToFloat(narrow(v));
+      case BF16 -> Float.intBitsToFloat(narrow(v) << 16);
+    };
+  }
+
   /** The short name {@code --kv-cache-dtype} takes and workers report: f32, f16, bf16. */
   public String shortName() {
     return name().toLowerCase(java.util.Locale.ROOT);

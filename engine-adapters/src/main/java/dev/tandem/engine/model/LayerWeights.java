@@ -4,7 +4,8 @@ import dev.tandem.engine.compute.WeightMatrix;
 
 /**
  * One decoder layer's weights. Matrices stay mapped in their file's element type; norms and biases
- * are small and copied to f32. Optional parts are null when the architecture has none.
+ * are small and copied to f32 (Gemma's norm offsets w as the factors 1 + w they stand for). Optional
+ * parts are null when the architecture has none.
  */
 public record LayerWeights(
     float[] inputNorm, // (hidden)
@@ -14,11 +15,13 @@ public record LayerWeights(
     float[] qBias, // (heads × headDim) or null
     float[] kBias, // (kvHeads × headDim) or null
     float[] vBias, // (kvHeads × headDim) or null
-    float[] qNorm, // (headDim), Qwen3 only
-    float[] kNorm, // (headDim), Qwen3 only
+    float[] qNorm, // (headDim), Qwen3 and Gemma 3 only
+    float[] kNorm, // (headDim), Qwen3 and Gemma 3 only
     WeightMatrix o, // (hidden, heads × headDim)
     float[] oBias, // (hidden) or null
-    float[] postAttentionNorm, // (hidden)
+    float[] attentionOutNorm, // (hidden) of the attention's output, Gemma only (its post_attention_layernorm)
+    float[] mlpNorm, // (hidden) before the MLP: post_attention_layernorm (Gemma: pre_feedforward_layernorm)
     WeightMatrix gate, // (intermediate, hidden)
     WeightMatrix up, // (intermediate, hidden)
-    WeightMatrix down) {} // (hidden, intermediate)
+    WeightMatrix down, // (hidden, intermediate)
+    float[] mlpOutNorm) {} // (hidden) of the MLP's output, Gemma only (post_feedforward_layernorm)

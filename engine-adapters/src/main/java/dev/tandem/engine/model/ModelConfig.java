@@ -8,17 +8,25 @@ import java.nio.file.Path;
 
 /**
  * The transformer's shape, read from a Hugging Face {@code config.json}: LlamaForCausalLM,
- * MistralForCausalLM, Qwen2ForCausalLM and Qwen3ForCausalLM (grouped-query attention, RoPE with
+ * MistralForCausalLM, Qwen2ForCausalLM, Qwen3ForCausalLM (grouped-query attention, RoPE with
  * optional Llama-3 or linear scaling, RMSNorm, SwiGLU, Qwen2's qkv bias, Qwen3's per-head q/k
- * RMSNorm, tied embeddings).
+ * RMSNorm, tied embeddings) and Gemma3ForCausalLM (Gemma 3's text model: see {@link
+ * Architecture#GEMMA3}).
  *
  * @param maxPositionEmbeddings config.json's {@code max_position_embeddings}
+ * @param activation the MLP's gate activation ({@code hidden_act}, Gemma's {@code hidden_activation})
  * @param slidingWindow {@code sliding_window}: in a sliding layer each token attends to at most this
  *     many positions (itself included); 0 for none (Mistral v0.2 on; Qwen2 and Qwen3 unless {@code
  *     use_sliding_window})
- * @param firstSlidingLayer the layers from this one on slide (Mistral: all; Qwen2 and Qwen3: from
- *     {@code max_window_layers}, or as {@code layer_types} lists them); the ones before attend to
- *     every earlier position
+ * @param slidingLayers which layers slide (Mistral: all; Qwen2 and Qwen3: from {@code
+ *     max_window_layers} on; Gemma 3: all but every {@code sliding_window_pattern}-th; or as {@code
+ *     layer_types} lists them); the others attend to every earlier position. Empty without a window
+ * @param localRopeTheta RoPE's base in the sliding layers, unscaled (Gemma 3's {@code
+ *     rope_local_base_freq}); 0: those layers rotate as the others do
+ * @param queryPreAttnScalar attention scores are scaled by its inverse square root (Gemma's {@code
+ *     query_pre_attn_scalar}; the others: {@code head_dim})
+ * @param finalLogitSoftcap logits become {@code c·tanh(logit/c)} ({@code final_logit_softcapping}); 0:
+ *     none
 
  * @param qkvBias q, k and v projections carry a bias (Qwen2 always; Llama and Qwen3 with
  *     attention_bias)
@@ -38,8 +46,12 @@ public record ModelConfig(
     double ropeTheta,
     RopeScaling ropeScaling,
     int maxPositionEmbeddings,
+    Activation activation,
     int slidingWindow,
-    int firstSlidingLayer,
+    java.util.BitSet slidingLayers,
+    double localRopeTheta,
+    double queryPreAttnScalar,
+    double finalLogitSoftcap,
     boolean tieWordEmbeddings,
     boolean qkvBias,
     boolean outputBias,
@@ -52,7 +64,13 @@ public record ModelConfig(
     LLAMA("LlamaForCausalLM", "llama"),
     MISTRAL("MistralForCausalLM", "mistral"),
     QWEN2("Qwen2ForCausalLM", "qwen2"),
-    QWEN3("Qwen3ForCausalLM", "qwen3");
+    QWEN3("Qwen3ForCausalLM", "qwen3"),
+    /**
+     * Gemma 3's text model: embeddings scaled by √hidden, RMSNorm weights as offsets from 1, a norm
+     * after attention and after the MLP as well as before each, GeGLU (tanh-approximated GELU),
+     * per-head q/k norm, sliding layers with their own RoPE base between full ones, tied embeddings.
+     */
+    GEMMA3("Gemma3ForCausalLM", "gemma3_text");
 
     public final String hfName;
     public final String modelType;
@@ -72,6 +90,18 @@ public record ModelConfig(
     }
   }
 
+  /** The MLP's gate activation: SwiGLU's SiLU, or GeGLU's GELU in its tanh approximation. */
+  public enum Activation {
+    SILU("silu"),
+    GELU_TANH("gelu_pytorch_tanh");
+
+    public final String hfName;
+
+    Activation(String hfName) {
+      this.hfName = hfName;
+    }
+  }
+
   /**
    * RoPE frequency scaling: none, linear (positions ÷ factor), or Llama 3's per-frequency rule.
    */
@@ -82,16 +112,48 @@ public record ModelConfig(
 
   public ModelConfig {
     eosTokenIds = eosTokenIds.clone();
+    slidingLayers = (java.util.BitSet) slidingLayers.clone();
+  }
+
+  @Override
+  public java.util.BitSet slidingLayers() {
+    return (java.util.BitSet) slidingLayers.clone();
+  }
+
+  /** Whether layer {@code layer} attends over a window (see {@link #slidingWindow}). */
+  public boolean slides(int layer) {
+    return slidingWindow > 0 && slidingLayers.get(layer);
   }
 
   /** The window layer {@code layer} attends over (see {@link #slidingWindow}); 0 for every earlier position. */
   public int windowOf(int layer) {
-    return layer >= firstSlidingLayer ? slidingWindow : 0;
+    return slides(layer) ? slidingWindow : 0;
   }
 
   /** Whether every layer slides (then no token attends to more than {@link #slidingWindow}). */
   public boolean everyLayerSlides() {
-    return slidingWindow > 0 && firstSlidingLayer == 0;
+    return slidingWindow > 0 && slidingLayers.cardinality() == numLayers;
+  }
+
+  /** Gemma's RMSNorm weights are offsets: the norm multiplies by {@code 1 + w}. */
+  public boolean unitOffsetNorms() {
+    return architecture == Architecture.GEMMA3;
+  }
+
+  /** Gemma's norms of the attention's and the MLP's outputs, before each joins the residual stream. */
+  public boolean sandwichNorms() {
+    return architecture == Architecture.GEMMA3;
+  }
+
+  /**
+   * The factor token embeddings are multiplied by: Gemma's √hidden, rounded to the weights' dtype as
+   * Hugging Face computes it (√1152 = 33.94 is 34 in bf16); 1 for the others.
+   */
+  public float embeddingScale() {
+    if (architecture != Architecture.GEMMA3) {
+      return 1f;
+    }
+    return torchDtype.round((float) Math.sqrt(hiddenSize));
   }
 
   public int kvDim() {
@@ -125,8 +187,9 @@ public record ModelConfig(
     int[] more = GenerationConfigFile.read(dir).eosTokenIds();
     int[] eos = java.util.stream.IntStream.concat(java.util.Arrays.stream(c.eosTokenIds), java.util.Arrays.stream(more)).distinct().toArray();
     return new ModelConfig(c.architecture, c.hiddenSize, c.intermediateSize, c.numLayers, c.numHeads, c.numKvHeads, c.headDim,
-        c.vocabSize, c.rmsNormEps, c.ropeTheta, c.ropeScaling, c.maxPositionEmbeddings, c.slidingWindow, c.firstSlidingLayer, c.tieWordEmbeddings, c.qkvBias,
-        c.outputBias, c.qkNorm, eos, c.torchDtype);
+        c.vocabSize, c.rmsNormEps, c.ropeTheta, c.ropeScaling, c.maxPositionEmbeddings, c.activation, c.slidingWindow, c.slidingLayers,
+        c.localRopeTheta, c.queryPreAttnScalar, c.finalLogitSoftcap, c.tieWordEmbeddings, c.qkvBias, c.outputBias, c.qkNorm, eos,
+        c.torchDtype);
   }
 
   private static ModelConfig readConfigJson(Path dir) {
@@ -155,11 +218,13 @@ public record ModelConfig(
     if (arch == null) {
       throw new ModelFormatException(
           file + ": field 'architectures' names " + archName
-              + ", which the built-in engine does not run (supported: LlamaForCausalLM, MistralForCausalLM, Qwen2ForCausalLM, Qwen3ForCausalLM)");
+              + ", which the built-in engine does not run (supported: "
+              + java.util.Arrays.stream(Architecture.values()).map(a -> a.hfName).collect(java.util.stream.Collectors.joining(", ")) + ")");
     }
-    String act = root.path("hidden_act").asText("silu");
-    if (!act.equals("silu")) {
-      throw new ModelFormatException(file + ": field 'hidden_act' is " + act + "; only silu is supported");
+    boolean gemma = arch == Architecture.GEMMA3;
+    Activation activation = activation(file, root, gemma);
+    if (gemma) {
+      refuseGemmaVariants(file, root);
     }
     if (root.path("mlp_bias").asBoolean(false)) {
       throw new ModelFormatException(file + ": field 'mlp_bias' is true; MLP biases are not supported");
@@ -185,16 +250,27 @@ public record ModelConfig(
     boolean attentionBias = root.path("attention_bias").asBoolean(false);
     int layers = f.positiveInt("num_hidden_layers");
     // Mistral slides in every layer where it names a window; Qwen2 and Qwen3 only with
-    // use_sliding_window, from max_window_layers on (Hugging Face's rule, its default 28).
+    // use_sliding_window, from max_window_layers on (Hugging Face's rule, its default 28); Gemma 3
+    // in all but every sliding_window_pattern-th layer (its default 6). layer_types, where a config
+    // lists them, say which.
     boolean qwen = arch == Architecture.QWEN2 || arch == Architecture.QWEN3;
     int window = 0;
-    int firstSliding = layers;
-    if (arch == Architecture.MISTRAL || (qwen && root.path("use_sliding_window").asBoolean(false))) {
-      window = slidingWindow(file, root.path("sliding_window"), qwen);
-      firstSliding = window == 0 ? layers : qwen ? Math.min(layers, f.nonNegativeInt("max_window_layers", 28)) : 0;
+    java.util.BitSet sliding = new java.util.BitSet(layers);
+    if (arch == Architecture.MISTRAL || gemma || (qwen && root.path("use_sliding_window").asBoolean(false))) {
+      window = gemma && !root.has("sliding_window") ? 4096 : slidingWindow(file, root.path("sliding_window"), qwen || gemma); // Gemma's default
       if (window > 0 && root.has("layer_types")) {
-        firstSliding = firstSlidingLayer(file, root.path("layer_types"), layers);
+        sliding = slidingLayers(file, root.path("layer_types"), layers);
+      } else if (window > 0 && gemma) {
+        int pattern = f.positiveInt("sliding_window_pattern", 6);
+        for (int l = 0; l < layers; l++) {
+          sliding.set(l, (l + 1) % pattern != 0);
+        }
+      } else if (window > 0) {
+        sliding.set(qwen ? Math.min(layers, f.nonNegativeInt("max_window_layers", 28)) : 0, layers);
       }
+    }
+    if (sliding.isEmpty()) {
+      window = 0;
     }
     return new ModelConfig(
         arch,
@@ -208,15 +284,50 @@ public record ModelConfig(
         (float) f.positiveDouble("rms_norm_eps", 1e-6),
         f.positiveDouble("rope_theta", 10_000),
         ropeScaling(file, root.path("rope_scaling")),
-        root.path("max_position_embeddings").asInt(4096),
-        firstSliding < layers ? window : 0,
-        firstSliding,
-        root.path("tie_word_embeddings").asBoolean(false),
+        root.path("max_position_embeddings").asInt(gemma ? 131_072 : 4096),
+        activation,
+        window,
+        sliding,
+        gemma ? f.positiveDouble("rope_local_base_freq", 10_000) : 0,
+        gemma ? f.positiveDouble("query_pre_attn_scalar", 256) : headDim,
+        f.positiveDouble("final_logit_softcapping", 0),
+        root.path("tie_word_embeddings").asBoolean(gemma), // Gemma's config class defaults to tied
         arch == Architecture.QWEN2 || attentionBias,
         arch != Architecture.QWEN2 && attentionBias,
-        arch == Architecture.QWEN3,
+        arch == Architecture.QWEN3 || gemma,
         GenerationConfigFile.tokenIds(file, root.path("eos_token_id")),
         dtype(file, root.path("torch_dtype")));
+  }
+
+  /** {@code hidden_act} (Gemma: {@code hidden_activation}, which wins where both are given). */
+  private static Activation activation(String file, JsonNode root, boolean gemma) {
+    String field = gemma && root.hasNonNull("hidden_activation") ? "hidden_activation" : "hidden_act";
+    String name = root.path(field).asText(gemma ? Activation.GELU_TANH.hfName : Activation.SILU.hfName);
+    for (Activation a : Activation.values()) {
+      if (a.hfName.equals(name) || (a == Activation.GELU_TANH && name.equals("gelu_new"))) {
+        return a;
+      }
+    }
+    throw new ModelFormatException(file + ": field '" + field + "' is " + name + "; supported: silu, gelu_pytorch_tanh");
+  }
+
+  /**
+   * Gemma 3 configurations whose forward pass differs from the one run here: tanh-capped
+   * attention scores (Gemma 2's), bidirectional attention (EmbeddingGemma), per-type {@code
+   * rope_parameters} (newer transformers releases; the same model written with {@code rope_theta}
+   * and {@code rope_local_base_freq} is served).
+   */
+  private static void refuseGemmaVariants(String file, JsonNode root) {
+    if (root.hasNonNull("attn_logit_softcapping")) {
+      throw new ModelFormatException(file + ": field 'attn_logit_softcapping' is " + root.get("attn_logit_softcapping")
+          + "; capped attention scores are not supported (null is)");
+    }
+    if (root.path("use_bidirectional_attention").asBoolean(false)) {
+      throw new ModelFormatException(file + ": field 'use_bidirectional_attention' is true; the built-in engine runs causal decoders only");
+    }
+    if (root.hasNonNull("rope_parameters")) {
+      throw new ModelFormatException(file + ": field 'rope_parameters' is not supported; give rope_theta, rope_local_base_freq and rope_scaling");
+    }
   }
 
   private static RopeScaling ropeScaling(String file, JsonNode node) {
@@ -256,30 +367,21 @@ public record ModelConfig(
     return node.asInt();
   }
 
-  /**
-   * The first sliding layer {@code layer_types} lists: full attention layers, then sliding ones (the
-   * layout Mistral and Qwen use); other layouts (Gemma's alternation) are refused.
-   */
-  private static int firstSlidingLayer(String file, JsonNode types, int layers) {
+  /** The layers {@code layer_types} lists as {@code sliding_attention} (the others: {@code full_attention}). */
+  private static java.util.BitSet slidingLayers(String file, JsonNode types, int layers) {
     if (!types.isArray() || types.size() != layers) {
       throw new ModelFormatException(file + ": field 'layer_types' must list one type per layer (" + layers + "), was " + types);
     }
-    int first = layers;
+    java.util.BitSet sliding = new java.util.BitSet(layers);
     for (int i = 0; i < layers; i++) {
       String type = types.get(i).asText();
       if (!type.equals("full_attention") && !type.equals("sliding_attention")) {
         throw new ModelFormatException(file + ": field 'layer_types[" + i + "]' is " + types.get(i)
             + "; supported: full_attention, sliding_attention");
       }
-      boolean sliding = type.equals("sliding_attention");
-      if (sliding && first == layers) {
-        first = i;
-      } else if (!sliding && first < layers) {
-        throw new ModelFormatException(file + ": field 'layer_types' has a full_attention layer (" + i + ") after a sliding one ("
-            + first + "); the built-in engine runs full layers first, then sliding ones");
-      }
+      sliding.set(i, type.equals("sliding_attention"));
     }
-    return first;
+    return sliding;
   }
 
   private static DType dtype(String file, JsonNode node) {
@@ -297,6 +399,11 @@ public record ModelConfig(
   private record Fields(String file, JsonNode root, String path) {
     Fields(String file, JsonNode root) {
       this(file, root, "");
+    }
+
+    int positiveInt(String name, int fallback) {
+      JsonNode n = root.path(name);
+      return n.isMissingNode() || n.isNull() ? fallback : positiveInt(name);
     }
 
     int positiveInt(String name) {

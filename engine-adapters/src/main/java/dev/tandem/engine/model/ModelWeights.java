@@ -36,28 +36,31 @@ public final class ModelWeights implements AutoCloseable {
     int hidden = config.hiddenSize();
     this.embedding = t.matrix("model.embed_tokens.weight", config.vocabSize(), hidden);
     this.layers = new LayerWeights[config.numLayers()];
+    boolean gemma = config.sandwichNorms();
     for (int l = 0; l < layers.length; l++) {
       String p = "model.layers." + l + ".";
       boolean qkv = config.qkvBias();
       layers[l] =
           new LayerWeights(
-              t.vector(p + "input_layernorm.weight", hidden),
+              t.norm(p + "input_layernorm.weight", hidden),
               t.matrix(p + "self_attn.q_proj.weight", config.qDim(), hidden),
               t.matrix(p + "self_attn.k_proj.weight", config.kvDim(), hidden),
               t.matrix(p + "self_attn.v_proj.weight", config.kvDim(), hidden),
               qkv ? t.vector(p + "self_attn.q_proj.bias", config.qDim()) : null,
               qkv ? t.vector(p + "self_attn.k_proj.bias", config.kvDim()) : null,
               qkv ? t.vector(p + "self_attn.v_proj.bias", config.kvDim()) : null,
-              config.qkNorm() ? t.vector(p + "self_attn.q_norm.weight", config.headDim()) : null,
-              config.qkNorm() ? t.vector(p + "self_attn.k_norm.weight", config.headDim()) : null,
+              config.qkNorm() ? t.norm(p + "self_attn.q_norm.weight", config.headDim()) : null,
+              config.qkNorm() ? t.norm(p + "self_attn.k_norm.weight", config.headDim()) : null,
               t.matrix(p + "self_attn.o_proj.weight", hidden, config.qDim()),
               config.outputBias() ? t.vector(p + "self_attn.o_proj.bias", hidden) : null,
-              t.vector(p + "post_attention_layernorm.weight", hidden),
+              gemma ? t.norm(p + "post_attention_layernorm.weight", hidden) : null,
+              t.norm(p + (gemma ? "pre_feedforward_layernorm.weight" : "post_attention_layernorm.weight"), hidden),
               t.matrix(p + "mlp.gate_proj.weight", config.intermediateSize(), hidden),
               t.matrix(p + "mlp.up_proj.weight", config.intermediateSize(), hidden),
-              t.matrix(p + "mlp.down_proj.weight", hidden, config.intermediateSize()));
+              t.matrix(p + "mlp.down_proj.weight", hidden, config.intermediateSize()),
+              gemma ? t.norm(p + "post_feedforward_layernorm.weight", hidden) : null);
     }
-    this.finalNorm = t.vector("model.norm.weight", hidden);
+    this.finalNorm = t.norm("model.norm.weight", hidden);
     this.lmHead =
         config.tieWordEmbeddings() && !t.has("lm_head.weight")
             ? embedding
@@ -79,7 +82,7 @@ public final class ModelWeights implements AutoCloseable {
         files.add(file);
         tensors.putAll(file.tensors());
       }
-      return new ModelWeights(config, List.copyOf(files), new Lookup(dir, paths, tensors));
+      return new ModelWeights(config, List.copyOf(files), new Lookup(dir, paths, tensors, config.unitOffsetNorms() ? 1f : 0f));
     } catch (RuntimeException e) {
       files.forEach(SafetensorsFile::close);
       throw e;
@@ -156,7 +159,7 @@ public final class ModelWeights implements AutoCloseable {
   }
 
   /** Finds tensors by name and checks their shapes, naming the file on any mismatch. */
-  private record Lookup(Path dir, List<Path> files, Map<String, Tensor> tensors) {
+  private record Lookup(Path dir, List<Path> files, Map<String, Tensor> tensors, float normOffset) {
     boolean has(String name) {
       return tensors.containsKey(name);
     }
@@ -183,6 +186,15 @@ public final class ModelWeights implements AutoCloseable {
 
     float[] vector(String name, int n) {
       return get(name, n).toFloats();
+    }
+
+    /** An RMSNorm's weight as the factors the norm multiplies by (Gemma stores them less 1). */
+    float[] norm(String name, int n) {
+      float[] w = vector(name, n);
+      for (int i = 0; i < n; i++) {
+        w[i] += normOffset;
+      }
+      return w;
     }
   }
 }

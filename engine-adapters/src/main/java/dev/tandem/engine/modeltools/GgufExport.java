@@ -106,7 +106,7 @@ public final class GgufExport {
       t.add(matrix(p + "attn_k.weight", lw.k(), ropeRowOrder(c.numKvHeads(), c.headDim())));
       t.add(matrix(p + "attn_v.weight", lw.v(), null));
       t.add(matrix(p + "attn_output.weight", lw.o(), null));
-      t.add(vector(p + "ffn_norm.weight", lw.postAttentionNorm()));
+      t.add(vector(p + "ffn_norm.weight", lw.mlpNorm()));
       t.add(matrix(p + "ffn_gate.weight", lw.gate(), null));
       t.add(matrix(p + "ffn_up.weight", lw.up(), null));
       t.add(matrix(p + "ffn_down.weight", lw.down(), null));

@@ -17,7 +17,8 @@ import java.util.SplittableRandom;
  * {@code model.safetensors} (or shards), {@code generation_config.json}, and the real Qwen3
  * tokenizer. The same (config, seed, dtype) always gives the same bytes. Weights and biases are
  * drawn from N(0, σ²) with σ = config.json's {@code initializer_range} (Hugging Face's default
- * 0.02), norm weights from 1 + N(0, 0.1²), so that every parameter matters in tests.
+ * 0.02), norm weights from 1 + N(0, 0.1²) (Gemma's, stored as offsets from 1, from N(0, 0.1²)), so
+ * that every parameter matters in tests.
  */
 public final class ModelGenerator {
   /** Shapes a user can name instead of writing a config.json. */
@@ -26,7 +27,8 @@ public final class ModelGenerator {
           "tiny", "Qwen3, 2 layers, hidden 64: the model `tandem serve` runs by default",
           "llama-100m", "Llama, 8 layers, hidden 512, ~103M parameters",
           "llama-0.6b", "Llama with Qwen3-0.6B's shape (28 layers, hidden 1024), ~0.6B parameters",
-          "qwen3-0.6b", "Qwen3-0.6B's exact shape (../shared/models/qwen3-0.6b/config.json)");
+          "qwen3-0.6b", "Qwen3-0.6B's exact shape (../shared/models/qwen3-0.6b/config.json)",
+          "gemma3-1b", "Gemma 3 1B's exact shape (26 layers, hidden 1152, 5 sliding layers of 512 to each full one), ~1B parameters");
 
   private static final int QWEN3_VOCAB = 151_936;
 
@@ -40,9 +42,25 @@ public final class ModelGenerator {
       case "llama-100m" -> config("LlamaForCausalLM", "llama", 512, 1536, 8, 8, 4, 64, QWEN3_VOCAB, true);
       case "llama-0.6b" -> config("LlamaForCausalLM", "llama", 1024, 3072, 28, 16, 8, 128, QWEN3_VOCAB, true);
       case "qwen3-0.6b" -> config("Qwen3ForCausalLM", "qwen3", 1024, 3072, 28, 16, 8, 128, QWEN3_VOCAB, true);
+      case "gemma3-1b" -> gemma3_1b();
       default ->
           throw new IllegalArgumentException("unknown model shape '" + name + "'; known: " + SHAPES.keySet());
     };
+  }
+
+  /** google/gemma-3-1b-it's config.json, its special ids replaced by the bundled tokenizer's. */
+  private static ObjectNode gemma3_1b() {
+    ObjectNode c = config("Gemma3ForCausalLM", "gemma3_text", 1152, 6912, 26, 4, 1, 256, 262_144, true);
+    c.remove("hidden_act");
+    c.put("hidden_activation", "gelu_pytorch_tanh");
+    c.put("max_position_embeddings", 32_768);
+    c.put("query_pre_attn_scalar", 256);
+    c.put("sliding_window", 512);
+    c.put("sliding_window_pattern", 6);
+    c.put("rope_local_base_freq", 10_000.0);
+    c.putNull("final_logit_softcapping");
+    c.putNull("attn_logit_softcapping");
+    return c;
   }
 
   /** A config.json for the given architecture and sizes (RoPE θ 1e6, eps 1e-6, Qwen3's special ids). */
@@ -102,6 +120,7 @@ public final class ModelGenerator {
     void write(Path out, long maxShardBytes) throws IOException {
       ShardedWriter w = new ShardedWriter(out, maxShardBytes);
       int h = c.hiddenSize();
+      boolean gemma = c.sandwichNorms();
       w.add("model.embed_tokens.weight", dtype, normal("embed", std), c.vocabSize(), h);
       for (int l = 0; l < c.numLayers(); l++) {
         String p = "model.layers." + l + ".";
@@ -123,6 +142,10 @@ public final class ModelGenerator {
           w.add(p + "self_attn.o_proj.bias", dtype, normal(p + "ob", std), h);
         }
         w.add(p + "post_attention_layernorm.weight", dtype, ones(p + "post"), h);
+        if (gemma) {
+          w.add(p + "pre_feedforward_layernorm.weight", dtype, ones(p + "preff"), h);
+          w.add(p + "post_feedforward_layernorm.weight", dtype, ones(p + "postff"), h);
+        }
         w.add(p + "mlp.gate_proj.weight", dtype, normal(p + "gate", std), c.intermediateSize(), h);
         w.add(p + "mlp.up_proj.weight", dtype, normal(p + "up", std), c.intermediateSize(), h);
         w.add(p + "mlp.down_proj.weight", dtype, normal(p + "down", std), h, c.intermediateSize());
@@ -139,9 +162,11 @@ public final class ModelGenerator {
       return () -> (float) (r.nextGaussian() * std);
     }
 
+    /** A norm's weights near 1 (Gemma's stored as offsets from 1: near 0). */
     private SafetensorsWriter.Values ones(String tensor) {
       SplittableRandom r = new SplittableRandom(seed ^ tensor.hashCode() * 0x9E3779B97F4A7C15L);
-      return () -> (float) (1 + r.nextGaussian() * 0.1);
+      float one = c.unitOffsetNorms() ? 0f : 1f;
+      return () -> (float) (one + r.nextGaussian() * 0.1);
     }
   }
 

@@ -146,6 +146,19 @@ class CudaEngineTest {
     }
   }
 
+  /** Gemma 3 has no kernels here (GeGLU, its extra norms, a RoPE base per layer type): refused at start, naming the CPU. */
+  @org.junit.jupiter.api.Test
+  void gemmaIsRefusedOnAGpuNamingTheCpuBackend(@TempDir Path dir) throws Exception {
+    var shape = dev.tandem.engine.modeltools.ModelGenerator.config("Gemma3ForCausalLM", "gemma3_text", 64, 128, 2, 4, 2, 16, 256, true);
+    shape.put("sliding_window", 4096);
+    dev.tandem.engine.modeltools.ModelGenerator.write(shape, DType.BF16, 3, dir, 0);
+    try (ModelWeights weights = ModelWeights.load(dir, ModelConfig.read(dir)); CudaBackend backend = new CudaBackend(TestGpus.emulated())) {
+      var refused = org.junit.jupiter.api.Assertions.assertThrows(IllegalArgumentException.class,
+          () -> new BuiltinEngine(weights, backend, BuiltinConfig.of(dir).withKvCacheBytes(1 << 20)));
+      assertTrue(refused.getMessage().contains("Gemma3ForCausalLM") && refused.getMessage().contains("--compute cpu"), refused.getMessage());
+    }
+  }
+
   @ParameterizedTest
   @ValueSource(strings = {"cuda", "emulated"})
   void cachedPrefixesSurviveAMoveOfTheKvCache(String gpu) {

@@ -1,5 +1,6 @@
 package dev.tandem.engine.compute;
 
+import static org.junit.jupiter.api.Assertions.assertEquals;
 import static org.junit.jupiter.api.Assertions.assertThrows;
 import static org.junit.jupiter.api.Assertions.assertTrue;
 
@@ -143,6 +144,41 @@ abstract class ComputeBackendConformanceTest {
     reference.siluMul(expected, up, n);
     backend.siluMul(actual, up, n);
     assertClose(expected, actual, 1e-5, "siluMul");
+  }
+
+  /**
+   * GeGLU's gate (Gemma): the scalar reference evaluates the tanh formula itself, so a backend's
+   * rewriting of it is checked too, out to gates large enough that exp overflows (std 12). On a
+   * backend without the kernel ({@link #geluKernel()} false), refused.
+   */
+  @ParameterizedTest(name = "n={0}")
+  @ValueSource(ints = {1, 31, 4096, 10_007})
+  void geluTanhMul(int n) {
+    float[] gate = randoms(n, 12);
+    float[] up = randoms(n, 1);
+    float[] expected = gate.clone();
+    float[] actual = gate.clone();
+    if (!geluKernel()) {
+      String e = assertThrows(UnsupportedOperationException.class, () -> backend.geluTanhMul(actual, up, n)).getMessage();
+      assertTrue(e.contains("--compute cpu"), e);
+      return;
+    }
+    reference.geluTanhMul(expected, up, n);
+    backend.geluTanhMul(actual, up, n);
+    assertClose(expected, actual, 1e-5, "geluTanhMul");
+    assertEquals(-0.10042843f, single(-1.5f), 1e-6f, "gelu(-1.5), as PyTorch's gelu(approximate='tanh') gives it");
+    assertEquals(1.9545977f, single(2f), 1e-6f, "gelu(2)");
+  }
+
+  private float single(float x) {
+    float[] g = {x};
+    backend.geluTanhMul(g, new float[] {1f}, 1);
+    return g[0];
+  }
+
+  /** Whether the backend has the GeGLU kernel (else it refuses, naming the CPU backend). */
+  protected boolean geluKernel() {
+    return true;
   }
 
   /** Both backends read the same stored entries, so 16-bit KV must agree as tightly as f32 does. */

@@ -22,4 +22,9 @@ class EmulatedKernelsTest extends ComputeBackendConformanceTest {
   protected boolean slidingWindow() {
     return false;
   }
+
+  @Override
+  protected boolean geluKernel() {
+    return false;
+  }
 }

@@ -128,10 +128,10 @@ class ModelLoadingTest {
     assertTrue(ModelConfig.read(q).everyLayerSlides());
 
     editConfig(q, n -> n.putArray("layer_types").add("sliding_attention").add("full_attention"));
-    String e = assertThrows(ModelFormatException.class, () -> ModelConfig.read(q)).getMessage();
-    assertTrue(e.contains("config.json") && e.contains("'layer_types'") && e.contains("after a sliding one"), e);
+    assertEquals(64, ModelConfig.read(q).windowOf(0)); // any layout, as listed
+    assertEquals(0, ModelConfig.read(q).windowOf(1));
     editConfig(q, n -> n.putArray("layer_types").add("full_attention"));
-    e = assertThrows(ModelFormatException.class, () -> ModelConfig.read(q)).getMessage();
+    String e = assertThrows(ModelFormatException.class, () -> ModelConfig.read(q)).getMessage();
     assertTrue(e.contains("'layer_types' must list one type per layer (2)"), e);
     editConfig(q, n -> n.putArray("layer_types").add("full_attention").add("chunked_attention"));
     e = assertThrows(ModelFormatException.class, () -> ModelConfig.read(q)).getMessage();
@@ -145,6 +145,88 @@ class ModelLoadingTest {
     editConfig(q, n -> n.put("sliding_window", 64).put("max_window_layers", -1));
     e = assertThrows(ModelFormatException.class, () -> ModelConfig.read(q)).getMessage();
     assertTrue(e.contains("'max_window_layers' must be a non-negative integer"), e);
+  }
+
+  /** google/gemma-3-1b-it's config.json as published (its tokenizer's special ids aside). */
+  @Test
+  void gemma3IsReadWithItsSlidingLayersRopeBasesAndDefaults() throws Exception {
+    ObjectNode published = ModelGenerator.shape("gemma3-1b");
+    ModelConfig c = ModelConfig.parse("config.json", published);
+    assertEquals(ModelConfig.Architecture.GEMMA3, c.architecture());
+    assertEquals(ModelConfig.Activation.GELU_TANH, c.activation());
+    assertEquals(512, c.slidingWindow());
+    for (int l = 0; l < 26; l++) { // every sixth layer attends in full
+      assertEquals((l + 1) % 6 == 0 ? 0 : 512, c.windowOf(l), "layer " + l);
+    }
+    assertFalse(c.everyLayerSlides());
+    assertEquals(10_000, c.localRopeTheta());
+    assertEquals(1_000_000, c.ropeTheta());
+    assertEquals(256, c.queryPreAttnScalar());
+    assertEquals(0, c.finalLogitSoftcap());
+    assertTrue(c.qkNorm() && c.unitOffsetNorms() && c.sandwichNorms());
+    assertEquals(34f, c.embeddingScale()); // √1152 = 33.94, rounded to bf16 as Hugging Face does
+    // Tied unless told otherwise (Gemma's default), and its norms' offsets read as the factors 1 + w
+    // (the same config, narrower, for weights of a test's size).
+    ObjectNode small = published.deepCopy().put("hidden_size", 32).put("intermediate_size", 48).put("head_dim", 8).put("vocab_size", 64);
+    small.remove("tie_word_embeddings");
+    Path g = write(small, 0);
+    try (ModelWeights w = ModelWeights.load(g, ModelConfig.read(g))) {
+      assertTrue(w.lmHead() == w.embedding());
+      float[] norm = w.layer(0).mlpNorm();
+      double mean = 0;
+      for (float v : norm) {
+        mean += v / norm.length;
+      }
+      assertEquals(1.0, mean, 0.02, "pre_feedforward_layernorm's offsets, near 0, become factors near 1");
+      assertTrue(w.layer(0).attentionOutNorm() != null && w.layer(0).mlpOutNorm() != null);
+    }
+    editConfig(g, n -> n.putArray("layer_types").add("full_attention").addAll(
+        java.util.Collections.nCopies(25, new com.fasterxml.jackson.databind.node.TextNode("sliding_attention"))));
+    assertEquals(0, ModelConfig.read(g).windowOf(0));
+    assertEquals(512, ModelConfig.read(g).windowOf(5));
+    editConfig(g, n -> {
+      n.remove("layer_types");
+      n.remove(java.util.List.of("sliding_window", "sliding_window_pattern"));
+    });
+    assertEquals(4096, ModelConfig.read(g).windowOf(0)); // Gemma3TextConfig's defaults: 4,096, pattern 6
+    assertEquals(0, ModelConfig.read(g).windowOf(5));
+  }
+
+  @Test
+  void gemmaVariantsThisEngineDoesNotComputeAreRefusedNamingTheField() throws Exception {
+    Path g = write(ModelGenerator.config("Gemma3ForCausalLM", "gemma3_text", 32, 48, 2, 4, 2, 8, 64, true)
+        .put("hidden_activation", "gelu_pytorch_tanh"), 0);
+    assertEquals(ModelConfig.Activation.GELU_TANH, ModelConfig.read(g).activation()); // hidden_activation over hidden_act
+    String[][] cases = {
+      {"attn_logit_softcapping", "50.0", "'attn_logit_softcapping' is 50.0"},
+      {"use_bidirectional_attention", "true", "'use_bidirectional_attention' is true"},
+      {"rope_parameters", "{\"full_attention\": {}}", "'rope_parameters' is not supported"},
+      {"hidden_activation", "\"gelu\"", "'hidden_activation' is gelu; supported: silu, gelu_pytorch_tanh"},
+      {"sliding_window", "null", "'sliding_window' must be a positive integer"},
+      {"sliding_window_pattern", "0", "'sliding_window_pattern' must be a positive integer"},
+    };
+    ObjectMapper json = new ObjectMapper();
+    for (String[] c : cases) {
+      editConfig(g, n -> n.set(c[0], readTree(json, c[1])));
+      String e = assertThrows(ModelFormatException.class, () -> ModelConfig.read(g), c[0]).getMessage();
+      assertTrue(e.contains("config.json") && e.contains(c[2]), e);
+      editConfig(g, n -> n.remove(c[0]));
+    }
+    editConfig(g, n -> {
+      n.remove("hidden_activation");
+      n.put("hidden_act", "relu");
+    });
+    String e = assertThrows(ModelFormatException.class, () -> ModelConfig.read(g)).getMessage();
+    assertTrue(e.contains("'hidden_act' is relu"), e);
+    ModelConfig.read(write(tiny(), 0)); // and the others still read
+  }
+
+  private static com.fasterxml.jackson.databind.JsonNode readTree(ObjectMapper json, String text) {
+    try {
+      return json.readTree(text);
+    } catch (java.io.IOException e) {
+      throw new java.io.UncheckedIOException(e);
+    }
   }
 
   @Test

@@ -18,8 +18,8 @@ import org.junit.jupiter.params.provider.MethodSource;
 import org.junit.jupiter.api.Test;
 
 /**
- * The Qwen3 chat template rendered by Jinjava must equal what Jinja2 renders with Hugging Face's
- * settings; expected outputs come from src/test/python/render_chat_golden.py.
+ * The Qwen3 and Gemma 3 chat templates rendered by Jinjava must equal what Jinja2 renders with
+ * Hugging Face's settings; expected outputs come from src/test/python/render_chat_golden.py.
  */
 class ChatTemplateTest {
   private static final ObjectMapper JSON = new ObjectMapper();
@@ -82,6 +82,31 @@ class ChatTemplateTest {
     Map<String, String> expected = resource("/chat/compat_expected.json", new TypeReference<>() {});
     Case c = cases("/chat/compat_cases.json").findFirst().orElseThrow();
     assertEquals(expected.get("compat"), template.render(c.messages(), null, false, Map.of()));
+  }
+
+  static Stream<Case> gemma3Cases() throws IOException {
+    return cases("/chat/gemma3_cases.json");
+  }
+
+  /** Gemma 3's template: system folded into the first user turn, "model" turns, BOS from the template. */
+  @ParameterizedTest(name = "{0}")
+  @MethodSource("gemma3Cases")
+  void gemma3MatchesJinja2(Case c) throws IOException {
+    Map<String, String> expected = resource("/chat/gemma3_expected.json", new TypeReference<>() {});
+    assertEquals(expected.get(c.name()), gemma3().render(c.messages(), null, c.addGenerationPrompt(), Map.of()));
+  }
+
+  @Test
+  void gemma3RefusesTurnsThatDoNotAlternate() throws IOException {
+    var e = assertThrows(ChatTemplate.TemplateFailure.class, () -> gemma3().render(
+        List.of(Map.of("role", "user", "content", "a"), Map.of("role", "user", "content", "b")), null, true, Map.of()));
+    assertEquals("Conversation roles must alternate user/assistant/user/assistant/...", e.getMessage());
+  }
+
+  private static ChatTemplate gemma3() throws IOException {
+    try (InputStream in = ChatTemplateTest.class.getResourceAsStream("/chat/gemma3_template.jinja")) {
+      return new ChatTemplate(new String(in.readAllBytes(), StandardCharsets.UTF_8), "<bos>", "<eos>");
+    }
   }
 
   @Test
