@@ -20,10 +20,11 @@ import java.util.List;
 import java.util.Map;
 
 /**
- * Writes a Llama model directory as a GGUF v3 file that llama.cpp loads, holding the same weights
- * in the same element type: what llama.cpp's own convert_hf_to_gguf.py does for
- * LlamaForCausalLM, including its reordering of q and k rows (llama.cpp rotates adjacent pairs,
- * Hugging Face rotates halves) and the byte-level BPE tokenizer from tokenizer.json.
+ * Writes a Llama or Gemma 3 model directory as a GGUF v3 file that llama.cpp loads, holding the
+ * same weights in the same element type: what llama.cpp's own convert_hf_to_gguf.py does for
+ * LlamaForCausalLM, including its reordering of q and k rows (llama.cpp rotates adjacent pairs for
+ * Llama, Hugging Face rotates halves), and for Gemma3ForCausalLM (rotating halves, no reordering;
+ * norm weights as the factors 1 + w), with the byte-level BPE tokenizer from tokenizer.json.
  *
  * <p>Facts from the GGUF specification (ggml's docs/gguf.md): little-endian; magic "GGUF", version
  * 3; metadata key/values; tensor infos with dimensions innermost first; data aligned to 32 bytes.
@@ -41,9 +42,13 @@ public final class GgufExport {
 
   public static void write(Path modelDir, Path out) throws IOException {
     ModelConfig c = ModelConfig.read(modelDir);
-    if (c.architecture() != ModelConfig.Architecture.LLAMA || c.qkvBias()) {
+    boolean gemma = c.architecture() == ModelConfig.Architecture.GEMMA3;
+    if ((c.architecture() != ModelConfig.Architecture.LLAMA && !gemma) || c.qkvBias()) {
       throw new IllegalArgumentException(
-          modelDir + ": GGUF export supports LlamaForCausalLM without biases, not " + c.architecture().hfName);
+          modelDir + ": GGUF export supports LlamaForCausalLM without biases and Gemma3ForCausalLM, not " + c.architecture().hfName);
+    }
+    if (gemma) {
+      checkGemmaLayout(modelDir, c);
     }
     try (ModelWeights w = ModelWeights.load(modelDir, c)) {
       List<TensorOut> tensors = tensors(c, w);
@@ -95,24 +100,52 @@ public final class GgufExport {
     void write(Le out) throws IOException;
   }
 
+  /**
+   * llama.cpp fixes Gemma 3's layout rather than reading it: every sixth layer full, the others
+   * sliding with RoPE base 10,000, scores scaled by 1/√head_dim, the embedding as the LM head; a
+   * model laid out otherwise would load and compute something else (or not load), so it is refused.
+   */
+  private static void checkGemmaLayout(Path dir, ModelConfig c) {
+    for (int l = 0; l < c.numLayers(); l++) {
+      if (c.slides(l) != ((l + 1) % 6 != 0)) {
+        throw new IllegalArgumentException(dir + ": GGUF export writes Gemma 3 with llama.cpp's layout (every sixth layer full), not layer " + l
+            + (c.slides(l) ? " sliding" : " full"));
+      }
+    }
+    if (c.localRopeTheta() != 10_000 || c.queryPreAttnScalar() != c.headDim() || c.finalLogitSoftcap() != 0) {
+      throw new IllegalArgumentException(dir + ": GGUF export writes Gemma 3 with llama.cpp's fixed rope_local_base_freq (10000),"
+          + " query_pre_attn_scalar = head_dim, tied embeddings and no final_logit_softcapping");
+    }
+  }
+
   private static List<TensorOut> tensors(ModelConfig c, ModelWeights w) {
+    boolean gemma = c.architecture() == ModelConfig.Architecture.GEMMA3;
     List<TensorOut> t = new ArrayList<>();
     t.add(matrix("token_embd.weight", w.embedding(), null));
     for (int l = 0; l < c.numLayers(); l++) {
       var lw = w.layer(l);
       String p = "blk." + l + ".";
       t.add(vector(p + "attn_norm.weight", lw.inputNorm()));
-      t.add(matrix(p + "attn_q.weight", lw.q(), ropeRowOrder(c.numHeads(), c.headDim())));
-      t.add(matrix(p + "attn_k.weight", lw.k(), ropeRowOrder(c.numKvHeads(), c.headDim())));
+      t.add(matrix(p + "attn_q.weight", lw.q(), gemma ? null : ropeRowOrder(c.numHeads(), c.headDim())));
+      t.add(matrix(p + "attn_k.weight", lw.k(), gemma ? null : ropeRowOrder(c.numKvHeads(), c.headDim())));
       t.add(matrix(p + "attn_v.weight", lw.v(), null));
       t.add(matrix(p + "attn_output.weight", lw.o(), null));
       t.add(vector(p + "ffn_norm.weight", lw.mlpNorm()));
       t.add(matrix(p + "ffn_gate.weight", lw.gate(), null));
       t.add(matrix(p + "ffn_up.weight", lw.up(), null));
       t.add(matrix(p + "ffn_down.weight", lw.down(), null));
+      if (gemma) { // norms as loaded: the factors 1 + w, as llama.cpp's converter writes them
+        t.add(vector(p + "attn_q_norm.weight", lw.qNorm()));
+        t.add(vector(p + "attn_k_norm.weight", lw.kNorm()));
+        t.add(vector(p + "post_attention_norm.weight", lw.attentionOutNorm()));
+        t.add(vector(p + "post_ffw_norm.weight", lw.mlpOutNorm()));
+      }
     }
     t.add(vector("output_norm.weight", w.finalNorm()));
     if (w.lmHead() != w.embedding()) {
+      if (gemma) {
+        throw new IllegalArgumentException("GGUF export writes Gemma 3 with its embedding as the LM head (llama.cpp reads no other); this model has lm_head.weight");
+      }
       t.add(matrix("output.weight", w.lmHead(), null));
     }
     return t;
@@ -218,7 +251,8 @@ public final class GgufExport {
 
   private static Metadata metadata(Path dir, ModelConfig c, ModelWeights w) throws IOException {
     Metadata m = new Metadata();
-    m.string("general.architecture", "llama");
+    String arch = c.architecture() == ModelConfig.Architecture.GEMMA3 ? "gemma3" : "llama";
+    m.string("general.architecture", arch);
     m.string("general.name", dir.getFileName().toString());
     m.u32("general.alignment", ALIGNMENT);
     m.u32("general.file_type", switch (w.layer(0).q().dtype()) {
@@ -226,18 +260,21 @@ public final class GgufExport {
       case F16 -> 1;
       case BF16 -> 32;
     });
-    m.u32("llama.context_length", c.maxPositionEmbeddings());
-    m.u32("llama.embedding_length", c.hiddenSize());
-    m.u32("llama.block_count", c.numLayers());
-    m.u32("llama.feed_forward_length", c.intermediateSize());
-    m.u32("llama.attention.head_count", c.numHeads());
-    m.u32("llama.attention.head_count_kv", c.numKvHeads());
-    m.u32("llama.attention.key_length", c.headDim());
-    m.u32("llama.attention.value_length", c.headDim());
-    m.u32("llama.rope.dimension_count", c.headDim());
-    m.f32("llama.rope.freq_base", (float) c.ropeTheta());
-    m.f32("llama.attention.layer_norm_rms_epsilon", c.rmsNormEps());
-    m.u32("llama.vocab_size", c.vocabSize());
+    m.u32(arch + ".context_length", c.maxPositionEmbeddings());
+    m.u32(arch + ".embedding_length", c.hiddenSize());
+    m.u32(arch + ".block_count", c.numLayers());
+    m.u32(arch + ".feed_forward_length", c.intermediateSize());
+    m.u32(arch + ".attention.head_count", c.numHeads());
+    m.u32(arch + ".attention.head_count_kv", c.numKvHeads());
+    m.u32(arch + ".attention.key_length", c.headDim());
+    m.u32(arch + ".attention.value_length", c.headDim());
+    m.u32(arch + ".rope.dimension_count", c.headDim());
+    m.f32(arch + ".rope.freq_base", (float) c.ropeTheta());
+    m.f32(arch + ".attention.layer_norm_rms_epsilon", c.rmsNormEps());
+    m.u32(arch + ".vocab_size", c.vocabSize());
+    if (c.slidingWindow() > 0) {
+      m.u32(arch + ".attention.sliding_window", c.slidingWindow());
+    }
     if (!c.ropeScaling().type().equals("default")) {
       throw new IllegalArgumentException(dir + ": GGUF export does not write rope_scaling yet");
     }

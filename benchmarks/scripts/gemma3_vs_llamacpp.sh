@@ -1,0 +1,52 @@
+#!/usr/bin/env bash
+# Gemma 3 on the built-in engine against llama.cpp, an independent implementation, on the same
+# weights: a Gemma3ForCausalLM written by `tandem model create` (benchmarks/configs/gemma3-crosscheck.json:
+# 12 layers, every sixth full, the others sliding over 16 positions, f32 weights) and exported to
+# GGUF; the greedy continuation of each prompt below by llama.cpp (dev.tandem.comparison.LlamaCppGreedy)
+# and by `tandem serve` over /v1/completions, compared text for text. Prompts run past the window, so
+# both the sliding and the full layers' RoPE bases matter. Prints MATCH or DIFF per prompt; exits 1
+# on any DIFF.
+#   benchmarks/scripts/gemma3_vs_llamacpp.sh [out-dir]     (TOKENS=40 PORT=8129)
+set -euo pipefail
+cd "$(dirname "$0")/../.."
+export JAVA_HOME="${JAVA_HOME:-/usr/lib/jvm/temurin-25-jdk-amd64}"
+out="${1:-/tmp/tandem-gemma3-vs-llamacpp}"
+tokens="${TOKENS:-40}"
+port="${PORT:-8129}"
+mkdir -p "$out"
+./tandem --version >/dev/null  # builds if stale
+./mvnw -q -pl engine-comparison -am -DskipTests -Djazzer.skip package >/dev/null
+rm -rf "$out/model"
+./tandem model create --config benchmarks/configs/gemma3-crosscheck.json --seed 3 --dtype f32 --out "$out/model" >/dev/null
+./tandem model export-gguf --model "$out/model" --out "$out/model.gguf" >/dev/null
+cat > "$out/prompts.txt" <<'P'
+The quick brown fox jumps over the lazy dog. 1 2 3 4
+def main(): print(sum(range(10)))
+Once upon a time, in a land far away, there lived a king who had three daughters and
+P
+"$JAVA_HOME/bin/java" --enable-native-access=ALL-UNNAMED \
+  -cp "engine-comparison/target/tandem-engine-comparison-0.1.0-SNAPSHOT.jar:engine-comparison/target/lib/*" \
+  dev.tandem.comparison.LlamaCppGreedy "$out/model.gguf" "$tokens" < "$out/prompts.txt" 2>"$out/llamacpp.log" \
+  | grep -a '^GREEDY ' | sed 's/^GREEDY //' > "$out/llamacpp.txt"
+./tandem serve --model "$out/model" --port "$port" > "$out/tandem.log" 2>&1 &
+server=$!
+trap 'kill $server 2>/dev/null || true' EXIT
+for _ in $(seq 1 120); do curl -sf "localhost:$port/health" >/dev/null && break; sleep 1; done
+python3 - "$out" "$port" "$tokens" <<'PY'
+import json, sys, urllib.request
+out, port, tokens = sys.argv[1], sys.argv[2], int(sys.argv[3])
+prompts = open(f"{out}/prompts.txt").read().splitlines()
+theirs = [json.loads(line) for line in open(f"{out}/llamacpp.txt")]
+ok = len(theirs) == len(prompts)
+for prompt, ref in zip(prompts, theirs):
+    body = {"model": "model", "prompt": prompt, "max_tokens": tokens, "temperature": 0, "ignore_eos": True}
+    req = urllib.request.Request(f"http://localhost:{port}/v1/completions", json.dumps(body).encode(), {"Content-Type": "application/json"})
+    ours = json.load(urllib.request.urlopen(req))["choices"][0]["text"]
+    same = ours == ref
+    ok &= same
+    print(("MATCH" if same else "DIFF "), json.dumps(prompt))
+    print("  tandem:   ", json.dumps(ours, ensure_ascii=False))
+    if not same:
+        print("  llama.cpp:", json.dumps(ref, ensure_ascii=False))
+sys.exit(0 if ok else 1)
+PY
