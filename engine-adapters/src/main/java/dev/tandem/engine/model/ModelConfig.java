@@ -2,7 +2,10 @@ package dev.tandem.engine.model;
 
 import com.fasterxml.jackson.databind.JsonNode;
 import com.fasterxml.jackson.databind.ObjectMapper;
+import com.fasterxml.jackson.databind.node.ObjectNode;
 import java.io.IOException;
+import java.util.List;
+import java.util.Map;
 import java.nio.file.Files;
 import java.nio.file.Path;
 
@@ -208,13 +211,30 @@ public record ModelConfig(
 
   /** A config.json already parsed; {@code file} names it in errors. */
   public static ModelConfig parse(String file, JsonNode root) {
-    Fields f = new Fields(file, root);
     JsonNode archs = root.path("architectures");
     if (!archs.isArray() || archs.isEmpty()) {
       throw new ModelFormatException(file + ": field 'architectures' is missing");
     }
     String archName = archs.get(0).asText();
+    if (archName.equals(GEMMA3_MULTIMODAL)) { // its text model: text_config, the vision tower left unread
+      if (!root.path("text_config").isObject()) {
+        throw new ModelFormatException(file + ": field 'text_config' is missing (" + GEMMA3_MULTIMODAL + " keeps its text model there)");
+      }
+      file = file + " (text_config)";
+      ObjectNode text = ((ObjectNode) root.get("text_config")).deepCopy();
+      for (String inherited : List.of("torch_dtype", "eos_token_id")) {
+        if (!text.hasNonNull(inherited) && root.hasNonNull(inherited)) {
+          text.set(inherited, root.get(inherited));
+        }
+      }
+      root = text.set("architectures", text.arrayNode().add(Architecture.GEMMA3.hfName));
+      archName = Architecture.GEMMA3.hfName;
+    }
     Architecture arch = Architecture.of(archName);
+    if (arch == Architecture.GEMMA3) {
+      root = withGemma3Defaults((ObjectNode) root);
+    }
+    Fields f = new Fields(file, root);
     if (arch == null) {
       throw new ModelFormatException(
           file + ": field 'architectures' names " + archName
@@ -257,11 +277,11 @@ public record ModelConfig(
     int window = 0;
     java.util.BitSet sliding = new java.util.BitSet(layers);
     if (arch == Architecture.MISTRAL || gemma || (qwen && root.path("use_sliding_window").asBoolean(false))) {
-      window = gemma && !root.has("sliding_window") ? 4096 : slidingWindow(file, root.path("sliding_window"), qwen || gemma); // Gemma's default
+      window = slidingWindow(file, root.path("sliding_window"), qwen || gemma);
       if (window > 0 && root.has("layer_types")) {
         sliding = slidingLayers(file, root.path("layer_types"), layers);
       } else if (window > 0 && gemma) {
-        int pattern = f.positiveInt("sliding_window_pattern", 6);
+        int pattern = f.positiveInt("sliding_window_pattern");
         for (int l = 0; l < layers; l++) {
           sliding.set(l, (l + 1) % pattern != 0);
         }
@@ -284,19 +304,52 @@ public record ModelConfig(
         (float) f.positiveDouble("rms_norm_eps", 1e-6),
         f.positiveDouble("rope_theta", 10_000),
         ropeScaling(file, root.path("rope_scaling")),
-        root.path("max_position_embeddings").asInt(gemma ? 131_072 : 4096),
+        root.path("max_position_embeddings").asInt(4096),
         activation,
         window,
         sliding,
-        gemma ? f.positiveDouble("rope_local_base_freq", 10_000) : 0,
-        gemma ? f.positiveDouble("query_pre_attn_scalar", 256) : headDim,
+        gemma ? f.positiveDouble("rope_local_base_freq", Double.NaN) : 0,
+        gemma ? f.positiveDouble("query_pre_attn_scalar", Double.NaN) : headDim,
         f.positiveDouble("final_logit_softcapping", 0),
-        root.path("tie_word_embeddings").asBoolean(gemma), // Gemma's config class defaults to tied
+        root.path("tie_word_embeddings").asBoolean(false),
         arch == Architecture.QWEN2 || attentionBias,
         arch != Architecture.QWEN2 && attentionBias,
         arch == Architecture.QWEN3 || gemma,
         GenerationConfigFile.tokenIds(file, root.path("eos_token_id")),
         dtype(file, root.path("torch_dtype")));
+  }
+
+  /** Gemma 3 from 4B up (its text model is served; images are not). */
+  static final String GEMMA3_MULTIMODAL = "Gemma3ForConditionalGeneration";
+
+  /**
+   * Gemma3TextConfig's defaults (transformers' configuration_gemma3.py) for the fields a config.json
+   * leaves out: Gemma 3 4B's {@code text_config} names only its width, depth, window and RoPE scaling.
+   */
+  private static JsonNode withGemma3Defaults(ObjectNode config) {
+    ObjectNode c = config.deepCopy();
+    Map<String, Object> defaults = new java.util.LinkedHashMap<>();
+    defaults.put("vocab_size", 262_208);
+    defaults.put("hidden_size", 2304);
+    defaults.put("intermediate_size", 9216);
+    defaults.put("num_hidden_layers", 26);
+    defaults.put("num_attention_heads", 8);
+    defaults.put("num_key_value_heads", 4);
+    defaults.put("head_dim", 256);
+    defaults.put("max_position_embeddings", 131_072);
+    defaults.put("rope_theta", 1_000_000.0);
+    defaults.put("query_pre_attn_scalar", 256);
+    defaults.put("sliding_window", 4096);
+    defaults.put("sliding_window_pattern", 6);
+    defaults.put("rope_local_base_freq", 10_000.0);
+    defaults.put("tie_word_embeddings", true);
+    defaults.put("eos_token_id", 1);
+    for (var d : defaults.entrySet()) {
+      if (!c.has(d.getKey())) {
+        c.set(d.getKey(), new ObjectMapper().valueToTree(d.getValue()));
+      }
+    }
+    return c;
   }
 
   /** {@code hidden_act} (Gemma: {@code hidden_activation}, which wins where both are given). */
@@ -399,11 +452,6 @@ public record ModelConfig(
   private record Fields(String file, JsonNode root, String path) {
     Fields(String file, JsonNode root) {
       this(file, root, "");
-    }
-
-    int positiveInt(String name, int fallback) {
-      JsonNode n = root.path(name);
-      return n.isMissingNode() || n.isNull() ? fallback : positiveInt(name);
     }
 
     int positiveInt(String name) {

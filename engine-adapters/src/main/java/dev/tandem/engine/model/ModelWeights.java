@@ -34,11 +34,12 @@ public final class ModelWeights implements AutoCloseable {
     this.config = config;
     this.files = files;
     int hidden = config.hiddenSize();
-    this.embedding = t.matrix("model.embed_tokens.weight", config.vocabSize(), hidden);
+    String m = t.textModelPrefix();
+    this.embedding = t.matrix(m + "embed_tokens.weight", config.vocabSize(), hidden);
     this.layers = new LayerWeights[config.numLayers()];
     boolean gemma = config.sandwichNorms();
     for (int l = 0; l < layers.length; l++) {
-      String p = "model.layers." + l + ".";
+      String p = m + "layers." + l + ".";
       boolean qkv = config.qkvBias();
       layers[l] =
           new LayerWeights(
@@ -60,7 +61,7 @@ public final class ModelWeights implements AutoCloseable {
               t.matrix(p + "mlp.down_proj.weight", hidden, config.intermediateSize()),
               gemma ? t.norm(p + "post_feedforward_layernorm.weight", hidden) : null);
     }
-    this.finalNorm = t.norm("model.norm.weight", hidden);
+    this.finalNorm = t.norm(m + "norm.weight", hidden);
     this.lmHead =
         config.tieWordEmbeddings() && !t.has("lm_head.weight")
             ? embedding
@@ -162,6 +163,20 @@ public final class ModelWeights implements AutoCloseable {
   private record Lookup(Path dir, List<Path> files, Map<String, Tensor> tensors, float normOffset) {
     boolean has(String name) {
       return tensors.containsKey(name);
+    }
+
+    /**
+     * Where the text model's tensors are: {@code model.} in a causal LM's checkpoint; in Gemma 3's
+     * multimodal ones {@code language_model.model.} (as published) or {@code model.language_model.}
+     * (as recent transformers releases save them), beside a vision tower this engine does not read.
+     */
+    String textModelPrefix() {
+      for (String prefix : List.of("model.", "language_model.model.", "model.language_model.")) {
+        if (has(prefix + "embed_tokens.weight")) {
+          return prefix;
+        }
+      }
+      return "model."; // missing: named as such
     }
 
     Tensor get(String name, long... shape) {

@@ -112,13 +112,23 @@ public final class ModelGenerator {
     Files.write(out.resolve("tokenizer.json"), tokenizer.tokenizerJson());
     Files.write(out.resolve("tokenizer_config.json"), tokenizer.tokenizerConfigJson());
     double std = config.path("initializer_range").asDouble(0.02);
-    new WeightLayout(mc, dtype, seed, std).write(out, maxShardBytes);
+    boolean multimodal = config.path("architectures").path(0).asText().equals("Gemma3ForConditionalGeneration");
+    new WeightLayout(mc, dtype, seed, std, multimodal).write(out, maxShardBytes);
   }
 
   /** Same-named tensors in the same order as Hugging Face's checkpoints, each from its own stream. */
-  private record WeightLayout(ModelConfig c, DType dtype, long seed, double std) {
+  /**
+   * {@code multimodal}: Gemma 3's multimodal checkpoint as published, the text model's tensors under
+   * {@code language_model.} (the same values as the causal LM's of that config and seed) beside a
+   * stand-in for the vision tower, which the engine does not read.
+   */
+  private record WeightLayout(ModelConfig c, DType dtype, long seed, double std, boolean multimodal) {
     void write(Path out, long maxShardBytes) throws IOException {
-      ShardedWriter w = new ShardedWriter(out, maxShardBytes);
+      ShardedWriter w = new ShardedWriter(out, maxShardBytes, multimodal ? "language_model." : "");
+      if (multimodal) {
+        w.add("vision_tower.vision_model.post_layernorm.weight", dtype, normal("vision", std), 16);
+        w.add("multi_modal_projector.mm_input_projection_weight", dtype, normal("projector", std), 16, c.hiddenSize());
+      }
       int h = c.hiddenSize();
       boolean gemma = c.sandwichNorms();
       w.add("model.embed_tokens.weight", dtype, normal("embed", std), c.vocabSize(), h);
@@ -174,11 +184,13 @@ public final class ModelGenerator {
   private static final class ShardedWriter {
     private final Path dir;
     private final long maxShardBytes;
+    private final String textPrefix; // before every text-model tensor's name: "" or "language_model."
     private final java.util.List<SafetensorsWriter> shards = new java.util.ArrayList<>();
     private final java.util.Map<String, Integer> shardOf = new java.util.LinkedHashMap<>();
     private long currentBytes;
 
-    ShardedWriter(Path dir, long maxShardBytes) {
+    ShardedWriter(Path dir, long maxShardBytes, String textPrefix) {
+      this.textPrefix = textPrefix;
       this.dir = dir;
       this.maxShardBytes = maxShardBytes;
       shards.add(new SafetensorsWriter());
@@ -194,6 +206,9 @@ public final class ModelGenerator {
         currentBytes = 0;
       }
       currentBytes += bytes;
+      if (name.startsWith("model.") || name.equals("lm_head.weight")) {
+        name = textPrefix + name;
+      }
       shards.getLast().add(name, dtype, shape, values);
       shardOf.put(name, shards.size() - 1);
     }

@@ -192,6 +192,55 @@ class ModelLoadingTest {
     assertEquals(0, ModelConfig.read(g).windowOf(5));
   }
 
+  /**
+   * Gemma 3 from 4B up is published as Gemma3ForConditionalGeneration: the text model's config in
+   * text_config, naming only what differs from Gemma3TextConfig's defaults (as 4B's does), its
+   * tensors under language_model. beside a vision tower. Served as the causal LM it contains.
+   */
+  @Test
+  void gemma3sMultimodalCheckpointServesItsTextModel() throws Exception {
+    ObjectMapper json = new ObjectMapper();
+    ObjectNode text = json.createObjectNode().put("model_type", "gemma3_text").put("hidden_size", 64).put("intermediate_size", 96)
+        .put("num_hidden_layers", 3).put("sliding_window", 8).put("sliding_window_pattern", 2).put("vocab_size", 512);
+    text.putObject("rope_scaling").put("rope_type", "linear").put("factor", 8.0);
+    ObjectNode multimodal = json.createObjectNode();
+    multimodal.putArray("architectures").add("Gemma3ForConditionalGeneration");
+    multimodal.put("model_type", "gemma3").set("text_config", text);
+    multimodal.putObject("vision_config").put("model_type", "siglip_vision_model");
+    multimodal.putArray("eos_token_id").add(1).add(106);
+    Path mm = write(multimodal, 0);
+    ModelConfig c = ModelConfig.read(mm);
+    assertEquals(ModelConfig.Architecture.GEMMA3, c.architecture());
+    assertEquals(8, c.numHeads()); // Gemma3TextConfig's defaults where text_config is silent
+    assertEquals(4, c.numKvHeads());
+    assertEquals(256, c.headDim());
+    assertEquals(1_000_000, c.ropeTheta());
+    assertEquals(10_000, c.localRopeTheta());
+    assertEquals(256, c.queryPreAttnScalar());
+    assertEquals(131_072, c.maxPositionEmbeddings());
+    assertEquals(8, c.windowOf(0));
+    assertEquals(0, c.windowOf(1));
+    assertEquals("linear", c.ropeScaling().type());
+    assertTrue(java.util.Arrays.stream(c.eosTokenIds()).boxed().toList().containsAll(java.util.List.of(1, 106)), "the top level's end tokens");
+    assertEquals(DType.BF16, c.torchDtype());
+
+    ObjectNode causal = text.deepCopy().put("torch_dtype", "bfloat16");
+    causal.putArray("architectures").add("Gemma3ForCausalLM");
+    Path lm = write(causal, 0);
+    try (ModelWeights a = ModelWeights.load(mm, c); ModelWeights b = ModelWeights.load(lm, ModelConfig.read(lm))) {
+      assertEquals(a.embedding().data().asByteBuffer(), b.embedding().data().asByteBuffer(), "read from language_model.model.embed_tokens");
+      assertEquals(a.layer(2).down().data().asByteBuffer(), b.layer(2).down().data().asByteBuffer());
+      assertTrue(java.util.Arrays.equals(a.finalNorm(), b.finalNorm()));
+      assertTrue(a.lmHead() == a.embedding());
+    }
+    editConfig(mm, n -> n.remove("text_config"));
+    String e = assertThrows(ModelFormatException.class, () -> ModelConfig.read(mm)).getMessage();
+    assertTrue(e.contains("config.json") && e.contains("'text_config' is missing"), e);
+    editConfig(mm, n -> n.set("text_config", text.deepCopy().put("hidden_size", -1)));
+    e = assertThrows(ModelFormatException.class, () -> ModelConfig.read(mm)).getMessage();
+    assertTrue(e.contains("config.json (text_config): field 'hidden_size' must be a positive integer"), e);
+  }
+
   @Test
   void gemmaVariantsThisEngineDoesNotComputeAreRefusedNamingTheField() throws Exception {
     Path g = write(ModelGenerator.config("Gemma3ForCausalLM", "gemma3_text", 32, 48, 2, 4, 2, 8, 64, true)
