@@ -31,7 +31,7 @@ import org.knowm.xchart.style.Styler;
  * <pre>BatchOneDecode MODEL_DIR MODEL.gguf COMPARE_CLASSPATH OUT_DIR [rounds=3] [threads] [steps=64] [context=128]</pre>
  *
  * <p>Decode follows a prompt of {@code context} tokens in both engines; the bytes a token reads (and
- * so the limit) count the KV of that context beside the weights.
+ * so the limit) count the KV of that context beside the weights (in a sliding layer, of its window).
  *
  * <p>{@code --tandem MODEL_DIR threads steps context} is the Tandem child: it prints {@code rate},
  * {@code bytes} and {@code breakdown} lines.
@@ -157,8 +157,16 @@ public final class BatchOneDecode {
         .withBatching(1, 4096, true);
     double rate;
     try (BuiltinEngine engine = BuiltinEngine.open(config)) {
-      // The weights, and the KV attention reads at the middle of the timed tokens.
-      System.out.println("bytes " + (engine.bytesReadPerToken() + engine.info().kvBytesPerToken() * (context + steps / 2)));
+      // The weights, and the KV attention reads at the middle of the timed tokens (a sliding layer's
+      // no further back than its window).
+      ModelConfig shape = engine.modelConfig();
+      long kvPerLayer = engine.info().kvBytesPerToken() / shape.numLayers();
+      long kv = 0;
+      for (int l = 0; l < shape.numLayers(); l++) {
+        int window = shape.windowOf(l);
+        kv += kvPerLayer * (window > 0 ? Math.min(window, context + steps / 2) : context + steps / 2);
+      }
+      System.out.println("bytes " + (engine.bytesReadPerToken() + kv));
       rate = EngineThroughput.decode(engine, 1, context, steps);
       System.out.printf(Locale.ROOT, "rate %.3f%n", rate);
     }

@@ -4,17 +4,18 @@ import com.fasterxml.jackson.databind.JsonNode;
 import com.fasterxml.jackson.databind.ObjectMapper;
 import com.fasterxml.jackson.databind.node.ObjectNode;
 import java.io.IOException;
-import java.util.List;
-import java.util.Map;
 import java.nio.file.Files;
 import java.nio.file.Path;
+import java.util.BitSet;
+import java.util.List;
+import java.util.Map;
 
 /**
  * The transformer's shape, read from a Hugging Face {@code config.json}: LlamaForCausalLM,
  * MistralForCausalLM, Qwen2ForCausalLM, Qwen3ForCausalLM (grouped-query attention, RoPE with
  * optional Llama-3 or linear scaling, RMSNorm, SwiGLU, Qwen2's qkv bias, Qwen3's per-head q/k
- * RMSNorm, tied embeddings) and Gemma3ForCausalLM (Gemma 3's text model: see {@link
- * Architecture#GEMMA3}).
+ * RMSNorm, tied embeddings) and Gemma3ForCausalLM (Gemma 3's text model, also read from the {@code
+ * text_config} of a Gemma3ForConditionalGeneration: see {@link Architecture#GEMMA3}).
  *
  * @param maxPositionEmbeddings config.json's {@code max_position_embeddings}
  * @param activation the MLP's gate activation ({@code hidden_act}, Gemma's {@code hidden_activation})
@@ -30,11 +31,10 @@ import java.nio.file.Path;
  *     query_pre_attn_scalar}; the others: {@code head_dim})
  * @param finalLogitSoftcap logits become {@code c·tanh(logit/c)} ({@code final_logit_softcapping}); 0:
  *     none
-
  * @param qkvBias q, k and v projections carry a bias (Qwen2 always; Llama and Qwen3 with
  *     attention_bias)
  * @param outputBias the output projection carries a bias (Llama and Qwen3 with attention_bias)
- * @param qkNorm per-head RMSNorm of queries and keys before RoPE (Qwen3)
+ * @param qkNorm per-head RMSNorm of queries and keys before RoPE (Qwen3, Gemma 3)
  */
 public record ModelConfig(
     Architecture architecture,
@@ -51,7 +51,7 @@ public record ModelConfig(
     int maxPositionEmbeddings,
     Activation activation,
     int slidingWindow,
-    java.util.BitSet slidingLayers,
+    BitSet slidingLayers,
     double localRopeTheta,
     double queryPreAttnScalar,
     double finalLogitSoftcap,
@@ -115,12 +115,12 @@ public record ModelConfig(
 
   public ModelConfig {
     eosTokenIds = eosTokenIds.clone();
-    slidingLayers = (java.util.BitSet) slidingLayers.clone();
+    slidingLayers = (BitSet) slidingLayers.clone();
   }
 
   @Override
-  public java.util.BitSet slidingLayers() {
-    return (java.util.BitSet) slidingLayers.clone();
+  public BitSet slidingLayers() {
+    return (BitSet) slidingLayers.clone();
   }
 
   /** Whether layer {@code layer} attends over a window (see {@link #slidingWindow}). */
@@ -269,13 +269,16 @@ public record ModelConfig(
     }
     boolean attentionBias = root.path("attention_bias").asBoolean(false);
     int layers = f.positiveInt("num_hidden_layers");
+    if (layers > MAX_LAYERS) { // per-layer tables follow (sliding layers, RoPE bases, weights)
+      throw new ModelFormatException(file + ": field 'num_hidden_layers' is " + layers + "; at most " + MAX_LAYERS + " are supported");
+    }
     // Mistral slides in every layer where it names a window; Qwen2 and Qwen3 only with
     // use_sliding_window, from max_window_layers on (Hugging Face's rule, its default 28); Gemma 3
     // in all but every sliding_window_pattern-th layer (its default 6). layer_types, where a config
     // lists them, say which.
     boolean qwen = arch == Architecture.QWEN2 || arch == Architecture.QWEN3;
     int window = 0;
-    java.util.BitSet sliding = new java.util.BitSet(layers);
+    BitSet sliding = new BitSet(layers);
     if (arch == Architecture.MISTRAL || gemma || (qwen && root.path("use_sliding_window").asBoolean(false))) {
       window = slidingWindow(file, root.path("sliding_window"), qwen || gemma);
       if (window > 0 && root.has("layer_types")) {
@@ -318,6 +321,9 @@ public record ModelConfig(
         GenerationConfigFile.tokenIds(file, root.path("eos_token_id")),
         dtype(file, root.path("torch_dtype")));
   }
+
+  /** More layers than any published decoder has (Llama 3.1 405B: 126). */
+  private static final int MAX_LAYERS = 4096;
 
   /** Gemma 3 from 4B up (its text model is served; images are not). */
   static final String GEMMA3_MULTIMODAL = "Gemma3ForConditionalGeneration";
@@ -421,11 +427,11 @@ public record ModelConfig(
   }
 
   /** The layers {@code layer_types} lists as {@code sliding_attention} (the others: {@code full_attention}). */
-  private static java.util.BitSet slidingLayers(String file, JsonNode types, int layers) {
+  private static BitSet slidingLayers(String file, JsonNode types, int layers) {
     if (!types.isArray() || types.size() != layers) {
       throw new ModelFormatException(file + ": field 'layer_types' must list one type per layer (" + layers + "), was " + types);
     }
-    java.util.BitSet sliding = new java.util.BitSet(layers);
+    BitSet sliding = new BitSet(layers);
     for (int i = 0; i < layers; i++) {
       String type = types.get(i).asText();
       if (!type.equals("full_attention") && !type.equals("sliding_attention")) {

@@ -85,6 +85,11 @@ class ModelLoadingTest {
     e = assertThrows(ModelFormatException.class, () -> ModelConfig.read(m3)).getMessage();
     assertTrue(e.contains("num_key_value_heads"), e);
 
+    // Per-layer tables follow from the count: an absurd one is refused, not allocated.
+    editConfig(m3, c -> c.put("num_key_value_heads", 2).put("num_hidden_layers", 2_000_000_000));
+    e = assertThrows(ModelFormatException.class, () -> ModelConfig.read(m3)).getMessage();
+    assertTrue(e.contains("'num_hidden_layers' is 2000000000; at most 4096"), e);
+
     e = assertThrows(ModelFormatException.class, () -> ModelConfig.read(dir.resolve("nope"))).getMessage();
     assertTrue(e.contains("nope") && e.contains("does not exist"), e);
   }
