@@ -70,12 +70,17 @@ public final class ScalarBackend implements ComputeBackend {
     }
   }
 
+  /**
+   * The tanh formula itself; below 0, where 1 + tanh(u) cancels to nothing in double well before
+   * the value underflows a float, as 2e^{2u} / (1 + e^{2u}), the same number.
+   */
   @Override
   public void geluTanhMul(float[] gate, float[] up, int n) {
     for (int i = 0; i < n; i++) {
       double g = gate[i];
-      double gelu = 0.5 * g * (1 + Math.tanh(Math.sqrt(2 / Math.PI) * (g + 0.044715 * g * g * g)));
-      gate[i] = (float) (gelu * up[i]);
+      double u = Math.sqrt(2 / Math.PI) * (g + 0.044715 * g * g * g);
+      double onePlusTanh = u >= 0 ? 1 + Math.tanh(u) : 2 * Math.exp(2 * u) / (1 + Math.exp(2 * u));
+      gate[i] = (float) (0.5 * g * onePlusTanh * up[i]);
     }
   }
 
