@@ -23,6 +23,8 @@ cases=(
   "qwen3-f32 qwen3 31 f32"
   "qwen3-bf16 qwen3 32 bf16"
   "qwen3-f16 qwen3 33 f16"
+  "phi3-f32 phi3 61 f32"
+  "phi3-window-bf16 phi3-window 62 bf16"
   "gemma3-f32 gemma3 51 f32"
   "gemma3-bf16 gemma3 52 bf16"
   "gemma3-layer-types-f32 gemma3-layer-types 53 f32"

@@ -91,20 +91,20 @@ def rotate(x, pos, freqs):
 
 
 def layer_window(cfg, layer):
-    """Hugging Face's rule: Mistral slides in every layer with a sliding_window; Qwen2/Qwen3 only
+    """Hugging Face's rule: Mistral and Phi-3 slide in every layer with a sliding_window; Qwen2/Qwen3 only
     with use_sliding_window, in the layers from max_window_layers on; Gemma 3 in all but every
     sliding_window_pattern-th layer (or, for each, as layer_types lists)."""
     arch = cfg["architectures"][0]
     window = cfg.get("sliding_window")
     if arch in ("Qwen2ForCausalLM", "Qwen3ForCausalLM") and not cfg.get("use_sliding_window", False):
         return None
-    if arch not in ("MistralForCausalLM", "Qwen2ForCausalLM", "Qwen3ForCausalLM", GEMMA3) or not window:
+    if arch not in ("MistralForCausalLM", "Phi3ForCausalLM", "Qwen2ForCausalLM", "Qwen3ForCausalLM", GEMMA3) or not window:
         return None
     if "layer_types" in cfg:
         return window if cfg["layer_types"][layer] == "sliding_attention" else None
     if arch == GEMMA3:
         return window if (layer + 1) % cfg.get("sliding_window_pattern", 6) != 0 else None
-    if arch == "MistralForCausalLM":
+    if arch in ("MistralForCausalLM", "Phi3ForCausalLM"):
         return window
     return window if layer >= cfg.get("max_window_layers", 28) else None
 
@@ -139,9 +139,14 @@ def forward(cfg, w, tokens, dtype):
                 y = y + w[p + name + ".bias"]
             return y
 
-        q = proj("self_attn.q_proj", h).view(T, H, D).transpose(0, 1)
-        k = proj("self_attn.k_proj", h).view(T, KV, D).transpose(0, 1)
-        v = proj("self_attn.v_proj", h).view(T, KV, D).transpose(0, 1)
+        if arch == "Phi3ForCausalLM":  # q, k, v as consecutive rows of one qkv_proj
+            qkv = proj("self_attn.qkv_proj", h)
+            q, k, v = qkv[:, :H * D], qkv[:, H * D:(H + KV) * D], qkv[:, (H + KV) * D:]
+        else:
+            q, k, v = proj("self_attn.q_proj", h), proj("self_attn.k_proj", h), proj("self_attn.v_proj", h)
+        q = q.reshape(T, H, D).transpose(0, 1)
+        k = k.reshape(T, KV, D).transpose(0, 1)
+        v = v.reshape(T, KV, D).transpose(0, 1)
         if arch == "Qwen3ForCausalLM" or gemma:
             q = rms_norm(q, w[p + "self_attn.q_norm.weight"], eps, one)
             k = rms_norm(k, w[p + "self_attn.k_norm.weight"], eps, one)
@@ -156,8 +161,11 @@ def forward(cfg, w, tokens, dtype):
         else:
             x = x + o
             h = rms_norm(x, w[p + "post_attention_layernorm.weight"], eps)
-        g = h @ w[p + "mlp.gate_proj.weight"].T
-        u = h @ w[p + "mlp.up_proj.weight"].T
+        if arch == "Phi3ForCausalLM":  # gate then up, as the two halves of one gate_up_proj
+            g, u = (h @ w[p + "mlp.gate_up_proj.weight"].T).chunk(2, -1)
+        else:
+            g = h @ w[p + "mlp.gate_proj.weight"].T
+            u = h @ w[p + "mlp.up_proj.weight"].T
         if gemma:
             m = (torch.nn.functional.gelu(g, approximate="tanh") * u) @ w[p + "mlp.down_proj.weight"].T
             x = x + rms_norm(m, w[p + "post_feedforward_layernorm.weight"], eps, one)

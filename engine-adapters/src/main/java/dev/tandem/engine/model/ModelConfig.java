@@ -12,7 +12,8 @@ import java.util.Map;
 
 /**
  * The transformer's shape, read from a Hugging Face {@code config.json}: LlamaForCausalLM,
- * MistralForCausalLM, Qwen2ForCausalLM, Qwen3ForCausalLM (grouped-query attention, RoPE with
+ * MistralForCausalLM, Phi3ForCausalLM (Llama's with fused qkv and gate/up projections: Phi-3,
+ * Phi-4), Qwen2ForCausalLM, Qwen3ForCausalLM (grouped-query attention, RoPE with
  * optional Llama-3 or linear scaling, RMSNorm, SwiGLU, Qwen2's qkv bias, Qwen3's per-head q/k
  * RMSNorm, tied embeddings) and Gemma3ForCausalLM (Gemma 3's text model, also read from the {@code
  * text_config} of a Gemma3ForConditionalGeneration: see {@link Architecture#GEMMA3}).
@@ -66,6 +67,8 @@ public record ModelConfig(
   public enum Architecture {
     LLAMA("LlamaForCausalLM", "llama"),
     MISTRAL("MistralForCausalLM", "mistral"),
+    /** Llama's computation; q, k and v in one matrix ({@code qkv_proj}), gate and up in another ({@code gate_up_proj}). */
+    PHI3("Phi3ForCausalLM", "phi3"),
     QWEN2("Qwen2ForCausalLM", "qwen2"),
     QWEN3("Qwen3ForCausalLM", "qwen3"),
     /**
@@ -136,6 +139,11 @@ public record ModelConfig(
   /** Whether every layer slides (then no token attends to more than {@link #slidingWindow}). */
   public boolean everyLayerSlides() {
     return slidingWindow > 0 && slidingLayers.cardinality() == numLayers;
+  }
+
+  /** Phi-3's checkpoints hold q, k, v in one {@code qkv_proj} and gate, up in one {@code gate_up_proj}. */
+  public boolean fusedProjections() {
+    return architecture == Architecture.PHI3;
   }
 
   /** Gemma's RMSNorm weights are offsets: the norm multiplies by {@code 1 + w}. */
@@ -246,6 +254,10 @@ public record ModelConfig(
     if (gemma) {
       refuseGemmaVariants(file, root);
     }
+    if (root.hasNonNull("partial_rotary_factor") && root.get("partial_rotary_factor").asDouble() != 1.0) {
+      throw new ModelFormatException(file + ": field 'partial_rotary_factor' is " + root.get("partial_rotary_factor")
+          + "; only RoPE over the whole head (1.0) is supported");
+    }
     if (root.path("mlp_bias").asBoolean(false)) {
       throw new ModelFormatException(file + ": field 'mlp_bias' is true; MLP biases are not supported");
     }
@@ -272,14 +284,14 @@ public record ModelConfig(
     if (layers > MAX_LAYERS) { // per-layer tables follow (sliding layers, RoPE bases, weights)
       throw new ModelFormatException(file + ": field 'num_hidden_layers' is " + layers + "; at most " + MAX_LAYERS + " are supported");
     }
-    // Mistral slides in every layer where it names a window; Qwen2 and Qwen3 only with
+    // Mistral and Phi-3 slide in every layer where they name a window; Qwen2 and Qwen3 only with
     // use_sliding_window, from max_window_layers on (Hugging Face's rule, its default 28); Gemma 3
     // in all but every sliding_window_pattern-th layer (its default 6). layer_types, where a config
     // lists them, say which.
     boolean qwen = arch == Architecture.QWEN2 || arch == Architecture.QWEN3;
     int window = 0;
     BitSet sliding = new BitSet(layers);
-    if (arch == Architecture.MISTRAL || gemma || (qwen && root.path("use_sliding_window").asBoolean(false))) {
+    if (arch == Architecture.MISTRAL || arch == Architecture.PHI3 || gemma || (qwen && root.path("use_sliding_window").asBoolean(false))) {
       window = slidingWindow(file, root.path("sliding_window"), qwen || gemma);
       if (window > 0 && root.has("layer_types")) {
         sliding = slidingLayers(file, root.path("layer_types"), layers);

@@ -38,15 +38,34 @@ public final class ModelWeights implements AutoCloseable {
     this.embedding = t.matrix(m + "embed_tokens.weight", config.vocabSize(), hidden);
     this.layers = new LayerWeights[config.numLayers()];
     boolean gemma = config.sandwichNorms();
+    int qDim = config.qDim();
+    int kvDim = config.kvDim();
+    int inter = config.intermediateSize();
     for (int l = 0; l < layers.length; l++) {
       String p = m + "layers." + l + ".";
       boolean qkv = config.qkvBias();
+      WeightMatrix[] qkvProj; // q, k, v; Phi-3's as rows of its one qkv_proj
+      WeightMatrix[] gateUp; // gate, up; Phi-3's as rows of its one gate_up_proj
+      if (config.fusedProjections()) {
+        String fused = p + "self_attn.qkv_proj.weight";
+        int rows = qDim + 2 * kvDim;
+        qkvProj = new WeightMatrix[] {
+          t.rows(fused, rows, hidden, 0, qDim), t.rows(fused, rows, hidden, qDim, kvDim), t.rows(fused, rows, hidden, qDim + kvDim, kvDim)};
+        String mlp = p + "mlp.gate_up_proj.weight";
+        gateUp = new WeightMatrix[] {t.rows(mlp, 2 * inter, hidden, 0, inter), t.rows(mlp, 2 * inter, hidden, inter, inter)};
+      } else {
+        qkvProj = new WeightMatrix[] {
+          t.matrix(p + "self_attn.q_proj.weight", qDim, hidden),
+          t.matrix(p + "self_attn.k_proj.weight", kvDim, hidden),
+          t.matrix(p + "self_attn.v_proj.weight", kvDim, hidden)};
+        gateUp = new WeightMatrix[] {t.matrix(p + "mlp.gate_proj.weight", inter, hidden), t.matrix(p + "mlp.up_proj.weight", inter, hidden)};
+      }
       layers[l] =
           new LayerWeights(
               t.norm(p + "input_layernorm.weight", hidden),
-              t.matrix(p + "self_attn.q_proj.weight", config.qDim(), hidden),
-              t.matrix(p + "self_attn.k_proj.weight", config.kvDim(), hidden),
-              t.matrix(p + "self_attn.v_proj.weight", config.kvDim(), hidden),
+              qkvProj[0],
+              qkvProj[1],
+              qkvProj[2],
               qkv ? t.vector(p + "self_attn.q_proj.bias", config.qDim()) : null,
               qkv ? t.vector(p + "self_attn.k_proj.bias", config.kvDim()) : null,
               qkv ? t.vector(p + "self_attn.v_proj.bias", config.kvDim()) : null,
@@ -56,9 +75,9 @@ public final class ModelWeights implements AutoCloseable {
               config.outputBias() ? t.vector(p + "self_attn.o_proj.bias", hidden) : null,
               gemma ? t.norm(p + "post_attention_layernorm.weight", hidden) : null,
               t.norm(p + (gemma ? "pre_feedforward_layernorm.weight" : "post_attention_layernorm.weight"), hidden),
-              t.matrix(p + "mlp.gate_proj.weight", config.intermediateSize(), hidden),
-              t.matrix(p + "mlp.up_proj.weight", config.intermediateSize(), hidden),
-              t.matrix(p + "mlp.down_proj.weight", hidden, config.intermediateSize()),
+              gateUp[0],
+              gateUp[1],
+              t.matrix(p + "mlp.down_proj.weight", hidden, inter),
               gemma ? t.norm(p + "post_feedforward_layernorm.weight", hidden) : null);
     }
     this.finalNorm = t.norm(m + "norm.weight", hidden);
@@ -201,6 +220,14 @@ public final class ModelWeights implements AutoCloseable {
 
     float[] vector(String name, int n) {
       return get(name, n).toFloats();
+    }
+
+    /** Rows {@code [from, from + count)} of a fused matrix of {@code totalRows} rows, as a matrix of their own (no copy). */
+    WeightMatrix rows(String name, int totalRows, int cols, int from, int count) {
+      Tensor t = get(name, totalRows, cols);
+      long rowBytes = (long) cols * t.dtype().bytes();
+      return new WeightMatrix(name + "[" + from + ":" + (from + count) + "]", t.dtype(), count, cols,
+          t.data().asSlice(from * rowBytes, count * rowBytes));
     }
 
     /** An RMSNorm's weight as the factors the norm multiplies by (Gemma stores them less 1). */

@@ -135,9 +135,13 @@ public final class ModelGenerator {
       for (int l = 0; l < c.numLayers(); l++) {
         String p = "model.layers." + l + ".";
         w.add(p + "input_layernorm.weight", dtype, ones(p + "in"), h);
-        w.add(p + "self_attn.q_proj.weight", dtype, normal(p + "q", std), c.qDim(), h);
-        w.add(p + "self_attn.k_proj.weight", dtype, normal(p + "k", std), c.kvDim(), h);
-        w.add(p + "self_attn.v_proj.weight", dtype, normal(p + "v", std), c.kvDim(), h);
+        if (c.fusedProjections()) {
+          w.add(p + "self_attn.qkv_proj.weight", dtype, normal(p + "qkv", std), c.qDim() + 2 * c.kvDim(), h);
+        } else {
+          w.add(p + "self_attn.q_proj.weight", dtype, normal(p + "q", std), c.qDim(), h);
+          w.add(p + "self_attn.k_proj.weight", dtype, normal(p + "k", std), c.kvDim(), h);
+          w.add(p + "self_attn.v_proj.weight", dtype, normal(p + "v", std), c.kvDim(), h);
+        }
         if (c.qkvBias()) {
           w.add(p + "self_attn.q_proj.bias", dtype, normal(p + "qb", std), c.qDim());
           w.add(p + "self_attn.k_proj.bias", dtype, normal(p + "kb", std), c.kvDim());
@@ -156,8 +160,12 @@ public final class ModelGenerator {
           w.add(p + "pre_feedforward_layernorm.weight", dtype, ones(p + "preff"), h);
           w.add(p + "post_feedforward_layernorm.weight", dtype, ones(p + "postff"), h);
         }
-        w.add(p + "mlp.gate_proj.weight", dtype, normal(p + "gate", std), c.intermediateSize(), h);
-        w.add(p + "mlp.up_proj.weight", dtype, normal(p + "up", std), c.intermediateSize(), h);
+        if (c.fusedProjections()) {
+          w.add(p + "mlp.gate_up_proj.weight", dtype, normal(p + "gateup", std), 2 * c.intermediateSize(), h);
+        } else {
+          w.add(p + "mlp.gate_proj.weight", dtype, normal(p + "gate", std), c.intermediateSize(), h);
+          w.add(p + "mlp.up_proj.weight", dtype, normal(p + "up", std), c.intermediateSize(), h);
+        }
         w.add(p + "mlp.down_proj.weight", dtype, normal(p + "down", std), h, c.intermediateSize());
       }
       w.add("model.norm.weight", dtype, ones("norm"), h);

@@ -17,6 +17,7 @@ class EmulatedReferenceLogitsTest extends ReferenceLogitsTest {
     return Stream.of(
         Arguments.of("llama-bf16", "cuda-emulated", DType.BF16),
         Arguments.of("qwen2-f32", "cuda-emulated", DType.F32),
+        Arguments.of("phi3-f32", "cuda-emulated", DType.F32),
         Arguments.of("qwen3-f16", "cuda-emulated", DType.F16));
   }
 }

@@ -30,7 +30,8 @@ import org.junit.jupiter.params.provider.MethodSource;
 
 /**
  * The engine's logits against an independent PyTorch implementation (src/test/python/
- * reference_logits.py): for Llama (with Llama-3 RoPE scaling), Mistral (with a sliding window), Gemma 3
+ * reference_logits.py): for Llama (with Llama-3 RoPE scaling), Mistral (with a sliding window), Phi-3
+ * (fused qkv and gate/up projections), Gemma 3
  * (sliding and full layers with their own RoPE bases, GeGLU, its extra norms, a logit cap), Qwen2
  * (qkv bias) and Qwen3 (q/k norm, tied embeddings) in f32, bf16 and f16, after the prompt and after
  * each of 20 greedy decode steps; alone, chunked, and batched with a second prompt that reuses the first one's cached prefix
@@ -51,7 +52,7 @@ class ReferenceLogitsTest {
   /** The cases (fixture, backend, KV dtype); a subclass's own {@code fixtures()} replaces them. */
   static Stream<Arguments> fixtures() {
     List<Arguments> all = new ArrayList<>();
-    for (String name : List.of("llama-f32", "llama-bf16", "mistral-f32", "mistral-bf16", "mistral-window-f32", "mistral-window-bf16", "qwen2-f32", "qwen2-window-f32", "qwen3-f32", "qwen3-bf16", "qwen3-f16", "gemma3-f32", "gemma3-bf16", "gemma3-layer-types-f32")) {
+    for (String name : List.of("llama-f32", "llama-bf16", "mistral-f32", "mistral-bf16", "mistral-window-f32", "mistral-window-bf16", "phi3-f32", "phi3-window-bf16", "qwen2-f32", "qwen2-window-f32", "qwen3-f32", "qwen3-bf16", "qwen3-f16", "gemma3-f32", "gemma3-bf16", "gemma3-layer-types-f32")) {
       for (String backend : List.of("cpu", "scalar", "cuda")) {
         if ((name.contains("-window") || name.startsWith("gemma3")) && backend.equals("cuda")) {
           continue; // a GPU serves a windowed model only within its window, and no Gemma (CudaEngineTest)

@@ -152,6 +152,33 @@ class ModelLoadingTest {
     assertTrue(e.contains("'max_window_layers' must be a non-negative integer"), e);
   }
 
+  /** Phi-3 and Phi-4 hold q, k, v in one matrix and gate, up in another: read as row ranges of them. */
+  @Test
+  void phi3sFusedProjectionsAreReadAsRowsAndItsOddsAndEndsChecked() throws Exception {
+    ObjectNode phi = ModelGenerator.config("Phi3ForCausalLM", "phi3", 32, 48, 2, 4, 2, 8, 64, false).put("sliding_window", 2047);
+    Path p = write(phi, 0);
+    ModelConfig c = ModelConfig.read(p);
+    assertEquals(ModelConfig.Architecture.PHI3, c.architecture());
+    assertTrue(c.everyLayerSlides() && c.windowOf(1) == 2047, "Phi-3-mini-4k's window, in every layer");
+    try (ModelWeights w = ModelWeights.load(p, c)) {
+      LayerWeights l = w.layer(1);
+      assertEquals(32, l.q().rows());
+      assertEquals(16, l.k().rows());
+      assertEquals(16, l.v().rows());
+      assertEquals(48, l.gate().rows());
+      assertEquals(48, l.up().rows());
+      // k and v follow q in the fused matrix, up follows gate: views of its rows, not copies.
+      assertTrue(l.v().data().address() - l.q().data().address() == (32L + 16) * 32 * DType.BF16.bytes(), "rows in place, after q and k");
+      assertTrue(l.up().data().address() - l.gate().data().address() == 48L * 32 * DType.BF16.bytes());
+    }
+    editConfig(p, n -> n.put("num_key_value_heads", 4)); // qkv_proj now 64 rows short
+    String e = loadError(p);
+    assertTrue(e.contains("model.safetensors") && e.contains("self_attn.qkv_proj.weight") && e.contains("[64, 32]"), e);
+    editConfig(p, n -> n.put("num_key_value_heads", 2).put("partial_rotary_factor", 0.75)); // Phi-4-mini's
+    e = assertThrows(ModelFormatException.class, () -> ModelConfig.read(p)).getMessage();
+    assertTrue(e.contains("config.json") && e.contains("'partial_rotary_factor' is 0.75"), e);
+  }
+
   /** google/gemma-3-1b-it's config.json as published (its tokenizer's special ids aside). */
   @Test
   void gemma3IsReadWithItsSlidingLayersRopeBasesAndDefaults() throws Exception {
