@@ -344,29 +344,20 @@ public record ModelConfig(
    * Gemma3TextConfig's defaults (transformers' configuration_gemma3.py) for the fields a config.json
    * leaves out: Gemma 3 4B's {@code text_config} names only its width, depth, window and RoPE scaling.
    */
+  private static final Map<String, Object> GEMMA3_DEFAULTS = Map.ofEntries(
+      Map.entry("vocab_size", 262_208), Map.entry("hidden_size", 2304), Map.entry("intermediate_size", 9216),
+      Map.entry("num_hidden_layers", 26), Map.entry("num_attention_heads", 8), Map.entry("num_key_value_heads", 4),
+      Map.entry("head_dim", 256), Map.entry("max_position_embeddings", 131_072), Map.entry("rope_theta", 1_000_000.0),
+      Map.entry("query_pre_attn_scalar", 256), Map.entry("sliding_window", 4096), Map.entry("sliding_window_pattern", 6),
+      Map.entry("rope_local_base_freq", 10_000.0), Map.entry("tie_word_embeddings", true), Map.entry("eos_token_id", 1));
+
   private static JsonNode withGemma3Defaults(ObjectNode config) {
     ObjectNode c = config.deepCopy();
-    Map<String, Object> defaults = new java.util.LinkedHashMap<>();
-    defaults.put("vocab_size", 262_208);
-    defaults.put("hidden_size", 2304);
-    defaults.put("intermediate_size", 9216);
-    defaults.put("num_hidden_layers", 26);
-    defaults.put("num_attention_heads", 8);
-    defaults.put("num_key_value_heads", 4);
-    defaults.put("head_dim", 256);
-    defaults.put("max_position_embeddings", 131_072);
-    defaults.put("rope_theta", 1_000_000.0);
-    defaults.put("query_pre_attn_scalar", 256);
-    defaults.put("sliding_window", 4096);
-    defaults.put("sliding_window_pattern", 6);
-    defaults.put("rope_local_base_freq", 10_000.0);
-    defaults.put("tie_word_embeddings", true);
-    defaults.put("eos_token_id", 1);
-    for (var d : defaults.entrySet()) {
-      if (!c.has(d.getKey())) {
-        c.set(d.getKey(), new ObjectMapper().valueToTree(d.getValue()));
+    GEMMA3_DEFAULTS.forEach((field, value) -> {
+      if (!c.has(field)) {
+        c.set(field, new ObjectMapper().valueToTree(value));
       }
-    }
+    });
     return c;
   }
 
