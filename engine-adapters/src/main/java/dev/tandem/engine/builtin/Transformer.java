@@ -9,10 +9,10 @@ import dev.tandem.engine.model.ModelWeights;
 import java.util.List;
 
 /**
- * The forward pass of a Llama / Mistral / Qwen2 / Qwen3 / Gemma 3 decoder over a batch of sequences, each running some
- * tokens at some positions (a prefill chunk or one decode token). KV of the new tokens are written
- * into each sequence's blocks of the {@link PagedKvCache}; attention reads everything before them
- * from there, so a cached prefix is simply blocks already present.
+ * The forward pass of a Llama / Mistral / Phi-3 / Qwen2 / Qwen3 / Gemma 3 decoder over a batch of
+ * sequences, each running some tokens at some positions (a prefill chunk or one decode token). KV
+ * of the new tokens are written into each sequence's blocks of the {@link PagedKvCache}; attention
+ * reads everything before them from there, so a cached prefix is simply blocks already present.
  *
  * <p>Threading: owned by the engine thread; buffers are reused between calls.
  */

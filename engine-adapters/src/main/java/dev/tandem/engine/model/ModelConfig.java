@@ -325,7 +325,7 @@ public record ModelConfig(
         sliding,
         gemma ? f.positiveDouble("rope_local_base_freq", Double.NaN) : 0,
         gemma ? f.positiveDouble("query_pre_attn_scalar", Double.NaN) : headDim,
-        f.positiveDouble("final_logit_softcapping", 0),
+        gemma ? f.positiveDouble("final_logit_softcapping", 0) : 0,
         root.path("tie_word_embeddings").asBoolean(false),
         arch == Architecture.QWEN2 || attentionBias,
         arch != Architecture.QWEN2 && attentionBias,
