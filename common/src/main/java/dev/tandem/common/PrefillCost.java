@@ -7,13 +7,57 @@ package dev.tandem.common;
  * perContextToken} seconds for every earlier token each one attends to (attention's cost grows
  * with the prompt; here a 3,500-token prompt ran 3.7× slower per token than a 256-token one).
  * Fitted by least squares over the engine's recent prefill steps. Zero means not measured yet.
+ *
+ * <p>{@code attention} says how far back the model's layers look: a sliding layer's tokens attend
+ * to at most its window, so in a model whose layers slide (Mistral v0.1; 22 of Gemma 3 1B's 26) a
+ * long prompt's attention grows only in its full layers. Earlier tokens attended to are counted as
+ * the mean over the layers, the same way where the cost is fitted and where it is used.
  */
-public record PrefillCost(double perToken, double perContextToken, double perStep) {
+public record PrefillCost(double perToken, double perContextToken, double perStep, Attention attention) {
   public static final PrefillCost UNKNOWN = new PrefillCost(0, 0, 0);
+
+  /**
+   * How far back a model's layers attend: {@code window} positions (itself included) in the
+   * {@code slidingShare} of its layers that slide, every earlier position in the rest.
+   */
+  public record Attention(int window, double slidingShare) {
+    public static final Attention FULL = new Attention(0, 0);
+
+    public Attention {
+      if (window < 0 || !(slidingShare >= 0 && slidingShare <= 1)) {
+        throw new IllegalArgumentException("attention window " + window + " over a share " + slidingShare + " of the layers");
+      }
+      if (window == 0) {
+        slidingShare = 0;
+      }
+    }
+
+    /**
+     * Earlier tokens that prompt tokens {@code [computed, computed + n)} attend to, summed, as the
+     * mean over the layers.
+     */
+    public double attended(long computed, int n) {
+      double full = n * (computed + (n - 1) / 2.0);
+      return slidingShare == 0 ? full : (1 - slidingShare) * full + slidingShare * attendedTokens(computed, n, window);
+    }
+  }
+
+  public PrefillCost {
+    java.util.Objects.requireNonNull(attention, "attention");
+  }
+
+  /** Every layer attending in full. */
+  public PrefillCost(double perToken, double perContextToken, double perStep) {
+    this(perToken, perContextToken, perStep, Attention.FULL);
+  }
 
   /** Without a per-step part. */
   public PrefillCost(double perToken, double perContextToken) {
     this(perToken, perContextToken, 0);
+  }
+
+  public PrefillCost withAttention(Attention attention) {
+    return new PrefillCost(perToken, perContextToken, perStep, attention);
   }
 
   public boolean known() {
@@ -22,7 +66,29 @@ public record PrefillCost(double perToken, double perContextToken, double perSte
 
   /** Seconds to prefill {@code tokens} new tokens after {@code cached} already-cached ones, in one step. */
   public double seconds(long tokens, long cached) {
-    return tokens <= 0 ? 0 : perStep + tokens * (perToken + perContextToken * (cached + tokens / 2.0));
+    if (tokens <= 0) {
+      return 0;
+    }
+    if (attention.slidingShare() == 0) {
+      return perStep + tokens * (perToken + perContextToken * (cached + tokens / 2.0));
+    }
+    return perStep + tokens * perToken + perContextToken * attention.attended(cached, (int) Math.min(tokens, Integer.MAX_VALUE));
+  }
+
+  /**
+   * Earlier tokens that prompt tokens {@code [computed, computed + n)} attend to, summed: position
+   * p attends to p of them, or {@code window − 1} under a sliding window (0: none).
+   */
+  public static double attendedTokens(long computed, int n, int window) {
+    long last = computed + n - 1;
+    if (window <= 0 || last < window) {
+      return n * (computed + (n - 1) / 2.0);
+    }
+    long cap = window - 1;
+    if (computed >= cap) {
+      return (double) n * cap;
+    }
+    return (computed + cap) * (cap - computed + 1) / 2.0 + (double) (last - cap) * cap; // growing, then capped
   }
 
   /** Prompt tokens per second for a prompt of {@code tokens} with nothing cached. */
@@ -41,7 +107,7 @@ public record PrefillCost(double perToken, double perContextToken, double perSte
     for (boolean[] use : tries) { // {perStep, perToken, perContextToken}
       double[] c = leastSquares(use, tokens, context, seconds, n);
       if (c != null && c[1] > 0 && c[0] >= 0 && c[2] >= 0) {
-        return new PrefillCost(c[1], c[2], c[0]);
+        return new PrefillCost(c[1], c[2], c[0]); // the caller knows the model's attention
       }
     }
     return UNKNOWN;

@@ -28,6 +28,11 @@ public final class LoadOrder {
   private double minPerToken = Double.NaN;
   private double minPerContextToken = Double.NaN;
   private double minPerStep = Double.NaN;
+  // The shortest sliding window among ordered workers (0: none slides) and the largest share of
+  // sliding layers. A model's, so the same at every report: a worker leaving does not refresh them,
+  // which leaves at worst a looser floor (still no more than any worker's) until the next refresh.
+  private int minWindow;
+  private double maxSlidingShare;
   private boolean minimaStale;
 
   /** One worker's place: its load and key (NaN: the cost has none for it), and a tie-breaking serial. */
@@ -120,6 +125,15 @@ public final class LoadOrder {
     return minPerStep;
   }
 
+  /**
+   * An attention that attends to no more than any ordered worker's does: the shortest window over
+   * the largest share of sliding layers (every layer in full where none slides).
+   */
+  dev.tandem.common.PrefillCost.Attention leastAttention() {
+    refreshMinima();
+    return minWindow == 0 ? dev.tandem.common.PrefillCost.Attention.FULL : new dev.tandem.common.PrefillCost.Attention(minWindow, maxSlidingShare);
+  }
+
   private void refreshMinima() {
     if (!minimaStale) {
       return;
@@ -127,6 +141,8 @@ public final class LoadOrder {
     minPerToken = Double.NaN;
     minPerContextToken = Double.NaN;
     minPerStep = Double.NaN;
+    minWindow = 0;
+    maxSlidingShare = 0;
     for (Entry e : ordered) {
       include(e.load());
     }
@@ -138,6 +154,10 @@ public final class LoadOrder {
     minPerToken = Double.isNaN(minPerToken) ? c.perToken() : Math.min(minPerToken, c.perToken());
     minPerContextToken = Double.isNaN(minPerContextToken) ? c.perContextToken() : Math.min(minPerContextToken, c.perContextToken());
     minPerStep = Double.isNaN(minPerStep) ? c.perStep() : Math.min(minPerStep, c.perStep());
+    if (c.attention().window() > 0) {
+      minWindow = minWindow == 0 ? c.attention().window() : Math.min(minWindow, c.attention().window());
+      maxSlidingShare = Math.max(maxSlidingShare, c.attention().slidingShare());
+    }
   }
 
   /** The ordered workers' loads and keys, smallest key first. */

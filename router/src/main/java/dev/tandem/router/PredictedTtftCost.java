@@ -112,10 +112,11 @@ public record PredictedTtftCost(double itlTargetSeconds, double evictionWeight, 
         return breakdown(request, load, overlap, cachedBlocks, fallback(load)).stall();
       }
 
-      /** This prompt's prefill at the fleet's least cost per token and per attended token. */
+      /** This prompt's prefill at the fleet's least cost per token and per attended token, over its least attention. */
       @Override
       public double loadKeyFloor(LoadOrder order) {
-        return new PrefillCost(order.minPerToken(), order.minPerContextToken(), order.minPerStep()).seconds(request.promptTokens(), 0);
+        return new PrefillCost(order.minPerToken(), order.minPerContextToken(), order.minPerStep(), order.leastAttention())
+            .seconds(request.promptTokens(), 0);
       }
 
       /** The queue and this prompt's prefill; the decode, eviction and stall terms are never negative. */

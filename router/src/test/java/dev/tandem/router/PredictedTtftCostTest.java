@@ -35,6 +35,33 @@ class PredictedTtftCostTest {
     return COST.breakdown(request(320), l, o, 0, PredictedTtftCost.NOMINAL).total();
   }
 
+  /**
+   * A model whose layers mostly slide (Gemma 3 1B: 22 of 26 over 512 positions) is priced by what
+   * its layers attend to: a long prompt costs far less attention than on a model with the same fit
+   * in full, and the order's floor stays under every worker's price.
+   */
+  @Test
+  void aSlidingWindowModelIsPricedByWhatItsLayersAttendTo() {
+    PrefillCost fit = new PrefillCost(50e-6, 2e-9, 0);
+    PrefillCost.Attention gemma = new PrefillCost.Attention(512, 22.0 / 26);
+    RoutingRequest longPrompt = request(8192);
+    WorkerLoad full = load("full", fit, 0, 0, 0);
+    WorkerLoad sliding = load("sliding", fit.withAttention(gemma), 0, 0, 0);
+    double fullSeconds = COST.breakdown(longPrompt, full, Overlap.NONE, 0, PredictedTtftCost.NOMINAL).prefill();
+    double slidingSeconds = COST.breakdown(longPrompt, sliding, Overlap.NONE, 0, PredictedTtftCost.NOMINAL).prefill();
+    assertEquals(8192 * 50e-6 + 2e-9 * 8192 * 8192 / 2, fullSeconds, 1e-9);
+    assertEquals(8192 * 50e-6 + 2e-9 * gemma.attended(0, 8192), slidingSeconds, 1e-9);
+    LoadOrder order = new LoadOrder(COST, 16);
+    order.put(sliding);
+    order.put(load("other", new PrefillCost(60e-6, 3e-9, 0).withAttention(new PrefillCost.Attention(1024, 0.5)), 0, 0, 0));
+    double floor = new PrefillCost(order.minPerToken(), order.minPerContextToken(), order.minPerStep(), order.leastAttention())
+        .seconds(8192, 0);
+    assertEquals(new PrefillCost.Attention(512, 22.0 / 26), order.leastAttention());
+    assertTrue(floor <= slidingSeconds + 1e-12, floor + " over " + slidingSeconds);
+    order.put(full);
+    assertEquals(new PrefillCost.Attention(512, 22.0 / 26), order.leastAttention(), "a worker in full does not raise the bound");
+  }
+
   @Test
   void anIdleWorkerCostsItsPrefillAlone() {
     // 320 tokens, nothing cached, nothing queued, nothing decoding: 320 × 100 µs.

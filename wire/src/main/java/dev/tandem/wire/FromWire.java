@@ -182,11 +182,17 @@ public final class FromWire {
         r.getKvBlocksUsed(),
         r.getKvBlocksTotal(),
         r.getLastEventId(),
-        new PrefillCost(r.getPrefillSPerToken(), r.getPrefillSPerContextToken(), r.getPrefillSPerStep()),
+        new PrefillCost(r.getPrefillSPerToken(), r.getPrefillSPerContextToken(), r.getPrefillSPerStep(),
+            attention(r.getPrefillAttentionWindow(), r.getPrefillSlidingLayerShare())),
         r.getRemotePrefillFallbacks(),
         r.getStepS(),
         r.getDraining(),
         r.getStepRunningS());
+  }
+
+  /** A worker's attention as reported; out of range (a window past an int, a share outside [0, 1]): every layer in full. */
+  private static PrefillCost.Attention attention(int window, double share) {
+    return window > 0 && share >= 0 && share <= 1 ? new PrefillCost.Attention(window, share) : PrefillCost.Attention.FULL;
   }
 
   public static ModelCard modelCard(dev.tandem.proto.worker.v1.ModelCard c) {

@@ -204,6 +204,8 @@ public final class ToWire {
         .setPrefillSPerToken(r.prefillCost().perToken())
         .setPrefillSPerContextToken(r.prefillCost().perContextToken())
         .setPrefillSPerStep(r.prefillCost().perStep())
+        .setPrefillAttentionWindow(r.prefillCost().attention().window())
+        .setPrefillSlidingLayerShare(r.prefillCost().attention().slidingShare())
         .setRemotePrefillFallbacks(r.remotePrefillFallbacks())
         .setStepS(r.stepSeconds())
         .setDraining(r.draining())

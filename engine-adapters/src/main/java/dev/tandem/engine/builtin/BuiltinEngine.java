@@ -5,6 +5,7 @@ import dev.tandem.engine.EngineInfo;
 import dev.tandem.engine.EngineRequest;
 import dev.tandem.engine.KvHandoff;
 import dev.tandem.engine.RequestOutput;
+import dev.tandem.common.PrefillCost;
 import dev.tandem.engine.compute.ComputeBackend;
 import dev.tandem.engine.compute.ComputeBackends;
 import dev.tandem.engine.cuda.CudaBackend;
@@ -126,8 +127,10 @@ public final class BuiltinEngine extends SchedulingEngine implements KvHandoff {
   }
 
   @Override
-  protected int attentionWindow() {
-    return weights.config().everyLayerSlides() ? weights.config().slidingWindow() : 0; // mixed layers: counted in full
+  protected PrefillCost.Attention attention() {
+    ModelConfig m = weights.config();
+    return m.slidingWindow() == 0 ? PrefillCost.Attention.FULL
+        : new PrefillCost.Attention(m.slidingWindow(), (double) m.slidingLayers().cardinality() / m.numLayers());
   }
 
   /**

@@ -64,7 +64,7 @@ public abstract class SchedulingEngine implements Engine {
       totalTokens += n;
       if (seq.computedTokens() < seq.promptLength()) {
         prefillTokens += n;
-        prefillContext += attendedTokens(seq.computedTokens(), n, attentionWindow());
+        prefillContext += attention().attended(seq.computedTokens(), n);
       }
     }
     long started = System.nanoTime();
@@ -73,31 +73,15 @@ public abstract class SchedulingEngine implements Engine {
     return outputs;
   }
 
-  /** The model's sliding window (each token attends to at most this many, itself included); 0 for none. */
-  protected int attentionWindow() {
-    return 0;
+  /** How far back the model's layers attend (its sliding window and the share of layers that slide). */
+  protected PrefillCost.Attention attention() {
+    return PrefillCost.Attention.FULL;
   }
 
-  /**
-   * Earlier tokens that prompt tokens {@code [computed, computed + n)} attend to, summed: position p
-   * attends to p of them, or {@code window − 1} under a sliding window.
-   */
-  static double attendedTokens(long computed, int n, int window) {
-    long last = computed + n - 1;
-    if (window <= 0 || last < window) {
-      return n * (computed + (n - 1) / 2.0);
-    }
-    long cap = window - 1;
-    if (computed >= cap) {
-      return (double) n * cap;
-    }
-    return (computed + cap) * (cap - computed + 1) / 2.0 + (double) (last - cap) * cap; // growing, then capped
-  }
-
-  /** The prefill cost fitted over this engine's recent prefill steps (their wall time). */
+  /** The prefill cost fitted over this engine's recent prefill steps (their wall time), with the model's attention. */
   @Override
   public PrefillCost prefillCost() {
-    return prefillFit.cost();
+    return prefillFit.cost().withAttention(attention());
   }
 
   /** Forgets the prefill steps measured so far (a warm-up's first, not yet compiled, round). */

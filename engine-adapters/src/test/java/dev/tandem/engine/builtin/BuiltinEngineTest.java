@@ -65,6 +65,9 @@ class BuiltinEngineTest {
     try (BuiltinEngine w = BuiltinEngine.open(BuiltinConfig.of(windowed).withCompute("cpu", 2));
         BuiltinEngine f = BuiltinEngine.open(BuiltinConfig.of(full).withCompute("cpu", 2))) {
       assertEquals(c.get("max_position_embeddings").asInt(), w.info().maxContextLength());
+      // Its prefill cost counts attended tokens as the layers attend, and says so to the router.
+      assertEquals(new dev.tandem.common.PrefillCost.Attention(40, 1), w.prefillCost().attention());
+      assertEquals(dev.tandem.common.PrefillCost.Attention.FULL, f.prefillCost().attention());
       int[] inside = prompt(30, 1); // 30 + 10 tokens: every position within the window
       assertEquals(runToCompletionOf(f, greedy("f", inside, 10)), runToCompletionOf(w, greedy("w", inside, 10)));
       int[] past = prompt(120, 2);
