@@ -20,11 +20,12 @@ import java.util.List;
 import java.util.Map;
 
 /**
- * Writes a Llama or Gemma 3 model directory as a GGUF v3 file that llama.cpp loads, holding the
- * same weights in the same element type: what llama.cpp's own convert_hf_to_gguf.py does for
+ * Writes a Llama, Phi-3 or Gemma 3 model directory as a GGUF v3 file that llama.cpp loads, holding
+ * the same weights in the same element type: what llama.cpp's own convert_hf_to_gguf.py does for
  * LlamaForCausalLM, including its reordering of q and k rows (llama.cpp rotates adjacent pairs for
- * Llama, Hugging Face rotates halves), and for Gemma3ForCausalLM (rotating halves, no reordering;
- * norm weights as the factors 1 + w), with the byte-level BPE tokenizer from tokenizer.json.
+ * Llama, Hugging Face rotates halves), for Phi3ForCausalLM (fused qkv and gate/up, halves, no
+ * reordering) and for Gemma3ForCausalLM (halves; norm weights as the factors 1 + w), with the
+ * byte-level BPE tokenizer from tokenizer.json.
  *
  * <p>Facts from the GGUF specification (ggml's docs/gguf.md): little-endian; magic "GGUF", version
  * 3; metadata key/values; tensor infos with dimensions innermost first; data aligned to 32 bytes.
@@ -43,9 +44,13 @@ public final class GgufExport {
   public static void write(Path modelDir, Path out) throws IOException {
     ModelConfig c = ModelConfig.read(modelDir);
     boolean gemma = c.architecture() == ModelConfig.Architecture.GEMMA3;
-    if ((c.architecture() != ModelConfig.Architecture.LLAMA && !gemma) || c.qkvBias()) {
-      throw new IllegalArgumentException(
-          modelDir + ": GGUF export supports LlamaForCausalLM without biases and Gemma3ForCausalLM, not " + c.architecture().hfName);
+    boolean phi3 = c.architecture() == ModelConfig.Architecture.PHI3;
+    if ((c.architecture() != ModelConfig.Architecture.LLAMA && !gemma && !phi3) || c.qkvBias()) {
+      throw new IllegalArgumentException(modelDir + ": GGUF export supports LlamaForCausalLM without biases, Phi3ForCausalLM and"
+          + " Gemma3ForCausalLM, not " + c.architecture().hfName);
+    }
+    if (phi3 && c.qDim() != c.hiddenSize()) {
+      throw new IllegalArgumentException(modelDir + ": llama.cpp's Phi-3 needs heads × head_dim = hidden_size");
     }
     if (gemma) {
       checkGemmaLayout(modelDir, c);
@@ -126,6 +131,14 @@ public final class GgufExport {
       var lw = w.layer(l);
       String p = "blk." + l + ".";
       t.add(vector(p + "attn_norm.weight", lw.inputNorm()));
+      if (c.fusedProjections()) { // Phi-3: llama.cpp reads the fused matrices, halves rotated as Hugging Face does
+        t.add(rows(p + "attn_qkv.weight", lw.q(), lw.k(), lw.v()));
+        t.add(matrix(p + "attn_output.weight", lw.o(), null));
+        t.add(vector(p + "ffn_norm.weight", lw.mlpNorm()));
+        t.add(rows(p + "ffn_up.weight", lw.gate(), lw.up()));
+        t.add(matrix(p + "ffn_down.weight", lw.down(), null));
+        continue;
+      }
       t.add(matrix(p + "attn_q.weight", lw.q(), gemma ? null : ropeRowOrder(c.numHeads(), c.headDim())));
       t.add(matrix(p + "attn_k.weight", lw.k(), gemma ? null : ropeRowOrder(c.numKvHeads(), c.headDim())));
       t.add(matrix(p + "attn_v.weight", lw.v(), null));
@@ -181,6 +194,23 @@ public final class GgufExport {
         int src = rowOrder == null ? r : rowOrder[r];
         MemorySegment.copy(data, ValueLayout.JAVA_BYTE, src * rowBytes, row, 0, row.length);
         out.bytes(row);
+      }
+    });
+  }
+
+  /** Matrices of one width and element type written as one, their rows one after the other. */
+  private static TensorOut rows(String name, dev.tandem.engine.compute.WeightMatrix... parts) {
+    var first = parts[0];
+    long rows = 0;
+    for (var m : parts) {
+      if (m.cols() != first.cols() || m.dtype() != first.dtype()) {
+        throw new IllegalArgumentException(name + ": parts of different widths or types");
+      }
+      rows += m.rows();
+    }
+    return new TensorOut(name, new long[] {first.cols(), rows}, matrix(name, first, null).ggmlType(), first.dtype().bytes(), out -> {
+      for (var m : parts) {
+        matrix(name, m, null).writer().write(out);
       }
     });
   }
@@ -251,7 +281,11 @@ public final class GgufExport {
 
   private static Metadata metadata(Path dir, ModelConfig c, ModelWeights w) throws IOException {
     Metadata m = new Metadata();
-    String arch = c.architecture() == ModelConfig.Architecture.GEMMA3 ? "gemma3" : "llama";
+    String arch = switch (c.architecture()) {
+      case GEMMA3 -> "gemma3";
+      case PHI3 -> "phi3";
+      default -> "llama";
+    };
     m.string("general.architecture", arch);
     m.string("general.name", dir.getFileName().toString());
     m.u32("general.alignment", ALIGNMENT);
@@ -274,6 +308,8 @@ public final class GgufExport {
     m.u32(arch + ".vocab_size", c.vocabSize());
     if (c.slidingWindow() > 0) {
       m.u32(arch + ".attention.sliding_window", c.slidingWindow());
+    } else if (c.fusedProjections()) { // llama.cpp refuses a Phi-3 without one: a window the length of the context is none
+      m.u32(arch + ".attention.sliding_window", c.maxPositionEmbeddings());
     }
     if (!c.ropeScaling().type().equals("default")) {
       throw new IllegalArgumentException(dir + ": GGUF export does not write rope_scaling yet");

@@ -1,23 +1,25 @@
 #!/usr/bin/env bash
-# Gemma 3 on the built-in engine against llama.cpp, an independent implementation, on the same
-# weights: a Gemma3ForCausalLM written by `tandem model create` (benchmarks/configs/gemma3-crosscheck.json:
-# 12 layers, every sixth full, the others sliding over 16 positions, f32 weights) and exported to
-# GGUF; the greedy continuation of each prompt below by llama.cpp (dev.tandem.comparison.LlamaCppGreedy)
-# and by `tandem serve` over /v1/completions, compared text for text. Prompts run past the window, so
-# both the sliding and the full layers' RoPE bases matter. Prints MATCH or DIFF per prompt; exits 1
-# on any DIFF.
-#   benchmarks/scripts/gemma3_vs_llamacpp.sh [out-dir]     (TOKENS=40 PORT=8129)
+# The built-in engine against llama.cpp, an independent implementation, on the same weights: a
+# model written by `tandem model create` from CONFIG (f32 weights) and exported to GGUF; the greedy
+# continuation of each prompt below by llama.cpp (dev.tandem.comparison.LlamaCppGreedy) and by
+# `tandem serve` over /v1/completions, compared text for text. Prints MATCH or DIFF per prompt;
+# exits 1 on any DIFF. Configs: benchmarks/configs/gemma3-crosscheck.json (the default: Gemma 3, 12
+# layers, every sixth full, the others sliding over 16 positions, so that the prompts run past the
+# window and both RoPE bases matter) and phi3-crosscheck.json (Phi-3's fused projections; no window,
+# which llama.cpp does not apply to Phi-3).
+#   benchmarks/scripts/greedy_vs_llamacpp.sh [out-dir]     (CONFIG=benchmarks/configs/gemma3-crosscheck.json TOKENS=40 PORT=8129)
 set -euo pipefail
 cd "$(dirname "$0")/../.."
 export JAVA_HOME="${JAVA_HOME:-/usr/lib/jvm/temurin-25-jdk-amd64}"
-out="${1:-/tmp/tandem-gemma3-vs-llamacpp}"
+out="${1:-/tmp/tandem-greedy-vs-llamacpp}"
+config="${CONFIG:-benchmarks/configs/gemma3-crosscheck.json}"
 tokens="${TOKENS:-40}"
 port="${PORT:-8129}"
 mkdir -p "$out"
 ./tandem --version >/dev/null  # builds if stale
 ./mvnw -q -pl engine-comparison -am -DskipTests -Djazzer.skip package >/dev/null
 rm -rf "$out/model"
-./tandem model create --config benchmarks/configs/gemma3-crosscheck.json --seed 3 --dtype f32 --out "$out/model" >/dev/null
+./tandem model create --config "$config" --seed 3 --dtype f32 --out "$out/model" >/dev/null
 ./tandem model export-gguf --model "$out/model" --out "$out/model.gguf" >/dev/null
 cat > "$out/prompts.txt" <<'P'
 The quick brown fox jumps over the lazy dog. 1 2 3 4
