@@ -97,6 +97,10 @@ public final class CudaTransformer implements ForwardPass {
           "the CUDA backend does not run " + config.architecture().hfName + " yet (GeGLU, Gemma's extra norms and per-layer RoPE bases"
               + " have no kernels); serve it with --compute cpu");
     }
+    if (config.activation() != ModelConfig.Activation.SILU) {
+      throw new IllegalArgumentException("the CUDA backend has no " + config.activation().hfName
+          + " kernel yet (config.json's hidden_act); serve this model with --compute cpu");
+    }
   }
 
   /** As above; {@code useGraphs} false runs decode steps kernel by kernel too (to time each kernel). */

@@ -146,9 +146,12 @@ class CudaEngineTest {
     }
   }
 
-  /** Gemma 3 has no kernels here (GeGLU, its extra norms, a RoPE base per layer type): refused at start, naming the CPU. */
+  /**
+   * Gemma 3 (GeGLU, its extra norms, a RoPE base per layer type) and GELU gates have no kernels
+   * here: refused at start, naming the CPU backend.
+   */
   @org.junit.jupiter.api.Test
-  void gemmaIsRefusedOnAGpuNamingTheCpuBackend(@TempDir Path dir) throws Exception {
+  void modelsWithoutGpuKernelsAreRefusedNamingTheCpuBackend(@TempDir Path dir) throws Exception {
     var shape = dev.tandem.engine.modeltools.ModelGenerator.config("Gemma3ForCausalLM", "gemma3_text", 64, 128, 2, 4, 2, 16, 256, true);
     shape.put("sliding_window", 4096);
     dev.tandem.engine.modeltools.ModelGenerator.write(shape, DType.BF16, 3, dir, 0);
@@ -156,6 +159,16 @@ class CudaEngineTest {
       var refused = org.junit.jupiter.api.Assertions.assertThrows(IllegalArgumentException.class,
           () -> new BuiltinEngine(weights, backend, BuiltinConfig.of(dir).withKvCacheBytes(1 << 20)));
       assertTrue(refused.getMessage().contains("Gemma3ForCausalLM") && refused.getMessage().contains("--compute cpu"), refused.getMessage());
+    }
+    // A Llama whose MLP gates with GELU (transformers runs any hidden_act): on the CPU only, too.
+    var gelu = dev.tandem.engine.modeltools.ModelGenerator.config("LlamaForCausalLM", "llama", 64, 128, 2, 4, 2, 16, 256, true)
+        .put("hidden_act", "gelu_pytorch_tanh");
+    Path llama = dir.resolve("gelu-llama");
+    dev.tandem.engine.modeltools.ModelGenerator.write(gelu, DType.BF16, 3, llama, 0);
+    try (ModelWeights weights = ModelWeights.load(llama, ModelConfig.read(llama)); CudaBackend backend = new CudaBackend(TestGpus.emulated())) {
+      var refused = org.junit.jupiter.api.Assertions.assertThrows(IllegalArgumentException.class,
+          () -> new BuiltinEngine(weights, backend, BuiltinConfig.of(llama).withKvCacheBytes(1 << 20)));
+      assertTrue(refused.getMessage().contains("gelu_pytorch_tanh") && refused.getMessage().contains("--compute cpu"), refused.getMessage());
     }
   }
 
