@@ -119,7 +119,7 @@ public final class GgufExport {
     }
     if (c.localRopeTheta() != 10_000 || c.queryPreAttnScalar() != c.headDim() || c.finalLogitSoftcap() != 0) {
       throw new IllegalArgumentException(dir + ": GGUF export writes Gemma 3 with llama.cpp's fixed rope_local_base_freq (10000),"
-          + " query_pre_attn_scalar = head_dim, tied embeddings and no final_logit_softcapping");
+          + " query_pre_attn_scalar = head_dim and no final_logit_softcapping");
     }
   }
 
