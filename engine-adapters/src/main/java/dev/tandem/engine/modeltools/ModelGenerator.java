@@ -28,7 +28,8 @@ public final class ModelGenerator {
           "llama-100m", "Llama, 8 layers, hidden 512, ~103M parameters",
           "llama-0.6b", "Llama with Qwen3-0.6B's shape (28 layers, hidden 1024), ~0.6B parameters",
           "qwen3-0.6b", "Qwen3-0.6B's exact shape (../shared/models/qwen3-0.6b/config.json)",
-          "gemma3-1b", "Gemma 3 1B's exact shape (26 layers, hidden 1152, 5 sliding layers of 512 to each full one), ~1B parameters");
+          "gemma3-1b", "Gemma 3 1B's exact shape (26 layers, hidden 1152, 5 sliding layers of 512 to each full one), ~1B parameters",
+          "phi3-mini", "Phi-3-mini-4k's shape (32 layers, hidden 3072, fused projections, window 2047) with Qwen3's vocabulary, ~4.6B parameters");
 
   private static final int QWEN3_VOCAB = 151_936;
 
@@ -43,6 +44,8 @@ public final class ModelGenerator {
       case "llama-0.6b" -> config("LlamaForCausalLM", "llama", 1024, 3072, 28, 16, 8, 128, QWEN3_VOCAB, true);
       case "qwen3-0.6b" -> config("Qwen3ForCausalLM", "qwen3", 1024, 3072, 28, 16, 8, 128, QWEN3_VOCAB, true);
       case "gemma3-1b" -> gemma3_1b();
+      case "phi3-mini" -> config("Phi3ForCausalLM", "phi3", 3072, 8192, 32, 32, 32, 96, QWEN3_VOCAB, false)
+          .put("max_position_embeddings", 4096).put("sliding_window", 2047).put("rope_theta", 10_000.0).put("rms_norm_eps", 1e-5);
       default ->
           throw new IllegalArgumentException("unknown model shape '" + name + "'; known: " + SHAPES.keySet());
     };
