@@ -23,7 +23,7 @@ import java.util.regex.Pattern;
  */
 final class TimedBackend implements ComputeBackend {
   private static final Pattern LAYER = Pattern.compile("layers\\.(\\d+)\\.");
-  private static final Pattern KIND = Pattern.compile("(q|k|v|o|gate|up|down)_proj");
+  private static final Pattern KIND = Pattern.compile("(qkv|gate_up|q|k|v|o|gate|up|down)_proj");
 
   /** Time and bytes read of one kind of call. */
   static final class Tally {
@@ -72,7 +72,10 @@ final class TimedBackend implements ComputeBackend {
     List<String> kinds = new ArrayList<>();
     long bytes = 0;
     for (WeightMatrix w : ws) {
-      kinds.add(kind(w.name()));
+      String kind = kind(w.name());
+      if (!kinds.contains(kind)) { // Phi-3's q, k, v: three views of one qkv_proj
+        kinds.add(kind);
+      }
       bytes += w.byteSize();
     }
     add(byKind.computeIfAbsent(String.join("+", kinds), k -> new Tally()), nanos, bytes);
