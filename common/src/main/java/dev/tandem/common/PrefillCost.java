@@ -37,7 +37,7 @@ public record PrefillCost(double perToken, double perContextToken, double perSte
      * mean over the layers.
      */
     public double attended(long computed, int n) {
-      double full = n * (computed + (n - 1) / 2.0);
+      double full = attendedTokens(computed, n, 0);
       return slidingShare == 0 ? full : (1 - slidingShare) * full + slidingShare * attendedTokens(computed, n, window);
     }
   }

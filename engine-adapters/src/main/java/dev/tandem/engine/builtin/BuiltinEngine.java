@@ -33,6 +33,7 @@ import java.util.List;
  */
 public final class BuiltinEngine extends SchedulingEngine implements KvHandoff {
   private final ModelWeights weights;
+  private final PrefillCost.Attention attention; // the model's sliding layers, as the prefill cost counts them
   private final ComputeBackend backend;
   private final PagedKvCache cache;
   private final ForwardPass transformer;
@@ -83,6 +84,8 @@ public final class BuiltinEngine extends SchedulingEngine implements KvHandoff {
                 config.maxNumSeqs(), config.maxBatchedTokens(), config.chunkedPrefill(), context, model.eosTokenIds()),
             new BlockPool(blocks, config.blockSize())));
     this.weights = weights;
+    this.attention = model.slidingWindow() == 0 ? PrefillCost.Attention.FULL
+        : new PrefillCost.Attention(model.slidingWindow(), (double) model.slidingLayers().cardinality() / model.numLayers());
     this.backend = backend;
     this.cache = new PagedKvCache(model, blocks, config.blockSize(), kvDtype);
     try {
@@ -128,9 +131,7 @@ public final class BuiltinEngine extends SchedulingEngine implements KvHandoff {
 
   @Override
   protected PrefillCost.Attention attention() {
-    ModelConfig m = weights.config();
-    return m.slidingWindow() == 0 ? PrefillCost.Attention.FULL
-        : new PrefillCost.Attention(m.slidingWindow(), (double) m.slidingLayers().cardinality() / m.numLayers());
+    return attention;
   }
 
   /**

@@ -338,7 +338,7 @@ public record ModelConfig(
   private static final int MAX_LAYERS = 4096;
 
   /** Gemma 3 from 4B up (its text model is served; images are not). */
-  static final String GEMMA3_MULTIMODAL = "Gemma3ForConditionalGeneration";
+  public static final String GEMMA3_MULTIMODAL = "Gemma3ForConditionalGeneration";
 
   /**
    * Gemma3TextConfig's defaults (transformers' configuration_gemma3.py) for the fields a config.json

@@ -181,11 +181,7 @@ public final class GgufExport {
   }
 
   private static TensorOut matrix(String name, dev.tandem.engine.compute.WeightMatrix m, int[] rowOrder) {
-    int type = switch (m.dtype()) {
-      case F32 -> 0;
-      case F16 -> 1;
-      case BF16 -> 30;
-    };
+    int type = ggmlType(m.dtype());
     long rowBytes = (long) m.cols() * m.dtype().bytes();
     MemorySegment data = m.data();
     return new TensorOut(name, new long[] {m.cols(), m.rows()}, type, m.dtype().bytes(), out -> {
@@ -198,6 +194,15 @@ public final class GgufExport {
     });
   }
 
+  /** ggml's tensor type of a weight dtype. */
+  private static int ggmlType(dev.tandem.engine.model.DType dtype) {
+    return switch (dtype) {
+      case F32 -> 0;
+      case F16 -> 1;
+      case BF16 -> 30;
+    };
+  }
+
   /** Matrices of one width and element type written as one, their rows one after the other. */
   private static TensorOut rows(String name, dev.tandem.engine.compute.WeightMatrix... parts) {
     var first = parts[0];
@@ -208,7 +213,7 @@ public final class GgufExport {
       }
       rows += m.rows();
     }
-    return new TensorOut(name, new long[] {first.cols(), rows}, matrix(name, first, null).ggmlType(), first.dtype().bytes(), out -> {
+    return new TensorOut(name, new long[] {first.cols(), rows}, ggmlType(first.dtype()), first.dtype().bytes(), out -> {
       for (var m : parts) {
         matrix(name, m, null).writer().write(out);
       }

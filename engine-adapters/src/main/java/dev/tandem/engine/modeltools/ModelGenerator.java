@@ -115,7 +115,7 @@ public final class ModelGenerator {
     Files.write(out.resolve("tokenizer.json"), tokenizer.tokenizerJson());
     Files.write(out.resolve("tokenizer_config.json"), tokenizer.tokenizerConfigJson());
     double std = config.path("initializer_range").asDouble(0.02);
-    boolean multimodal = config.path("architectures").path(0).asText().equals("Gemma3ForConditionalGeneration");
+    boolean multimodal = config.path("architectures").path(0).asText().equals(ModelConfig.GEMMA3_MULTIMODAL);
     new WeightLayout(mc, dtype, seed, std, multimodal).write(out, maxShardBytes);
   }
 
