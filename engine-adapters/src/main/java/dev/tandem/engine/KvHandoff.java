@@ -12,7 +12,8 @@ import java.util.function.LongFunction;
  *
  * <p>Layout: block {@code b} of layer {@code l} is {@code keys(l)} (and {@code values(l)}) from
  * byte {@code b × blockBytes()} for {@code blockBytes()} bytes. Both sides of a hand-off must serve
- * the same model with the same block size and KV cache dtype, so their layouts agree.
+ * the same model with the same block size and KV cache dtype, so their layouts agree, and rotate
+ * keys alike ({@link #keyRotation}).
  *
  * <p>Threading: like {@link Engine}, owned by the engine's thread; the segments themselves may be
  * read and written by transfer agents while the blocks they cover are held or being imported.
@@ -25,6 +26,15 @@ public interface KvHandoff {
 
   /** The element type of the cache's entries: "f32", "bf16" or "f16". */
   String kvCacheDtype();
+
+  /**
+   * How this engine rotates keys where engines serving one model can differ: a LongRoPE model's
+   * factor set, "longrope-long" or "longrope-short" (picked by the engine's context); "" where
+   * there is no choice. Cached keys rotated otherwise are not this engine's to read.
+   */
+  default String keyRotation() {
+    return "";
+  }
 
   MemorySegment keys(int layer);
 

@@ -179,6 +179,29 @@ class DisaggregationFaultsTest {
     awaitFallbacks(before + 1);
   }
 
+  /**
+   * A prefill worker whose keys were rotated otherwise (a LongRoPE model served with a context on
+   * the other side of its original one picks the other factor set): its KV would decode into wrong
+   * tokens without an error, so the decode worker refuses the layout before reading anything and
+   * prefills here, saying why.
+   */
+  @Test
+  void keysRotatedOtherwiseAreRefusedAndPrefilledHere() throws Exception {
+    int[] prompt = DisaggregationTest.prompt(40, 4);
+    WorkerDescription reg = decode.description();
+    long blockBytes = reg.kvBytesPerToken() * reg.blockSize() / (2L * reg.numLayers());
+    KvLayout.Builder layout = KvLayout.newBuilder().setBlockBytes(blockBytes).setKvCacheDtype(reg.kvCacheDtype())
+        .setTransferBackend(backend).setKeyRotation("longrope-long");
+    fake = fakePrefillWorker(events -> events.onNext(PrefillEvent.newBuilder().setLayout(layout).build()));
+    long before = fallbacks();
+    var r = DisaggregationTest.generate(decode, remote(prompt, "127.0.0.1:" + fake.getPort(), 0));
+    assertArrayEquals(local(prompt), r.tokens());
+    String reason = r.first().origin().prefillFallback();
+    assertTrue(reason.contains("LongRoPE's long factors") && reason.contains("the model's one rotation")
+        && reason.contains("--max-context-length"), reason);
+    awaitFallbacks(before + 1);
+  }
+
   @Test
   void stalledPrefillWorkerIsBoundedByTheTransferTimeout() throws Exception {
     int[] prompt = DisaggregationTest.prompt(24, 3);

@@ -3,6 +3,7 @@ package dev.tandem.worker.decode;
 import dev.tandem.engine.EngineRequest;
 import dev.tandem.engine.KvHandoff;
 import dev.tandem.engine.RequestOutput;
+import dev.tandem.engine.model.ModelConfig;
 import dev.tandem.proto.worker.v1.GenerateRequest;
 import dev.tandem.proto.worker.v1.KvLayout;
 import dev.tandem.proto.worker.v1.PrefillDone;
@@ -155,11 +156,24 @@ final class KvPull implements ClientResponseObserver<PrefillMessage, PrefillEven
     }
   }
 
+  private static String rotation(String keyRotation) {
+    return switch (keyRotation) {
+      case ModelConfig.RopeScaling.LONG_FACTORS -> "LongRoPE's long factors";
+      case ModelConfig.RopeScaling.SHORT_FACTORS -> "LongRoPE's short factors";
+      case "" -> "the model's one rotation";
+      default -> keyRotation;
+    };
+  }
+
   private String checkLayout(KvLayout l) {
     KvHandoff h = transfer.handoff();
     if (!l.getKvCacheDtype().equals(h.kvCacheDtype())) {
       return "prefill worker stores KV in " + (l.getKvCacheDtype().isEmpty() ? "an unnamed dtype" : l.getKvCacheDtype())
           + ", this worker in " + h.kvCacheDtype() + " (start both with the same --kv-cache-dtype)";
+    }
+    if (!l.getKeyRotation().equals(h.keyRotation())) {
+      return "prefill worker rotated keys with " + rotation(l.getKeyRotation()) + ", this worker with " + rotation(h.keyRotation())
+          + " (LongRoPE's factor set follows --max-context-length: start both on the same side of the model's original context)";
     }
     if (l.getBlockBytes() != h.blockBytes() || l.getLayerKeysCount() != h.layers() || l.getLayerValuesCount() != h.layers()) {
       return "prefill worker's KV layout (" + l.getLayerKeysCount() + " layers, " + l.getBlockBytes()

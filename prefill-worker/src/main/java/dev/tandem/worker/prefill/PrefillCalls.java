@@ -179,6 +179,7 @@ public final class PrefillCalls implements PrefillEndpoint {
         layoutSent = true;
         var layout = KvLayout.newBuilder().setBlockBytes(transfer.handoff().blockBytes())
             .setKvCacheDtype(transfer.handoff().kvCacheDtype())
+            .setKeyRotation(transfer.handoff().keyRotation())
             .setTransferBackend(via.backend());
         for (int l = 0; l < transfer.handoff().layers(); l++) {
           layout.addLayerKeys(WorkerKvTransfer.toProto(via.keys(l)));
