@@ -10,7 +10,7 @@ out="$root/engine-adapters/src/test/resources/dev/tandem/engine/reference"
 work="$(mktemp -d)"
 trap 'rm -rf "$work"' EXIT
 mkdir -p "$out"
-# name config seed dtype
+# name config seed dtype [context the engine serves: LongRoPE's short factors where it is within the original]
 cases=(
   "llama-f32 llama 11 f32"
   "llama-bf16 llama 12 bf16"
@@ -28,10 +28,13 @@ cases=(
   "gemma3-f32 gemma3 51 f32"
   "gemma3-bf16 gemma3 52 bf16"
   "gemma3-layer-types-f32 gemma3-layer-types 53 f32"
+  "phi4-longrope-f32 phi4-longrope 63 f32"
+  "phi4-longrope-bf16 phi4-longrope 64 bf16"
+  "phi3-longrope-short-f32 phi3-longrope-short 65 f32 64"
 )
 for c in "${cases[@]}"; do
-  read -r name config seed dtype <<<"$c"
+  read -r name config seed dtype context <<<"$c"
   "$root/tandem" model create --config "$here/configs/$config.json" --seed "$seed" --dtype "$dtype" --out "$work/$name" >/dev/null
-  /usr/bin/python3 "$here/reference_logits.py" "$out/$name.json" "$work/$name" "$seed" "$dtype"
+  /usr/bin/python3 "$here/reference_logits.py" "$out/$name.json" "$work/$name" "$seed" "$dtype" ${context:+"$context"}
   echo "wrote $out/$name.json"
 done

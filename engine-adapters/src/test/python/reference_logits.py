@@ -8,7 +8,11 @@ leading 16 tokens), 20 greedy decode steps for each, and the logits after the pr
 step. The Java test regenerates the model from the same config and seed, checks the weights' hash,
 and compares its logits.
 
-    python3 reference_logits.py OUT.json MODEL_DIR SEED DTYPE
+    python3 reference_logits.py OUT.json MODEL_DIR SEED DTYPE [CONTEXT]
+
+CONTEXT, where given, is the context the Java test serves the model with (it picks LongRoPE's short
+or long factors once for every sequence, as llama.cpp does, where transformers picks them per
+forward pass by the sequence's length); the script checks that the two rules agree on every step.
 Needs Debian's python3-torch (1.13) and nothing else.
 """
 import hashlib
@@ -53,12 +57,36 @@ def head_dim(cfg):
 GEMMA3 = "Gemma3ForCausalLM"
 
 
-def inv_freq(cfg, local=False):
-    """Full layers: rope_theta with rope_scaling; Gemma 3's sliding layers: rope_local_base_freq, unscaled."""
-    dim = head_dim(cfg)
+def rotary_dim(cfg):
+    """RoPE rotates the first int(head_dim * partial_rotary_factor) dimensions of each head."""
+    return int(head_dim(cfg) * cfg.get("partial_rotary_factor", 1.0))
+
+
+def longrope(cfg, rs, seq_len):
+    """LongRoPE as transformers reads it: the original context from the top-level
+    original_max_position_embeddings (its ratio to max_position_embeddings the factor), long_factor
+    once the sequence is longer than it, and cos/sin scaled by the attention factor."""
+    if "original_max_position_embeddings" in cfg:
+        original = cfg["original_max_position_embeddings"]
+        factor = cfg["max_position_embeddings"] / original
+    else:
+        original = cfg["max_position_embeddings"]
+        factor = rs.get("factor", 1.0)
+    attention = rs.get("attention_factor")
+    if attention is None:
+        attention = 1.0 if factor <= 1.0 else math.sqrt(1 + math.log(factor) / math.log(original))
+    ext = torch.tensor(rs["long_factor"] if seq_len > original else rs["short_factor"], dtype=torch.float64)
+    return ext, attention
+
+
+def inv_freq(cfg, seq_len, local=False):
+    """Full layers: rope_theta with rope_scaling; Gemma 3's sliding layers: rope_local_base_freq,
+    unscaled. Returns the frequencies and the factor on cos and sin (LongRoPE's; else 1)."""
+    dim = rotary_dim(cfg)
     base = cfg.get("rope_local_base_freq", 10000.0) if local else cfg.get("rope_theta", 10000.0)
     f = 1.0 / (base ** (torch.arange(0, dim, 2, dtype=torch.float64) / dim))
     rs = None if local else cfg.get("rope_scaling")
+    scale = 1.0
     if rs:
         kind = rs.get("rope_type", rs.get("type"))
         if kind == "linear":
@@ -72,7 +100,10 @@ def inv_freq(cfg, local=False):
             smoothed = (1 - smooth) * scaled / factor + smooth * scaled
             medium = (wavelen >= old / hi) & (wavelen <= old / lo)
             f = torch.where(medium, smoothed, scaled)
-    return f
+        elif kind == "longrope":
+            ext, scale = longrope(cfg, rs, seq_len)
+            f = f / ext
+    return f, scale
 
 
 def rms_norm(x, w, eps, offset=0.0):
@@ -80,14 +111,18 @@ def rms_norm(x, w, eps, offset=0.0):
     return x * torch.rsqrt(x.pow(2).mean(-1, keepdim=True) + eps) * (offset + w)
 
 
-def rotate(x, pos, freqs):
-    # x: (heads, T, d); Hugging Face layout: dimension i pairs with i + d/2.
+def rotate(x, pos, rope):
+    # x: (heads, T, d); Hugging Face layout: of the first r = 2·len(freqs) dimensions, i pairs with
+    # i + r/2; the dimensions after r pass through (partial_rotary_factor).
+    freqs, scale = rope
     angles = pos[:, None].to(torch.float64) * freqs[None, :]
-    cos = torch.cat([angles.cos(), angles.cos()], -1).to(torch.float32)
-    sin = torch.cat([angles.sin(), angles.sin()], -1).to(torch.float32)
-    half = x.shape[-1] // 2
-    rot = torch.cat([-x[..., half:], x[..., :half]], -1)
-    return x * cos + rot * sin
+    cos = (torch.cat([angles.cos(), angles.cos()], -1) * scale).to(torch.float32)
+    sin = (torch.cat([angles.sin(), angles.sin()], -1) * scale).to(torch.float32)
+    r = 2 * freqs.shape[0]
+    xr, rest = x[..., :r], x[..., r:]
+    half = r // 2
+    rot = torch.cat([-xr[..., half:], xr[..., :half]], -1)
+    return torch.cat([xr * cos + rot * sin, rest], -1)
 
 
 def layer_window(cfg, layer):
@@ -127,7 +162,7 @@ def forward(cfg, w, tokens, dtype):
     for l in range(cfg["num_hidden_layers"]):
         p = f"model.layers.{l}."
         window = layer_window(cfg, l)
-        freqs = inv_freq(cfg, local=gemma and window is not None)
+        freqs = inv_freq(cfg, T, local=gemma and window is not None)
         mask = causal  # each position attends to the last `window` positions, itself included
         if window:
             mask = causal + torch.full((T, T), float("-inf")).tril(-window)
@@ -180,7 +215,21 @@ def forward(cfg, w, tokens, dtype):
     return logits
 
 
-def run(cfg, w, prompt, dtype):
+def check_longrope_regime(cfg, prompt, context):
+    """The engine's rule (long factors iff its context exceeds the original) and transformers' (iff
+    the sequence does) must agree on every forward pass of this case, or the fixture tests neither."""
+    rs = cfg.get("rope_scaling") or {}
+    if rs.get("rope_type", rs.get("type")) != "longrope":
+        return
+    original = cfg.get("original_max_position_embeddings", cfg["max_position_embeddings"])
+    for length in range(len(prompt), len(prompt) + STEPS + 1):
+        if (length > original) != (context > original):
+            raise SystemExit(f"a sequence of {length} tokens and a context of {context} pick different LongRoPE factors"
+                             f" (original {original}): choose a config or CONTEXT on one side")
+
+
+def run(cfg, w, prompt, dtype, context):
+    check_longrope_regime(cfg, prompt, context)
     tokens = list(prompt)
     logits, generated = [], []
     for step in range(STEPS + 1):
@@ -198,6 +247,7 @@ def main():
     torch.set_num_threads(2)
     with open(f"{model_dir}/config.json") as f:
         cfg = json.load(f)
+    context = int(sys.argv[5]) if len(sys.argv) > 5 else cfg["max_position_embeddings"]
     w, digest = load_safetensors(f"{model_dir}/model.safetensors")
     vocab = cfg["vocab_size"]
     g = torch.Generator().manual_seed(seed)
@@ -209,8 +259,10 @@ def main():
         "dtype": dtype,
         "sha256": digest,
         "torch": torch.__version__,
-        "cases": [run(cfg, w, a, dtype), run(cfg, w, b, dtype)],
+        "cases": [run(cfg, w, a, dtype, context), run(cfg, w, b, dtype, context)],
     }
+    if len(sys.argv) > 5:
+        fixture["context"] = context
     with open(out_path, "w") as f:
         json.dump(fixture, f)
 

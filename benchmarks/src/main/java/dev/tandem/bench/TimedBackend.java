@@ -113,8 +113,8 @@ final class TimedBackend implements ComputeBackend {
   }
 
   @Override
-  public void rope(float[] x, int rows, int heads, int headDim, int[] positions, float[] invFreq) {
-    timed("rope", () -> inner.rope(x, rows, heads, headDim, positions, invFreq));
+  public void rope(float[] x, int rows, int heads, int headDim, int[] positions, float[] invFreq, float scale) {
+    timed("rope", () -> inner.rope(x, rows, heads, headDim, positions, invFreq, scale));
   }
 
   @Override

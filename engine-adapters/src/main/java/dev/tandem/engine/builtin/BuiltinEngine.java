@@ -23,6 +23,8 @@ import java.util.ArrayList;
 import java.util.Arrays;
 import java.util.EnumSet;
 import java.util.List;
+import org.slf4j.Logger;
+import org.slf4j.LoggerFactory;
 
 /**
  * The built-in engine: a real transformer on a compute backend, with a paged KV cache, prefix reuse
@@ -32,7 +34,9 @@ import java.util.List;
  * #close()} releases all three. Threading: owned by one thread (see {@link Engine}).
  */
 public final class BuiltinEngine extends SchedulingEngine implements KvHandoff {
+  private static final Logger LOG = LoggerFactory.getLogger(BuiltinEngine.class);
   private final ModelWeights weights;
+  private final String keyRotation; // see KvHandoff.keyRotation
   private final PrefillCost.Attention attention; // the model's sliding layers, as the prefill cost counts them
   private final ComputeBackend backend;
   private final PagedKvCache cache;
@@ -78,12 +82,15 @@ public final class BuiltinEngine extends SchedulingEngine implements KvHandoff {
       CudaTransformer.checkSupported(model);
     }
     int context = contextLength(model, config, backend instanceof CudaBackend);
+    String rotation = model.ropeScaling().factorSet(context);
+    logLongRope(model.ropeScaling(), rotation, context);
     super(
         new Scheduler(
             new SchedulerConfig(
                 config.maxNumSeqs(), config.maxBatchedTokens(), config.chunkedPrefill(), context, model.eosTokenIds()),
             new BlockPool(blocks, config.blockSize())));
     this.weights = weights;
+    this.keyRotation = rotation;
     this.attention = model.slidingWindow() == 0 ? PrefillCost.Attention.FULL
         : new PrefillCost.Attention(model.slidingWindow(), (double) model.slidingLayers().cardinality() / model.numLayers());
     this.backend = backend;
@@ -91,7 +98,7 @@ public final class BuiltinEngine extends SchedulingEngine implements KvHandoff {
     try {
       this.transformer = backend instanceof CudaBackend cuda
           ? new CudaTransformer(weights, cuda, cache)
-          : new Transformer(weights, backend, config.blockSize());
+          : new Transformer(weights, backend, config.blockSize(), context);
     } catch (RuntimeException e) {
       cache.close(); // e.g. a model the GPU kernels cannot hold: the host cache goes back at once
       throw e;
@@ -152,6 +159,19 @@ public final class BuiltinEngine extends SchedulingEngine implements KvHandoff {
               + window + " tokens: give at most that as --max-context-length, or serve it with --compute cpu");
     }
     return config.maxContextLength() > 0 ? config.maxContextLength() : window;
+  }
+
+  /** Which of LongRoPE's factor sets this engine runs every sequence with, and how to get the other. */
+  private static void logLongRope(ModelConfig.RopeScaling s, String factorSet, int context) {
+    if (factorSet.isEmpty()) {
+      return;
+    }
+    if (factorSet.equals(ModelConfig.RopeScaling.LONG_FACTORS)) {
+      LOG.info("LongRoPE: long factors for every sequence (a context of {} is beyond the original {}; --max-context-length {} "
+          + "runs the short ones, as the model was trained for short prompts)", context, s.originalMaxPositions(), s.originalMaxPositions());
+    } else {
+      LOG.info("LongRoPE: short factors (a context of {} is within the original {})", context, s.originalMaxPositions());
+    }
   }
 
   @Override
@@ -238,6 +258,11 @@ public final class BuiltinEngine extends SchedulingEngine implements KvHandoff {
   @Override
   public long blockBytes() {
     return cache.blockBytes();
+  }
+
+  @Override
+  public String keyRotation() {
+    return keyRotation;
   }
 
   @Override

@@ -101,6 +101,11 @@ public final class CudaTransformer implements ForwardPass {
       throw new IllegalArgumentException("the CUDA backend has no " + config.activation().hfName
           + " kernel yet (config.json's hidden_act); serve this model with --compute cpu");
     }
+    if (config.rotaryDim() != config.headDim() || config.ropeScaling().type().equals("longrope")) {
+      throw new IllegalArgumentException("the CUDA rope kernel rotates whole heads without LongRoPE's factors (config.json's"
+          + " partial_rotary_factor " + config.rotaryDim() + "/" + config.headDim() + ", rope_scaling "
+          + config.ropeScaling().type() + "); serve this model with --compute cpu");
+    }
   }
 
   /** As above; {@code useGraphs} false runs decode steps kernel by kernel too (to time each kernel). */
@@ -130,7 +135,7 @@ public final class CudaTransformer implements ForwardPass {
       layers[l] = new Layer(vector(w.inputNorm()), vector(w.qBias()), vector(w.kBias()), vector(w.vBias()),
           vector(w.qNorm()), vector(w.kNorm()), vector(w.oBias()), vector(w.mlpNorm()), w);
     }
-    this.invFreq = vector(RopeFrequencies.of(config));
+    this.invFreq = vector(RopeFrequencies.of(config, config.maxPositionEmbeddings())); // no LongRoPE here: refused above
     this.finalNorm = vector(weights.finalNorm());
     this.keys = new DeviceBuffer[layers.length];
     this.values = new DeviceBuffer[layers.length];

@@ -2,33 +2,48 @@ package dev.tandem.engine.builtin;
 
 import dev.tandem.engine.model.ModelConfig;
 
-/** RoPE inverse frequencies per dimension pair, with Hugging Face's linear and Llama-3 scaling. */
+/**
+ * RoPE inverse frequencies per dimension pair of the rotated part of a head ({@link
+ * ModelConfig#rotaryDim}), with Hugging Face's linear, Llama-3 and LongRoPE scaling.
+ */
 final class RopeFrequencies {
   private RopeFrequencies() {}
 
-  /** The frequencies of the model's full-attention layers ({@code rope_theta}, {@code rope_scaling}). */
-  static float[] of(ModelConfig config) {
-    return of(config.headDim(), config.ropeTheta(), config.ropeScaling());
+  /**
+   * One layer's rotation: the frequencies of the first {@code 2·invFreq.length} dimensions of each
+   * head, and the factor cos and sin are multiplied by (LongRoPE's attention factor; else 1).
+   */
+  record Rotation(float[] invFreq, float scale) {}
+
+  /**
+   * The frequencies of the model's full-attention layers ({@code rope_theta}, {@code rope_scaling});
+   * LongRoPE's divisors as an engine serving {@code context} positions picks them.
+   */
+  static float[] of(ModelConfig config, int context) {
+    return of(config.rotaryDim(), config.ropeTheta(), config.ropeScaling(), context);
   }
 
   /**
-   * The frequencies of layer {@code layer}: a sliding layer of a model with its own local base
-   * (Gemma 3's {@code rope_local_base_freq}) rotates by that base, unscaled.
+   * The rotation of layer {@code layer} in an engine serving {@code context} positions: a sliding
+   * layer of a model with its own local base (Gemma 3's {@code rope_local_base_freq}) rotates by
+   * that base, unscaled.
    */
-  static float[] of(ModelConfig config, int layer) {
+  static Rotation of(ModelConfig config, int layer, int context) {
     if (config.localRopeTheta() > 0 && config.slides(layer)) {
-      return of(config.headDim(), config.localRopeTheta(), ModelConfig.RopeScaling.NONE);
+      return new Rotation(of(config.rotaryDim(), config.localRopeTheta(), ModelConfig.RopeScaling.NONE, context), 1f);
     }
-    return of(config);
+    return new Rotation(of(config, context), (float) config.ropeScaling().attentionFactor());
   }
 
-  private static float[] of(int dim, double theta, ModelConfig.RopeScaling s) {
+  private static float[] of(int dim, double theta, ModelConfig.RopeScaling s, int context) {
+    double[] divisors = s.type().equals("longrope") ? s.factorsFor(context) : null;
     float[] inv = new float[dim / 2];
     for (int i = 0; i < inv.length; i++) {
       double f = 1.0 / Math.pow(theta, (2.0 * i) / dim);
       inv[i] = (float) switch (s.type()) {
         case "linear" -> f / s.factor();
         case "llama3" -> llama3(f, s);
+        case "longrope" -> f / divisors[i];
         default -> f;
       };
     }

@@ -43,7 +43,7 @@ public final class Transformer implements ForwardPass {
   private final ModelConfig config;
   private final ModelWeights weights;
   private final ComputeBackend backend;
-  private final float[][] invFreq; // (layer, headDim / 2): sliding layers may have their own RoPE base
+  private final RopeFrequencies.Rotation[] rotation; // per layer: sliding layers may have their own RoPE base
   private final float queryScale; // folds query_pre_attn_scalar into q where it is not head_dim (Gemma)
   private final int blockSize;
 
@@ -58,13 +58,22 @@ public final class Transformer implements ForwardPass {
   private float[] hb = new float[0]; // (tokens, intermediate) gate, then act(gate) · up
   private float[] hb2 = new float[0]; // (tokens, intermediate) up
 
+  /** A forward pass that serves up to the model's {@code max_position_embeddings}. */
   public Transformer(ModelWeights weights, ComputeBackend backend, int blockSize) {
+    this(weights, backend, blockSize, weights.config().maxPositionEmbeddings());
+  }
+
+  /**
+   * A forward pass for an engine serving {@code context} positions, which picks LongRoPE's short or
+   * long factors ({@link ModelConfig.RopeScaling#factorsFor}).
+   */
+  public Transformer(ModelWeights weights, ComputeBackend backend, int blockSize, int context) {
     this.config = weights.config();
     this.weights = weights;
     this.backend = backend;
-    this.invFreq = new float[config.numLayers()][];
-    for (int l = 0; l < invFreq.length; l++) {
-      invFreq[l] = RopeFrequencies.of(config, l);
+    this.rotation = new RopeFrequencies.Rotation[config.numLayers()];
+    for (int l = 0; l < rotation.length; l++) {
+      rotation[l] = RopeFrequencies.of(config, l, context);
     }
     // The backends scale scores by 1/√headDim; q·√(headDim/s) makes that 1/√s.
     this.queryScale = (float) Math.sqrt(config.headDim() / config.queryPreAttnScalar());
@@ -180,8 +189,9 @@ public final class Transformer implements ForwardPass {
       backend.rmsNorm(k, k, w.kNorm(), config.rmsNormEps(), tokens * config.numKvHeads(), config.headDim());
     }
     // Rotary positions, then the score scale beyond 1/√headDim (Gemma's query_pre_attn_scalar).
-    backend.rope(q, tokens, config.numHeads(), config.headDim(), positions, invFreq[l]);
-    backend.rope(k, tokens, config.numKvHeads(), config.headDim(), positions, invFreq[l]);
+    RopeFrequencies.Rotation r = rotation[l];
+    backend.rope(q, tokens, config.numHeads(), config.headDim(), positions, r.invFreq(), r.scale());
+    backend.rope(k, tokens, config.numKvHeads(), config.headDim(), positions, r.invFreq(), r.scale());
     scale(q, tokens * config.qDim(), queryScale);
     // New keys and values into the paged cache, then attention over each sequence's cache.
     for (int t = 0; t < tokens; t++) {

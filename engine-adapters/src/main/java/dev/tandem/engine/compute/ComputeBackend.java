@@ -31,10 +31,13 @@ public interface ComputeBackend extends AutoCloseable {
   void rmsNorm(float[] x, float[] out, float[] weight, float eps, int rows, int dim);
 
   /**
-   * Rotary position embedding, Hugging Face layout (dimension i pairs with i + headDim/2): each of
-   * {@code heads} heads of row t is rotated by angles {@code positions[t] · invFreq[i]}.
+   * Rotary position embedding, Hugging Face layout: in each of {@code heads} heads of row t the
+   * first {@code r = 2·invFreq.length} dimensions are rotated, dimension i paired with i + r/2, by
+   * angles {@code positions[t] · invFreq[i]} with cos and sin multiplied by {@code scale}
+   * (LongRoPE's attention factor, else 1); dimensions r to headDim pass through ({@code
+   * partial_rotary_factor}).
    */
-  void rope(float[] x, int rows, int heads, int headDim, int[] positions, float[] invFreq);
+  void rope(float[] x, int rows, int heads, int headDim, int[] positions, float[] invFreq, float scale);
 
   /** {@code gate[i] = silu(gate[i]) · up[i]} for {@code i < n}. */
   void siluMul(float[] gate, float[] up, int n);

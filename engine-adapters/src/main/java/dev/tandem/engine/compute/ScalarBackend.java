@@ -44,15 +44,15 @@ public final class ScalarBackend implements ComputeBackend {
   }
 
   @Override
-  public void rope(float[] x, int rows, int heads, int headDim, int[] positions, float[] invFreq) {
-    int half = headDim / 2;
+  public void rope(float[] x, int rows, int heads, int headDim, int[] positions, float[] invFreq, float scale) {
+    int half = invFreq.length;
     for (int t = 0; t < rows; t++) {
       for (int h = 0; h < heads; h++) {
         int base = (t * heads + h) * headDim;
         for (int i = 0; i < half; i++) {
           double angle = (double) positions[t] * invFreq[i];
-          double cos = Math.cos(angle);
-          double sin = Math.sin(angle);
+          double cos = Math.cos(angle) * scale;
+          double sin = Math.sin(angle) * scale;
           double a = x[base + i];
           double b = x[base + i + half];
           x[base + i] = (float) (a * cos - b * sin);

@@ -829,8 +829,8 @@ public final class VectorBackend implements ComputeBackend {
   }
 
   @Override
-  public void rope(float[] x, int rows, int heads, int headDim, int[] positions, float[] invFreq) {
-    int half = headDim / 2;
+  public void rope(float[] x, int rows, int heads, int headDim, int[] positions, float[] invFreq, float scale) {
+    int half = invFreq.length;
     runner.forRange(rows, 8, (from, to) -> {
       float[] cos = new float[half];
       float[] sin = new float[half];
@@ -838,8 +838,8 @@ public final class VectorBackend implements ComputeBackend {
       for (int t = from; t < to; t++) {
         for (int i = 0; i < half; i++) {
           double angle = (double) positions[t] * invFreq[i];
-          cos[i] = (float) Math.cos(angle);
-          sin[i] = (float) Math.sin(angle);
+          cos[i] = (float) Math.cos(angle) * scale;
+          sin[i] = (float) Math.sin(angle) * scale;
         }
         for (int h = 0; h < heads; h++) {
           int base = (t * heads + h) * headDim;

@@ -80,7 +80,10 @@ public final class CudaBackend implements ComputeBackend {
   }
 
   @Override
-  public void rope(float[] x, int rows, int heads, int headDim, int[] positions, float[] invFreq) {
+  public void rope(float[] x, int rows, int heads, int headDim, int[] positions, float[] invFreq, float scale) {
+    if (invFreq.length * 2 != headDim || scale != 1f) {
+      throw new UnsupportedOperationException("the CUDA rope kernel rotates whole heads, unscaled (no partial_rotary_factor or LongRoPE)");
+    }
     gpu.makeCurrent();
     int n = rows * heads * headDim;
     try (DeviceBuffer values = pool.acquire((long) n * Float.BYTES);

@@ -18,6 +18,8 @@ import java.util.Map;
  * RMSNorm, tied embeddings) and Gemma3ForCausalLM (Gemma 3's text model, also read from the {@code
  * text_config} of a Gemma3ForConditionalGeneration: see {@link Architecture#GEMMA3}).
  *
+ * @param rotaryDim the leading dimensions of each head that RoPE rotates: {@code head_dim} ×
+ *     {@code partial_rotary_factor} (Phi-4-mini: 96 of 128); the rest pass through unrotated
  * @param maxPositionEmbeddings config.json's {@code max_position_embeddings}
  * @param activation the MLP's gate activation ({@code hidden_act}, Gemma's {@code hidden_activation})
  * @param slidingWindow {@code sliding_window}: in a sliding layer each token attends to at most this
@@ -49,6 +51,7 @@ public record ModelConfig(
     float rmsNormEps,
     double ropeTheta,
     RopeScaling ropeScaling,
+    int rotaryDim,
     int maxPositionEmbeddings,
     Activation activation,
     int slidingWindow,
@@ -109,11 +112,65 @@ public record ModelConfig(
   }
 
   /**
-   * RoPE frequency scaling: none, linear (positions ÷ factor), or Llama 3's per-frequency rule.
+   * RoPE frequency scaling: none, linear (positions ÷ factor), Llama 3's per-frequency rule, or
+   * LongRoPE (Phi-3-128k, Phi-3.5, Phi-4-mini): each frequency divided by its own factor, from
+   * {@code long_factor} where the served context is longer than {@code originalMaxPositions}, else
+   * from {@code short_factor}, and cos and sin multiplied by {@code attentionFactor}.
+   *
+   * @param shortFactor LongRoPE's per-frequency divisors within the original context (empty for the others)
+   * @param longFactor LongRoPE's divisors beyond it (empty for the others)
+   * @param attentionFactor the factor on cos and sin ({@code rope_scaling.attention_factor}, else
+   *     √(1 + ln(max_position_embeddings ÷ original) ÷ ln(original)) where that ratio exceeds 1, else 1)
    */
   public record RopeScaling(
-      String type, double factor, double lowFreqFactor, double highFreqFactor, int originalMaxPositions) {
+      String type,
+      double factor,
+      double lowFreqFactor,
+      double highFreqFactor,
+      int originalMaxPositions,
+      double[] shortFactor,
+      double[] longFactor,
+      double attentionFactor) {
     public static final RopeScaling NONE = new RopeScaling("default", 1, 1, 1, 0);
+
+    /** Linear, Llama 3 or none: no per-frequency factors, cos and sin unscaled. */
+    public RopeScaling(String type, double factor, double lowFreqFactor, double highFreqFactor, int originalMaxPositions) {
+      this(type, factor, lowFreqFactor, highFreqFactor, originalMaxPositions, new double[0], new double[0], 1);
+    }
+
+    public RopeScaling {
+      shortFactor = shortFactor.clone();
+      longFactor = longFactor.clone();
+    }
+
+    @Override
+    public double[] shortFactor() {
+      return shortFactor.clone();
+    }
+
+    @Override
+    public double[] longFactor() {
+      return longFactor.clone();
+    }
+
+    /**
+     * LongRoPE's divisors for an engine serving {@code context} positions: the long ones beyond the
+     * original context (llama.cpp's rule: one set for every sequence, so cached KV never mixes them).
+     */
+    public double[] factorsFor(int context) {
+      return factorSet(context).equals(LONG_FACTORS) ? longFactor() : shortFactor();
+    }
+
+    /** Which of LongRoPE's sets {@link #factorsFor} picks: {@code "longrope-long"}, {@code "longrope-short"}; "" for the other scalings. */
+    public String factorSet(int context) {
+      if (!type.equals("longrope")) {
+        return "";
+      }
+      return context > originalMaxPositions ? LONG_FACTORS : SHORT_FACTORS;
+    }
+
+    public static final String LONG_FACTORS = "longrope-long";
+    public static final String SHORT_FACTORS = "longrope-short";
   }
 
   public ModelConfig {
@@ -198,7 +255,7 @@ public record ModelConfig(
     int[] more = GenerationConfigFile.read(dir).eosTokenIds();
     int[] eos = java.util.stream.IntStream.concat(java.util.Arrays.stream(c.eosTokenIds), java.util.Arrays.stream(more)).distinct().toArray();
     return new ModelConfig(c.architecture, c.hiddenSize, c.intermediateSize, c.numLayers, c.numHeads, c.numKvHeads, c.headDim,
-        c.vocabSize, c.rmsNormEps, c.ropeTheta, c.ropeScaling, c.maxPositionEmbeddings, c.activation, c.slidingWindow, c.slidingLayers,
+        c.vocabSize, c.rmsNormEps, c.ropeTheta, c.ropeScaling, c.rotaryDim, c.maxPositionEmbeddings, c.activation, c.slidingWindow, c.slidingLayers,
         c.localRopeTheta, c.queryPreAttnScalar, c.finalLogitSoftcap, c.tieWordEmbeddings, c.qkvBias, c.outputBias, c.qkNorm, eos,
         c.torchDtype);
   }
@@ -254,10 +311,6 @@ public record ModelConfig(
     if (gemma) {
       refuseGemmaVariants(file, root);
     }
-    if (root.hasNonNull("partial_rotary_factor") && root.get("partial_rotary_factor").asDouble() != 1.0) {
-      throw new ModelFormatException(file + ": field 'partial_rotary_factor' is " + root.get("partial_rotary_factor")
-          + "; only RoPE over the whole head (1.0) is supported");
-    }
     if (root.path("mlp_bias").asBoolean(false)) {
       throw new ModelFormatException(file + ": field 'mlp_bias' is true; MLP biases are not supported");
     }
@@ -279,6 +332,8 @@ public record ModelConfig(
     if (headDim % 2 != 0) {
       throw new ModelFormatException(file + ": field 'head_dim' must be even for RoPE, was " + headDim);
     }
+    int rotaryDim = rotaryDim(file, root.path("partial_rotary_factor"), headDim);
+    int maxPositions = root.path("max_position_embeddings").asInt(4096);
     boolean attentionBias = root.path("attention_bias").asBoolean(false);
     int layers = f.positiveInt("num_hidden_layers");
     if (layers > MAX_LAYERS) { // per-layer tables follow (sliding layers, RoPE bases, weights)
@@ -318,8 +373,9 @@ public record ModelConfig(
         f.positiveInt("vocab_size"),
         (float) f.positiveDouble("rms_norm_eps", 1e-6),
         f.positiveDouble("rope_theta", 10_000),
-        ropeScaling(file, root.path("rope_scaling")),
-        root.path("max_position_embeddings").asInt(4096),
+        ropeScaling(file, root, rotaryDim, maxPositions),
+        rotaryDim,
+        maxPositions,
         activation,
         window,
         sliding,
@@ -392,7 +448,27 @@ public record ModelConfig(
     }
   }
 
-  private static RopeScaling ropeScaling(String file, JsonNode node) {
+  /**
+   * RoPE's share of each head ({@code partial_rotary_factor}, default 1) as a count of dimensions:
+   * Hugging Face's {@code int(head_dim × factor)}, which must be even and positive.
+   */
+  private static int rotaryDim(String file, JsonNode factor, int headDim) {
+    if (factor.isMissingNode() || factor.isNull()) {
+      return headDim;
+    }
+    if (!factor.isNumber() || !(factor.asDouble() > 0) || factor.asDouble() > 1) {
+      throw new ModelFormatException(file + ": field 'partial_rotary_factor' must be a number in (0, 1], was " + factor);
+    }
+    int dim = (int) (headDim * factor.asDouble());
+    if (dim < 2 || dim % 2 != 0) {
+      throw new ModelFormatException(file + ": field 'partial_rotary_factor' (" + factor + ") rotates " + dim + " of head_dim "
+          + headDim + "; RoPE needs an even, positive number of dimensions");
+    }
+    return dim;
+  }
+
+  private static RopeScaling ropeScaling(String file, JsonNode root, int rotaryDim, int maxPositions) {
+    JsonNode node = root.path("rope_scaling");
     if (node.isMissingNode() || node.isNull()) {
       return RopeScaling.NONE;
     }
@@ -408,10 +484,37 @@ public record ModelConfig(
               f.positiveDouble("low_freq_factor", Double.NaN),
               f.positiveDouble("high_freq_factor", Double.NaN),
               f.positiveInt("original_max_position_embeddings"));
+      case "longrope" -> longRope(file, root, node, rotaryDim, maxPositions);
       default ->
           throw new ModelFormatException(
-              file + ": field 'rope_scaling.rope_type' is " + type + "; supported: default, linear, llama3");
+              file + ": field 'rope_scaling.rope_type' is " + type + "; supported: default, linear, llama3, longrope");
     };
+  }
+
+  /**
+   * LongRoPE as transformers reads it: the original context from the top-level {@code
+   * original_max_position_embeddings} (Phi-3's place; its ratio to max_position_embeddings is the
+   * factor), else from rope_scaling's, else max_position_embeddings with rope_scaling's {@code
+   * factor}; one short and one long divisor per rotated dimension pair.
+   */
+  private static RopeScaling longRope(String file, JsonNode root, JsonNode node, int rotaryDim, int maxPositions) {
+    Fields f = new Fields(file, node, "rope_scaling.");
+    int original;
+    double factor;
+    if (root.hasNonNull("original_max_position_embeddings")) {
+      original = new Fields(file, root).positiveInt("original_max_position_embeddings");
+      factor = (double) maxPositions / original;
+    } else if (node.hasNonNull("original_max_position_embeddings")) {
+      original = f.positiveInt("original_max_position_embeddings");
+      factor = (double) maxPositions / original;
+    } else {
+      original = maxPositions;
+      factor = f.positiveDouble("factor", 1);
+    }
+    double attention = f.positiveDouble("attention_factor",
+        factor <= 1 ? 1 : Math.sqrt(1 + Math.log(factor) / Math.log(original)));
+    return new RopeScaling("longrope", factor, 1, 1, original,
+        f.divisors("short_factor", rotaryDim / 2), f.divisors("long_factor", rotaryDim / 2), attention);
   }
 
   /**
@@ -483,6 +586,24 @@ public record ModelConfig(
         throw new ModelFormatException(file + ": field '" + path + name + "' must be a non-negative integer, was " + n);
       }
       return n.asInt();
+    }
+
+    /** An array of {@code n} positive numbers ({@code n}: one per rotated dimension pair). */
+    double[] divisors(String name, int n) {
+      JsonNode a = root.path(name);
+      if (!a.isArray() || a.size() != n) {
+        throw new ModelFormatException(file + ": field '" + path + name + "' must list " + n
+            + " numbers (one per rotated dimension pair: head_dim × partial_rotary_factor ÷ 2), was "
+            + (a.isArray() ? a.size() + " of them" : a.toString()));
+      }
+      double[] out = new double[n];
+      for (int i = 0; i < n; i++) {
+        if (!a.get(i).isNumber() || !(a.get(i).asDouble() > 0)) {
+          throw new ModelFormatException(file + ": field '" + path + name + "[" + i + "]' must be a positive number, was " + a.get(i));
+        }
+        out[i] = a.get(i).asDouble();
+      }
+      return out;
     }
 
     double positiveDouble(String name, double fallback) {

@@ -155,6 +155,10 @@ public final class GgufExport {
       }
     }
     t.add(vector("output_norm.weight", w.finalNorm()));
+    if (c.ropeScaling().type().equals("longrope")) { // llama.cpp picks one set by its context, as the engine does
+      t.add(vector("rope_factors_long.weight", floats(c.ropeScaling().longFactor())));
+      t.add(vector("rope_factors_short.weight", floats(c.ropeScaling().shortFactor())));
+    }
     if (w.lmHead() != w.embedding()) {
       if (gemma) {
         throw new IllegalArgumentException("GGUF export writes Gemma 3 with its embedding as the LM head (llama.cpp reads no other); this model has lm_head.weight");
@@ -218,6 +222,14 @@ public final class GgufExport {
         matrix(name, m, null).writer().write(out);
       }
     });
+  }
+
+  private static float[] floats(double[] v) {
+    float[] f = new float[v.length];
+    for (int i = 0; i < v.length; i++) {
+      f[i] = (float) v[i];
+    }
+    return f;
   }
 
   private static TensorOut vector(String name, float[] v) {
@@ -307,7 +319,7 @@ public final class GgufExport {
     m.u32(arch + ".attention.head_count_kv", c.numKvHeads());
     m.u32(arch + ".attention.key_length", c.headDim());
     m.u32(arch + ".attention.value_length", c.headDim());
-    m.u32(arch + ".rope.dimension_count", c.headDim());
+    m.u32(arch + ".rope.dimension_count", c.rotaryDim());
     m.f32(arch + ".rope.freq_base", (float) c.ropeTheta());
     m.f32(arch + ".attention.layer_norm_rms_epsilon", c.rmsNormEps());
     m.u32(arch + ".vocab_size", c.vocabSize());
@@ -316,8 +328,16 @@ public final class GgufExport {
     } else if (c.fusedProjections()) { // llama.cpp refuses a Phi-3 without one: a window the length of the context is none
       m.u32(arch + ".attention.sliding_window", c.maxPositionEmbeddings());
     }
-    if (!c.ropeScaling().type().equals("default")) {
-      throw new IllegalArgumentException(dir + ": GGUF export does not write rope_scaling yet");
+    // Phi-3's halves are rotated as Hugging Face does (NEOX in llama.cpp); the others' rows are
+    // permuted for llama.cpp's interleaved pairs over the whole head.
+    if (c.rotaryDim() != c.headDim() && !c.fusedProjections()) {
+      throw new IllegalArgumentException(dir + ": GGUF export writes partial_rotary_factor for Phi3ForCausalLM only");
+    }
+    if (c.ropeScaling().type().equals("longrope") && c.fusedProjections()) {
+      m.u32(arch + ".rope.scaling.original_context_length", c.ropeScaling().originalMaxPositions());
+      m.f32(arch + ".rope.scaling.attn_factor", (float) c.ropeScaling().attentionFactor());
+    } else if (!c.ropeScaling().type().equals("default")) {
+      throw new IllegalArgumentException(dir + ": GGUF export writes rope_scaling only as Phi-3's longrope");
     }
     tokenizer(m, dir, c);
     return m;

@@ -170,6 +170,22 @@ class CudaEngineTest {
           () -> new BuiltinEngine(weights, backend, BuiltinConfig.of(llama).withKvCacheBytes(1 << 20)));
       assertTrue(refused.getMessage().contains("gelu_pytorch_tanh") && refused.getMessage().contains("--compute cpu"), refused.getMessage());
     }
+    // Phi-4-mini's RoPE (three quarters of each head rotated, LongRoPE): the GPU's rope kernel has neither.
+    var phi4 = dev.tandem.engine.modeltools.ModelGenerator.config("Phi3ForCausalLM", "phi3", 64, 128, 2, 4, 2, 16, 256, true)
+        .put("partial_rotary_factor", 0.75).put("original_max_position_embeddings", 16);
+    var rope = phi4.putObject("rope_scaling").put("type", "longrope");
+    for (int i = 0; i < 6; i++) {
+      rope.withArray("short_factor").add(1.0);
+      rope.withArray("long_factor").add(2.0);
+    }
+    Path phi = dir.resolve("phi4");
+    dev.tandem.engine.modeltools.ModelGenerator.write(phi4, DType.BF16, 3, phi, 0);
+    try (ModelWeights weights = ModelWeights.load(phi, ModelConfig.read(phi)); CudaBackend backend = new CudaBackend(TestGpus.emulated())) {
+      var refused = org.junit.jupiter.api.Assertions.assertThrows(IllegalArgumentException.class,
+          () -> new BuiltinEngine(weights, backend, BuiltinConfig.of(phi).withKvCacheBytes(1 << 20)));
+      assertTrue(refused.getMessage().contains("partial_rotary_factor 12/16") && refused.getMessage().contains("longrope")
+          && refused.getMessage().contains("--compute cpu"), refused.getMessage());
+    }
   }
 
   @ParameterizedTest

@@ -31,7 +31,8 @@ import org.junit.jupiter.params.provider.MethodSource;
 /**
  * The engine's logits against an independent PyTorch implementation (src/test/python/
  * reference_logits.py): for Llama (with Llama-3 RoPE scaling), Mistral (with a sliding window), Phi-3
- * (fused qkv and gate/up projections), Gemma 3
+ * (fused qkv and gate/up projections; LongRoPE's long factors with Phi-4-mini's partial rotation, and
+ * its short ones in a context within the original: the fixture's {@code context}), Gemma 3
  * (sliding and full layers with their own RoPE bases, GeGLU, its extra norms, a logit cap), Qwen2
  * (qkv bias) and Qwen3 (q/k norm, tied embeddings) in f32, bf16 and f16, after the prompt and after
  * each of 20 greedy decode steps; alone, chunked, and batched with a second prompt that reuses the first one's cached prefix
@@ -52,10 +53,10 @@ class ReferenceLogitsTest {
   /** The cases (fixture, backend, KV dtype); a subclass's own {@code fixtures()} replaces them. */
   static Stream<Arguments> fixtures() {
     List<Arguments> all = new ArrayList<>();
-    for (String name : List.of("llama-f32", "llama-bf16", "mistral-f32", "mistral-bf16", "mistral-window-f32", "mistral-window-bf16", "phi3-f32", "phi3-window-bf16", "qwen2-f32", "qwen2-window-f32", "qwen3-f32", "qwen3-bf16", "qwen3-f16", "gemma3-f32", "gemma3-bf16", "gemma3-layer-types-f32")) {
+    for (String name : List.of("llama-f32", "llama-bf16", "mistral-f32", "mistral-bf16", "mistral-window-f32", "mistral-window-bf16", "phi3-f32", "phi3-window-bf16", "qwen2-f32", "qwen2-window-f32", "qwen3-f32", "qwen3-bf16", "qwen3-f16", "gemma3-f32", "gemma3-bf16", "gemma3-layer-types-f32", "phi4-longrope-f32", "phi4-longrope-bf16", "phi3-longrope-short-f32")) {
       for (String backend : List.of("cpu", "scalar", "cuda")) {
-        if ((name.contains("-window") || name.startsWith("gemma3")) && backend.equals("cuda")) {
-          continue; // a GPU serves a windowed model only within its window, and no Gemma (CudaEngineTest)
+        if ((name.contains("-window") || name.startsWith("gemma3") || name.contains("longrope")) && backend.equals("cuda")) {
+          continue; // a GPU serves a windowed model only within its window, and no Gemma or LongRoPE (CudaEngineTest)
         }
         for (DType kv : DType.values()) {
           all.add(Arguments.of(name, backend, kv));
@@ -105,7 +106,7 @@ class ReferenceLogitsTest {
         // On cuda the engine's forward pass: activations and KV on the device, written through to the host cache.
         ForwardPass model = backend instanceof CudaBackend cuda
             ? new CudaTransformer(weights, cuda, cache)
-            : new Transformer(weights, backend, BLOCK)) {
+            : new Transformer(weights, backend, BLOCK, fixture.path("context").asInt(config.maxPositionEmbeddings()))) {
 
       // Alone: the whole prompt in one pass, then 20 decode steps.
       int[] tableA = blocks(0, 6);

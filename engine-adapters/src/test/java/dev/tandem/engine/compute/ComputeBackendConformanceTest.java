@@ -113,25 +113,39 @@ abstract class ComputeBackendConformanceTest {
     assertClose(expected, actual, 1e-5, "rmsNorm");
   }
 
-  @ParameterizedTest(name = "headDim={0}")
-  @ValueSource(ints = {16, 64, 128, 18})
-  void rope(int headDim) {
-    int rows = 9;
+  /**
+   * Whole heads unscaled, and (Phi-4-mini's partial_rotary_factor, LongRoPE's attention factor) the
+   * leading {@code rotaryDim} dimensions with cos and sin scaled, the rest passed through.
+   */
+  @ParameterizedTest(name = "headDim={0} rotaryDim={1} scale={2}")
+  @CsvSource({"16, 16, 1", "64, 64, 1", "128, 128, 1", "18, 18, 1", "128, 96, 1.1902381", "96, 96, 1.1902381", "40, 10, 1"})
+  void rope(int headDim, int rotaryDim, float scale) {
+    if ((rotaryDim != headDim || scale != 1f) && backend instanceof dev.tandem.engine.cuda.CudaBackend) {
+      assertThrows(UnsupportedOperationException.class,
+          () -> backend.rope(new float[headDim], 1, 1, headDim, new int[1], new float[rotaryDim / 2], scale));
+      return; // its kernel rotates whole heads unscaled; CudaTransformer refuses such models
+    }
+    int rows = 7;
     int heads = 3;
     float[] x = randoms(rows * heads * headDim, 1);
     int[] positions = new int[rows];
     for (int t = 0; t < rows; t++) {
       positions[t] = random.nextInt(5000);
     }
-    float[] invFreq = new float[headDim / 2];
+    float[] invFreq = new float[rotaryDim / 2];
     for (int i = 0; i < invFreq.length; i++) {
-      invFreq[i] = (float) Math.pow(10_000, -2.0 * i / headDim);
+      invFreq[i] = (float) Math.pow(10_000, -2.0 * i / rotaryDim);
     }
     float[] expected = x.clone();
     float[] actual = x.clone();
-    reference.rope(expected, rows, heads, headDim, positions, invFreq);
-    backend.rope(actual, rows, heads, headDim, positions, invFreq);
+    reference.rope(expected, rows, heads, headDim, positions, invFreq, scale);
+    backend.rope(actual, rows, heads, headDim, positions, invFreq, scale);
     assertClose(expected, actual, 1e-5, "rope");
+    for (int t = 0; t < rows * heads; t++) { // the unrotated tail of every head is untouched
+      for (int d = rotaryDim; d < headDim; d++) {
+        assertEquals(x[t * headDim + d], actual[t * headDim + d], "dimension " + d + " of head row " + t);
+      }
+    }
   }
 
   @ParameterizedTest(name = "n={0}")

@@ -174,9 +174,50 @@ class ModelLoadingTest {
     editConfig(p, n -> n.put("num_key_value_heads", 4)); // qkv_proj now 64 rows short
     String e = loadError(p);
     assertTrue(e.contains("model.safetensors") && e.contains("self_attn.qkv_proj.weight") && e.contains("[64, 32]"), e);
-    editConfig(p, n -> n.put("num_key_value_heads", 2).put("partial_rotary_factor", 0.75)); // Phi-4-mini's
-    e = assertThrows(ModelFormatException.class, () -> ModelConfig.read(p)).getMessage();
-    assertTrue(e.contains("config.json") && e.contains("'partial_rotary_factor' is 0.75"), e);
+  }
+
+  /**
+   * Phi-4-mini's RoPE (its published config.json's fields; factors made up, of the published
+   * count): the first 96 of 128 dimensions rotate, LongRoPE over an original context of 4,096 with
+   * the attention factor √(1 + ln 32 ÷ ln 4096); the long factors where the served context is
+   * longer than that, the short ones within it.
+   */
+  @Test
+  void phi4MinisPartialRotationAndLongRopeAreRead() {
+    ObjectNode phi = ModelGenerator.config("Phi3ForCausalLM", "phi3", 3072, 8192, 2, 24, 8, 128, 200_064, true);
+    phi.put("partial_rotary_factor", 0.75).put("max_position_embeddings", 131_072).put("original_max_position_embeddings", 4096);
+    ObjectNode rope = phi.putObject("rope_scaling").put("type", "longrope");
+    for (int i = 0; i < 48; i++) {
+      rope.withArray("short_factor").add(1 + i / 100.0);
+      rope.withArray("long_factor").add(1 + i);
+    }
+    ModelConfig c = ModelConfig.parse("config.json", phi);
+    assertEquals(128, c.headDim());
+    assertEquals(96, c.rotaryDim());
+    ModelConfig.RopeScaling s = c.ropeScaling();
+    assertEquals("longrope", s.type());
+    assertEquals(4096, s.originalMaxPositions());
+    assertEquals(Math.sqrt(1 + Math.log(32) / Math.log(4096)), s.attentionFactor(), 1e-12);
+    assertEquals(48.0, s.factorsFor(131_072)[47]);
+    assertEquals(48.0, s.factorsFor(4097)[47]);
+    assertEquals(1.47, s.factorsFor(4096)[47], 1e-12);
+    rope.put("attention_factor", 1.0); // given, it wins over the formula
+    assertEquals(1.0, ModelConfig.parse("config.json", phi).ropeScaling().attentionFactor());
+
+    rope.withArray("long_factor").remove(47);
+    String e = assertThrows(ModelFormatException.class, () -> ModelConfig.parse("config.json", phi)).getMessage();
+    assertTrue(e.contains("config.json") && e.contains("'rope_scaling.long_factor' must list 48 numbers") && e.contains("47 of them"), e);
+    rope.withArray("long_factor").add(-1);
+    e = assertThrows(ModelFormatException.class, () -> ModelConfig.parse("config.json", phi)).getMessage();
+    assertTrue(e.contains("'rope_scaling.long_factor[47]' must be a positive number, was -1"), e);
+    rope.withArray("long_factor").remove(47);
+    rope.withArray("long_factor").add(48);
+    phi.put("partial_rotary_factor", 1.5);
+    e = assertThrows(ModelFormatException.class, () -> ModelConfig.parse("config.json", phi)).getMessage();
+    assertTrue(e.contains("'partial_rotary_factor' must be a number in (0, 1], was 1.5"), e);
+    phi.put("partial_rotary_factor", 0.01); // 1.28 dimensions
+    e = assertThrows(ModelFormatException.class, () -> ModelConfig.parse("config.json", phi)).getMessage();
+    assertTrue(e.contains("'partial_rotary_factor' (0.01) rotates 1 of head_dim 128"), e);
   }
 
   /** google/gemma-3-1b-it's config.json as published (its tokenizer's special ids aside). */
