@@ -6,8 +6,11 @@
 # exits 1 on any DIFF. Configs: benchmarks/configs/gemma3-crosscheck.json (the default: Gemma 3, 12
 # layers, every sixth full, the others sliding over 16 positions, so that the prompts run past the
 # window and both RoPE bases matter) and phi3-crosscheck.json (Phi-3's fused projections; no window,
-# which llama.cpp does not apply to Phi-3).
-#   benchmarks/scripts/greedy_vs_llamacpp.sh [out-dir]     (CONFIG=benchmarks/configs/gemma3-crosscheck.json TOKENS=40 PORT=8129)
+# which llama.cpp does not apply to Phi-3) and phi4-longrope-crosscheck.json (Phi-4-mini's RoPE:
+# three quarters of each head rotated, LongRoPE over an original context of 2,048). Both engines
+# pick LongRoPE's long or short factors by their context: llama.cpp's is CTX, Tandem's
+# SERVE_ARGS="--max-context-length N" (else the model's max_position_embeddings).
+#   benchmarks/scripts/greedy_vs_llamacpp.sh [out-dir]     (CONFIG=benchmarks/configs/gemma3-crosscheck.json TOKENS=40 PORT=8129 CTX=4096 SERVE_ARGS=)
 set -euo pipefail
 cd "$(dirname "$0")/../.."
 export JAVA_HOME="${JAVA_HOME:-/usr/lib/jvm/temurin-25-jdk-amd64}"
@@ -15,6 +18,7 @@ out="${1:-/tmp/tandem-greedy-vs-llamacpp}"
 config="${CONFIG:-benchmarks/configs/gemma3-crosscheck.json}"
 tokens="${TOKENS:-40}"
 port="${PORT:-8129}"
+ctx="${CTX:-4096}"
 mkdir -p "$out"
 ./tandem --version >/dev/null  # builds if stale
 ./mvnw -q -pl engine-comparison -am -DskipTests -Djazzer.skip package >/dev/null
@@ -28,9 +32,10 @@ Once upon a time, in a land far away, there lived a king who had three daughters
 P
 "$JAVA_HOME/bin/java" --enable-native-access=ALL-UNNAMED \
   -cp "engine-comparison/target/tandem-engine-comparison-0.1.0-SNAPSHOT.jar:engine-comparison/target/lib/*" \
-  dev.tandem.comparison.LlamaCppGreedy "$out/model.gguf" "$tokens" < "$out/prompts.txt" 2>"$out/llamacpp.log" \
+  dev.tandem.comparison.LlamaCppGreedy "$out/model.gguf" "$tokens" "$ctx" < "$out/prompts.txt" 2>"$out/llamacpp.log" \
   | grep -a '^GREEDY ' | sed 's/^GREEDY //' > "$out/llamacpp.txt"
-./tandem serve --model "$out/model" --port "$port" > "$out/tandem.log" 2>&1 &
+# shellcheck disable=SC2086
+./tandem serve --model "$out/model" --port "$port" ${SERVE_ARGS:-} > "$out/tandem.log" 2>&1 &
 server=$!
 trap 'kill $server 2>/dev/null || true' EXIT
 for _ in $(seq 1 120); do curl -sf "localhost:$port/health" >/dev/null && break; sleep 1; done
