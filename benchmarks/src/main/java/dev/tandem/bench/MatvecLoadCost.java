@@ -24,8 +24,16 @@ import jdk.incubator.vector.VectorSpecies;
  *   <li>{@code kernel}: the backend's loop (load, widen both halves of each int, two FMAs);
  *   <li>{@code fma-only}: the same loop without widening (the ints taken as floats: wrong values,
  *       the cost of loads and FMAs alone);
- *   <li>{@code widen-only}: widening and two adds, no activations.
+ *   <li>{@code widen-only}: widening and two adds, no activations;
+ *   <li>{@code kernel-touch}: the kernel with one plain int load per 64 bytes, {@code
+ *       -Dtouch=BYTES} (default 2,048) ahead of the vector loads — a prefetch by hand, since the
+ *       Vector API has none;
+ *   <li>{@code pairs-touch}: the same, two rows a pass sharing each activation load.
  * </ul>
+ *
+ * <p>Each kind's passes alternate with the others' ({@code -Dreps=N} of each, default 4; {@code
+ * -Dkinds=a,b} picks kinds); best and median are printed. {@code -Dcols=N} sets the row length (default 1,024); {@code -Dfile=PATH} maps the first 1,200
+ * MB of a file (a model's safetensors, in the page cache) instead of filling anonymous memory.
  *
  * <pre>java --add-modules jdk.incubator.vector ... dev.tandem.bench.MatvecLoadCost [threads]</pre>
  */
@@ -34,31 +42,50 @@ public final class MatvecLoadCost {
   private static final int L = F.length();
   private static final VectorSpecies<Integer> I = VectorSpecies.of(int.class, F.vectorShape());
   private static final ByteOrder LE = ByteOrder.LITTLE_ENDIAN;
-  private static final int COLS = 1024;
+  private static final int COLS = Integer.getInteger("cols", 1024);
   private static final long BYTES = 1200L << 20;
-  private static final int JOB_ROWS = 2048; // 4 MB of weights per parallel job
-  private static final String[] KINDS = {"read", "kernel", "fma-only", "widen-only"};
+  private static final int JOB_ROWS = (4 << 20) / (COLS * 2); // 4 MB of weights per parallel job
+  private static final String[] KINDS = {"read", "kernel", "kernel-touch", "pairs-touch", "blocked-touch", "fma-only", "widen-only"};
+  private static final long TOUCH = Long.getLong("touch", 2048);
+  private static final int BLOCK_COLS = Integer.getInteger("blockCols", 2048);
 
   private MatvecLoadCost() {}
 
   public static void main(String[] args) throws Exception {
     int threads = args.length > 0 ? Integer.parseInt(args[0]) : Runtime.getRuntime().availableProcessors();
-    MemorySegment weights = Arena.global().allocate(BYTES, 64);
-    SplittableRandom random = new SplittableRandom(1);
-    System.out.printf(Locale.ROOT, "filling %d MB of bf16 weights...%n", BYTES >> 20);
-    for (long o = 0; o < BYTES; o += 2) {
-      float v = (float) (random.nextGaussian() * 0.02);
-      weights.set(ValueLayout.JAVA_SHORT_UNALIGNED, o, (short) (Float.floatToRawIntBits(v) >>> 16));
+    MemorySegment weights;
+    String file = System.getProperty("file");
+    if (file != null) { // a model's weights as the engine reads them: a file mapped in 4 KB pages
+      try (var channel = java.nio.channels.FileChannel.open(java.nio.file.Path.of(file))) {
+        weights = channel.map(java.nio.channels.FileChannel.MapMode.READ_ONLY, 0, BYTES, Arena.global());
+      }
+      System.out.printf(Locale.ROOT, "mapped the first %d MB of %s%n", BYTES >> 20, file);
+    } else {
+      weights = Arena.global().allocate(BYTES, 64);
+      SplittableRandom random = new SplittableRandom(1);
+      System.out.printf(Locale.ROOT, "filling %d MB of bf16 weights...%n", BYTES >> 20);
+      for (long o = 0; o < BYTES; o += 2) {
+        float v = (float) (random.nextGaussian() * 0.02);
+        weights.set(ValueLayout.JAVA_SHORT_UNALIGNED, o, (short) (Float.floatToRawIntBits(v) >>> 16));
+      }
     }
     System.out.printf(Locale.ROOT, "%d threads, %d-bit vectors, rows of %d bf16 weights, jobs of %d MB%n",
         threads, F.vectorBitSize(), COLS, JOB_ROWS * COLS * 2 >> 20);
+    String[] kinds = System.getProperty("kinds", String.join(",", KINDS)).split(",");
+    int reps = Integer.getInteger("reps", 4);
     for (boolean cached : new boolean[] {false, true}) {
-      for (String kind : KINDS) {
-        double best = 0;
-        for (int rep = 0; rep < 4; rep++) {
-          best = Math.max(best, pass(weights, kind, threads, cached));
+      // Kinds interleaved pass by pass, so that the machine's drift (a shared VM) falls on all alike.
+      double[][] rates = new double[kinds.length][reps];
+      for (int rep = 0; rep < reps; rep++) {
+        for (int k = 0; k < kinds.length; k++) {
+          rates[k][rep] = pass(weights, kinds[k], threads, cached);
         }
-        System.out.printf(Locale.ROOT, "%-10s %-12s %6.1f GB/s%n", cached ? "from L2" : "from memory", kind, best);
+      }
+      for (int k = 0; k < kinds.length; k++) {
+        double[] r = rates[k].clone();
+        java.util.Arrays.sort(r);
+        System.out.printf(Locale.ROOT, "%-10s %-12s best %6.1f GB/s, median %6.1f%n",
+            cached ? "from L2" : "from memory", kinds[k], r[reps - 1], r[reps / 2]);
       }
     }
   }
@@ -79,8 +106,30 @@ public final class MatvecLoadCost {
         float[] out = new float[JOB_ROWS];
         int share = JOB_ROWS / threads;
         for (int job = 0, round = 1; job + JOB_ROWS <= rows; job += JOB_ROWS, round++) {
+          if (kind.equals("blocked-touch")) { // column blocks of BLOCK_COLS, each over all the share's rows
+            int first = job + index * share;
+            java.util.Arrays.fill(out, 0f);
+            for (int c = 0; c < COLS; c += BLOCK_COLS) {
+              int n = Math.min(BLOCK_COLS, COLS - c);
+              for (int r = first; r < first + share; r++) {
+                long from = (long) (cached ? r & 255 : r) * COLS * 2 + c * 2L;
+                out[r - job] += blockTouch(x, c, n, weights, from, (long) COLS * 2);
+              }
+            }
+            arrived.incrementAndGet();
+            while (arrived.get() < round * threads) {
+              Thread.onSpinWait();
+            }
+            continue;
+          }
           for (int r = job + index * share, end = r + share; r < end; r++) {
             long from = (long) (cached ? r & 255 : r) * COLS * 2;
+            if (kind.equals("pairs-touch") && r + 1 < end) { // two rows a pass
+              long next = (long) (cached ? (r + 1) & 255 : r + 1) * COLS * 2;
+              pairTouch(x, weights, from, next, out, r - job);
+              r++;
+              continue;
+            }
             out[r - job] = row(kind, x, weights, from);
           }
           arrived.incrementAndGet();
@@ -101,6 +150,7 @@ public final class MatvecLoadCost {
       case "read" -> read(w, from);
       case "kernel" -> kernel(x, w, from);
       case "fma-only" -> fmaOnly(x, w, from);
+      case "kernel-touch" -> kernelTouch(x, w, from);
       default -> widenOnly(w, from);
     };
   }
@@ -123,6 +173,59 @@ public final class MatvecLoadCost {
       a1 = FloatVector.fromArray(F, x, i + L).fma(pair.and(0xffff0000).reinterpretAsFloats(), a1);
     }
     return a0.add(a1).reduceLanes(VectorOperators.ADD);
+  }
+
+  private static float kernelTouch(float[] x, MemorySegment w, long from) {
+    FloatVector a0 = FloatVector.zero(F);
+    FloatVector a1 = FloatVector.zero(F);
+    long last = w.byteSize() - 4;
+    int touched = 0;
+    for (int i = 0; i < COLS; i += 2 * L) {
+      touched ^= w.get(ValueLayout.JAVA_INT_UNALIGNED, Math.min(from + i * 2L + TOUCH, last));
+      IntVector pair = IntVector.fromMemorySegment(I, w, from + i * 2L, LE);
+      a0 = FloatVector.fromArray(F, x, i).fma(pair.lanewise(VectorOperators.LSHL, 16).reinterpretAsFloats(), a0);
+      a1 = FloatVector.fromArray(F, x, i + L).fma(pair.and(0xffff0000).reinterpretAsFloats(), a1);
+    }
+    return a0.add(a1).reduceLanes(VectorOperators.ADD) + (touched == 0x7fc00001 ? 1e-30f : 0f);
+  }
+
+  /** Columns [c, c + n) of one row, touching the next row's same columns ({@code stride} bytes on) as it goes. */
+  private static float blockTouch(float[] x, int c, int n, MemorySegment w, long from, long stride) {
+    FloatVector a0 = FloatVector.zero(F);
+    FloatVector a1 = FloatVector.zero(F);
+    long last = w.byteSize() - 4;
+    int touched = 0;
+    for (int i = 0; i < n; i += 2 * L) {
+      touched ^= w.get(ValueLayout.JAVA_INT_UNALIGNED, Math.min(from + i * 2L + stride, last));
+      IntVector pair = IntVector.fromMemorySegment(I, w, from + i * 2L, LE);
+      a0 = FloatVector.fromArray(F, x, c + i).fma(pair.lanewise(VectorOperators.LSHL, 16).reinterpretAsFloats(), a0);
+      a1 = FloatVector.fromArray(F, x, c + i + L).fma(pair.and(0xffff0000).reinterpretAsFloats(), a1);
+    }
+    return a0.add(a1).reduceLanes(VectorOperators.ADD) + (touched == 0x7fc00001 ? 1e-30f : 0f);
+  }
+
+  /** Two rows a pass: each activation load serves both, each row touched ahead. */
+  private static void pairTouch(float[] x, MemorySegment w, long from0, long from1, float[] out, int at) {
+    FloatVector a0 = FloatVector.zero(F);
+    FloatVector a1 = FloatVector.zero(F);
+    FloatVector b0 = FloatVector.zero(F);
+    FloatVector b1 = FloatVector.zero(F);
+    long last = w.byteSize() - 4;
+    int touched = 0;
+    for (int i = 0; i < COLS; i += 2 * L) {
+      touched ^= w.get(ValueLayout.JAVA_INT_UNALIGNED, Math.min(from0 + i * 2L + TOUCH, last));
+      touched ^= w.get(ValueLayout.JAVA_INT_UNALIGNED, Math.min(from1 + i * 2L + TOUCH, last));
+      IntVector p = IntVector.fromMemorySegment(I, w, from0 + i * 2L, LE);
+      IntVector q = IntVector.fromMemorySegment(I, w, from1 + i * 2L, LE);
+      FloatVector xe = FloatVector.fromArray(F, x, i);
+      FloatVector xo = FloatVector.fromArray(F, x, i + L);
+      a0 = xe.fma(p.lanewise(VectorOperators.LSHL, 16).reinterpretAsFloats(), a0);
+      a1 = xo.fma(p.and(0xffff0000).reinterpretAsFloats(), a1);
+      b0 = xe.fma(q.lanewise(VectorOperators.LSHL, 16).reinterpretAsFloats(), b0);
+      b1 = xo.fma(q.and(0xffff0000).reinterpretAsFloats(), b1);
+    }
+    out[at] = a0.add(a1).reduceLanes(VectorOperators.ADD) + (touched == 0x7fc00001 ? 1e-30f : 0f);
+    out[at + 1] = b0.add(b1).reduceLanes(VectorOperators.ADD);
   }
 
   private static float fmaOnly(float[] x, MemorySegment w, long from) {

@@ -113,6 +113,11 @@ final class TimedBackend implements ComputeBackend {
   }
 
   @Override
+  public void streamsWeightsPerStep(long bytes) {
+    inner.streamsWeightsPerStep(bytes);
+  }
+
+  @Override
   public void rope(float[] x, int rows, int heads, int headDim, int[] positions, float[] invFreq, float scale) {
     timed("rope", () -> inner.rope(x, rows, heads, headDim, positions, invFreq, scale));
   }

@@ -71,6 +71,7 @@ public final class Transformer implements ForwardPass {
     this.config = weights.config();
     this.weights = weights;
     this.backend = backend;
+    backend.streamsWeightsPerStep(weights.bytesReadPerToken());
     this.rotation = new RopeFrequencies.Rotation[config.numLayers()];
     for (int l = 0; l < rotation.length; l++) {
       rotation[l] = RopeFrequencies.of(config, l, context);

@@ -39,6 +39,13 @@ public interface ComputeBackend extends AutoCloseable {
    */
   void rope(float[] x, int rows, int heads, int headDim, int[] positions, float[] invFreq, float scale);
 
+  /**
+   * How many bytes of weights one decode step of the model this backend runs streams (told once,
+   * before the first step): a backend may read large models' weights differently. Ignored by
+   * default.
+   */
+  default void streamsWeightsPerStep(long bytes) {}
+
   /** {@code gate[i] = silu(gate[i]) · up[i]} for {@code i < n}. */
   void siluMul(float[] gate, float[] up, int n);
 

@@ -43,6 +43,7 @@ public final class VectorBackend implements ComputeBackend {
   static final int OUTER_MIN_TOKENS = 64;
 
   private final ParallelRunner runner;
+  private volatile boolean touchAhead; // see streamsWeightsPerStep
   private final ThreadLocal<float[]> rowScratch = ThreadLocal.withInitial(() -> new float[0]);
   /** A tile's sums for the matrix's last, partial panel: PANEL floats a token. */
   private final ThreadLocal<float[]> tileScratch = ThreadLocal.withInitial(() -> new float[0]);
@@ -122,7 +123,7 @@ public final class VectorBackend implements ComputeBackend {
         int hi = Math.min(to, firstRow[m + 1]) - firstRow[m];
         if (lo < hi) {
           if (tokens < 4) {
-            matvecRows(in, tokens, ws[m], outs[m], lo, hi);
+            matvecRows(in, tokens, ws[m], outs[m], lo, hi, touchAhead);
           } else {
             matmulRows(in, tokens, ws[m], outs[m], lo, hi);
           }
@@ -180,17 +181,41 @@ public final class VectorBackend implements ComputeBackend {
   }
 
   /** Few tokens: widen each weight chunk in registers and use it for every token. */
-  private static void matvecRows(float[] x, int tokens, WeightMatrix w, float[] out, int from, int to) {
+  private static void matvecRows(float[] x, int tokens, WeightMatrix w, float[] out, int from, int to, boolean touchAhead) {
     int cols = w.cols();
     int rows = w.rows();
     MemorySegment data = w.data();
     DType dtype = w.dtype();
     for (int r = from; r < to; r++) {
       for (int t = 0; t < tokens; t++) {
-        out[t * rows + r] =
-            dtype == DType.F32 ? dotF32(x, t * cols, data, r, cols) : dotHalves(x, t * cols, w, data, r, cols);
+        // The row comes from memory for the first token only; the others find it in cache.
+        out[t * rows + r] = dtype == DType.F32
+            ? dotF32(x, t * cols, data, r, cols)
+            : dotHalves(x, t * cols, w, data, r, cols, touchAhead && t == 0);
       }
     }
+  }
+
+  /**
+   * How far ahead of a row's vector loads {@link #dotHalfPairsTouchingAhead} touches the weights
+   * with one plain load per pass: a software prefetch by hand (the Vector API has none), which
+   * starts each 4 KB page's address translation and the prefetcher on it before the loop's own
+   * loads get there. MatvecLoadCost, 2 threads, rows of 3,072 from a mapped model: 35 → 40 GB/s
+   * (median); 8 KB ahead is too far.
+   */
+  private static final long TOUCH_AHEAD = 2048;
+
+  /**
+   * Models streaming more weight bytes a step than this are read touching ahead: batch-1 decode of
+   * a 9.1 GB model ran 11–15% faster with it, while 1.2 and 1.9 GB models ran 3–6% slower (the
+   * extra loads cost more than the translations they hide; docs/benchmarks.md).
+   */
+  static final long TOUCH_AHEAD_MIN_BYTES = 4L << 30;
+
+  /** Above {@link #TOUCH_AHEAD_MIN_BYTES}, batch-1 rows are read touching ahead. */
+  @Override
+  public void streamsWeightsPerStep(long bytes) {
+    touchAhead = bytes > TOUCH_AHEAD_MIN_BYTES;
   }
 
   private static float dotF32(float[] x, int xBase, MemorySegment data, int r, int cols) {
@@ -211,10 +236,12 @@ public final class VectorBackend implements ComputeBackend {
   }
 
   /** Dot product of permuted activations with a bf16 or f16 row. */
-  private static float dotHalves(float[] x, int xBase, WeightMatrix w, MemorySegment data, int r, int cols) {
+  private static float dotHalves(float[] x, int xBase, WeightMatrix w, MemorySegment data, int r, int cols, boolean fromMemory) {
     long rowByte = (long) r * cols * 2;
     int upper = (cols / (2 * L)) * 2 * L;
-    float sum = dotHalfPairs(x, xBase, data, rowByte, upper, w.dtype() == DType.BF16);
+    float sum = fromMemory
+        ? dotHalfPairsTouchingAhead(x, xBase, data, rowByte, upper, w.dtype() == DType.BF16)
+        : dotHalfPairs(x, xBase, data, rowByte, upper, w.dtype() == DType.BF16);
     for (int i = upper; i < cols; i++) {
       sum += x[xBase + i] * w.get(r, i);
     }
@@ -234,6 +261,26 @@ public final class VectorBackend implements ComputeBackend {
       a1 = FloatVector.fromArray(F, x, xOff + i + L).fma(oddHalves(pair, bf16), a1);
     }
     return a0.add(a1).reduceLanes(VectorOperators.ADD);
+  }
+
+  /**
+   * {@link #dotHalfPairs} for weights read from memory: each pass also loads one int {@link
+   * #TOUCH_AHEAD} bytes further on (up to the segment's end). The loads' values are folded into the
+   * result where they cannot change it (a sum plus the smallest subnormal, only when their xor
+   * takes one particular value), so the compiler keeps them.
+   */
+  private static float dotHalfPairsTouchingAhead(float[] x, int xOff, MemorySegment data, long from, int upper, boolean bf16) {
+    FloatVector a0 = FloatVector.zero(F);
+    FloatVector a1 = FloatVector.zero(F);
+    long last = data.byteSize() - Integer.BYTES;
+    int touched = 0;
+    for (int i = 0; i < upper; i += 2 * L) {
+      touched ^= data.get(java.lang.foreign.ValueLayout.JAVA_INT_UNALIGNED, Math.min(from + i * 2L + TOUCH_AHEAD, last));
+      IntVector pair = IntVector.fromMemorySegment(I, data, from + i * 2L, LE);
+      a0 = FloatVector.fromArray(F, x, xOff + i).fma(evenHalves(pair, bf16), a0);
+      a1 = FloatVector.fromArray(F, x, xOff + i + L).fma(oddHalves(pair, bf16), a1);
+    }
+    return a0.add(a1).reduceLanes(VectorOperators.ADD) + (touched == 0x7fc0_0001 ? Float.MIN_VALUE : 0f);
   }
 
   /**

@@ -62,6 +62,18 @@ abstract class ComputeBackendConformanceTest {
     assertClose(expected, actual, 1e-5, "matmul " + dtype);
   }
 
+  /**
+   * As a backend reads a large model's weights ({@link ComputeBackend#streamsWeightsPerStep}; the CPU
+   * backend touches ahead of its batch-1 loads, up to each matrix's last bytes): the same products,
+   * whole rows and odd tails, a matrix shorter than the touch distance included.
+   */
+  @ParameterizedTest(name = "{0} tokens={1} rows={2} cols={3}")
+  @CsvSource({"BF16, 1, 33, 64", "BF16, 1, 300, 3072", "BF16, 3, 17, 1100", "F16, 2, 9, 65", "F16, 1, 40, 1024", "F32, 1, 33, 64"})
+  void matmulOfALargeModel(DType dtype, int tokens, int rows, int cols) {
+    backend.streamsWeightsPerStep(64L << 30);
+    matmul(dtype, tokens, rows, cols);
+  }
+
   @ParameterizedTest(name = "{0} tokens={1}")
   @CsvSource({"F32, 3", "BF16, 9", "BF16, 100", "F16, 67"})
   void matmulOfSeveralMatricesAtOnce(DType dtype, int tokens) {
