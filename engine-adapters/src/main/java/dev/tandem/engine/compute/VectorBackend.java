@@ -200,15 +200,15 @@ public final class VectorBackend implements ComputeBackend {
    * How far ahead of a row's vector loads {@link #dotHalfPairsTouchingAhead} touches the weights
    * with one plain load per pass: a software prefetch by hand (the Vector API has none), which
    * starts each 4 KB page's address translation and the prefetcher on it before the loop's own
-   * loads get there. MatvecLoadCost, 2 threads, rows of 3,072 from a mapped model: 35 → 40 GB/s
-   * (median); 8 KB ahead is too far.
+   * loads get there. MatvecLoadCost, 2 threads, rows of 3,072 from a mapped model: medians 30 → 38
+   * and 35 → 40 GB/s in two runs; 1–4 KB ahead help alike, 8 KB does not.
    */
   private static final long TOUCH_AHEAD = 2048;
 
   /**
    * Models streaming more weight bytes a step than this are read touching ahead: batch-1 decode of
-   * a 9.1 GB model ran 11–15% faster with it, while 1.2 and 1.9 GB models ran 3–6% slower (the
-   * extra loads cost more than the translations they hide; docs/benchmarks.md).
+   * a 9.1 GB model ran 10–21% faster with it, a 3.2 GB one no faster, and 1.2 and 1.9 GB models
+   * about 4% slower (the extra loads cost more than the translations they hide; docs/benchmarks.md).
    */
   static final long TOUCH_AHEAD_MIN_BYTES = 4L << 30;
 
