@@ -28,7 +28,12 @@ import jdk.incubator.vector.VectorSpecies;
  *   <li>{@code kernel-touch}: the kernel with one plain int load per 64 bytes, {@code
  *       -Dtouch=BYTES} (default 2,048) ahead of the vector loads — a prefetch by hand, since the
  *       Vector API has none;
- *   <li>{@code pairs-touch}: the same, two rows a pass sharing each activation load.
+ *   <li>{@code pairs-touch}: the same, two rows a pass sharing each activation load;
+ *   <li>{@code blocked-touch}: the rows in column blocks of {@code -DblockCols} (default 2,048), each
+ *       block over a group of {@code -DgroupRows} rows (default all of a job's), touching the next
+ *       row's block;
+ *   <li>{@code small-x}: the kernel with its activations read from the first 2,048 only (wrong
+ *       values): what a long row's activations leaving L1 cost.
  * </ul>
  *
  * <p>Each kind's passes alternate with the others' ({@code -Dreps=N} of each, default 4; {@code
@@ -45,9 +50,11 @@ public final class MatvecLoadCost {
   private static final int COLS = Integer.getInteger("cols", 1024);
   private static final long BYTES = 1200L << 20;
   private static final int JOB_ROWS = (4 << 20) / (COLS * 2); // 4 MB of weights per parallel job
-  private static final String[] KINDS = {"read", "kernel", "kernel-touch", "pairs-touch", "blocked-touch", "fma-only", "widen-only"};
+  private static final String[] KINDS = {"read", "kernel", "kernel-touch", "pairs-touch", "blocked-touch", "small-x", "fma-only", "widen-only"};
   private static final long TOUCH = Long.getLong("touch", 2048);
   private static final int BLOCK_COLS = Integer.getInteger("blockCols", 2048);
+  private static final int GROUP_ROWS = Integer.getInteger("groupRows", Integer.MAX_VALUE);
+  private static final boolean BLOCK_TOUCH = Boolean.parseBoolean(System.getProperty("blockTouch", "true"));
 
   private MatvecLoadCost() {}
 
@@ -109,11 +116,14 @@ public final class MatvecLoadCost {
           if (kind.equals("blocked-touch")) { // column blocks of BLOCK_COLS, each over all the share's rows
             int first = job + index * share;
             java.util.Arrays.fill(out, 0f);
-            for (int c = 0; c < COLS; c += BLOCK_COLS) {
-              int n = Math.min(BLOCK_COLS, COLS - c);
-              for (int r = first; r < first + share; r++) {
-                long from = (long) (cached ? r & 255 : r) * COLS * 2 + c * 2L;
-                out[r - job] += blockTouch(x, c, n, weights, from, (long) COLS * 2);
+            for (int g = first; g < first + share; g += GROUP_ROWS) {
+              int gEnd = Math.min(first + share, g + GROUP_ROWS);
+              for (int c = 0; c < COLS; c += BLOCK_COLS) {
+                int n = Math.min(BLOCK_COLS, COLS - c);
+                for (int r = g; r < gEnd; r++) {
+                  long from = (long) (cached ? r & 255 : r) * COLS * 2 + c * 2L;
+                  out[r - job] += BLOCK_TOUCH ? blockTouch(x, c, n, weights, from, (long) COLS * 2) : blockPlain(x, c, n, weights, from);
+                }
               }
             }
             arrived.incrementAndGet();
@@ -151,6 +161,7 @@ public final class MatvecLoadCost {
       case "kernel" -> kernel(x, w, from);
       case "fma-only" -> fmaOnly(x, w, from);
       case "kernel-touch" -> kernelTouch(x, w, from);
+      case "small-x" -> smallX(x, w, from);
       default -> widenOnly(w, from);
     };
   }
@@ -187,6 +198,18 @@ public final class MatvecLoadCost {
       a1 = FloatVector.fromArray(F, x, i + L).fma(pair.and(0xffff0000).reinterpretAsFloats(), a1);
     }
     return a0.add(a1).reduceLanes(VectorOperators.ADD) + (touched == 0x7fc00001 ? 1e-30f : 0f);
+  }
+
+  /** Columns [c, c + n) of one row, no touching ({@code -DblockTouch=false}). */
+  private static float blockPlain(float[] x, int c, int n, MemorySegment w, long from) {
+    FloatVector a0 = FloatVector.zero(F);
+    FloatVector a1 = FloatVector.zero(F);
+    for (int i = 0; i < n; i += 2 * L) {
+      IntVector pair = IntVector.fromMemorySegment(I, w, from + i * 2L, LE);
+      a0 = FloatVector.fromArray(F, x, c + i).fma(pair.lanewise(VectorOperators.LSHL, 16).reinterpretAsFloats(), a0);
+      a1 = FloatVector.fromArray(F, x, c + i + L).fma(pair.and(0xffff0000).reinterpretAsFloats(), a1);
+    }
+    return a0.add(a1).reduceLanes(VectorOperators.ADD);
   }
 
   /** Columns [c, c + n) of one row, touching the next row's same columns ({@code stride} bytes on) as it goes. */
@@ -226,6 +249,19 @@ public final class MatvecLoadCost {
     }
     out[at] = a0.add(a1).reduceLanes(VectorOperators.ADD) + (touched == 0x7fc00001 ? 1e-30f : 0f);
     out[at + 1] = b0.add(b1).reduceLanes(VectorOperators.ADD);
+  }
+
+  /** The kernel with activations from the first 2,048 only (wrong values): whether a long row's activations leaving L1 is what costs. */
+  private static float smallX(float[] x, MemorySegment w, long from) {
+    FloatVector a0 = FloatVector.zero(F);
+    FloatVector a1 = FloatVector.zero(F);
+    for (int i = 0; i < COLS; i += 2 * L) {
+      IntVector pair = IntVector.fromMemorySegment(I, w, from + i * 2L, LE);
+      int xi = i & 2047;
+      a0 = FloatVector.fromArray(F, x, xi).fma(pair.lanewise(VectorOperators.LSHL, 16).reinterpretAsFloats(), a0);
+      a1 = FloatVector.fromArray(F, x, xi + L).fma(pair.and(0xffff0000).reinterpretAsFloats(), a1);
+    }
+    return a0.add(a1).reduceLanes(VectorOperators.ADD);
   }
 
   private static float fmaOnly(float[] x, MemorySegment w, long from) {
