@@ -484,7 +484,7 @@ public record ModelConfig(
               f.positiveDouble("low_freq_factor", Double.NaN),
               f.positiveDouble("high_freq_factor", Double.NaN),
               f.positiveInt("original_max_position_embeddings"));
-      case "longrope" -> longRope(file, root, node, rotaryDim, maxPositions);
+      case "longrope", "su" -> longRope(file, root, node, rotaryDim, maxPositions); // "su": Phi-3-128k's first configs
       default ->
           throw new ModelFormatException(
               file + ": field 'rope_scaling.rope_type' is " + type + "; supported: default, linear, llama3, longrope");

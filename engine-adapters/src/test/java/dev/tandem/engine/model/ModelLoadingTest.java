@@ -201,6 +201,8 @@ class ModelLoadingTest {
     assertEquals(48.0, s.factorsFor(131_072)[47]);
     assertEquals(48.0, s.factorsFor(4097)[47]);
     assertEquals(1.47, s.factorsFor(4096)[47], 1e-12);
+    rope.put("type", "su"); // Phi-3-mini-128k's first config.json named it so, as transformers still reads
+    assertEquals("longrope", ModelConfig.parse("config.json", phi).ropeScaling().type());
     rope.put("attention_factor", 1.0); // given, it wins over the formula
     assertEquals(1.0, ModelConfig.parse("config.json", phi).ropeScaling().attentionFactor());
 
