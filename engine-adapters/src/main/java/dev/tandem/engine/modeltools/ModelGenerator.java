@@ -29,7 +29,9 @@ public final class ModelGenerator {
           "llama-0.6b", "Llama with Qwen3-0.6B's shape (28 layers, hidden 1024), ~0.6B parameters",
           "qwen3-0.6b", "Qwen3-0.6B's exact shape (../shared/models/qwen3-0.6b/config.json)",
           "gemma3-1b", "Gemma 3 1B's exact shape (26 layers, hidden 1152, 5 sliding layers of 512 to each full one), ~1B parameters",
-          "phi3-mini", "Phi-3-mini-4k's shape (32 layers, hidden 3072, fused projections, window 2047) with Qwen3's vocabulary, ~4.6B parameters");
+          "phi3-mini", "Phi-3-mini-4k's shape (32 layers, hidden 3072, fused projections, window 2047) with Qwen3's vocabulary, ~4.6B parameters",
+          "phi4-mini", "Phi-4-mini's shape (32 layers, hidden 3072, 24 heads of 128 over 8 KV heads, three quarters of each rotated,"
+              + " LongRoPE with made-up factors, tied embeddings) with Qwen3's vocabulary, ~3.7B parameters");
 
   private static final int QWEN3_VOCAB = 151_936;
 
@@ -46,9 +48,26 @@ public final class ModelGenerator {
       case "gemma3-1b" -> gemma3_1b();
       case "phi3-mini" -> config("Phi3ForCausalLM", "phi3", 3072, 8192, 32, 32, 32, 96, QWEN3_VOCAB, false)
           .put("max_position_embeddings", 4096).put("sliding_window", 2047).put("rope_theta", 10_000.0).put("rms_norm_eps", 1e-5);
+      case "phi4-mini" -> phi4Mini();
       default ->
           throw new IllegalArgumentException("unknown model shape '" + name + "'; known: " + SHAPES.keySet());
     };
+  }
+
+  /**
+   * microsoft/Phi-4-mini-instruct's shape and RoPE (its `sliding_window` of 262,144 reaches past
+   * any context); the LongRoPE factors are made up, of the published count (48 each).
+   */
+  private static ObjectNode phi4Mini() {
+    ObjectNode c = config("Phi3ForCausalLM", "phi3", 3072, 8192, 32, 24, 8, 128, QWEN3_VOCAB, true)
+        .put("max_position_embeddings", 131_072).put("original_max_position_embeddings", 4096)
+        .put("partial_rotary_factor", 0.75).put("sliding_window", 262_144).put("rope_theta", 10_000.0).put("rms_norm_eps", 1e-5);
+    ObjectNode rope = c.putObject("rope_scaling").put("type", "longrope");
+    for (int i = 0; i < 48; i++) {
+      rope.withArray("short_factor").add(1 + i / 100.0);
+      rope.withArray("long_factor").add(1 + i);
+    }
+    return c;
   }
 
   /** google/gemma-3-1b-it's config.json, its special ids replaced by the bundled tokenizer's. */

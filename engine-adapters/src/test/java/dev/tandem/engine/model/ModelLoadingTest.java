@@ -177,20 +177,15 @@ class ModelLoadingTest {
   }
 
   /**
-   * Phi-4-mini's RoPE (its published config.json's fields; factors made up, of the published
-   * count): the first 96 of 128 dimensions rotate, LongRoPE over an original context of 4,096 with
-   * the attention factor √(1 + ln 32 ÷ ln 4096); the long factors where the served context is
-   * longer than that, the short ones within it.
+   * Phi-4-mini's RoPE (`tandem model create --shape phi4-mini`: its published config.json's fields,
+   * factors made up, of the published count): the first 96 of 128 dimensions rotate, LongRoPE over
+   * an original context of 4,096 with the attention factor √(1 + ln 32 ÷ ln 4096); the long
+   * factors where the served context is longer than that, the short ones within it.
    */
   @Test
   void phi4MinisPartialRotationAndLongRopeAreRead() {
-    ObjectNode phi = ModelGenerator.config("Phi3ForCausalLM", "phi3", 3072, 8192, 2, 24, 8, 128, 200_064, true);
-    phi.put("partial_rotary_factor", 0.75).put("max_position_embeddings", 131_072).put("original_max_position_embeddings", 4096);
-    ObjectNode rope = phi.putObject("rope_scaling").put("type", "longrope");
-    for (int i = 0; i < 48; i++) {
-      rope.withArray("short_factor").add(1 + i / 100.0);
-      rope.withArray("long_factor").add(1 + i);
-    }
+    ObjectNode phi = ModelGenerator.shape("phi4-mini");
+    ObjectNode rope = (ObjectNode) phi.get("rope_scaling");
     ModelConfig c = ModelConfig.parse("config.json", phi);
     assertEquals(128, c.headDim());
     assertEquals(96, c.rotaryDim());
