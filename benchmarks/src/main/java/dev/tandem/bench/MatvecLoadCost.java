@@ -174,33 +174,16 @@ public final class MatvecLoadCost {
     return a.reduceLanes(VectorOperators.ADD);
   }
 
-  /** The CPU backend's batch-1 loop ({@code VectorBackend.dotHalfPairs}) for bf16. */
+  /** The CPU backend's batch-1 loop over a whole row. */
   private static float kernel(float[] x, MemorySegment w, long from) {
-    FloatVector a0 = FloatVector.zero(F);
-    FloatVector a1 = FloatVector.zero(F);
-    for (int i = 0; i < COLS; i += 2 * L) {
-      IntVector pair = IntVector.fromMemorySegment(I, w, from + i * 2L, LE);
-      a0 = FloatVector.fromArray(F, x, i).fma(pair.lanewise(VectorOperators.LSHL, 16).reinterpretAsFloats(), a0);
-      a1 = FloatVector.fromArray(F, x, i + L).fma(pair.and(0xffff0000).reinterpretAsFloats(), a1);
-    }
-    return a0.add(a1).reduceLanes(VectorOperators.ADD);
+    return blockPlain(x, 0, COLS, w, from);
   }
 
   private static float kernelTouch(float[] x, MemorySegment w, long from) {
-    FloatVector a0 = FloatVector.zero(F);
-    FloatVector a1 = FloatVector.zero(F);
-    long last = w.byteSize() - 4;
-    int touched = 0;
-    for (int i = 0; i < COLS; i += 2 * L) {
-      touched ^= w.get(ValueLayout.JAVA_INT_UNALIGNED, Math.min(from + i * 2L + TOUCH, last));
-      IntVector pair = IntVector.fromMemorySegment(I, w, from + i * 2L, LE);
-      a0 = FloatVector.fromArray(F, x, i).fma(pair.lanewise(VectorOperators.LSHL, 16).reinterpretAsFloats(), a0);
-      a1 = FloatVector.fromArray(F, x, i + L).fma(pair.and(0xffff0000).reinterpretAsFloats(), a1);
-    }
-    return a0.add(a1).reduceLanes(VectorOperators.ADD) + (touched == 0x7fc00001 ? 1e-30f : 0f);
+    return blockTouch(x, 0, COLS, w, from, TOUCH);
   }
 
-  /** Columns [c, c + n) of one row, no touching ({@code -DblockTouch=false}). */
+  /** Columns [c, c + n) of one row: the CPU backend's batch-1 loop ({@code VectorBackend.dotHalfPairs}) for bf16. */
   private static float blockPlain(float[] x, int c, int n, MemorySegment w, long from) {
     FloatVector a0 = FloatVector.zero(F);
     FloatVector a1 = FloatVector.zero(F);
@@ -212,7 +195,7 @@ public final class MatvecLoadCost {
     return a0.add(a1).reduceLanes(VectorOperators.ADD);
   }
 
-  /** Columns [c, c + n) of one row, touching the next row's same columns ({@code stride} bytes on) as it goes. */
+  /** Columns [c, c + n) of one row, touching {@code stride} bytes on as it goes (the next row's same columns, in blocks). */
   private static float blockTouch(float[] x, int c, int n, MemorySegment w, long from, long stride) {
     FloatVector a0 = FloatVector.zero(F);
     FloatVector a1 = FloatVector.zero(F);
