@@ -4,7 +4,9 @@ import java.util.List;
 
 /**
  * A worker as it describes itself when it joins: id and role, the model and its KV geometry (bytes
- * per token and the cache's element type, "f32" / "bf16" / "f16", "" for an engine with no real KV),
+ * per token, the cache's element type, "f32" / "bf16" / "f16", "" for an engine with no real KV, and
+ * how its keys were rotated, {@code kvKeyRotation}: "longrope-long" / "longrope-short" for a LongRoPE
+ * model, "" for the one rotation of any other),
  * the engine and the request features it honours, its KV transfer agent (empty backend and
  * address when it has none, null probe region then), the host and CPU set it runs on (and the
  * accelerator it computes on, {@code computeDevice}: a GPU's UUID, unique across hosts; empty on
@@ -22,6 +24,7 @@ public record WorkerDescription(
     int vocabSize,
     long kvBytesPerToken,
     String kvCacheDtype,
+    String kvKeyRotation,
     int totalKvBlocks,
     String engine,
     List<String> supportedFeatures,
@@ -42,6 +45,7 @@ public record WorkerDescription(
   public WorkerDescription {
     supportedFeatures = List.copyOf(supportedFeatures);
     computeDevice = computeDevice == null ? "" : computeDevice;
+    kvKeyRotation = kvKeyRotation == null ? "" : kvKeyRotation;
     eosTokenIds = eosTokenIds.clone();
     if (kvTransferEndpoints == null || kvTransferEndpoints.isEmpty()) {
       // A worker that names only its primary agent (older workers): that one.

@@ -335,4 +335,45 @@ class DisaggregationTest {
       d.close();
     }
   }
+
+  /**
+   * A LongRoPE model's prefill worker serving past the model's original context (long factors)
+   * and a decode worker serving within it (short factors) rotate keys differently: they say so
+   * when they join and the router never pairs them, even under an always-split policy.
+   */
+  @Test
+  void longRopeWorkersOnEitherSideOfTheOriginalContextAreNeverPaired() throws Exception {
+    Path longRope = dir.resolve("tiny-longrope");
+    var config = ModelGenerator.shape("tiny").put("max_position_embeddings", 1024).put("original_max_position_embeddings", 64);
+    var rope = config.putObject("rope_scaling").put("type", "longrope");
+    for (int i = 0; i < 8; i++) { // head_dim 16: one factor per rotated pair
+      rope.withArray("short_factor").add(1 + i / 10.0);
+      rope.withArray("long_factor").add(2 + i);
+    }
+    ModelGenerator.write(config, DType.BF16, 0, longRope, 0);
+    BuiltinConfig base = BuiltinConfig.of(longRope).withCompute("cpu", 1).withKvCacheBytes(16L << 20);
+    java.util.concurrent.atomic.AtomicInteger started = new java.util.concurrent.atomic.AtomicInteger();
+    // The prefill worker starts first and serves 1,024 tokens (long factors); the decode worker 64 (short).
+    LocalDeployment d = LocalDeployment.start(
+        new LocalDeployment.Spec(1,
+                () -> BuiltinEngine.open(started.getAndIncrement() == 0 ? base : base.withMaxContextLength(64)),
+                ModelFiles.fromDirectory(longRope), 16,
+                Router.Config.of("kv").withSplit(new SplitPolicy(SplitPolicy.Mode.ALWAYS, 1)),
+                new FrontendServer.Config("127.0.0.1", 0, 1 << 20))
+            .withDisaggregation(1, new WorkerServer.KvTransfer("tcp", "127.0.0.1", Duration.ofSeconds(30)), false));
+    try {
+      WorkerClient decode = d.router().pool().all().stream().filter(w -> !w.isPrefillOnly()).findFirst().orElseThrow();
+      WorkerClient prefill = d.router().pool().all().stream().filter(WorkerClient::isPrefillOnly).findFirst().orElseThrow();
+      assertEquals("longrope-long", prefill.description().kvKeyRotation());
+      assertEquals("longrope-short", decode.description().kvKeyRotation());
+      assertTrue(d.router().disaggregation().links("decode-0", "prefill-0").isEmpty(), "the pair's link was never probed");
+      Generated routed = generate(d.router(), greedy("mixed-rope", prompt(40, 4270), 8));
+      assertEquals(8, routed.tokens().length);
+      assertEquals("", routed.first().origin().prefillWorkerId(), "kept on the decode worker despite the always-split policy");
+      assertEquals(0, d.router().disaggregation().splits());
+      TestDeployments.assertPoolsFull(d);
+    } finally {
+      d.close();
+    }
+  }
 }

@@ -151,6 +151,7 @@ public final class FromWire {
         r.getVocabSize(),
         r.getKvBytesPerToken(),
         r.getKvCacheDtype(),
+        r.getKvKeyRotation(),
         r.getTotalKvBlocks(),
         r.getEngine(),
         r.getSupportedFeaturesList(),

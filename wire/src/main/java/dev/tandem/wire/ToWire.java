@@ -154,6 +154,7 @@ public final class ToWire {
             .setVocabSize(d.vocabSize())
             .setKvBytesPerToken(d.kvBytesPerToken())
             .setKvCacheDtype(d.kvCacheDtype())
+            .setKvKeyRotation(d.kvKeyRotation())
             .setTotalKvBlocks(d.totalKvBlocks())
             .setEngine(d.engine())
             .addAllSupportedFeatures(d.supportedFeatures())

@@ -106,7 +106,7 @@ class WireRoundTripTest {
 
   @Test
   void descriptionsLoadsAndEventsRoundTrip() {
-    var d = new WorkerDescription(new WorkerId("w"), WorkerRole.DECODE, 16, "m", 4096, 1000, 2048, "bf16", 64, "builtin",
+    var d = new WorkerDescription(new WorkerId("w"), WorkerRole.DECODE, 16, "m", 4096, 1000, 2048, "bf16", "longrope-long", 64, "builtin",
         List.of("logprobs", "seed"), new int[] {2}, "ucx", "127.0.0.1:7", new KvRegionRef("127.0.0.1:7", 3, 0x5eed_cafe_f00dL, 0, 64), "h", "0-3", 2, 256, 8192,
         List.of(new WorkerDescription.TransferEndpoint("ucx", "127.0.0.1:7", new KvRegionRef("127.0.0.1:7", 3, 0x5eed_cafe_f00dL, 0, 64)),
             new WorkerDescription.TransferEndpoint("tcp", "127.0.0.1:8", new KvRegionRef("127.0.0.1:8", 1, -7L, 0, 64))),
@@ -119,6 +119,7 @@ class WireRoundTripTest {
     assertEquals(d.cpus(), back.cpus());
     assertEquals(d.computeDevice(), back.computeDevice());
     assertEquals("bf16", back.kvCacheDtype());
+    assertEquals("longrope-long", back.kvKeyRotation());
     assertEquals(256, back.maxNumSeqs());
     assertEquals(8192, back.maxBatchedTokens());
     assertEquals(d.kvTransferEndpoints(), back.kvTransferEndpoints(), "every agent the worker runs");

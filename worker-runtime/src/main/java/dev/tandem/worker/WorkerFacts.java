@@ -49,6 +49,7 @@ final class WorkerFacts {
         info.vocabSize(),
         info.kvBytesPerToken(),
         info.kvCacheDtype(),
+        transfer == null ? "" : transfer.handoff().keyRotation(),
         info.totalKvBlocks(),
         info.engineName(),
         info.features().stream().map(f -> f.wireName()).toList(),

@@ -333,6 +333,9 @@ final class HttpApiHandler extends SimpleChannelInboundHandler<FullHttpRequest> 
       if (!w.description().kvCacheDtype().isEmpty()) {
         o.put("kv_cache_dtype", w.description().kvCacheDtype());
       }
+      if (!w.description().kvKeyRotation().isEmpty()) {
+        o.put("kv_key_rotation", w.description().kvKeyRotation());
+      }
     }
     var refused = router.refusedWorkers();
     if (!refused.isEmpty()) {

@@ -510,11 +510,11 @@ class GenerationRunTest {
   }
 
   private static WorkerStatus worker(String id, WorkerRole role, boolean reachable) {
-    return worker(id, role, reachable, "");
+    return worker(id, role, reachable, "", "");
   }
 
-  private static WorkerStatus worker(String id, WorkerRole role, boolean reachable, String kvCacheDtype) {
-    var d = new dev.tandem.common.WorkerDescription(new WorkerId(id), role, 16, "m", 4096, 151_936, 1024, kvCacheDtype, 64, "mocker",
+  private static WorkerStatus worker(String id, WorkerRole role, boolean reachable, String kvCacheDtype, String keyRotation) {
+    var d = new dev.tandem.common.WorkerDescription(new WorkerId(id), role, 16, "m", 4096, 151_936, 1024, kvCacheDtype, keyRotation, 64, "mocker",
         List.of(), new int[] {151645}, "", "", null, "h", "", 2, 64, 512, List.of(), "");
     return new WorkerStatus(d, id + ":1", reachable, dev.tandem.common.WorkerLoadReport.empty(new WorkerId(id)), false);
   }
@@ -537,11 +537,13 @@ class GenerationRunTest {
     assertEquals("d1", h.at("/degraded_workers/0/id").asText());
     router.workers = List.of(worker("p0", WorkerRole.PREFILL, true), worker("d1", WorkerRole.DECODE, false));
     assertEquals("unhealthy", health(router, 503).get("status").asText(), "a prefill worker alone generates nothing");
-    router.workers = List.of(worker("d0", WorkerRole.DECODE, true, "bf16"), worker("m0", WorkerRole.DECODE, true));
+    router.workers = List.of(worker("d0", WorkerRole.DECODE, true, "bf16", "longrope-short"), worker("m0", WorkerRole.DECODE, true));
     JsonNode healthy = health(router, 200);
     assertEquals("healthy", healthy.get("status").asText());
     assertEquals("bf16", healthy.at("/workers/0/kv_cache_dtype").asText(), "each worker's KV cache dtype");
     assertTrue(healthy.at("/workers/1/kv_cache_dtype").isMissingNode(), "none for an engine with no real KV");
+    assertEquals("longrope-short", healthy.at("/workers/0/kv_key_rotation").asText(), "the LongRoPE factor set its keys were rotated with");
+    assertTrue(healthy.at("/workers/1/kv_key_rotation").isMissingNode(), "none for a model with one rotation");
   }
 
   @Test

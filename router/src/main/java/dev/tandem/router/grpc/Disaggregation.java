@@ -137,10 +137,9 @@ public final class Disaggregation implements AutoCloseable {
       WorkerClient decode = joined.isPrefillOnly() ? other : joined;
       WorkerClient prefill = joined.isPrefillOnly() ? joined : other;
       String key = decode.workerId().value() + "->" + prefill.workerId().value();
-      if (!sameKvLayout(decode, prefill)) {
-        log.error("KV link {}: the decode worker stores KV in {}, the prefill worker in {}; refusing to pair them, requests will"
-                + " not be split across it (start both with the same --kv-cache-dtype)",
-            key, decode.description().kvCacheDtype(), prefill.description().kvCacheDtype());
+      String mismatch = kvLayoutMismatch(decode.description(), prefill.description());
+      if (mismatch != null) {
+        log.error("KV link {}: {}; refusing to pair them, requests will not be split across it", key, mismatch);
         continue;
       }
       List<String> common = new ArrayList<>();
@@ -159,9 +158,25 @@ public final class Disaggregation implements AutoCloseable {
     }
   }
 
-  /** Whether {@code decode} can read {@code prefill}'s blocks as its own: the same KV cache dtype. */
-  private static boolean sameKvLayout(WorkerClient decode, WorkerClient prefill) {
-    return decode.description().kvCacheDtype().equals(prefill.description().kvCacheDtype());
+  /**
+   * Why {@code decode} cannot read {@code prefill}'s blocks as its own, or null when it can: the same
+   * KV cache dtype, and keys rotated alike (a LongRoPE model's factor set follows the served context).
+   */
+  static String kvLayoutMismatch(WorkerDescription decode, WorkerDescription prefill) {
+    if (!decode.kvCacheDtype().equals(prefill.kvCacheDtype())) {
+      return "the decode worker stores KV in " + decode.kvCacheDtype() + ", the prefill worker in " + prefill.kvCacheDtype()
+          + " (start both with the same --kv-cache-dtype)";
+    }
+    if (!decode.kvKeyRotation().equals(prefill.kvKeyRotation())) {
+      return "the decode worker rotates keys with " + rotation(decode.kvKeyRotation()) + ", the prefill worker with "
+          + rotation(prefill.kvKeyRotation()) + " (LongRoPE's factor set follows --max-context-length: start both on the same"
+          + " side of the model's original context)";
+    }
+    return null;
+  }
+
+  private static String rotation(String keyRotation) {
+    return keyRotation.isEmpty() ? "the model's one rotation" : keyRotation;
   }
 
   private CompletableFuture<Void> probeInTurn(String key, WorkerClient decode, WorkerClient prefill, List<String> backends, int next) {
@@ -225,7 +240,7 @@ public final class Disaggregation implements AutoCloseable {
     }
     List<WorkerClient> prefillers = new ArrayList<>();
     for (WorkerClient w : pool.routable()) {
-      if (w.isPrefillOnly() && w.movesKv() && sameKvLayout(decode, w)) {
+      if (w.isPrefillOnly() && w.movesKv() && kvLayoutMismatch(decode.description(), w.description()) == null) {
         prefillers.add(w);
       }
     }

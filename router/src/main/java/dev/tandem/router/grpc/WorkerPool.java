@@ -158,14 +158,15 @@ public final class WorkerPool implements AutoCloseable {
     client.watchLoad(timer, loadInterval);
     joinListeners.forEach(l -> l.accept(client));
     log.info(
-        "registered worker {} at {} (engine {}, model {}, {} KV blocks of {}{})",
+        "registered worker {} at {} (engine {}, model {}, {} KV blocks of {}{}{})",
         reg.workerId(),
         address,
         reg.engine(),
         reg.modelName(),
         reg.totalKvBlocks(),
         reg.blockSize(),
-        reg.kvCacheDtype().isEmpty() ? "" : " in " + reg.kvCacheDtype());
+        reg.kvCacheDtype().isEmpty() ? "" : " in " + reg.kvCacheDtype(),
+        reg.kvKeyRotation().isEmpty() ? "" : ", keys rotated with " + reg.kvKeyRotation());
     return client;
   }
 
