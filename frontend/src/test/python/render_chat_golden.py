@@ -45,6 +45,25 @@ def render_all(template_source, cases, bos="", eos=""):
     return out
 
 
+def phi4_mini_messages(case):
+    """Phi-4-mini's template reads tools from the system message (Microsoft's model card: the
+    functions as JSON between <|tool|> and <|/tool|>, a system message such as "You are a helpful
+    assistant with some tools."), and renders an assistant turn's content only, so earlier calls
+    are written as the model writes them: <|tool_call|>[...]<|/tool_call|>."""
+    messages = [dict(m) for m in case["messages"]]
+    if case.get("tools"):
+        functions = json.dumps([t["function"] for t in case["tools"]], ensure_ascii=False)
+        if messages[0]["role"] == "system":
+            messages[0]["tools"] = functions
+        else:
+            messages.insert(0, {"role": "system", "content": "You are a helpful assistant with some tools.", "tools": functions})
+    for m in messages:
+        if m.get("tool_calls") and not m.get("content"):
+            calls = [{"name": c["function"]["name"], "arguments": json.loads(c["function"]["arguments"])} for c in m["tool_calls"]]
+            m["content"] = "<|tool_call|>" + json.dumps(calls, ensure_ascii=False) + "<|/tool_call|>"
+    return messages
+
+
 def main():
     config = json.loads(TOKENIZER_CONFIG.read_text())
     cases = json.loads((ROOT / "chat/cases.json").read_text())
@@ -57,6 +76,11 @@ def main():
     gemma_cases = json.loads((ROOT / "chat/gemma3_cases.json").read_text())
     gemma = render_all((ROOT / "chat/gemma3_template.jinja").read_text(), gemma_cases, bos="<bos>", eos="<eos>")
     (ROOT / "chat/gemma3_expected.json").write_text(json.dumps(gemma, indent=1, ensure_ascii=False) + "\n")
+    # Phi-4-mini's template (microsoft/Phi-4-mini-instruct's tokenizer_config.json), tools in the system message.
+    phi_cases = json.loads((ROOT / "chat/phi4_mini_cases.json").read_text())
+    phi_cases = [dict(c, messages=phi4_mini_messages(c), tools=None) for c in phi_cases]
+    phi = render_all((ROOT / "chat/phi4_mini_template.jinja").read_text(), phi_cases, eos="<|endoftext|>")
+    (ROOT / "chat/phi4_mini_expected.json").write_text(json.dumps(phi, indent=1, ensure_ascii=False) + "\n")
 
 
 if __name__ == "__main__":

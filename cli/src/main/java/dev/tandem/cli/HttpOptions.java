@@ -56,7 +56,7 @@ final class HttpOptions {
 
   @Option(names = "--tool-call-parser", defaultValue = "${env:TANDEM_TOOL_CALL_PARSER:-auto}",
       description = "How tool calls are read from the output: auto (from the chat template), none, hermes (qwen3), llama3_json, "
-          + "mistral, pythonic (default ${DEFAULT-VALUE}).")
+          + "mistral, pythonic, phi4_mini_json (default ${DEFAULT-VALUE}).")
   String toolCallParser;
 
   @Option(names = "--migration-limit", defaultValue = "${env:TANDEM_MIGRATION_LIMIT:-3}",

@@ -62,7 +62,8 @@ final class ChoiceStream {
     this.index = index;
     this.prompt = prompt;
     this.tokenizer = tokenizer;
-    this.detokenizer = new IncrementalDetokenizer(tokenizer, tail(prompt), spec.skipSpecialTokens());
+    this.detokenizer = new IncrementalDetokenizer(tokenizer, tail(prompt), spec.skipSpecialTokens(),
+        spec.parsers().toolCalls().markers().stream().mapToInt(tokenizer::specialTokenId).filter(id -> id >= 0).toArray());
     this.stops = new StopStrings(spec.stopStrings());
     this.promptTokens = prompt.length;
     this.reasoningSplitter = new ReasoningSplitter(spec.parsers().reasoning());

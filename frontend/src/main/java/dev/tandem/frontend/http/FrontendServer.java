@@ -27,7 +27,7 @@ public final class FrontendServer implements AutoCloseable {
    */
   /**
    * @param reasoningParser {@code --reasoning-parser}: auto, none, qwen3, deepseek_r1
-   * @param toolCallParser {@code --tool-call-parser}: auto, none, hermes, qwen3, llama3_json, mistral, pythonic
+   * @param toolCallParser {@code --tool-call-parser}: auto, none, hermes, qwen3, llama3_json, mistral, pythonic, phi4_mini_json
    * @param migrationLimit {@code --migration-limit}: times a choice may move to another worker when
    *     its worker fails mid-stream (0: never)
    */

@@ -111,10 +111,10 @@ final class StructuredOutputs {
    */
   static StructuredOutput forcedCall(ToolChoice choice, JsonNode tools, ToolCallFormat format) {
     String argumentsKey = switch (format) {
-      case HERMES -> "arguments";
+      case HERMES, PHI4_MINI_JSON -> "arguments";
       case LLAMA3_JSON -> "parameters";
       default -> throw ApiException.unsupportedParameter("tool_choice", "'tool_choice' " + choice.kind().name().toLowerCase(java.util.Locale.ROOT)
-          + " needs a model whose tool calls are parsed as hermes or llama3_json; this one's are "
+          + " needs a model whose tool calls are parsed as hermes, llama3_json or phi4_mini_json; this one's are "
           + format.flagName() + " (set --tool-call-parser).");
     };
     ArrayNode alternatives = JSON.createArrayNode();
@@ -139,9 +139,12 @@ final class StructuredOutputs {
     } else {
       schema.set("anyOf", alternatives);
     }
-    return format == ToolCallFormat.HERMES
-        ? new StructuredOutput(schema.toString(), "<tool_call>\n", "\n</tool_call>")
-        : StructuredOutput.jsonSchema(schema.toString());
+    return switch (format) {
+      case HERMES -> new StructuredOutput(schema.toString(), "<tool_call>\n", "\n</tool_call>");
+      // As plain text: the tagged form's markers may be special tokens, which no grammar writes.
+      case PHI4_MINI_JSON -> new StructuredOutput(schema.toString(), "functools[", "]");
+      default -> StructuredOutput.jsonSchema(schema.toString());
+    };
   }
 
   /**

@@ -5,8 +5,8 @@ import java.util.function.Predicate;
 /**
  * The reasoning and tool-call formats a served model's output is parsed with: named by flag, or
  * ({@code auto}) recognised from what its chat template writes — {@code <think>} for Qwen3-style
- * reasoning, {@code <tool_call>} for Hermes, {@code [TOOL_CALLS]} for Mistral, {@code
- * <|python_tag|>} or {@code "parameters"} for Llama 3 JSON.
+ * reasoning, {@code <tool_call>} for Hermes, {@code [TOOL_CALLS]} for Mistral, {@code <|tool|>} (or
+ * {@code functools}) for Phi-4-mini, {@code <|python_tag|>} or {@code "parameters"} for Llama 3 JSON.
  */
 public record OutputParsers(ReasoningFormat reasoning, ToolCallFormat toolCalls) {
   public static final OutputParsers NONE = new OutputParsers(ReasoningFormat.NONE, ToolCallFormat.NONE);
@@ -26,6 +26,8 @@ public record OutputParsers(ReasoningFormat reasoning, ToolCallFormat toolCalls)
       tools = ToolCallFormat.HERMES;
     } else if (templateMentions.test("[TOOL_CALLS]")) {
       tools = ToolCallFormat.MISTRAL;
+    } else if (templateMentions.test("<|tool|>") || templateMentions.test("functools")) {
+      tools = ToolCallFormat.PHI4_MINI_JSON;
     } else if (templateMentions.test("<|python_tag|>") || templateMentions.test("\"parameters\"")) {
       tools = ToolCallFormat.LLAMA3_JSON;
     } else {

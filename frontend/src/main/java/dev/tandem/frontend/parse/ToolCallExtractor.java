@@ -18,10 +18,23 @@ import java.util.List;
  */
 public final class ToolCallExtractor {
   private static final ObjectMapper JSON = new ObjectMapper();
-  private static final String HERMES_OPEN = "<tool_call>";
-  private static final String HERMES_CLOSE = "</tool_call>";
   private static final String MISTRAL_OPEN = "[TOOL_CALLS]";
   private static final String PYTHON_TAG = "<|python_tag|>";
+
+  /**
+   * Where a tagged call starts and ends ({@code close} null: at the end of the output), and what
+   * its body starts with that the opening marker took ({@code "["} of {@code functools[}).
+   */
+  private record Marker(String open, String close, String bodyStart) {}
+
+  private static final List<Marker> HERMES_MARKERS = List.of(new Marker("<tool_call>", "</tool_call>", ""));
+  /**
+   * Phi-4-mini writes {@code <|tool_call|>[…]<|/tool_call|>}, often without the closing tag (as
+   * the Berkeley function-calling leaderboard's handler found); vLLM's template for it asks for
+   * {@code functools[…]}, up to the end of the output.
+   */
+  private static final List<Marker> PHI4_MINI_MARKERS =
+      List.of(new Marker("<|tool_call|>", "<|/tool_call|>", ""), new Marker("functools[", null, "["));
 
   /** A piece of content with the calls completed in it. */
   public record Extracted(String content, List<ToolCall> calls) {
@@ -30,14 +43,18 @@ public final class ToolCallExtractor {
 
   private final ToolCallFormat format;
   private final StringBuilder pending = new StringBuilder();
-  private boolean inCall; // hermes: inside a tag; others: the rest of the output is calls
+  private boolean inCall; // hermes, phi4_mini_json: inside a marker; others: the rest of the output is calls
+  private Marker opened; // the marker of the tagged call in progress
   private boolean decided; // llama3_json / pythonic: whether the output is calls was decided
   private boolean afterCall;
   private int calls;
 
   public ToolCallExtractor(ToolCallFormat format) {
     this.format = format;
-    this.decided = format == ToolCallFormat.NONE || format == ToolCallFormat.HERMES || format == ToolCallFormat.MISTRAL;
+    this.decided = switch (format) {
+      case NONE, HERMES, MISTRAL, PHI4_MINI_JSON -> true;
+      case LLAMA3_JSON, PYTHONIC -> false;
+    };
   }
 
   /** Calls found so far. */
@@ -53,7 +70,8 @@ public final class ToolCallExtractor {
     StringBuilder content = new StringBuilder();
     List<ToolCall> found = new ArrayList<>();
     switch (format) {
-      case HERMES -> hermes(content, found);
+      case HERMES -> tagged(HERMES_MARKERS, content, found);
+      case PHI4_MINI_JSON -> tagged(PHI4_MINI_MARKERS, content, found);
       case MISTRAL -> {
         if (!inCall) {
           int open = pending.indexOf(MISTRAL_OPEN);
@@ -96,14 +114,14 @@ public final class ToolCallExtractor {
       content.append(afterCall ? rest.strip() : rest);
     } else {
       List<ToolCall> parsed = switch (format) {
-        case HERMES -> one(rest);
+        case HERMES, PHI4_MINI_JSON -> body(opened.bodyStart() + rest);
         case MISTRAL -> jsonCalls(rest);
         case LLAMA3_JSON -> jsonCalls(rest.strip().startsWith(PYTHON_TAG) ? rest.strip().substring(PYTHON_TAG.length()) : rest);
         case PYTHONIC -> PythonCalls.parse(rest);
         case NONE -> null;
       };
       if (parsed == null || parsed.isEmpty()) {
-        content.append(format == ToolCallFormat.HERMES ? HERMES_OPEN : format == ToolCallFormat.MISTRAL ? MISTRAL_OPEN : "").append(rest);
+        content.append(opened != null ? opened.open() : format == ToolCallFormat.MISTRAL ? MISTRAL_OPEN : "").append(rest);
       } else {
         found.addAll(parsed);
       }
@@ -112,33 +130,57 @@ public final class ToolCallExtractor {
     return new Extracted(content.toString(), found);
   }
 
-  private void hermes(StringBuilder content, List<ToolCall> found) {
+  /** Calls between markers, repeated; text around them is content. */
+  private void tagged(List<Marker> markers, StringBuilder content, List<ToolCall> found) {
     while (true) {
       if (!inCall) {
-        int open = pending.indexOf(HERMES_OPEN);
+        int open = -1;
+        int keep = 0;
+        for (Marker m : markers) {
+          int at = pending.indexOf(m.open());
+          if (at >= 0 && (open < 0 || at < open)) {
+            open = at;
+            opened = m;
+          }
+          keep = Math.max(keep, ReasoningSplitter.partialTag(pending, m.open()));
+        }
         if (open < 0) {
-          release(content, ReasoningSplitter.partialTag(pending, HERMES_OPEN));
+          release(content, keep);
           return;
         }
         appendContent(content, pending.substring(0, open));
-        pending.delete(0, open + HERMES_OPEN.length());
+        pending.delete(0, open + opened.open().length());
         inCall = true;
       }
-      int close = pending.indexOf(HERMES_CLOSE);
+      if (opened.close() == null) {
+        return; // the rest of the output is calls
+      }
+      int close = pending.indexOf(opened.close());
       if (close < 0) {
         return;
       }
-      String body = pending.substring(0, close);
-      pending.delete(0, close + HERMES_CLOSE.length());
+      String text = pending.substring(0, close);
+      pending.delete(0, close + opened.close().length());
       inCall = false;
-      List<ToolCall> call = one(body);
-      if (call == null) {
-        appendContent(content, HERMES_OPEN + body + HERMES_CLOSE);
+      List<ToolCall> calls = body(opened.bodyStart() + text);
+      if (calls == null) {
+        appendContent(content, opened.open() + text + opened.close());
       } else {
-        found.addAll(call);
+        found.addAll(calls);
         afterCall = true;
       }
     }
+  }
+
+  /** A tagged call's body in this format, or null. */
+  private List<ToolCall> body(String text) {
+    if (format == ToolCallFormat.HERMES) {
+      return one(text);
+    }
+    // Phi-4-mini: a list of calls, or calls separated by commas without the list's brackets.
+    String t = text.strip();
+    List<ToolCall> calls = jsonCalls(t.startsWith("[") ? t : "[" + t + "]");
+    return calls == null || calls.isEmpty() ? null : calls;
   }
 
   /** Moves all but the last {@code keep} pending characters to content. */

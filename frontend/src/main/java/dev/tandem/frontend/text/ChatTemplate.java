@@ -25,8 +25,16 @@ import java.util.Map;
  * <p>Thread-safe: rendering keeps no state between calls.
  */
 public final class ChatTemplate {
+  /**
+   * The system message Microsoft's documentation for Phi-4-mini shows with tools, for a
+   * conversation that has none of its own.
+   */
+  static final String TOOLS_SYSTEM_MESSAGE = "You are a helpful assistant with some tools.";
+
   private final String source;
   private final String compiled;
+  private final boolean toolsInSystemMessage;
+  private final boolean callsAsContent; // Phi-4-mini's: renders an assistant turn's content only
   private final String bosToken;
   private final String eosToken;
   private final Jinjava jinjava;
@@ -46,6 +54,9 @@ public final class ChatTemplate {
     this.bosToken = bosToken;
     this.eosToken = eosToken;
     this.jinjava = newJinjava();
+    this.toolsInSystemMessage = source.contains("message['tools']") || source.contains("message[\"tools\"]")
+        || source.contains("message.tools");
+    this.callsAsContent = toolsInSystemMessage && !source.contains("tool_calls");
   }
 
   /**
@@ -141,7 +152,11 @@ public final class ChatTemplate {
    * Renders a conversation.
    *
    * @param messages OpenAI-style messages as plain maps (role, content, tool_calls...)
-   * @param tools tool definitions, or null
+   * @param tools tool definitions, or null; a template that reads them from the system message
+   *     (Phi-4-mini's: {@code message['tools']}, a JSON text of the functions) finds them there too,
+   *     in a system message of its own when the conversation has none; where such a template
+   *     renders no {@code tool_calls}, an earlier assistant turn's calls become its content, as
+   *     Phi-4-mini writes them ({@code <|tool_call|>[…]<|/tool_call|>})
    * @param extra template variables such as {@code enable_thinking} (chat_template_kwargs)
    * @throws TemplateFailure if the template raises or cannot be rendered
    */
@@ -154,10 +169,16 @@ public final class ChatTemplate {
     if (extra != null) {
       ctx.putAll(extra);
     }
-    ctx.put("messages", messages);
     if (tools != null && !tools.isEmpty()) {
       ctx.put("tools", tools);
+      if (toolsInSystemMessage) {
+        messages = withToolsInSystemMessage(messages, tools);
+      }
     }
+    if (callsAsContent) {
+      messages = withCallsAsContent(messages);
+    }
+    ctx.put("messages", messages);
     ctx.put("add_generation_prompt", addGenerationPrompt);
     ctx.put("bos_token", bosToken);
     ctx.put("eos_token", eosToken);
@@ -181,6 +202,71 @@ public final class ChatTemplate {
       }
     }
     return result.getOutput();
+  }
+
+  /**
+   * The conversation with the functions of {@code tools} as JSON text in its system message's
+   * {@code tools} (one the caller set there is kept), a system message added first if it has none.
+   */
+  static List<Map<String, Object>> withToolsInSystemMessage(List<Map<String, Object>> messages, List<Map<String, Object>> tools) {
+    List<Object> functions = new java.util.ArrayList<>();
+    for (Map<String, Object> tool : tools) {
+      functions.add(tool.get("function") instanceof Map<?, ?> f ? f : tool);
+    }
+    String json = PythonJson.dumps(functions, null);
+    List<Map<String, Object>> out = new java.util.ArrayList<>(messages);
+    if (!out.isEmpty() && "system".equals(out.getFirst().get("role"))) {
+      if (out.getFirst().get("tools") == null) {
+        Map<String, Object> system = new java.util.LinkedHashMap<>(out.getFirst());
+        system.put("tools", json);
+        out.set(0, system);
+      }
+    } else {
+      Map<String, Object> system = new java.util.LinkedHashMap<>();
+      system.put("role", "system");
+      system.put("content", TOOLS_SYSTEM_MESSAGE);
+      system.put("tools", json);
+      out.addFirst(system);
+    }
+    return out;
+  }
+
+  /** Assistant turns with tool calls and no content get the calls as content, in Phi-4-mini's syntax. */
+  static List<Map<String, Object>> withCallsAsContent(List<Map<String, Object>> messages) {
+    List<Map<String, Object>> out = new java.util.ArrayList<>(messages.size());
+    for (Map<String, Object> m : messages) {
+      Object content = m.get("content");
+      if (!(m.get("tool_calls") instanceof List<?> calls) || calls.isEmpty() || (content != null && !"".equals(content))) {
+        out.add(m);
+        continue;
+      }
+      List<Object> written = new java.util.ArrayList<>();
+      for (Object c : calls) {
+        Object f = c instanceof Map<?, ?> call ? call.get("function") : null;
+        if (f instanceof Map<?, ?> function) {
+          Map<String, Object> w = new java.util.LinkedHashMap<>();
+          w.put("name", function.get("name"));
+          w.put("arguments", arguments(function.get("arguments")));
+          written.add(w);
+        }
+      }
+      Map<String, Object> turn = new java.util.LinkedHashMap<>(m);
+      turn.put("content", "<|tool_call|>" + PythonJson.dumps(written, null) + "<|/tool_call|>");
+      out.add(turn);
+    }
+    return out;
+  }
+
+  /** A call's arguments as an object: OpenAI sends them as JSON text. */
+  private static Object arguments(Object arguments) {
+    if (arguments instanceof String text) {
+      try {
+        return new ObjectMapper().readValue(text, Object.class);
+      } catch (IOException e) {
+        return text; // not JSON: written as the string it is
+      }
+    }
+    return arguments;
   }
 
   private static TemplateFailure findFailure(Throwable t) {

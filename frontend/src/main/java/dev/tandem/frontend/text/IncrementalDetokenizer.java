@@ -6,7 +6,8 @@ import java.util.Arrays;
  * Turns a growing list of token ids into text deltas that never split a UTF-8 character: each call
  * decodes a short window of recent tokens and emits only text that is complete (a byte-level BPE
  * token may hold part of a character, which decodes to U+FFFD until the rest arrives). The method
- * is vLLM's prefix/read offsets.
+ * is vLLM's prefix/read offsets. Special tokens a parser needs to see ({@code kept}) keep their
+ * text even when special tokens are skipped.
  *
  * <p>Not thread-safe: one per generated sequence.
  */
@@ -15,6 +16,7 @@ public final class IncrementalDetokenizer {
 
   private final TextTokenizer tokenizer;
   private final boolean skipSpecialTokens;
+  private final int[] kept;
   private int[] ids = new int[64];
   private int length;
   private int prefixOffset;
@@ -24,8 +26,17 @@ public final class IncrementalDetokenizer {
    * @param promptTail the last few prompt tokens, decoded as context (may be empty)
    */
   public IncrementalDetokenizer(TextTokenizer tokenizer, int[] promptTail, boolean skipSpecialTokens) {
+    this(tokenizer, promptTail, skipSpecialTokens, new int[0]);
+  }
+
+  /**
+   * @param kept special tokens whose text is output even when {@code skipSpecialTokens} (a
+   *     tool-call format's markers)
+   */
+  public IncrementalDetokenizer(TextTokenizer tokenizer, int[] promptTail, boolean skipSpecialTokens, int[] kept) {
     this.tokenizer = tokenizer;
     this.skipSpecialTokens = skipSpecialTokens;
+    this.kept = skipSpecialTokens ? kept.clone() : new int[0];
     int start = Math.max(0, promptTail.length - CONTEXT_TOKENS);
     for (int i = start; i < promptTail.length; i++) {
       push(promptTail[i]);
@@ -43,6 +54,16 @@ public final class IncrementalDetokenizer {
 
   /** Adds one token; returns the text it completes (possibly empty). */
   public String add(int id) {
+    for (int k : kept) {
+      if (k == id) {
+        // Whatever was held back, then the token's own text; the next window starts after it.
+        String before = flush();
+        push(id);
+        prefixOffset = length;
+        readOffset = length;
+        return before + tokenizer.decode(new int[] {id}, false);
+      }
+    }
     push(id);
     String prefix = tokenizer.decode(ids, prefixOffset, readOffset, skipSpecialTokens);
     String full = tokenizer.decode(ids, prefixOffset, length, skipSpecialTokens);

@@ -20,6 +20,7 @@ public final class TextTokenizer implements AutoCloseable {
   }
 
   private final HuggingFaceTokenizer tokenizer;
+  private final java.util.concurrent.ConcurrentHashMap<String, Integer> specialTokenIds = new java.util.concurrent.ConcurrentHashMap<>();
   private byte[] json; // kept to find the longest token when first asked, then dropped
   private volatile int longestToken; // 0 until computed
 
@@ -93,6 +94,17 @@ public final class TextTokenizer implements AutoCloseable {
       throw new IllegalArgumentException(
           source + ": tokenizer.json cannot be loaded: " + e.getMessage(), e);
     }
+  }
+
+  /**
+   * The id of the special token whose text is {@code text} (one that decoding with special tokens
+   * skipped drops), or -1 when the text is no such token.
+   */
+  public int specialTokenId(String text) {
+    return specialTokenIds.computeIfAbsent(text, t -> {
+      int[] ids = encode(t, false);
+      return ids.length == 1 && decode(ids, true).isEmpty() && decode(ids, false).equals(t) ? ids[0] : -1;
+    });
   }
 
   /** Token ids of {@code text}; special tokens written in the text are recognised. */

@@ -154,7 +154,7 @@ class GenerationRunTest {
     return new Written(status, body.toString());
   }
 
-  private static List<JsonNode> events(String sse) throws Exception {
+  static List<JsonNode> events(String sse) throws Exception {
     List<JsonNode> out = new ArrayList<>();
     for (String frame : sse.split("\n\n")) {
       assertTrue(frame.startsWith("data: "), "an SSE data frame: " + frame);

@@ -104,6 +104,35 @@ class OutputParsersTest {
     assertEquals("[1, 2, 3]", extract(ToolCallFormat.PYTHONIC, "[1, 2, 3]").content(), "a list that is not calls is content");
   }
 
+  /**
+   * Phi-4-mini: a list of calls after {@code <|tool_call|>}, closed or not (the Berkeley
+   * function-calling leaderboard's handler saw both, and objects without the list's brackets), or
+   * after vLLM's {@code functools} marker; text before a call stays content.
+   */
+  @Test
+  void phi4MiniCallsTaggedOrAfterFunctools() throws Exception {
+    Result closed = extract(ToolCallFormat.PHI4_MINI_JSON, "I'll look. <|tool", "_call|>[{\"name\": \"get_weather\", \"argu",
+        "ments\": {\"city\": \"Paris\"}}, {\"name\": \"now\", \"arguments\": {}}]<|/tool_", "call|>");
+    assertEquals("I'll look. ", closed.content());
+    assertEquals(List.of("get_weather", "now"), closed.calls().stream().map(ToolCall::name).toList());
+    assertEquals(JSON.readTree("{\"city\":\"Paris\"}"), JSON.readTree(closed.calls().get(0).arguments()));
+    Result unclosed = extract(ToolCallFormat.PHI4_MINI_JSON, "<|tool_call|>[{\"name\": \"now\", \"arguments\": {}}]");
+    assertEquals(List.of("now"), unclosed.calls().stream().map(ToolCall::name).toList());
+    assertEquals("", unclosed.content());
+    Result bare = extract(ToolCallFormat.PHI4_MINI_JSON,
+        "<|tool_call|>{\"name\": \"f\", \"arguments\": {\"a\": 1}}, {\"name\": \"g\", \"arguments\": {}}<|/tool_call|>");
+    assertEquals(List.of("f", "g"), bare.calls().stream().map(ToolCall::name).toList(), "objects without the list's brackets");
+    Result functools = extract(ToolCallFormat.PHI4_MINI_JSON, "functools[{\"name\": \"f\", \"arguments\": {\"q\": [1, 2]}}]");
+    assertEquals(List.of("f"), functools.calls().stream().map(ToolCall::name).toList());
+    assertEquals("{\"q\":[1,2]}", functools.calls().get(0).arguments());
+    assertEquals("import functools\nfunctools.reduce(add, xs)", extract(ToolCallFormat.PHI4_MINI_JSON,
+        "import functools\nfunc", "tools.reduce(add, xs)").content(), "the module's name in prose is content");
+    Result truncated = extract(ToolCallFormat.PHI4_MINI_JSON, "<|tool_call|>[{\"name\": \"f\", \"argu");
+    assertEquals("<|tool_call|>[{\"name\": \"f\", \"argu", truncated.content(), "never dropped");
+    Result bad = extract(ToolCallFormat.PHI4_MINI_JSON, "<|tool_call|>[oops]<|/tool_call|> after");
+    assertEquals("<|tool_call|>[oops]<|/tool_call|> after", bad.content());
+  }
+
   @Test
   void autoDetectionFromTheChatTemplate() {
     String qwen3 = "{% if tools %}<tool_call>{% endif %}<think>";
@@ -111,5 +140,8 @@ class OutputParsersTest {
     assertEquals(new OutputParsers(ReasoningFormat.QWEN3, ToolCallFormat.HERMES), p);
     assertEquals(OutputParsers.NONE, OutputParsers.resolve("auto", "auto", "{{ messages }}"::contains));
     assertEquals(ToolCallFormat.HERMES, OutputParsers.resolve("none", "qwen3", s -> false).toolCalls());
+    String phi4Mini = "{% if message['role'] == 'system' and 'tools' in message %}{{ '<|tool|>' + message['tools'] + '<|/tool|>' }}";
+    assertEquals(ToolCallFormat.PHI4_MINI_JSON, OutputParsers.resolve("auto", "auto", phi4Mini::contains).toolCalls());
+    assertEquals(ToolCallFormat.PHI4_MINI_JSON, OutputParsers.resolve("auto", "phi4_mini_json", s -> false).toolCalls());
   }
 }

@@ -96,6 +96,26 @@ class ChatTemplateTest {
     assertEquals(expected.get(c.name()), gemma3().render(c.messages(), null, c.addGenerationPrompt(), Map.of()));
   }
 
+  static Stream<Case> phi4MiniCases() throws IOException {
+    return cases("/chat/phi4_mini_cases.json");
+  }
+
+  /**
+   * Phi-4-mini's template reads the tools from the system message, not the request's {@code
+   * tools}: rendered from the request as it comes (tools beside the messages, an earlier call as
+   * {@code tool_calls}), it matches Jinja2 rendering the conversation as Microsoft documents it.
+   */
+  @ParameterizedTest(name = "{0}")
+  @MethodSource("phi4MiniCases")
+  void phi4MiniFindsTheToolsInItsSystemMessage(Case c) throws IOException {
+    Map<String, String> expected = resource("/chat/phi4_mini_expected.json", new TypeReference<>() {});
+    String source;
+    try (InputStream in = ChatTemplateTest.class.getResourceAsStream("/chat/phi4_mini_template.jinja")) {
+      source = new String(in.readAllBytes(), StandardCharsets.UTF_8);
+    }
+    assertEquals(expected.get(c.name()), new ChatTemplate(source, "", "<|endoftext|>").render(c.messages(), c.tools(), c.addGenerationPrompt(), Map.of()));
+  }
+
   @Test
   void gemma3RefusesTurnsThatDoNotAlternate() throws IOException {
     var e = assertThrows(ChatTemplate.TemplateFailure.class, () -> gemma3().render(
