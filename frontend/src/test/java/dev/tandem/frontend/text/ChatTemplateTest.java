@@ -109,11 +109,8 @@ class ChatTemplateTest {
   @MethodSource("phi4MiniCases")
   void phi4MiniFindsTheToolsInItsSystemMessage(Case c) throws IOException {
     Map<String, String> expected = resource("/chat/phi4_mini_expected.json", new TypeReference<>() {});
-    String source;
-    try (InputStream in = ChatTemplateTest.class.getResourceAsStream("/chat/phi4_mini_template.jinja")) {
-      source = new String(in.readAllBytes(), StandardCharsets.UTF_8);
-    }
-    assertEquals(expected.get(c.name()), new ChatTemplate(source, "", "<|endoftext|>").render(c.messages(), c.tools(), c.addGenerationPrompt(), Map.of()));
+    ChatTemplate phi4Mini = template("/chat/phi4_mini_template.jinja", "", "<|endoftext|>");
+    assertEquals(expected.get(c.name()), phi4Mini.render(c.messages(), c.tools(), c.addGenerationPrompt(), Map.of()));
   }
 
   @Test
@@ -124,8 +121,12 @@ class ChatTemplateTest {
   }
 
   private static ChatTemplate gemma3() throws IOException {
-    try (InputStream in = ChatTemplateTest.class.getResourceAsStream("/chat/gemma3_template.jinja")) {
-      return new ChatTemplate(new String(in.readAllBytes(), StandardCharsets.UTF_8), "<bos>", "<eos>");
+    return template("/chat/gemma3_template.jinja", "<bos>", "<eos>");
+  }
+
+  private static ChatTemplate template(String resource, String bos, String eos) throws IOException {
+    try (InputStream in = ChatTemplateTest.class.getResourceAsStream(resource)) {
+      return new ChatTemplate(new String(in.readAllBytes(), StandardCharsets.UTF_8), bos, eos);
     }
   }
 
