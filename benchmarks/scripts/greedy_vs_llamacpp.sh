@@ -7,7 +7,9 @@
 # layers, every sixth full, the others sliding over 16 positions, so that the prompts run past the
 # window and both RoPE bases matter) and phi3-crosscheck.json (Phi-3's fused projections; no window,
 # which llama.cpp does not apply to Phi-3) and phi4-longrope-crosscheck.json (Phi-4-mini's RoPE:
-# three quarters of each head rotated, LongRoPE over an original context of 2,048). Both engines
+# three quarters of each head rotated, LongRoPE over an original context of 2,048) and
+# gemma2-crosscheck.json (Gemma 2: 26 layers, every other one sliding over 16 positions, attention
+# scores capped at 1 and logits at 5, so that both caps bend the output). Both engines
 # pick LongRoPE's long or short factors by their context: llama.cpp's is CTX, Tandem's
 # SERVE_ARGS="--max-context-length N" (else the model's max_position_embeddings).
 #   benchmarks/scripts/greedy_vs_llamacpp.sh [out-dir]     (CONFIG=benchmarks/configs/gemma3-crosscheck.json TOKENS=40 PORT=8129 CTX=4096 SERVE_ARGS=)

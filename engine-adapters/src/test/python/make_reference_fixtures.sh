@@ -28,6 +28,8 @@ cases=(
   "gemma3-f32 gemma3 51 f32"
   "gemma3-bf16 gemma3 52 bf16"
   "gemma3-layer-types-f32 gemma3-layer-types 53 f32"
+  "gemma2-f32 gemma2 54 f32"
+  "gemma2-bf16 gemma2 55 bf16"
   "phi4-longrope-f32 phi4-longrope 63 f32"
   "phi4-longrope-bf16 phi4-longrope 64 bf16"
   "phi3-longrope-short-f32 phi3-longrope-short 65 f32 64"

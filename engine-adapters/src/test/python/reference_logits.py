@@ -55,6 +55,7 @@ def head_dim(cfg):
 
 
 GEMMA3 = "Gemma3ForCausalLM"
+GEMMA2 = "Gemma2ForCausalLM"
 
 
 def rotary_dim(cfg):
@@ -127,16 +128,19 @@ def rotate(x, pos, rope):
 
 def layer_window(cfg, layer):
     """Hugging Face's rule: Mistral and Phi-3 slide in every layer with a sliding_window; Qwen2/Qwen3 only
-    with use_sliding_window, in the layers from max_window_layers on; Gemma 3 in all but every
-    sliding_window_pattern-th layer (or, for each, as layer_types lists)."""
+    with use_sliding_window, in the layers from max_window_layers on; Gemma 2 in every other layer
+    from the first; Gemma 3 in all but every sliding_window_pattern-th layer (or, for each, as
+    layer_types lists)."""
     arch = cfg["architectures"][0]
     window = cfg.get("sliding_window")
     if arch in ("Qwen2ForCausalLM", "Qwen3ForCausalLM") and not cfg.get("use_sliding_window", False):
         return None
-    if arch not in ("MistralForCausalLM", "Phi3ForCausalLM", "Qwen2ForCausalLM", "Qwen3ForCausalLM", GEMMA3) or not window:
+    if arch not in ("MistralForCausalLM", "Phi3ForCausalLM", "Qwen2ForCausalLM", "Qwen3ForCausalLM", GEMMA2, GEMMA3) or not window:
         return None
     if "layer_types" in cfg:
         return window if cfg["layer_types"][layer] == "sliding_attention" else None
+    if arch == GEMMA2:
+        return window if layer % 2 == 0 else None
     if arch == GEMMA3:
         return window if (layer + 1) % cfg.get("sliding_window_pattern", 6) != 0 else None
     if arch in ("MistralForCausalLM", "Phi3ForCausalLM"):
@@ -146,7 +150,7 @@ def layer_window(cfg, layer):
 
 def forward(cfg, w, tokens, dtype):
     arch = cfg["architectures"][0]
-    gemma = arch == GEMMA3
+    gemma = arch in (GEMMA2, GEMMA3)
     eps = cfg["rms_norm_eps"]
     one = 1.0 if gemma else 0.0
     H, KV, D = cfg["num_attention_heads"], cfg["num_key_value_heads"], head_dim(cfg)
@@ -162,7 +166,7 @@ def forward(cfg, w, tokens, dtype):
     for l in range(cfg["num_hidden_layers"]):
         p = f"model.layers.{l}."
         window = layer_window(cfg, l)
-        freqs = inv_freq(cfg, T, local=gemma and window is not None)
+        freqs = inv_freq(cfg, T, local=arch == GEMMA3 and window is not None)
         mask = causal  # each position attends to the last `window` positions, itself included
         if window:
             mask = causal + torch.full((T, T), float("-inf")).tril(-window)
@@ -182,13 +186,17 @@ def forward(cfg, w, tokens, dtype):
         q = q.reshape(T, H, D).transpose(0, 1)
         k = k.reshape(T, KV, D).transpose(0, 1)
         v = v.reshape(T, KV, D).transpose(0, 1)
-        if arch == "Qwen3ForCausalLM" or gemma:
+        if arch in ("Qwen3ForCausalLM", GEMMA3):
             q = rms_norm(q, w[p + "self_attn.q_norm.weight"], eps, one)
             k = rms_norm(k, w[p + "self_attn.k_norm.weight"], eps, one)
         q, k = rotate(q, pos, freqs), rotate(k, pos, freqs)
         k = k.repeat_interleave(H // KV, 0)
         v = v.repeat_interleave(H // KV, 0)
-        att = torch.softmax(q @ k.transpose(1, 2) * scale + mask, -1) @ v
+        scores = q @ k.transpose(1, 2) * scale
+        cap = cfg.get("attn_logit_softcapping")
+        if cap:  # Gemma 2: scores capped by tanh before the mask and the softmax
+            scores = cap * torch.tanh(scores / cap)
+        att = torch.softmax(scores + mask, -1) @ v
         o = proj("self_attn.o_proj", att.transpose(0, 1).reshape(T, H * D))
         if gemma:  # Gemma normalises each sub-layer's output too, before the residual
             x = x + rms_norm(o, w[p + "post_attention_layernorm.weight"], eps, one)

@@ -32,7 +32,7 @@ final class ModelCommand {
       @Option(names = "--config", description = "A Hugging Face config.json to follow.")
       Path config;
 
-      @Option(names = "--shape", description = "A named shape: tiny, llama-100m, llama-0.6b, qwen3-0.6b, gemma3-1b, phi3-mini, phi4-mini.")
+      @Option(names = "--shape", description = "A named shape: tiny, llama-100m, llama-0.6b, qwen3-0.6b, gemma3-1b, gemma2-2b, phi3-mini, phi4-mini.")
       String shape;
     }
 

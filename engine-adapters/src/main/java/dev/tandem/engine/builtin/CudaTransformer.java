@@ -88,11 +88,12 @@ public final class CudaTransformer implements ForwardPass {
   }
 
   /**
-   * Refuses a model whose forward pass these kernels do not compute: Gemma 3's (GeGLU, its extra
-   * norms and scaled embeddings, a RoPE base per layer type), which the CPU backends run.
+   * Refuses a model whose forward pass these kernels do not compute: Gemma 2's and 3's (GeGLU, their
+   * extra norms and scaled embeddings, capped scores, a RoPE base per layer type), which the CPU
+   * backends run.
    */
   static void checkSupported(ModelConfig config) {
-    if (config.architecture() == ModelConfig.Architecture.GEMMA3) {
+    if (config.gemma()) {
       throw new IllegalArgumentException(
           "the CUDA backend does not run " + config.architecture().hfName + " yet (GeGLU, Gemma's extra norms and per-layer RoPE bases"
               + " have no kernels); serve it with --compute cpu");

@@ -202,7 +202,7 @@ public final class Transformer implements ForwardPass {
     backend.attention(
         new AttentionBatch(
             q, att, tokens, positions, tables, cache.keys(l), cache.values(l), blockSize,
-            config.numHeads(), config.numKvHeads(), config.headDim(), cache.dtype(), config.windowOf(l)));
+            config.numHeads(), config.numKvHeads(), config.headDim(), cache.dtype(), config.windowOf(l), (float) config.attnLogitSoftcap()));
     // Output projection (Gemma: and its norm), residual.
     backend.matmul(att, tokens, w.o(), xb2);
     addBias(xb2, w.oBias(), tokens);

@@ -14,8 +14,9 @@ import java.lang.foreign.ValueLayout;
  * the blocks {@code blockTables[t]} (position p in block {@code blockTables[t][p / blockSize]},
  * slot {@code p % blockSize}). The cache segments hold {@code kvDtype} entries (f32, bf16 or f16;
  * sums are f32 whatever the entries) laid out as {@code [block][slot][kvHead][headDim]}.
- * Query head h reads KV head {@code h / (numHeads / numKvHeads)}. The result goes to {@code out},
- * shaped like {@code q}.
+ * Query head h reads KV head {@code h / (numHeads / numKvHeads)}. With a {@code softcap} c > 0
+ * (Gemma 2's {@code attn_logit_softcapping}) each scaled score s becomes {@code c·tanh(s/c)} before
+ * the softmax. The result goes to {@code out}, shaped like {@code q}.
  */
 public record AttentionBatch(
     float[] q,
@@ -30,9 +31,22 @@ public record AttentionBatch(
     int numKvHeads,
     int headDim,
     DType kvDtype,
-    int window) {
+    int window,
+    float softcap) {
   private static final ValueLayout.OfShort SHORT = ValueLayout.JAVA_SHORT_UNALIGNED;
   private static final ValueLayout.OfFloat FLOAT = ValueLayout.JAVA_FLOAT_UNALIGNED;
+
+  /** Attention with uncapped scores. */
+  public AttentionBatch(
+      float[] q, float[] out, int rows, int[] positions, int[][] blockTables, MemorySegment keys, MemorySegment values,
+      int blockSize, int numHeads, int numKvHeads, int headDim, DType kvDtype, int window) {
+    this(q, out, rows, positions, blockTables, keys, values, blockSize, numHeads, numKvHeads, headDim, kvDtype, window, 0f);
+  }
+
+  /** A scaled score as the softmax takes it: capped where {@link #softcap} is set. */
+  public double capped(double score) {
+    return softcap > 0 ? softcap * Math.tanh(score / softcap) : score;
+  }
 
   /** The first position row {@code t} attends to. */
   public int firstVisible(int t) {

@@ -105,7 +105,7 @@ public final class ScalarBackend implements ComputeBackend {
           for (int i = 0; i < headDim; i++) {
             dot += (double) b.q()[qBase + i] * b.entry(keys, off, i);
           }
-          scores[p] = dot * scale;
+          scores[p] = b.capped(dot * scale);
           max = Math.max(max, scores[p]);
         }
         double sum = 0;

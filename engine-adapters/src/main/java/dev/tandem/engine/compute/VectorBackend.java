@@ -1148,8 +1148,8 @@ public final class VectorBackend implements ComputeBackend {
         readQuery(b, t, h, head, 0);
         readQuery(b, u, h, head, 2 * headDim);
         transposedScores(head, headDim, kT, stride, n, scale, scores);
-        float invA = softmaxWeights(scores, frontA, visibleA - frontA);
-        float invB = softmaxWeights(scores, stride + frontB, visibleB - frontB);
+        float invA = softmaxWeights(scores, frontA, visibleA - frontA, b.softcap());
+        float invB = softmaxWeights(scores, stride + frontB, visibleB - frontB, b.softcap());
         java.util.Arrays.fill(scores, 0, frontA, 0f); // a row sees no position outside its window
         java.util.Arrays.fill(scores, stride, stride + frontB, 0f);
         java.util.Arrays.fill(scores, visibleA, n, 0f); // the shorter row sees fewer positions
@@ -1287,7 +1287,7 @@ public final class VectorBackend implements ComputeBackend {
         microTiles(head, headDim, 0, count, panels, at + p * headDim, 0, headDim, scores, p, stride, true);
       }
       for (int j = 0; j < count; j++) {
-        inv[j] = softmaxWeights(scores, j * stride + front[j], visible[j] - front[j]);
+        inv[j] = softmaxWeights(scores, j * stride + front[j], visible[j] - front[j], b.softcap());
         java.util.Arrays.fill(scores, j * stride, j * stride + front[j], 0f); // positions before this row's window
         java.util.Arrays.fill(scores, j * stride + visible[j], j * stride + n, 0f); // positions after this row's
       }
@@ -1381,11 +1381,26 @@ public final class VectorBackend implements ComputeBackend {
   }
 
   /**
-   * {@code scores[from + p] = exp(scores[from + p] − max)} for {@code p < n}, max being theirs;
-   * returns 1 / their sum (softmax = each × it).
+   * {@code scores[from + p] = exp(scores[from + p] − max)} for {@code p < n}, max being theirs,
+   * each capped first where {@code softcap} > 0; returns 1 / their sum (softmax = each × it).
    */
-  private static float softmaxWeights(float[] scores, int from, int n) {
+  private static float softmaxWeights(float[] scores, int from, int n, float softcap) {
+    if (softcap > 0) {
+      cap(scores, from, n, softcap);
+    }
     return 1f / expShifted(scores, from, n, max(scores, from, n));
+  }
+
+  /** {@code x[from + i] = c·tanh(x[from + i] / c)} for {@code i < n}: Gemma 2's capped attention scores. */
+  private static void cap(float[] x, int from, int n, float c) {
+    int upper = F.loopBound(n);
+    int i = 0;
+    for (; i < upper; i += L) {
+      FloatVector.fromArray(F, x, from + i).div(c).lanewise(VectorOperators.TANH).mul(c).intoArray(x, from + i);
+    }
+    for (; i < n; i++) {
+      x[from + i] = c * (float) Math.tanh(x[from + i] / c);
+    }
   }
 
   /** Row {@code t}'s query head {@code h} into {@code out[at]}: permuted (even elements, then odd, per 2L block) for a 16-bit cache, whose entries widen so. */
@@ -1514,6 +1529,9 @@ public final class VectorBackend implements ComputeBackend {
         }
       }
       for (int h = hFrom; h < hTo; h++) {
+        if (b.softcap() > 0) {
+          cap(scores, h * blockSize, k, b.softcap());
+        }
         float blockMax = max(scores, h * blockSize, k);
         if (blockMax > maxima[h]) {
           float rescale = (float) Math.exp(maxima[h] - blockMax); // 0 for the first block

@@ -117,6 +117,9 @@ public final class CudaBackend implements ComputeBackend {
   @Override
   public void attention(AttentionBatch b) {
     LaunchShapes.attention(b.rows(), b.numHeads(), b.headDim()); // refuses heads the kernel cannot hold, before any copy
+    if (b.softcap() > 0) { // Gemma 2, refused on the GPU before it gets this far (CudaTransformer.checkSupported)
+      throw new UnsupportedOperationException("the CUDA attention kernels do not cap scores (attn_logit_softcapping); run with --compute cpu");
+    }
     for (int t = 0; t < b.rows(); t++) {
       if (b.firstVisible(t) > 0) { // the engine caps such a model's context at its window (BuiltinEngine)
         throw new UnsupportedOperationException("the CUDA attention kernels have no sliding window: row " + t + " at position "

@@ -15,8 +15,9 @@ import java.util.Map;
  * MistralForCausalLM, Phi3ForCausalLM (Llama's with fused qkv and gate/up projections: Phi-3,
  * Phi-4), Qwen2ForCausalLM, Qwen3ForCausalLM (grouped-query attention, RoPE with
  * optional Llama-3 or linear scaling, RMSNorm, SwiGLU, Qwen2's qkv bias, Qwen3's per-head q/k
- * RMSNorm, tied embeddings) and Gemma3ForCausalLM (Gemma 3's text model, also read from the {@code
- * text_config} of a Gemma3ForConditionalGeneration: see {@link Architecture#GEMMA3}).
+ * RMSNorm, tied embeddings), Gemma2ForCausalLM (Gemma 2: see {@link Architecture#GEMMA2}) and
+ * Gemma3ForCausalLM (Gemma 3's text model, also read from the {@code text_config} of a
+ * Gemma3ForConditionalGeneration: see {@link Architecture#GEMMA3}).
  *
  * @param rotaryDim the leading dimensions of each head that RoPE rotates: {@code head_dim} ×
  *     {@code partial_rotary_factor} (Phi-4-mini: 96 of 128); the rest pass through unrotated
@@ -26,18 +27,21 @@ import java.util.Map;
  *     many positions (itself included); 0 for none (Mistral v0.2 on; Qwen2 and Qwen3 unless {@code
  *     use_sliding_window})
  * @param slidingLayers which layers slide (Mistral: all; Qwen2 and Qwen3: from {@code
- *     max_window_layers} on; Gemma 3: all but every {@code sliding_window_pattern}-th; or as {@code
+ *     max_window_layers} on; Gemma 2: every other one from the first; Gemma 3: all but every {@code
+ *     sliding_window_pattern}-th; or as {@code
  *     layer_types} lists them); the others attend to every earlier position. Empty without a window
  * @param localRopeTheta RoPE's base in the sliding layers, unscaled (Gemma 3's {@code
  *     rope_local_base_freq}); 0: those layers rotate as the others do
  * @param queryPreAttnScalar attention scores are scaled by its inverse square root (Gemma's {@code
  *     query_pre_attn_scalar}; the others: {@code head_dim})
+ * @param attnLogitSoftcap attention scores become {@code c·tanh(score/c)} before the softmax (Gemma
+ *     2's {@code attn_logit_softcapping}); 0: none
  * @param finalLogitSoftcap logits become {@code c·tanh(logit/c)} ({@code final_logit_softcapping}); 0:
  *     none
  * @param qkvBias q, k and v projections carry a bias (Qwen2 always; Llama and Qwen3 with
  *     attention_bias)
  * @param outputBias the output projection carries a bias (Llama and Qwen3 with attention_bias)
- * @param qkNorm per-head RMSNorm of queries and keys before RoPE (Qwen3, Gemma 3)
+ * @param qkNorm per-head RMSNorm of queries and keys before RoPE (Qwen3, Gemma 3; not Gemma 2)
  */
 public record ModelConfig(
     Architecture architecture,
@@ -58,6 +62,7 @@ public record ModelConfig(
     BitSet slidingLayers,
     double localRopeTheta,
     double queryPreAttnScalar,
+    double attnLogitSoftcap,
     double finalLogitSoftcap,
     boolean tieWordEmbeddings,
     boolean qkvBias,
@@ -74,6 +79,12 @@ public record ModelConfig(
     PHI3("Phi3ForCausalLM", "phi3"),
     QWEN2("Qwen2ForCausalLM", "qwen2"),
     QWEN3("Qwen3ForCausalLM", "qwen3"),
+    /**
+     * Gemma 2: Gemma 3's layer (scaled embeddings, offset norms, a norm after attention and after
+     * the MLP, GeGLU) without the q/k norm, attention scores capped by {@code c·tanh(s/c)}, every
+     * other layer sliding from the first, one RoPE base for all, the logits capped too.
+     */
+    GEMMA2("Gemma2ForCausalLM", "gemma2"),
     /**
      * Gemma 3's text model: embeddings scaled by √hidden, RMSNorm weights as offsets from 1, a norm
      * after attention and after the MLP as well as before each, GeGLU (tanh-approximated GELU),
@@ -203,14 +214,19 @@ public record ModelConfig(
     return architecture == Architecture.PHI3;
   }
 
+  /** Gemma 2 and Gemma 3, whose layers differ from Llama's alike (see {@link Architecture#GEMMA2}). */
+  public boolean gemma() {
+    return architecture == Architecture.GEMMA2 || architecture == Architecture.GEMMA3;
+  }
+
   /** Gemma's RMSNorm weights are offsets: the norm multiplies by {@code 1 + w}. */
   public boolean unitOffsetNorms() {
-    return architecture == Architecture.GEMMA3;
+    return gemma();
   }
 
   /** Gemma's norms of the attention's and the MLP's outputs, before each joins the residual stream. */
   public boolean sandwichNorms() {
-    return architecture == Architecture.GEMMA3;
+    return gemma();
   }
 
   /**
@@ -218,7 +234,7 @@ public record ModelConfig(
    * Hugging Face computes it (√1152 = 33.94 is 34 in bf16); 1 for the others.
    */
   public float embeddingScale() {
-    if (architecture != Architecture.GEMMA3) {
+    if (!gemma()) {
       return 1f;
     }
     return torchDtype.round((float) Math.sqrt(hiddenSize));
@@ -256,7 +272,7 @@ public record ModelConfig(
     int[] eos = java.util.stream.IntStream.concat(java.util.Arrays.stream(c.eosTokenIds), java.util.Arrays.stream(more)).distinct().toArray();
     return new ModelConfig(c.architecture, c.hiddenSize, c.intermediateSize, c.numLayers, c.numHeads, c.numKvHeads, c.headDim,
         c.vocabSize, c.rmsNormEps, c.ropeTheta, c.ropeScaling, c.rotaryDim, c.maxPositionEmbeddings, c.activation, c.slidingWindow, c.slidingLayers,
-        c.localRopeTheta, c.queryPreAttnScalar, c.finalLogitSoftcap, c.tieWordEmbeddings, c.qkvBias, c.outputBias, c.qkNorm, eos,
+        c.localRopeTheta, c.queryPreAttnScalar, c.attnLogitSoftcap, c.finalLogitSoftcap, c.tieWordEmbeddings, c.qkvBias, c.outputBias, c.qkNorm, eos,
         c.torchDtype);
   }
 
@@ -306,7 +322,7 @@ public record ModelConfig(
               + ", which the built-in engine does not run (supported: "
               + java.util.Arrays.stream(Architecture.values()).map(a -> a.hfName).collect(java.util.stream.Collectors.joining(", ")) + ")");
     }
-    boolean gemma = arch == Architecture.GEMMA3;
+    boolean gemma = arch == Architecture.GEMMA2 || arch == Architecture.GEMMA3;
     Activation activation = activation(file, root, gemma);
     if (gemma) {
       refuseGemmaVariants(file, root);
@@ -340,9 +356,9 @@ public record ModelConfig(
       throw new ModelFormatException(file + ": field 'num_hidden_layers' is " + layers + "; at most " + MAX_LAYERS + " are supported");
     }
     // Mistral and Phi-3 slide in every layer where they name a window; Qwen2 and Qwen3 only with
-    // use_sliding_window, from max_window_layers on (Hugging Face's rule, its default 28); Gemma 3
-    // in all but every sliding_window_pattern-th layer (its default 6). layer_types, where a config
-    // lists them, say which.
+    // use_sliding_window, from max_window_layers on (Hugging Face's rule, its default 28); Gemma 2 in
+    // every other layer from the first; Gemma 3 in all but every sliding_window_pattern-th layer (its
+    // default 6). layer_types, where a config lists them, say which.
     boolean qwen = arch == Architecture.QWEN2 || arch == Architecture.QWEN3;
     int window = 0;
     BitSet sliding = new BitSet(layers);
@@ -351,7 +367,7 @@ public record ModelConfig(
       if (window > 0 && root.has("layer_types")) {
         sliding = slidingLayers(file, root.path("layer_types"), layers);
       } else if (window > 0 && gemma) {
-        int pattern = f.positiveInt("sliding_window_pattern");
+        int pattern = arch == Architecture.GEMMA2 ? 2 : f.positiveInt("sliding_window_pattern");
         for (int l = 0; l < layers; l++) {
           sliding.set(l, (l + 1) % pattern != 0);
         }
@@ -379,15 +395,28 @@ public record ModelConfig(
         activation,
         window,
         sliding,
-        gemma ? f.positiveDouble("rope_local_base_freq", Double.NaN) : 0,
+        arch == Architecture.GEMMA3 ? f.positiveDouble("rope_local_base_freq", Double.NaN) : 0,
         gemma ? f.positiveDouble("query_pre_attn_scalar", Double.NaN) : headDim,
-        gemma ? f.positiveDouble("final_logit_softcapping", 0) : 0,
+        gemma ? softcap(f, root, "attn_logit_softcapping", arch == Architecture.GEMMA2 ? GEMMA2_ATTN_SOFTCAP : 0) : 0,
+        gemma ? softcap(f, root, "final_logit_softcapping", arch == Architecture.GEMMA2 ? GEMMA2_FINAL_SOFTCAP : 0) : 0,
         root.path("tie_word_embeddings").asBoolean(false),
         arch == Architecture.QWEN2 || attentionBias,
         arch != Architecture.QWEN2 && attentionBias,
-        arch == Architecture.QWEN3 || gemma,
+        arch == Architecture.QWEN3 || arch == Architecture.GEMMA3,
         GenerationConfigFile.tokenIds(file, root.path("eos_token_id")),
         dtype(file, root.path("torch_dtype")));
+  }
+
+  /** Gemma2Config's defaults for a config.json that leaves the caps out (null turns one off). */
+  private static final double GEMMA2_ATTN_SOFTCAP = 50;
+  private static final double GEMMA2_FINAL_SOFTCAP = 30;
+
+  /** A tanh cap: the field's positive value, 0 where it is null, {@code absent} where it is missing. */
+  private static double softcap(Fields f, JsonNode root, String field, double absent) {
+    if (!root.has(field)) {
+      return absent;
+    }
+    return root.get(field).isNull() ? 0 : f.positiveDouble(field, Double.NaN);
   }
 
   /** More layers than any published decoder has (Llama 3.1 405B: 126). */
@@ -430,16 +459,11 @@ public record ModelConfig(
   }
 
   /**
-   * Gemma 3 configurations whose forward pass differs from the one run here: tanh-capped
-   * attention scores (Gemma 2's), bidirectional attention (EmbeddingGemma), per-type {@code
-   * rope_parameters} (newer transformers releases; the same model written with {@code rope_theta}
-   * and {@code rope_local_base_freq} is served).
+   * Gemma configurations whose forward pass differs from the one run here: bidirectional attention
+   * (EmbeddingGemma), per-type {@code rope_parameters} (newer transformers releases; the same model
+   * written with {@code rope_theta} and {@code rope_local_base_freq} is served).
    */
   private static void refuseGemmaVariants(String file, JsonNode root) {
-    if (root.hasNonNull("attn_logit_softcapping")) {
-      throw new ModelFormatException(file + ": field 'attn_logit_softcapping' is " + root.get("attn_logit_softcapping")
-          + "; capped attention scores are not supported (null is)");
-    }
     if (root.path("use_bidirectional_attention").asBoolean(false)) {
       throw new ModelFormatException(file + ": field 'use_bidirectional_attention' is true; the built-in engine runs causal decoders only");
     }

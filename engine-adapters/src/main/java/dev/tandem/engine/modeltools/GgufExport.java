@@ -43,11 +43,11 @@ public final class GgufExport {
 
   public static void write(Path modelDir, Path out) throws IOException {
     ModelConfig c = ModelConfig.read(modelDir);
-    boolean gemma = c.architecture() == ModelConfig.Architecture.GEMMA3;
+    boolean gemma = c.gemma();
     boolean phi3 = c.architecture() == ModelConfig.Architecture.PHI3;
     if ((c.architecture() != ModelConfig.Architecture.LLAMA && !gemma && !phi3) || c.qkvBias()) {
-      throw new IllegalArgumentException(modelDir + ": GGUF export supports LlamaForCausalLM without biases, Phi3ForCausalLM and"
-          + " Gemma3ForCausalLM, not " + c.architecture().hfName);
+      throw new IllegalArgumentException(modelDir + ": GGUF export supports LlamaForCausalLM without biases, Phi3ForCausalLM,"
+          + " Gemma2ForCausalLM and Gemma3ForCausalLM, not " + c.architecture().hfName);
     }
     if (phi3 && c.qDim() != c.hiddenSize()) {
       throw new IllegalArgumentException(modelDir + ": llama.cpp's Phi-3 needs heads × head_dim = hidden_size");
@@ -106,25 +106,43 @@ public final class GgufExport {
   }
 
   /**
-   * llama.cpp fixes Gemma 3's layout rather than reading it: every sixth layer full, the others
-   * sliding with RoPE base 10,000, scores scaled by 1/√head_dim, the embedding as the LM head; a
-   * model laid out otherwise would load and compute something else (or not load), so it is refused.
+   * llama.cpp fixes Gemma's layout rather than reading it: Gemma 3's every sixth layer full, the
+   * others sliding with RoPE base 10,000; Gemma 2's every other layer sliding from the first;
+   * scores scaled by 1/√head_dim, the embedding as the LM head. A model laid out otherwise would
+   * load and compute something else (or not load), so it is refused.
    */
   private static void checkGemmaLayout(Path dir, ModelConfig c) {
+    if (c.architecture() == ModelConfig.Architecture.GEMMA2) {
+      for (int l = 0; l < c.numLayers(); l++) {
+        if (c.slides(l) != (l % 2 == 0)) {
+          throw new IllegalArgumentException(dir + ": GGUF export writes Gemma 2 with llama.cpp's layout (every other layer sliding,"
+              + " from the first), not layer " + l + (c.slides(l) ? " sliding" : " full"));
+        }
+      }
+      if (c.queryPreAttnScalar() != c.headDim()) {
+        throw new IllegalArgumentException(dir + ": GGUF export writes Gemma 2 with query_pre_attn_scalar = head_dim (as llama.cpp"
+            + " computes 2B and 9B), not " + c.queryPreAttnScalar());
+      }
+      if (c.attnLogitSoftcap() == 0 || c.finalLogitSoftcap() == 0) {
+        throw new IllegalArgumentException(dir + ": GGUF export writes Gemma 2 with both caps (llama.cpp always applies them),"
+            + " not attn_logit_softcapping " + c.attnLogitSoftcap() + ", final_logit_softcapping " + c.finalLogitSoftcap());
+      }
+      return;
+    }
     for (int l = 0; l < c.numLayers(); l++) {
       if (c.slides(l) != ((l + 1) % 6 != 0)) {
         throw new IllegalArgumentException(dir + ": GGUF export writes Gemma 3 with llama.cpp's layout (every sixth layer full), not layer " + l
             + (c.slides(l) ? " sliding" : " full"));
       }
     }
-    if (c.localRopeTheta() != 10_000 || c.queryPreAttnScalar() != c.headDim() || c.finalLogitSoftcap() != 0) {
+    if (c.localRopeTheta() != 10_000 || c.queryPreAttnScalar() != c.headDim() || c.finalLogitSoftcap() != 0 || c.attnLogitSoftcap() != 0) {
       throw new IllegalArgumentException(dir + ": GGUF export writes Gemma 3 with llama.cpp's fixed rope_local_base_freq (10000),"
-          + " query_pre_attn_scalar = head_dim and no final_logit_softcapping");
+          + " query_pre_attn_scalar = head_dim and no final_logit_softcapping or attn_logit_softcapping");
     }
   }
 
   private static List<TensorOut> tensors(ModelConfig c, ModelWeights w) {
-    boolean gemma = c.architecture() == ModelConfig.Architecture.GEMMA3;
+    boolean gemma = c.gemma();
     List<TensorOut> t = new ArrayList<>();
     t.add(matrix("token_embd.weight", w.embedding(), null));
     for (int l = 0; l < c.numLayers(); l++) {
@@ -148,8 +166,10 @@ public final class GgufExport {
       t.add(matrix(p + "ffn_up.weight", lw.up(), null));
       t.add(matrix(p + "ffn_down.weight", lw.down(), null));
       if (gemma) { // norms as loaded: the factors 1 + w, as llama.cpp's converter writes them
-        t.add(vector(p + "attn_q_norm.weight", lw.qNorm()));
-        t.add(vector(p + "attn_k_norm.weight", lw.kNorm()));
+        if (c.qkNorm()) { // Gemma 3's
+          t.add(vector(p + "attn_q_norm.weight", lw.qNorm()));
+          t.add(vector(p + "attn_k_norm.weight", lw.kNorm()));
+        }
         t.add(vector(p + "post_attention_norm.weight", lw.attentionOutNorm()));
         t.add(vector(p + "post_ffw_norm.weight", lw.mlpOutNorm()));
       }
@@ -161,7 +181,7 @@ public final class GgufExport {
     }
     if (w.lmHead() != w.embedding()) {
       if (gemma) {
-        throw new IllegalArgumentException("GGUF export writes Gemma 3 with its embedding as the LM head (llama.cpp reads no other); this model has lm_head.weight");
+        throw new IllegalArgumentException("GGUF export writes Gemma with its embedding as the LM head (llama.cpp reads no other); this model has lm_head.weight");
       }
       t.add(matrix("output.weight", w.lmHead(), null));
     }
@@ -300,6 +320,7 @@ public final class GgufExport {
     Metadata m = new Metadata();
     String arch = switch (c.architecture()) {
       case GEMMA3 -> "gemma3";
+      case GEMMA2 -> "gemma2";
       case PHI3 -> "phi3";
       default -> "llama";
     };
@@ -323,6 +344,10 @@ public final class GgufExport {
     m.f32(arch + ".rope.freq_base", (float) c.ropeTheta());
     m.f32(arch + ".attention.layer_norm_rms_epsilon", c.rmsNormEps());
     m.u32(arch + ".vocab_size", c.vocabSize());
+    if (c.architecture() == ModelConfig.Architecture.GEMMA2) {
+      m.f32(arch + ".attn_logit_softcapping", (float) c.attnLogitSoftcap());
+      m.f32(arch + ".final_logit_softcapping", (float) c.finalLogitSoftcap());
+    }
     if (c.slidingWindow() > 0) {
       m.u32(arch + ".attention.sliding_window", c.slidingWindow());
     } else if (c.fusedProjections()) { // llama.cpp refuses a Phi-3 without one: a window the length of the context is none

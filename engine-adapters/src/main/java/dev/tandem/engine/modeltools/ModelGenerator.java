@@ -29,6 +29,7 @@ public final class ModelGenerator {
           "llama-0.6b", "Llama with Qwen3-0.6B's shape (28 layers, hidden 1024), ~0.6B parameters",
           "qwen3-0.6b", "Qwen3-0.6B's exact shape (../shared/models/qwen3-0.6b/config.json)",
           "gemma3-1b", "Gemma 3 1B's exact shape (26 layers, hidden 1152, 5 sliding layers of 512 to each full one), ~1B parameters",
+          "gemma2-2b", "Gemma 2 2B's exact shape (26 layers, hidden 2304, sliding and full layers alternating, capped scores), ~2.6B parameters",
           "phi3-mini", "Phi-3-mini-4k's shape (32 layers, hidden 3072, fused projections, window 2047) with Qwen3's vocabulary, ~4.6B parameters",
           "phi4-mini", "Phi-4-mini's shape (32 layers, hidden 3072, 24 heads of 128 over 8 KV heads, three quarters of each rotated,"
               + " LongRoPE with made-up factors, tied embeddings) with Qwen3's vocabulary, ~3.7B parameters");
@@ -46,6 +47,7 @@ public final class ModelGenerator {
       case "llama-0.6b" -> config("LlamaForCausalLM", "llama", 1024, 3072, 28, 16, 8, 128, QWEN3_VOCAB, true);
       case "qwen3-0.6b" -> config("Qwen3ForCausalLM", "qwen3", 1024, 3072, 28, 16, 8, 128, QWEN3_VOCAB, true);
       case "gemma3-1b" -> gemma3_1b();
+      case "gemma2-2b" -> gemma2_2b();
       case "phi3-mini" -> config("Phi3ForCausalLM", "phi3", 3072, 8192, 32, 32, 32, 96, QWEN3_VOCAB, false)
           .put("max_position_embeddings", 4096).put("sliding_window", 2047).put("rope_theta", 10_000.0).put("rms_norm_eps", 1e-5);
       case "phi4-mini" -> phi4Mini();
@@ -67,6 +69,20 @@ public final class ModelGenerator {
       rope.withArray("short_factor").add(1 + i / 100.0);
       rope.withArray("long_factor").add(1 + i);
     }
+    return c;
+  }
+
+  /** google/gemma-2-2b-it's config.json, its special ids replaced by the bundled tokenizer's. */
+  private static ObjectNode gemma2_2b() {
+    ObjectNode c = config("Gemma2ForCausalLM", "gemma2", 2304, 9216, 26, 8, 4, 256, 256_000, true);
+    c.remove("hidden_act");
+    c.put("hidden_activation", "gelu_pytorch_tanh");
+    c.put("max_position_embeddings", 8192);
+    c.put("rope_theta", 10_000.0);
+    c.put("query_pre_attn_scalar", 256);
+    c.put("sliding_window", 4096);
+    c.put("attn_logit_softcapping", 50.0);
+    c.put("final_logit_softcapping", 30.0);
     return c;
   }
 

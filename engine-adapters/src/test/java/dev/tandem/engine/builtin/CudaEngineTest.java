@@ -147,8 +147,8 @@ class CudaEngineTest {
   }
 
   /**
-   * Gemma 3 (GeGLU, its extra norms, a RoPE base per layer type) and GELU gates have no kernels
-   * here: refused at start, naming the CPU backend.
+   * Gemma 3 and 2 (GeGLU, their extra norms, a RoPE base per layer type, capped scores) and GELU
+   * gates have no kernels here: refused at start, naming the CPU backend.
    */
   @org.junit.jupiter.api.Test
   void modelsWithoutGpuKernelsAreRefusedNamingTheCpuBackend(@TempDir Path dir) throws Exception {
@@ -159,6 +159,14 @@ class CudaEngineTest {
       var refused = org.junit.jupiter.api.Assertions.assertThrows(IllegalArgumentException.class,
           () -> new BuiltinEngine(weights, backend, BuiltinConfig.of(dir).withKvCacheBytes(1 << 20)));
       assertTrue(refused.getMessage().contains("Gemma3ForCausalLM") && refused.getMessage().contains("--compute cpu"), refused.getMessage());
+    }
+    Path gemma2 = dir.resolve("gemma2");
+    dev.tandem.engine.modeltools.ModelGenerator.write(dev.tandem.engine.modeltools.ModelGenerator.config(
+        "Gemma2ForCausalLM", "gemma2", 64, 128, 2, 4, 2, 16, 256, true).put("query_pre_attn_scalar", 16).put("sliding_window", 4096), DType.BF16, 3, gemma2, 0);
+    try (ModelWeights weights = ModelWeights.load(gemma2, ModelConfig.read(gemma2)); CudaBackend backend = new CudaBackend(TestGpus.emulated())) {
+      var refused = org.junit.jupiter.api.Assertions.assertThrows(IllegalArgumentException.class,
+          () -> new BuiltinEngine(weights, backend, BuiltinConfig.of(gemma2).withKvCacheBytes(1 << 20)));
+      assertTrue(refused.getMessage().contains("Gemma2ForCausalLM") && refused.getMessage().contains("--compute cpu"), refused.getMessage());
     }
     // A Llama whose MLP gates with GELU (transformers runs any hidden_act): on the CPU only, too.
     var gelu = dev.tandem.engine.modeltools.ModelGenerator.config("LlamaForCausalLM", "llama", 64, 128, 2, 4, 2, 16, 256, true)

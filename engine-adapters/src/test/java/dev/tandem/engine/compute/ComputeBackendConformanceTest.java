@@ -296,6 +296,46 @@ abstract class ComputeBackendConformanceTest {
     attendLikeTheReference(table.length, blockSize, positions, tables, heads, kvHeads, headDim, kvDtype, window);
   }
 
+  /**
+   * Capped scores (Gemma 2's {@code attn_logit_softcapping}): decode rows alone and split into
+   * chunks, a long prefill chunk through the micro-tiles (head sizes of whole panels) and through
+   * the transposed gather (the others), with and without a window. A cap of 1.5 bends most scores
+   * here, so attention without it is far off. On a backend without it, refused.
+   */
+  @ParameterizedTest(name = "heads={0} kvHeads={1} headDim={2} kv {3} window {4}")
+  @CsvSource({"8, 4, 64, F32, 0", "4, 2, 128, BF16, 0", "6, 3, 20, F16, 0", "4, 2, 16, F32, 33", "8, 4, 64, BF16, 50"})
+  void attentionWithCappedScores(int heads, int kvHeads, int headDim, DType kvDtype, int window) {
+    int blockSize = 16;
+    int[] table = {7, 2, 11, 0, 5, 13, 9, 1, 12, 4, 3, 8, 6, 10, 14, 15, 16, 17, 18, 19, 20, 21, 22, 23, 24, 25, 26, 27, 28, 29, 30, 31};
+    int rows = 3 + 90;
+    int[] positions = new int[rows];
+    int[][] tables = new int[rows][];
+    positions[0] = 5; // decode rows: short, mid, long enough to split into chunks
+    tables[0] = new int[] {31};
+    positions[1] = 130;
+    tables[1] = table.clone();
+    positions[2] = 511;
+    tables[2] = table.clone();
+    for (int t = 3; t < rows; t++) { // prefill: positions 40..126
+      positions[t] = 37 + t;
+      tables[t] = table;
+    }
+    if (!cappedScores()) {
+      float[] q = new float[rows * heads * headDim];
+      AttentionBatch b = new AttentionBatch(q, q.clone(), rows, positions, tables, MemorySegment.NULL, MemorySegment.NULL, blockSize, heads,
+          kvHeads, headDim, kvDtype, window, 1.5f);
+      String e = assertThrows(UnsupportedOperationException.class, () -> backend.attention(b)).getMessage();
+      assertTrue(e.contains("attn_logit_softcapping"), e);
+      return;
+    }
+    attendLikeTheReference(table.length, blockSize, positions, tables, heads, kvHeads, headDim, kvDtype, window, 1.5f);
+  }
+
+  /** Whether the backend caps attention scores (else it refuses a batch that asks). */
+  protected boolean cappedScores() {
+    return true;
+  }
+
   /** Whether the backend attends over a sliding window (else it refuses a row past one). */
   protected boolean slidingWindow() {
     return true;
@@ -306,9 +346,14 @@ abstract class ComputeBackendConformanceTest {
     attendLikeTheReference(blocks, blockSize, positions, tables, heads, kvHeads, headDim, kvDtype, 0);
   }
 
-  /** A paged cache of {@code blocks} random blocks, random queries for {@code positions}: the backend's attention against the reference's. */
   private void attendLikeTheReference(int blocks, int blockSize, int[] positions, int[][] tables, int heads, int kvHeads, int headDim,
       DType kvDtype, int window) {
+    attendLikeTheReference(blocks, blockSize, positions, tables, heads, kvHeads, headDim, kvDtype, window, 0f);
+  }
+
+  /** A paged cache of {@code blocks} random blocks, random queries for {@code positions}: the backend's attention against the reference's. */
+  private void attendLikeTheReference(int blocks, int blockSize, int[] positions, int[][] tables, int heads, int kvHeads, int headDim,
+      DType kvDtype, int window, float softcap) {
     long entries = (long) blocks * blockSize * kvHeads * headDim;
     MemorySegment keys = arena.allocate(entries * kvDtype.bytes());
     MemorySegment values = arena.allocate(entries * kvDtype.bytes());
@@ -320,8 +365,10 @@ abstract class ComputeBackendConformanceTest {
     float[] q = randoms(rows * heads * headDim, 1);
     float[] expected = new float[q.length];
     float[] actual = new float[q.length];
-    reference.attention(new AttentionBatch(q, expected, rows, positions, tables, keys, values, blockSize, heads, kvHeads, headDim, kvDtype, window));
-    backend.attention(new AttentionBatch(q, actual, rows, positions, tables, keys, values, blockSize, heads, kvHeads, headDim, kvDtype, window));
+    reference.attention(
+        new AttentionBatch(q, expected, rows, positions, tables, keys, values, blockSize, heads, kvHeads, headDim, kvDtype, window, softcap));
+    backend.attention(
+        new AttentionBatch(q, actual, rows, positions, tables, keys, values, blockSize, heads, kvHeads, headDim, kvDtype, window, softcap));
     assertClose(expected, actual, 1e-5, "attention");
   }
 

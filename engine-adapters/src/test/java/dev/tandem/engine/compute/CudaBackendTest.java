@@ -22,4 +22,9 @@ class CudaBackendTest extends ComputeBackendConformanceTest {
   protected boolean geluKernel() {
     return false;
   }
+
+  @Override
+  protected boolean cappedScores() {
+    return false;
+  }
 }

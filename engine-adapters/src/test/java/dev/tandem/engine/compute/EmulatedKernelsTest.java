@@ -27,4 +27,9 @@ class EmulatedKernelsTest extends ComputeBackendConformanceTest {
   protected boolean geluKernel() {
     return false;
   }
+
+  @Override
+  protected boolean cappedScores() {
+    return false;
+  }
 }

@@ -71,9 +71,9 @@ class ModelLoadingTest {
     String e = assertThrows(ModelFormatException.class, () -> ModelConfig.read(m)).getMessage();
     assertTrue(e.contains("config.json") && e.contains("'hidden_size' is missing"), e);
 
-    editConfig(m, c -> c.putArray("architectures").add("Gemma2ForCausalLM"));
+    editConfig(m, c -> c.putArray("architectures").add("GPTNeoXForCausalLM"));
     e = assertThrows(ModelFormatException.class, () -> ModelConfig.read(m)).getMessage();
-    assertTrue(e.contains("Gemma2ForCausalLM") && e.contains("MistralForCausalLM"), e);
+    assertTrue(e.contains("GPTNeoXForCausalLM") && e.contains("MistralForCausalLM") && e.contains("Gemma2ForCausalLM"), e);
 
     Path m2 = write(tiny(), 0);
     editConfig(m2, c -> c.putObject("rope_scaling").put("rope_type", "yarn").put("factor", 4.0));
@@ -262,6 +262,39 @@ class ModelLoadingTest {
     assertEquals(0, ModelConfig.read(g).windowOf(5));
   }
 
+  /** google/gemma-2-2b-it's config.json as published (its tokenizer's special ids aside). */
+  @Test
+  void gemma2IsReadWithAlternatingSlidingLayersAndCappedScores() throws Exception {
+    ObjectNode published = ModelGenerator.shape("gemma2-2b");
+    ModelConfig c = ModelConfig.parse("config.json", published);
+    assertEquals(ModelConfig.Architecture.GEMMA2, c.architecture());
+    assertEquals(ModelConfig.Activation.GELU_TANH, c.activation());
+    for (int l = 0; l < 26; l++) { // sliding from the first layer, every other one
+      assertEquals(l % 2 == 0 ? 4096 : 0, c.windowOf(l), "layer " + l);
+    }
+    assertEquals(0, c.localRopeTheta(), "one RoPE base for every layer");
+    assertEquals(256, c.queryPreAttnScalar());
+    assertEquals(50, c.attnLogitSoftcap());
+    assertEquals(30, c.finalLogitSoftcap());
+    assertFalse(c.qkNorm(), "no q/k norm, unlike Gemma 3");
+    assertTrue(c.unitOffsetNorms() && c.sandwichNorms());
+    assertEquals(48f, c.embeddingScale()); // √2304
+    ObjectNode unset = published.deepCopy();
+    unset.remove(java.util.List.of("attn_logit_softcapping", "final_logit_softcapping"));
+    assertEquals(50, ModelConfig.parse("config.json", unset).attnLogitSoftcap(), "Gemma2Config's defaults where the fields are missing");
+    assertEquals(30, ModelConfig.parse("config.json", unset).finalLogitSoftcap());
+    ObjectNode off = published.deepCopy().putNull("attn_logit_softcapping");
+    assertEquals(0, ModelConfig.parse("config.json", off).attnLogitSoftcap(), "null turns the cap off");
+    ObjectNode bad = published.deepCopy().put("attn_logit_softcapping", -1);
+    String e = assertThrows(ModelFormatException.class, () -> ModelConfig.parse("config.json", bad)).getMessage();
+    assertTrue(e.contains("'attn_logit_softcapping' must be a positive number"), e);
+    ObjectNode small = published.deepCopy().put("hidden_size", 32).put("intermediate_size", 48).put("head_dim", 8).put("vocab_size", 64);
+    Path g = write(small, 0);
+    try (ModelWeights w = ModelWeights.load(g, ModelConfig.read(g))) {
+      assertTrue(w.layer(0).qNorm() == null && w.layer(0).attentionOutNorm() != null && w.layer(0).mlpOutNorm() != null);
+    }
+  }
+
   /**
    * Gemma 3 from 4B up is published as Gemma3ForConditionalGeneration: the text model's config in
    * text_config, naming only what differs from Gemma3TextConfig's defaults (as 4B's does), its
@@ -317,7 +350,6 @@ class ModelLoadingTest {
         .put("hidden_activation", "gelu_pytorch_tanh"), 0);
     assertEquals(ModelConfig.Activation.GELU_TANH, ModelConfig.read(g).activation()); // hidden_activation over hidden_act
     String[][] cases = {
-      {"attn_logit_softcapping", "50.0", "'attn_logit_softcapping' is 50.0"},
       {"use_bidirectional_attention", "true", "'use_bidirectional_attention' is true"},
       {"rope_parameters", "{\"full_attention\": {}}", "'rope_parameters' is not supported"},
       {"hidden_activation", "\"gelu\"", "'hidden_activation' is gelu; supported: silu, gelu_pytorch_tanh"},
