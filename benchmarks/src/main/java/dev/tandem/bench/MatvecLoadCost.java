@@ -116,8 +116,8 @@ public final class MatvecLoadCost {
           if (kind.equals("blocked-touch")) { // column blocks of BLOCK_COLS, each over all the share's rows
             int first = job + index * share;
             java.util.Arrays.fill(out, 0f);
-            for (int g = first; g < first + share; g += GROUP_ROWS) {
-              int gEnd = Math.min(first + share, g + GROUP_ROWS);
+            for (int g = first, gEnd; g < first + share; g = gEnd) {
+              gEnd = (int) Math.min(first + share, (long) g + GROUP_ROWS); // the default group, every row, must not overflow
               for (int c = 0; c < COLS; c += BLOCK_COLS) {
                 int n = Math.min(BLOCK_COLS, COLS - c);
                 for (int r = g; r < gEnd; r++) {
