@@ -33,7 +33,9 @@ import jdk.incubator.vector.VectorSpecies;
  *       block over a group of {@code -DgroupRows} rows (default all of a job's), touching the next
  *       row's block;
  *   <li>{@code small-x}: the kernel with its activations read from the first 2,048 only (wrong
- *       values): what a long row's activations leaving L1 cost.
+ *       values): what a long row's activations leaving L1 cost;
+ *   <li>{@code bf16-x}: {@code kernel-touch} with the activations rounded to bf16 and packed two to
+ *       an int as the weights are (half the bytes in L1), both widened the same way.
  * </ul>
  *
  * <p>Each kind's passes alternate with the others' ({@code -Dreps=N} of each, default 4; {@code
@@ -50,7 +52,7 @@ public final class MatvecLoadCost {
   private static final int COLS = Integer.getInteger("cols", 1024);
   private static final long BYTES = 1200L << 20;
   private static final int JOB_ROWS = (4 << 20) / (COLS * 2); // 4 MB of weights per parallel job
-  private static final String[] KINDS = {"read", "kernel", "kernel-touch", "pairs-touch", "blocked-touch", "small-x", "fma-only", "widen-only"};
+  private static final String[] KINDS = {"read", "kernel", "kernel-touch", "pairs-touch", "blocked-touch", "small-x", "bf16-x", "fma-only", "widen-only"};
   private static final long TOUCH = Long.getLong("touch", 2048);
   private static final int BLOCK_COLS = Integer.getInteger("blockCols", 2048);
   private static final int GROUP_ROWS = Integer.getInteger("groupRows", Integer.MAX_VALUE);
@@ -110,6 +112,10 @@ public final class MatvecLoadCost {
         for (int i = 0; i < COLS; i++) {
           x[i] = (float) Math.sin(i);
         }
+        int[] xPairs = new int[COLS / 2];
+        for (int k = 0; k < COLS / 2; k++) {
+          xPairs[k] = (Float.floatToRawIntBits(x[2 * k + 1]) & 0xffff0000) | (Float.floatToRawIntBits(x[2 * k]) >>> 16);
+        }
         float[] out = new float[JOB_ROWS];
         int share = JOB_ROWS / threads;
         for (int job = 0, round = 1; job + JOB_ROWS <= rows; job += JOB_ROWS, round++) {
@@ -140,7 +146,7 @@ public final class MatvecLoadCost {
               r++;
               continue;
             }
-            out[r - job] = row(kind, x, weights, from);
+            out[r - job] = kind.equals("bf16-x") ? bf16X(xPairs, weights, from) : row(kind, x, weights, from);
           }
           arrived.incrementAndGet();
           while (arrived.get() < round * threads) {
@@ -206,6 +212,22 @@ public final class MatvecLoadCost {
       IntVector pair = IntVector.fromMemorySegment(I, w, from + i * 2L, LE);
       a0 = FloatVector.fromArray(F, x, c + i).fma(pair.lanewise(VectorOperators.LSHL, 16).reinterpretAsFloats(), a0);
       a1 = FloatVector.fromArray(F, x, c + i + L).fma(pair.and(0xffff0000).reinterpretAsFloats(), a1);
+    }
+    return a0.add(a1).reduceLanes(VectorOperators.ADD) + (touched == 0x7fc00001 ? 1e-30f : 0f);
+  }
+
+  /** {@code kernel-touch} over activations packed as bf16 pairs: both sides widened alike. */
+  private static float bf16X(int[] xPairs, MemorySegment w, long from) {
+    FloatVector a0 = FloatVector.zero(F);
+    FloatVector a1 = FloatVector.zero(F);
+    long last = w.byteSize() - 4;
+    int touched = 0;
+    for (int i = 0; i < COLS; i += 2 * L) {
+      touched ^= w.get(ValueLayout.JAVA_INT_UNALIGNED, Math.min(from + i * 2L + TOUCH, last));
+      IntVector pair = IntVector.fromMemorySegment(I, w, from + i * 2L, LE);
+      IntVector xp = IntVector.fromArray(I, xPairs, i / 2);
+      a0 = xp.lanewise(VectorOperators.LSHL, 16).reinterpretAsFloats().fma(pair.lanewise(VectorOperators.LSHL, 16).reinterpretAsFloats(), a0);
+      a1 = xp.and(0xffff0000).reinterpretAsFloats().fma(pair.and(0xffff0000).reinterpretAsFloats(), a1);
     }
     return a0.add(a1).reduceLanes(VectorOperators.ADD) + (touched == 0x7fc00001 ? 1e-30f : 0f);
   }

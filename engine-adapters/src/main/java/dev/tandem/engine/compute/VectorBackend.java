@@ -86,6 +86,18 @@ public final class VectorBackend implements ComputeBackend {
 
   private float[] permuted = new float[0];
 
+  /**
+   * Rows longer than this (bf16 weights, one token) dot with the activations rounded to bf16 and
+   * packed two to an int, as the weights are: a row of 8,192 f32 activations (32 KB) is pushed out of
+   * a 48 KB L1 by the weights streaming past it and re-read from L2 for every row, which held such
+   * rows to ~25 GB/s where shorter ones stream at 40+ (MatvecLoadCost, 9,216 columns: 20 → 36 GB/s
+   * packed). llama.cpp rounds activations to bf16 for bf16 weights at every size; here only the
+   * long rows are, and only at batch 1, the one case whose speed they set (docs/benchmarks.md).
+   */
+  static final int PACKED_ACTIVATION_MIN_COLS = 4097;
+
+  private int[] packed = new int[0];
+
   @Override
   public void matmul(float[] x, int tokens, WeightMatrix w, float[] out) {
     matmul(x, tokens, new WeightMatrix[] {w}, new float[][] {out});
@@ -105,7 +117,8 @@ public final class VectorBackend implements ComputeBackend {
       }
       firstRow[m + 1] = firstRow[m] + ws[m].rows();
     }
-    float[] in = dtype == DType.F32 ? x : permutedRows(x, tokens, cols);
+    int[] pairs = tokens == 1 && dtype == DType.BF16 && cols >= PACKED_ACTIVATION_MIN_COLS ? bf16Pairs(x, cols) : null;
+    float[] in = dtype == DType.F32 || pairs != null ? x : permutedRows(x, tokens, cols);
     if (tokens >= OUTER_MIN_TOKENS) {
       // Panels of PANEL output rows, numbered across the matrices; each belongs to one matrix.
       int[] firstPanel = new int[ws.length + 1];
@@ -122,7 +135,9 @@ public final class VectorBackend implements ComputeBackend {
         int lo = Math.max(from, firstRow[m]) - firstRow[m];
         int hi = Math.min(to, firstRow[m + 1]) - firstRow[m];
         if (lo < hi) {
-          if (tokens < 4) {
+          if (pairs != null) {
+            packedRows(pairs, in, ws[m], outs[m], lo, hi, touchAhead);
+          } else if (tokens < 4) {
             matvecRows(in, tokens, ws[m], outs[m], lo, hi, touchAhead);
           } else {
             matmulRows(in, tokens, ws[m], outs[m], lo, hi);
@@ -178,6 +193,50 @@ public final class VectorBackend implements ComputeBackend {
       }
     }
     System.arraycopy(xs, from + blocks * 2 * L, x, to + blocks * 2 * L, n - blocks * 2 * L);
+  }
+
+  /**
+   * One token's activations rounded to bf16 (to nearest, ties to even) two to an int in column
+   * order — the low half the even column, as a weight int holds them — in this backend's buffer
+   * (valid until the next matmul).
+   */
+  private int[] bf16Pairs(float[] x, int cols) {
+    if (packed.length < cols / 2) {
+      packed = new int[cols / 2];
+    }
+    int[] into = packed;
+    for (int k = 0; k < cols / 2; k++) {
+      into[k] = (DType.BF16.narrow(x[2 * k + 1]) << 16) | (DType.BF16.narrow(x[2 * k]) & 0xffff);
+    }
+    return into;
+  }
+
+  /** One token, rows longer than {@link #PACKED_ACTIVATION_MIN_COLS}: both sides bf16 pairs, widened alike. */
+  private static void packedRows(int[] pairs, float[] x, WeightMatrix w, float[] out, int from, int to, boolean touchAhead) {
+    int cols = w.cols();
+    int upper = (cols / (2 * L)) * 2 * L;
+    MemorySegment data = w.data();
+    long last = data.byteSize() - Integer.BYTES;
+    for (int r = from; r < to; r++) {
+      long rowByte = (long) r * cols * 2;
+      FloatVector a0 = FloatVector.zero(F);
+      FloatVector a1 = FloatVector.zero(F);
+      int touched = 0;
+      for (int i = 0; i < upper; i += 2 * L) {
+        if (touchAhead) { // as dotHalfPairsTouchingAhead does
+          touched ^= data.get(java.lang.foreign.ValueLayout.JAVA_INT_UNALIGNED, Math.min(rowByte + i * 2L + TOUCH_AHEAD, last));
+        }
+        IntVector weights = IntVector.fromMemorySegment(I, data, rowByte + i * 2L, LE);
+        IntVector acts = IntVector.fromArray(I, pairs, i / 2);
+        a0 = bf16Low(acts).fma(bf16Low(weights), a0);
+        a1 = bf16High(acts).fma(bf16High(weights), a1);
+      }
+      float sum = a0.add(a1).reduceLanes(VectorOperators.ADD) + (touched == 0x7fc0_0001 ? Float.MIN_VALUE : 0f);
+      for (int i = upper; i < cols; i++) {
+        sum += x[i] * w.get(r, i);
+      }
+      out[r] = sum;
+    }
   }
 
   /** Few tokens: widen each weight chunk in registers and use it for every token. */

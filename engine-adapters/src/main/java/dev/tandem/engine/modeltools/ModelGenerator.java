@@ -74,9 +74,7 @@ public final class ModelGenerator {
 
   /** google/gemma-2-2b-it's config.json, its special ids replaced by the bundled tokenizer's. */
   private static ObjectNode gemma2_2b() {
-    ObjectNode c = config("Gemma2ForCausalLM", "gemma2", 2304, 9216, 26, 8, 4, 256, 256_000, true);
-    c.remove("hidden_act");
-    c.put("hidden_activation", "gelu_pytorch_tanh");
+    ObjectNode c = gemma("Gemma2ForCausalLM", "gemma2", 2304, 9216, 26, 8, 4, 256, 256_000);
     c.put("max_position_embeddings", 8192);
     c.put("rope_theta", 10_000.0);
     c.put("query_pre_attn_scalar", 256);
@@ -88,9 +86,7 @@ public final class ModelGenerator {
 
   /** google/gemma-3-1b-it's config.json, its special ids replaced by the bundled tokenizer's. */
   private static ObjectNode gemma3_1b() {
-    ObjectNode c = config("Gemma3ForCausalLM", "gemma3_text", 1152, 6912, 26, 4, 1, 256, 262_144, true);
-    c.remove("hidden_act");
-    c.put("hidden_activation", "gelu_pytorch_tanh");
+    ObjectNode c = gemma("Gemma3ForCausalLM", "gemma3_text", 1152, 6912, 26, 4, 1, 256, 262_144);
     c.put("max_position_embeddings", 32_768);
     c.put("query_pre_attn_scalar", 256);
     c.put("sliding_window", 512);
@@ -98,6 +94,15 @@ public final class ModelGenerator {
     c.put("rope_local_base_freq", 10_000.0);
     c.putNull("final_logit_softcapping");
     c.putNull("attn_logit_softcapping");
+    return c;
+  }
+
+  /** {@link #config} as Gemma writes it: {@code hidden_activation} GELU (tanh), tied embeddings. */
+  private static ObjectNode gemma(String architecture, String modelType, int hidden, int intermediate, int layers, int heads, int kvHeads,
+      int headDim, int vocab) {
+    ObjectNode c = config(architecture, modelType, hidden, intermediate, layers, heads, kvHeads, headDim, vocab, true);
+    c.remove("hidden_act");
+    c.put("hidden_activation", "gelu_pytorch_tanh");
     return c;
   }
 

@@ -74,6 +74,45 @@ abstract class ComputeBackendConformanceTest {
     matmul(dtype, tokens, rows, cols);
   }
 
+  /**
+   * One token through bf16 rows of more than 4,096 columns (a large model's down projection), whole
+   * vectors and an odd tail, with and without touching ahead: a backend that rounds the activations
+   * to bf16 there ({@link #roundsLongRowActivations}) matches the products of the rounded activations
+   * exactly (within float summation); any other, the exact products. Either way within 2^-8 of
+   * Σ|x·w| of the exact ones, twice bf16's rounding bound.
+   */
+  @ParameterizedTest(name = "rows={0} cols={1} touching ahead {2}")
+  @CsvSource({"24, 8200, false", "40, 9216, true", "7, 4097, false", "9, 4096, true"})
+  void longRowsAtOneToken(int rows, int cols, boolean large) {
+    if (large) {
+      backend.streamsWeightsPerStep(64L << 30);
+    }
+    WeightMatrix w = matrix(DType.BF16, rows, cols);
+    float[] x = randoms(cols, 1);
+    float[] actual = new float[rows];
+    backend.matmul(x, 1, w, actual);
+    boolean rounds = roundsLongRowActivations() && cols > 4096;
+    for (int r = 0; r < rows; r++) {
+      double exact = 0;
+      double rounded = 0;
+      double magnitude = 0;
+      for (int i = 0; i < cols; i++) {
+        exact += (double) x[i] * w.get(r, i);
+        rounded += (double) DType.BF16.round(x[i]) * w.get(r, i);
+        magnitude += Math.abs((double) x[i] * w.get(r, i));
+      }
+      double expected = rounds ? rounded : exact;
+      assertTrue(Math.abs(actual[r] - expected) <= 1e-5 * magnitude,
+          "row " + r + " on " + backend.name() + ": " + actual[r] + " vs " + expected + (rounds ? " (activations in bf16)" : ""));
+      assertTrue(Math.abs(actual[r] - exact) <= magnitude / 256, "row " + r + ": within bf16's rounding of the exact product");
+    }
+  }
+
+  /** Whether the backend rounds one token's activations to bf16 for bf16 rows of more than 4,096 columns. */
+  protected boolean roundsLongRowActivations() {
+    return false;
+  }
+
   @ParameterizedTest(name = "{0} tokens={1}")
   @CsvSource({"F32, 3", "BF16, 9", "BF16, 100", "F16, 67"})
   void matmulOfSeveralMatricesAtOnce(DType dtype, int tokens) {

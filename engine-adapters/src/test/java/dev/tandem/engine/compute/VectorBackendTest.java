@@ -6,4 +6,9 @@ class VectorBackendTest extends ComputeBackendConformanceTest {
   protected ComputeBackend create() {
     return new VectorBackend(2);
   }
+
+  @Override
+  protected boolean roundsLongRowActivations() {
+    return true;
+  }
 }
