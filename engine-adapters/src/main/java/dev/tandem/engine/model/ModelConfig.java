@@ -35,7 +35,7 @@ import java.util.Map;
  * @param queryPreAttnScalar attention scores are scaled by its inverse square root (Gemma's {@code
  *     query_pre_attn_scalar}; the others: {@code head_dim})
  * @param attnLogitSoftcap attention scores become {@code c·tanh(score/c)} before the softmax (Gemma
- *     2's {@code attn_logit_softcapping}); 0: none
+ *     2's {@code attn_logit_softcapping}, 50 unless set; Gemma 3's where a config sets one); 0: none
  * @param finalLogitSoftcap logits become {@code c·tanh(logit/c)} ({@code final_logit_softcapping}); 0:
  *     none
  * @param qkvBias q, k and v projections carry a bias (Qwen2 always; Llama and Qwen3 with

@@ -233,6 +233,9 @@ class ModelLoadingTest {
     assertEquals(1_000_000, c.ropeTheta());
     assertEquals(256, c.queryPreAttnScalar());
     assertEquals(0, c.finalLogitSoftcap());
+    assertEquals(0, c.attnLogitSoftcap(), "null: uncapped scores");
+    assertEquals(20, ModelConfig.parse("config.json", published.deepCopy().put("attn_logit_softcapping", 20.0)).attnLogitSoftcap(),
+        "a cap a Gemma 3 config sets is applied, as transformers applies it");
     assertTrue(c.qkNorm() && c.unitOffsetNorms() && c.sandwichNorms());
     assertEquals(34f, c.embeddingScale()); // √1152 = 33.94, rounded to bf16 as Hugging Face does
     // Tied unless told otherwise (Gemma's default), and its norms' offsets read as the factors 1 + w

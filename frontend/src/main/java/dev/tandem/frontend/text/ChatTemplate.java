@@ -11,7 +11,9 @@ import com.hubspot.jinjava.interpret.TemplateError;
 import com.hubspot.jinjava.lib.filter.Filter;
 import com.hubspot.jinjava.lib.fn.ELFunctionDefinition;
 import java.io.IOException;
+import java.util.ArrayList;
 import java.util.HashMap;
+import java.util.LinkedHashMap;
 import java.util.List;
 import java.util.Map;
 
@@ -30,6 +32,8 @@ public final class ChatTemplate {
    * conversation that has none of its own.
    */
   static final String TOOLS_SYSTEM_MESSAGE = "You are a helpful assistant with some tools.";
+
+  private static final ObjectMapper ARGUMENTS = new ObjectMapper();
 
   private final String source;
   private final String compiled;
@@ -209,20 +213,20 @@ public final class ChatTemplate {
    * {@code tools} (one the caller set there is kept), a system message added first if it has none.
    */
   static List<Map<String, Object>> withToolsInSystemMessage(List<Map<String, Object>> messages, List<Map<String, Object>> tools) {
-    List<Object> functions = new java.util.ArrayList<>();
+    List<Object> functions = new ArrayList<>();
     for (Map<String, Object> tool : tools) {
       functions.add(tool.get("function") instanceof Map<?, ?> f ? f : tool);
     }
     String json = PythonJson.dumps(functions, null);
-    List<Map<String, Object>> out = new java.util.ArrayList<>(messages);
+    List<Map<String, Object>> out = new ArrayList<>(messages);
     if (!out.isEmpty() && "system".equals(out.getFirst().get("role"))) {
       if (out.getFirst().get("tools") == null) {
-        Map<String, Object> system = new java.util.LinkedHashMap<>(out.getFirst());
+        Map<String, Object> system = new LinkedHashMap<>(out.getFirst());
         system.put("tools", json);
         out.set(0, system);
       }
     } else {
-      Map<String, Object> system = new java.util.LinkedHashMap<>();
+      Map<String, Object> system = new LinkedHashMap<>();
       system.put("role", "system");
       system.put("content", TOOLS_SYSTEM_MESSAGE);
       system.put("tools", json);
@@ -233,24 +237,24 @@ public final class ChatTemplate {
 
   /** Assistant turns with tool calls and no content get the calls as content, in Phi-4-mini's syntax. */
   static List<Map<String, Object>> withCallsAsContent(List<Map<String, Object>> messages) {
-    List<Map<String, Object>> out = new java.util.ArrayList<>(messages.size());
+    List<Map<String, Object>> out = new ArrayList<>(messages.size());
     for (Map<String, Object> m : messages) {
       Object content = m.get("content");
       if (!(m.get("tool_calls") instanceof List<?> calls) || calls.isEmpty() || (content != null && !"".equals(content))) {
         out.add(m);
         continue;
       }
-      List<Object> written = new java.util.ArrayList<>();
+      List<Object> written = new ArrayList<>();
       for (Object c : calls) {
         Object f = c instanceof Map<?, ?> call ? call.get("function") : null;
         if (f instanceof Map<?, ?> function) {
-          Map<String, Object> w = new java.util.LinkedHashMap<>();
+          Map<String, Object> w = new LinkedHashMap<>();
           w.put("name", function.get("name"));
           w.put("arguments", arguments(function.get("arguments")));
           written.add(w);
         }
       }
-      Map<String, Object> turn = new java.util.LinkedHashMap<>(m);
+      Map<String, Object> turn = new LinkedHashMap<>(m);
       turn.put("content", "<|tool_call|>" + PythonJson.dumps(written, null) + "<|/tool_call|>");
       out.add(turn);
     }
@@ -261,7 +265,7 @@ public final class ChatTemplate {
   private static Object arguments(Object arguments) {
     if (arguments instanceof String text) {
       try {
-        return new ObjectMapper().readValue(text, Object.class);
+        return ARGUMENTS.readValue(text, Object.class);
       } catch (IOException e) {
         return text; // not JSON: written as the string it is
       }
