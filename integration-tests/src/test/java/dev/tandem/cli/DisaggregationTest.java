@@ -298,21 +298,27 @@ class DisaggregationTest {
   }
 
   /**
+   * One prefill and one decode worker over TCP, configured apart, under an always-split policy. The
+   * prefill worker starts first (LocalDeployment starts them in order), so it gets {@code prefill}.
+   */
+  private static LocalDeployment alwaysSplitPair(Path modelDir, BuiltinConfig prefill, BuiltinConfig decode) {
+    java.util.concurrent.atomic.AtomicInteger started = new java.util.concurrent.atomic.AtomicInteger();
+    return LocalDeployment.start(
+        new LocalDeployment.Spec(1, () -> BuiltinEngine.open(started.getAndIncrement() == 0 ? prefill : decode),
+                ModelFiles.fromDirectory(modelDir), 16,
+                Router.Config.of("kv").withSplit(new SplitPolicy(SplitPolicy.Mode.ALWAYS, 1)),
+                new FrontendServer.Config("127.0.0.1", 0, 1 << 20))
+            .withDisaggregation(1, new WorkerServer.KvTransfer("tcp", "127.0.0.1", Duration.ofSeconds(30)), false));
+  }
+
+  /**
    * A prefill worker storing bf16 KV and a decode worker storing f32 are never paired: the router
    * keeps every request on the decode worker even under an always-split policy, and a decode
    * worker told to pull from it anyway refuses the layout and prefills locally.
    */
   @Test
   void workersWithDifferentKvCacheDtypesAreNeverPaired() throws Exception {
-    java.util.concurrent.atomic.AtomicInteger started = new java.util.concurrent.atomic.AtomicInteger();
-    // Workers start in order: the prefill worker first (the model's bf16), then the decode worker (f32).
-    LocalDeployment d = LocalDeployment.start(
-        new LocalDeployment.Spec(1,
-                () -> BuiltinEngine.open(started.getAndIncrement() == 0 ? engineConfig : engineConfig.withKvCacheDtype(DType.F32)),
-                ModelFiles.fromDirectory(model), 16,
-                Router.Config.of("kv").withSplit(new SplitPolicy(SplitPolicy.Mode.ALWAYS, 1)),
-                new FrontendServer.Config("127.0.0.1", 0, 1 << 20))
-            .withDisaggregation(1, new WorkerServer.KvTransfer("tcp", "127.0.0.1", Duration.ofSeconds(30)), false));
+    LocalDeployment d = alwaysSplitPair(model, engineConfig, engineConfig.withKvCacheDtype(DType.F32)); // bf16 prefill, f32 decode
     try {
       WorkerClient decode = d.router().pool().all().stream().filter(w -> !w.isPrefillOnly()).findFirst().orElseThrow();
       WorkerClient prefill = d.router().pool().all().stream().filter(WorkerClient::isPrefillOnly).findFirst().orElseThrow();
@@ -352,15 +358,7 @@ class DisaggregationTest {
     }
     ModelGenerator.write(config, DType.BF16, 0, longRope, 0);
     BuiltinConfig base = BuiltinConfig.of(longRope).withCompute("cpu", 1).withKvCacheBytes(16L << 20);
-    java.util.concurrent.atomic.AtomicInteger started = new java.util.concurrent.atomic.AtomicInteger();
-    // The prefill worker starts first and serves 1,024 tokens (long factors); the decode worker 64 (short).
-    LocalDeployment d = LocalDeployment.start(
-        new LocalDeployment.Spec(1,
-                () -> BuiltinEngine.open(started.getAndIncrement() == 0 ? base : base.withMaxContextLength(64)),
-                ModelFiles.fromDirectory(longRope), 16,
-                Router.Config.of("kv").withSplit(new SplitPolicy(SplitPolicy.Mode.ALWAYS, 1)),
-                new FrontendServer.Config("127.0.0.1", 0, 1 << 20))
-            .withDisaggregation(1, new WorkerServer.KvTransfer("tcp", "127.0.0.1", Duration.ofSeconds(30)), false));
+    LocalDeployment d = alwaysSplitPair(longRope, base, base.withMaxContextLength(64)); // 1,024 tokens (long factors), 64 (short)
     try {
       WorkerClient decode = d.router().pool().all().stream().filter(w -> !w.isPrefillOnly()).findFirst().orElseThrow();
       WorkerClient prefill = d.router().pool().all().stream().filter(WorkerClient::isPrefillOnly).findFirst().orElseThrow();
