@@ -11,8 +11,10 @@
 # gemma2-crosscheck.json (Gemma 2: 26 layers, every other one sliding over 16 positions, attention
 # scores capped at 1 and logits at 5, so that both caps bend the output). Both engines
 # pick LongRoPE's long or short factors by their context: llama.cpp's is CTX, Tandem's
-# SERVE_ARGS="--max-context-length N" (else the model's max_position_embeddings).
-#   benchmarks/scripts/greedy_vs_llamacpp.sh [out-dir]     (CONFIG=benchmarks/configs/gemma3-crosscheck.json TOKENS=40 PORT=8129 CTX=4096 SERVE_ARGS=)
+# SERVE_ARGS="--max-context-length N" (else the model's max_position_embeddings). QUANT=q8_0 quantizes
+# the weights: Tandem at load (--quantization q8_0), llama.cpp reading the same Q8_0 blocks from the GGUF
+# (its kernels also round the activations to 8 bits, Tandem's keep f32, so a near-tie may go either way).
+#   benchmarks/scripts/greedy_vs_llamacpp.sh [out-dir]     (CONFIG=benchmarks/configs/gemma3-crosscheck.json TOKENS=40 PORT=8129 CTX=4096 SERVE_ARGS= QUANT=none)
 set -euo pipefail
 cd "$(dirname "$0")/../.."
 export JAVA_HOME="${JAVA_HOME:-/usr/lib/jvm/temurin-25-jdk-amd64}"
@@ -26,7 +28,8 @@ mkdir -p "$out"
 ./mvnw -q -pl engine-comparison -am -DskipTests -Djazzer.skip package >/dev/null
 rm -rf "$out/model"
 ./tandem model create --config "$config" --seed 3 --dtype f32 --out "$out/model" >/dev/null
-./tandem model export-gguf --model "$out/model" --out "$out/model.gguf" >/dev/null
+quant="${QUANT:-none}"
+./tandem model export-gguf --model "$out/model" --out "$out/model.gguf" --quantization "$quant" >/dev/null
 cat > "$out/prompts.txt" <<'P'
 The quick brown fox jumps over the lazy dog. 1 2 3 4
 def main(): print(sum(range(10)))
@@ -37,7 +40,7 @@ P
   dev.tandem.comparison.LlamaCppGreedy "$out/model.gguf" "$tokens" "$ctx" < "$out/prompts.txt" 2>"$out/llamacpp.log" \
   | grep -a '^GREEDY ' | sed 's/^GREEDY //' > "$out/llamacpp.txt"
 # shellcheck disable=SC2086
-./tandem serve --model "$out/model" --port "$port" ${SERVE_ARGS:-} > "$out/tandem.log" 2>&1 &
+./tandem serve --model "$out/model" --port "$port" --quantization "$quant" ${SERVE_ARGS:-} > "$out/tandem.log" 2>&1 &
 server=$!
 trap 'kill $server 2>/dev/null || true' EXIT
 for _ in $(seq 1 120); do curl -sf "localhost:$port/health" >/dev/null && break; sleep 1; done

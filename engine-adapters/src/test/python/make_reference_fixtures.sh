@@ -10,7 +10,8 @@ out="$root/engine-adapters/src/test/resources/dev/tandem/engine/reference"
 work="$(mktemp -d)"
 trap 'rm -rf "$work"' EXIT
 mkdir -p "$out"
-# name config seed dtype [context the engine serves: LongRoPE's short factors where it is within the original]
+# name config seed dtype [context the engine serves: LongRoPE's short factors where it is within the original, - for the model's]
+# [quantization: q8_0 rounds the weights as --quantization q8_0 does]
 cases=(
   "llama-f32 llama 11 f32"
   "llama-bf16 llama 12 bf16"
@@ -33,10 +34,13 @@ cases=(
   "phi4-longrope-f32 phi4-longrope 63 f32"
   "phi4-longrope-bf16 phi4-longrope 64 bf16"
   "phi3-longrope-short-f32 phi3-longrope-short 65 f32 64"
+  "llama-q8_0-f32 llama 13 f32 - q8_0"
+  "qwen3-q8_0-bf16 qwen3-q8 34 bf16 - q8_0"
 )
 for c in "${cases[@]}"; do
-  read -r name config seed dtype context <<<"$c"
+  read -r name config seed dtype context quantization <<<"$c"
+  [ "$context" = "-" ] && context=""
   "$root/tandem" model create --config "$here/configs/$config.json" --seed "$seed" --dtype "$dtype" --out "$work/$name" >/dev/null
-  /usr/bin/python3 "$here/reference_logits.py" "$out/$name.json" "$work/$name" "$seed" "$dtype" ${context:+"$context"}
+  QUANTIZE="${quantization:-}" /usr/bin/python3 "$here/reference_logits.py" "$out/$name.json" "$work/$name" "$seed" "$dtype" ${context:+"$context"}
   echo "wrote $out/$name.json"
 done

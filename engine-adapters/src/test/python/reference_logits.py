@@ -13,11 +13,15 @@ and compares its logits.
 CONTEXT, where given, is the context the Java test serves the model with (it picks LongRoPE's short
 or long factors once for every sequence, as llama.cpp does, where transformers picks them per
 forward pass by the sequence's length); the script checks that the two rules agree on every step.
+With QUANTIZE=q8_0 in the environment the weights are first rounded as llama.cpp's Q8_0 rounds them
+(the engine's --quantization q8_0): every linear layer's matrix, the embedding and the LM head whose
+rows are whole runs of 64, then the forward pass as above on those values.
 Needs Debian's python3-torch (1.13) and nothing else.
 """
 import hashlib
 import json
 import math
+import os
 import struct
 import sys
 
@@ -48,6 +52,26 @@ def load_safetensors(path):
             raise ValueError(f"{path}: {name} has dtype {t['dtype']}")
         out[name] = x.reshape(t["shape"]).clone()
     return out, hashlib.sha256(raw).hexdigest()
+
+
+def q8_0(t):
+    """ggml's quantize_row_q8_0_ref, then dequantized: per 32 values of a row, d = max|w| / 127 in f32,
+    each value roundf(w * (1/d)) (half away from zero; in double, as C's roundf decides), times d as f16."""
+    rows, cols = t.shape
+    g = t.reshape(rows, cols // 32, 32)
+    d = g.abs().amax(-1, keepdim=True) / 127
+    inv = torch.where(d != 0, 1.0 / d, torch.zeros_like(d))
+    v = (g * inv).double()
+    q = torch.sign(v) * torch.floor(v.abs() + 0.5)
+    return (q * d.half().double()).float().reshape(rows, cols)
+
+
+def quantize(w):
+    """The matrices the engine quantizes: 2-D weights other than norms, with columns a multiple of 64."""
+    for name, t in w.items():
+        if t.dim() == 2 and t.shape[1] % 64 == 0 and "norm" not in name:
+            w[name] = q8_0(t)
+    return w
 
 
 def head_dim(cfg):
@@ -257,6 +281,11 @@ def main():
         cfg = json.load(f)
     context = int(sys.argv[5]) if len(sys.argv) > 5 else cfg["max_position_embeddings"]
     w, digest = load_safetensors(f"{model_dir}/model.safetensors")
+    quantization = os.environ.get("QUANTIZE") or None
+    if quantization not in (None, "q8_0"):
+        raise SystemExit(f"QUANTIZE={quantization}: only q8_0")
+    if quantization:
+        w = quantize(w)
     vocab = cfg["vocab_size"]
     g = torch.Generator().manual_seed(seed)
     a = torch.randint(0, vocab, (23,), generator=g).tolist()
@@ -271,6 +300,8 @@ def main():
     }
     if len(sys.argv) > 5:
         fixture["context"] = context
+    if quantization:
+        fixture["quantization"] = quantization
     with open(out_path, "w") as f:
         json.dump(fixture, f)
 

@@ -3,6 +3,7 @@ package dev.tandem.bench;
 import dev.tandem.engine.builtin.BuiltinConfig;
 import dev.tandem.engine.builtin.BuiltinEngine;
 import dev.tandem.engine.compute.ComputeBackends;
+import dev.tandem.engine.model.DType;
 import dev.tandem.engine.model.ModelConfig;
 import dev.tandem.engine.model.ModelWeights;
 import java.io.IOException;
@@ -33,6 +34,9 @@ import org.knowm.xchart.style.Styler;
  * <p>Decode follows a prompt of {@code context} tokens in both engines; the bytes a token reads (and
  * so the limit) count the KV of that context beside the weights (in a sliding layer, of its window).
  *
+ * <p>{@code -Dquantization=q8_0} runs Tandem with {@code --quantization q8_0} (then MODEL.gguf should
+ * hold the same Q8_0 weights: {@code tandem model export-gguf --quantization q8_0}).
+ *
  * <p>{@code --tandem MODEL_DIR threads steps context} is the Tandem child: it prints {@code rate},
  * {@code bytes} and {@code breakdown} lines.
  */
@@ -41,6 +45,7 @@ public final class BatchOneDecode {
   private static final Pattern BYTES = Pattern.compile("(?m)^bytes ([0-9]+)");
   private static final Pattern LLAMA_RATE = Pattern.compile("(?m)^decode batch +1: +([0-9.]+) tokens/s");
   private static final long PROBE_BYTES = 1L << 30;
+  private static final String QUANTIZATION = System.getProperty("quantization", "none");
 
   private BatchOneDecode() {}
 
@@ -84,8 +89,8 @@ public final class BatchOneDecode {
     List<Run> llama = new ArrayList<>();
     List<String> breakdowns = new ArrayList<>();
     List<String> summary = new ArrayList<>();
-    summary.add(String.format(Locale.ROOT, "batch-1 decode after a %d-token prompt, %s, %d threads, %d timed tokens a run, %d rounds (order alternates)",
-        context, model.getFileName(), threads, steps, rounds));
+    summary.add(String.format(Locale.ROOT, "batch-1 decode after a %d-token prompt, %s%s, %d threads, %d timed tokens a run, %d rounds (order alternates)",
+        context, model.getFileName(), QUANTIZATION.equals("none") ? "" : " quantized to " + QUANTIZATION, threads, steps, rounds));
     long bytesPerToken = 0;
     for (int round = 1; round <= rounds; round++) {
       boolean tandemFirst = round % 2 == 1;
@@ -153,8 +158,9 @@ public final class BatchOneDecode {
 
   /** The Tandem side: the plain engine's rate, then the same decode with every kernel timed. */
   private static void tandemChild(Path dir, int threads, int steps, int context) throws Exception {
+    DType quantization = DType.fromQuantizationName(QUANTIZATION);
     BuiltinConfig config = BuiltinConfig.of(dir).withCompute("cpu", threads).withKvCacheBytes(1L << 30)
-        .withBatching(1, 4096, true);
+        .withBatching(1, 4096, true).withQuantization(quantization);
     double rate;
     try (BuiltinEngine engine = BuiltinEngine.open(config)) {
       // The weights, and the KV attention reads at the middle of the timed tokens (a sliding layer's
@@ -172,7 +178,7 @@ public final class BatchOneDecode {
     }
     TimedBackend timed = new TimedBackend(ComputeBackends.create("cpu", threads));
     ModelConfig model = ModelConfig.read(dir);
-    try (BuiltinEngine engine = new BuiltinEngine(ModelWeights.load(dir, model), timed, config)) {
+    try (BuiltinEngine engine = new BuiltinEngine(ModelWeights.load(dir, model, quantization), timed, config)) {
       double timedRate = EngineThroughput.decode(engine, 1, context, steps, timed::start, timed::stop);
       long stepNanos = (long) (steps / timedRate * 1e9);
       System.out.printf(Locale.ROOT, "breakdown timed pass: %.1f tok/s (plain pass %.1f), %.2f ms a token%n",
@@ -187,7 +193,7 @@ public final class BatchOneDecode {
     List<String> cmd = new ArrayList<>(List.of(
         Path.of(System.getProperty("java.home"), "bin", "java").toString(),
         "--add-modules", "jdk.incubator.vector", "--enable-native-access=ALL-UNNAMED", "-Xmx8g",
-        "-cp", classpath, mainClass));
+        "-Dquantization=" + QUANTIZATION, "-cp", classpath, mainClass));
     cmd.addAll(Arrays.asList(args));
     return cmd;
   }

@@ -46,6 +46,12 @@ final class EngineOptions {
   String kvCacheDtype;
 
   @Option(
+      names = {"--quantization", "-q"},
+      defaultValue = "${env:TANDEM_QUANTIZATION:-none}",
+      description = "Quantize the builtin engine's weights at load: none, or q8_0 (llama.cpp's Q8_0: int8 with an f16 scale per 32 values, about half of bf16's bytes, so batch-1 decode reads half as much). CPU only (default ${DEFAULT-VALUE}).")
+  String quantization;
+
+  @Option(
       names = "--tokenizer",
       defaultValue = "${env:TANDEM_TOKENIZER}",
       description = "Mocker: Hugging Face model directory whose tokenizer.json and tokenizer_config.json to serve (env TANDEM_TOKENIZER; default: the bundled Qwen3 tokenizer).")
@@ -97,7 +103,8 @@ final class EngineOptions {
 
   /** The builtin engine's settings; resolves (and on first use creates) the default model. */
   BuiltinConfig builtinConfig() {
-    dev.tandem.engine.model.DType kv = kvCacheDtype(); // a bad value fails before any model is made
+    dev.tandem.engine.model.DType kv = kvCacheDtype(); // bad values fail before any model is made
+    dev.tandem.engine.model.DType weights = dev.tandem.engine.model.DType.fromQuantizationName(quantization);
     Path dir = model != null ? model : DefaultModel.ensure();
     return new BuiltinConfig(
         dir,
@@ -110,8 +117,10 @@ final class EngineOptions {
         maxBatchedTokens != null ? maxBatchedTokens : 512,
         !noChunkedPrefill,
         maxContextLength != null ? maxContextLength : 0,
-        kv);
+        kv,
+        weights);
   }
+
 
   /** {@code --kv-cache-dtype}: null for auto. */
   private dev.tandem.engine.model.DType kvCacheDtype() {
@@ -125,6 +134,9 @@ final class EngineOptions {
       if (!kvCacheDtype.equals("auto")) {
         throw new IllegalArgumentException("--kv-cache-dtype is for the builtin engine; the mocker stores no KV (it reports "
             + MockerConfig.defaults().kvBytesPerToken() + " bytes per token, Qwen3-0.6B at bf16)");
+      }
+      if (!quantization.equals("none")) {
+        throw new IllegalArgumentException("--quantization is for the builtin engine; the mocker has no weights");
       }
       MockerConfig config = mockerConfig();
       ModelFiles files = tokenizer == null ? ModelFiles.bundledQwen3() : ModelFiles.fromDirectory(tokenizer);

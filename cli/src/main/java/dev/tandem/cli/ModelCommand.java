@@ -74,7 +74,7 @@ final class ModelCommand {
   @Command(
       name = "export-gguf",
       mixinStandardHelpOptions = true,
-      description = "Writes a Llama model directory as a GGUF file for llama.cpp (same weights, same element type).")
+      description = "Writes a model directory (Llama, Phi-3, Gemma 2/3) as a GGUF file for llama.cpp: same weights, same element type, or quantized as the engine quantizes them.")
   static final class ExportGguf implements Callable<Integer> {
     @Option(names = "--model", required = true, description = "Hugging Face model directory (LlamaForCausalLM).")
     Path model;
@@ -82,9 +82,13 @@ final class ModelCommand {
     @Option(names = "--out", required = true, description = "GGUF file to write.")
     Path out;
 
+    @Option(names = {"--quantization", "-q"}, defaultValue = "none",
+        description = "none, or q8_0: the matrices as --quantization q8_0 quantizes them at load (llama.cpp's Q8_0 blocks). Default ${DEFAULT-VALUE}.")
+    String quantization;
+
     @Override
     public Integer call() throws Exception {
-      dev.tandem.engine.modeltools.GgufExport.write(model, out);
+      dev.tandem.engine.modeltools.GgufExport.write(model, out, DType.fromQuantizationName(quantization));
       System.out.printf(Locale.ROOT, "wrote %s (%d MB)%n", out, Files.size(out) >> 20);
       return 0;
     }

@@ -171,4 +171,18 @@ class BuiltinServeTest {
       assertTrue(err.toString().contains("--kv-cache-dtype") || err.toString().contains("KV cache dtype 'fp8'"), err.toString());
     }
   }
+
+  @Test
+  void aQuantizationTheEngineCannotHonourFailsAtStartupNamingIt() {
+    for (var bad : java.util.List.of(
+        new String[] {"serve", "--quantization", "q4_0", "--port", "0"},
+        new String[] {"serve", "--engine", "mocker", "--quantization", "q8_0", "--port", "0"})) {
+      StringWriter err = new StringWriter();
+      var cl = Main.commandLine();
+      cl.setErr(new PrintWriter(err));
+      assertEquals(2, cl.execute(bad), String.join(" ", bad));
+      assertTrue(err.toString().contains("unknown --quantization 'q4_0' (none, q8_0)")
+          || err.toString().contains("--quantization is for the builtin engine"), err.toString());
+    }
+  }
 }

@@ -46,8 +46,14 @@ final class TestDeployments {
 
   /** The model directory {@code model} served by {@code workers} built-in workers (KV routing) behind {@code frontend}. */
   static LocalDeployment builtin(java.nio.file.Path model, int workers, int threads, FrontendServer.Config frontend) {
-    dev.tandem.engine.builtin.BuiltinConfig config =
-        dev.tandem.engine.builtin.BuiltinConfig.of(model).withCompute("cpu", threads).withKvCacheBytes(64L << 20);
+    return builtin(model, workers, threads, frontend, null);
+  }
+
+  /** As {@link #builtin(java.nio.file.Path, int, int, FrontendServer.Config)}, the weights quantized at load to {@code quantization} (null: as stored). */
+  static LocalDeployment builtin(java.nio.file.Path model, int workers, int threads, FrontendServer.Config frontend,
+      dev.tandem.engine.model.DType quantization) {
+    dev.tandem.engine.builtin.BuiltinConfig config = dev.tandem.engine.builtin.BuiltinConfig.of(model).withCompute("cpu", threads)
+        .withKvCacheBytes(64L << 20).withQuantization(quantization);
     return LocalDeployment.start(
         new LocalDeployment.Spec(
             workers, () -> dev.tandem.engine.builtin.BuiltinEngine.open(config), ModelFiles.fromDirectory(model), 16,

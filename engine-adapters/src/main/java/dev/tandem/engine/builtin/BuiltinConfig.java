@@ -1,5 +1,6 @@
 package dev.tandem.engine.builtin;
 
+import dev.tandem.engine.model.DType;
 import java.nio.file.Path;
 
 /**
@@ -12,6 +13,7 @@ import java.nio.file.Path;
  * @param kvCacheBytes memory for the paged KV cache; the block count follows from it
  * @param maxContextLength 0: the model's max_position_embeddings
  * @param kvCacheDtype the KV cache's element type; null ("auto"): the model's {@code torch_dtype}
+ * @param quantization {@link DType#Q8_0}: the weights quantized at load; null: as stored
  */
 public record BuiltinConfig(
     Path modelDir,
@@ -24,37 +26,43 @@ public record BuiltinConfig(
     int maxBatchedTokens,
     boolean chunkedPrefill,
     int maxContextLength,
-    dev.tandem.engine.model.DType kvCacheDtype) {
+    DType kvCacheDtype,
+    DType quantization) {
 
   public static final long DEFAULT_KV_CACHE_BYTES = 1L << 30;
 
   /** Defaults for a model directory: cpu backend on all cores, 1 GiB of KV, 16-token blocks. */
   public static BuiltinConfig of(Path modelDir) {
-    return new BuiltinConfig(modelDir, null, "auto", 0, 16, DEFAULT_KV_CACHE_BYTES, 64, 2048, true, 0, null);
+    return new BuiltinConfig(modelDir, null, "auto", 0, 16, DEFAULT_KV_CACHE_BYTES, 64, 2048, true, 0, null, null);
   }
 
   public BuiltinConfig withCompute(String compute, int threads) {
-    return new BuiltinConfig(modelDir, modelName, compute, threads, blockSize, kvCacheBytes, maxNumSeqs, maxBatchedTokens, chunkedPrefill, maxContextLength, kvCacheDtype);
+    return new BuiltinConfig(modelDir, modelName, compute, threads, blockSize, kvCacheBytes, maxNumSeqs, maxBatchedTokens, chunkedPrefill, maxContextLength, kvCacheDtype, quantization);
   }
 
   public BuiltinConfig withKvCacheBytes(long kvCacheBytes) {
-    return new BuiltinConfig(modelDir, modelName, compute, threads, blockSize, kvCacheBytes, maxNumSeqs, maxBatchedTokens, chunkedPrefill, maxContextLength, kvCacheDtype);
+    return new BuiltinConfig(modelDir, modelName, compute, threads, blockSize, kvCacheBytes, maxNumSeqs, maxBatchedTokens, chunkedPrefill, maxContextLength, kvCacheDtype, quantization);
   }
 
   public BuiltinConfig withBatching(int maxNumSeqs, int maxBatchedTokens, boolean chunkedPrefill) {
-    return new BuiltinConfig(modelDir, modelName, compute, threads, blockSize, kvCacheBytes, maxNumSeqs, maxBatchedTokens, chunkedPrefill, maxContextLength, kvCacheDtype);
+    return new BuiltinConfig(modelDir, modelName, compute, threads, blockSize, kvCacheBytes, maxNumSeqs, maxBatchedTokens, chunkedPrefill, maxContextLength, kvCacheDtype, quantization);
   }
 
   public BuiltinConfig withModelName(String modelName) {
-    return new BuiltinConfig(modelDir, modelName, compute, threads, blockSize, kvCacheBytes, maxNumSeqs, maxBatchedTokens, chunkedPrefill, maxContextLength, kvCacheDtype);
+    return new BuiltinConfig(modelDir, modelName, compute, threads, blockSize, kvCacheBytes, maxNumSeqs, maxBatchedTokens, chunkedPrefill, maxContextLength, kvCacheDtype, quantization);
   }
 
   public BuiltinConfig withMaxContextLength(int maxContextLength) {
-    return new BuiltinConfig(modelDir, modelName, compute, threads, blockSize, kvCacheBytes, maxNumSeqs, maxBatchedTokens, chunkedPrefill, maxContextLength, kvCacheDtype);
+    return new BuiltinConfig(modelDir, modelName, compute, threads, blockSize, kvCacheBytes, maxNumSeqs, maxBatchedTokens, chunkedPrefill, maxContextLength, kvCacheDtype, quantization);
   }
 
   /** {@code kvCacheDtype} null: the model's own dtype ({@code --kv-cache-dtype auto}). */
-  public BuiltinConfig withKvCacheDtype(dev.tandem.engine.model.DType kvCacheDtype) {
-    return new BuiltinConfig(modelDir, modelName, compute, threads, blockSize, kvCacheBytes, maxNumSeqs, maxBatchedTokens, chunkedPrefill, maxContextLength, kvCacheDtype);
+  public BuiltinConfig withKvCacheDtype(DType kvCacheDtype) {
+    return new BuiltinConfig(modelDir, modelName, compute, threads, blockSize, kvCacheBytes, maxNumSeqs, maxBatchedTokens, chunkedPrefill, maxContextLength, kvCacheDtype, quantization);
+  }
+
+  /** {@code quantization} {@link DType#Q8_0}: quantize the weights at load; null: as stored. */
+  public BuiltinConfig withQuantization(DType quantization) {
+    return new BuiltinConfig(modelDir, modelName, compute, threads, blockSize, kvCacheBytes, maxNumSeqs, maxBatchedTokens, chunkedPrefill, maxContextLength, kvCacheDtype, quantization);
   }
 }

@@ -54,17 +54,26 @@ public final class BuiltinEngine extends SchedulingEngine implements KvHandoff {
    */
   public static BuiltinEngine open(BuiltinConfig config) {
     ModelConfig model = ModelConfig.read(config.modelDir());
-    ModelWeights weights = ModelWeights.load(config.modelDir(), model);
-    ComputeBackend backend = null;
+    ComputeBackend backend = ComputeBackends.create(config.compute(), config.threads());
+    ModelWeights weights = null;
     try {
-      backend = ComputeBackends.create(config.compute(), config.threads());
+      checkQuantization(config.quantization(), backend);
+      weights = ModelWeights.load(config.modelDir(), model, config.quantization());
       return new BuiltinEngine(weights, backend, config);
     } catch (RuntimeException e) {
-      if (backend != null) {
-        backend.close(); // a GPU's context and memory, a CPU backend's threads
+      backend.close(); // a GPU's context and memory, a CPU backend's threads
+      if (weights != null) {
+        weights.close();
       }
-      weights.close();
       throw e;
+    }
+  }
+
+  /** Quantized weights run on the CPU backends only: the GPU kernels read f32, f16 and bf16. */
+  private static void checkQuantization(DType quantization, ComputeBackend backend) {
+    if (quantization != null && backend instanceof CudaBackend) {
+      throw new IllegalArgumentException("--quantization " + quantization.shortName()
+          + " runs on the CPU (--compute cpu); the GPU kernels read f32, f16 and bf16 weights");
     }
   }
 
@@ -80,6 +89,7 @@ public final class BuiltinEngine extends SchedulingEngine implements KvHandoff {
     }
     if (backend instanceof CudaBackend) {
       CudaTransformer.checkSupported(model);
+      checkQuantization(weights.matrixType() == DType.Q8_0 ? DType.Q8_0 : null, backend);
     }
     int context = contextLength(model, config, backend instanceof CudaBackend);
     String rotation = model.ropeScaling().factorSet(context);

@@ -118,7 +118,7 @@ public final class VectorBackend implements ComputeBackend {
       firstRow[m + 1] = firstRow[m] + ws[m].rows();
     }
     int[] pairs = tokens == 1 && dtype == DType.BF16 && cols >= PACKED_ACTIVATION_MIN_COLS ? bf16Pairs(x, cols) : null;
-    float[] in = dtype == DType.F32 || pairs != null ? x : permutedRows(x, tokens, cols);
+    float[] in = dtype == DType.F32 || dtype == DType.Q8_0 || pairs != null ? x : permutedRows(x, tokens, cols);
     if (tokens >= OUTER_MIN_TOKENS) {
       // Panels of PANEL output rows, numbered across the matrices; each belongs to one matrix.
       int[] firstPanel = new int[ws.length + 1];
@@ -248,9 +248,11 @@ public final class VectorBackend implements ComputeBackend {
     for (int r = from; r < to; r++) {
       for (int t = 0; t < tokens; t++) {
         // The row comes from memory for the first token only; the others find it in cache.
-        out[t * rows + r] = dtype == DType.F32
-            ? dotF32(x, t * cols, data, r, cols)
-            : dotHalves(x, t * cols, w, data, r, cols, touchAhead && t == 0);
+        out[t * rows + r] = switch (dtype) {
+          case F32 -> dotF32(x, t * cols, data, r, cols);
+          case Q8_0 -> dotQ8(x, t * cols, w, data, r);
+          case F16, BF16 -> dotHalves(x, t * cols, w, data, r, cols, touchAhead && t == 0);
+        };
       }
     }
   }
@@ -292,6 +294,75 @@ public final class VectorBackend implements ComputeBackend {
       sum += x[xBase + i] * data.get(java.lang.foreign.ValueLayout.JAVA_FLOAT_UNALIGNED, rowByte + i * 4L);
     }
     return sum;
+  }
+
+  // ---- Q8_0 weights ------------------------------------------------------------------------
+  //
+  // A Q8_0 row comes in interleaves of 64 values (WeightMatrix): an int load of L lanes holds, in
+  // its four bytes, four runs of L consecutive values (16 apart), each widened by a left shift, an
+  // arithmetic right shift and a conversion — no permutation of the activations. Each group of 32
+  // is summed on its own and then scaled, into two accumulators so that no FMA waits on another
+  // across groups. Touching ahead is not done: at one byte a weight the largest models stream half
+  // what made it pay for bf16.
+
+  static {
+    if (L > 16) {
+      throw new ExceptionInInitializerError("q8_0 interleaves hold 16 lanes; this CPU's vectors hold " + L + " floats");
+    }
+  }
+
+  /** Activations {@code x[xBase, xBase + cols)} · Q8_0 row {@code r}. */
+  private static float dotQ8(float[] x, int xBase, WeightMatrix w, MemorySegment data, int r) {
+    int cols = w.cols();
+    long rowByte = (long) r * cols;
+    long scaleByte = w.q8ScaleByte(r, 0);
+    FloatVector acc0 = FloatVector.zero(F);
+    FloatVector acc1 = FloatVector.zero(F);
+    for (int c = 0; c < cols; c += WeightMatrix.Q8_CHUNK, scaleByte += 4) {
+      FloatVector g0 = FloatVector.zero(F);
+      FloatVector g1 = FloatVector.zero(F);
+      for (int h = 0; h < 16; h += L) {
+        IntVector v = IntVector.fromMemorySegment(I, data, rowByte + c + 4L * h, LE);
+        int at = xBase + c + h;
+        g0 = FloatVector.fromArray(F, x, at).fma(q8Values(v, 0), g0);
+        g0 = FloatVector.fromArray(F, x, at + 16).fma(q8Values(v, 1), g0);
+        g1 = FloatVector.fromArray(F, x, at + 32).fma(q8Values(v, 2), g1);
+        g1 = FloatVector.fromArray(F, x, at + 48).fma(q8Values(v, 3), g1);
+      }
+      acc0 = g0.fma(q8Scale(data, scaleByte), acc0);
+      acc1 = g1.fma(q8Scale(data, scaleByte + 2), acc1);
+    }
+    return acc0.add(acc1).reduceLanes(VectorOperators.ADD);
+  }
+
+  /** Byte {@code k} of each lane, sign-extended and converted. */
+  private static FloatVector q8Values(IntVector v, int k) {
+    IntVector low = k == 3 ? v : v.lanewise(VectorOperators.LSHL, 24 - 8 * k);
+    return (FloatVector) low.lanewise(VectorOperators.ASHR, 24).convert(VectorOperators.I2F, 0);
+  }
+
+  private static FloatVector q8Scale(MemorySegment data, long at) {
+    return FloatVector.broadcast(F, Float.float16ToFloat(data.get(java.lang.foreign.ValueLayout.JAVA_SHORT_UNALIGNED, at)));
+  }
+
+  /** Q8_0 row {@code r} dequantized into {@code row[offset, offset + cols)}, in column order. */
+  private static void widenQ8Row(WeightMatrix w, int r, float[] row, int offset) {
+    int cols = w.cols();
+    MemorySegment data = w.data();
+    long rowByte = (long) r * cols;
+    long scaleByte = w.q8ScaleByte(r, 0);
+    for (int c = 0; c < cols; c += WeightMatrix.Q8_CHUNK, scaleByte += 4) {
+      FloatVector s0 = q8Scale(data, scaleByte);
+      FloatVector s1 = q8Scale(data, scaleByte + 2);
+      for (int h = 0; h < 16; h += L) {
+        IntVector v = IntVector.fromMemorySegment(I, data, rowByte + c + 4L * h, LE);
+        int at = offset + c + h;
+        q8Values(v, 0).mul(s0).intoArray(row, at);
+        q8Values(v, 1).mul(s0).intoArray(row, at + 16);
+        q8Values(v, 2).mul(s1).intoArray(row, at + 32);
+        q8Values(v, 3).mul(s1).intoArray(row, at + 48);
+      }
+    }
   }
 
   /** Dot product of permuted activations with a bf16 or f16 row. */
@@ -835,13 +906,17 @@ public final class VectorBackend implements ComputeBackend {
 
   /**
    * Row r as f32 into {@code row[offset, offset + cols)}, 16-bit types in the permuted order (even
-   * columns, then odd, per 2L block).
+   * columns, then odd, per 2L block), f32 and Q8_0 in column order.
    */
   private static void widenRow(WeightMatrix w, int r, float[] row, int offset) {
     int cols = w.cols();
     MemorySegment data = w.data();
     if (w.dtype() == DType.F32) {
       MemorySegment.copy(data, java.lang.foreign.ValueLayout.JAVA_FLOAT_UNALIGNED, (long) r * cols * 4, row, offset, cols);
+      return;
+    }
+    if (w.dtype() == DType.Q8_0) {
+      widenQ8Row(w, r, row, offset);
       return;
     }
     int upper = (cols / (2 * L)) * 2 * L;

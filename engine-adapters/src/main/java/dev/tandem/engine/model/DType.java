@@ -1,10 +1,22 @@
 package dev.tandem.engine.model;
 
-/** Element types of weight tensors (as safetensors names them) and of KV cache entries. */
+/**
+ * Element types of weight tensors (as safetensors names them) and of KV cache entries, and the one
+ * type weights take only when Tandem quantizes them at load ({@link #Q8_0}).
+ */
 public enum DType {
   F32(4),
   F16(2),
-  BF16(2);
+  BF16(2),
+  /**
+   * llama.cpp's Q8_0, weights only: each run of 32 values in a row is int8 values times one f16
+   * scale (the run's largest magnitude ÷ 127). {@link #bytes} counts the int8 value; the scales
+   * add 2 bytes per 32 ({@link #matrixBytes}). Never a KV cache type, never read from a file.
+   */
+  Q8_0(1);
+
+  /** Values per {@link #Q8_0} scale. */
+  public static final int Q8_GROUP = 32;
 
   private final int bytes;
 
@@ -14,6 +26,12 @@ public enum DType {
 
   public int bytes() {
     return bytes;
+  }
+
+  /** Bytes of a {@code rows × cols} matrix of this type ({@link #Q8_0}: its values, then its scales). */
+  public long matrixBytes(int rows, int cols) {
+    long values = (long) rows * cols * bytes;
+    return this == Q8_0 ? values + (long) rows * (cols / Q8_GROUP) * Short.BYTES : values;
   }
 
   /** The safetensors dtype, or null if Tandem cannot compute with it. */
@@ -32,6 +50,7 @@ public enum DType {
       case F32 -> "float32";
       case F16 -> "float16";
       case BF16 -> "bfloat16";
+      case Q8_0 -> throw new IllegalStateException("q8_0 is not a torch dtype");
     };
   }
 
@@ -57,7 +76,7 @@ public enum DType {
         int bits = Float.floatToRawIntBits(v);
         yield Float.isNaN(v) ? (short) ((bits >>> 16) | 0x40) : (short) ((bits + 0x7fff + ((bits >>> 16) & 1)) >>> 16);
       }
-      case F32 -> throw new IllegalStateException("f32 has no 16-bit form");
+      case F32, Q8_0 -> throw new IllegalStateException(this + " has no 16-bit form");
     };
   }
 
@@ -67,6 +86,7 @@ public enum DType {
       case F32 -> v;
       case F16 -> Float.float16ToFloat(narrow(v));
       case BF16 -> Float.intBitsToFloat(narrow(v) << 16);
+      case Q8_0 -> throw new IllegalStateException("q8_0 rounds a group, not a value");
     };
   }
 
@@ -82,6 +102,15 @@ public enum DType {
       case "f16" -> F16;
       case "bf16" -> BF16;
       default -> throw new IllegalArgumentException("unknown KV cache dtype '" + name + "' (auto, f32, bf16, f16)");
+    };
+  }
+
+  /** {@code --quantization}'s value: null for "none", {@link #Q8_0} for "q8_0". */
+  public static DType fromQuantizationName(String name) {
+    return switch (name) {
+      case "none" -> null;
+      case "q8_0" -> Q8_0;
+      default -> throw new IllegalArgumentException("unknown --quantization '" + name + "' (none, q8_0)");
     };
   }
 }

@@ -24,4 +24,11 @@ public record LayerWeights(
     WeightMatrix gate, // (intermediate, hidden)
     WeightMatrix up, // (intermediate, hidden)
     WeightMatrix down, // (hidden, intermediate)
-    float[] mlpOutNorm) {} // (hidden) of the MLP's output, Gemma only (post_feedforward_layernorm)
+    float[] mlpOutNorm) { // (hidden) of the MLP's output, Gemma only (post_feedforward_layernorm)
+
+  /** This layer with each of its seven matrices replaced by {@code f} of it. */
+  public LayerWeights withMatrices(java.util.function.UnaryOperator<WeightMatrix> f) {
+    return new LayerWeights(inputNorm, f.apply(q), f.apply(k), f.apply(v), qBias, kBias, vBias, qNorm, kNorm, f.apply(o), oBias,
+        attentionOutNorm, mlpNorm, f.apply(gate), f.apply(up), f.apply(down), mlpOutNorm);
+  }
+}

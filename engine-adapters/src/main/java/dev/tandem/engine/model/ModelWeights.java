@@ -4,6 +4,7 @@ import com.fasterxml.jackson.databind.JsonNode;
 import com.fasterxml.jackson.databind.ObjectMapper;
 import dev.tandem.engine.compute.WeightMatrix;
 import java.io.IOException;
+import java.lang.foreign.Arena;
 import java.nio.file.Files;
 import java.nio.file.Path;
 import java.util.ArrayList;
@@ -14,28 +15,34 @@ import java.util.LinkedHashSet;
 import java.util.List;
 import java.util.Map;
 import java.util.Set;
+import org.slf4j.Logger;
+import org.slf4j.LoggerFactory;
 
 /**
  * Every weight of a model, checked against its config: {@code model.safetensors}, or the shards
- * named by {@code model.safetensors.index.json}. Matrices point into the mapped files.
+ * named by {@code model.safetensors.index.json}. Matrices point into the mapped files, or, loaded
+ * with {@link DType#Q8_0}, into memory holding their quantized copies.
  *
- * <p>Ownership: owns the mapped files; {@link #close()} unmaps them, after which no weight may be
- * read. Thread-safe (read-only).
+ * <p>Ownership: owns the mapped files and any quantized copies; {@link #close()} releases both,
+ * after which no weight may be read. Thread-safe (read-only).
  */
 public final class ModelWeights implements AutoCloseable {
+  private static final Logger LOG = LoggerFactory.getLogger(ModelWeights.class);
   private final ModelConfig config;
   private final List<SafetensorsFile> files;
+  private final Arena quantized; // the quantized copies' memory; null when nothing was quantized
   private final WeightMatrix embedding; // (vocab, hidden)
   private final LayerWeights[] layers;
   private final float[] finalNorm; // (hidden)
   private final WeightMatrix lmHead; // (vocab, hidden); the embedding when tied
 
-  private ModelWeights(ModelConfig config, List<SafetensorsFile> files, Lookup t) {
+  private ModelWeights(ModelConfig config, List<SafetensorsFile> files, Lookup t, Arena quantized) {
     this.config = config;
     this.files = files;
+    this.quantized = quantized;
     int hidden = config.hiddenSize();
     String m = t.textModelPrefix();
-    this.embedding = t.matrix(m + "embed_tokens.weight", config.vocabSize(), hidden);
+    WeightMatrix embedding = t.matrix(m + "embed_tokens.weight", config.vocabSize(), hidden);
     this.layers = new LayerWeights[config.numLayers()];
     boolean gemma = config.sandwichNorms();
     int qDim = config.qDim();
@@ -81,10 +88,42 @@ public final class ModelWeights implements AutoCloseable {
               gemma ? t.norm(p + "post_feedforward_layernorm.weight", hidden) : null);
     }
     this.finalNorm = t.norm(m + "norm.weight", hidden);
-    this.lmHead =
-        config.tieWordEmbeddings() && !t.has("lm_head.weight")
-            ? embedding
-            : t.matrix("lm_head.weight", config.vocabSize(), hidden);
+    boolean tied = config.tieWordEmbeddings() && !t.has("lm_head.weight");
+    WeightMatrix head = tied ? embedding : t.matrix("lm_head.weight", config.vocabSize(), hidden);
+    if (quantized != null) {
+      long start = System.nanoTime();
+      long before = bytesReadPerToken(layers, head);
+      quantizeLayersQ8_0();
+      embedding = quantizeQ8_0Matrix(embedding);
+      head = tied ? embedding : quantizeQ8_0Matrix(head);
+      LOG.info("quantized weights to q8_0 in {} ms: a token reads {} MB of matrices (was {} MB)",
+          (System.nanoTime() - start) / 1_000_000, bytesReadPerToken(layers, head) >> 20, before >> 20);
+    }
+    this.embedding = embedding;
+    this.lmHead = head;
+  }
+
+  /**
+   * Every layer's seven matrices quantized to Q8_0 into {@link #quantized}, logging progress (a 2B
+   * model takes seconds). The embedding and LM head follow, as llama.cpp's Q8_0 files hold them
+   * (a tied head stays the embedding: rows are looked up in it and dequantized).
+   */
+  private void quantizeLayersQ8_0() {
+    for (int l = 0; l < layers.length; l++) {
+      layers[l] = layers[l].withMatrices(this::quantizeQ8_0Matrix);
+      if ((l + 1) % Math.max(1, layers.length / 4) == 0 || l + 1 == layers.length) {
+        LOG.info("quantizing weights to q8_0: {}/{} layers", l + 1, layers.length);
+      }
+    }
+  }
+
+  /** {@code w} quantized; a matrix whose rows are not whole 64-value interleaves stays as stored, with a warning. */
+  private WeightMatrix quantizeQ8_0Matrix(WeightMatrix w) {
+    if (!w.quantizable()) {
+      LOG.warn("{}: {} columns are not a multiple of {}; kept as {}", w.name(), w.cols(), WeightMatrix.Q8_CHUNK, w.dtype().shortName());
+      return w;
+    }
+    return w.quantizeQ8_0(quantized);
   }
 
   /**
@@ -93,8 +132,23 @@ public final class ModelWeights implements AutoCloseable {
    * @throws ModelFormatException naming the file and tensor that is missing, corrupt or misshapen
    */
   public static ModelWeights load(Path dir, ModelConfig config) {
+    return load(dir, config, null);
+  }
+
+  /**
+   * Maps and checks the weights in {@code dir}, then, with {@code quantizeTo} {@link DType#Q8_0},
+   * quantizes every linear layer and the LM head (null: as stored).
+   *
+   * @throws ModelFormatException naming the file and tensor that is missing, corrupt or misshapen
+   * @throws IllegalArgumentException for a {@code quantizeTo} other than null and Q8_0
+   */
+  public static ModelWeights load(Path dir, ModelConfig config, DType quantizeTo) {
+    if (quantizeTo != null && quantizeTo != DType.Q8_0) {
+      throw new IllegalArgumentException("weights quantize to q8_0 only, not " + quantizeTo.shortName());
+    }
     List<Path> paths = weightFiles(dir);
     List<SafetensorsFile> files = new ArrayList<>();
+    Arena quantized = quantizeTo != null ? Arena.ofShared() : null;
     try {
       Map<String, Tensor> tensors = new HashMap<>();
       for (Path path : paths) {
@@ -102,9 +156,12 @@ public final class ModelWeights implements AutoCloseable {
         files.add(file);
         tensors.putAll(file.tensors());
       }
-      return new ModelWeights(config, List.copyOf(files), new Lookup(dir, paths, tensors, config.unitOffsetNorms() ? 1f : 0f));
+      return new ModelWeights(config, List.copyOf(files), new Lookup(dir, paths, tensors, config.unitOffsetNorms() ? 1f : 0f), quantized);
     } catch (RuntimeException e) {
       files.forEach(SafetensorsFile::close);
+      if (quantized != null) {
+        quantized.close();
+      }
       throw e;
     }
   }
@@ -165,6 +222,15 @@ public final class ModelWeights implements AutoCloseable {
 
   /** Bytes of weights read to decode one token (every matrix once; the embedding row is negligible). */
   public long bytesReadPerToken() {
+    return bytesReadPerToken(layers, lmHead);
+  }
+
+  /** The type the layers' matrices are in: the file's, or {@link DType#Q8_0} when quantized at load. */
+  public DType matrixType() {
+    return layers[0].q().dtype();
+  }
+
+  private static long bytesReadPerToken(LayerWeights[] layers, WeightMatrix lmHead) {
     long n = lmHead.byteSize();
     for (LayerWeights l : layers) {
       n += l.q().byteSize() + l.k().byteSize() + l.v().byteSize() + l.o().byteSize()
@@ -176,6 +242,9 @@ public final class ModelWeights implements AutoCloseable {
   @Override
   public void close() {
     files.forEach(SafetensorsFile::close);
+    if (quantized != null) {
+      quantized.close();
+    }
   }
 
   /** Finds tensors by name and checks their shapes, naming the file on any mismatch. */

@@ -1,5 +1,7 @@
 package dev.tandem.engine.modeltools;
 
+import dev.tandem.engine.compute.WeightMatrix;
+import dev.tandem.engine.model.DType;
 import dev.tandem.engine.model.ModelConfig;
 import dev.tandem.engine.model.ModelWeights;
 
@@ -42,6 +44,15 @@ public final class GgufExport {
   private GgufExport() {}
 
   public static void write(Path modelDir, Path out) throws IOException {
+    write(modelDir, out, null);
+  }
+
+  /**
+   * The model as a GGUF file, its matrices quantized to Q8_0 first when {@code quantizeTo} is
+   * {@link DType#Q8_0} — exactly as the engine quantizes them at load ({@code --quantization
+   * q8_0}), so llama.cpp runs the same weights (null: as stored).
+   */
+  public static void write(Path modelDir, Path out, DType quantizeTo) throws IOException {
     ModelConfig c = ModelConfig.read(modelDir);
     boolean gemma = c.gemma();
     boolean phi3 = c.architecture() == ModelConfig.Architecture.PHI3;
@@ -55,7 +66,7 @@ public final class GgufExport {
     if (gemma) {
       checkGemmaLayout(modelDir, c);
     }
-    try (ModelWeights w = ModelWeights.load(modelDir, c)) {
+    try (ModelWeights w = ModelWeights.load(modelDir, c, quantizeTo)) {
       List<TensorOut> tensors = tensors(c, w);
       Metadata meta = metadata(modelDir, c, w);
       try (OutputStream file = Files.newOutputStream(out);
@@ -89,16 +100,8 @@ public final class GgufExport {
     return (n + ALIGNMENT - 1) / ALIGNMENT * ALIGNMENT;
   }
 
-  /** One tensor as GGUF stores it: dims innermost first, and how to write its bytes. */
-  private record TensorOut(String name, long[] dims, int ggmlType, int elementBytes, TensorWriter writer) {
-    long bytes() {
-      long n = elementBytes;
-      for (long d : dims) {
-        n *= d;
-      }
-      return n;
-    }
-  }
+  /** One tensor as GGUF stores it: dims innermost first, its size, and how to write its bytes. */
+  private record TensorOut(String name, long[] dims, int ggmlType, long bytes, TensorWriter writer) {}
 
   @FunctionalInterface
   private interface TensorWriter {
@@ -204,11 +207,18 @@ public final class GgufExport {
     return order;
   }
 
-  private static TensorOut matrix(String name, dev.tandem.engine.compute.WeightMatrix m, int[] rowOrder) {
+  private static TensorOut matrix(String name, WeightMatrix m, int[] rowOrder) {
     int type = ggmlType(m.dtype());
+    if (m.dtype() == DType.Q8_0) {
+      return new TensorOut(name, new long[] {m.cols(), m.rows()}, type, ggmlBytes(m.dtype(), m.rows(), m.cols()), out -> {
+        for (int r = 0; r < m.rows(); r++) {
+          out.bytes(q8Blocks(m, rowOrder == null ? r : rowOrder[r]));
+        }
+      });
+    }
     long rowBytes = (long) m.cols() * m.dtype().bytes();
     MemorySegment data = m.data();
-    return new TensorOut(name, new long[] {m.cols(), m.rows()}, type, m.dtype().bytes(), out -> {
+    return new TensorOut(name, new long[] {m.cols(), m.rows()}, type, ggmlBytes(m.dtype(), m.rows(), m.cols()), out -> {
       byte[] row = new byte[(int) rowBytes];
       for (int r = 0; r < m.rows(); r++) {
         int src = rowOrder == null ? r : rowOrder[r];
@@ -218,17 +228,39 @@ public final class GgufExport {
     });
   }
 
+  /** Row {@code r} of a Q8_0 matrix as ggml's {@code block_q8_0}s: per 32 values, the f16 scale, then the int8s in order. */
+  private static byte[] q8Blocks(WeightMatrix m, int r) {
+    int groups = m.cols() / DType.Q8_GROUP;
+    byte[] blocks = new byte[groups * (2 + DType.Q8_GROUP)];
+    long rowByte = (long) r * m.cols();
+    for (int g = 0, at = 0; g < groups; g++) {
+      short scale = m.data().get(ValueLayout.JAVA_SHORT_UNALIGNED, m.q8ScaleByte(r, g));
+      blocks[at++] = (byte) scale;
+      blocks[at++] = (byte) (scale >> 8);
+      for (int c = g * DType.Q8_GROUP; c < (g + 1) * DType.Q8_GROUP; c++) {
+        blocks[at++] = m.data().get(ValueLayout.JAVA_BYTE, rowByte + WeightMatrix.q8Byte(c));
+      }
+    }
+    return blocks;
+  }
+
+  /** Bytes of a rows × cols matrix in ggml's layout (Q8_0: 34-byte blocks of 32). */
+  private static long ggmlBytes(DType dtype, long rows, int cols) {
+    return dtype == DType.Q8_0 ? rows * (cols / DType.Q8_GROUP) * (2 + DType.Q8_GROUP) : rows * cols * dtype.bytes();
+  }
+
   /** ggml's tensor type of a weight dtype. */
-  private static int ggmlType(dev.tandem.engine.model.DType dtype) {
+  private static int ggmlType(DType dtype) {
     return switch (dtype) {
       case F32 -> 0;
       case F16 -> 1;
       case BF16 -> 30;
+      case Q8_0 -> 8;
     };
   }
 
   /** Matrices of one width and element type written as one, their rows one after the other. */
-  private static TensorOut rows(String name, dev.tandem.engine.compute.WeightMatrix... parts) {
+  private static TensorOut rows(String name, WeightMatrix... parts) {
     var first = parts[0];
     long rows = 0;
     for (var m : parts) {
@@ -237,7 +269,7 @@ public final class GgufExport {
       }
       rows += m.rows();
     }
-    return new TensorOut(name, new long[] {first.cols(), rows}, ggmlType(first.dtype()), first.dtype().bytes(), out -> {
+    return new TensorOut(name, new long[] {first.cols(), rows}, ggmlType(first.dtype()), ggmlBytes(first.dtype(), rows, first.cols()), out -> {
       for (var m : parts) {
         matrix(name, m, null).writer().write(out);
       }
@@ -253,7 +285,7 @@ public final class GgufExport {
   }
 
   private static TensorOut vector(String name, float[] v) {
-    return new TensorOut(name, new long[] {v.length}, 0, 4, out -> {
+    return new TensorOut(name, new long[] {v.length}, 0, 4L * v.length, out -> {
       for (float f : v) {
         out.f32(f);
       }
@@ -331,6 +363,7 @@ public final class GgufExport {
       case F32 -> 0;
       case F16 -> 1;
       case BF16 -> 32;
+      case Q8_0 -> 7; // LLAMA_FTYPE_MOSTLY_Q8_0
     });
     m.u32(arch + ".context_length", c.maxPositionEmbeddings());
     m.u32(arch + ".embedding_length", c.hiddenSize());

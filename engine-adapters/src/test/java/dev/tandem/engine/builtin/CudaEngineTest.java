@@ -123,6 +123,20 @@ class CudaEngineTest {
     assertEquals(0, gpu.liveAllocations(), "no device memory left behind");
   }
 
+  /** The kernels read f32, f16 and bf16 weights: quantized ones are refused at start-up, naming the CPU backend. */
+  @org.junit.jupiter.api.Test
+  void quantizedWeightsAreRefusedNamingTheCpuBackend(@TempDir Path dir) throws Exception {
+    var shape = dev.tandem.engine.modeltools.ModelGenerator.config("Qwen3ForCausalLM", "qwen3", 64, 128, 1, 4, 2, 16, 256, true);
+    dev.tandem.engine.modeltools.ModelGenerator.write(shape, DType.BF16, 3, dir, 0);
+    dev.tandem.engine.cuda.EmulatedGpu gpu = TestGpus.emulated();
+    try (ModelWeights weights = ModelWeights.load(dir, ModelConfig.read(dir), DType.Q8_0); CudaBackend backend = new CudaBackend(gpu)) {
+      var refused = org.junit.jupiter.api.Assertions.assertThrows(IllegalArgumentException.class,
+          () -> new BuiltinEngine(weights, backend, BuiltinConfig.of(dir).withKvCacheBytes(1 << 20)));
+      assertTrue(refused.getMessage().contains("--quantization q8_0") && refused.getMessage().contains("--compute cpu"), refused.getMessage());
+    }
+    assertEquals(0, gpu.liveAllocations(), "no device memory left behind");
+  }
+
   /**
    * The kernels attend over every earlier position: a model with a sliding window is served on a
    * GPU only as far as its window reaches (where full attention is the same), and a longer

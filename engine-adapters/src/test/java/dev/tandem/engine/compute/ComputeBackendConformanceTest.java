@@ -50,7 +50,10 @@ abstract class ComputeBackendConformanceTest {
     "F16, 1, 33, 64", "F16, 4, 9, 65", "F16, 33, 40, 128",
     // Many tokens (the CPU backend's packed outer-product kernel): partial panels, several column
     // slices, token counts that are not a multiple of its micro-tile.
-    "F32, 70, 45, 300", "BF16, 131, 70, 290", "F16, 97, 33, 257", "BF16, 64, 96, 1024"
+    "F32, 70, 45, 300", "BF16, 131, 70, 290", "F16, 97, 33, 257", "BF16, 64, 96, 1024",
+    // Q8_0 (quantized from f32 at load; rows of whole 64-value interleaves): one token, a few, the
+    // row-widening kernel, the outer-product one.
+    "Q8_0, 1, 33, 64", "Q8_0, 1, 7, 1152", "Q8_0, 3, 17, 192", "Q8_0, 9, 31, 128", "Q8_0, 70, 45, 320", "Q8_0, 131, 70, 1024"
   })
   void matmul(DType dtype, int tokens, int rows, int cols) {
     WeightMatrix w = matrix(dtype, rows, cols);
@@ -114,9 +117,9 @@ abstract class ComputeBackendConformanceTest {
   }
 
   @ParameterizedTest(name = "{0} tokens={1}")
-  @CsvSource({"F32, 3", "BF16, 9", "BF16, 100", "F16, 67"})
+  @CsvSource({"F32, 3", "BF16, 9", "BF16, 100", "F16, 67", "Q8_0, 1", "Q8_0, 80"})
   void matmulOfSeveralMatricesAtOnce(DType dtype, int tokens) {
-    int cols = 160;
+    int cols = dtype == DType.Q8_0 ? 192 : 160;
     int[] rows = {40, 7, 33};
     WeightMatrix[] ws = new WeightMatrix[rows.length];
     float[][] expected = new float[rows.length][];
@@ -419,6 +422,9 @@ abstract class ComputeBackendConformanceTest {
   }
 
   private WeightMatrix matrix(DType dtype, int rows, int cols) {
+    if (dtype == DType.Q8_0) {
+      return matrix(DType.F32, rows, cols).quantizeQ8_0(arena);
+    }
     MemorySegment data = arena.allocate((long) rows * cols * dtype.bytes());
     for (int i = 0; i < rows * cols; i++) {
       float v = (float) random.nextGaussian();

@@ -64,6 +64,36 @@ class ModelLoadingTest {
     }
   }
 
+  /**
+   * {@code --quantization q8_0}: every linear layer's matrix and the tied embedding (its LM head)
+   * become Q8_0, holding the weights to within half a quantization step, and a token reads about
+   * 17/32 of the bf16 bytes; a matrix whose rows are not whole 64-value interleaves stays as stored.
+   */
+  @Test
+  void q8_0QuantizesEveryMatrixWhoseRowsItCanHold() throws Exception {
+    Path model = write(ModelGenerator.config("Qwen3ForCausalLM", "qwen3", 64, 96, 2, 4, 2, 16, 256, true), 0);
+    try (ModelWeights plain = ModelWeights.load(model, ModelConfig.read(model));
+        ModelWeights q = ModelWeights.load(model, ModelConfig.read(model), DType.Q8_0)) {
+      assertEquals(DType.Q8_0, q.matrixType());
+      for (int l = 0; l < 2; l++) {
+        var layer = q.layer(l);
+        for (var m : java.util.List.of(layer.q(), layer.k(), layer.v(), layer.o(), layer.gate(), layer.up())) {
+          assertEquals(DType.Q8_0, m.dtype(), m.name());
+        }
+        assertEquals(DType.BF16, layer.down().dtype(), "96 columns: kept as stored");
+        assertEquals(plain.layer(l).down().get(5, 7), layer.down().get(5, 7));
+        float original = plain.layer(l).gate().get(3, 40);
+        assertTrue(Math.abs(layer.gate().get(3, 40) - original) <= (0.5 + 127.0 / 2048) * layer.gate().q8Scale(3, 1) + 1e-6,
+            "within half a step: " + layer.gate().get(3, 40) + " vs " + original);
+      }
+      assertEquals(DType.Q8_0, q.embedding().dtype());
+      assertEquals(q.embedding(), q.lmHead(), "a tied LM head stays the embedding");
+      double ratio = (double) q.bytesReadPerToken() / plain.bytesReadPerToken();
+      assertTrue(ratio > 0.5 && ratio < 0.7, "bytes a token reads: " + ratio + " of bf16's");
+    }
+    assertThrows(IllegalArgumentException.class, () -> ModelWeights.load(model, ModelConfig.read(model), DType.BF16));
+  }
+
   @Test
   void configErrorsNameTheFileAndField() throws Exception {
     Path m = write(tiny(), 0);

@@ -1,0 +1,61 @@
+package dev.tandem.cli;
+
+import static org.junit.jupiter.api.Assertions.assertEquals;
+import static org.junit.jupiter.api.Assertions.assertFalse;
+import static org.junit.jupiter.api.Assertions.assertNotEquals;
+
+import com.fasterxml.jackson.databind.JsonNode;
+import com.fasterxml.jackson.databind.ObjectMapper;
+import dev.tandem.engine.model.DType;
+import dev.tandem.frontend.http.FrontendServer;
+import java.net.URI;
+import java.net.http.HttpClient;
+import java.net.http.HttpRequest;
+import java.net.http.HttpResponse;
+import java.nio.file.Path;
+import org.junit.jupiter.api.Test;
+import org.junit.jupiter.api.io.TempDir;
+
+/**
+ * The generated tiny model served with its weights quantized to Q8_0 at load, over real HTTP:
+ * greedy completions are deterministic, and differ in their log-probabilities from the same model
+ * served as stored (the quantized weights are what runs), and the KV blocks all return.
+ */
+@org.junit.jupiter.api.Tag("e2e")
+class QuantizedServeTest {
+  private static final HttpClient HTTP = HttpClient.newHttpClient();
+  private static final ObjectMapper JSON = new ObjectMapper();
+
+  private static JsonNode complete(LocalDeployment d) throws Exception {
+    String body = "{\"model\":\"tiny\",\"prompt\":\"The lighthouse keeper collects seashells and\",\"max_tokens\":8,"
+        + "\"temperature\":0,\"logprobs\":1}";
+    HttpResponse<String> r = HTTP.send(
+        HttpRequest.newBuilder(URI.create("http://127.0.0.1:" + d.port() + "/v1/completions"))
+            .header("content-type", "application/json")
+            .POST(HttpRequest.BodyPublishers.ofString(body))
+            .build(),
+        HttpResponse.BodyHandlers.ofString());
+    assertEquals(200, r.statusCode(), r.body());
+    return JSON.readTree(r.body()).at("/choices/0");
+  }
+
+  @Test
+  void servesTheQuantizedWeights(@TempDir Path dir) throws Exception {
+    Path model = TestDeployments.tinyModel(dir);
+    FrontendServer.Config frontend = new FrontendServer.Config("127.0.0.1", 0, 1 << 20);
+    JsonNode plain;
+    try (LocalDeployment d = TestDeployments.builtin(model, 1, 2, frontend)) {
+      plain = complete(d);
+    }
+    try (LocalDeployment d = TestDeployments.builtin(model, 1, 2, frontend, DType.Q8_0)) {
+      JsonNode first = complete(d);
+      JsonNode again = complete(d);
+      assertFalse(first.path("text").asText().isEmpty());
+      assertEquals(first.path("text"), again.path("text"), "greedy is deterministic");
+      assertEquals(first.at("/logprobs/token_logprobs"), again.at("/logprobs/token_logprobs"));
+      assertNotEquals(plain.at("/logprobs/token_logprobs/0").asDouble(), first.at("/logprobs/token_logprobs/0").asDouble(),
+          "the first token's log-probability moves with the weights' rounding");
+      TestDeployments.assertPoolsFull(d);
+    }
+  }
+}
