@@ -78,19 +78,20 @@ abstract class ComputeBackendConformanceTest {
   }
 
   /**
-   * One token through bf16 rows of more than 4,096 columns (a large model's down projection), whole
-   * vectors and an odd tail, with and without touching ahead: a backend that rounds the activations
+   * One token through bf16 or Q8_0 rows of more than 4,096 columns (a large model's down
+   * projection), whole vectors and an odd tail, with and without touching ahead: a backend that rounds the activations
    * to bf16 there ({@link #roundsLongRowActivations}) matches the products of the rounded activations
    * exactly (within float summation); any other, the exact products. Either way within 2^-8 of
    * Σ|x·w| of the exact ones, twice bf16's rounding bound.
    */
-  @ParameterizedTest(name = "rows={0} cols={1} touching ahead {2}")
-  @CsvSource({"24, 8200, false", "40, 9216, true", "7, 4097, false", "9, 4096, true"})
-  void longRowsAtOneToken(int rows, int cols, boolean large) {
+  @ParameterizedTest(name = "{0} rows={1} cols={2} touching ahead {3}")
+  @CsvSource({"BF16, 24, 8200, false", "BF16, 40, 9216, true", "BF16, 7, 4097, false", "BF16, 9, 4096, true",
+      "Q8_0, 24, 9216, false", "Q8_0, 7, 4160, true", "Q8_0, 9, 4096, false"})
+  void longRowsAtOneToken(DType dtype, int rows, int cols, boolean large) {
     if (large) {
       backend.streamsWeightsPerStep(64L << 30);
     }
-    WeightMatrix w = matrix(DType.BF16, rows, cols);
+    WeightMatrix w = matrix(dtype, rows, cols);
     float[] x = randoms(cols, 1);
     float[] actual = new float[rows];
     backend.matmul(x, 1, w, actual);
@@ -111,7 +112,7 @@ abstract class ComputeBackendConformanceTest {
     }
   }
 
-  /** Whether the backend rounds one token's activations to bf16 for bf16 rows of more than 4,096 columns. */
+  /** Whether the backend rounds one token's activations to bf16 for bf16 and Q8_0 rows of more than 4,096 columns. */
   protected boolean roundsLongRowActivations() {
     return false;
   }
