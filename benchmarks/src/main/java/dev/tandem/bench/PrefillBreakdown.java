@@ -6,6 +6,7 @@ import dev.tandem.engine.EngineRequest;
 import dev.tandem.engine.builtin.BuiltinConfig;
 import dev.tandem.engine.builtin.BuiltinEngine;
 import dev.tandem.engine.compute.ComputeBackends;
+import dev.tandem.engine.model.DType;
 import dev.tandem.engine.model.ModelConfig;
 import dev.tandem.engine.model.ModelWeights;
 import java.nio.file.Path;
@@ -18,7 +19,7 @@ import java.util.SplittableRandom;
  * the report, "ms/token" is milliseconds of that one prefill and the matmul GB/s columns do not
  * apply (a prefill reads each weight once for all its tokens).
  *
- * <pre>java ... dev.tandem.bench.PrefillBreakdown MODEL_DIR PROMPT_TOKENS [threads]</pre>
+ * <pre>java ... [-Dquantization=q8_0] dev.tandem.bench.PrefillBreakdown MODEL_DIR PROMPT_TOKENS [threads]</pre>
  */
 public final class PrefillBreakdown {
   private PrefillBreakdown() {}
@@ -30,7 +31,8 @@ public final class PrefillBreakdown {
     BuiltinConfig config = BuiltinConfig.of(dir).withCompute("cpu", threads).withKvCacheBytes(2L << 30)
         .withBatching(1, prompt, false).withMaxContextLength(prompt + 8);
     TimedBackend timed = new TimedBackend(ComputeBackends.create("cpu", threads));
-    try (BuiltinEngine engine = new BuiltinEngine(ModelWeights.load(dir, ModelConfig.read(dir)), timed, config)) {
+    DType quantization = DType.fromQuantizationName(System.getProperty("quantization", "none"));
+    try (BuiltinEngine engine = new BuiltinEngine(ModelWeights.load(dir, ModelConfig.read(dir), quantization), timed, config)) {
       SplittableRandom random = new SplittableRandom(prompt);
       for (int rep = 0; rep < 3; rep++) {
         boolean measured = rep == 2;

@@ -330,6 +330,12 @@ public record ModelConfig(
     if (root.path("mlp_bias").asBoolean(false)) {
       throw new ModelFormatException(file + ": field 'mlp_bias' is true; MLP biases are not supported");
     }
+    if (root.has("quantization_config")) { // GPTQ, AWQ, FP8, bitsandbytes: packed tensors this engine does not read
+      throw new ModelFormatException(file + ": field 'quantization_config' (quant_method "
+          + root.path("quantization_config").path("quant_method").asText("unknown")
+          + ") marks a pre-quantized checkpoint, which the built-in engine does not read; serve the f16/bf16 checkpoint,"
+          + " quantized at load with --quantization q8_0");
+    }
     int hidden = f.positiveInt("hidden_size");
     int heads = f.positiveInt("num_attention_heads");
     int kvHeads = root.has("num_key_value_heads") ? f.positiveInt("num_key_value_heads") : heads;

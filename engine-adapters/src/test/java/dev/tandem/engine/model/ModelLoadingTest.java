@@ -95,6 +95,15 @@ class ModelLoadingTest {
   }
 
   @Test
+  void aPreQuantizedCheckpointIsRefusedNamingTheFieldAndTheFlag() throws Exception {
+    Path model = write(tiny(), 0);
+    editConfig(model, c -> c.putObject("quantization_config").put("quant_method", "gptq").put("bits", 4));
+    var e = assertThrows(ModelFormatException.class, () -> ModelConfig.read(model));
+    assertTrue(e.getMessage().contains("config.json: field 'quantization_config' (quant_method gptq)")
+        && e.getMessage().contains("--quantization q8_0"), e.getMessage());
+  }
+
+  @Test
   void configErrorsNameTheFileAndField() throws Exception {
     Path m = write(tiny(), 0);
     editConfig(m, c -> c.remove("hidden_size"));
