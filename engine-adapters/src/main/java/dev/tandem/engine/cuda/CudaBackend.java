@@ -171,8 +171,15 @@ public final class CudaBackend implements ComputeBackend {
     return staging;
   }
 
-  /** Matrix {@code w} on the device: copied on first use, kept until this backend closes. */
+  /**
+   * Matrix {@code w} on the device: copied on first use, kept until this backend closes.
+   *
+   * @throws UnsupportedOperationException for Q8_0 weights, which no kernel here reads
+   */
   public DeviceBuffer weight(WeightMatrix w) {
+    if (w.dtype() == dev.tandem.engine.model.DType.Q8_0) {
+      throw new UnsupportedOperationException(w.name() + ": q8_0 weights have no GPU kernels; quantized weights run on --compute cpu");
+    }
     return weights.computeIfAbsent(w.data(), data -> {
       DeviceBuffer buffer = pool.allocate(data.byteSize());
       buffer.copyFrom(data);

@@ -43,7 +43,7 @@ class CudaTransformerTest {
   static Stream<Arguments> cases() {
     List<Arguments> all = new ArrayList<>();
     for (String gpu : List.of("cuda", "emulated")) {
-      for (DType kv : DType.values()) {
+      for (DType kv : List.of(DType.F32, DType.BF16, DType.F16)) {
         all.add(Arguments.of(gpu, kv));
       }
     }

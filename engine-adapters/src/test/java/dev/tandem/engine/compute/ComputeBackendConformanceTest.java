@@ -60,6 +60,9 @@ abstract class ComputeBackendConformanceTest {
     float[] x = randoms(tokens * cols, 1);
     float[] expected = new float[tokens * rows];
     float[] actual = new float[tokens * rows];
+    if (refusesQ8_0(dtype, () -> backend.matmul(x, tokens, w, actual))) {
+      return;
+    }
     reference.matmul(x, tokens, w, expected);
     backend.matmul(x, tokens, w, actual);
     assertClose(expected, actual, 1e-5, "matmul " + dtype);
@@ -94,6 +97,9 @@ abstract class ComputeBackendConformanceTest {
     WeightMatrix w = matrix(dtype, rows, cols);
     float[] x = randoms(cols, 1);
     float[] actual = new float[rows];
+    if (refusesQ8_0(dtype, () -> backend.matmul(x, 1, w, actual))) {
+      return;
+    }
     backend.matmul(x, 1, w, actual);
     boolean rounds = roundsLongRowActivations() && cols > 4096;
     for (int r = 0; r < rows; r++) {
@@ -110,6 +116,21 @@ abstract class ComputeBackendConformanceTest {
           "row " + r + " on " + backend.name() + ": " + actual[r] + " vs " + expected + (rounds ? " (activations in bf16)" : ""));
       assertTrue(Math.abs(actual[r] - exact) <= magnitude / 256, "row " + r + ": within bf16's rounding of the exact product");
     }
+  }
+
+  /** Whether the backend has kernels for Q8_0 weights; one without must refuse them, naming the CPU backend. */
+  protected boolean q8Kernels() {
+    return true;
+  }
+
+  /** For Q8_0 weights on a backend without their kernels: that {@code run} refuses them (then true). */
+  private boolean refusesQ8_0(DType dtype, org.junit.jupiter.api.function.Executable run) {
+    if (dtype != DType.Q8_0 || q8Kernels()) {
+      return false;
+    }
+    String e = assertThrows(UnsupportedOperationException.class, run).getMessage();
+    assertTrue(e.contains("--compute cpu"), e);
+    return true;
   }
 
   /** Whether the backend rounds one token's activations to bf16 for bf16 and Q8_0 rows of more than 4,096 columns. */
@@ -131,6 +152,9 @@ abstract class ComputeBackendConformanceTest {
       expected[m] = new float[tokens * rows[m]];
       actual[m] = new float[tokens * rows[m]];
       reference.matmul(x, tokens, ws[m], expected[m]);
+    }
+    if (refusesQ8_0(dtype, () -> backend.matmul(x, tokens, ws, actual))) {
+      return;
     }
     backend.matmul(x, tokens, ws, actual);
     for (int m = 0; m < rows.length; m++) {

@@ -27,4 +27,9 @@ class CudaBackendTest extends ComputeBackendConformanceTest {
   protected boolean cappedScores() {
     return false;
   }
+
+  @Override
+  protected boolean q8Kernels() {
+    return false;
+  }
 }

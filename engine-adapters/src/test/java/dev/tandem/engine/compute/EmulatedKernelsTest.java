@@ -32,4 +32,9 @@ class EmulatedKernelsTest extends ComputeBackendConformanceTest {
   protected boolean cappedScores() {
     return false;
   }
+
+  @Override
+  protected boolean q8Kernels() {
+    return false;
+  }
 }

@@ -10,6 +10,7 @@ import java.io.InputStream;
 import java.nio.charset.StandardCharsets;
 import java.nio.file.Files;
 import java.nio.file.Path;
+import java.util.List;
 import java.util.Set;
 import java.util.TreeSet;
 import java.util.concurrent.TimeUnit;
@@ -61,7 +62,7 @@ class PtxFreshnessTest {
       entries.add(m.group(1));
     }
     Set<String> launched = new TreeSet<>(Set.of("rms_norm", "add_rms_norm", "rope", "silu_mul", "add", "copy_blocks", "gather_rows", "gemm_tc_bf16", "attention_tiled_tc_bf16", "attention_combine"));
-    for (DType dtype : DType.values()) {
+    for (DType dtype : List.of(DType.F32, DType.F16, DType.BF16)) { // Q8_0 weights have no GPU kernels
       for (String base : new String[] {"matvec", "matvecs", "gemm", "attention", "attention_tiled", "embed", "kv_write"}) {
         launched.add(LaunchShapes.kernel(base, dtype));
       }
