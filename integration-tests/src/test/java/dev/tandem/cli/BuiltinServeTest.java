@@ -151,38 +151,32 @@ class BuiltinServeTest {
 
   @Test
   void aMissingModelDirectoryFailsAtStartupNamingIt() {
-    StringWriter err = new StringWriter();
-    var cl = Main.commandLine();
-    cl.setErr(new PrintWriter(err));
-    int code = cl.execute("serve", "--model", dir.resolve("no-such-model").toString(), "--port", "0");
-    assertEquals(2, code);
-    assertTrue(err.toString().contains("no-such-model") && err.toString().contains("does not exist"), err.toString());
+    String err = refusedAtStartup("serve", "--model", dir.resolve("no-such-model").toString(), "--port", "0");
+    assertTrue(err.contains("no-such-model") && err.contains("does not exist"), err);
   }
 
   @Test
   void aKvCacheDtypeTheEngineCannotHonourFailsAtStartupNamingIt() {
-    for (var bad : java.util.List.of(
-        new String[] {"serve", "--kv-cache-dtype", "fp8", "--port", "0"},
-        new String[] {"serve", "--engine", "mocker", "--kv-cache-dtype", "bf16", "--port", "0"})) {
-      StringWriter err = new StringWriter();
-      var cl = Main.commandLine();
-      cl.setErr(new PrintWriter(err));
-      assertEquals(2, cl.execute(bad), String.join(" ", bad));
-      assertTrue(err.toString().contains("--kv-cache-dtype") || err.toString().contains("KV cache dtype 'fp8'"), err.toString());
-    }
+    String err = refusedAtStartup("serve", "--kv-cache-dtype", "fp8", "--port", "0");
+    assertTrue(err.contains("KV cache dtype 'fp8'"), err);
+    err = refusedAtStartup("serve", "--engine", "mocker", "--kv-cache-dtype", "bf16", "--port", "0");
+    assertTrue(err.contains("--kv-cache-dtype is for the builtin engine"), err);
   }
 
   @Test
   void aQuantizationTheEngineCannotHonourFailsAtStartupNamingIt() {
-    for (var bad : java.util.List.of(
-        new String[] {"serve", "--quantization", "q4_0", "--port", "0"},
-        new String[] {"serve", "--engine", "mocker", "--quantization", "q8_0", "--port", "0"})) {
-      StringWriter err = new StringWriter();
-      var cl = Main.commandLine();
-      cl.setErr(new PrintWriter(err));
-      assertEquals(2, cl.execute(bad), String.join(" ", bad));
-      assertTrue(err.toString().contains("unknown --quantization 'q4_0' (none, q8_0)")
-          || err.toString().contains("--quantization is for the builtin engine"), err.toString());
-    }
+    String err = refusedAtStartup("serve", "--quantization", "q4_0", "--port", "0");
+    assertTrue(err.contains("unknown --quantization 'q4_0' (none, q8_0)"), err);
+    err = refusedAtStartup("serve", "--engine", "mocker", "--quantization", "q8_0", "--port", "0");
+    assertTrue(err.contains("--quantization is for the builtin engine"), err);
+  }
+
+  /** What {@code args} print to stderr, having exited with 2 before serving anything. */
+  private static String refusedAtStartup(String... args) {
+    StringWriter err = new StringWriter();
+    var cl = Main.commandLine();
+    cl.setErr(new PrintWriter(err));
+    assertEquals(2, cl.execute(args), String.join(" ", args));
+    return err.toString();
   }
 }

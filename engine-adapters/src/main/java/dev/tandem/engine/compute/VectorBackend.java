@@ -301,18 +301,12 @@ public final class VectorBackend implements ComputeBackend {
 
   // ---- Q8_0 weights ------------------------------------------------------------------------
   //
-  // A Q8_0 row comes in interleaves of 64 values (WeightMatrix): an int load of L lanes holds, in
-  // its four bytes, four runs of L consecutive values (16 apart), each widened by a left shift, an
-  // arithmetic right shift and a conversion — no permutation of the activations. Each group of 32
-  // is summed on its own and then scaled, into two accumulators so that no FMA waits on another
-  // across groups. Touching ahead is not done: at one byte a weight the largest models stream half
-  // what made it pay for bf16.
-
-  static {
-    if (L > 16) {
-      throw new ExceptionInInitializerError("q8_0 interleaves hold 16 lanes; this CPU's vectors hold " + L + " floats");
-    }
-  }
+  // A Q8_0 row comes in interleaves of 64 values (WeightMatrix): an int load of L lanes (L ≤ 16:
+  // vectors are at most 512 bits) holds, in its four bytes, four runs of L consecutive values (16
+  // apart), each widened by a left shift, an arithmetic right shift and a conversion — no
+  // permutation of the activations. Each group of 32 is summed on its own and then scaled, into two
+  // accumulators so that no FMA waits on another across groups. Touching ahead is not done: at one
+  // byte a weight the largest models stream half what made it pay for bf16.
 
   /**
    * One token's activations rounded to bf16 two to an int in the order of Q8_0's interleave (in
