@@ -18,8 +18,9 @@ import org.junit.jupiter.api.io.TempDir;
 
 /**
  * The generated tiny model served with its weights quantized to Q8_0 at load, over real HTTP:
- * greedy completions are deterministic, and differ in their log-probabilities from the same model
- * served as stored (the quantized weights are what runs), and the KV blocks all return.
+ * greedy completions repeat (text, and log-probabilities to rounding), differ in their
+ * log-probabilities from the same model served as stored (the quantized weights are what runs),
+ * and the KV blocks all return.
  */
 @org.junit.jupiter.api.Tag("e2e")
 class QuantizedServeTest {
@@ -52,7 +53,9 @@ class QuantizedServeTest {
       JsonNode again = complete(d);
       assertFalse(first.path("text").asText().isEmpty());
       assertEquals(first.path("text"), again.path("text"), "greedy is deterministic");
-      assertEquals(first.at("/logprobs/token_logprobs"), again.at("/logprobs/token_logprobs"));
+      for (int i = 0; i < first.at("/logprobs/token_logprobs").size(); i++) { // the repeat reads the prompt's cached blocks: sums in another order
+        assertEquals(first.at("/logprobs/token_logprobs").get(i).asDouble(), again.at("/logprobs/token_logprobs").get(i).asDouble(), 1e-4);
+      }
       assertNotEquals(plain.at("/logprobs/token_logprobs/0").asDouble(), first.at("/logprobs/token_logprobs/0").asDouble(),
           "the first token's log-probability moves with the weights' rounding");
       TestDeployments.assertPoolsFull(d);

@@ -29,7 +29,7 @@ import org.slf4j.LoggerFactory;
 public final class ModelWeights implements AutoCloseable {
   private static final Logger LOG = LoggerFactory.getLogger(ModelWeights.class);
   private final ModelConfig config;
-  private final List<SafetensorsFile> files;
+  private final List<SafetensorsFile> files; // none once every matrix is quantized: the checkpoint is unmapped
   private final Arena quantized; // the quantized copies' memory; null when nothing was quantized
   private final WeightMatrix embedding; // (vocab, hidden)
   private final LayerWeights[] layers;
@@ -38,7 +38,6 @@ public final class ModelWeights implements AutoCloseable {
 
   private ModelWeights(ModelConfig config, List<SafetensorsFile> files, Lookup t, Arena quantized) {
     this.config = config;
-    this.files = files;
     this.quantized = quantized;
     int hidden = config.hiddenSize();
     String m = t.textModelPrefix();
@@ -101,6 +100,36 @@ public final class ModelWeights implements AutoCloseable {
     }
     this.embedding = embedding;
     this.lmHead = head;
+    this.files = quantized != null && everyMatrixQuantized() ? unmapped(files) : files;
+  }
+
+  private boolean everyMatrixQuantized() {
+    if (embedding.dtype() != DType.Q8_0 || lmHead.dtype() != DType.Q8_0) {
+      return false;
+    }
+    for (LayerWeights l : layers) {
+      for (WeightMatrix m : List.of(l.q(), l.k(), l.v(), l.o(), l.gate(), l.up(), l.down())) {
+        if (m.dtype() != DType.Q8_0) {
+          return false;
+        }
+      }
+    }
+    return true;
+  }
+
+  /**
+   * Unmaps the checkpoint once nothing reads it (norms and biases were copied, every matrix
+   * quantized): the process then holds the quantized copy alone, not the file's pages beside it.
+   */
+  private static List<SafetensorsFile> unmapped(List<SafetensorsFile> files) {
+    files.forEach(SafetensorsFile::close);
+    LOG.info("every matrix quantized: the checkpoint's {} file(s) unmapped", files.size());
+    return List.of();
+  }
+
+  /** Whether matrices still read the mapped checkpoint (false once every one is quantized). */
+  public boolean mapsCheckpoint() {
+    return !files.isEmpty();
   }
 
   /**

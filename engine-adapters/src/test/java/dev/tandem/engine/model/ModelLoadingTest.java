@@ -90,6 +90,13 @@ class ModelLoadingTest {
       assertEquals(q.embedding(), q.lmHead(), "a tied LM head stays the embedding");
       double ratio = (double) q.bytesReadPerToken() / plain.bytesReadPerToken();
       assertTrue(ratio > 0.5 && ratio < 0.7, "bytes a token reads: " + ratio + " of bf16's");
+      assertTrue(q.mapsCheckpoint(), "the down projections still read the file");
+    }
+    Path whole = write(ModelGenerator.config("Qwen3ForCausalLM", "qwen3", 64, 128, 2, 4, 2, 16, 256, true), 0);
+    try (ModelWeights q = ModelWeights.load(whole, ModelConfig.read(whole), DType.Q8_0)) {
+      assertFalse(q.mapsCheckpoint(), "every matrix quantized: the checkpoint is unmapped");
+      assertEquals(DType.Q8_0, q.layer(1).down().dtype());
+      assertTrue(Float.isFinite(q.layer(1).down().get(3, 100)) && q.finalNorm().length == 64, "the weights still read");
     }
     assertThrows(IllegalArgumentException.class, () -> ModelWeights.load(model, ModelConfig.read(model), DType.BF16));
   }
