@@ -5,6 +5,7 @@ import dev.tandem.common.SamplingParams;
 import dev.tandem.common.StopConditions;
 import dev.tandem.engine.builtin.BuiltinConfig;
 import dev.tandem.engine.builtin.BuiltinEngine;
+import dev.tandem.engine.model.DType;
 import dev.tandem.engine.model.ModelConfig;
 import java.nio.file.Path;
 import java.util.Locale;
@@ -15,7 +16,7 @@ import java.util.SplittableRandom;
  * same run: decode tokens/s at several batch sizes (batch 1 against memory bandwidth ÷ weight
  * bytes read per token) and prefill tokens/s at several prompt lengths (against peak FLOP/s).
  *
- * <pre>java ... dev.tandem.bench.EngineThroughput MODEL_DIR [threads] [batches=1,8,32] [prompts=512,2048]</pre>
+ * <pre>java ... [-Dquantization=q8_0] dev.tandem.bench.EngineThroughput MODEL_DIR [threads] [batches=1,8,32] [prompts=512,2048]</pre>
  */
 public final class EngineThroughput {
   private EngineThroughput() {}
@@ -27,11 +28,12 @@ public final class EngineThroughput {
     int[] prompts = ints(args.length > 3 ? args[3] : "512,2048");
 
     ModelConfig config = ModelConfig.read(dir);
-    BuiltinConfig base = BuiltinConfig.of(dir).withCompute("cpu", threads).withKvCacheBytes(2L << 30);
+    BuiltinConfig base = BuiltinConfig.of(dir).withCompute("cpu", threads).withKvCacheBytes(2L << 30)
+        .withQuantization(DType.fromQuantizationName(System.getProperty("quantization", "none")));
     int maxBatch = java.util.Arrays.stream(batches).max().orElse(1);
     BuiltinEngine engine = BuiltinEngine.open(base.withBatching(maxBatch, 4096, true));
     long weightBytes = engine.bytesReadPerToken();
-    long params = weightBytes / engine.weightElementBytes();
+    long params = engine.matrixParameters();
     double bandwidth = MachineLimits.readBandwidth(threads, 1L << 30, 5);
     double flops = MachineLimits.peakFlops(threads, 3);
     System.out.printf(Locale.ROOT, "model %s: %s, %d layers, hidden %d, %.1fM matmul parameters, %.0f MB read per decoded token%n",

@@ -203,9 +203,9 @@ public final class BuiltinEngine extends SchedulingEngine implements KvHandoff {
     return constraints.nanos();
   }
 
-  /** Bytes per element of the weight matrices (as stored). */
-  public int weightElementBytes() {
-    return weights.layer(0).q().dtype().bytes();
+  /** Weights in the matrices one decode step reads (every layer's seven and the LM head). */
+  public long matrixParameters() {
+    return weights.matrixParameters();
   }
 
   /** The KV cache's memory, for export and import of blocks. */

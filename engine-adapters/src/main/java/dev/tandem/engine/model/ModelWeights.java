@@ -254,6 +254,17 @@ public final class ModelWeights implements AutoCloseable {
     return bytesReadPerToken(layers, lmHead);
   }
 
+  /** Weights in the matrices {@link #bytesReadPerToken} counts. */
+  public long matrixParameters() {
+    long n = (long) lmHead.rows() * lmHead.cols();
+    for (LayerWeights l : layers) {
+      for (WeightMatrix m : List.of(l.q(), l.k(), l.v(), l.o(), l.gate(), l.up(), l.down())) {
+        n += (long) m.rows() * m.cols();
+      }
+    }
+    return n;
+  }
+
   /** The type the layers' matrices are in: the file's, or {@link DType#Q8_0} when quantized at load. */
   public DType matrixType() {
     return layers[0].q().dtype();
