@@ -10,7 +10,7 @@ import java.util.List;
  * the engine and the request features it honours, its KV transfer agent (empty backend and
  * address when it has none, null probe region then), the host and CPU set it runs on (and the
  * accelerator it computes on, {@code computeDevice}: a GPU's UUID, unique across hosts; empty on
- * CPUs), its
+ * CPUs; and {@code weightQuantization}, "q8_0" where it quantized its weights at load, else ""), its
  * batching limits (requests and tokens per engine step; 0 when the worker did not say), and every
  * transfer agent it runs over its KV ({@code kvTransferEndpoints}, the primary first; empty for
  * none).
@@ -38,13 +38,15 @@ public record WorkerDescription(
     int maxNumSeqs,
     int maxBatchedTokens,
     List<TransferEndpoint> kvTransferEndpoints,
-    String computeDevice) {
+    String computeDevice,
+    String weightQuantization) {
   /** One transfer agent: its backend, the address peers reach it at, its probe region. */
   public record TransferEndpoint(String backend, String address, KvRegionRef probeRegion) {}
 
   public WorkerDescription {
     supportedFeatures = List.copyOf(supportedFeatures);
     computeDevice = computeDevice == null ? "" : computeDevice;
+    weightQuantization = weightQuantization == null ? "" : weightQuantization;
     kvKeyRotation = kvKeyRotation == null ? "" : kvKeyRotation;
     eosTokenIds = eosTokenIds.clone();
     if (kvTransferEndpoints == null || kvTransferEndpoints.isEmpty()) {

@@ -25,6 +25,11 @@ public interface Engine extends AutoCloseable {
     return "";
   }
 
+  /** "q8_0" where the engine quantized its weights at load ({@code --quantization}); empty otherwise. */
+  default String weightQuantization() {
+    return "";
+  }
+
   /** How long this engine takes to prefill, as measured so far ({@link PrefillCost#UNKNOWN} before). */
   default PrefillCost prefillCost() {
     return PrefillCost.UNKNOWN;

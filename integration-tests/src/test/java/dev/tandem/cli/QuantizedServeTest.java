@@ -3,6 +3,7 @@ package dev.tandem.cli;
 import static org.junit.jupiter.api.Assertions.assertEquals;
 import static org.junit.jupiter.api.Assertions.assertFalse;
 import static org.junit.jupiter.api.Assertions.assertNotEquals;
+import static org.junit.jupiter.api.Assertions.assertTrue;
 
 import com.fasterxml.jackson.databind.JsonNode;
 import com.fasterxml.jackson.databind.ObjectMapper;
@@ -20,12 +21,19 @@ import org.junit.jupiter.api.io.TempDir;
  * The generated tiny model served with its weights quantized to Q8_0 at load, over real HTTP:
  * greedy completions repeat (text, and log-probabilities to rounding), differ in their
  * log-probabilities from the same model served as stored (the quantized weights are what runs),
- * and the KV blocks all return.
+ * the worker reports its weights' quantization in /health, and the KV blocks all return.
  */
 @org.junit.jupiter.api.Tag("e2e")
 class QuantizedServeTest {
   private static final HttpClient HTTP = HttpClient.newHttpClient();
   private static final ObjectMapper JSON = new ObjectMapper();
+
+  /** The first worker's entry in the frontend's /health. */
+  private static JsonNode healthOfWorker(LocalDeployment d) throws Exception {
+    HttpResponse<String> r = HTTP.send(HttpRequest.newBuilder(URI.create("http://127.0.0.1:" + d.port() + "/health")).build(),
+        HttpResponse.BodyHandlers.ofString());
+    return JSON.readTree(r.body()).at("/workers/0");
+  }
 
   private static JsonNode complete(LocalDeployment d) throws Exception {
     String body = "{\"model\":\"tiny\",\"prompt\":\"The lighthouse keeper collects seashells and\",\"max_tokens\":8,"
@@ -47,6 +55,7 @@ class QuantizedServeTest {
     JsonNode plain;
     try (LocalDeployment d = TestDeployments.builtin(model, 1, 2, frontend)) {
       plain = complete(d);
+      assertTrue(healthOfWorker(d).path("weight_quantization").isMissingNode(), "weights as stored: nothing to report");
     }
     try (LocalDeployment d = TestDeployments.builtin(model, 1, 2, frontend, DType.Q8_0)) {
       JsonNode first = complete(d);
@@ -58,6 +67,7 @@ class QuantizedServeTest {
       }
       assertNotEquals(plain.at("/logprobs/token_logprobs/0").asDouble(), first.at("/logprobs/token_logprobs/0").asDouble(),
           "the first token's log-probability moves with the weights' rounding");
+      assertEquals("q8_0", healthOfWorker(d).path("weight_quantization").asText(), "the worker says so when it joins");
       TestDeployments.assertPoolsFull(d);
     }
   }

@@ -167,7 +167,8 @@ public final class FromWire {
         r.getKvTransferEndpointsList().stream()
             .map(e -> new WorkerDescription.TransferEndpoint(e.getBackend(), e.getAddress(), e.hasProbeRegion() ? region(e.getProbeRegion()) : null))
             .toList(),
-        r.getComputeDevice());
+        r.getComputeDevice(),
+        r.getWeightQuantization());
   }
 
   public static KvRegionRef region(KvRegion r) {

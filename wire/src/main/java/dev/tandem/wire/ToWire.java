@@ -163,6 +163,7 @@ public final class ToWire {
             .setHost(d.host())
             .setCpus(d.cpus())
             .setComputeDevice(d.computeDevice())
+            .setWeightQuantization(d.weightQuantization())
             .setNumLayers(d.numLayers())
             .setMaxNumSeqs(d.maxNumSeqs())
             .setMaxBatchedTokens(d.maxBatchedTokens());

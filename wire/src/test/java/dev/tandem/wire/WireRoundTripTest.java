@@ -110,7 +110,7 @@ class WireRoundTripTest {
         List.of("logprobs", "seed"), new int[] {2}, "ucx", "127.0.0.1:7", new KvRegionRef("127.0.0.1:7", 3, 0x5eed_cafe_f00dL, 0, 64), "h", "0-3", 2, 256, 8192,
         List.of(new WorkerDescription.TransferEndpoint("ucx", "127.0.0.1:7", new KvRegionRef("127.0.0.1:7", 3, 0x5eed_cafe_f00dL, 0, 64)),
             new WorkerDescription.TransferEndpoint("tcp", "127.0.0.1:8", new KvRegionRef("127.0.0.1:8", 1, -7L, 0, 64))),
-        "GPU-0a1b2c3d-0000-1111-2222-333344445555");
+        "GPU-0a1b2c3d-0000-1111-2222-333344445555", "q8_0");
     WorkerDescription back = FromWire.description(ToWire.registration(d));
     assertEquals(d.workerId(), back.workerId());
     assertEquals(WorkerRole.DECODE, back.role());
@@ -120,6 +120,7 @@ class WireRoundTripTest {
     assertEquals(d.computeDevice(), back.computeDevice());
     assertEquals("bf16", back.kvCacheDtype());
     assertEquals("longrope-long", back.kvKeyRotation());
+    assertEquals("q8_0", back.weightQuantization());
     assertEquals(256, back.maxNumSeqs());
     assertEquals(8192, back.maxBatchedTokens());
     assertEquals(d.kvTransferEndpoints(), back.kvTransferEndpoints(), "every agent the worker runs");

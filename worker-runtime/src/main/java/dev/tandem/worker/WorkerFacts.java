@@ -65,7 +65,8 @@ final class WorkerFacts {
         transfer == null ? java.util.List.of() : transfer.endpoints().stream()
             .map(e -> new WorkerDescription.TransferEndpoint(e.backend(), e.agent().address(), WorkerKvTransfer.ref(e.probe())))
             .toList(),
-        loop.engine().computeDevice());
+        loop.engine().computeDevice(),
+        loop.engine().weightQuantization());
   }
 
   ModelCard modelCard() {

@@ -326,6 +326,11 @@ public final class BuiltinEngine extends SchedulingEngine implements KvHandoff {
   }
 
   @Override
+  public String weightQuantization() {
+    return weights.matrixType() == DType.Q8_0 ? DType.Q8_0.shortName() : "";
+  }
+
+  @Override
   public String computeDevice() {
     return backend instanceof CudaBackend cuda ? cuda.gpu().id() : "";
   }

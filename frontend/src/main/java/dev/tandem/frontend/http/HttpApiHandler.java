@@ -336,6 +336,9 @@ final class HttpApiHandler extends SimpleChannelInboundHandler<FullHttpRequest> 
       if (!w.description().kvKeyRotation().isEmpty()) {
         o.put("kv_key_rotation", w.description().kvKeyRotation());
       }
+      if (!w.description().weightQuantization().isEmpty()) {
+        o.put("weight_quantization", w.description().weightQuantization());
+      }
     }
     var refused = router.refusedWorkers();
     if (!refused.isEmpty()) {

@@ -158,11 +158,12 @@ public final class WorkerPool implements AutoCloseable {
     client.watchLoad(timer, loadInterval);
     joinListeners.forEach(l -> l.accept(client));
     log.info(
-        "registered worker {} at {} (engine {}, model {}, {} KV blocks of {}{}{})",
+        "registered worker {} at {} (engine {}, model {}{}, {} KV blocks of {}{}{})",
         reg.workerId(),
         address,
         reg.engine(),
         reg.modelName(),
+        reg.weightQuantization().isEmpty() ? "" : " with weights in " + reg.weightQuantization(),
         reg.totalKvBlocks(),
         reg.blockSize(),
         reg.kvCacheDtype().isEmpty() ? "" : " in " + reg.kvCacheDtype(),
