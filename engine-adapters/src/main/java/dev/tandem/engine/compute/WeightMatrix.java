@@ -47,8 +47,21 @@ public record WeightMatrix(String name, DType dtype, int rows, int cols, MemoryS
 
   /** Copies row {@code r} as floats into {@code out[offset, offset + cols)}. */
   public void row(int r, float[] out, int offset) {
-    for (int c = 0; c < cols; c++) {
-      out[offset + c] = get(r, c);
+    long first = (long) r * cols;
+    switch (dtype) {
+      case F32 -> MemorySegment.copy(data, FLOAT, first * Float.BYTES, out, offset, cols);
+      case F16, BF16 -> {
+        short[] halves = new short[cols];
+        MemorySegment.copy(data, SHORT, first * Short.BYTES, halves, 0, cols);
+        for (int c = 0; c < cols; c++) {
+          out[offset + c] = dtype == DType.BF16 ? Float.intBitsToFloat(halves[c] << 16) : Float.float16ToFloat(halves[c]);
+        }
+      }
+      case Q8_0 -> {
+        for (int c = 0; c < cols; c++) {
+          out[offset + c] = get(r, c);
+        }
+      }
     }
   }
 
@@ -96,8 +109,9 @@ public record WeightMatrix(String name, DType dtype, int rows, int cols, MemoryS
     IntStream.range(0, rows).parallel().forEach(r -> {
       float[] values = new float[cols];
       row(r, values, 0);
-      long rowByte = (long) r * cols;
-      for (int g = 0; g < cols / DType.Q8_GROUP; g++) {
+      byte[] bytes = new byte[cols];
+      short[] scales = new short[cols / DType.Q8_GROUP];
+      for (int g = 0; g < scales.length; g++) {
         int from = g * DType.Q8_GROUP;
         float amax = 0f;
         for (int c = from; c < from + DType.Q8_GROUP; c++) {
@@ -109,13 +123,15 @@ public record WeightMatrix(String name, DType dtype, int rows, int cols, MemoryS
         if (Float.isInfinite(Float.float16ToFloat(scale))) {
           throw new IllegalArgumentException(name + ": row " + r + " has a weight of " + amax + ", beyond what q8_0's f16 scale holds");
         }
-        out.set(SHORT, q.q8ScaleByte(r, g), scale);
+        scales[g] = scale;
         for (int c = from; c < from + DType.Q8_GROUP; c++) {
           float v = values[c] * id;
           long rounded = (long) Math.floor(Math.abs(v) + 0.5); // C's roundf: half away from zero
-          out.set(ValueLayout.JAVA_BYTE, rowByte + q8Byte(c), (byte) (v < 0 ? -rounded : rounded));
+          bytes[q8Byte(c)] = (byte) (v < 0 ? -rounded : rounded);
         }
       }
+      MemorySegment.copy(bytes, 0, out, ValueLayout.JAVA_BYTE, (long) r * cols, cols);
+      MemorySegment.copy(scales, 0, out, SHORT, q.q8ScaleByte(r, 0), scales.length);
     });
     return q;
   }
