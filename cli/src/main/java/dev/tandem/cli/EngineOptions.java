@@ -121,7 +121,6 @@ final class EngineOptions {
         weights);
   }
 
-
   /** {@code --kv-cache-dtype}: null for auto. */
   private dev.tandem.engine.model.DType kvCacheDtype() {
     return kvCacheDtype.equals("auto") ? null : dev.tandem.engine.model.DType.fromShortName(kvCacheDtype);

@@ -57,7 +57,7 @@ public final class BuiltinEngine extends SchedulingEngine implements KvHandoff {
     ComputeBackend backend = ComputeBackends.create(config.compute(), config.threads());
     ModelWeights weights = null;
     try {
-      checkQuantization(config.quantization(), backend);
+      refuseQuantizedOnGpu(config.quantization() != null, backend);
       weights = ModelWeights.load(config.modelDir(), model, config.quantization());
       return new BuiltinEngine(weights, backend, config);
     } catch (RuntimeException e) {
@@ -70,9 +70,9 @@ public final class BuiltinEngine extends SchedulingEngine implements KvHandoff {
   }
 
   /** Quantized weights run on the CPU backends only: the GPU kernels read f32, f16 and bf16. */
-  private static void checkQuantization(DType quantization, ComputeBackend backend) {
-    if (quantization != null && backend instanceof CudaBackend) {
-      throw new IllegalArgumentException("--quantization " + quantization.shortName()
+  private static void refuseQuantizedOnGpu(boolean quantized, ComputeBackend backend) {
+    if (quantized && backend instanceof CudaBackend) {
+      throw new IllegalArgumentException("--quantization " + DType.Q8_0.shortName()
           + " runs on the CPU (--compute cpu); the GPU kernels read f32, f16 and bf16 weights");
     }
   }
@@ -89,7 +89,7 @@ public final class BuiltinEngine extends SchedulingEngine implements KvHandoff {
     }
     if (backend instanceof CudaBackend) {
       CudaTransformer.checkSupported(model);
-      checkQuantization(weights.matrixType() == DType.Q8_0 ? DType.Q8_0 : null, backend);
+      refuseQuantizedOnGpu(weights.matrixType() == DType.Q8_0, backend);
     }
     int context = contextLength(model, config, backend instanceof CudaBackend);
     String rotation = model.ropeScaling().factorSet(context);

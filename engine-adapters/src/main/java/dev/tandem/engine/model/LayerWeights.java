@@ -26,6 +26,11 @@ public record LayerWeights(
     WeightMatrix down, // (hidden, intermediate)
     float[] mlpOutNorm) { // (hidden) of the MLP's output, Gemma only (post_feedforward_layernorm)
 
+  /** Its seven matrices: q, k, v, o, gate, up, down. */
+  public java.util.List<WeightMatrix> matrices() {
+    return java.util.List.of(q, k, v, o, gate, up, down);
+  }
+
   /** This layer with each of its seven matrices replaced by {@code f} of it. */
   public LayerWeights withMatrices(java.util.function.UnaryOperator<WeightMatrix> f) {
     return new LayerWeights(inputNorm, f.apply(q), f.apply(k), f.apply(v), qBias, kBias, vBias, qNorm, kNorm, f.apply(o), oBias,
