@@ -50,11 +50,14 @@ public record WeightMatrix(String name, DType dtype, int rows, int cols, MemoryS
     long first = (long) r * cols;
     switch (dtype) {
       case F32 -> MemorySegment.copy(data, FLOAT, first * Float.BYTES, out, offset, cols);
-      case F16, BF16 -> {
-        short[] halves = new short[cols];
-        MemorySegment.copy(data, SHORT, first * Short.BYTES, halves, 0, cols);
+      case BF16 -> {
         for (int c = 0; c < cols; c++) {
-          out[offset + c] = dtype == DType.BF16 ? Float.intBitsToFloat(halves[c] << 16) : Float.float16ToFloat(halves[c]);
+          out[offset + c] = Float.intBitsToFloat(data.getAtIndex(SHORT, first + c) << 16);
+        }
+      }
+      case F16 -> {
+        for (int c = 0; c < cols; c++) {
+          out[offset + c] = Float.float16ToFloat(data.getAtIndex(SHORT, first + c));
         }
       }
       case Q8_0 -> {
