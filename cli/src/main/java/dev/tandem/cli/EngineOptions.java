@@ -7,6 +7,7 @@ import dev.tandem.engine.builtin.BuiltinEngine;
 import dev.tandem.engine.mocker.MockerConfig;
 import dev.tandem.engine.mocker.MockerEngine;
 import dev.tandem.engine.mocker.TimingModel;
+import dev.tandem.engine.sched.SpeculativeConfig;
 import java.nio.file.Path;
 import picocli.CommandLine.Option;
 
@@ -50,6 +51,15 @@ final class EngineOptions {
       defaultValue = "${env:TANDEM_QUANTIZATION:-none}",
       description = "Quantize the builtin engine's weights at load: none, or q8_0 (llama.cpp's Q8_0: int8 with an f16 scale per 32 values, about half of bf16's bytes, so batch-1 decode reads half as much). CPU only (default ${DEFAULT-VALUE}).")
   String quantization;
+
+  @Option(
+      names = "--speculative-config",
+      defaultValue = "${env:TANDEM_SPECULATIVE_CONFIG}",
+      description = "Speculative decoding as vLLM configures it, in JSON: {\"method\": \"ngram\", \"num_speculative_tokens\": 4, "
+          + "\"prompt_lookup_max\": 4, \"prompt_lookup_min\": 2} proposes the tokens that followed the latest earlier occurrence of "
+          + "the last 4..2 tokens and verifies them in one pass; output is distributed as without it. Only \"ngram\" (env "
+          + "TANDEM_SPECULATIVE_CONFIG; default: off).")
+  String speculativeConfig;
 
   @Option(
       names = "--tokenizer",
@@ -105,6 +115,7 @@ final class EngineOptions {
   BuiltinConfig builtinConfig() {
     dev.tandem.engine.model.DType kv = kvCacheDtype(); // bad values fail before any model is made
     dev.tandem.engine.model.DType weights = dev.tandem.engine.model.DType.fromQuantizationName(quantization);
+    SpeculativeConfig speculative = SpeculativeConfig.parse(speculativeConfig, "--speculative-config");
     Path dir = model != null ? model : DefaultModel.ensure();
     return new BuiltinConfig(
         dir,
@@ -118,7 +129,8 @@ final class EngineOptions {
         !noChunkedPrefill,
         maxContextLength != null ? maxContextLength : 0,
         kv,
-        weights);
+        weights,
+        speculative);
   }
 
   /** {@code --kv-cache-dtype}: null for auto. */
@@ -136,6 +148,9 @@ final class EngineOptions {
       }
       if (!quantization.equals("none")) {
         throw new IllegalArgumentException("--quantization is for the builtin engine; the mocker has no weights");
+      }
+      if (speculativeConfig != null && !speculativeConfig.isBlank()) {
+        throw new IllegalArgumentException("--speculative-config is for the builtin engine; the mocker has no model to verify proposals");
       }
       MockerConfig config = mockerConfig();
       ModelFiles files = tokenizer == null ? ModelFiles.bundledQwen3() : ModelFiles.fromDirectory(tokenizer);

@@ -30,6 +30,11 @@ public interface Engine extends AutoCloseable {
     return "";
   }
 
+  /** Speculative decoding's totals so far ({@link SpeculationCounts#NONE} where it is off). */
+  default SpeculationCounts speculationCounts() {
+    return SpeculationCounts.NONE;
+  }
+
   /** How long this engine takes to prefill, as measured so far ({@link PrefillCost#UNKNOWN} before). */
   default PrefillCost prefillCost() {
     return PrefillCost.UNKNOWN;

@@ -171,6 +171,21 @@ class BuiltinServeTest {
     assertTrue(err.contains("--quantization is for the builtin engine"), err);
   }
 
+  @Test
+  void aSpeculativeConfigTheEngineCannotHonourFailsAtStartupNamingIt() {
+    String err = refusedAtStartup("serve", "--speculative-config", "{\"method\": \"eagle\", \"num_speculative_tokens\": 3}", "--port", "0");
+    assertTrue(err.contains("--speculative-config: method 'eagle' is not supported"), err);
+    err = refusedAtStartup("serve", "--speculative-config", "{\"method\": \"ngram\", \"num_speculative_tokens\": 40}", "--port", "0");
+    assertTrue(err.contains("'num_speculative_tokens' must be 1..15, was 40"), err);
+    err = refusedAtStartup("serve", "--speculative-config", "{\"method\": \"ngram\", \"num_tokens\": 4}", "--port", "0");
+    assertTrue(err.contains("unknown field 'num_tokens'"), err);
+    err = refusedAtStartup("serve", "--speculative-config", "ngram", "--port", "0");
+    assertTrue(err.contains("--speculative-config is not JSON"), err);
+    err = refusedAtStartup("serve", "--engine", "mocker", "--speculative-config", "{\"method\": \"ngram\", \"num_speculative_tokens\": 3}",
+        "--port", "0");
+    assertTrue(err.contains("--speculative-config is for the builtin engine"), err);
+  }
+
   /** What {@code args} print to stderr, having exited with 2 before serving anything. */
   private static String refusedAtStartup(String... args) {
     StringWriter err = new StringWriter();

@@ -57,7 +57,7 @@ class QuantizedServeTest {
       plain = complete(d);
       assertTrue(healthOfWorker(d).path("weight_quantization").isMissingNode(), "weights as stored: nothing to report");
     }
-    try (LocalDeployment d = TestDeployments.builtin(model, 1, 2, frontend, DType.Q8_0)) {
+    try (LocalDeployment d = TestDeployments.builtin(model, 1, 2, frontend, c -> c.withQuantization(DType.Q8_0))) {
       JsonNode first = complete(d);
       JsonNode again = complete(d);
       assertFalse(first.path("text").asText().isEmpty());

@@ -46,14 +46,14 @@ final class TestDeployments {
 
   /** The model directory {@code model} served by {@code workers} built-in workers (KV routing) behind {@code frontend}. */
   static LocalDeployment builtin(java.nio.file.Path model, int workers, int threads, FrontendServer.Config frontend) {
-    return builtin(model, workers, threads, frontend, null);
+    return builtin(model, workers, threads, frontend, c -> c);
   }
 
-  /** As {@link #builtin(java.nio.file.Path, int, int, FrontendServer.Config)}, the weights quantized at load to {@code quantization} (null: as stored). */
+  /** As {@link #builtin(java.nio.file.Path, int, int, FrontendServer.Config)}, each engine's settings changed by {@code settings}. */
   static LocalDeployment builtin(java.nio.file.Path model, int workers, int threads, FrontendServer.Config frontend,
-      dev.tandem.engine.model.DType quantization) {
-    dev.tandem.engine.builtin.BuiltinConfig config = dev.tandem.engine.builtin.BuiltinConfig.of(model).withCompute("cpu", threads)
-        .withKvCacheBytes(64L << 20).withQuantization(quantization);
+      java.util.function.UnaryOperator<dev.tandem.engine.builtin.BuiltinConfig> settings) {
+    dev.tandem.engine.builtin.BuiltinConfig config = settings.apply(
+        dev.tandem.engine.builtin.BuiltinConfig.of(model).withCompute("cpu", threads).withKvCacheBytes(64L << 20));
     return LocalDeployment.start(
         new LocalDeployment.Spec(
             workers, () -> dev.tandem.engine.builtin.BuiltinEngine.open(config), ModelFiles.fromDirectory(model), 16,
@@ -63,11 +63,15 @@ final class TestDeployments {
   /** The sum of a Prometheus metric's samples (every label set) that {@code metricsUrl} serves now. */
   static double metric(java.net.URI metricsUrl, String name) throws Exception {
     try (java.net.http.HttpClient c = java.net.http.HttpClient.newHttpClient()) {
-      String text = c.send(java.net.http.HttpRequest.newBuilder(metricsUrl).build(),
-          java.net.http.HttpResponse.BodyHandlers.ofString()).body();
-      return text.lines().filter(l -> l.startsWith(name + " ") || l.startsWith(name + "{"))
-          .mapToDouble(l -> Double.parseDouble(l.substring(l.lastIndexOf(' ') + 1))).sum();
+      return sample(c.send(java.net.http.HttpRequest.newBuilder(metricsUrl).build(),
+          java.net.http.HttpResponse.BodyHandlers.ofString()).body(), name);
     }
+  }
+
+  /** The sum of a Prometheus metric's samples (every label set) in the exposition {@code text}. */
+  static double sample(String text, String name) {
+    return text.lines().filter(l -> l.startsWith(name + " ") || l.startsWith(name + "{"))
+        .mapToDouble(l -> Double.parseDouble(l.substring(l.lastIndexOf(' ') + 1))).sum();
   }
 
   static int usedBlocks(WorkerServer w) throws Exception {

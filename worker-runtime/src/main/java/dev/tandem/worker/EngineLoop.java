@@ -51,6 +51,7 @@ public final class EngineLoop implements AutoCloseable {
   private volatile boolean running = true;
   private volatile EngineLoad load;
   private volatile PrefillCost prefillCost = PrefillCost.UNKNOWN;
+  private volatile dev.tandem.engine.SpeculationCounts speculation = dev.tandem.engine.SpeculationCounts.NONE;
   /** Exponentially weighted mean of recent steps' seconds (weight 0.1 for the newest); loop thread writes. */
   private volatile double stepSeconds;
   /** When the step in progress started (System.nanoTime), 0 between steps; loop thread writes. */
@@ -144,6 +145,11 @@ public final class EngineLoop implements AutoCloseable {
   /** The engine's fitted prefill cost ({@link PrefillCost#UNKNOWN} if it does not measure one). */
   public PrefillCost prefillCost() {
     return prefillCost;
+  }
+
+  /** Speculative decoding's totals as of the last step. */
+  public dev.tandem.engine.SpeculationCounts speculationCounts() {
+    return speculation;
   }
 
   /** The load as of the last loop iteration. */
@@ -240,6 +246,7 @@ public final class EngineLoop implements AutoCloseable {
     EngineLoad before = load;
     load = engine.load();
     prefillCost = engine.prefillCost();
+    speculation = engine.speculationCounts();
     if (load.runningRequests() != before.runningRequests() || load.waitingRequests() != before.waitingRequests()
         || load.queuedPrefillTokens() != before.queuedPrefillTokens()) {
       loadWatchers.forEach(Runnable::run);

@@ -27,6 +27,10 @@ public final class MetricNames {
   public static final String ENGINE_KV_BLOCKS_TOTAL = "tandem.worker.engine.kv.blocks.capacity";
   /** Measured prefill speed at 512 tokens (gauge; 0 until measured). */
   public static final String ENGINE_PREFILL_RATE = "tandem.worker.engine.prefill.tokens.per.second";
+  /** Tokens proposed by speculative decoding and run through the model for verification (counter). */
+  public static final String ENGINE_SPEC_DRAFT_TOKENS = "tandem.worker.engine.spec.decode.draft.tokens";
+  /** Proposed tokens kept because the model drew the same token (counter; ÷ draft tokens: the acceptance rate). */
+  public static final String ENGINE_SPEC_ACCEPTED_TOKENS = "tandem.worker.engine.spec.decode.accepted.tokens";
   /** KV bytes pulled from prefill workers (counter). */
   public static final String KV_TRANSFER_BYTES = "tandem.worker.kv.transfer.bytes";
   /** KV pulls and the time they took, first layer to last byte (function timer). */

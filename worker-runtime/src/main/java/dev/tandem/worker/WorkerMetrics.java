@@ -60,6 +60,10 @@ public final class WorkerMetrics implements EngineLoop.StepObserver {
     Gauge.builder(MetricNames.ENGINE_KV_BLOCKS_USED, loop, l -> l.load().kvBlocksUsed()).tag("worker", id).register(registry);
     Gauge.builder(MetricNames.ENGINE_KV_BLOCKS_TOTAL, loop, l -> l.load().kvBlocksTotal()).tag("worker", id).register(registry);
     Gauge.builder(MetricNames.ENGINE_PREFILL_RATE, loop, l -> l.prefillCost().tokensPerSecond(512)).tag("worker", id).register(registry);
+    FunctionCounter.builder(MetricNames.ENGINE_SPEC_DRAFT_TOKENS, loop, l -> l.speculationCounts().drafted())
+        .description("tokens proposed by speculative decoding and verified").tag("worker", id).register(registry);
+    FunctionCounter.builder(MetricNames.ENGINE_SPEC_ACCEPTED_TOKENS, loop, l -> l.speculationCounts().accepted())
+        .description("proposed tokens kept").tag("worker", id).register(registry);
     if (transfer != null) {
       FunctionCounter.builder(MetricNames.KV_TRANSFER_BYTES, transfer, WorkerKvTransfer::pulledBytes)
           .description("KV bytes pulled from prefill workers").tag("worker", id).register(registry);

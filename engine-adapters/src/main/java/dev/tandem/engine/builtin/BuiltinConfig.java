@@ -1,6 +1,7 @@
 package dev.tandem.engine.builtin;
 
 import dev.tandem.engine.model.DType;
+import dev.tandem.engine.sched.SpeculativeConfig;
 import java.nio.file.Path;
 
 /**
@@ -14,6 +15,7 @@ import java.nio.file.Path;
  * @param maxContextLength 0: the model's max_position_embeddings
  * @param kvCacheDtype the KV cache's element type; null ("auto"): the model's {@code torch_dtype}
  * @param quantization {@link DType#Q8_0}: the weights quantized at load; null: as stored
+ * @param speculative speculative decoding by n-gram lookup; {@link SpeculativeConfig#OFF}: none
  */
 public record BuiltinConfig(
     Path modelDir,
@@ -27,42 +29,52 @@ public record BuiltinConfig(
     boolean chunkedPrefill,
     int maxContextLength,
     DType kvCacheDtype,
-    DType quantization) {
+    DType quantization,
+    SpeculativeConfig speculative) {
 
   public static final long DEFAULT_KV_CACHE_BYTES = 1L << 30;
 
+  public BuiltinConfig {
+    speculative = speculative == null ? SpeculativeConfig.OFF : speculative;
+  }
+
   /** Defaults for a model directory: cpu backend on all cores, 1 GiB of KV, 16-token blocks. */
   public static BuiltinConfig of(Path modelDir) {
-    return new BuiltinConfig(modelDir, null, "auto", 0, 16, DEFAULT_KV_CACHE_BYTES, 64, 2048, true, 0, null, null);
+    return new BuiltinConfig(modelDir, null, "auto", 0, 16, DEFAULT_KV_CACHE_BYTES, 64, 2048, true, 0, null, null, SpeculativeConfig.OFF);
   }
 
   public BuiltinConfig withCompute(String compute, int threads) {
-    return new BuiltinConfig(modelDir, modelName, compute, threads, blockSize, kvCacheBytes, maxNumSeqs, maxBatchedTokens, chunkedPrefill, maxContextLength, kvCacheDtype, quantization);
+    return new BuiltinConfig(modelDir, modelName, compute, threads, blockSize, kvCacheBytes, maxNumSeqs, maxBatchedTokens, chunkedPrefill, maxContextLength, kvCacheDtype, quantization, speculative);
   }
 
   public BuiltinConfig withKvCacheBytes(long kvCacheBytes) {
-    return new BuiltinConfig(modelDir, modelName, compute, threads, blockSize, kvCacheBytes, maxNumSeqs, maxBatchedTokens, chunkedPrefill, maxContextLength, kvCacheDtype, quantization);
+    return new BuiltinConfig(modelDir, modelName, compute, threads, blockSize, kvCacheBytes, maxNumSeqs, maxBatchedTokens, chunkedPrefill, maxContextLength, kvCacheDtype, quantization, speculative);
   }
 
   public BuiltinConfig withBatching(int maxNumSeqs, int maxBatchedTokens, boolean chunkedPrefill) {
-    return new BuiltinConfig(modelDir, modelName, compute, threads, blockSize, kvCacheBytes, maxNumSeqs, maxBatchedTokens, chunkedPrefill, maxContextLength, kvCacheDtype, quantization);
+    return new BuiltinConfig(modelDir, modelName, compute, threads, blockSize, kvCacheBytes, maxNumSeqs, maxBatchedTokens, chunkedPrefill, maxContextLength, kvCacheDtype, quantization, speculative);
   }
 
   public BuiltinConfig withModelName(String modelName) {
-    return new BuiltinConfig(modelDir, modelName, compute, threads, blockSize, kvCacheBytes, maxNumSeqs, maxBatchedTokens, chunkedPrefill, maxContextLength, kvCacheDtype, quantization);
+    return new BuiltinConfig(modelDir, modelName, compute, threads, blockSize, kvCacheBytes, maxNumSeqs, maxBatchedTokens, chunkedPrefill, maxContextLength, kvCacheDtype, quantization, speculative);
   }
 
   public BuiltinConfig withMaxContextLength(int maxContextLength) {
-    return new BuiltinConfig(modelDir, modelName, compute, threads, blockSize, kvCacheBytes, maxNumSeqs, maxBatchedTokens, chunkedPrefill, maxContextLength, kvCacheDtype, quantization);
+    return new BuiltinConfig(modelDir, modelName, compute, threads, blockSize, kvCacheBytes, maxNumSeqs, maxBatchedTokens, chunkedPrefill, maxContextLength, kvCacheDtype, quantization, speculative);
   }
 
   /** {@code kvCacheDtype} null: the model's own dtype ({@code --kv-cache-dtype auto}). */
   public BuiltinConfig withKvCacheDtype(DType kvCacheDtype) {
-    return new BuiltinConfig(modelDir, modelName, compute, threads, blockSize, kvCacheBytes, maxNumSeqs, maxBatchedTokens, chunkedPrefill, maxContextLength, kvCacheDtype, quantization);
+    return new BuiltinConfig(modelDir, modelName, compute, threads, blockSize, kvCacheBytes, maxNumSeqs, maxBatchedTokens, chunkedPrefill, maxContextLength, kvCacheDtype, quantization, speculative);
   }
 
   /** {@code quantization} {@link DType#Q8_0}: quantize the weights at load; null: as stored. */
   public BuiltinConfig withQuantization(DType quantization) {
-    return new BuiltinConfig(modelDir, modelName, compute, threads, blockSize, kvCacheBytes, maxNumSeqs, maxBatchedTokens, chunkedPrefill, maxContextLength, kvCacheDtype, quantization);
+    return new BuiltinConfig(modelDir, modelName, compute, threads, blockSize, kvCacheBytes, maxNumSeqs, maxBatchedTokens, chunkedPrefill, maxContextLength, kvCacheDtype, quantization, speculative);
+  }
+
+  /** Speculative decoding by n-gram lookup ({@link SpeculativeConfig#OFF}: none). */
+  public BuiltinConfig withSpeculative(SpeculativeConfig speculative) {
+    return new BuiltinConfig(modelDir, modelName, compute, threads, blockSize, kvCacheBytes, maxNumSeqs, maxBatchedTokens, chunkedPrefill, maxContextLength, kvCacheDtype, quantization, speculative);
   }
 }

@@ -114,6 +114,10 @@ public final class BuiltinEngine extends SchedulingEngine implements KvHandoff {
       throw e;
     }
     this.constraints = new OutputConstraints(config.modelDir(), model.vocabSize(), model.eosTokenIds());
+    if (config.speculative().enabled()) {
+      // A grammar's mask applies to one position at a time: a constrained output is not speculated.
+      scheduler.speculate(config.speculative(), seq -> seq.<Sampler.State>engineState() != null && seq.<Sampler.State>engineState().grammar == null);
+    }
     EnumSet<EngineInfo.Feature> features = EnumSet.of(
         EngineInfo.Feature.TEMPERATURE,
         EngineInfo.Feature.TOP_P,
@@ -434,8 +438,18 @@ public final class BuiltinEngine extends SchedulingEngine implements KvHandoff {
     List<String> promptsDone = new ArrayList<>();
     List<int[]> promptsDoneBlocks = new ArrayList<>();
     boolean wantPromptLogits = false;
+    float[][][] draftRows = null; // [entry][row]: the logits after each token an entry verifies
     for (int i = 0; i < batch.size(); i++) {
       Sequence seq = batch.sequence(i);
+      if (seq.drafts() > 0) {
+        // Every position's logits, the last one's too, through the LM head in one pass.
+        draftRows = draftRows == null ? new float[batch.size()][][] : draftRows;
+        draftRows[i] = new float[batch.tokens()[i]][];
+        wantPromptLogits = true;
+        slices.add(new Transformer.Slice(seq.tokens(), seq.computedTokens(), batch.tokens()[i], seq.computedTokens(),
+            Arrays.copyOf(seq.blocks(), seq.blockCount()), false, seq.computedTokens() + batch.tokens()[i] + 1));
+        continue;
+      }
       if (seq.computedTokens() < seq.promptLength()) {
         if (promptLayerListener != null && seq.computedTokens() + batch.tokens()[i] >= seq.promptLength()) {
           promptsDone.add(seq.id());
@@ -456,6 +470,7 @@ public final class BuiltinEngine extends SchedulingEngine implements KvHandoff {
               promptLogits ? seq.promptLength() : 0));
     }
     PromptLayerListener listener = promptLayerListener;
+    float[][][] rows = draftRows;
     float[][] logits =
         transformer.forward(
             slices,
@@ -463,21 +478,26 @@ public final class BuiltinEngine extends SchedulingEngine implements KvHandoff {
             promptsDone.isEmpty() ? null : layer -> listener.layerDone(layer, promptsDone, promptsDoneBlocks),
             wantPromptLogits ? (slice, position, row) -> {
               Sequence seq = batch.sequence(slice);
+              if (rows != null && rows[slice] != null) {
+                rows[slice][position - seq.computedTokens()] = row;
+                return;
+              }
               Sampler.State st = seq.engineState();
               int next = seq.tokens()[position + 1];
               st.promptLogprobs[position] = Sampler.logprobs(row, next, seq.request().sampling().promptLogprobs());
             } : null);
-    return scheduler.complete(batch, (i, seq) -> {
+    return scheduler.complete(batch, (i, row, draft, seq) -> {
       Sampler.State state = seq.engineState();
+      float[] l = rows != null && rows[i] != null ? rows[i][row] : logits[i];
       int top = seq.request().sampling().logprobs();
-      float[] raw = top >= 0 ? logits[i].clone() : null; // sampling adjusts logits in place
+      float[] raw = top >= 0 ? l.clone() : null; // sampling adjusts logits in place
       int token;
       if (state.grammar == null) {
-        token = sampler.sample(logits[i], seq.request().sampling(), state);
+        token = sampler.sample(l, seq.request().sampling(), state, draft);
       } else {
         int left = Math.min(seq.request().outputBudget() - seq.generated(), scheduler.maxContextLength() - seq.length());
-        token = constraints.apply(state.grammar, left, state.endTokens, logits[i])
-            ? sampler.sample(logits[i], seq.request().sampling(), state)
+        token = constraints.apply(state.grammar, left, state.endTokens, l)
+            ? sampler.sample(l, seq.request().sampling(), state)
             : state.endTokens[0]; // nothing can follow: end the output
         constraints.accept(state.grammar, token, state.endTokens);
       }

@@ -44,6 +44,18 @@ final class Sampler {
   }
 
   int sample(float[] logits, SamplingParams p, State state) {
+    return sample(logits, p, state, -1);
+  }
+
+  /**
+   * As {@link #sample(float[], SamplingParams, State)}, where {@code draft} (≥ 0) is a token
+   * proposed for this position by speculation: greedy draws ignore it (the caller keeps it if it is
+   * the argmax); otherwise it is kept with its probability p(draft), and else a token is drawn from
+   * the distribution without it, renormalised — speculative sampling's rule for a proposer that
+   * puts all its mass on one token, so that what comes out is distributed exactly as without the
+   * proposal (Leviathan et al., 2023; Chen et al., 2023).
+   */
+  int sample(float[] logits, SamplingParams p, State state, int draft) {
     applyPenalties(logits, p, state);
     if (p.isGreedy()) {
       return argmax(logits);
@@ -69,6 +81,16 @@ final class Sampler {
     double total = 0;
     for (float v : probs) {
       total += v;
+    }
+    if (draft >= 0) {
+      if (state.random.nextDouble() * total < probs[draft]) {
+        return draft;
+      }
+      total -= probs[draft];
+      probs[draft] = 0f;
+      if (total <= 0) {
+        return draft; // unreachable: the draw above keeps a token holding all the mass
+      }
     }
     double r = state.random.nextDouble() * total;
     int last = 0;

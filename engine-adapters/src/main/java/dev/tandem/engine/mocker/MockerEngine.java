@@ -97,7 +97,7 @@ public final class MockerEngine extends SchedulingEngine {
     BlockPool pool = scheduler.pool();
     double used = (double) pool.usedBlocks() / pool.totalBlocks();
     sleepFor(config.timing().stepNanos(prefillTokens, decoding, used));
-    return scheduler.complete(batch, (i, seq) -> drawToken(seq));
+    return scheduler.complete(batch, (i, row, draft, seq) -> drawToken(seq));
   }
 
   /** Sleeps the whole modelled step: an unpark (a new request arriving) must not shorten it. */

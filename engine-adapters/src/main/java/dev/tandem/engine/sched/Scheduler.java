@@ -1,11 +1,11 @@
 package dev.tandem.engine.sched;
 
-import dev.tandem.common.TokenLogprob;
 import dev.tandem.common.FinishReason;
+import dev.tandem.common.TokenLogprob;
 import dev.tandem.engine.EngineLoad;
 import dev.tandem.engine.EngineRequest;
 import dev.tandem.engine.RequestOutput;
-import dev.tandem.common.FinishReason;
+import dev.tandem.engine.SpeculationCounts;
 import dev.tandem.engine.kv.BlockPool;
 import java.util.ArrayDeque;
 import java.util.ArrayList;
@@ -19,17 +19,25 @@ import java.util.Map;
  * {@code max_num_seqs} allow. A waiting sequence reuses the longest cached prefix of its full
  * blocks. When blocks run out, the newest running sequence is preempted by recompute (its blocks
  * are freed; it goes back to the head of the queue). Full blocks are committed to the prefix cache
- * as soon as their KV exist.
+ * as soon as their KV exist. With {@link #speculate speculation} on, a decoding sequence also runs
+ * the tokens its n-gram lookup proposes, with the budget and free blocks left once everything else
+ * is scheduled (it never preempts or delays another sequence), and keeps them as far as the tokens
+ * drawn from the model agree.
  *
  * <p>One algorithm (admission, chunking, preemption and completion of one step), about 400 lines.
  *
  * <p>Threading: owned by the engine thread; not thread-safe.
  */
 public final class Scheduler {
-  /** Draws the next token of entry {@code index} of the batch just computed. */
+  /**
+   * Draws a token of entry {@code index} of the batch just computed from the logits after its
+   * {@code row}-th token of the step (0 unless the entry verifies proposed tokens: then row r
+   * follows the r-th of them and {@code draft} is the token proposed there, -1 past the last).
+   * Where the token drawn is not {@code draft}, the rest of the proposal is dropped.
+   */
   @FunctionalInterface
   public interface TokenDrawer {
-    int draw(int index, Sequence sequence);
+    int draw(int index, int row, int draft, Sequence sequence);
   }
 
   private final SchedulerConfig config;
@@ -42,6 +50,11 @@ public final class Scheduler {
   private final java.util.Set<String> retainOnFinish = new java.util.HashSet<>();
   private final Map<String, Sequence> retained = new HashMap<>();
   private long preemptions;
+  private SpeculativeConfig speculation = SpeculativeConfig.OFF;
+  private java.util.function.Predicate<Sequence> speculates = seq -> false;
+  private int[] draftScratch = new int[0];
+  private long draftedTokens;
+  private long acceptedTokens;
 
   public Scheduler(SchedulerConfig config, BlockPool pool) {
     this.config = config;
@@ -56,7 +69,21 @@ public final class Scheduler {
     return pool;
   }
 
-  /** The context limit actually enforced: the configured one, or what the whole pool holds. */
+  /**
+   * Turns speculation on for the decoding sequences {@code eligible} accepts (an engine excludes
+   * what it cannot verify token by token, e.g. a grammar-constrained output).
+   */
+  public void speculate(SpeculativeConfig config, java.util.function.Predicate<Sequence> eligible) {
+    this.speculation = config;
+    this.speculates = eligible;
+    this.draftScratch = new int[config.tokens()];
+  }
+
+  /** Tokens proposed and run for verification so far, and how many of them were kept. */
+  public SpeculationCounts speculationCounts() {
+    return new SpeculationCounts(draftedTokens, acceptedTokens);
+  }
+
   /** The batching limits, as routers see them. */
   public dev.tandem.engine.EngineInfo.Batching batching() {
     return new dev.tandem.engine.EngineInfo.Batching(config.maxNumSeqs(), config.maxBatchedTokens());
@@ -218,7 +245,10 @@ public final class Scheduler {
       budget -= n;
     }
     if (!preempted) {
-      admitWaiting(scheduled, tokens, budget);
+      budget = admitWaiting(scheduled, tokens, budget);
+    }
+    if (speculation.enabled()) {
+      addDrafts(scheduled, tokens, budget);
     }
     return new ScheduledBatch(
         List.copyOf(scheduled), tokens.stream().mapToInt(Integer::intValue).toArray());
@@ -233,19 +263,47 @@ public final class Scheduler {
     for (int i = 0; i < batch.size(); i++) {
       Sequence seq = batch.sequence(i);
       boolean draws = batch.drawsToken(i);
-      seq.computedTokens += batch.tokens()[i];
-      commitFullBlocks(seq);
+      int drafts = seq.drafts();
+      seq.computedTokens += batch.tokens()[i] - drafts; // a proposed token's KV count once it is kept
       if (!draws) {
+        commitFullBlocks(seq);
         continue; // chunked prefill not finished
       }
-      int token = drawer.draw(i, seq);
-      seq.append(token);
-      FinishReason finish = finishReason(seq, token);
-      TokenLogprob logprob = seq.takeDrawnLogprob();
+      int[] drawn = new int[1 + drafts];
+      TokenLogprob[] logprobs = null;
+      FinishReason finish = null;
+      int count = 0;
+      int kept = 0;
+      while (true) {
+        int draft = count < drafts ? seq.tokens()[seq.length()] : -1; // read before append overwrites it
+        int token = drawer.draw(i, count, draft, seq);
+        seq.append(token);
+        TokenLogprob logprob = seq.takeDrawnLogprob();
+        if (logprob != null) {
+          logprobs = logprobs == null ? new TokenLogprob[drawn.length] : logprobs;
+          logprobs[count] = logprob;
+        }
+        drawn[count++] = token;
+        finish = finishReason(seq, token);
+        if (token != draft) {
+          break;
+        }
+        kept++;
+        if (finish != null) {
+          break;
+        }
+        seq.computedTokens++; // the proposed token is kept, and its KV were computed this step
+      }
+      if (drafts > 0) {
+        seq.clearDrafts();
+        acceptedTokens += kept;
+        releaseBlocksPast(seq, ceilDiv(seq.length())); // a rejected proposal's blocks
+      }
+      commitFullBlocks(seq);
       outputs.add(
           new RequestOutput(
-              seq.id(), new int[] {token}, finish, seq.promptLength, seq.cachedTokens,
-              logprob == null ? null : new TokenLogprob[] {logprob}, seq.takePromptLogprobs()));
+              seq.id(), count == drawn.length ? drawn : java.util.Arrays.copyOf(drawn, count), finish, seq.promptLength,
+              seq.cachedTokens, logprobs == null ? null : java.util.Arrays.copyOf(logprobs, count), seq.takePromptLogprobs()));
       if (finish != null) {
         running.remove(seq);
         byId.remove(seq.id());
@@ -308,8 +366,40 @@ public final class Scheduler {
     return preempted;
   }
 
-  /** Admits waiting sequences while budget, blocks and max_num_seqs allow. */
-  private void admitWaiting(List<Sequence> scheduled, List<Integer> tokens, int budget) {
+  /**
+   * Adds proposed tokens to the scheduled decode steps of eligible sequences, within the budget
+   * left and the blocks free now (so that it takes nothing another sequence needs this step).
+   */
+  private void addDrafts(List<Sequence> scheduled, List<Integer> tokens, int budget) {
+    for (int i = 0; i < scheduled.size() && budget > 0; i++) {
+      Sequence seq = scheduled.get(i);
+      int n = tokens.get(i);
+      if (seq.inPrefill() || n != 1 || seq.pendingTokens() != 1 || !speculates.test(seq)) {
+        continue;
+      }
+      int computeTo = seq.computedTokens + 1;
+      int roomInBlocks = (seq.blockCount() + pool.availableBlocks()) * blockSize - computeTo;
+      // Every kept token and the one drawn after them must fit the request's max_tokens and the context.
+      int max = Math.min(Math.min(speculation.tokens(), budget),
+          Math.min(roomInBlocks, Math.min(seq.request.stop().maxTokens() - seq.generated - 1, maxContextLength - seq.length() - 1)));
+      if (max <= 0) {
+        continue;
+      }
+      int k = seq.propose(speculation, max, draftScratch);
+      if (k == 0) {
+        continue;
+      }
+      if (!reserveBlocks(seq, computeTo + k)) {
+        throw new IllegalStateException("block accounting is off: proposed tokens could not allocate");
+      }
+      tokens.set(i, 1 + k);
+      budget -= k;
+      draftedTokens += k;
+    }
+  }
+
+  /** Admits waiting sequences while budget, blocks and max_num_seqs allow; returns the budget left. */
+  private int admitWaiting(List<Sequence> scheduled, List<Integer> tokens, int budget) {
     while (budget > 0 && !waiting.isEmpty() && running.size() < config.maxNumSeqs()) {
       Sequence seq = waiting.peek();
       long[] hashes = seq.allFullBlockHashes(blockSize);
@@ -345,6 +435,7 @@ public final class Scheduler {
       tokens.add(n);
       budget -= n;
     }
+    return budget;
   }
 
   /** Ensures the sequence holds blocks for {@code tokens} tokens; false if the pool ran dry. */
@@ -378,6 +469,15 @@ public final class Scheduler {
     running.remove(seq);
     freeBlocks(seq);
     waiting.addFirst(seq);
+  }
+
+  /** Returns the blocks a sequence holds beyond its first {@code keep} (never committed ones). */
+  private void releaseBlocksPast(Sequence seq, int keep) {
+    int count = seq.blockCount() - keep;
+    if (count > 0) {
+      pool.releaseAll(java.util.Arrays.copyOfRange(seq.blocks(), keep, seq.blockCount()), count);
+      seq.truncateBlocks(keep);
+    }
   }
 
   private void freeBlocks(Sequence seq) {

@@ -40,6 +40,11 @@ public abstract class SchedulingEngine implements Engine {
   }
 
   @Override
+  public dev.tandem.engine.SpeculationCounts speculationCounts() {
+    return scheduler.speculationCounts();
+  }
+
+  @Override
   public boolean abort(String requestId) {
     return scheduler.abort(requestId);
   }

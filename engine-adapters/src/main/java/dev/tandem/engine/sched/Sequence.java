@@ -25,6 +25,7 @@ public final class Sequence {
   int computedTokens; // tokens whose KV exist
   int cachedTokens = -1; // prefix-cache hit at first admission; -1 before admission
   int generated;
+  private int drafts; // proposed tokens at tokens[length, length + drafts), run this step to be verified
   private long[] lookupHashes;
   private int lookupHashesLength = -1;
 
@@ -108,6 +109,26 @@ public final class Sequence {
     return l;
   }
 
+  /** Tokens proposed for this step's verification ({@link SpeculativeConfig}); 0 outside one. */
+  public int drafts() {
+    return drafts;
+  }
+
+  /** Proposes {@code count} tokens, as {@link SpeculativeConfig#propose} would, after the current ones. */
+  int propose(SpeculativeConfig speculation, int max, int[] scratch) {
+    int count = speculation.propose(tokens, length, max, scratch);
+    if (length + count > tokens.length) {
+      tokens = Arrays.copyOf(tokens, Math.max(tokens.length * 2, length + count));
+    }
+    System.arraycopy(scratch, 0, tokens, length, count);
+    drafts = count;
+    return count;
+  }
+
+  void clearDrafts() {
+    drafts = 0;
+  }
+
   void append(int token) {
     if (length == tokens.length) {
       tokens = Arrays.copyOf(tokens, tokens.length * 2);
@@ -130,6 +151,14 @@ public final class Sequence {
       blocks = Arrays.copyOf(blocks, blocks.length * 2);
     }
     blocks[blockCount++] = id;
+  }
+
+  /** Forgets the blocks past the first {@code count} (the caller returns them to the pool). */
+  void truncateBlocks(int count) {
+    if (count < hashedBlocks) {
+      throw new IllegalStateException("block " + count + " holds committed KV");
+    }
+    blockCount = Math.min(blockCount, count);
   }
 
   void clearBlocks() {
