@@ -247,6 +247,19 @@ class HelmChartTest {
         "the model's own template unless one is given");
   }
 
+  /** model.speculativeConfig (JSON, so given in a values file: --set splits at its commas) reaches the workers as TANDEM_SPECULATIVE_CONFIG. */
+  @Test
+  void aSpeculativeConfigReachesTheWorkersUnchanged(@org.junit.jupiter.api.io.TempDir Path dir) throws Exception {
+    String json = "{\"method\": \"ngram\", \"num_speculative_tokens\": 4, \"prompt_lookup_max\": 3}";
+    Path values = dir.resolve("values.yaml");
+    Files.writeString(values, "model:\n  speculativeConfig: '" + json + "'\n");
+    String manifest = new Helm(CHART).template().withName("demo").withNamespace("llm").withValuesFile(values).call();
+    assertEquals(json, named(documents(manifest), ConfigMap.class, "demo-tandem-config").getData().get("TANDEM_SPECULATIVE_CONFIG"));
+    assertTrue(cliVariables().contains("TANDEM_SPECULATIVE_CONFIG"));
+    assertEquals("", named(render(Map.of()), ConfigMap.class, "demo-tandem-config").getData().get("TANDEM_SPECULATIVE_CONFIG"),
+        "off unless given");
+  }
+
   @Test
   void etcdDiscoveryBringsItsStatefulSetAndPointsEveryRoleAtIt() {
     List<KubernetesResource> docs = render(Map.of("discovery", "etcd", "etcd.enabled", true, "etcd.storage.size", "1Gi"));

@@ -22,7 +22,8 @@ import java.util.Map;
  * as soon as their KV exist. With {@link #speculate speculation} on, a decoding sequence also runs
  * the tokens its n-gram lookup proposes, with the budget and free blocks left once everything else
  * is scheduled (it never preempts or delays another sequence), and keeps them as far as the tokens
- * drawn from the model agree.
+ * drawn from the model agree; how much a sequence proposes next follows what it kept ({@link
+ * Sequence#endVerification}).
  *
  * <p>One algorithm (admission, chunking, preemption and completion of one step), about 400 lines.
  *
@@ -295,7 +296,7 @@ public final class Scheduler {
         seq.computedTokens++; // the proposed token is kept, and its KV were computed this step
       }
       if (drafts > 0) {
-        seq.clearDrafts();
+        seq.endVerification(kept, speculation.tokens());
         acceptedTokens += kept;
         releaseBlocksPast(seq, ceilDiv(seq.length())); // a rejected proposal's blocks
       }
@@ -374,13 +375,13 @@ public final class Scheduler {
     for (int i = 0; i < scheduled.size() && budget > 0; i++) {
       Sequence seq = scheduled.get(i);
       int n = tokens.get(i);
-      if (seq.inPrefill() || n != 1 || seq.pendingTokens() != 1 || !speculates.test(seq)) {
+      if (seq.inPrefill() || n != 1 || seq.pendingTokens() != 1 || !speculates.test(seq) || !seq.mayPropose()) {
         continue;
       }
       int computeTo = seq.computedTokens + 1;
       int roomInBlocks = (seq.blockCount() + pool.availableBlocks()) * blockSize - computeTo;
       // Every kept token and the one drawn after them must fit the request's max_tokens and the context.
-      int max = Math.min(Math.min(speculation.tokens(), budget),
+      int max = Math.min(Math.min(Math.min(speculation.tokens(), seq.draftLimit()), budget),
           Math.min(roomInBlocks, Math.min(seq.request.stop().maxTokens() - seq.generated - 1, maxContextLength - seq.length() - 1)));
       if (max <= 0) {
         continue;

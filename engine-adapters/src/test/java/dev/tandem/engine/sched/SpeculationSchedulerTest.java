@@ -186,6 +186,31 @@ class SpeculationSchedulerTest {
   }
 
   @Test
+  void proposalsThatKeepFailingArePausedLongerAndLongerAndAKeptOneResumesThem() {
+    // Tokens 1..3 only, so the lookup always finds a match; for its first 300 tokens the "model"
+    // never agrees with a proposal, then always does.
+    Scheduler s = scheduler(512, 64);
+    s.add(request("a", new int[] {1, 2, 3, 1, 2, 3}, 500));
+    int[] failed = {0};
+    Scheduler.TokenDrawer contraryThenAgreeing = (index, row, draft, seq) -> {
+      if (draft >= 0 && seq.generated() >= 300) {
+        return draft;
+      }
+      if (draft >= 0) {
+        failed[0]++;
+        return draft % 3 + 1;
+      }
+      return seq.tokens()[seq.length() - 1] % 3 + 1;
+    };
+    List<RequestOutput> out = run(s, contraryThenAgreeing);
+    assertEquals(500, tokens(out).length);
+    // Pauses of 1, 2, 4, … 64 steps, then 64 each: about 10 failed passes in 300 tokens, not 300.
+    assertTrue(failed[0] >= 8 && failed[0] <= 12, failed[0] + " failed passes");
+    // Once one is kept, proposals resume every step and grow back to 3 tokens: most of the last 200 are proposed ones.
+    assertTrue(s.speculationCounts().accepted() >= 100, s.speculationCounts().toString());
+  }
+
+  @Test
   void anIneligibleSequenceIsNotSpeculated() {
     Scheduler s = new Scheduler(new SchedulerConfig(8, 64, true, 1_000, new int[] {99}), new BlockPool(64, BLOCK));
     s.speculate(NGRAM, seq -> !seq.id().equals("constrained"));
