@@ -3,7 +3,8 @@
 # k proposed tokens (k = 0..8, against the plain one-token step), then the same greedy request
 # without speculation and with k = 2, 4, 8 in ROUNDS rounds rotating the order: decode tokens/s,
 # proposals drafted and kept, tokens per step, identical tokens; a PNG chart beside the text.
-#   benchmarks/scripts/speculative_decode.sh [out-dir]     (MODEL=llama-0.6b ROUNDS=3 THREADS=$(nproc) TOKENS=128 CONTEXT=128 QUANT=none)
+#   benchmarks/scripts/speculative_decode.sh [out-dir]     (MODEL=llama-0.6b ROUNDS=3 THREADS=$(nproc) TOKENS=128 CONTEXT=128 QUANT=none BATCH=1)
+# BATCH=N decodes N sequences together in the end-to-end runs (tokens/s summed over them).
 set -euo pipefail
 cd "$(dirname "$0")/../.."
 export JAVA_HOME="${JAVA_HOME:-/usr/lib/jvm/temurin-25-jdk-amd64}"
@@ -14,6 +15,6 @@ mkdir -p "$out" "$cache"
 ./tandem --version >/dev/null  # builds if stale
 dir="$cache/$model"
 [ -f "$dir/config.json" ] || ./tandem model create --shape "$model" --seed 1 --dtype bf16 --out "$dir" >/dev/null
-exec "$JAVA_HOME/bin/java" --add-modules jdk.incubator.vector --enable-native-access=ALL-UNNAMED -Xmx8g -Dquantization="${QUANT:-none}" \
+exec "$JAVA_HOME/bin/java" --add-modules jdk.incubator.vector --enable-native-access=ALL-UNNAMED -Xmx8g -Dquantization="${QUANT:-none}" -Dbatch="${BATCH:-1}" \
   -cp "cli/target/tandem-cli-0.1.0-SNAPSHOT.jar:cli/target/lib/*" dev.tandem.bench.SpeculativeDecode \
   "$dir" "$out" "${THREADS:-$(nproc)}" "${TOKENS:-128}" "${CONTEXT:-128}" "${ROUNDS:-3}"

@@ -47,7 +47,8 @@ import org.knowm.xchart.style.Styler;
  * <pre>SpeculativeDecode MODEL_DIR OUT_DIR [threads=all] [tokens=128] [context=128] [rounds=3]</pre>
  *
  * <p>{@code -Dquantization=q8_0} runs every engine with its weights quantized to Q8_0 at load;
- * {@code -Dbreakdown=true} times each pass's kernels.
+ * {@code -Dbreakdown=true} times each pass's kernels; {@code -Dbatch=N} decodes N sequences
+ * together (random prompts of their own) in the end-to-end runs.
  */
 public final class SpeculativeDecode {
   private static final int[] PASS_KS = {0, 1, 2, 3, 4, 5, 6, 7, 8};
@@ -55,6 +56,8 @@ public final class SpeculativeDecode {
   private static final int PASSES = 12;
   /** {@code -Dbreakdown=true}: each pass's kernels timed (matmul by kind, attention, the rest). */
   private static final boolean BREAKDOWN = Boolean.getBoolean("breakdown");
+  /** {@code -Dbatch=N}: N sequences decode together in the end-to-end runs (decode tok/s summed over them). */
+  private static final int BATCH = Integer.getInteger("batch", 1);
 
   private SpeculativeDecode() {}
 
@@ -93,7 +96,7 @@ public final class SpeculativeDecode {
             round + 1, RUN_KS[slot], run.tokensPerSecond(), run.counts().drafted(), run.counts().accepted(), run.tokensPerStep());
       }
     }
-    System.out.printf(Locale.ROOT, "%n%s, %d tokens after a %d-token prompt, greedy, %d rounds%n", model, tokens, context, rounds);
+    System.out.printf(Locale.ROOT, "%n%s, %d tokens after a %d-token prompt, greedy, %d rounds, batch %d%n", model, tokens, context, rounds, BATCH);
     System.out.println("| k | decode tok/s (median) | ÷ without | proposed, kept (last round) | tokens a step | pass cost ÷ plain | same tokens |");
     System.out.println("|---|---|---|---|---|---|---|");
     double base = median(rates[0]);
@@ -175,34 +178,44 @@ public final class SpeculativeDecode {
   private static Run run(Path dir, DType quantization, int threads, int k, int tokens, int context, SamplingParams sampling) {
     SpeculativeConfig speculation = k == 0 ? SpeculativeConfig.OFF : new SpeculativeConfig(k, 4, 2);
     BuiltinConfig config = BuiltinConfig.of(dir).withCompute("cpu", threads).withKvCacheBytes(256L << 20)
-        .withBatching(1, 4096, true).withQuantization(quantization).withSpeculative(speculation);
+        .withBatching(BATCH, 4096, true).withQuantization(quantization).withSpeculative(speculation);
     try (BuiltinEngine engine = BuiltinEngine.open(config)) {
-      int[] prompt = new SplittableRandom(7).ints(context, 0, Math.min(100_000, engine.modelConfig().vocabSize())).toArray();
-      engine.add(new EngineRequest("warm-up", prompt, SamplingParams.greedy(), new StopConditions(8, new int[0], true)));
+      int vocab = Math.min(100_000, engine.modelConfig().vocabSize());
+      int[][] prompts = new int[BATCH][];
+      for (int b = 0; b < BATCH; b++) {
+        prompts[b] = new SplittableRandom(7 + b).ints(context, 0, vocab).toArray();
+        engine.add(new EngineRequest("warm-up-" + b, prompts[b], SamplingParams.greedy(), new StopConditions(8, new int[0], true)));
+      }
       while (engine.hasWork()) {
         engine.step();
       }
-      engine.add(new EngineRequest("timed", prompt, sampling, new StopConditions(tokens, new int[0], true)));
+      for (int b = 0; b < BATCH; b++) {
+        engine.add(new EngineRequest("timed-" + b, prompts[b], sampling, new StopConditions(tokens, new int[0], true)));
+      }
       SpeculationCounts before = engine.speculationCounts();
-      List<Integer> out = new ArrayList<>();
+      java.util.Map<String, List<Integer>> out = new java.util.TreeMap<>();
       long first = 0;
-      int steps = 0;
+      int laterOutputs = 0;
       while (engine.hasWork()) {
         for (RequestOutput o : engine.step()) {
-          if (out.isEmpty()) {
+          List<Integer> seq = out.computeIfAbsent(o.requestId(), id -> new ArrayList<>());
+          if (first == 0) {
             first = System.nanoTime();
-          } else {
-            steps++;
+          }
+          if (!seq.isEmpty()) {
+            laterOutputs++;
           }
           for (int t : o.newTokens()) {
-            out.add(t);
+            seq.add(t);
           }
         }
       }
       double seconds = (System.nanoTime() - first) / 1e9;
       SpeculationCounts after = engine.speculationCounts();
       SpeculationCounts counts = new SpeculationCounts(after.drafted() - before.drafted(), after.accepted() - before.accepted());
-      return new Run((out.size() - 1) / seconds, counts, (out.size() - 1) / (double) steps, out.stream().mapToInt(Integer::intValue).toArray());
+      int[] all = out.values().stream().flatMap(List::stream).mapToInt(Integer::intValue).toArray();
+      int later = all.length - BATCH; // after each sequence's first token
+      return new Run(later / seconds, counts, later / (double) laterOutputs, all);
     }
   }
 

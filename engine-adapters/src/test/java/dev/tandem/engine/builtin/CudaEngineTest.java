@@ -108,6 +108,24 @@ class CudaEngineTest {
     }
   }
 
+  /** Speculative decoding on the GPU: its verification passes (every position's logits) give the cpu engine's tokens. */
+  @ParameterizedTest
+  @ValueSource(strings = {"cuda", "emulated"})
+  void speculationGivesTheCpuEnginesTokens(String gpu) {
+    int[] repetitive = IntStream.range(0, 45).map(i -> (i % 9 * 31 + 20) % 250).toArray();
+    List<Integer> expected = alone("cpu", greedy("s", repetitive, 40));
+    Gpu device = TestGpus.open(gpu);
+    ModelWeights weights = ModelWeights.load(model, ModelConfig.read(model));
+    BuiltinConfig c = BuiltinConfig.of(model).withKvCacheBytes(8L << 20)
+        .withSpeculative(new dev.tandem.engine.sched.SpeculativeConfig(4, 3, 1));
+    try (BuiltinEngine e = new BuiltinEngine(weights, new CudaBackend(device), c)) {
+      e.add(greedy("s", repetitive, 40));
+      assertEquals(expected, runToCompletion(e, new HashMap<>()).get("s"));
+      assertTrue(e.speculationCounts().accepted() > 0, "proposals kept: " + e.speculationCounts());
+      assertEquals(0, e.pool().usedBlocks());
+    }
+  }
+
   /** A model whose heads the kernels cannot hold is refused at start-up, naming the limit, and frees what it took. */
   @org.junit.jupiter.api.Test
   void aModelTheKernelsCannotHoldIsRefusedAtStartUp(@TempDir Path wide) throws Exception {
