@@ -97,6 +97,7 @@ public final class EtcdServer implements AutoCloseable {
     try (Stream<Path> files = Files.walk(dataDir)) {
       files.sorted(Comparator.reverseOrder()).forEach(p -> p.toFile().delete());
     }
+    Files.deleteIfExists(dataDir.resolveSibling(dataDir.getFileName() + ".log"));
   }
 
   private static int freePort() throws IOException {

@@ -26,6 +26,8 @@ import java.util.concurrent.atomic.AtomicBoolean;
 import java.util.stream.Stream;
 import org.junit.jupiter.api.AfterEach;
 import org.junit.jupiter.api.Test;
+import org.junit.jupiter.api.io.CleanupMode;
+import org.junit.jupiter.api.io.TempDir;
 
 /**
  * Chaos: three mocker worker processes under a steady streaming load while one of them is killed
@@ -62,11 +64,14 @@ class ChaosTest {
   /** The longest any client waited for its stream's next line (or its first), this test. */
   private final java.util.concurrent.atomic.AtomicLong longestWaitNanos = new java.util.concurrent.atomic.AtomicLong();
 
+  /** Each cluster's process logs; kept where a test fails, to read. */
+  @TempDir(cleanup = CleanupMode.ON_SUCCESS) Path logsRoot;
+
   /** Three mocker worker processes and a frontend process over them. */
   private record Cluster(Path logs, Process[] workers, int[] ports, int[] metricsPorts, URI base) {}
 
   private Cluster startCluster(int n) throws Exception {
-    Path logs = Files.createTempDirectory("tandem-chaos");
+    Path logs = Files.createTempDirectory(logsRoot, "cluster");
     int[] ports = new int[n];
     int[] metricsPorts = new int[n];
     Process[] workers = new Process[n];

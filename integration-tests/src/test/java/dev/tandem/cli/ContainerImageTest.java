@@ -14,6 +14,8 @@ import java.nio.file.Path;
 import java.util.List;
 import java.util.concurrent.TimeUnit;
 import org.junit.jupiter.api.Test;
+import org.junit.jupiter.api.io.CleanupMode;
+import org.junit.jupiter.api.io.TempDir;
 
 /**
  * The container image's file tree (deploy/docker/image-tree.sh, which the Dockerfile runs) holds
@@ -33,7 +35,7 @@ class ContainerImageTest {
   }
 
   @Test
-  void theImageTreeServesAModelWithNothingFromOutside() throws Exception {
+  void theImageTreeServesAModelWithNothingFromOutside(@TempDir(cleanup = CleanupMode.ON_SUCCESS) Path work) throws Exception {
     Process build = new ProcessBuilder(ROOT.resolve("deploy/docker/image-tree.sh").toString(), Path.of("target", "image").toAbsolutePath().toString())
         .redirectErrorStream(true).start();
     String buildLog = new String(build.getInputStream().readAllBytes());
@@ -41,7 +43,6 @@ class ContainerImageTest {
     assertEquals(0, build.exitValue(), buildLog);
     assertTrue(Files.isExecutable(Path.of("target/image/opt/tandem/java/bin/java")), "a Java runtime in the tree");
 
-    Path work = Files.createTempDirectory("tandem-image");
     Process create = run(work.resolve("create.log"), work, "model", "create", "--shape", "tiny", "--out", work.resolve("tiny").toString());
     assertTrue(create.waitFor(120, TimeUnit.SECONDS));
     assertEquals(0, create.exitValue(), Files.readString(work.resolve("create.log")));

@@ -22,6 +22,8 @@ import java.util.concurrent.TimeUnit;
 import java.util.function.BooleanSupplier;
 import org.junit.jupiter.api.AfterEach;
 import org.junit.jupiter.api.Test;
+import org.junit.jupiter.api.io.CleanupMode;
+import org.junit.jupiter.api.io.TempDir;
 
 /**
  * Scale-out as a user runs it: a real etcd, worker processes that register there under a lease, and
@@ -37,7 +39,8 @@ class EtcdScaleOutTest {
   private final List<Process> processes = new ArrayList<>();
   private final HttpClient client = HttpClient.newBuilder().version(HttpClient.Version.HTTP_1_1).build();
   private EtcdServer etcd;
-  private Path logs;
+  /** Each process's log; kept where a test fails, to read. */
+  @TempDir(cleanup = CleanupMode.ON_SUCCESS) Path logs;
 
   @AfterEach
   void stop() throws Exception {
@@ -103,7 +106,6 @@ class EtcdScaleOutTest {
   @Test
   void workersComeAndGoThroughEtcdAndADrainedWorkerFailsNoRequest() throws Exception {
     etcd = EtcdServer.startOrSkip();
-    logs = Files.createTempDirectory("tandem-etcd-scale");
     worker("w-a");
     Process b = worker("w-b");
     int http = TestDeployments.freePort();

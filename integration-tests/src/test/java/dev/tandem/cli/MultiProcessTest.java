@@ -19,6 +19,8 @@ import java.util.stream.Collectors;
 import java.util.stream.IntStream;
 import org.junit.jupiter.api.AfterEach;
 import org.junit.jupiter.api.Test;
+import org.junit.jupiter.api.io.CleanupMode;
+import org.junit.jupiter.api.io.TempDir;
 
 /** The frontend and two workers as separate processes on loopback, started through the CLI. */
 @org.junit.jupiter.api.Tag("e2e")
@@ -37,12 +39,15 @@ class MultiProcessTest {
     return p;
   }
 
+  /** Each cluster's process logs; kept where a test fails, to read. */
+  @TempDir(cleanup = CleanupMode.ON_SUCCESS) Path logsRoot;
+
   /**
    * Starts two worker processes and a frontend process, each on a port it chose itself; returns
    * the frontend's base URI once healthy.
    */
   private URI startCluster(String routerMode) throws Exception {
-    Path logs = Files.createTempDirectory("tandem-mp");
+    Path logs = Files.createTempDirectory(logsRoot, "cluster");
     List<String> workers = new ArrayList<>();
     for (String id : List.of("proc-w0", "proc-w1")) {
       Path log = logs.resolve(id + ".log");

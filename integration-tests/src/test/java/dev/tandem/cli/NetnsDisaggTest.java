@@ -35,6 +35,8 @@ import java.util.concurrent.TimeUnit;
 import org.junit.jupiter.api.AfterEach;
 import org.junit.jupiter.api.Assumptions;
 import org.junit.jupiter.api.Test;
+import org.junit.jupiter.api.io.CleanupMode;
+import org.junit.jupiter.api.io.TempDir;
 
 /**
  * Disaggregation across hosts, on one machine over a real network: etcd on host tdm-front, a
@@ -50,7 +52,8 @@ class NetnsDisaggTest {
   private static final Path NETNS = Path.of("..", "benchmarks", "scripts", "netns.sh").toAbsolutePath().normalize();
   private static final String ETCD = "http://10.77.0.10:2379";
   private final List<Process> processes = new ArrayList<>();
-  private Path logs;
+  /** The model, etcd's data and each process's log; kept where a test fails, to read. */
+  @TempDir(cleanup = CleanupMode.ON_SUCCESS) Path logs;
 
   @AfterEach
   void tearDown() throws Exception {
@@ -93,7 +96,6 @@ class NetnsDisaggTest {
     Assumptions.assumeTrue(Files.isExecutable(Path.of("/usr/sbin/ip")) || Files.isExecutable(Path.of("/sbin/ip")) || Files.isExecutable(Path.of("/usr/bin/ip")),
         "needs iproute2 (apt-get install iproute2)");
     Assumptions.assumeTrue(Files.isExecutable(Path.of("/usr/bin/etcd")), "needs etcd (apt-get install etcd-server)");
-    logs = Files.createTempDirectory("tandem-netns");
     Path model = logs.resolve("llama-100m");
     ModelGenerator.write(ModelGenerator.shape("llama-100m"), DType.BF16, 1, model, 0);
     sh(NETNS.toString(), "up");

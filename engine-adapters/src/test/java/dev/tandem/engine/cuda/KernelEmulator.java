@@ -63,7 +63,10 @@ final class KernelEmulator {
     if (include == null) {
       throw new IllegalStateException("CUDA's headers (cuda_fp16.h) not found: the kernels' emulation needs the CUDA toolkit's include folder");
     }
-    Path out = Files.createTempDirectory("tandem-kernel-emulator").resolve("libtandem-emulated.so");
+    Path dir = Files.createTempDirectory("tandem-kernel-emulator");
+    Path out = dir.resolve("libtandem-emulated.so");
+    dir.toFile().deleteOnExit(); // after the library (deleted in reverse order); a loaded library may go while mapped
+    out.toFile().deleteOnExit();
     List<String> command = List.of("g++", "-std=c++20", "-O1", "-pthread", "-shared", "-fPIC", "-w",
         "-I" + include, "-I" + SOURCES.toAbsolutePath(), "-I" + KERNELS.toAbsolutePath(), "-x", "c++",
         SOURCES.resolve("emulated.cpp").toAbsolutePath().toString(), "-o", out.toString());
