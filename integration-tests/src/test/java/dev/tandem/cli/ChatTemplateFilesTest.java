@@ -8,9 +8,6 @@ import com.fasterxml.jackson.databind.ObjectMapper;
 import com.fasterxml.jackson.databind.node.ObjectNode;
 import dev.tandem.frontend.http.Admission;
 import dev.tandem.frontend.http.FrontendServer;
-import java.net.URI;
-import java.net.http.HttpClient;
-import java.net.http.HttpRequest;
 import java.net.http.HttpResponse;
 import java.nio.file.Files;
 import java.nio.file.Path;
@@ -25,7 +22,6 @@ import org.junit.jupiter.api.io.TempDir;
  */
 @Tag("e2e")
 class ChatTemplateFilesTest {
-  private static final HttpClient HTTP = HttpClient.newHttpClient();
   private static final ObjectMapper JSON = new ObjectMapper();
   @TempDir Path dir;
 
@@ -43,18 +39,12 @@ class ChatTemplateFilesTest {
         Admission.open(), "auto", "auto", FrontendServer.DEFAULT_MIGRATION_LIMIT, "auto", chatTemplateFlag));
   }
 
-  private static HttpResponse<String> post(LocalDeployment d, String path, String body) throws Exception {
-    return HTTP.send(HttpRequest.newBuilder(URI.create("http://127.0.0.1:" + d.port() + path))
-        .header("content-type", "application/json").POST(HttpRequest.BodyPublishers.ofString(body)).build(),
-        HttpResponse.BodyHandlers.ofString());
-  }
-
   /** The prompt text a chat of one user message "hi" renders to: tokenized by the server, then decoded. */
   private static String rendered(LocalDeployment d) throws Exception {
-    HttpResponse<String> t = post(d, "/tokenize", "{\"model\":\"tiny\",\"messages\":[{\"role\":\"user\",\"content\":\"hi\"}]}");
+    HttpResponse<String> t = TestDeployments.post(d, "/tokenize", "{\"model\":\"tiny\",\"messages\":[{\"role\":\"user\",\"content\":\"hi\"}]}");
     assertEquals(200, t.statusCode(), t.body());
     JsonNode tokens = JSON.readTree(t.body()).get("tokens");
-    HttpResponse<String> text = post(d, "/detokenize", "{\"model\":\"tiny\",\"tokens\":" + tokens + "}");
+    HttpResponse<String> text = TestDeployments.post(d, "/detokenize", "{\"model\":\"tiny\",\"tokens\":" + tokens + "}");
     assertEquals(200, text.statusCode(), text.body());
     return JSON.readTree(text.body()).get("prompt").asText();
   }
@@ -62,11 +52,11 @@ class ChatTemplateFilesTest {
   @Test
   void withoutATemplateChatIsRefusedAndCompletionsServe() throws Exception {
     try (LocalDeployment d = serve(modelWithoutTemplate(), null)) {
-      HttpResponse<String> chat = post(d, "/v1/chat/completions",
+      HttpResponse<String> chat = TestDeployments.post(d, "/v1/chat/completions",
           "{\"model\":\"tiny\",\"max_tokens\":2,\"messages\":[{\"role\":\"user\",\"content\":\"hi\"}]}");
       assertEquals(400, chat.statusCode(), chat.body());
       assertTrue(chat.body().contains("no chat template") && chat.body().contains("--chat-template"), chat.body());
-      assertEquals(200, post(d, "/v1/completions", "{\"model\":\"tiny\",\"max_tokens\":2,\"prompt\":\"hi\"}").statusCode());
+      assertEquals(200, TestDeployments.post(d, "/v1/completions", "{\"model\":\"tiny\",\"max_tokens\":2,\"prompt\":\"hi\"}").statusCode());
     }
   }
 
@@ -76,7 +66,7 @@ class ChatTemplateFilesTest {
     Files.writeString(model.resolve("chat_template.jinja"), "{% for m in messages %}file says {{ m['content'] }}{% endfor %}\n");
     try (LocalDeployment d = serve(model, null)) {
       assertEquals("file says hi", rendered(d));
-      HttpResponse<String> chat = post(d, "/v1/chat/completions",
+      HttpResponse<String> chat = TestDeployments.post(d, "/v1/chat/completions",
           "{\"model\":\"tiny\",\"max_tokens\":2,\"messages\":[{\"role\":\"user\",\"content\":\"hi\"}]}");
       assertEquals(200, chat.statusCode(), chat.body());
     }

@@ -38,12 +38,7 @@ class QuantizedServeTest {
   private static JsonNode complete(LocalDeployment d) throws Exception {
     String body = "{\"model\":\"tiny\",\"prompt\":\"The lighthouse keeper collects seashells and\",\"max_tokens\":8,"
         + "\"temperature\":0,\"logprobs\":1}";
-    HttpResponse<String> r = HTTP.send(
-        HttpRequest.newBuilder(URI.create("http://127.0.0.1:" + d.port() + "/v1/completions"))
-            .header("content-type", "application/json")
-            .POST(HttpRequest.BodyPublishers.ofString(body))
-            .build(),
-        HttpResponse.BodyHandlers.ofString());
+    HttpResponse<String> r = TestDeployments.post(d, "/v1/completions", body);
     assertEquals(200, r.statusCode(), r.body());
     return JSON.readTree(r.body()).at("/choices/0");
   }

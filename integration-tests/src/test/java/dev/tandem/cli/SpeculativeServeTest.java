@@ -8,9 +8,6 @@ import com.fasterxml.jackson.databind.JsonNode;
 import com.fasterxml.jackson.databind.ObjectMapper;
 import dev.tandem.engine.sched.SpeculativeConfig;
 import dev.tandem.frontend.http.FrontendServer;
-import java.net.URI;
-import java.net.http.HttpClient;
-import java.net.http.HttpRequest;
 import java.net.http.HttpResponse;
 import java.nio.file.Path;
 import org.junit.jupiter.api.Test;
@@ -24,19 +21,13 @@ import org.junit.jupiter.api.io.TempDir;
  */
 @org.junit.jupiter.api.Tag("e2e")
 class SpeculativeServeTest {
-  private static final HttpClient HTTP = HttpClient.newHttpClient();
   private static final ObjectMapper JSON = new ObjectMapper();
   private static final String PROMPT = "The keeper wrote: the sea is grey, the sea is cold, the sea is grey, the sea is cold, the sea is";
 
   private static HttpResponse<String> complete(LocalDeployment d, boolean stream) throws Exception {
     String body = "{\"model\":\"tiny\",\"prompt\":\"" + PROMPT + "\",\"max_tokens\":40,\"temperature\":0,\"logprobs\":1"
         + (stream ? ",\"stream\":true" : "") + "}";
-    HttpResponse<String> r = HTTP.send(
-        HttpRequest.newBuilder(URI.create("http://127.0.0.1:" + d.port() + "/v1/completions"))
-            .header("content-type", "application/json")
-            .POST(HttpRequest.BodyPublishers.ofString(body))
-            .build(),
-        HttpResponse.BodyHandlers.ofString());
+    HttpResponse<String> r = TestDeployments.post(d, "/v1/completions", body);
     assertEquals(200, r.statusCode(), r.body());
     return r;
   }

@@ -60,6 +60,15 @@ final class TestDeployments {
             Router.Config.of("kv"), frontend));
   }
 
+  private static final java.net.http.HttpClient HTTP = java.net.http.HttpClient.newHttpClient();
+
+  /** POSTs the JSON {@code body} to the deployment's frontend at {@code path}. */
+  static java.net.http.HttpResponse<String> post(LocalDeployment d, String path, String body) throws Exception {
+    return HTTP.send(java.net.http.HttpRequest.newBuilder(java.net.URI.create("http://127.0.0.1:" + d.port() + path))
+        .header("content-type", "application/json").POST(java.net.http.HttpRequest.BodyPublishers.ofString(body)).build(),
+        java.net.http.HttpResponse.BodyHandlers.ofString());
+  }
+
   /** The sum of a Prometheus metric's samples (every label set) that {@code metricsUrl} serves now. */
   static double metric(java.net.URI metricsUrl, String name) throws Exception {
     try (java.net.http.HttpClient c = java.net.http.HttpClient.newHttpClient()) {

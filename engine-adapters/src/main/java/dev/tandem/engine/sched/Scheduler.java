@@ -90,6 +90,7 @@ public final class Scheduler {
     return new dev.tandem.engine.EngineInfo.Batching(config.maxNumSeqs(), config.maxBatchedTokens());
   }
 
+  /** The context limit actually enforced: the configured one, or what the whole pool holds. */
   public int maxContextLength() {
     return maxContextLength;
   }
