@@ -489,6 +489,11 @@ public final class VectorBackend implements ComputeBackend {
         for (; t + 4 <= tileEnd; t += 4) {
           block4x4(x, t, cols, row, out, rows, r);
         }
+        // Two or three tokens left (a step verifying proposed tokens, a small batch): two against all four rows at once.
+        if (t + 2 <= tileEnd) {
+          block2x4(x, t, cols, row, out, rows, r);
+          t += 2;
+        }
         for (; t < tileEnd; t++) {
           for (int k = 0; k < 4; k++) {
             out[t * rows + r + k] = dot(x, t * cols, row, k * cols, cols);
@@ -889,6 +894,42 @@ public final class VectorBackend implements ComputeBackend {
     finish(a31, x, b3, row, cols, i, cols, out, (t + 3) * rows + r + 1);
     finish(a32, x, b3, row, c2, i, cols, out, (t + 3) * rows + r + 2);
     finish(a33, x, b3, row, c3, i, cols, out, (t + 3) * rows + r + 3);
+  }
+
+  /** Tokens t, t+1 against rows r..r+3: six loads feed eight FMAs a pass (two dot products, four loads for two). */
+  private static void block2x4(float[] x, int t, int cols, float[] row, float[] out, int rows, int r) {
+    int upper = F.loopBound(cols);
+    int b0 = t * cols;
+    int b1 = b0 + cols;
+    FloatVector a00 = FloatVector.zero(F), a01 = FloatVector.zero(F), a02 = FloatVector.zero(F), a03 = FloatVector.zero(F);
+    FloatVector a10 = FloatVector.zero(F), a11 = FloatVector.zero(F), a12 = FloatVector.zero(F), a13 = FloatVector.zero(F);
+    int c2 = 2 * cols;
+    int c3 = 3 * cols;
+    int i = 0;
+    for (; i < upper; i += L) {
+      FloatVector w0 = FloatVector.fromArray(F, row, i);
+      FloatVector w1 = FloatVector.fromArray(F, row, cols + i);
+      FloatVector w2 = FloatVector.fromArray(F, row, c2 + i);
+      FloatVector w3 = FloatVector.fromArray(F, row, c3 + i);
+      FloatVector x0 = FloatVector.fromArray(F, x, b0 + i);
+      a00 = x0.fma(w0, a00);
+      a01 = x0.fma(w1, a01);
+      a02 = x0.fma(w2, a02);
+      a03 = x0.fma(w3, a03);
+      FloatVector x1 = FloatVector.fromArray(F, x, b1 + i);
+      a10 = x1.fma(w0, a10);
+      a11 = x1.fma(w1, a11);
+      a12 = x1.fma(w2, a12);
+      a13 = x1.fma(w3, a13);
+    }
+    finish(a00, x, b0, row, 0, i, cols, out, t * rows + r);
+    finish(a01, x, b0, row, cols, i, cols, out, t * rows + r + 1);
+    finish(a02, x, b0, row, c2, i, cols, out, t * rows + r + 2);
+    finish(a03, x, b0, row, c3, i, cols, out, t * rows + r + 3);
+    finish(a10, x, b1, row, 0, i, cols, out, (t + 1) * rows + r);
+    finish(a11, x, b1, row, cols, i, cols, out, (t + 1) * rows + r + 1);
+    finish(a12, x, b1, row, c2, i, cols, out, (t + 1) * rows + r + 2);
+    finish(a13, x, b1, row, c3, i, cols, out, (t + 1) * rows + r + 3);
   }
 
   /** One dot product's end: the accumulator's lanes plus the scalar tail from column {@code from}. */

@@ -48,12 +48,14 @@ abstract class ComputeBackendConformanceTest {
     "F32, 1, 33, 64", "F32, 3, 17, 67", "F32, 37, 40, 130",
     "BF16, 1, 33, 64", "BF16, 5, 31, 71", "BF16, 64, 24, 256",
     "F16, 1, 33, 64", "F16, 4, 9, 65", "F16, 33, 40, 128",
+    // Two or three tokens past the row-widening kernel's blocks of four (a step verifying proposed tokens).
+    "BF16, 6, 13, 70", "F32, 7, 9, 33", "F16, 11, 8, 64",
     // Many tokens (the CPU backend's packed outer-product kernel): partial panels, several column
     // slices, token counts that are not a multiple of its micro-tile.
     "F32, 70, 45, 300", "BF16, 131, 70, 290", "F16, 97, 33, 257", "BF16, 64, 96, 1024",
     // Q8_0 (quantized from f32 at load; rows of whole 64-value interleaves): one token, a few, the
     // row-widening kernel, the outer-product one.
-    "Q8_0, 1, 33, 64", "Q8_0, 1, 7, 1152", "Q8_0, 3, 17, 192", "Q8_0, 9, 31, 128", "Q8_0, 70, 45, 320", "Q8_0, 131, 70, 1024"
+    "Q8_0, 1, 33, 64", "Q8_0, 1, 7, 1152", "Q8_0, 3, 17, 192", "Q8_0, 9, 31, 128", "Q8_0, 6, 12, 128", "Q8_0, 70, 45, 320", "Q8_0, 131, 70, 1024"
   })
   void matmul(DType dtype, int tokens, int rows, int cols) {
     WeightMatrix w = matrix(dtype, rows, cols);
