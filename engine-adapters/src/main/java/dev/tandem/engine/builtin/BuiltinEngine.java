@@ -116,7 +116,7 @@ public final class BuiltinEngine extends SchedulingEngine implements KvHandoff {
     this.constraints = new OutputConstraints(config.modelDir(), model.vocabSize(), model.eosTokenIds());
     if (config.speculative().enabled()) {
       // A grammar's mask applies to one position at a time: a constrained output is not speculated.
-      scheduler.speculate(config.speculative(), seq -> seq.<Sampler.State>engineState() != null && seq.<Sampler.State>engineState().grammar == null);
+      scheduler.speculate(config.speculative(), seq -> seq.engineState() instanceof Sampler.State state && state.grammar == null);
     }
     EnumSet<EngineInfo.Feature> features = EnumSet.of(
         EngineInfo.Feature.TEMPERATURE,

@@ -482,7 +482,7 @@ public final class CudaTransformer implements ForwardPass {
     int first = 0; // row of the slice's first token
     for (int i = 0; i < slices.size(); i++) {
       Transformer.Slice s = slices.get(i);
-      int wanted = Math.min(s.count(), s.promptLogitsBefore() - 1 - s.startPosition()); // p + 1 < bound
+      int wanted = s.positionLogits();
       for (int j = 0; j < wanted; j += PROMPT_LOGITS_CHUNK) {
         int n = Math.min(PROMPT_LOGITS_CHUNK, wanted - j);
         int[] rows = new int[n];

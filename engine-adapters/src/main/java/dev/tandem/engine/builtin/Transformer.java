@@ -29,6 +29,11 @@ public final class Transformer implements ForwardPass {
     public Slice(int[] tokens, int from, int count, int startPosition, int[] blockTable, boolean wantLogits) {
       this(tokens, from, count, startPosition, blockTable, wantLogits, 0);
     }
+
+    /** How many of the slice's first positions {@code promptLogitsBefore} asks logits for (p + 1 < the bound). */
+    public int positionLogits() {
+      return Math.max(0, Math.min(count, promptLogitsBefore - 1 - startPosition));
+    }
   }
 
   /** Receives the logits {@code (vocab)} after the token at {@code position} of slice {@code slice}. */
@@ -154,12 +159,17 @@ public final class Transformer implements ForwardPass {
   private void positionLogits(List<Slice> slices, PositionLogits out) {
     int hidden = config.hiddenSize();
     int vocab = config.vocabSize();
-    float[] rows = new float[PROMPT_LOGITS_CHUNK * hidden];
-    float[] logits = new float[PROMPT_LOGITS_CHUNK * vocab];
+    int most = 0; // a speculative step verifies a few positions: buffers for those, not a whole chunk of the vocabulary
+    for (Slice s : slices) {
+      most = Math.max(most, s.positionLogits());
+    }
+    int chunk = Math.min(PROMPT_LOGITS_CHUNK, most);
+    float[] rows = new float[chunk * hidden];
+    float[] logits = new float[chunk * vocab];
     int first = 0; // row of the slice's first token in x
     for (int i = 0; i < slices.size(); i++) {
       Slice s = slices.get(i);
-      int wanted = Math.min(s.count(), s.promptLogitsBefore() - 1 - s.startPosition()); // p + 1 < bound
+      int wanted = s.positionLogits();
       for (int j = 0; j < wanted; j += PROMPT_LOGITS_CHUNK) {
         int n = Math.min(PROMPT_LOGITS_CHUNK, wanted - j);
         System.arraycopy(x, (first + j) * hidden, rows, 0, n * hidden);
