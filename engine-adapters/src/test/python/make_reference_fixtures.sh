@@ -11,7 +11,9 @@ work="$(mktemp -d)"
 trap 'rm -rf "$work"' EXIT
 mkdir -p "$out"
 # name config seed dtype [context the engine serves: LongRoPE's short factors where it is within the original, - for the model's]
-# [quantization: q8_0 rounds the weights as --quantization q8_0 does]
+# [quantization: q8_0 rounds the weights as --quantization q8_0 does, - for none]
+# [a LoRA adapter merged into the weights: rank:alpha:seed:dtype[:rslora], written by `tandem model create-lora`]
+# ONLY="name ..." regenerates only those cases.
 cases=(
   "llama-f32 llama 11 f32"
   "llama-bf16 llama 12 bf16"
@@ -36,11 +38,24 @@ cases=(
   "phi3-longrope-short-f32 phi3-longrope-short 65 f32 64"
   "llama-q8_0-f32 llama 13 f32 - q8_0"
   "qwen3-q8_0-bf16 qwen3-q8 34 bf16 - q8_0"
+  "llama-lora-f32 llama 15 f32 - - 8:16:71:f32"
+  "phi3-lora-bf16 phi3 67 bf16 - - 4:8:72:bf16"
+  "qwen3-lora-rslora-f32 qwen3 36 f32 - - 16:8:73:f32:rslora"
 )
 for c in "${cases[@]}"; do
-  read -r name config seed dtype context quantization <<<"$c"
+  read -r name config seed dtype context quantization lora <<<"$c"
+  if [ -n "${ONLY:-}" ] && [[ " $ONLY " != *" $name "* ]]; then continue; fi
   [ "$context" = "-" ] && context=""
+  [ "$quantization" = "-" ] && quantization=""
   "$root/tandem" model create --config "$here/configs/$config.json" --seed "$seed" --dtype "$dtype" --out "$work/$name" >/dev/null
-  QUANTIZE="${quantization:-}" /usr/bin/python3 "$here/reference_logits.py" "$out/$name.json" "$work/$name" "$seed" "$dtype" ${context:+"$context"}
+  spec=""
+  if [ -n "${lora:-}" ]; then
+    IFS=: read -r rank alpha lseed ldtype rslora <<<"$lora"
+    "$root/tandem" model create-lora --model "$work/$name" --out "$work/$name-lora" --rank "$rank" --alpha "$alpha" --seed "$lseed" \
+      --dtype "$ldtype" ${rslora:+--rslora} >/dev/null
+    spec="{\"rank\": $rank, \"alpha\": $alpha, \"seed\": $lseed, \"dtype\": \"$ldtype\", \"rslora\": $([ -n "${rslora:-}" ] && echo true || echo false)}"
+  fi
+  QUANTIZE="${quantization:-}" LORA="${lora:+$work/$name-lora}" LORA_SPEC="$spec" \
+    /usr/bin/python3 "$here/reference_logits.py" "$out/$name.json" "$work/$name" "$seed" "$dtype" ${context:+"$context"}
   echo "wrote $out/$name.json"
 done

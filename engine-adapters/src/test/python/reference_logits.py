@@ -13,6 +13,10 @@ and compares its logits.
 CONTEXT, where given, is the context the Java test serves the model with (it picks LongRoPE's short
 or long factors once for every sequence, as llama.cpp does, where transformers picks them per
 forward pass by the sequence's length); the script checks that the two rules agree on every step.
+With LORA=DIR in the environment the PEFT LoRA adapter in DIR (adapter_config.json,
+adapter_model.safetensors) is merged into the weights first, W + scaling·B·A in float32 (scaling
+lora_alpha / r, or lora_alpha / √r with use_rslora), the fixture recording the adapter's hash and
+LORA_SPEC (a JSON object: how the Java test regenerates the adapter).
 With QUANTIZE=q8_0 in the environment the weights are first rounded as llama.cpp's Q8_0 rounds them
 (the engine's --quantization q8_0): every linear layer's matrix, the embedding and the LM head whose
 rows are whole runs of 64, then the forward pass as above on those values.
@@ -72,6 +76,26 @@ def quantize(w):
         if t.dim() == 2 and t.shape[1] % 64 == 0 and "norm" not in name:
             w[name] = q8_0(t)
     return w
+
+
+def merge_lora(w, lora_dir):
+    """W + scaling·B·A for every adapted projection (the engine adds B·(A·x) to W·x instead)."""
+    with open(f"{lora_dir}/adapter_config.json") as f:
+        acfg = json.load(f)
+    t, digest = load_safetensors(f"{lora_dir}/adapter_model.safetensors")
+    r, alpha = acfg["r"], acfg.get("lora_alpha", 8)
+    scaling = alpha / math.sqrt(r) if acfg.get("use_rslora") else alpha / r
+    merged = 0
+    for name, a in t.items():
+        if ".lora_A." not in name:
+            continue
+        b = t[name.replace(".lora_A.", ".lora_B.")]
+        target = name.split("base_model.model.", 1)[1].replace(".lora_A.weight", ".weight")
+        w[target] = w[target] + scaling * (b @ a)
+        merged += 1
+    if merged == 0:
+        raise SystemExit(f"{lora_dir}: no lora_A tensors")
+    return w, digest
 
 
 def head_dim(cfg):
@@ -286,6 +310,9 @@ def main():
         raise SystemExit(f"QUANTIZE={quantization}: only q8_0")
     if quantization:
         w = quantize(w)
+    lora = os.environ.get("LORA") or None
+    if lora:
+        w, lora_digest = merge_lora(w, lora)
     vocab = cfg["vocab_size"]
     g = torch.Generator().manual_seed(seed)
     a = torch.randint(0, vocab, (23,), generator=g).tolist()
@@ -302,6 +329,8 @@ def main():
         fixture["context"] = context
     if quantization:
         fixture["quantization"] = quantization
+    if lora:
+        fixture["lora"] = dict(json.loads(os.environ["LORA_SPEC"]), sha256=lora_digest)
     with open(out_path, "w") as f:
         json.dump(fixture, f)
 

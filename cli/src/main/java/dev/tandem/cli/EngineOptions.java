@@ -62,6 +62,27 @@ final class EngineOptions {
   String speculativeConfig;
 
   @Option(
+      names = "--lora-modules",
+      arity = "1..*",
+      defaultValue = "${env:TANDEM_LORA_MODULES}",
+      description = "LoRA adapters requests may name as their model, as vLLM takes them: name=path (a PEFT adapter's directory: "
+          + "adapter_config.json, adapter_model.safetensors) or {\"name\": ..., \"path\": ...}, several separated by spaces. "
+          + "Builtin engine on the CPU (env TANDEM_LORA_MODULES; default: none).")
+  java.util.List<String> loraModules;
+
+  @Option(
+      names = "--max-lora-rank",
+      defaultValue = "${env:TANDEM_MAX_LORA_RANK:-" + BuiltinConfig.DEFAULT_MAX_LORA_RANK + "}",
+      description = "The highest rank r an adapter of --lora-modules may have; a higher one is refused at start-up (default ${DEFAULT-VALUE}).")
+  int maxLoraRank;
+
+  @Option(
+      names = "--enable-lora",
+      description = "Accepted for vLLM's command lines: adapters are served when --lora-modules names them; alone it is refused "
+          + "(adapters cannot be loaded at run time).")
+  boolean enableLora;
+
+  @Option(
       names = "--tokenizer",
       defaultValue = "${env:TANDEM_TOKENIZER}",
       description = "Mocker: Hugging Face model directory whose tokenizer.json and tokenizer_config.json to serve (env TANDEM_TOKENIZER; default: the bundled Qwen3 tokenizer).")
@@ -130,7 +151,57 @@ final class EngineOptions {
         maxContextLength != null ? maxContextLength : 0,
         kv,
         weights,
-        speculative);
+        speculative,
+        loraSources(),
+        maxLoraRank);
+  }
+
+  /** {@code --lora-modules}: each entry {@code name=path} or vLLM's JSON form, refused naming the flag where malformed. */
+  java.util.List<dev.tandem.engine.model.LoraAdapter.Source> loraSources() {
+    if (enableLora && (loraModules == null || loraModules.isEmpty())) {
+      throw new IllegalArgumentException("--enable-lora without --lora-modules: adapters are loaded at start-up only; name them with "
+          + "--lora-modules name=path (loading them at run time, vLLM's /v1/load_lora_adapter, is not supported)");
+    }
+    java.util.List<dev.tandem.engine.model.LoraAdapter.Source> sources = new java.util.ArrayList<>();
+    java.util.List<String> entries = new java.util.ArrayList<>();
+    for (String arg : loraModules == null ? java.util.List.<String>of() : loraModules) {
+      // One JSON object per argument; name=path entries may also come several to one (the environment variable's form).
+      entries.addAll(arg.strip().startsWith("{") ? java.util.List.of(arg.strip()) : java.util.List.of(arg.strip().split("\\s+")));
+    }
+    for (String entry : entries) {
+      if (entry.isBlank()) {
+        continue;
+      }
+      String name;
+      String path;
+      if (entry.startsWith("{")) {
+        com.fasterxml.jackson.databind.JsonNode n;
+        try {
+          n = new com.fasterxml.jackson.databind.ObjectMapper().readTree(entry);
+        } catch (java.io.IOException e) {
+          throw new IllegalArgumentException("--lora-modules: '" + entry + "' is not valid JSON: " + e.getMessage());
+        }
+        name = n.path("name").asText("");
+        path = n.path("path").asText("");
+      } else {
+        int eq = entry.indexOf('=');
+        name = eq < 0 ? "" : entry.substring(0, eq);
+        path = eq < 0 ? "" : entry.substring(eq + 1);
+      }
+      if (name.isEmpty() || path.isEmpty()) {
+        throw new IllegalArgumentException("--lora-modules: '" + entry + "' names no adapter; give name=path or {\"name\": ..., \"path\": ...}");
+      }
+      if (name.equals(modelName)) {
+        throw new IllegalArgumentException("--lora-modules: adapter '" + name + "' has the base model's name; requests could not tell them apart");
+      }
+      Path dir = Path.of(path);
+      if (!java.nio.file.Files.isDirectory(dir)) {
+        throw new IllegalArgumentException("--lora-modules: adapter '" + name + "': " + path + " is not a directory (a PEFT adapter's, "
+            + "holding adapter_config.json and adapter_model.safetensors)");
+      }
+      sources.add(new dev.tandem.engine.model.LoraAdapter.Source(name, dir));
+    }
+    return sources;
   }
 
   /** {@code --kv-cache-dtype}: null for auto. */
@@ -151,6 +222,9 @@ final class EngineOptions {
       }
       if (speculativeConfig != null && !speculativeConfig.isBlank()) {
         throw new IllegalArgumentException("--speculative-config is for the builtin engine; the mocker has no model to verify proposals");
+      }
+      if ((loraModules != null && loraModules.stream().anyMatch(m -> !m.isBlank())) || enableLora) {
+        throw new IllegalArgumentException("--lora-modules is for the builtin engine; the mocker has no weights to adapt");
       }
       MockerConfig config = mockerConfig();
       ModelFiles files = tokenizer == null ? ModelFiles.bundledQwen3() : ModelFiles.fromDirectory(tokenizer);
@@ -178,6 +252,7 @@ final class EngineOptions {
       Flags.atLeast("--max-context-length", maxContextLength, 1);
     }
     Flags.nonNegative("--speedup-ratio", speedupRatio);
+    Flags.atLeast("--max-lora-rank", maxLoraRank, 1);
   }
 
   /** How to make a worker's engine, the tokenizer files it serves, and its KV block size. */

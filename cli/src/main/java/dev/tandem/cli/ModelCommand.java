@@ -17,7 +17,7 @@ import picocli.CommandLine.Option;
     name = "model",
     mixinStandardHelpOptions = true,
     description = "Model directories: create one with seeded random weights (no downloads needed).",
-    subcommands = {ModelCommand.Create.class, ModelCommand.ExportGguf.class})
+    subcommands = {ModelCommand.Create.class, ModelCommand.CreateLora.class, ModelCommand.ExportGguf.class})
 final class ModelCommand {
 
   @Command(
@@ -67,6 +67,50 @@ final class ModelCommand {
           Locale.ROOT,
           "wrote %s: %s, %d layers, hidden %d, vocab %d, %s weights%n",
           out, written.architecture().hfName, written.numLayers(), written.hiddenSize(), written.vocabSize(), type);
+      return 0;
+    }
+  }
+
+  @Command(
+      name = "create-lora",
+      mixinStandardHelpOptions = true,
+      description = {
+        "Writes a LoRA adapter for a model directory in PEFT's format (adapter_config.json, adapter_model.safetensors) with seeded random A and B,",
+        "to try --lora-modules without downloads. (PEFT starts B at zero; here it is random, so the adapter changes the output.)"
+      })
+  static final class CreateLora implements Callable<Integer> {
+    @Option(names = "--model", required = true, description = "The base model's directory.")
+    Path model;
+
+    @Option(names = "--out", required = true, description = "Directory to write.")
+    Path out;
+
+    @Option(names = "--rank", defaultValue = "8", description = "The adapter's rank r (default ${DEFAULT-VALUE}).")
+    int rank;
+
+    @Option(names = "--alpha", defaultValue = "16", description = "lora_alpha: the change is scaled by alpha / r (default ${DEFAULT-VALUE}).")
+    double alpha;
+
+    @Option(names = "--rslora", description = "Scale by alpha / √r (use_rslora).")
+    boolean rslora;
+
+    @Option(names = "--targets", split = ",", defaultValue = "q_proj,k_proj,v_proj,o_proj,gate_proj,up_proj,down_proj",
+        description = "Projections to adapt, comma-separated (default ${DEFAULT-VALUE}).")
+    java.util.List<String> targets;
+
+    @Option(names = "--dtype", defaultValue = "f32", description = "Tensor type: bf16, f16 or f32 (default ${DEFAULT-VALUE}).")
+    String dtype;
+
+    @Option(names = "--seed", defaultValue = "0", description = "Random seed (default ${DEFAULT-VALUE}).")
+    long seed;
+
+    @Override
+    public Integer call() throws Exception {
+      if (Files.exists(out.resolve("adapter_config.json"))) {
+        throw new IllegalArgumentException(out + " already holds an adapter (adapter_config.json); choose another --out");
+      }
+      dev.tandem.engine.modeltools.LoraGenerator.write(model, out, rank, alpha, rslora, targets, seed, parseDType(dtype));
+      System.out.printf(Locale.ROOT, "wrote %s: LoRA rank %d, alpha %s, on %s%n", out, rank, alpha, String.join(", ", targets));
       return 0;
     }
   }

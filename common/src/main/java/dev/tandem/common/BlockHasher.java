@@ -11,6 +11,8 @@ import com.dynatrace.hash4j.hashing.Hashing;
  *   <li>local hash = XXH3-64 (seed 1337) over the block's token ids, each a little-endian u32;
  *   <li>sequence hash: {@code seq[0] = local[0]}, {@code seq[i] = XXH3-64(seed 1337, LE u64
  *       [seq[i-1], local[i]])}.
+ *   <li>a block computed under a LoRA adapter starts its chain on the adapter's {@link #salt}:
+ *       {@code seq[0] = XXH3-64(seed 1337, LE u64 [salt, local[0]])}.
  * </ul>
  *
  * <p>Stateless and thread-safe.
@@ -18,6 +20,9 @@ import com.dynatrace.hash4j.hashing.Hashing;
 public final class BlockHasher {
   /** The seed Dynamo uses for both hashes. */
   public static final long SEED = 1337L;
+
+  /** No salt: the base model's blocks, hashed as Dynamo hashes them. */
+  public static final long NO_SALT = 0L;
 
   private static final Hasher64 XXH3 = Hashing.xxh3_64(SEED);
 
@@ -64,13 +69,43 @@ public final class BlockHasher {
     return chainAll(localHashes(tokens, blockSize));
   }
 
+  /** Sequence hashes of every full block of {@code tokens} computed under {@code salt} ({@link #salt}; 0: none). */
+  public static long[] sequenceHashes(int[] tokens, int blockSize, long salt) {
+    return chainAll(localHashes(tokens, blockSize), salt);
+  }
+
   /** Sequence hashes from local hashes. */
   public static long[] chainAll(long[] localHashes) {
+    return chainAll(localHashes, NO_SALT);
+  }
+
+  /** Sequence hashes from local hashes, under {@code salt} (0: none). */
+  public static long[] chainAll(long[] localHashes, long salt) {
     long[] out = new long[localHashes.length];
     for (int i = 0; i < localHashes.length; i++) {
-      out[i] = i == 0 ? localHashes[0] : chain(out[i - 1], localHashes[i]);
+      out[i] = i == 0 ? first(salt, localHashes[0]) : chain(out[i - 1], localHashes[i]);
     }
     return out;
+  }
+
+  /**
+   * The salt of blocks computed with LoRA adapter {@code loraName} (null or empty: the base model,
+   * {@link #NO_SALT}). Keys and values under an adapter differ from the base model's for the same
+   * tokens, so the first block's sequence hash is chained onto the salt instead of being its local
+   * hash, and every later block differs through the chain: engines and routers that derive the salt
+   * from the adapter's name agree on every hash without sharing anything else.
+   */
+  public static long salt(String loraName) {
+    if (loraName == null || loraName.isEmpty()) {
+      return NO_SALT;
+    }
+    long s = XXH3.hashBytesToLong(("lora:" + loraName).getBytes(java.nio.charset.StandardCharsets.UTF_8));
+    return s == NO_SALT ? 1 : s;
+  }
+
+  /** The first block's sequence hash under {@code salt}: its local hash without one. */
+  public static long first(long salt, long localHash) {
+    return salt == NO_SALT ? localHash : chain(salt, localHash);
   }
 
   private static void putLongLe(byte[] bytes, int at, long v) {

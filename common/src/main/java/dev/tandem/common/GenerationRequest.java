@@ -5,8 +5,9 @@ import java.util.Objects;
 /**
  * One generation as the frontend hands it to the router and the router to a worker: the prompt's
  * token ids, sampling and stop rules, an optional {@link StructuredOutput} constraint, and (when
- * the router splits the request) the prefill worker that computes the prompt. Immutable; {@code
- * promptTokens} is copied in and must not be changed through the accessor.
+ * the router splits the request) the prefill worker that computes the prompt, and the LoRA adapter
+ * it runs with ({@code loraName}, null for the base model). Immutable; {@code promptTokens} is
+ * copied in and must not be changed through the accessor.
  */
 public record GenerationRequest(
     String requestId,
@@ -14,8 +15,10 @@ public record GenerationRequest(
     SamplingParams sampling,
     StopConditions stop,
     RemotePrefillTarget remotePrefill,
-    StructuredOutput structuredOutput) {
+    StructuredOutput structuredOutput,
+    String loraName) {
   public GenerationRequest {
+    loraName = loraName == null || loraName.isEmpty() ? null : loraName;
     Objects.requireNonNull(requestId, "requestId");
     promptTokens = promptTokens.clone();
     Objects.requireNonNull(sampling, "sampling");
@@ -23,21 +26,37 @@ public record GenerationRequest(
   }
 
   public GenerationRequest(String requestId, int[] promptTokens, SamplingParams sampling, StopConditions stop) {
-    this(requestId, promptTokens, sampling, stop, null, null);
+    this(requestId, promptTokens, sampling, stop, null, null, null);
   }
 
   public GenerationRequest(
       String requestId, int[] promptTokens, SamplingParams sampling, StopConditions stop, RemotePrefillTarget remotePrefill) {
-    this(requestId, promptTokens, sampling, stop, remotePrefill, null);
+    this(requestId, promptTokens, sampling, stop, remotePrefill, null, null);
+  }
+
+  public GenerationRequest(
+      String requestId, int[] promptTokens, SamplingParams sampling, StopConditions stop, RemotePrefillTarget remotePrefill,
+      StructuredOutput structuredOutput) {
+    this(requestId, promptTokens, sampling, stop, remotePrefill, structuredOutput, null);
   }
 
   /** This request with its prompt prefilled by {@code target}. */
   public GenerationRequest withRemotePrefill(RemotePrefillTarget target) {
-    return new GenerationRequest(requestId, promptTokens, sampling, stop, target, structuredOutput);
+    return new GenerationRequest(requestId, promptTokens, sampling, stop, target, structuredOutput, loraName);
   }
 
   /** This request with its output constrained (null: not constrained). */
   public GenerationRequest withStructuredOutput(StructuredOutput constraint) {
-    return new GenerationRequest(requestId, promptTokens, sampling, stop, remotePrefill, constraint);
+    return new GenerationRequest(requestId, promptTokens, sampling, stop, remotePrefill, constraint, loraName);
+  }
+
+  /** This request run with LoRA adapter {@code name} (null: the base model). */
+  public GenerationRequest withLora(String name) {
+    return new GenerationRequest(requestId, promptTokens, sampling, stop, remotePrefill, structuredOutput, name);
+  }
+
+  /** The salt of this request's block hashes ({@link BlockHasher#salt}). */
+  public long hashSalt() {
+    return BlockHasher.salt(loraName);
   }
 }

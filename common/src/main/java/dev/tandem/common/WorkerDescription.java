@@ -13,7 +13,7 @@ import java.util.List;
  * CPUs; and {@code weightQuantization}, "q8_0" where it quantized its weights at load, else ""), its
  * batching limits (requests and tokens per engine step; 0 when the worker did not say), and every
  * transfer agent it runs over its KV ({@code kvTransferEndpoints}, the primary first; empty for
- * none).
+ * none), and the LoRA adapters it applies on request ({@code loraAdapters}, by name; empty for none).
  */
 public record WorkerDescription(
     WorkerId workerId,
@@ -39,7 +39,8 @@ public record WorkerDescription(
     int maxBatchedTokens,
     List<TransferEndpoint> kvTransferEndpoints,
     String computeDevice,
-    String weightQuantization) {
+    String weightQuantization,
+    List<String> loraAdapters) {
   /** One transfer agent: its backend, the address peers reach it at, its probe region. */
   public record TransferEndpoint(String backend, String address, KvRegionRef probeRegion) {}
 
@@ -47,6 +48,7 @@ public record WorkerDescription(
     supportedFeatures = List.copyOf(supportedFeatures);
     computeDevice = computeDevice == null ? "" : computeDevice;
     weightQuantization = weightQuantization == null ? "" : weightQuantization;
+    loraAdapters = loraAdapters == null ? List.of() : List.copyOf(loraAdapters);
     kvKeyRotation = kvKeyRotation == null ? "" : kvKeyRotation;
     eosTokenIds = eosTokenIds.clone();
     if (kvTransferEndpoints == null || kvTransferEndpoints.isEmpty()) {
@@ -72,6 +74,11 @@ public record WorkerDescription(
       }
     }
     return null;
+  }
+
+  /** Whether this worker runs requests with LoRA adapter {@code loraName} (null: the base model, which every worker runs). */
+  public boolean serves(String loraName) {
+    return loraName == null || loraAdapters.contains(loraName);
   }
 
   /** True if the worker has a KV transfer agent. */

@@ -55,4 +55,29 @@ class BlockHasherTest {
         BlockHasher.localHash(new int[] {0x80000001}, 0, 1),
         BlockHasher.localHash(new int[] {1}, 0, 1));
   }
+
+  /**
+   * A LoRA adapter's blocks: the first chains onto the adapter's salt, so every block differs from
+   * the base model's and another adapter's, while the local hashes (the tokens) stay the same; no
+   * adapter is no salt, the hashes Dynamo computes.
+   */
+  @Test
+  void anAdaptersBlocksStartTheirChainOnItsSalt() {
+    int[] tokens = {1, 2, 3, 4, 5, 6, 7, 8};
+    long[] plain = BlockHasher.sequenceHashes(tokens, 4);
+    assertEquals(BlockHasher.NO_SALT, BlockHasher.salt(null));
+    assertEquals(BlockHasher.NO_SALT, BlockHasher.salt(""));
+    assertArrayEquals(plain, BlockHasher.sequenceHashes(tokens, 4, BlockHasher.salt(null)));
+    long sql = BlockHasher.salt("sql");
+    long[] salted = BlockHasher.sequenceHashes(tokens, 4, sql);
+    assertEquals(BlockHasher.chain(sql, BlockHasher.localHash(tokens, 0, 4)), salted[0]);
+    assertEquals(BlockHasher.chain(salted[0], BlockHasher.localHash(tokens, 4, 4)), salted[1]);
+    long[] other = BlockHasher.sequenceHashes(tokens, 4, BlockHasher.salt("chat"));
+    for (int b = 0; b < 2; b++) {
+      assertNotEquals(plain[b], salted[b]);
+      assertNotEquals(other[b], salted[b]);
+    }
+    // XXH3-64 (seed 1337) of the UTF-8 bytes of "lora:sql": the same in every process, engine or router.
+    assertEquals(u64("4295291482276223623"), sql);
+  }
 }

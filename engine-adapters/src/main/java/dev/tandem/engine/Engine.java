@@ -30,6 +30,14 @@ public interface Engine extends AutoCloseable {
     return "";
   }
 
+  /**
+   * The LoRA adapters this engine applies when a request names one ({@link EngineRequest#loraName}),
+   * in the order they were given; empty where it loaded none. A request naming another is refused.
+   */
+  default List<String> loraAdapters() {
+    return List.of();
+  }
+
   /** Speculative decoding's totals so far ({@link SpeculationCounts#NONE} where it is off). */
   default SpeculationCounts speculationCounts() {
     return SpeculationCounts.NONE;

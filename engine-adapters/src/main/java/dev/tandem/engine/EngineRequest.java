@@ -1,5 +1,6 @@
 package dev.tandem.engine;
 
+import dev.tandem.common.BlockHasher;
 import dev.tandem.common.GenerationRequest;
 import dev.tandem.common.SamplingParams;
 import dev.tandem.common.StopConditions;
@@ -10,7 +11,8 @@ import java.util.Objects;
  * One generation request as an engine sees it: token ids in, sampling and stop rules, and an
  * optional constraint on the output ({@code structuredOutput}, null when free) with the tokens
  * the whole output may take ({@code outputBudget}: {@code stop.maxTokens()}, except where an engine
- * runs the first token of a longer output, as a prefill worker does).
+ * runs the first token of a longer output, as a prefill worker does), and the LoRA adapter it runs
+ * with ({@code loraName}; null: the base model).
  */
 public record EngineRequest(
     String requestId,
@@ -18,8 +20,10 @@ public record EngineRequest(
     SamplingParams sampling,
     StopConditions stop,
     StructuredOutput structuredOutput,
-    int outputBudget) {
+    int outputBudget,
+    String loraName) {
   public EngineRequest {
+    loraName = loraName == null || loraName.isEmpty() ? null : loraName;
     Objects.requireNonNull(requestId, "requestId");
     promptTokens = promptTokens.clone();
     Objects.requireNonNull(sampling, "sampling");
@@ -30,7 +34,18 @@ public record EngineRequest(
   }
 
   public EngineRequest(String requestId, int[] promptTokens, SamplingParams sampling, StopConditions stop) {
-    this(requestId, promptTokens, sampling, stop, null, stop.maxTokens());
+    this(requestId, promptTokens, sampling, stop, null, stop.maxTokens(), null);
+  }
+
+  public EngineRequest(
+      String requestId, int[] promptTokens, SamplingParams sampling, StopConditions stop, StructuredOutput structuredOutput,
+      int outputBudget) {
+    this(requestId, promptTokens, sampling, stop, structuredOutput, outputBudget, null);
+  }
+
+  /** The salt of this request's block hashes ({@link BlockHasher#salt}). */
+  public long hashSalt() {
+    return BlockHasher.salt(loraName);
   }
 
   /**
@@ -41,6 +56,6 @@ public record EngineRequest(
   public static EngineRequest of(GenerationRequest request) {
     return new EngineRequest(
         request.requestId(), request.promptTokens(), request.sampling(), request.stop(), request.structuredOutput(),
-        request.stop().maxTokens());
+        request.stop().maxTokens(), request.loraName());
   }
 }

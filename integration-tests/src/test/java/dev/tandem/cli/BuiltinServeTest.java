@@ -12,6 +12,7 @@ import java.net.http.HttpClient;
 import java.net.http.HttpRequest;
 import java.net.http.HttpResponse;
 import java.nio.file.Path;
+import java.util.List;
 import org.junit.jupiter.api.AfterAll;
 import org.junit.jupiter.api.AfterEach;
 import org.junit.jupiter.api.BeforeAll;
@@ -184,6 +185,29 @@ class BuiltinServeTest {
     err = refusedAtStartup("serve", "--engine", "mocker", "--speculative-config", "{\"method\": \"ngram\", \"num_speculative_tokens\": 3}",
         "--port", "0");
     assertTrue(err.contains("--speculative-config is for the builtin engine"), err);
+  }
+
+  /**
+   * {@code --lora-modules} as vLLM takes it, refused at start-up naming the flag, the file and the
+   * field: a malformed entry, a path that is not a directory, an adapter above {@code --max-lora-rank},
+   * the mocker, {@code --enable-lora} alone (nothing loads at run time).
+   */
+  @Test
+  void loraModulesTheEngineCannotServeFailAtStartupNamingThem(@TempDir Path dir) throws Exception {
+    Path model = TestDeployments.tinyModel(dir);
+    Path adapter = dir.resolve("big");
+    dev.tandem.engine.modeltools.LoraGenerator.write(model, adapter, 32, 32, false, List.of("q_proj"), 1, dev.tandem.engine.model.DType.F32);
+    String err = refusedAtStartup("serve", "--model", model.toString(), "--lora-modules", "sql", "--port", "0");
+    assertTrue(err.contains("--lora-modules: 'sql' names no adapter; give name=path"), err);
+    err = refusedAtStartup("serve", "--model", model.toString(), "--lora-modules", "sql=" + dir.resolve("none"), "--port", "0");
+    assertTrue(err.contains("--lora-modules: adapter 'sql': " + dir.resolve("none") + " is not a directory"), err);
+    err = refusedAtStartup("serve", "--model", model.toString(), "--lora-modules", "{\"name\": \"big\", \"path\": \"" + adapter + "\"}",
+        "--port", "0");
+    assertTrue(err.contains(adapter.resolve("adapter_config.json") + ": field 'r' is 32, above --max-lora-rank 16"), err);
+    err = refusedAtStartup("serve", "--engine", "mocker", "--lora-modules", "big=" + adapter, "--port", "0");
+    assertTrue(err.contains("--lora-modules is for the builtin engine"), err);
+    err = refusedAtStartup("serve", "--model", model.toString(), "--enable-lora", "--port", "0");
+    assertTrue(err.contains("--enable-lora without --lora-modules"), err);
   }
 
   /** What {@code args} print to stderr, having exited with 2 before serving anything. */

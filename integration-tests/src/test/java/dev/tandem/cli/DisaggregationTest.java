@@ -182,6 +182,42 @@ class DisaggregationTest {
     TestDeployments.assertPoolsFull(d);
   }
 
+  /**
+   * A request on a LoRA adapter, split: the prefill worker computes the prompt's KV with the
+   * adapter, the decode worker pulls it and goes on with the adapter, and the tokens are an
+   * aggregated worker's on that adapter (not the base model's). Both sides hash the adapter's
+   * blocks apart: the same prompt again is a prefix hit on the prefill worker, the base model's is not.
+   */
+  @Test
+  void aSplitRequestOnALoraAdapterMatchesAggregated() throws Exception {
+    Path sql = dir.resolve("sql-adapter");
+    dev.tandem.engine.modeltools.LoraGenerator.write(model, sql, 8, 16, false, dev.tandem.engine.modeltools.LoraGenerator.ALL_TARGETS, 4,
+        DType.F32);
+    BuiltinConfig withAdapter = engineConfig.withLora(List.of(new dev.tandem.engine.model.LoraAdapter.Source("sql", sql)), 16);
+    var frontend = new FrontendServer.Config("127.0.0.1", 0, 1 << 20);
+    try (LocalDeployment agg = LocalDeployment.start(new LocalDeployment.Spec(1, () -> BuiltinEngine.open(withAdapter),
+            ModelFiles.fromDirectory(model), 16, Router.Config.of("kv"), frontend));
+        LocalDeployment dis = LocalDeployment.start(new LocalDeployment.Spec(1, () -> BuiltinEngine.open(withAdapter),
+                ModelFiles.fromDirectory(model), 16, Router.Config.of("kv").withSplit(new SplitPolicy(SplitPolicy.Mode.ALWAYS, 1)), frontend)
+            .withDisaggregation(1, new WorkerServer.KvTransfer("tcp", "127.0.0.1", Duration.ofSeconds(30)), false))) {
+      int[] p = prompt(41, 77);
+      Generated onAdapter = generate(agg.router(), greedy("agg-sql", p, 12).withLora("sql"));
+      Generated split = generate(dis.router(), greedy("dis-sql", p, 12).withLora("sql"));
+      assertArrayEquals(onAdapter.tokens(), split.tokens(), "the adapter's tokens, prefilled on one worker and decoded on another");
+      assertEquals("prefill-0", split.first().origin().prefillWorkerId());
+      assertEquals("", split.first().origin().prefillFallback());
+      Generated base = generate(agg.router(), greedy("agg-base", p, 12));
+      assertTrue(!java.util.Arrays.equals(base.tokens(), split.tokens()), "not the base model's");
+      Generated again = generate(dis.router(), greedy("dis-sql-2", p, 12).withLora("sql"));
+      assertEquals(32, again.first().cachedTokens(), "the adapter's blocks cached on the prefill worker");
+      assertArrayEquals(split.tokens(), again.tokens());
+      Generated baseSplit = generate(dis.router(), greedy("dis-base", p, 12));
+      assertEquals(0, baseSplit.first().cachedTokens(), "the base model's prompt is not the adapter's");
+      assertArrayEquals(base.tokens(), baseSplit.tokens());
+      TestDeployments.assertPoolsFull(dis);
+    }
+  }
+
   @Test
   void disaggregatedChatOverHttpMatchesAggregated() throws Exception {
     String body = "{\"model\":\"tiny\",\"max_tokens\":16,\"temperature\":0,\"messages\":[{\"role\":\"user\",\"content\":"

@@ -69,6 +69,12 @@ final class TestDeployments {
         java.net.http.HttpResponse.BodyHandlers.ofString());
   }
 
+  /** GETs {@code path} from the deployment's frontend. */
+  static java.net.http.HttpResponse<String> get(LocalDeployment d, String path) throws Exception {
+    return HTTP.send(java.net.http.HttpRequest.newBuilder(java.net.URI.create("http://127.0.0.1:" + d.port() + path)).build(),
+        java.net.http.HttpResponse.BodyHandlers.ofString());
+  }
+
   /** The sum of a Prometheus metric's samples (every label set) that {@code metricsUrl} serves now. */
   static double metric(java.net.URI metricsUrl, String name) throws Exception {
     try (java.net.http.HttpClient c = java.net.http.HttpClient.newHttpClient()) {

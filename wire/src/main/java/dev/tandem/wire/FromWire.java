@@ -56,7 +56,7 @@ public final class FromWire {
             : null;
     return new GenerationRequest(
         r.getRequestId().isEmpty() ? idIfEmpty : r.getRequestId(), tokens(r), sampling(r.getSampling()), stop(r.getStop()), remote,
-        constraint);
+        constraint, r.getLoraName());
   }
 
   public static SamplingParams sampling(dev.tandem.proto.worker.v1.SamplingParams s) {
@@ -168,7 +168,8 @@ public final class FromWire {
             .map(e -> new WorkerDescription.TransferEndpoint(e.getBackend(), e.getAddress(), e.hasProbeRegion() ? region(e.getProbeRegion()) : null))
             .toList(),
         r.getComputeDevice(),
-        r.getWeightQuantization());
+        r.getWeightQuantization(),
+        r.getLoraAdaptersList());
   }
 
   public static KvRegionRef region(KvRegion r) {

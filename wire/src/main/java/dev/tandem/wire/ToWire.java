@@ -55,6 +55,9 @@ public final class ToWire {
               .setSuffix(r.structuredOutput().suffix())
               .setResumeTokens(r.structuredOutput().resumeTokens()));
     }
+    if (r.loraName() != null) {
+      b.setLoraName(r.loraName());
+    }
     return b.build();
   }
 
@@ -166,7 +169,8 @@ public final class ToWire {
             .setWeightQuantization(d.weightQuantization())
             .setNumLayers(d.numLayers())
             .setMaxNumSeqs(d.maxNumSeqs())
-            .setMaxBatchedTokens(d.maxBatchedTokens());
+            .setMaxBatchedTokens(d.maxBatchedTokens())
+            .addAllLoraAdapters(d.loraAdapters());
     for (int eos : d.eosTokenIds()) {
       b.addEosTokenIds(eos);
     }

@@ -4,6 +4,7 @@ import static org.junit.jupiter.api.Assertions.assertArrayEquals;
 import static org.junit.jupiter.api.Assertions.assertEquals;
 import static org.junit.jupiter.api.Assertions.assertNull;
 import static org.junit.jupiter.api.Assertions.assertThrows;
+import static org.junit.jupiter.api.Assertions.assertTrue;
 
 import dev.tandem.common.FinishReason;
 import dev.tandem.common.GenerationException;
@@ -46,6 +47,8 @@ class WireRoundTripTest {
     assertEquals(request.remotePrefill(), back.remotePrefill());
     assertEquals(request.structuredOutput(), back.structuredOutput());
     assertEquals(null, FromWire.request(ToWire.request(request.withStructuredOutput(null)), "x").structuredOutput());
+    assertEquals(null, back.loraName(), "the base model");
+    assertEquals("sql", FromWire.request(ToWire.request(request.withLora("sql")), "x").loraName());
   }
 
   @Test
@@ -110,7 +113,7 @@ class WireRoundTripTest {
         List.of("logprobs", "seed"), new int[] {2}, "ucx", "127.0.0.1:7", new KvRegionRef("127.0.0.1:7", 3, 0x5eed_cafe_f00dL, 0, 64), "h", "0-3", 2, 256, 8192,
         List.of(new WorkerDescription.TransferEndpoint("ucx", "127.0.0.1:7", new KvRegionRef("127.0.0.1:7", 3, 0x5eed_cafe_f00dL, 0, 64)),
             new WorkerDescription.TransferEndpoint("tcp", "127.0.0.1:8", new KvRegionRef("127.0.0.1:8", 1, -7L, 0, 64))),
-        "GPU-0a1b2c3d-0000-1111-2222-333344445555", "q8_0");
+        "GPU-0a1b2c3d-0000-1111-2222-333344445555", "q8_0", List.of("sql", "chat"));
     WorkerDescription back = FromWire.description(ToWire.registration(d));
     assertEquals(d.workerId(), back.workerId());
     assertEquals(WorkerRole.DECODE, back.role());
@@ -121,6 +124,8 @@ class WireRoundTripTest {
     assertEquals("bf16", back.kvCacheDtype());
     assertEquals("longrope-long", back.kvKeyRotation());
     assertEquals("q8_0", back.weightQuantization());
+    assertEquals(List.of("sql", "chat"), back.loraAdapters());
+    assertTrue(back.serves("chat") && back.serves(null) && !back.serves("other"));
     assertEquals(256, back.maxNumSeqs());
     assertEquals(8192, back.maxBatchedTokens());
     assertEquals(d.kvTransferEndpoints(), back.kvTransferEndpoints(), "every agent the worker runs");

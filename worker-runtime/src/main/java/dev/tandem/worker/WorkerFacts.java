@@ -66,7 +66,8 @@ final class WorkerFacts {
             .map(e -> new WorkerDescription.TransferEndpoint(e.backend(), e.agent().address(), WorkerKvTransfer.ref(e.probe())))
             .toList(),
         loop.engine().computeDevice(),
-        loop.engine().weightQuantization());
+        loop.engine().weightQuantization(),
+        loop.engine().loraAdapters());
   }
 
   ModelCard modelCard() {

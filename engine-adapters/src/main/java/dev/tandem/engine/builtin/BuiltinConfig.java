@@ -1,8 +1,10 @@
 package dev.tandem.engine.builtin;
 
 import dev.tandem.engine.model.DType;
+import dev.tandem.engine.model.LoraAdapter;
 import dev.tandem.engine.sched.SpeculativeConfig;
 import java.nio.file.Path;
+import java.util.List;
 
 /**
  * How to run a model with the built-in engine.
@@ -16,6 +18,8 @@ import java.nio.file.Path;
  * @param kvCacheDtype the KV cache's element type; null ("auto"): the model's {@code torch_dtype}
  * @param quantization {@link DType#Q8_0}: the weights quantized at load; null: as stored
  * @param speculative speculative decoding by n-gram lookup; {@link SpeculativeConfig#OFF}: none
+ * @param loraModules LoRA adapters a request may name ({@code --lora-modules}); empty: none
+ * @param maxLoraRank the highest rank an adapter may have ({@code --max-lora-rank})
  */
 public record BuiltinConfig(
     Path modelDir,
@@ -30,51 +34,62 @@ public record BuiltinConfig(
     int maxContextLength,
     DType kvCacheDtype,
     DType quantization,
-    SpeculativeConfig speculative) {
+    SpeculativeConfig speculative,
+    List<LoraAdapter.Source> loraModules,
+    int maxLoraRank) {
 
   public static final long DEFAULT_KV_CACHE_BYTES = 1L << 30;
+  /** vLLM's default {@code --max-lora-rank}. */
+  public static final int DEFAULT_MAX_LORA_RANK = 16;
 
   public BuiltinConfig {
     speculative = speculative == null ? SpeculativeConfig.OFF : speculative;
+    loraModules = loraModules == null ? List.of() : List.copyOf(loraModules);
+    maxLoraRank = maxLoraRank <= 0 ? DEFAULT_MAX_LORA_RANK : maxLoraRank;
   }
 
   /** Defaults for a model directory: cpu backend on all cores, 1 GiB of KV, 16-token blocks. */
   public static BuiltinConfig of(Path modelDir) {
-    return new BuiltinConfig(modelDir, null, "auto", 0, 16, DEFAULT_KV_CACHE_BYTES, 64, 2048, true, 0, null, null, SpeculativeConfig.OFF);
+    return new BuiltinConfig(modelDir, null, "auto", 0, 16, DEFAULT_KV_CACHE_BYTES, 64, 2048, true, 0, null, null, SpeculativeConfig.OFF, List.of(), DEFAULT_MAX_LORA_RANK);
   }
 
   public BuiltinConfig withCompute(String compute, int threads) {
-    return new BuiltinConfig(modelDir, modelName, compute, threads, blockSize, kvCacheBytes, maxNumSeqs, maxBatchedTokens, chunkedPrefill, maxContextLength, kvCacheDtype, quantization, speculative);
+    return new BuiltinConfig(modelDir, modelName, compute, threads, blockSize, kvCacheBytes, maxNumSeqs, maxBatchedTokens, chunkedPrefill, maxContextLength, kvCacheDtype, quantization, speculative, loraModules, maxLoraRank);
   }
 
   public BuiltinConfig withKvCacheBytes(long kvCacheBytes) {
-    return new BuiltinConfig(modelDir, modelName, compute, threads, blockSize, kvCacheBytes, maxNumSeqs, maxBatchedTokens, chunkedPrefill, maxContextLength, kvCacheDtype, quantization, speculative);
+    return new BuiltinConfig(modelDir, modelName, compute, threads, blockSize, kvCacheBytes, maxNumSeqs, maxBatchedTokens, chunkedPrefill, maxContextLength, kvCacheDtype, quantization, speculative, loraModules, maxLoraRank);
   }
 
   public BuiltinConfig withBatching(int maxNumSeqs, int maxBatchedTokens, boolean chunkedPrefill) {
-    return new BuiltinConfig(modelDir, modelName, compute, threads, blockSize, kvCacheBytes, maxNumSeqs, maxBatchedTokens, chunkedPrefill, maxContextLength, kvCacheDtype, quantization, speculative);
+    return new BuiltinConfig(modelDir, modelName, compute, threads, blockSize, kvCacheBytes, maxNumSeqs, maxBatchedTokens, chunkedPrefill, maxContextLength, kvCacheDtype, quantization, speculative, loraModules, maxLoraRank);
   }
 
   public BuiltinConfig withModelName(String modelName) {
-    return new BuiltinConfig(modelDir, modelName, compute, threads, blockSize, kvCacheBytes, maxNumSeqs, maxBatchedTokens, chunkedPrefill, maxContextLength, kvCacheDtype, quantization, speculative);
+    return new BuiltinConfig(modelDir, modelName, compute, threads, blockSize, kvCacheBytes, maxNumSeqs, maxBatchedTokens, chunkedPrefill, maxContextLength, kvCacheDtype, quantization, speculative, loraModules, maxLoraRank);
   }
 
   public BuiltinConfig withMaxContextLength(int maxContextLength) {
-    return new BuiltinConfig(modelDir, modelName, compute, threads, blockSize, kvCacheBytes, maxNumSeqs, maxBatchedTokens, chunkedPrefill, maxContextLength, kvCacheDtype, quantization, speculative);
+    return new BuiltinConfig(modelDir, modelName, compute, threads, blockSize, kvCacheBytes, maxNumSeqs, maxBatchedTokens, chunkedPrefill, maxContextLength, kvCacheDtype, quantization, speculative, loraModules, maxLoraRank);
   }
 
   /** {@code kvCacheDtype} null: the model's own dtype ({@code --kv-cache-dtype auto}). */
   public BuiltinConfig withKvCacheDtype(DType kvCacheDtype) {
-    return new BuiltinConfig(modelDir, modelName, compute, threads, blockSize, kvCacheBytes, maxNumSeqs, maxBatchedTokens, chunkedPrefill, maxContextLength, kvCacheDtype, quantization, speculative);
+    return new BuiltinConfig(modelDir, modelName, compute, threads, blockSize, kvCacheBytes, maxNumSeqs, maxBatchedTokens, chunkedPrefill, maxContextLength, kvCacheDtype, quantization, speculative, loraModules, maxLoraRank);
   }
 
   /** {@code quantization} {@link DType#Q8_0}: quantize the weights at load; null: as stored. */
   public BuiltinConfig withQuantization(DType quantization) {
-    return new BuiltinConfig(modelDir, modelName, compute, threads, blockSize, kvCacheBytes, maxNumSeqs, maxBatchedTokens, chunkedPrefill, maxContextLength, kvCacheDtype, quantization, speculative);
+    return new BuiltinConfig(modelDir, modelName, compute, threads, blockSize, kvCacheBytes, maxNumSeqs, maxBatchedTokens, chunkedPrefill, maxContextLength, kvCacheDtype, quantization, speculative, loraModules, maxLoraRank);
   }
 
   /** Speculative decoding by n-gram lookup ({@link SpeculativeConfig#OFF}: none). */
   public BuiltinConfig withSpeculative(SpeculativeConfig speculative) {
-    return new BuiltinConfig(modelDir, modelName, compute, threads, blockSize, kvCacheBytes, maxNumSeqs, maxBatchedTokens, chunkedPrefill, maxContextLength, kvCacheDtype, quantization, speculative);
+    return new BuiltinConfig(modelDir, modelName, compute, threads, blockSize, kvCacheBytes, maxNumSeqs, maxBatchedTokens, chunkedPrefill, maxContextLength, kvCacheDtype, quantization, speculative, loraModules, maxLoraRank);
+  }
+
+  /** LoRA adapters a request may name, each of rank at most {@code maxLoraRank}. */
+  public BuiltinConfig withLora(List<LoraAdapter.Source> loraModules, int maxLoraRank) {
+    return new BuiltinConfig(modelDir, modelName, compute, threads, blockSize, kvCacheBytes, maxNumSeqs, maxBatchedTokens, chunkedPrefill, maxContextLength, kvCacheDtype, quantization, speculative, loraModules, maxLoraRank);
   }
 }

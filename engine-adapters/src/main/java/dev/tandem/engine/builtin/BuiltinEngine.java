@@ -11,6 +11,7 @@ import dev.tandem.engine.compute.ComputeBackends;
 import dev.tandem.engine.cuda.CudaBackend;
 import dev.tandem.engine.kv.BlockPool;
 import dev.tandem.engine.model.DType;
+import dev.tandem.engine.model.LoraAdapter;
 import dev.tandem.engine.model.ModelConfig;
 import dev.tandem.engine.model.ModelFormatException;
 import dev.tandem.engine.model.ModelWeights;
@@ -46,6 +47,7 @@ public final class BuiltinEngine extends SchedulingEngine implements KvHandoff {
   private final EngineInfo info;
   private PromptLayerListener promptLayerListener;
   private final java.util.Map<String, Scheduler.Imported> pendingImports = new java.util.HashMap<>();
+  private final java.util.Map<String, LoraAdapter> adapters; // by the name requests give, in the order given
 
   /**
    * Loads the model and allocates the KV cache.
@@ -90,7 +92,11 @@ public final class BuiltinEngine extends SchedulingEngine implements KvHandoff {
     if (backend instanceof CudaBackend) {
       CudaTransformer.checkSupported(model);
       refuseQuantizedOnGpu(weights.matrixType() == DType.Q8_0, backend);
+      if (!config.loraModules().isEmpty()) {
+        throw new IllegalArgumentException("--lora-modules: LoRA adapters are applied on the CPU (--compute cpu); the GPU kernels do not apply them yet");
+      }
     }
+    java.util.Map<String, LoraAdapter> loaded = loadAdapters(config, model);
     int context = contextLength(model, config, backend instanceof CudaBackend);
     String rotation = model.ropeScaling().factorSet(context);
     logLongRope(model.ropeScaling(), rotation, context);
@@ -100,6 +106,7 @@ public final class BuiltinEngine extends SchedulingEngine implements KvHandoff {
                 config.maxNumSeqs(), config.maxBatchedTokens(), config.chunkedPrefill(), context, model.eosTokenIds()),
             new BlockPool(blocks, config.blockSize())));
     this.weights = weights;
+    this.adapters = loaded;
     this.keyRotation = rotation;
     this.attention = model.slidingWindow() == 0 ? PrefillCost.Attention.FULL
         : new PrefillCost.Attention(model.slidingWindow(), (double) model.slidingLayers().cardinality() / model.numLayers());
@@ -148,6 +155,26 @@ public final class BuiltinEngine extends SchedulingEngine implements KvHandoff {
             features,
             model.eosTokenIds(),
             scheduler.batching());
+  }
+
+  /** Reads every adapter of {@code --lora-modules} for this model, logging what each changes. */
+  private static java.util.Map<String, LoraAdapter> loadAdapters(BuiltinConfig config, ModelConfig model) {
+    java.util.Map<String, LoraAdapter> loaded = new java.util.LinkedHashMap<>();
+    for (LoraAdapter.Source source : config.loraModules()) {
+      if (loaded.containsKey(source.name())) {
+        throw new IllegalArgumentException("--lora-modules names adapter '" + source.name() + "' twice");
+      }
+      LoraAdapter adapter = LoraAdapter.load(source, model, config.maxLoraRank());
+      LOG.info("LoRA adapter '{}' from {}: rank {}, scaling {}, {} projections changed", adapter.name(), adapter.dir(), adapter.rank(),
+          adapter.scaling(), adapter.deltaCount());
+      loaded.put(source.name(), adapter);
+    }
+    return java.util.Collections.unmodifiableMap(loaded);
+  }
+
+  @Override
+  public List<String> loraAdapters() {
+    return List.copyOf(adapters.keySet());
   }
 
   @Override
@@ -219,7 +246,7 @@ public final class BuiltinEngine extends SchedulingEngine implements KvHandoff {
 
   @Override
   public void add(EngineRequest request) {
-    checkVocabulary(request);
+    checkRequest(request);
     Sampler.State state = samplingState(request);
     Sequence seq = scheduler.add(request);
     seq.setEngineState(state);
@@ -313,7 +340,7 @@ public final class BuiltinEngine extends SchedulingEngine implements KvHandoff {
 
   @Override
   public PendingImport beginImport(EngineRequest request) {
-    checkVocabulary(request);
+    checkRequest(request);
     constraints.start(request); // refuses a constraint it cannot compile before blocks are taken
     Scheduler.Imported imported = scheduler.addImported(request);
     if (imported == null) {
@@ -391,7 +418,12 @@ public final class BuiltinEngine extends SchedulingEngine implements KvHandoff {
     return super.abort(requestId);
   }
 
-  private void checkVocabulary(EngineRequest request) {
+  /** Refuses a request this engine cannot run: an adapter it did not load, a token outside the vocabulary. */
+  private void checkRequest(EngineRequest request) {
+    if (request.loraName() != null && !adapters.containsKey(request.loraName())) {
+      throw new IllegalArgumentException("LoRA adapter '" + request.loraName() + "' is not loaded on this worker ("
+          + (adapters.isEmpty() ? "it loaded none" : "it has " + String.join(", ", adapters.keySet())) + ")");
+    }
     for (int t : request.promptTokens()) {
       if (t < 0 || t >= weights.config().vocabSize()) {
         throw new IllegalArgumentException(
@@ -447,7 +479,7 @@ public final class BuiltinEngine extends SchedulingEngine implements KvHandoff {
         draftRows[i] = new float[batch.tokens()[i]][];
         wantPromptLogits = true;
         slices.add(new Transformer.Slice(seq.tokens(), seq.computedTokens(), batch.tokens()[i], seq.computedTokens(),
-            Arrays.copyOf(seq.blocks(), seq.blockCount()), false, seq.computedTokens() + batch.tokens()[i] + 1));
+            Arrays.copyOf(seq.blocks(), seq.blockCount()), false, seq.computedTokens() + batch.tokens()[i] + 1, adapter(seq)));
         continue;
       }
       if (seq.computedTokens() < seq.promptLength()) {
@@ -467,7 +499,8 @@ public final class BuiltinEngine extends SchedulingEngine implements KvHandoff {
               seq.computedTokens(),
               Arrays.copyOf(seq.blocks(), seq.blockCount()),
               batch.drawsToken(i),
-              promptLogits ? seq.promptLength() : 0));
+              promptLogits ? seq.promptLength() : 0,
+              adapter(seq)));
     }
     PromptLayerListener listener = promptLayerListener;
     float[][][] rows = draftRows;
@@ -511,6 +544,12 @@ public final class BuiltinEngine extends SchedulingEngine implements KvHandoff {
       }
       return token;
     });
+  }
+
+  /** The adapter a sequence runs with (checked when it was added), or null for the base model. */
+  private LoraAdapter adapter(Sequence seq) {
+    String name = seq.request().loraName();
+    return name == null ? null : adapters.get(name);
   }
 
   @Override

@@ -4,6 +4,8 @@ import dev.tandem.engine.compute.AttentionBatch;
 import dev.tandem.engine.compute.ComputeBackend;
 import dev.tandem.engine.compute.WeightMatrix;
 import dev.tandem.engine.model.LayerWeights;
+import dev.tandem.engine.model.LoraAdapter;
+import dev.tandem.engine.model.LoraAdapter.Target;
 import dev.tandem.engine.model.ModelConfig;
 import dev.tandem.engine.model.ModelWeights;
 import java.util.List;
@@ -21,13 +23,20 @@ public final class Transformer implements ForwardPass {
    * One sequence's share of a forward pass: {@code count} tokens from {@code tokens[from..]}, at
    * positions {@code startPosition..}, KV in {@code blockTable}. Logits are computed for its last
    * token when {@code wantLogits}, and for every token at a position p with p + 1 < {@code
-   * promptLogitsBefore} (a prompt's log-probabilities; 0: none).
+   * promptLogitsBefore} (a prompt's log-probabilities; 0: none). Its tokens run with LoRA adapter
+   * {@code lora} (null: the base model).
    */
   public record Slice(
-      int[] tokens, int from, int count, int startPosition, int[] blockTable, boolean wantLogits, int promptLogitsBefore) {
+      int[] tokens, int from, int count, int startPosition, int[] blockTable, boolean wantLogits, int promptLogitsBefore,
+      LoraAdapter lora) {
     /** A slice that wants no logits of its earlier tokens. */
     public Slice(int[] tokens, int from, int count, int startPosition, int[] blockTable, boolean wantLogits) {
       this(tokens, from, count, startPosition, blockTable, wantLogits, 0);
+    }
+
+    /** A slice of the base model. */
+    public Slice(int[] tokens, int from, int count, int startPosition, int[] blockTable, boolean wantLogits, int promptLogitsBefore) {
+      this(tokens, from, count, startPosition, blockTable, wantLogits, promptLogitsBefore, null);
     }
 
     /** How many of the slice's first positions {@code promptLogitsBefore} asks logits for (p + 1 < the bound). */
@@ -62,6 +71,11 @@ public final class Transformer implements ForwardPass {
   private float[] att = new float[0]; // (tokens, heads × headDim)
   private float[] hb = new float[0]; // (tokens, intermediate) gate, then act(gate) · up
   private float[] hb2 = new float[0]; // (tokens, intermediate) up
+  private List<LoraRows> loras; // this pass's rows by LoRA adapter; null when every slice runs the base model
+  private final float[][] loraBuffers = {new float[0], new float[0], new float[0]}; // gathered input, A·x, B·A·x
+
+  /** The rows of a pass that run with one LoRA adapter. */
+  private record LoraRows(LoraAdapter adapter, int[] rows) {}
 
   /** A forward pass that serves up to the model's {@code max_position_embeddings}. */
   public Transformer(ModelWeights weights, ComputeBackend backend, int blockSize) {
@@ -132,6 +146,8 @@ public final class Transformer implements ForwardPass {
       }
     }
 
+    loras = loraRows(slices);
+
     // Token embeddings (Gemma: times √hidden).
     for (t = 0; t < tokens; t++) {
       if (tokenIds[t] < 0 || tokenIds[t] >= config.vocabSize()) {
@@ -147,7 +163,7 @@ public final class Transformer implements ForwardPass {
       if (layerKvWritten != null) {
         layerKvWritten.accept(l);
       }
-      mlpBlock(weights.layer(l), tokens);
+      mlpBlock(l, weights.layer(l), tokens);
     }
     if (positionLogits != null) {
       positionLogits(slices, positionLogits);
@@ -191,6 +207,9 @@ public final class Transformer implements ForwardPass {
     // Pre-norm, then q, k, v projections (+ bias for Qwen2).
     backend.rmsNorm(x, xb, w.inputNorm(), config.rmsNormEps(), tokens, hidden);
     backend.matmul(xb, tokens, new WeightMatrix[] {w.q(), w.k(), w.v()}, new float[][] {q, k, v});
+    lora(l, Target.Q, xb, hidden, q, config.qDim());
+    lora(l, Target.K, xb, hidden, k, kvDim);
+    lora(l, Target.V, xb, hidden, v, kvDim);
     addBias(q, w.qBias(), tokens);
     addBias(k, w.kBias(), tokens);
     addBias(v, w.vBias(), tokens);
@@ -215,6 +234,7 @@ public final class Transformer implements ForwardPass {
             config.numHeads(), config.numKvHeads(), config.headDim(), cache.dtype(), config.windowOf(l), (float) config.attnLogitSoftcap()));
     // Output projection (Gemma: and its norm), residual.
     backend.matmul(att, tokens, w.o(), xb2);
+    lora(l, Target.O, att, config.qDim(), xb2, hidden);
     addBias(xb2, w.oBias(), tokens);
     if (w.attentionOutNorm() != null) {
       backend.rmsNorm(xb2, xb2, w.attentionOutNorm(), config.rmsNormEps(), tokens, hidden);
@@ -222,20 +242,84 @@ public final class Transformer implements ForwardPass {
     addInPlace(x, xb2, tokens * hidden);
   }
 
-  private void mlpBlock(LayerWeights w, int tokens) {
+  private void mlpBlock(int l, LayerWeights w, int tokens) {
     int hidden = config.hiddenSize();
+    int intermediate = config.intermediateSize();
     // Pre-norm, SwiGLU or GeGLU: down(act(gate(x)) · up(x)) (Gemma: and its norm), residual.
     backend.rmsNorm(x, xb, w.mlpNorm(), config.rmsNormEps(), tokens, hidden);
     backend.matmul(xb, tokens, new WeightMatrix[] {w.gate(), w.up()}, new float[][] {hb, hb2});
+    lora(l, Target.GATE, xb, hidden, hb, intermediate);
+    lora(l, Target.UP, xb, hidden, hb2, intermediate);
     switch (config.activation()) {
       case SILU -> backend.siluMul(hb, hb2, tokens * config.intermediateSize());
       case GELU_TANH -> backend.geluTanhMul(hb, hb2, tokens * config.intermediateSize());
     }
     backend.matmul(hb, tokens, w.down(), xb2);
+    lora(l, Target.DOWN, hb, intermediate, xb2, hidden);
     if (w.mlpOutNorm() != null) {
       backend.rmsNorm(xb2, xb2, w.mlpOutNorm(), config.rmsNormEps(), tokens, hidden);
     }
     addInPlace(x, xb2, tokens * hidden);
+  }
+
+  /** Each LoRA adapter's rows in this pass, or null when no slice runs one. */
+  private static List<LoraRows> loraRows(List<Slice> slices) {
+    java.util.Map<LoraAdapter, int[]> rows = null;
+    int first = 0;
+    for (Slice s : slices) {
+      if (s.lora() != null) {
+        rows = rows == null ? new java.util.LinkedHashMap<>() : rows;
+        int[] had = rows.getOrDefault(s.lora(), new int[0]);
+        int[] more = java.util.Arrays.copyOf(had, had.length + s.count());
+        for (int j = 0; j < s.count(); j++) {
+          more[had.length + j] = first + j;
+        }
+        rows.put(s.lora(), more);
+      }
+      first += s.count();
+    }
+    return rows == null ? null : rows.entrySet().stream().map(e -> new LoraRows(e.getKey(), e.getValue())).toList();
+  }
+
+  /**
+   * Adds each LoRA adapter's change to projection {@code target} of layer {@code layer} to the
+   * rows of {@code out} (width {@code outDim}) that run with it: {@code B·(A·x)} of their rows of
+   * {@code in} (width {@code inDim}), gathered so that each adapter's two matrices run once over
+   * all of its rows.
+   */
+  private void lora(int layer, Target target, float[] in, int inDim, float[] out, int outDim) {
+    if (loras == null) {
+      return;
+    }
+    for (LoraRows group : loras) {
+      LoraAdapter.Delta delta = group.adapter().delta(layer, target);
+      if (delta == null) {
+        continue;
+      }
+      int[] rows = group.rows();
+      int n = rows.length;
+      float[] gathered = loraBuffer(0, n * inDim);
+      for (int i = 0; i < n; i++) {
+        System.arraycopy(in, rows[i] * inDim, gathered, i * inDim, inDim);
+      }
+      float[] reduced = loraBuffer(1, n * delta.a().rows());
+      backend.matmul(gathered, n, delta.a(), reduced);
+      float[] change = loraBuffer(2, n * outDim);
+      backend.matmul(reduced, n, delta.b(), change);
+      for (int i = 0; i < n; i++) {
+        int at = rows[i] * outDim;
+        for (int c = 0; c < outDim; c++) {
+          out[at + c] += change[i * outDim + c];
+        }
+      }
+    }
+  }
+
+  private float[] loraBuffer(int which, int size) {
+    if (loraBuffers[which].length < size) {
+      loraBuffers[which] = new float[size];
+    }
+    return loraBuffers[which];
   }
 
   /** Final norm and LM head, only for the last token of slices that want logits. */

@@ -74,6 +74,9 @@ public final class MockerEngine extends SchedulingEngine {
 
   @Override
   public void add(EngineRequest request) {
+    if (request.loraName() != null) {
+      throw new IllegalArgumentException("LoRA adapter '" + request.loraName() + "': the mocker has no weights to adapt");
+    }
     Sequence seq = scheduler.add(request);
     long seed =
         request.sampling().isGreedy()

@@ -12,6 +12,7 @@ import java.util.Arrays;
 public final class Sequence {
   final EngineRequest request;
   final int promptLength;
+  private final long salt; // of its block hashes: its LoRA adapter's, else none
   private Object engineState;
   private TokenLogprob[] promptLogprobs;
   private TokenLogprob pendingLogprob;
@@ -35,6 +36,7 @@ public final class Sequence {
   Sequence(EngineRequest request) {
     this.request = request;
     this.promptLength = request.promptTokens().length;
+    this.salt = request.hashSalt();
     this.tokens = Arrays.copyOf(request.promptTokens(), promptLength + 16);
     this.length = promptLength;
   }
@@ -228,7 +230,7 @@ public final class Sequence {
     for (int b = hashedBlocks; b < fullBlocks; b++) {
       long local = BlockHasher.localHash(tokens, b * blockSize, blockSize);
       localHashes[b] = local;
-      sequenceHashes[b] = b == 0 ? local : BlockHasher.chain(sequenceHashes[b - 1], local);
+      sequenceHashes[b] = b == 0 ? BlockHasher.first(salt, local) : BlockHasher.chain(sequenceHashes[b - 1], local);
     }
     hashedBlocks = Math.max(hashedBlocks, fullBlocks);
     return first;
@@ -240,7 +242,7 @@ public final class Sequence {
    */
   long[] allFullBlockHashes(int blockSize) {
     if (lookupHashes == null || lookupHashesLength != length) {
-      lookupHashes = BlockHasher.sequenceHashes(Arrays.copyOf(tokens, length), blockSize);
+      lookupHashes = BlockHasher.sequenceHashes(Arrays.copyOf(tokens, length), blockSize, salt);
       lookupHashesLength = length;
     }
     return lookupHashes;

@@ -208,7 +208,8 @@ final class GenerationRun {
     if (sampling.seed().isPresent()) {
       sampling = sampling.withSeed(java.util.OptionalLong.of(sampling.seed().getAsLong() + (c.index % spec.n())));
     }
-    return new GenerationRequest(id + "-" + c.index, c.prompt, sampling, spec.stop()).withStructuredOutput(spec.constraint());
+    return new GenerationRequest(id + "-" + c.index, c.prompt, sampling, spec.stop()).withStructuredOutput(spec.constraint())
+        .withLora(spec.lora());
   }
 
   /** Callbacks of one generation of {@code c}; those of a generation it migrated away from are ignored. */
@@ -266,7 +267,8 @@ final class GenerationRun {
     var stop = new dev.tandem.common.StopConditions(left, spec.stop().stopTokenIds(), spec.stop().ignoreEos());
     GenerationRequest request = new GenerationRequest(
         id + "-" + c.index + "-m" + (c.migrations + 1), prompt, request(c).sampling().withPromptLogprobs(-1), stop)
-        .withStructuredOutput(spec.constraint() == null ? null : spec.constraint().resumedAfter(c.generated.size()));
+        .withStructuredOutput(spec.constraint() == null ? null : spec.constraint().resumedAfter(c.generated.size()))
+        .withLora(spec.lora());
     Route route;
     try {
       route = router.route(request, null);

@@ -272,22 +272,30 @@ final class HttpApiHandler extends SimpleChannelInboundHandler<FullHttpRequest> 
   private ObjectNode models() {
     ObjectNode root = ResponseJson.JSON.createObjectNode();
     root.put("object", "list");
-    root.putArray("data").add(model(model.name()));
+    ArrayNode data = root.putArray("data");
+    data.add(model(model.name()));
+    model.loraAdapters().forEach(a -> data.add(model(a)));
     return root;
   }
 
-  /** The served model as OpenAI describes one, or a 404 naming {@code id} when it is another. */
+  /**
+   * The served model, or one of its LoRA adapters (as vLLM lists them: {@code parent} the base
+   * model), as OpenAI describes a model; a 404 naming {@code id} when it is neither.
+   */
   private ObjectNode model(String id) {
-    if (!id.equals(model.name())) {
-      throw new ApiException(404, "The model `" + id + "` does not exist. This server serves `" + model.name() + "`.",
+    if (!model.serves(id)) {
+      throw new ApiException(404, "The model `" + id + "` does not exist. This server serves " + model.servedNames() + ".",
           "invalid_request_error", "model", "model_not_found");
     }
     ObjectNode m = ResponseJson.JSON.createObjectNode();
-    m.put("id", model.name());
+    m.put("id", id);
     m.put("object", "model");
     m.put("created", createdSeconds);
     m.put("owned_by", "tandem");
-    m.put("root", model.name());
+    m.put("root", id);
+    if (!id.equals(model.name())) {
+      m.put("parent", model.name());
+    }
     m.put("max_model_len", model.maxContextLength());
     return m;
   }
@@ -350,7 +358,7 @@ final class HttpApiHandler extends SimpleChannelInboundHandler<FullHttpRequest> 
 
   private ObjectNode tokenize(ObjectNode body) {
     JsonNode m = body.get("model");
-    if (m != null && !m.isNull() && !m.asText().equals(model.name())) {
+    if (m != null && !m.isNull() && !model.serves(m.asText())) {
       throw new ApiException(404, "The model `" + m.asText() + "` does not exist.", "invalid_request_error", "model", "model_not_found");
     }
     int[] ids;

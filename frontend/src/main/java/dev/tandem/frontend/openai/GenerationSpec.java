@@ -12,7 +12,8 @@ import java.util.List;
  * them, an optional constraint on the output, and the frontend's own options: stop strings,
  * detokenizing, how the output is parsed (reasoning, tool calls), streaming, timing, pinning,
  * echoing the prompt, and whether one tool call ends the output ({@code parallel_tool_calls:
- * false}).
+ * false}). {@code model} is the name the request gave: the served model's, or a LoRA adapter's
+ * ({@code lora}, null for the base model).
  */
 public record GenerationSpec(
     Kind kind,
@@ -30,31 +31,38 @@ public record GenerationSpec(
     StructuredOutput constraint,
     OutputParsers parsers,
     boolean echo,
-    boolean oneToolCall) {
+    boolean oneToolCall,
+    String lora) {
 
   public GenerationSpec(
       Kind kind, String model, List<int[]> prompts, int n, SamplingParams sampling, StopConditions stop, List<String> stopStrings,
       boolean skipSpecialTokens, boolean stream, boolean includeUsage, boolean timing, String pinnedWorker,
       StructuredOutput constraint, OutputParsers parsers) {
     this(kind, model, prompts, n, sampling, stop, stopStrings, skipSpecialTokens, stream, includeUsage, timing, pinnedWorker,
-        constraint, parsers, false, false);
+        constraint, parsers, false, false, null);
   }
 
   public GenerationSpec withSampling(SamplingParams s) {
     return new GenerationSpec(kind, model, prompts, n, s, stop, stopStrings, skipSpecialTokens, stream, includeUsage, timing,
-        pinnedWorker, constraint, parsers, echo, oneToolCall);
+        pinnedWorker, constraint, parsers, echo, oneToolCall, lora);
   }
 
   /** Completions' {@code echo}: the prompt's text comes back before each choice's completion. */
   public GenerationSpec withEcho(boolean echo) {
     return new GenerationSpec(kind, model, prompts, n, sampling, stop, stopStrings, skipSpecialTokens, stream, includeUsage, timing,
-        pinnedWorker, constraint, parsers, echo, oneToolCall);
+        pinnedWorker, constraint, parsers, echo, oneToolCall, lora);
   }
 
   /** Chat's {@code parallel_tool_calls: false}: the first complete tool call ends the output. */
   public GenerationSpec withOneToolCall(boolean oneToolCall) {
     return new GenerationSpec(kind, model, prompts, n, sampling, stop, stopStrings, skipSpecialTokens, stream, includeUsage, timing,
-        pinnedWorker, constraint, parsers, echo, oneToolCall);
+        pinnedWorker, constraint, parsers, echo, oneToolCall, lora);
+  }
+
+  /** The request names LoRA adapter {@code lora} (null: the base model). */
+  public GenerationSpec withLora(String lora) {
+    return new GenerationSpec(kind, model, prompts, n, sampling, stop, stopStrings, skipSpecialTokens, stream, includeUsage, timing,
+        pinnedWorker, constraint, parsers, echo, oneToolCall, lora);
   }
 
   public GenerationSpec {

@@ -258,9 +258,11 @@ public final class RequestParser {
         pinned = w.asText();
       }
     }
+    String requested = body.get("model").asText(); // checked: the served model or one of its LoRA adapters
     return new GenerationSpec(
-        kind, model.name(), prompts, n, sampling, new StopConditions(maxTokens, stopIds, ignoreEos), stops, skipSpecial,
-        stream, includeUsage, timing, pinned, constraint, parsers);
+        kind, requested, prompts, n, sampling, new StopConditions(maxTokens, stopIds, ignoreEos), stops, skipSpecial,
+        stream, includeUsage, timing, pinned, constraint, parsers)
+        .withLora(requested.equals(model.name()) ? null : requested);
   }
 
   /** OpenAI's {@code logit_bias}: token id (as a string key) → −100…100. */
@@ -361,10 +363,10 @@ public final class RequestParser {
     if (!m.isTextual()) {
       throw typeError("model", "a string", m);
     }
-    if (!m.asText().equals(model.name())) {
+    if (!model.serves(m.asText())) {
       throw new ApiException(
           404,
-          "The model `" + m.asText() + "` does not exist. This server serves `" + model.name() + "`.",
+          "The model `" + m.asText() + "` does not exist. This server serves " + model.servedNames() + ".",
           "invalid_request_error",
           "model",
           "model_not_found");

@@ -515,7 +515,7 @@ class GenerationRunTest {
 
   private static WorkerStatus worker(String id, WorkerRole role, boolean reachable, String kvCacheDtype, String keyRotation) {
     var d = new dev.tandem.common.WorkerDescription(new WorkerId(id), role, 16, "m", 4096, 151_936, 1024, kvCacheDtype, keyRotation, 64, "mocker",
-        List.of(), new int[] {151645}, "", "", null, "h", "", 2, 64, 512, List.of(), "", "");
+        List.of(), new int[] {151645}, "", "", null, "h", "", 2, 64, 512, List.of(), "", "", List.of());
     return new WorkerStatus(d, id + ":1", reachable, dev.tandem.common.WorkerLoadReport.empty(new WorkerId(id)), false);
   }
 

@@ -240,7 +240,8 @@ public final class Disaggregation implements AutoCloseable {
     }
     List<WorkerClient> prefillers = new ArrayList<>();
     for (WorkerClient w : pool.routable()) {
-      if (w.isPrefillOnly() && w.movesKv() && kvLayoutMismatch(decode.description(), w.description()) == null) {
+      if (w.isPrefillOnly() && w.movesKv() && w.description().serves(request.loraName())
+          && kvLayoutMismatch(decode.description(), w.description()) == null) {
         prefillers.add(w);
       }
     }

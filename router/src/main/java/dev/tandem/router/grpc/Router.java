@@ -183,8 +183,13 @@ public final class Router implements RequestRouter, AutoCloseable {
    * away): nothing was produced, so sending it elsewhere is safe.
    */
   private Route route(GenerationRequest request, String pinnedWorker, Set<WorkerId> tried) {
-    List<WorkerClient> candidates =
-        pool.routable().stream().filter(w -> !w.isPrefillOnly() && !tried.contains(w.workerId())).toList();
+    String lora = request.loraName();
+    List<WorkerClient> candidates = pool.routable().stream()
+        .filter(w -> !w.isPrefillOnly() && !tried.contains(w.workerId()) && w.description().serves(lora)).toList();
+    if (candidates.isEmpty() && lora != null
+        && pool.routable().stream().anyMatch(w -> !w.isPrefillOnly() && !tried.contains(w.workerId()))) {
+      throw new NoWorkerAvailableException("no reachable decode or aggregated worker serves LoRA adapter '" + lora + "'", false);
+    }
     if (candidates.isEmpty()) {
       throw new NoWorkerAvailableException(
           pool.all().isEmpty()
@@ -212,7 +217,7 @@ public final class Router implements RequestRouter, AutoCloseable {
     int[] tokens = request.promptTokens();
     RoutingRequest routing =
         new RoutingRequest(
-            request.requestId(), tokens.length, BlockHasher.sequenceHashes(tokens, pool.blockSize()), pool.blockSize());
+            request.requestId(), tokens.length, BlockHasher.sequenceHashes(tokens, pool.blockSize(), request.hashSalt()), pool.blockSize());
     // Selection and reservation happen together, so that requests arriving at once see each
     // other's load instead of all picking the same idle worker.
     synchronized (this) {
@@ -224,7 +229,7 @@ public final class Router implements RequestRouter, AutoCloseable {
         try {
           selection = ((KvSelector) selector).select(routing, order, w -> {
             WorkerClient c = members.get(w);
-            return c != null && c.routable() && !c.isPrefillOnly() && !eligible.contains(w);
+            return c != null && c.routable() && !c.isPrefillOnly() && !eligible.contains(w) && c.description().serves(lora);
           });
           chosen = members.get(selection.worker());
         } catch (IllegalArgumentException notYetInTheOrder) {

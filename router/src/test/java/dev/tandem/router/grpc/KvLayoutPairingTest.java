@@ -13,7 +13,7 @@ import org.junit.jupiter.api.Test;
 class KvLayoutPairingTest {
   private static WorkerDescription worker(WorkerRole role, String dtype, String rotation) {
     return new WorkerDescription(new WorkerId(role.cliName()), role, 16, "m", 4096, 1000, 2048, dtype, rotation, 64,
-        "builtin", List.of(), new int[] {2}, "tcp", "x:1", null, "h", "", 2, 256, 8192, List.of(), "", "");
+        "builtin", List.of(), new int[] {2}, "tcp", "x:1", null, "h", "", 2, 256, 8192, List.of(), "", "", List.of());
   }
 
   @Test

@@ -65,6 +65,9 @@ class RouterTest {
   private final java.util.Map<String, LinkFigures> linkFigures = new java.util.concurrent.ConcurrentHashMap<>();
   private final List<String> probedOver = new java.util.concurrent.CopyOnWriteArrayList<>();
 
+  /** The LoRA adapters a worker describes itself as serving (none unless a test sets them). */
+  private final java.util.Map<String, List<String>> adapters = new java.util.concurrent.ConcurrentHashMap<>();
+
   /** FINISH_ON_RELEASE workers finish their streams when this completes. */
   private final CompletableFuture<Void> release = new CompletableFuture<>();
 
@@ -92,7 +95,8 @@ class RouterTest {
               public void describe(DescribeRequest r, StreamObserver<WorkerRegistration> out) {
                 var registration = WorkerRegistration.newBuilder().setWorkerId(id).setRole(role).setBlockSize(16).setModelName("m")
                     .setKvTransferBackend(kvTransferAddress.isEmpty() ? "" : backends.getFirst()).setKvTransferAddress(kvTransferAddress)
-                    .setKvBytesPerToken(1024).setNumLayers(2).setHost("host-" + id).setCpus("0");
+                    .setKvBytesPerToken(1024).setNumLayers(2).setHost("host-" + id).setCpus("0")
+                    .addAllLoraAdapters(adapters.getOrDefault(id, List.of()));
                 if (!kvTransferAddress.isEmpty()) {
                   for (String b : backends) {
                     registration.addKvTransferEndpoints(
@@ -206,6 +210,33 @@ class RouterTest {
     public void onCompleted() {
       end.complete(null);
     }
+  }
+
+  /**
+   * A request naming a LoRA adapter goes only to workers that describe it, carrying its name; one
+   * naming an adapter no worker serves is refused, naming it, while base-model requests go anywhere.
+   */
+  @Test
+  void aRequestForAnAdapterGoesOnlyToWorkersServingIt() throws Exception {
+    adapters.put("w1", List.of("sql", "chat"));
+    Seen plain = worker("w0", WorkerRole.WORKER_ROLE_AGGREGATED, Behaviour.FINISH);
+    Seen withAdapters = worker("w1", WorkerRole.WORKER_ROLE_AGGREGATED, Behaviour.FINISH);
+    Router r = router("w0", "w1");
+    java.util.Set<WorkerId> base = new java.util.HashSet<>();
+    for (int i = 0; i < 4; i++) {
+      assertEquals(new WorkerId("w1"), r.route(request("s" + i, 40).withLora("sql"), null).worker(), "round-robin, among those serving sql");
+    }
+    for (int i = 0; i < 4; i++) {
+      base.add(r.route(request("b" + i, 40), null).worker());
+    }
+    assertEquals(java.util.Set.of(new WorkerId("w0"), new WorkerId("w1")), base, "the base model anywhere");
+    Collector c = new Collector(pool);
+    r.route(request("go", 40).withLora("chat"), null).start(c);
+    assertEquals(null, c.end.get(5, TimeUnit.SECONDS));
+    assertEquals("chat", withAdapters.request.get(5, TimeUnit.SECONDS).getLoraName(), "the worker is told the adapter");
+    assertTrue(!plain.request.isDone(), "the worker without it never saw it");
+    var refused = assertThrows(NoWorkerAvailableException.class, () -> r.route(request("x", 40).withLora("legal"), null));
+    assertTrue(refused.getMessage().contains("LoRA adapter 'legal'"), refused.getMessage());
   }
 
   @Test

@@ -13,7 +13,7 @@ import org.junit.jupiter.api.Test;
 class SharedComputeTest {
   private static WorkerDescription worker(String host, String cpus, String gpu) {
     return new WorkerDescription(new WorkerId(host + cpus + gpu), WorkerRole.DECODE, 16, "m", 4096, 1000, 2048, "bf16", "", 64,
-        "builtin", List.of(), new int[] {2}, "tcp", "x:1", null, host, cpus, 2, 256, 8192, List.of(), gpu, "");
+        "builtin", List.of(), new int[] {2}, "tcp", "x:1", null, host, cpus, 2, 256, 8192, List.of(), gpu, "", List.of());
   }
 
   @Test

@@ -1,0 +1,265 @@
+package dev.tandem.engine.model;
+
+import com.fasterxml.jackson.databind.JsonNode;
+import com.fasterxml.jackson.databind.ObjectMapper;
+import dev.tandem.engine.compute.WeightMatrix;
+import java.io.IOException;
+import java.lang.foreign.Arena;
+import java.lang.foreign.MemorySegment;
+import java.lang.foreign.ValueLayout;
+import java.nio.file.Files;
+import java.nio.file.Path;
+import java.util.ArrayList;
+import java.util.EnumMap;
+import java.util.List;
+import java.util.Map;
+import java.util.TreeMap;
+import java.util.regex.Matcher;
+import java.util.regex.Pattern;
+
+/**
+ * A LoRA adapter in PEFT's format ({@code adapter_config.json} and {@code adapter_model.safetensors},
+ * as {@code peft}'s {@code save_pretrained} writes them), loaded for one base model: for each
+ * adapted projection of each layer, the low-rank pair whose product is added to the projection's
+ * output, {@code y = W·x + B·(A·x)}, with PEFT's scaling ({@code lora_alpha / r}, or {@code
+ * lora_alpha / √r} with {@code use_rslora}) folded into B. Both are kept in f32, whatever the
+ * file stores. Fused projections (Phi-3's {@code qkv_proj} and {@code gate_up_proj}) share one A
+ * and split their B by rows into the q, k, v (gate, up) parts.
+ *
+ * <p>What PEFT can express and this engine does not apply is refused when the adapter loads,
+ * naming the file and field: DoRA, per-module ranks or alphas, trained biases, extra modules
+ * ({@code modules_to_save}), adapted embeddings or LM head, a rank above {@code --max-lora-rank}.
+ * Immutable; the f32 copies live as long as the adapter is reachable.
+ */
+public final class LoraAdapter {
+  /** An adapter as the command line names it: the name requests use, and its directory. */
+  public record Source(String name, Path dir) {}
+
+  /** The projections an adapter may change: the seven matrices of {@link LayerWeights}. */
+  public enum Target {
+    Q, K, V, O, GATE, UP, DOWN
+  }
+
+  /** One projection's low-rank change: A (rank × in) and B (out × rank), scaled. */
+  public record Delta(WeightMatrix a, WeightMatrix b) {}
+
+  private static final Pattern TENSOR = Pattern.compile(
+      "(?:.*\\.)?layers\\.(\\d+)\\.(?:self_attn|mlp)\\.(q_proj|k_proj|v_proj|o_proj|qkv_proj|gate_proj|up_proj|down_proj|gate_up_proj)"
+          + "\\.lora_([AB])(?:\\.[A-Za-z0-9_-]+)?\\.weight");
+
+  private final String name;
+  private final Path dir;
+  private final int rank;
+  private final double scaling;
+  private final List<Map<Target, Delta>> layers; // per layer: the projections this adapter changes there
+
+  private LoraAdapter(String name, Path dir, int rank, double scaling, List<Map<Target, Delta>> layers) {
+    this.name = name;
+    this.dir = dir;
+    this.rank = rank;
+    this.scaling = scaling;
+    this.layers = layers;
+  }
+
+  public String name() {
+    return name;
+  }
+
+  public Path dir() {
+    return dir;
+  }
+
+  public int rank() {
+    return rank;
+  }
+
+  /** PEFT's scaling, folded into every B. */
+  public double scaling() {
+    return scaling;
+  }
+
+  /** The change to layer {@code layer}'s projection {@code target}, or null where the adapter leaves it as it is. */
+  public Delta delta(int layer, Target target) {
+    return layers.get(layer).get(target);
+  }
+
+  /** How many projections the adapter changes, over every layer. */
+  public int deltaCount() {
+    return layers.stream().mapToInt(Map::size).sum();
+  }
+
+  /**
+   * Reads the adapter in {@code source.dir()} for a model of {@code config}.
+   *
+   * @throws ModelFormatException naming the file and field when the adapter cannot be applied
+   */
+  public static LoraAdapter load(Source source, ModelConfig config, int maxRank) {
+    Path configFile = source.dir().resolve("adapter_config.json");
+    JsonNode root = readJson(configFile);
+    int rank = intField(configFile, root, "r", -1);
+    if (rank < 1) {
+      throw new ModelFormatException(configFile + ": field 'r' must be a positive integer (the adapter's rank)");
+    }
+    if (rank > maxRank) {
+      throw new ModelFormatException(configFile + ": field 'r' is " + rank + ", above --max-lora-rank " + maxRank
+          + " (raise --max-lora-rank to serve this adapter)");
+    }
+    refuseUnsupported(configFile, root);
+    double alpha = root.path("lora_alpha").isMissingNode() ? 8 : root.path("lora_alpha").asDouble(Double.NaN);
+    if (!Double.isFinite(alpha)) {
+      throw new ModelFormatException(configFile + ": field 'lora_alpha' must be a number");
+    }
+    double scaling = root.path("use_rslora").asBoolean(false) ? alpha / Math.sqrt(rank) : alpha / rank;
+
+    Path weightsFile = source.dir().resolve("adapter_model.safetensors");
+    if (!Files.isRegularFile(weightsFile)) {
+      throw new ModelFormatException(weightsFile + ": file does not exist"
+          + (Files.isRegularFile(source.dir().resolve("adapter_model.bin")) ? " (adapter_model.bin, a pickle, is not read: save the adapter with safe_serialization)" : ""));
+    }
+    List<Map<Target, Delta>> layers = new ArrayList<>();
+    for (int l = 0; l < config.numLayers(); l++) {
+      layers.add(new EnumMap<>(Target.class));
+    }
+    try (SafetensorsFile file = SafetensorsFile.open(weightsFile)) {
+      Map<String, Tensor[]> pairs = new TreeMap<>(); // "layer.module" -> {A, B}
+      for (Tensor t : file.tensors().values()) {
+        Matcher m = TENSOR.matcher(t.name());
+        if (!m.matches()) {
+          throw new ModelFormatException(weightsFile + ": tensor '" + t.name()
+              + "' is not a LoRA A or B of a layer's q/k/v/o, gate/up/down (or qkv/gate_up) projection; adapted embeddings, LM heads and biases are not applied");
+        }
+        int layer = Integer.parseInt(m.group(1));
+        if (layer >= config.numLayers()) {
+          throw new ModelFormatException(weightsFile + ": tensor '" + t.name() + "' names layer " + layer + " of a model with "
+              + config.numLayers() + " layers (an adapter for another model?)");
+        }
+        Tensor[] pair = pairs.computeIfAbsent(layer + "." + m.group(2), k -> new Tensor[2]);
+        pair[m.group(3).equals("A") ? 0 : 1] = t;
+      }
+      if (pairs.isEmpty()) {
+        throw new ModelFormatException(weightsFile + ": no LoRA tensors (lora_A / lora_B of a layer's projection)");
+      }
+      for (Map.Entry<String, Tensor[]> e : pairs.entrySet()) {
+        int dot = e.getKey().indexOf('.');
+        int layer = Integer.parseInt(e.getKey().substring(0, dot));
+        String module = e.getKey().substring(dot + 1);
+        add(weightsFile, config, layers.get(layer), module, e.getValue(), rank, (float) scaling);
+      }
+    }
+    return new LoraAdapter(source.name(), source.dir(), rank, scaling, layers.stream().map(Map::copyOf).toList());
+  }
+
+  private static void refuseUnsupported(Path file, JsonNode root) {
+    String type = root.path("peft_type").asText("LORA");
+    if (!type.equals("LORA")) {
+      throw new ModelFormatException(file + ": field 'peft_type' is " + type + "; only LORA adapters are applied");
+    }
+    if (root.path("use_dora").asBoolean(false)) {
+      throw new ModelFormatException(file + ": field 'use_dora' is true; DoRA adapters are not applied, only LoRA");
+    }
+    if (!root.path("bias").asText("none").equals("none")) {
+      throw new ModelFormatException(file + ": field 'bias' is " + root.path("bias") + "; only adapters that train no bias (\"none\") are applied");
+    }
+    if (root.path("fan_in_fan_out").asBoolean(false)) {
+      throw new ModelFormatException(file + ": field 'fan_in_fan_out' is true (Conv1D layers, GPT-2's); these models' projections are nn.Linear");
+    }
+    for (String field : List.of("modules_to_save", "rank_pattern", "alpha_pattern")) {
+      JsonNode n = root.path(field);
+      if (!n.isMissingNode() && !n.isNull() && !n.isEmpty()) {
+        throw new ModelFormatException(file + ": field '" + field + "' is set (" + n + "); "
+            + (field.equals("modules_to_save") ? "fully trained extra modules are not applied" : "one rank and alpha for every module are applied"));
+      }
+    }
+  }
+
+  /** Checks one projection's A and B against the model and adds its delta (or deltas, for a fused projection). */
+  private static void add(Path file, ModelConfig c, Map<Target, Delta> layer, String module, Tensor[] pair, int rank, float scaling) {
+    if (pair[0] == null || pair[1] == null) {
+      throw new ModelFormatException(file + ": " + (pair[0] == null ? pair[1].name() : pair[0].name()) + " has no "
+          + (pair[0] == null ? "lora_A" : "lora_B") + " beside it");
+    }
+    int in = switch (module) {
+      case "o_proj" -> c.qDim();
+      case "down_proj" -> c.intermediateSize();
+      default -> c.hiddenSize();
+    };
+    int[] parts = switch (module) { // output rows of each part, in order
+      case "q_proj" -> new int[] {c.qDim()};
+      case "k_proj", "v_proj" -> new int[] {c.kvDim()};
+      case "o_proj", "down_proj" -> new int[] {c.hiddenSize()};
+      case "gate_proj", "up_proj" -> new int[] {c.intermediateSize()};
+      case "qkv_proj" -> new int[] {c.qDim(), c.kvDim(), c.kvDim()};
+      case "gate_up_proj" -> new int[] {c.intermediateSize(), c.intermediateSize()};
+      default -> throw new IllegalStateException(module);
+    };
+    Target[] targets = switch (module) {
+      case "q_proj" -> new Target[] {Target.Q};
+      case "k_proj" -> new Target[] {Target.K};
+      case "v_proj" -> new Target[] {Target.V};
+      case "o_proj" -> new Target[] {Target.O};
+      case "gate_proj" -> new Target[] {Target.GATE};
+      case "up_proj" -> new Target[] {Target.UP};
+      case "down_proj" -> new Target[] {Target.DOWN};
+      case "qkv_proj" -> new Target[] {Target.Q, Target.K, Target.V};
+      case "gate_up_proj" -> new Target[] {Target.GATE, Target.UP};
+      default -> throw new IllegalStateException(module);
+    };
+    int out = java.util.Arrays.stream(parts).sum();
+    expectShape(file, pair[0], rank, in, module, rank);
+    expectShape(file, pair[1], out, rank, module, rank);
+    WeightMatrix a = f32(pair[0].name(), pair[0], 0, rank, in, 1f);
+    int row = 0;
+    for (int i = 0; i < parts.length; i++) {
+      if (layer.containsKey(targets[i])) {
+        throw new ModelFormatException(file + ": " + pair[1].name() + " changes a projection another tensor of the adapter already changes");
+      }
+      layer.put(targets[i], new Delta(a, f32(pair[1].name(), pair[1], row, parts[i], rank, scaling)));
+      row += parts[i];
+    }
+  }
+
+  private static void expectShape(Path file, Tensor t, int rows, int cols, String module, int rank) {
+    if (t.shape().length != 2 || t.shape()[0] != rows || t.shape()[1] != cols) {
+      throw new ModelFormatException(file + ": " + t.name() + " has shape " + t.shapeString() + ", expected [" + rows + ", " + cols
+          + "] for this model's " + module + " at adapter_config.json's r = " + rank + " (an adapter for another model?)");
+    }
+  }
+
+  /** Rows {@code [from, from + rows)} of a 2-D tensor as an f32 matrix, each value times {@code scale}. */
+  private static WeightMatrix f32(String name, Tensor t, int from, int rows, int cols, float scale) {
+    MemorySegment data = Arena.ofAuto().allocate((long) rows * cols * Float.BYTES, 64);
+    for (int r = 0; r < rows; r++) {
+      for (int col = 0; col < cols; col++) {
+        long i = (long) r * cols + col;
+        data.setAtIndex(ValueLayout.JAVA_FLOAT, i, t.get((long) (from + r) * cols + col) * scale);
+      }
+    }
+    return new WeightMatrix(name, DType.F32, rows, cols, data);
+  }
+
+  private static JsonNode readJson(Path file) {
+    if (!Files.isRegularFile(file)) {
+      throw new ModelFormatException(file + ": file does not exist (a PEFT LoRA adapter's directory holds adapter_config.json and adapter_model.safetensors)");
+    }
+    try {
+      JsonNode root = new ObjectMapper().readTree(file.toFile());
+      if (root == null || !root.isObject()) {
+        throw new ModelFormatException(file + ": not a JSON object");
+      }
+      return root;
+    } catch (IOException e) {
+      throw new ModelFormatException(file + ": not valid JSON: " + e.getMessage());
+    }
+  }
+
+  private static int intField(Path file, JsonNode root, String field, int absent) {
+    JsonNode n = root.path(field);
+    if (n.isMissingNode()) {
+      return absent;
+    }
+    if (!n.canConvertToInt() || !n.isIntegralNumber()) {
+      throw new ModelFormatException(file + ": field '" + field + "' must be an integer, not " + n);
+    }
+    return n.intValue();
+  }
+}

@@ -1,0 +1,150 @@
+package dev.tandem.engine.builtin;
+
+import static dev.tandem.engine.EngineRuns.runToCompletion;
+import static org.junit.jupiter.api.Assertions.assertEquals;
+import static org.junit.jupiter.api.Assertions.assertNotEquals;
+import static org.junit.jupiter.api.Assertions.assertThrows;
+import static org.junit.jupiter.api.Assertions.assertTrue;
+
+import dev.tandem.common.BlockHasher;
+import dev.tandem.common.KvEvent;
+import dev.tandem.common.SamplingParams;
+import dev.tandem.common.StopConditions;
+import dev.tandem.engine.EngineRequest;
+import dev.tandem.engine.RequestOutput;
+import dev.tandem.engine.model.DType;
+import dev.tandem.engine.model.LoraAdapter;
+import dev.tandem.engine.model.ModelFormatException;
+import dev.tandem.engine.modeltools.LoraGenerator;
+import java.nio.file.Path;
+import java.util.ArrayList;
+import java.util.HashMap;
+import java.util.List;
+import java.util.Map;
+import java.util.stream.IntStream;
+import org.junit.jupiter.api.BeforeAll;
+import org.junit.jupiter.api.Test;
+import org.junit.jupiter.api.io.TempDir;
+
+/**
+ * The built-in engine serving LoRA adapters beside its base model: each request runs with the
+ * adapter it names, batched with others on other adapters or none, and gets the tokens it gets
+ * alone; adapters' prefix caches are their own (the same prompt under another adapter is not a
+ * hit), and their KV events carry the salted hashes a router computes; an adapter the engine did
+ * not load is refused, naming it.
+ */
+class LoraEngineTest {
+  @TempDir static Path dir;
+  static Path model;
+  static Path sql;
+  static Path chat;
+
+  @BeforeAll
+  static void create() throws Exception {
+    model = TestModels.tinyQwen3(dir.resolve("tiny"), DType.BF16);
+    sql = dir.resolve("sql");
+    LoraGenerator.write(model, sql, 8, 16, false, LoraGenerator.ALL_TARGETS, 1, DType.F32);
+    chat = dir.resolve("chat");
+    LoraGenerator.write(model, chat, 4, 8, false, List.of("q_proj", "v_proj"), 2, DType.BF16);
+  }
+
+  private static BuiltinEngine engine() {
+    return BuiltinEngine.open(BuiltinConfig.of(model).withCompute("cpu", 2).withBatching(16, 512, true).withKvCacheBytes(8 << 20)
+        .withLora(List.of(new LoraAdapter.Source("sql", sql), new LoraAdapter.Source("chat", chat)), 16));
+  }
+
+  private static int[] prompt(int length, int salt) {
+    return IntStream.range(0, length).map(i -> (i * 31 + salt * 17 + 3) % 250).toArray();
+  }
+
+  private static EngineRequest greedy(String id, int[] prompt, String lora) {
+    return new EngineRequest(id, prompt, SamplingParams.greedy(), new StopConditions(12, new int[0], true), null, 12, lora);
+  }
+
+  private static List<Integer> alone(EngineRequest r) {
+    try (BuiltinEngine e = engine()) {
+      e.add(r);
+      return runToCompletion(e, new HashMap<>()).get(r.requestId());
+    }
+  }
+
+  @Test
+  void eachRequestGetsItsAdaptersTokensWhateverRunsBesideIt() {
+    int[] p = prompt(37, 1);
+    List<Integer> base = alone(greedy("base", p, null));
+    List<Integer> onSql = alone(greedy("sql", p, "sql"));
+    List<Integer> onChat = alone(greedy("chat", p, "chat"));
+    assertNotEquals(base, onSql, "the adapter changes the output");
+    assertNotEquals(base, onChat);
+    assertNotEquals(onSql, onChat);
+    try (BuiltinEngine e = engine()) {
+      assertEquals(List.of("sql", "chat"), e.loraAdapters());
+      e.add(greedy("b", p, null));
+      e.add(greedy("s", p, "sql"));
+      e.add(greedy("c", p, "chat"));
+      e.add(greedy("s2", prompt(20, 2), "sql"));
+      Map<String, List<Integer>> out = runToCompletion(e, new HashMap<>());
+      assertEquals(base, out.get("b"), "the base model beside two adapters");
+      assertEquals(onSql, out.get("s"));
+      assertEquals(onChat, out.get("c"));
+      assertEquals(alone(greedy("s2", prompt(20, 2), "sql")), out.get("s2"));
+      assertEquals(0, e.pool().usedBlocks(), "every block back");
+    }
+  }
+
+  @Test
+  void anAdaptersPrefixCacheIsItsOwnAndItsEventsCarryTheSaltedHashes() {
+    int[] p = prompt(40, 3);
+    try (BuiltinEngine e = engine()) {
+      List<KvEvent> events = new ArrayList<>();
+      e.setEventSink(events::add);
+      Map<String, RequestOutput> last = new HashMap<>();
+      e.add(greedy("base", p, null));
+      runToCompletion(e, last);
+      e.add(greedy("sql", p, "sql"));
+      runToCompletion(e, last);
+      assertEquals(0, last.get("sql").cachedTokens(), "the base model's blocks are not the adapter's");
+      e.add(greedy("sql-again", p, "sql"));
+      List<Integer> again = runToCompletion(e, last).get("sql-again");
+      assertEquals(32, last.get("sql-again").cachedTokens(), "the adapter's own blocks are");
+      assertEquals(alone(greedy("x", p, "sql")), again, "and give the same tokens");
+      e.add(greedy("chat", p, "chat"));
+      runToCompletion(e, last);
+      assertEquals(0, last.get("chat").cachedTokens(), "another adapter's blocks are not");
+
+      List<Long> stored = events.stream().filter(ev -> ev instanceof KvEvent.Stored).map(ev -> (KvEvent.Stored) ev)
+          .flatMap(s -> s.blocks().stream()).map(KvEvent.StoredBlock::sequenceHash).toList();
+      long[] plain = BlockHasher.sequenceHashes(p, 16);
+      long[] salted = BlockHasher.sequenceHashes(p, 16, BlockHasher.salt("sql"));
+      for (int b = 0; b < 2; b++) {
+        assertTrue(stored.contains(plain[b]), "the base model's block " + b);
+        assertTrue(stored.contains(salted[b]), "the adapter's block " + b + ", hashed as a router hashes it");
+        assertNotEquals(plain[b], salted[b]);
+      }
+    }
+  }
+
+  @Test
+  void anAdapterTheEngineDidNotLoadIsRefusedNamingIt() {
+    try (BuiltinEngine e = engine()) {
+      var error = assertThrows(IllegalArgumentException.class, () -> e.add(greedy("r", prompt(10, 1), "legal")));
+      assertTrue(error.getMessage().contains("'legal'") && error.getMessage().contains("sql, chat"), error.getMessage());
+      assertEquals(0, e.pool().usedBlocks());
+      assertTrue(!e.hasWork());
+    }
+    try (BuiltinEngine plain = BuiltinEngine.open(BuiltinConfig.of(model).withCompute("cpu", 2))) {
+      var error = assertThrows(IllegalArgumentException.class, () -> plain.add(greedy("r", prompt(10, 1), "sql")));
+      assertTrue(error.getMessage().contains("loaded none"), error.getMessage());
+    }
+  }
+
+  @Test
+  void anAdapterAboveTheRankLimitOrNamedTwiceFailsAtStartup() {
+    var rank = assertThrows(ModelFormatException.class, () -> BuiltinEngine.open(BuiltinConfig.of(model).withCompute("cpu", 2)
+        .withLora(List.of(new LoraAdapter.Source("sql", sql)), 4)));
+    assertTrue(rank.getMessage().contains("adapter_config.json") && rank.getMessage().contains("--max-lora-rank 4"), rank.getMessage());
+    var twice = assertThrows(IllegalArgumentException.class, () -> BuiltinEngine.open(BuiltinConfig.of(model).withCompute("cpu", 2)
+        .withLora(List.of(new LoraAdapter.Source("a", sql), new LoraAdapter.Source("a", chat)), 16)));
+    assertTrue(twice.getMessage().contains("'a' twice"), twice.getMessage());
+  }
+}
