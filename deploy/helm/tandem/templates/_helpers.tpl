@@ -91,3 +91,12 @@ lifecycle:
     defaultMode: 0400
 {{- end }}
 {{- end }}
+
+{{/* model.loraModules as --lora-modules reads them from TANDEM_LORA_MODULES: "name=path" entries separated by spaces. */}}
+{{- define "tandem.loraModules" -}}
+{{- $entries := list -}}
+{{- range .Values.model.loraModules -}}
+{{- $entries = append $entries (printf "%s=%s" .name .path) -}}
+{{- end -}}
+{{- join " " $entries -}}
+{{- end -}}

@@ -72,7 +72,6 @@ public final class Transformer implements ForwardPass {
   private float[] hb = new float[0]; // (tokens, intermediate) gate, then act(gate) · up
   private float[] hb2 = new float[0]; // (tokens, intermediate) up
   private List<LoraRows> loras; // this pass's rows by LoRA adapter; null when every slice runs the base model
-  private final float[][] loraBuffers = {new float[0], new float[0], new float[0]}; // gathered input, A·x, B·A·x
 
   /** The rows of a pass that run with one LoRA adapter. */
   private record LoraRows(LoraAdapter adapter, int[] rows) {}
@@ -284,8 +283,7 @@ public final class Transformer implements ForwardPass {
   /**
    * Adds each LoRA adapter's change to projection {@code target} of layer {@code layer} to the
    * rows of {@code out} (width {@code outDim}) that run with it: {@code B·(A·x)} of their rows of
-   * {@code in} (width {@code inDim}), gathered so that each adapter's two matrices run once over
-   * all of its rows.
+   * {@code in} (width {@code inDim}), on the backend.
    */
   private void lora(int layer, Target target, float[] in, int inDim, float[] out, int outDim) {
     if (loras == null) {
@@ -293,33 +291,10 @@ public final class Transformer implements ForwardPass {
     }
     for (LoraRows group : loras) {
       LoraAdapter.Delta delta = group.adapter().delta(layer, target);
-      if (delta == null) {
-        continue;
-      }
-      int[] rows = group.rows();
-      int n = rows.length;
-      float[] gathered = loraBuffer(0, n * inDim);
-      for (int i = 0; i < n; i++) {
-        System.arraycopy(in, rows[i] * inDim, gathered, i * inDim, inDim);
-      }
-      float[] reduced = loraBuffer(1, n * delta.a().rows());
-      backend.matmul(gathered, n, delta.a(), reduced);
-      float[] change = loraBuffer(2, n * outDim);
-      backend.matmul(reduced, n, delta.b(), change);
-      for (int i = 0; i < n; i++) {
-        int at = rows[i] * outDim;
-        for (int c = 0; c < outDim; c++) {
-          out[at + c] += change[i * outDim + c];
-        }
+      if (delta != null) {
+        backend.addLowRank(in, inDim, group.rows(), delta.aRows(), delta.bColumns(), delta.rank(), out, outDim);
       }
     }
-  }
-
-  private float[] loraBuffer(int which, int size) {
-    if (loraBuffers[which].length < size) {
-      loraBuffers[which] = new float[size];
-    }
-    return loraBuffers[which];
   }
 
   /** Final norm and LM head, only for the last token of slices that want logits. */

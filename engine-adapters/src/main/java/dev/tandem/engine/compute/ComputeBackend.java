@@ -55,6 +55,31 @@ public interface ComputeBackend extends AutoCloseable {
    */
   void geluTanhMul(float[] gate, float[] up, int n);
 
+  /**
+   * A low-rank change added to some rows (a LoRA adapter's to a projection's output): for each row
+   * {@code t} of {@code rows}, {@code out[t] += Σ_k (aRows[k] · in[t]) · bColumns[k]}, where {@code
+   * in}'s rows have {@code inDim} values, {@code out}'s {@code outDim}, {@code aRows} holds A's
+   * {@code rank} rows ({@code rank × inDim}) and {@code bColumns} B's {@code rank} columns ({@code
+   * rank × outDim}). Other rows of {@code out} are left as they are.
+   */
+  default void addLowRank(float[] in, int inDim, int[] rows, float[] aRows, float[] bColumns, int rank, float[] out, int outDim) {
+    float[] mid = new float[rank];
+    for (int t : rows) {
+      for (int k = 0; k < rank; k++) {
+        float sum = 0;
+        for (int i = 0; i < inDim; i++) {
+          sum += aRows[k * inDim + i] * in[t * inDim + i];
+        }
+        mid[k] = sum;
+      }
+      for (int k = 0; k < rank; k++) {
+        for (int o = 0; o < outDim; o++) {
+          out[t * outDim + o] += mid[k] * bColumns[k * outDim + o];
+        }
+      }
+    }
+  }
+
   /** Causal attention over the paged KV cache; see {@link AttentionBatch}. */
   void attention(AttentionBatch batch);
 

@@ -1062,6 +1062,236 @@ public final class VectorBackend implements ComputeBackend {
     return bits.or(h.and(0x8000).lanewise(VectorOperators.LSHL, 16)).reinterpretAsFloats();
   }
 
+  /**
+   * Rows split over the compute threads where they hold enough work (a prefill chunk's), else on
+   * the calling thread: a decode step's few rows are a few thousand multiply-adds a projection,
+   * less than waking the helpers costs.
+   */
+  @Override
+  public void addLowRank(float[] in, int inDim, int[] rows, float[] aRows, float[] bColumns, int rank, float[] out, int outDim) {
+    int grain = Math.max(1, (1 << 16) / Math.max(1, rank * (inDim + outDim)));
+    runner.forRange(rows.length, grain, (from, to) -> {
+      float[] mid = new float[4 * rank];
+      int j = from;
+      for (; j + 4 <= to; j += 4) { // four rows share each load of A and of B
+        reduceRank4(in, rows, j, inDim, aRows, rank, mid);
+        expandRank4(mid, bColumns, rank, out, rows, j, outDim);
+      }
+      for (; j < to; j++) {
+        int t = rows[j];
+        reduceRank(in, t * inDim, inDim, aRows, rank, mid);
+        expandRank(mid, bColumns, rank, out, t * outDim, outDim);
+      }
+    });
+  }
+
+  /** {@code mid[r·rank + k] = aRows[k] · x_r} for rows {@code rows[j..j+4)}: each vector of A loaded once for the four. */
+  private static void reduceRank4(float[] x, int[] rows, int j, int n, float[] aRows, int rank, float[] mid) {
+    int x0 = rows[j] * n;
+    int x1 = rows[j + 1] * n;
+    int x2 = rows[j + 2] * n;
+    int x3 = rows[j + 3] * n;
+    int upper = F.loopBound(n);
+    for (int k = 0; k < rank; k += 2) {
+      boolean pair = k + 1 < rank;
+      int a0 = k * n;
+      int a1 = pair ? a0 + n : a0;
+      FloatVector s00 = FloatVector.zero(F);
+      FloatVector s01 = s00;
+      FloatVector s02 = s00;
+      FloatVector s03 = s00;
+      FloatVector s10 = s00;
+      FloatVector s11 = s00;
+      FloatVector s12 = s00;
+      FloatVector s13 = s00;
+      int i = 0;
+      for (; i < upper; i += L) {
+        FloatVector w0 = FloatVector.fromArray(F, aRows, a0 + i);
+        FloatVector w1 = FloatVector.fromArray(F, aRows, a1 + i);
+        FloatVector v0 = FloatVector.fromArray(F, x, x0 + i);
+        FloatVector v1 = FloatVector.fromArray(F, x, x1 + i);
+        FloatVector v2 = FloatVector.fromArray(F, x, x2 + i);
+        FloatVector v3 = FloatVector.fromArray(F, x, x3 + i);
+        s00 = w0.fma(v0, s00);
+        s01 = w0.fma(v1, s01);
+        s02 = w0.fma(v2, s02);
+        s03 = w0.fma(v3, s03);
+        s10 = w1.fma(v0, s10);
+        s11 = w1.fma(v1, s11);
+        s12 = w1.fma(v2, s12);
+        s13 = w1.fma(v3, s13);
+      }
+      float m00 = s00.reduceLanes(VectorOperators.ADD);
+      float m01 = s01.reduceLanes(VectorOperators.ADD);
+      float m02 = s02.reduceLanes(VectorOperators.ADD);
+      float m03 = s03.reduceLanes(VectorOperators.ADD);
+      float m10 = s10.reduceLanes(VectorOperators.ADD);
+      float m11 = s11.reduceLanes(VectorOperators.ADD);
+      float m12 = s12.reduceLanes(VectorOperators.ADD);
+      float m13 = s13.reduceLanes(VectorOperators.ADD);
+      for (; i < n; i++) {
+        float w0 = aRows[a0 + i];
+        float w1 = aRows[a1 + i];
+        m00 += w0 * x[x0 + i];
+        m01 += w0 * x[x1 + i];
+        m02 += w0 * x[x2 + i];
+        m03 += w0 * x[x3 + i];
+        m10 += w1 * x[x0 + i];
+        m11 += w1 * x[x1 + i];
+        m12 += w1 * x[x2 + i];
+        m13 += w1 * x[x3 + i];
+      }
+      mid[k] = m00;
+      mid[rank + k] = m01;
+      mid[2 * rank + k] = m02;
+      mid[3 * rank + k] = m03;
+      if (pair) {
+        mid[k + 1] = m10;
+        mid[rank + k + 1] = m11;
+        mid[2 * rank + k + 1] = m12;
+        mid[3 * rank + k + 1] = m13;
+      }
+    }
+  }
+
+  /** Rows {@code rows[j..j+4)} of y each {@code += Σ_k mid[r·rank + k] · bColumns[k]}: each vector of B loaded once for the four. */
+  private static void expandRank4(float[] mid, float[] bColumns, int rank, float[] y, int[] rows, int j, int n) {
+    int y0 = rows[j] * n;
+    int y1 = rows[j + 1] * n;
+    int y2 = rows[j + 2] * n;
+    int y3 = rows[j + 3] * n;
+    int upper = F.loopBound(n);
+    int o = 0;
+    for (; o + 2 * L <= upper; o += 2 * L) {
+      FloatVector a0 = FloatVector.fromArray(F, y, y0 + o);
+      FloatVector a1 = FloatVector.fromArray(F, y, y1 + o);
+      FloatVector a2 = FloatVector.fromArray(F, y, y2 + o);
+      FloatVector a3 = FloatVector.fromArray(F, y, y3 + o);
+      FloatVector b0 = FloatVector.fromArray(F, y, y0 + o + L);
+      FloatVector b1 = FloatVector.fromArray(F, y, y1 + o + L);
+      FloatVector b2 = FloatVector.fromArray(F, y, y2 + o + L);
+      FloatVector b3 = FloatVector.fromArray(F, y, y3 + o + L);
+      for (int k = 0; k < rank; k++) {
+        FloatVector wa = FloatVector.fromArray(F, bColumns, k * n + o);
+        FloatVector wb = FloatVector.fromArray(F, bColumns, k * n + o + L);
+        FloatVector m0 = FloatVector.broadcast(F, mid[k]);
+        FloatVector m1 = FloatVector.broadcast(F, mid[rank + k]);
+        FloatVector m2 = FloatVector.broadcast(F, mid[2 * rank + k]);
+        FloatVector m3 = FloatVector.broadcast(F, mid[3 * rank + k]);
+        a0 = wa.fma(m0, a0);
+        a1 = wa.fma(m1, a1);
+        a2 = wa.fma(m2, a2);
+        a3 = wa.fma(m3, a3);
+        b0 = wb.fma(m0, b0);
+        b1 = wb.fma(m1, b1);
+        b2 = wb.fma(m2, b2);
+        b3 = wb.fma(m3, b3);
+      }
+      a0.intoArray(y, y0 + o);
+      a1.intoArray(y, y1 + o);
+      a2.intoArray(y, y2 + o);
+      a3.intoArray(y, y3 + o);
+      b0.intoArray(y, y0 + o + L);
+      b1.intoArray(y, y1 + o + L);
+      b2.intoArray(y, y2 + o + L);
+      b3.intoArray(y, y3 + o + L);
+    }
+    for (; o < n; o++) { // past the last pair of whole vectors: a vector's worth at most, one value at a time
+      float c0 = y[y0 + o];
+      float c1 = y[y1 + o];
+      float c2 = y[y2 + o];
+      float c3 = y[y3 + o];
+      for (int k = 0; k < rank; k++) {
+        float w = bColumns[k * n + o];
+        c0 += mid[k] * w;
+        c1 += mid[rank + k] * w;
+        c2 += mid[2 * rank + k] * w;
+        c3 += mid[3 * rank + k] * w;
+      }
+      y[y0 + o] = c0;
+      y[y1 + o] = c1;
+      y[y2 + o] = c2;
+      y[y3 + o] = c3;
+    }
+  }
+
+  /** {@code mid[k] = aRows[k] · x} for each of the {@code rank} rows, four at a time (four independent sums, one load of x). */
+  private static void reduceRank(float[] x, int xOff, int n, float[] aRows, int rank, float[] mid) {
+    int upper = F.loopBound(n);
+    int k = 0;
+    for (; k + 4 <= rank; k += 4) {
+      int a0 = k * n;
+      FloatVector s0 = FloatVector.zero(F);
+      FloatVector s1 = s0;
+      FloatVector s2 = s0;
+      FloatVector s3 = s0;
+      int i = 0;
+      for (; i < upper; i += L) {
+        FloatVector v = FloatVector.fromArray(F, x, xOff + i);
+        s0 = FloatVector.fromArray(F, aRows, a0 + i).fma(v, s0);
+        s1 = FloatVector.fromArray(F, aRows, a0 + n + i).fma(v, s1);
+        s2 = FloatVector.fromArray(F, aRows, a0 + 2 * n + i).fma(v, s2);
+        s3 = FloatVector.fromArray(F, aRows, a0 + 3 * n + i).fma(v, s3);
+      }
+      float m0 = s0.reduceLanes(VectorOperators.ADD);
+      float m1 = s1.reduceLanes(VectorOperators.ADD);
+      float m2 = s2.reduceLanes(VectorOperators.ADD);
+      float m3 = s3.reduceLanes(VectorOperators.ADD);
+      for (; i < n; i++) {
+        float v = x[xOff + i];
+        m0 += aRows[a0 + i] * v;
+        m1 += aRows[a0 + n + i] * v;
+        m2 += aRows[a0 + 2 * n + i] * v;
+        m3 += aRows[a0 + 3 * n + i] * v;
+      }
+      mid[k] = m0;
+      mid[k + 1] = m1;
+      mid[k + 2] = m2;
+      mid[k + 3] = m3;
+    }
+    for (; k < rank; k++) {
+      mid[k] = dot(aRows, k * n, x, xOff, n);
+    }
+  }
+
+  /** {@code y += Σ_k mid[k] · bColumns[k]}: each run of four vectors of y loaded and stored once, its sums over k independent. */
+  private static void expandRank(float[] mid, float[] bColumns, int rank, float[] y, int yOff, int n) {
+    int upper = F.loopBound(n);
+    int o = 0;
+    for (; o + 4 * L <= upper; o += 4 * L) {
+      FloatVector y0 = FloatVector.fromArray(F, y, yOff + o);
+      FloatVector y1 = FloatVector.fromArray(F, y, yOff + o + L);
+      FloatVector y2 = FloatVector.fromArray(F, y, yOff + o + 2 * L);
+      FloatVector y3 = FloatVector.fromArray(F, y, yOff + o + 3 * L);
+      for (int k = 0; k < rank; k++) {
+        FloatVector m = FloatVector.broadcast(F, mid[k]);
+        int b = k * n + o;
+        y0 = FloatVector.fromArray(F, bColumns, b).fma(m, y0);
+        y1 = FloatVector.fromArray(F, bColumns, b + L).fma(m, y1);
+        y2 = FloatVector.fromArray(F, bColumns, b + 2 * L).fma(m, y2);
+        y3 = FloatVector.fromArray(F, bColumns, b + 3 * L).fma(m, y3);
+      }
+      y0.intoArray(y, yOff + o);
+      y1.intoArray(y, yOff + o + L);
+      y2.intoArray(y, yOff + o + 2 * L);
+      y3.intoArray(y, yOff + o + 3 * L);
+    }
+    for (; o < upper; o += L) {
+      FloatVector acc = FloatVector.fromArray(F, y, yOff + o);
+      for (int k = 0; k < rank; k++) {
+        acc = FloatVector.fromArray(F, bColumns, k * n + o).fma(FloatVector.broadcast(F, mid[k]), acc);
+      }
+      acc.intoArray(y, yOff + o);
+    }
+    for (; o < n; o++) {
+      float acc = y[yOff + o];
+      for (int k = 0; k < rank; k++) {
+        acc += mid[k] * bColumns[k * n + o];
+      }
+      y[yOff + o] = acc;
+    }
+  }
+
   private static float dot(float[] a, int aOff, float[] b, int bOff, int n) {
     int upper = F.loopBound(n);
     FloatVector acc = FloatVector.zero(F);

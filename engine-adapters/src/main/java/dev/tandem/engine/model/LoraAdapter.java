@@ -2,11 +2,7 @@ package dev.tandem.engine.model;
 
 import com.fasterxml.jackson.databind.JsonNode;
 import com.fasterxml.jackson.databind.ObjectMapper;
-import dev.tandem.engine.compute.WeightMatrix;
 import java.io.IOException;
-import java.lang.foreign.Arena;
-import java.lang.foreign.MemorySegment;
-import java.lang.foreign.ValueLayout;
 import java.nio.file.Files;
 import java.nio.file.Path;
 import java.util.ArrayList;
@@ -29,7 +25,7 @@ import java.util.regex.Pattern;
  * <p>What PEFT can express and this engine does not apply is refused when the adapter loads,
  * naming the file and field: DoRA, per-module ranks or alphas, trained biases, extra modules
  * ({@code modules_to_save}), adapted embeddings or LM head, a rank above {@code --max-lora-rank}.
- * Immutable; the f32 copies live as long as the adapter is reachable.
+ * Immutable (its arrays are not changed after loading).
  */
 public final class LoraAdapter {
   /** An adapter as the command line names it: the name requests use, and its directory. */
@@ -40,8 +36,12 @@ public final class LoraAdapter {
     Q, K, V, O, GATE, UP, DOWN
   }
 
-  /** One projection's low-rank change: A (rank × in) and B (out × rank), scaled. */
-  public record Delta(WeightMatrix a, WeightMatrix b) {}
+  /**
+   * One projection's low-rank change, laid out for {@link
+   * dev.tandem.engine.compute.ComputeBackend#addLowRank}: A's rows ({@code aRows}, rank × in) and
+   * B's columns ({@code bColumns}, rank × out, scaled), each contiguous.
+   */
+  public record Delta(float[] aRows, float[] bColumns, int rank, int in, int out) {}
 
   private static final Pattern TENSOR = Pattern.compile(
       "(?:.*\\.)?layers\\.(\\d+)\\.(?:self_attn|mlp)\\.(q_proj|k_proj|v_proj|o_proj|qkv_proj|gate_proj|up_proj|down_proj|gate_up_proj)"
@@ -207,13 +207,20 @@ public final class LoraAdapter {
     int out = java.util.Arrays.stream(parts).sum();
     expectShape(file, pair[0], rank, in, module, rank);
     expectShape(file, pair[1], out, rank, module, rank);
-    WeightMatrix a = f32(pair[0].name(), pair[0], 0, rank, in, 1f);
+    float[] aRows = floats(pair[0], 0, rank, in, 1f);
     int row = 0;
     for (int i = 0; i < parts.length; i++) {
       if (layer.containsKey(targets[i])) {
         throw new ModelFormatException(file + ": " + pair[1].name() + " changes a projection another tensor of the adapter already changes");
       }
-      layer.put(targets[i], new Delta(a, f32(pair[1].name(), pair[1], row, parts[i], rank, scaling)));
+      float[] b = floats(pair[1], row, parts[i], rank, scaling);
+      float[] bColumns = new float[b.length];
+      for (int o = 0; o < parts[i]; o++) {
+        for (int k = 0; k < rank; k++) {
+          bColumns[k * parts[i] + o] = b[o * rank + k];
+        }
+      }
+      layer.put(targets[i], new Delta(aRows, bColumns, rank, in, parts[i]));
       row += parts[i];
     }
   }
@@ -225,17 +232,15 @@ public final class LoraAdapter {
     }
   }
 
-  /** Rows {@code [from, from + rows)} of a 2-D tensor as an f32 matrix, each value times {@code scale}. */
-  private static WeightMatrix f32(String name, Tensor t, int from, int rows, int cols, float scale) {
-    MemorySegment data = Arena.ofAuto().allocate((long) rows * cols * Float.BYTES, 64);
-    for (int r = 0; r < rows; r++) {
-      for (int col = 0; col < cols; col++) {
-        long i = (long) r * cols + col;
-        data.setAtIndex(ValueLayout.JAVA_FLOAT, i, t.get((long) (from + r) * cols + col) * scale);
-      }
+  /** Rows {@code [from, from + rows)} of a 2-D tensor as floats, each value times {@code scale}. */
+  private static float[] floats(Tensor t, int from, int rows, int cols, float scale) {
+    float[] out = new float[rows * cols];
+    for (int i = 0; i < out.length; i++) {
+      out[i] = t.get((long) from * cols + i) * scale;
     }
-    return new WeightMatrix(name, DType.F32, rows, cols, data);
+    return out;
   }
+
 
   private static JsonNode readJson(Path file) {
     if (!Files.isRegularFile(file)) {

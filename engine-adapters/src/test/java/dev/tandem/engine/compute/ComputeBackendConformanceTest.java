@@ -229,6 +229,34 @@ abstract class ComputeBackendConformanceTest {
     }
   }
 
+  /**
+   * A LoRA adapter's change to some rows of a batch (in any order; the others untouched): sizes
+   * with vector tails, one decode row, and enough rows that a backend splits them over threads.
+   */
+  @ParameterizedTest(name = "rows={0} rank={1} in={2} out={3}")
+  @CsvSource({"1, 8, 64, 96", "3, 16, 1024, 2048", "300, 32, 64, 160", "37, 4, 31, 17", "5, 6, 100, 70", "9, 5, 48, 40"})
+  void addLowRank(int n, int rank, int inDim, int outDim) {
+    int total = 2 * n + 1;
+    float[] in = randoms(total * inDim, 1);
+    float[] a = randoms(rank * inDim, 1);
+    float[] b = randoms(rank * outDim, 1);
+    float[] before = randoms(total * outDim, 1);
+    int[] rows = new int[n];
+    for (int i = 0; i < n; i++) {
+      rows[i] = total - 1 - 2 * i; // the even rows but the first, last first
+    }
+    float[] expected = before.clone();
+    float[] actual = before.clone();
+    reference.addLowRank(in, inDim, rows, a, b, rank, expected, outDim);
+    backend.addLowRank(in, inDim, rows, a, b, rank, actual, outDim);
+    assertClose(expected, actual, 1e-5, "addLowRank");
+    for (int t = 1; t < total; t += 2) { // the odd rows
+      for (int o = 0; o < outDim; o++) {
+        assertEquals(before[t * outDim + o], actual[t * outDim + o], "row " + t + " is not one of the rows");
+      }
+    }
+  }
+
   @ParameterizedTest(name = "n={0}")
   @ValueSource(ints = {1, 31, 4096, 10_007})
   void siluMul(int n) {

@@ -61,9 +61,11 @@ class LoraAdapterTest {
     assertEquals(2.0, a.scaling()); // lora_alpha 16 / r 8
     assertEquals(2 * config.numLayers(), a.deltaCount());
     LoraAdapter.Delta q = a.delta(1, LoraAdapter.Target.Q);
-    assertEquals(8, q.a().rows());
-    assertEquals(config.hiddenSize(), q.a().cols());
-    assertEquals(config.qDim(), q.b().rows());
+    assertEquals(8, q.rank());
+    assertEquals(config.hiddenSize(), q.in());
+    assertEquals(config.qDim(), q.out());
+    assertEquals(8 * config.hiddenSize(), q.aRows().length);
+    assertEquals(8 * config.qDim(), q.bColumns().length);
     assertNull(a.delta(0, LoraAdapter.Target.K), "k_proj was not adapted");
 
     Path rs = withConfig(c -> c.put("use_rslora", true));

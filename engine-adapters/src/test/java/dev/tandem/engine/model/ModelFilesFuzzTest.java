@@ -102,4 +102,50 @@ class ModelFilesFuzzTest {
       state.accepting();
     }
   }
+
+  /** A model's config.json (the tiny shape) and a valid adapter for it: the base a LoRA input changes. */
+  private static final ModelConfig LORA_MODEL;
+  private static final byte[] LORA_WEIGHTS;
+
+  static {
+    try {
+      Path model = Files.createDirectories(DIR.resolve("lora-model"));
+      JSON.writeValue(model.resolve("config.json").toFile(), dev.tandem.engine.modeltools.ModelGenerator.shape("tiny"));
+      LORA_MODEL = ModelConfig.read(model);
+      Path valid = DIR.resolve("lora-valid");
+      dev.tandem.engine.modeltools.LoraGenerator.write(model, valid, 4, 8, false, java.util.List.of("q_proj", "v_proj", "down_proj"), 1, DType.BF16);
+      LORA_WEIGHTS = Files.readAllBytes(valid.resolve("adapter_model.safetensors"));
+    } catch (IOException e) {
+      throw new UncheckedIOException(e);
+    }
+  }
+
+  /**
+   * A LoRA adapter's directory ({@code --lora-modules}): adapter_config.json (the bytes up to the
+   * first 0 byte) and adapter_model.safetensors (the rest, or a valid one for this model when there
+   * is none). It loads, with a rank within the limit and a finite scaling, or is refused with a
+   * {@link ModelFormatException} naming one of the two files.
+   */
+  @FuzzTest(maxDuration = "30s")
+  void loraAdapter(byte[] bytes) throws IOException {
+    int split = 0;
+    while (split < bytes.length && bytes[split] != 0) {
+      split++;
+    }
+    Path adapter = Files.createDirectories(DIR.resolve("lora"));
+    Files.write(adapter.resolve("adapter_config.json"), java.util.Arrays.copyOf(bytes, split));
+    Files.write(adapter.resolve("adapter_model.safetensors"),
+        split + 1 < bytes.length ? java.util.Arrays.copyOfRange(bytes, split + 1, bytes.length) : LORA_WEIGHTS);
+    LoraAdapter loaded;
+    try {
+      loaded = LoraAdapter.load(new LoraAdapter.Source("fuzz", adapter), LORA_MODEL, 16);
+    } catch (ModelFormatException e) {
+      assertTrue(e.getMessage().startsWith(adapter.resolve("adapter_config.json").toString())
+          || e.getMessage().startsWith(adapter.resolve("adapter_model.safetensors").toString()), "names the file: " + e.getMessage());
+      return;
+    }
+    assertTrue(loaded.rank() >= 1 && loaded.rank() <= 16, "rank " + loaded.rank());
+    assertTrue(Double.isFinite(loaded.scaling()), "scaling " + loaded.scaling());
+    assertTrue(loaded.deltaCount() > 0);
+  }
 }
