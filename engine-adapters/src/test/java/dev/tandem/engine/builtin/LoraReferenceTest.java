@@ -1,5 +1,8 @@
 package dev.tandem.engine.builtin;
 
+import static dev.tandem.engine.builtin.ReferenceLogitsTest.assertClose;
+import static dev.tandem.engine.builtin.ReferenceLogitsTest.blocks;
+import static dev.tandem.engine.builtin.ReferenceLogitsTest.relativeError;
 import static org.junit.jupiter.api.Assertions.assertEquals;
 import static org.junit.jupiter.api.Assertions.assertTrue;
 
@@ -69,8 +72,8 @@ class LoraReferenceTest {
         LoraGenerator.ALL_TARGETS, spec.get("seed").asLong(), spec.get("dtype").asText().equals("bf16") ? DType.BF16 : DType.F32);
     assertEquals(spec.get("sha256").asText(), sha256(adapterDir.resolve("adapter_model.safetensors")), "the generator wrote a different adapter");
 
-    Case a = Case.of(fixture.get("cases").get(0));
-    Case b = Case.of(fixture.get("cases").get(1));
+    ReferenceLogitsTest.Case a = ReferenceLogitsTest.Case.of(fixture.get("cases").get(0));
+    ReferenceLogitsTest.Case b = ReferenceLogitsTest.Case.of(fixture.get("cases").get(1));
     ModelConfig config = ModelConfig.read(model);
     LoraAdapter adapter = LoraAdapter.load(new LoraAdapter.Source("x", adapterDir), config, 16);
     assertEquals(spec.get("rank").asInt(), adapter.rank());
@@ -82,90 +85,38 @@ class LoraReferenceTest {
 
       // Alone, with the adapter: the prompt, then the reference's greedy tokens one at a time.
       int[] tableA = blocks(0, 6);
-      float[] logits = t.forward(List.of(slice(a, 0, a.prompt.length, tableA, adapter)), cache)[0];
-      assertClose(a.logits.get(0), logits, tolerance, name + " prefill");
-      for (int step = 0; step < a.generated.length; step++) {
-        int pos = a.prompt.length + step;
+      float[] logits = t.forward(List.of(slice(a, 0, a.prompt().length, tableA, adapter)), cache)[0];
+      assertClose(a.logits().get(0), logits, tolerance, name + " prefill");
+      for (int step = 0; step < a.generated().length; step++) {
+        int pos = a.prompt().length + step;
         float[] out = t.forward(List.of(slice(a, pos, 1, tableA, adapter)), cache)[0];
-        assertClose(a.logits.get(step + 1), out, tolerance, name + " step " + (step + 1));
+        assertClose(a.logits().get(step + 1), out, tolerance, name + " step " + (step + 1));
       }
 
       // The base model alone on B (for the batched run below), and the adapter's effect on A.
       int[] tableBase = blocks(6, 6);
-      float[] base = t.forward(List.of(slice(b, 0, b.prompt.length, tableBase, null)), cache)[0];
+      float[] base = t.forward(List.of(slice(b, 0, b.prompt().length, tableBase, null)), cache)[0];
       int[] tableAOnBase = blocks(12, 6);
-      float[] aOnBase = t.forward(List.of(slice(a, 0, a.prompt.length, tableAOnBase, null)), cache)[0];
-      assertTrue(relativeError(a.logits.get(0), aOnBase) > 100 * tolerance, "the adapter changes the logits");
+      float[] aOnBase = t.forward(List.of(slice(a, 0, a.prompt().length, tableAOnBase, null)), cache)[0];
+      assertTrue(relativeError(a.logits().get(0), aOnBase) > 100 * tolerance, "the adapter changes the logits");
 
       // Batched: B on the base model in the same pass as A with the adapter (in both orders).
       float[][] both = t.forward(
-          List.of(slice(a, 0, a.prompt.length, blocks(18, 6), adapter), slice(b, 0, b.prompt.length, blocks(24, 6), null)), cache);
-      assertClose(a.logits.get(0), both[0], tolerance, name + " batched, adapter");
+          List.of(slice(a, 0, a.prompt().length, blocks(18, 6), adapter), slice(b, 0, b.prompt().length, blocks(24, 6), null)), cache);
+      assertClose(a.logits().get(0), both[0], tolerance, name + " batched, adapter");
       assertClose(base, both[1], 1e-5, name + " batched, base model beside an adapter");
       float[][] swapped = t.forward(
-          List.of(slice(b, 0, b.prompt.length, blocks(30, 6), null), slice(a, 0, a.prompt.length, blocks(36, 6), adapter)), cache);
+          List.of(slice(b, 0, b.prompt().length, blocks(30, 6), null), slice(a, 0, a.prompt().length, blocks(36, 6), adapter)), cache);
       assertClose(base, swapped[0], 1e-5, name + " batched first, base model");
-      assertClose(a.logits.get(0), swapped[1], tolerance, name + " batched second, adapter");
+      assertClose(a.logits().get(0), swapped[1], tolerance, name + " batched second, adapter");
     }
   }
 
-  private static Transformer.Slice slice(Case c, int from, int n, int[] table, LoraAdapter lora) {
+  private static Transformer.Slice slice(ReferenceLogitsTest.Case c, int from, int n, int[] table, LoraAdapter lora) {
     return new Transformer.Slice(c.allTokens(), from, n, from, table, true, 0, lora);
   }
 
   private static String sha256(Path file) throws Exception {
     return HexFormat.of().formatHex(MessageDigest.getInstance("SHA-256").digest(Files.readAllBytes(file)));
-  }
-
-  private static double relativeError(float[] expected, float[] actual) {
-    double maxDiff = 0;
-    double scale = 0;
-    for (int i = 0; i < expected.length; i++) {
-      maxDiff = Math.max(maxDiff, Math.abs(expected[i] - actual[i]));
-      scale = Math.max(scale, Math.abs(expected[i]));
-    }
-    return maxDiff / scale;
-  }
-
-  private static void assertClose(float[] expected, float[] actual, double tolerance, String what) {
-    assertEquals(expected.length, actual.length, what + ": vocabulary size");
-    double rel = relativeError(expected, actual);
-    assertTrue(rel < tolerance, what + ": relative error " + rel + " ≥ " + tolerance);
-  }
-
-  private static int[] blocks(int first, int n) {
-    int[] t = new int[n];
-    for (int i = 0; i < n; i++) {
-      t[i] = first + i;
-    }
-    return t;
-  }
-
-  private record Case(int[] prompt, int[] generated, List<float[]> logits) {
-    static Case of(JsonNode n) {
-      List<float[]> logits = new ArrayList<>();
-      for (JsonNode row : n.get("logits")) {
-        float[] l = new float[row.size()];
-        for (int i = 0; i < l.length; i++) {
-          l[i] = (float) row.get(i).asDouble();
-        }
-        logits.add(l);
-      }
-      return new Case(ints(n.get("prompt")), ints(n.get("generated")), logits);
-    }
-
-    int[] allTokens() {
-      int[] all = java.util.Arrays.copyOf(prompt, prompt.length + generated.length);
-      System.arraycopy(generated, 0, all, prompt.length, generated.length);
-      return all;
-    }
-
-    private static int[] ints(JsonNode n) {
-      int[] out = new int[n.size()];
-      for (int i = 0; i < out.length; i++) {
-        out[i] = n.get(i).asInt();
-      }
-      return out;
-    }
   }
 }

@@ -182,19 +182,24 @@ class ReferenceLogitsTest {
     }
   }
 
-  private static void assertClose(float[] expected, float[] actual, double tolerance, String what) {
+  static void assertClose(float[] expected, float[] actual, double tolerance, String what) {
     assertEquals(expected.length, actual.length, what + ": vocabulary size");
+    double rel = relativeError(expected, actual);
+    assertTrue(rel < tolerance, what + ": relative error " + rel + " ≥ " + tolerance);
+  }
+
+  /** The largest difference relative to the largest expected magnitude. */
+  static double relativeError(float[] expected, float[] actual) {
     double maxDiff = 0;
     double scale = 0;
     for (int i = 0; i < expected.length; i++) {
       maxDiff = Math.max(maxDiff, Math.abs(expected[i] - actual[i]));
       scale = Math.max(scale, Math.abs(expected[i]));
     }
-    double rel = maxDiff / scale;
-    assertTrue(rel < tolerance, what + ": relative error " + rel + " ≥ " + tolerance);
+    return maxDiff / scale;
   }
 
-  private static int[] blocks(int first, int n) {
+  static int[] blocks(int first, int n) {
     int[] t = new int[n];
     for (int i = 0; i < n; i++) {
       t[i] = first + i;
@@ -202,7 +207,8 @@ class ReferenceLogitsTest {
     return t;
   }
 
-  private record Case(int[] prompt, int[] generated, List<float[]> logits) {
+  /** One prompt of a fixture: its tokens, the reference's greedy tokens, and the logits after the prompt and each of them. */
+  record Case(int[] prompt, int[] generated, List<float[]> logits) {
     static Case of(JsonNode n) {
       List<float[]> logits = new ArrayList<>();
       for (JsonNode row : n.get("logits")) {
