@@ -75,8 +75,8 @@ final class ModelCommand {
       name = "create-lora",
       mixinStandardHelpOptions = true,
       description = {
-        "Writes a LoRA adapter for a model directory in PEFT's format (adapter_config.json, adapter_model.safetensors) with seeded random A and B,",
-        "to try --lora-modules without downloads. (PEFT starts B at zero; here it is random, so the adapter changes the output.)"
+        "Writes a LoRA adapter for a model directory in PEFT's format (adapter_config.json, adapter_model.safetensors), A and B seeded random.",
+        "It is for trying --lora-modules without downloads: PEFT starts B at zero, here it is random, so the adapter changes the output."
       })
   static final class CreateLora implements Callable<Integer> {
     @Option(names = "--model", required = true, description = "The base model's directory.")

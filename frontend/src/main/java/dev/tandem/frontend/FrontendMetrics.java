@@ -94,6 +94,11 @@ public final class FrontendMetrics {
     registry.counter(MetricNames.REQUESTS, "endpoint", endpoint, "status", Integer.toString(status)).increment();
   }
 
+  /** A generation request named LoRA adapter {@code adapter} (one the deployment serves: the tag's values are bounded). */
+  public void loraRequest(String adapter) {
+    registry.counter(MetricNames.LORA_REQUESTS, "adapter", adapter).increment();
+  }
+
   /** Requests accepted and not yet answered in full. */
   public int inflight() {
     return inflight.get();

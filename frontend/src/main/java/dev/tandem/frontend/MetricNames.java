@@ -19,6 +19,8 @@ public final class MetricNames {
   public static final String WAITING_REQUESTS = "tandem.frontend.waiting.requests";
   /** Gauge: tandem_frontend_inflight_requests. */
   public static final String INFLIGHT_REQUESTS = "tandem.frontend.inflight.requests";
+  /** Counter, tag adapter: tandem_frontend_lora_requests_total, requests that named a LoRA adapter as their model. */
+  public static final String LORA_REQUESTS = "tandem.frontend.lora.requests";
   /** Counter: tandem_frontend_input_tokens_total. */
   public static final String INPUT_TOKENS = "tandem.frontend.input.tokens";
   /** Counter: tandem_frontend_cached_tokens_total (prompt tokens served from a worker's cache). */

@@ -31,7 +31,10 @@ class LoraServeTest {
   private static final String PROMPT = "A lighthouse keeper counts the ships that pass each night, writes their names in a ledger, "
       + "and wonders where each of them is going before the morning fog rolls in over the harbour";
 
+  private static final java.util.Map<String, Integer> SENT = new java.util.concurrent.ConcurrentHashMap<>();
+
   private static JsonNode complete(LocalDeployment d, String model) throws Exception {
+    SENT.merge(model, 1, Integer::sum);
     String body = "{\"model\":\"" + model + "\",\"prompt\":\"" + PROMPT + "\",\"max_tokens\":12,\"temperature\":0,"
         + "\"tandem\":{\"timing\":true}}";
     HttpResponse<String> r = TestDeployments.post(d, "/v1/completions", body);
@@ -93,6 +96,9 @@ class LoraServeTest {
       assertEquals(0, predictedBlocks(onChat));
       assertNotEquals(onSql.at("/choices/0/text"), onChat.at("/choices/0/text"));
 
+      String metrics = TestDeployments.get(d, "/metrics").body();
+      assertEquals(SENT.get("sql"), (int) TestDeployments.sample(metrics, "tandem_frontend_lora_requests_total{adapter=\"sql\"}"), metrics);
+      assertEquals(1, (int) TestDeployments.sample(metrics, "tandem_frontend_lora_requests_total{adapter=\"chat\"}"));
       HttpResponse<String> unknown = TestDeployments.post(d, "/v1/completions", "{\"model\":\"legal\",\"prompt\":\"hi\",\"max_tokens\":2}");
       assertEquals(404, unknown.statusCode());
       JsonNode error = JSON.readTree(unknown.body()).path("error");

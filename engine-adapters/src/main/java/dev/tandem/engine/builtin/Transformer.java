@@ -250,8 +250,8 @@ public final class Transformer implements ForwardPass {
     lora(l, Target.GATE, xb, hidden, hb, intermediate);
     lora(l, Target.UP, xb, hidden, hb2, intermediate);
     switch (config.activation()) {
-      case SILU -> backend.siluMul(hb, hb2, tokens * config.intermediateSize());
-      case GELU_TANH -> backend.geluTanhMul(hb, hb2, tokens * config.intermediateSize());
+      case SILU -> backend.siluMul(hb, hb2, tokens * intermediate);
+      case GELU_TANH -> backend.geluTanhMul(hb, hb2, tokens * intermediate);
     }
     backend.matmul(hb, tokens, w.down(), xb2);
     lora(l, Target.DOWN, hb, intermediate, xb2, hidden);

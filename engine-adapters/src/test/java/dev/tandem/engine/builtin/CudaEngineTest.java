@@ -155,6 +155,23 @@ class CudaEngineTest {
     assertEquals(0, gpu.liveAllocations(), "no device memory left behind");
   }
 
+  /** No kernel applies a LoRA adapter: adapters on a GPU worker are refused at start-up, naming the CPU backend. */
+  @org.junit.jupiter.api.Test
+  void loraAdaptersAreRefusedNamingTheCpuBackend(@TempDir Path dir) throws Exception {
+    Path model = dir.resolve("model");
+    var shape = dev.tandem.engine.modeltools.ModelGenerator.config("Qwen3ForCausalLM", "qwen3", 64, 128, 1, 4, 2, 16, 256, true);
+    dev.tandem.engine.modeltools.ModelGenerator.write(shape, DType.BF16, 3, model, 0);
+    dev.tandem.engine.modeltools.LoraGenerator.write(model, dir.resolve("sql"), 4, 8, false, List.of("q_proj"), 1, DType.F32);
+    dev.tandem.engine.cuda.EmulatedGpu gpu = TestGpus.emulated();
+    try (ModelWeights weights = ModelWeights.load(model, ModelConfig.read(model)); CudaBackend backend = new CudaBackend(gpu)) {
+      var refused = org.junit.jupiter.api.Assertions.assertThrows(IllegalArgumentException.class,
+          () -> new BuiltinEngine(weights, backend, BuiltinConfig.of(model).withKvCacheBytes(1 << 20)
+              .withLora(List.of(new dev.tandem.engine.model.LoraAdapter.Source("sql", dir.resolve("sql"))), 16)));
+      assertTrue(refused.getMessage().contains("--lora-modules") && refused.getMessage().contains("--compute cpu"), refused.getMessage());
+    }
+    assertEquals(0, gpu.liveAllocations(), "no device memory left behind");
+  }
+
   /**
    * The kernels attend over every earlier position: a model with a sliding window is served on a
    * GPU only as far as its window reaches (where full attention is the same), and a longer

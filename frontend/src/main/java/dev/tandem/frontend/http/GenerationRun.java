@@ -96,6 +96,9 @@ final class GenerationRun {
    */
   void start() {
     metrics.inflightChange(1);
+    if (spec.lora() != null) {
+      metrics.loraRequest(spec.lora());
+    }
     attempt(true);
   }
 
