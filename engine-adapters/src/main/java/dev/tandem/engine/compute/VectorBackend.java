@@ -1092,7 +1092,62 @@ public final class VectorBackend implements ComputeBackend {
     int x2 = rows[j + 2] * n;
     int x3 = rows[j + 3] * n;
     int upper = F.loopBound(n);
-    for (int k = 0; k < rank; k += 2) {
+    int k0 = 0;
+    for (; k0 + 4 <= rank; k0 += 4) { // four rows of A against the four rows of x: sixteen sums, eight loads a step
+      int a0 = k0 * n;
+      FloatVector z = FloatVector.zero(F);
+      FloatVector s00 = z, s01 = z, s02 = z, s03 = z;
+      FloatVector s10 = z, s11 = z, s12 = z, s13 = z;
+      FloatVector s20 = z, s21 = z, s22 = z, s23 = z;
+      FloatVector s30 = z, s31 = z, s32 = z, s33 = z;
+      int i = 0;
+      for (; i < upper; i += L) {
+        FloatVector v0 = FloatVector.fromArray(F, x, x0 + i);
+        FloatVector v1 = FloatVector.fromArray(F, x, x1 + i);
+        FloatVector v2 = FloatVector.fromArray(F, x, x2 + i);
+        FloatVector v3 = FloatVector.fromArray(F, x, x3 + i);
+        FloatVector w = FloatVector.fromArray(F, aRows, a0 + i);
+        s00 = w.fma(v0, s00);
+        s01 = w.fma(v1, s01);
+        s02 = w.fma(v2, s02);
+        s03 = w.fma(v3, s03);
+        w = FloatVector.fromArray(F, aRows, a0 + n + i);
+        s10 = w.fma(v0, s10);
+        s11 = w.fma(v1, s11);
+        s12 = w.fma(v2, s12);
+        s13 = w.fma(v3, s13);
+        w = FloatVector.fromArray(F, aRows, a0 + 2 * n + i);
+        s20 = w.fma(v0, s20);
+        s21 = w.fma(v1, s21);
+        s22 = w.fma(v2, s22);
+        s23 = w.fma(v3, s23);
+        w = FloatVector.fromArray(F, aRows, a0 + 3 * n + i);
+        s30 = w.fma(v0, s30);
+        s31 = w.fma(v1, s31);
+        s32 = w.fma(v2, s32);
+        s33 = w.fma(v3, s33);
+      }
+      int a1 = a0 + n;
+      int a2 = a0 + 2 * n;
+      int a3 = a0 + 3 * n;
+      mid[k0] = total(s00, aRows, a0, x, x0, i, n);
+      mid[rank + k0] = total(s01, aRows, a0, x, x1, i, n);
+      mid[2 * rank + k0] = total(s02, aRows, a0, x, x2, i, n);
+      mid[3 * rank + k0] = total(s03, aRows, a0, x, x3, i, n);
+      mid[k0 + 1] = total(s10, aRows, a1, x, x0, i, n);
+      mid[rank + k0 + 1] = total(s11, aRows, a1, x, x1, i, n);
+      mid[2 * rank + k0 + 1] = total(s12, aRows, a1, x, x2, i, n);
+      mid[3 * rank + k0 + 1] = total(s13, aRows, a1, x, x3, i, n);
+      mid[k0 + 2] = total(s20, aRows, a2, x, x0, i, n);
+      mid[rank + k0 + 2] = total(s21, aRows, a2, x, x1, i, n);
+      mid[2 * rank + k0 + 2] = total(s22, aRows, a2, x, x2, i, n);
+      mid[3 * rank + k0 + 2] = total(s23, aRows, a2, x, x3, i, n);
+      mid[k0 + 3] = total(s30, aRows, a3, x, x0, i, n);
+      mid[rank + k0 + 3] = total(s31, aRows, a3, x, x1, i, n);
+      mid[2 * rank + k0 + 3] = total(s32, aRows, a3, x, x2, i, n);
+      mid[3 * rank + k0 + 3] = total(s33, aRows, a3, x, x3, i, n);
+    }
+    for (int k = k0; k < rank; k += 2) {
       boolean pair = k + 1 < rank;
       int a0 = k * n;
       int a1 = pair ? a0 + n : a0;
@@ -1154,6 +1209,15 @@ public final class VectorBackend implements ComputeBackend {
     }
   }
 
+  /** A vector sum's lanes plus {@code a[aOff + t] · x[xOff + t]} for the tail {@code t} in {@code [from, n)}. */
+  private static float total(FloatVector sum, float[] a, int aOff, float[] x, int xOff, int from, int n) {
+    float m = sum.reduceLanes(VectorOperators.ADD);
+    for (int t = from; t < n; t++) {
+      m += a[aOff + t] * x[xOff + t];
+    }
+    return m;
+  }
+
   /** Rows {@code rows[j..j+4)} of y each {@code += Σ_k mid[r·rank + k] · bColumns[k]}: each vector of B loaded once for the four. */
   private static void expandRank4(float[] mid, float[] bColumns, int rank, float[] y, int[] rows, int j, int n) {
     int y0 = rows[j] * n;
@@ -1162,6 +1226,59 @@ public final class VectorBackend implements ComputeBackend {
     int y3 = rows[j + 3] * n;
     int upper = F.loopBound(n);
     int o = 0;
+    for (; o + 4 * L <= upper; o += 4 * L) { // four rows by four vectors: sixteen sums, eight loads a step of k
+      FloatVector c00 = FloatVector.fromArray(F, y, y0 + o), c01 = FloatVector.fromArray(F, y, y0 + o + L);
+      FloatVector c02 = FloatVector.fromArray(F, y, y0 + o + 2 * L), c03 = FloatVector.fromArray(F, y, y0 + o + 3 * L);
+      FloatVector c10 = FloatVector.fromArray(F, y, y1 + o), c11 = FloatVector.fromArray(F, y, y1 + o + L);
+      FloatVector c12 = FloatVector.fromArray(F, y, y1 + o + 2 * L), c13 = FloatVector.fromArray(F, y, y1 + o + 3 * L);
+      FloatVector c20 = FloatVector.fromArray(F, y, y2 + o), c21 = FloatVector.fromArray(F, y, y2 + o + L);
+      FloatVector c22 = FloatVector.fromArray(F, y, y2 + o + 2 * L), c23 = FloatVector.fromArray(F, y, y2 + o + 3 * L);
+      FloatVector c30 = FloatVector.fromArray(F, y, y3 + o), c31 = FloatVector.fromArray(F, y, y3 + o + L);
+      FloatVector c32 = FloatVector.fromArray(F, y, y3 + o + 2 * L), c33 = FloatVector.fromArray(F, y, y3 + o + 3 * L);
+      for (int k = 0; k < rank; k++) {
+        int b = k * n + o;
+        FloatVector w0 = FloatVector.fromArray(F, bColumns, b);
+        FloatVector w1 = FloatVector.fromArray(F, bColumns, b + L);
+        FloatVector w2 = FloatVector.fromArray(F, bColumns, b + 2 * L);
+        FloatVector w3 = FloatVector.fromArray(F, bColumns, b + 3 * L);
+        FloatVector m = FloatVector.broadcast(F, mid[k]);
+        c00 = w0.fma(m, c00);
+        c01 = w1.fma(m, c01);
+        c02 = w2.fma(m, c02);
+        c03 = w3.fma(m, c03);
+        m = FloatVector.broadcast(F, mid[rank + k]);
+        c10 = w0.fma(m, c10);
+        c11 = w1.fma(m, c11);
+        c12 = w2.fma(m, c12);
+        c13 = w3.fma(m, c13);
+        m = FloatVector.broadcast(F, mid[2 * rank + k]);
+        c20 = w0.fma(m, c20);
+        c21 = w1.fma(m, c21);
+        c22 = w2.fma(m, c22);
+        c23 = w3.fma(m, c23);
+        m = FloatVector.broadcast(F, mid[3 * rank + k]);
+        c30 = w0.fma(m, c30);
+        c31 = w1.fma(m, c31);
+        c32 = w2.fma(m, c32);
+        c33 = w3.fma(m, c33);
+      }
+      c00.intoArray(y, y0 + o);
+      c01.intoArray(y, y0 + o + L);
+      c02.intoArray(y, y0 + o + 2 * L);
+      c03.intoArray(y, y0 + o + 3 * L);
+      c10.intoArray(y, y1 + o);
+      c11.intoArray(y, y1 + o + L);
+      c12.intoArray(y, y1 + o + 2 * L);
+      c13.intoArray(y, y1 + o + 3 * L);
+      c20.intoArray(y, y2 + o);
+      c21.intoArray(y, y2 + o + L);
+      c22.intoArray(y, y2 + o + 2 * L);
+      c23.intoArray(y, y2 + o + 3 * L);
+      c30.intoArray(y, y3 + o);
+      c31.intoArray(y, y3 + o + L);
+      c32.intoArray(y, y3 + o + 2 * L);
+      c33.intoArray(y, y3 + o + 3 * L);
+    }
     for (; o + 2 * L <= upper; o += 2 * L) {
       FloatVector a0 = FloatVector.fromArray(F, y, y0 + o);
       FloatVector a1 = FloatVector.fromArray(F, y, y1 + o);
