@@ -336,7 +336,8 @@ class HelmChartTest {
     assertEquals(Files.readString(CHART.resolve("dashboards/tandem.json")).strip(), json.strip());
     for (String metric : List.of("tandem_frontend_time_to_first_token_seconds_bucket", "tandem_frontend_inter_token_latency_seconds_bucket",
         "tandem_frontend_cached_tokens_total", "tandem_worker_engine_kv_blocks_used", "tandem_worker_engine_waiting_requests",
-        "tandem_worker_kv_transfer_bytes_total", "tandem_router_disagg_decisions_total", "tandem_frontend_uncached_prompt_tokens_bucket")) {
+        "tandem_worker_kv_transfer_bytes_total", "tandem_router_disagg_decisions_total", "tandem_frontend_uncached_prompt_tokens_bucket",
+        "tandem_frontend_lora_requests_total")) {
       assertTrue(json.contains(metric), metric);
     }
     var worker = named(docs, Deployment.class, "demo-tandem-decode").getSpec().getTemplate().getSpec();
