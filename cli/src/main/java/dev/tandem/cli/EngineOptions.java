@@ -191,9 +191,6 @@ final class EngineOptions {
       if (name.isEmpty() || path.isEmpty()) {
         throw new IllegalArgumentException("--lora-modules: '" + entry + "' names no adapter; give name=path or {\"name\": ..., \"path\": ...}");
       }
-      if (name.equals(modelName)) {
-        throw new IllegalArgumentException("--lora-modules: adapter '" + name + "' has the base model's name; requests could not tell them apart");
-      }
       Path dir = Path.of(path);
       if (!java.nio.file.Files.isDirectory(dir)) {
         throw new IllegalArgumentException("--lora-modules: adapter '" + name + "': " + path + " is not a directory (a PEFT adapter's, "

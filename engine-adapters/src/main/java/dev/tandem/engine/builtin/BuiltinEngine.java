@@ -96,7 +96,11 @@ public final class BuiltinEngine extends SchedulingEngine implements KvHandoff {
         throw new IllegalArgumentException("--lora-modules: LoRA adapters are applied on the CPU (--compute cpu); the GPU kernels do not apply them yet");
       }
     }
+    String name = config.modelName() != null ? config.modelName() : config.modelDir().getFileName().toString();
     java.util.Map<String, LoraAdapter> loaded = loadAdapters(config, model);
+    if (loaded.containsKey(name)) {
+      throw new IllegalArgumentException("--lora-modules: adapter '" + name + "' has the served model's name; requests could not tell them apart");
+    }
     int context = contextLength(model, config, backend instanceof CudaBackend);
     String rotation = model.ropeScaling().factorSet(context);
     logLongRope(model.ropeScaling(), rotation, context);
@@ -140,8 +144,6 @@ public final class BuiltinEngine extends SchedulingEngine implements KvHandoff {
     if (constraints.available()) {
       features.add(EngineInfo.Feature.STRUCTURED_OUTPUTS);
     }
-    String name =
-        config.modelName() != null ? config.modelName() : config.modelDir().getFileName().toString();
     this.info =
         new EngineInfo(
             "builtin-" + backend.name(),

@@ -174,12 +174,15 @@ class LoraEngineTest {
   }
 
   @Test
-  void anAdapterAboveTheRankLimitOrNamedTwiceFailsAtStartup() {
+  void anAdapterAboveTheRankLimitNamedTwiceOrAsTheModelFailsAtStartup() {
     var rank = assertThrows(ModelFormatException.class, () -> BuiltinEngine.open(BuiltinConfig.of(model).withCompute("cpu", 2)
         .withLora(List.of(new LoraAdapter.Source("sql", sql)), 4)));
     assertTrue(rank.getMessage().contains("adapter_config.json") && rank.getMessage().contains("--max-lora-rank 4"), rank.getMessage());
     var twice = assertThrows(IllegalArgumentException.class, () -> BuiltinEngine.open(BuiltinConfig.of(model).withCompute("cpu", 2)
         .withLora(List.of(new LoraAdapter.Source("a", sql), new LoraAdapter.Source("a", chat)), 16)));
     assertTrue(twice.getMessage().contains("'a' twice"), twice.getMessage());
+    var named = assertThrows(IllegalArgumentException.class, () -> BuiltinEngine.open(BuiltinConfig.of(model).withCompute("cpu", 2)
+        .withLora(List.of(new LoraAdapter.Source("tiny", sql)), 16)));
+    assertTrue(named.getMessage().contains("'tiny' has the served model's name"), named.getMessage());
   }
 }
