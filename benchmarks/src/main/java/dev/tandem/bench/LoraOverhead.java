@@ -158,8 +158,10 @@ public final class LoraOverhead {
 
   /** Weights of a rank-{@code rank} adapter on every projection of every layer: r·(in + out) each. */
   static long adapterWeights(ModelConfig c, int rank) {
-    long h = c.hiddenSize();
-    long perLayer = (h + c.qDim()) + (h + c.kvDim()) * 2 + (c.qDim() + h) + (h + c.intermediateSize()) * 2 + (c.intermediateSize() + h);
+    long perLayer = 0;
+    for (LoraAdapter.Target t : LoraAdapter.Target.values()) {
+      perLayer += t.inputs(c) + t.outputs(c);
+    }
     return rank * perLayer * c.numLayers();
   }
 

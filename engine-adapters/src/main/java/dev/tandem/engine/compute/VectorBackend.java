@@ -487,7 +487,7 @@ public final class VectorBackend implements ComputeBackend {
         }
         int t = tile;
         for (; t + 4 <= tileEnd; t += 4) {
-          block4x4(x, t, cols, row, out, rows, r);
+          block4x4(x, t, cols, row, 0, out, rows, r);
         }
         // Two or three tokens left (a step verifying proposed tokens, a small batch): two against all four rows at once.
         if (t + 2 <= tileEnd) {
@@ -505,7 +505,7 @@ public final class VectorBackend implements ComputeBackend {
         widenRow(w, r + 1, row, cols);
         int t = tile;
         for (; t + 4 <= tileEnd; t += 4) {
-          block4x2(x, t, cols, row, out, rows, r);
+          block4x2(x, t, cols, row, 0, out, rows, r);
         }
         for (; t < tileEnd; t++) {
           out[t * rows + r] = dot(x, t * cols, row, 0, cols);
@@ -835,10 +835,10 @@ public final class VectorBackend implements ComputeBackend {
   }
 
   /**
-   * Tokens t..t+3 against rows r..r+3 (widened at row[k·cols..(k+1)·cols)): eight loads feed
-   * sixteen FMAs a pass, twice block4x2's FMAs per load.
+   * Tokens t..t+3 against rows r..r+3 (widened at row[rowBase + k·cols..rowBase + (k+1)·cols)):
+   * eight loads feed sixteen FMAs a pass, twice block4x2's FMAs per load.
    */
-  private static void block4x4(float[] x, int t, int cols, float[] row, float[] out, int rows, int r) {
+  private static void block4x4(float[] x, int t, int cols, float[] row, int rowBase, float[] out, int rows, int r) {
     int upper = F.loopBound(cols);
     int b0 = t * cols;
     int b1 = b0 + cols;
@@ -848,12 +848,13 @@ public final class VectorBackend implements ComputeBackend {
     FloatVector a10 = FloatVector.zero(F), a11 = FloatVector.zero(F), a12 = FloatVector.zero(F), a13 = FloatVector.zero(F);
     FloatVector a20 = FloatVector.zero(F), a21 = FloatVector.zero(F), a22 = FloatVector.zero(F), a23 = FloatVector.zero(F);
     FloatVector a30 = FloatVector.zero(F), a31 = FloatVector.zero(F), a32 = FloatVector.zero(F), a33 = FloatVector.zero(F);
-    int c2 = 2 * cols;
-    int c3 = 3 * cols;
+    int c1 = rowBase + cols;
+    int c2 = rowBase + 2 * cols;
+    int c3 = rowBase + 3 * cols;
     int i = 0;
     for (; i < upper; i += L) {
-      FloatVector w0 = FloatVector.fromArray(F, row, i);
-      FloatVector w1 = FloatVector.fromArray(F, row, cols + i);
+      FloatVector w0 = FloatVector.fromArray(F, row, rowBase + i);
+      FloatVector w1 = FloatVector.fromArray(F, row, c1 + i);
       FloatVector w2 = FloatVector.fromArray(F, row, c2 + i);
       FloatVector w3 = FloatVector.fromArray(F, row, c3 + i);
       FloatVector x0 = FloatVector.fromArray(F, x, b0 + i);
@@ -878,20 +879,20 @@ public final class VectorBackend implements ComputeBackend {
       a33 = x3.fma(w3, a33);
     }
     // Each accumulator written out by name: an array of vectors would box them all.
-    finish(a00, x, b0, row, 0, i, cols, out, t * rows + r);
-    finish(a01, x, b0, row, cols, i, cols, out, t * rows + r + 1);
+    finish(a00, x, b0, row, rowBase, i, cols, out, t * rows + r);
+    finish(a01, x, b0, row, c1, i, cols, out, t * rows + r + 1);
     finish(a02, x, b0, row, c2, i, cols, out, t * rows + r + 2);
     finish(a03, x, b0, row, c3, i, cols, out, t * rows + r + 3);
-    finish(a10, x, b1, row, 0, i, cols, out, (t + 1) * rows + r);
-    finish(a11, x, b1, row, cols, i, cols, out, (t + 1) * rows + r + 1);
+    finish(a10, x, b1, row, rowBase, i, cols, out, (t + 1) * rows + r);
+    finish(a11, x, b1, row, c1, i, cols, out, (t + 1) * rows + r + 1);
     finish(a12, x, b1, row, c2, i, cols, out, (t + 1) * rows + r + 2);
     finish(a13, x, b1, row, c3, i, cols, out, (t + 1) * rows + r + 3);
-    finish(a20, x, b2, row, 0, i, cols, out, (t + 2) * rows + r);
-    finish(a21, x, b2, row, cols, i, cols, out, (t + 2) * rows + r + 1);
+    finish(a20, x, b2, row, rowBase, i, cols, out, (t + 2) * rows + r);
+    finish(a21, x, b2, row, c1, i, cols, out, (t + 2) * rows + r + 1);
     finish(a22, x, b2, row, c2, i, cols, out, (t + 2) * rows + r + 2);
     finish(a23, x, b2, row, c3, i, cols, out, (t + 2) * rows + r + 3);
-    finish(a30, x, b3, row, 0, i, cols, out, (t + 3) * rows + r);
-    finish(a31, x, b3, row, cols, i, cols, out, (t + 3) * rows + r + 1);
+    finish(a30, x, b3, row, rowBase, i, cols, out, (t + 3) * rows + r);
+    finish(a31, x, b3, row, c1, i, cols, out, (t + 3) * rows + r + 1);
     finish(a32, x, b3, row, c2, i, cols, out, (t + 3) * rows + r + 2);
     finish(a33, x, b3, row, c3, i, cols, out, (t + 3) * rows + r + 3);
   }
@@ -941,21 +942,22 @@ public final class VectorBackend implements ComputeBackend {
     out[at] = sum;
   }
 
-  /** Tokens t..t+3 against rows r and r+1 (widened at row[0..cols) and row[cols..2·cols)). */
-  private static void block4x2(float[] x, int t, int cols, float[] row, float[] out, int rows, int r) {
+  /** Tokens t..t+3 against rows r and r+1 (widened at row[rowBase..rowBase + cols) and the next cols). */
+  private static void block4x2(float[] x, int t, int cols, float[] row, int rowBase, float[] out, int rows, int r) {
     int upper = F.loopBound(cols);
     int b0 = t * cols;
     int b1 = b0 + cols;
     int b2 = b1 + cols;
     int b3 = b2 + cols;
+    int c1 = rowBase + cols;
     FloatVector a00 = FloatVector.zero(F), a01 = FloatVector.zero(F);
     FloatVector a10 = FloatVector.zero(F), a11 = FloatVector.zero(F);
     FloatVector a20 = FloatVector.zero(F), a21 = FloatVector.zero(F);
     FloatVector a30 = FloatVector.zero(F), a31 = FloatVector.zero(F);
     int i = 0;
     for (; i < upper; i += L) {
-      FloatVector w0 = FloatVector.fromArray(F, row, i);
-      FloatVector w1 = FloatVector.fromArray(F, row, cols + i);
+      FloatVector w0 = FloatVector.fromArray(F, row, rowBase + i);
+      FloatVector w1 = FloatVector.fromArray(F, row, c1 + i);
       FloatVector x0 = FloatVector.fromArray(F, x, b0 + i);
       a00 = x0.fma(w0, a00);
       a01 = x0.fma(w1, a01);
@@ -974,8 +976,8 @@ public final class VectorBackend implements ComputeBackend {
     float s20 = a20.reduceLanes(VectorOperators.ADD), s21 = a21.reduceLanes(VectorOperators.ADD);
     float s30 = a30.reduceLanes(VectorOperators.ADD), s31 = a31.reduceLanes(VectorOperators.ADD);
     for (; i < cols; i++) {
-      float w0 = row[i];
-      float w1 = row[cols + i];
+      float w0 = row[rowBase + i];
+      float w1 = row[c1 + i];
       s00 += x[b0 + i] * w0;
       s01 += x[b0 + i] * w1;
       s10 += x[b1 + i] * w0;
@@ -1065,165 +1067,70 @@ public final class VectorBackend implements ComputeBackend {
   /**
    * Rows split over the compute threads where they hold enough work (a prefill chunk's), else on
    * the calling thread: a decode step's few rows are a few thousand multiply-adds a projection,
-   * less than waking the helpers costs.
+   * less than waking the helpers costs. Four consecutive rows (one sequence's) go through the
+   * matmul's 4×4 and 4×2 blocks for {@code A·x} and share each load of B; other rows go one at a
+   * time.
    */
   @Override
   public void addLowRank(float[] in, int inDim, int[] rows, float[] aRows, float[] bColumns, int rank, float[] out, int outDim) {
     int grain = Math.max(1, (1 << 16) / Math.max(1, rank * (inDim + outDim)));
+    int last = 0;
+    for (int t : rows) {
+      last = Math.max(last, t);
+    }
+    float[] mid = lowRankScratch((last + 1) * rank); // row t's A·x at [t·rank, (t + 1)·rank): each thread writes its own rows
     runner.forRange(rows.length, grain, (from, to) -> {
-      float[] mid = new float[4 * rank];
       int j = from;
-      for (; j + 4 <= to; j += 4) { // four rows share each load of A and of B
-        reduceRank4(in, rows, j, inDim, aRows, rank, mid);
-        expandRank4(mid, bColumns, rank, out, rows, j, outDim);
-      }
-      for (; j < to; j++) {
+      while (j < to) {
         int t = rows[j];
-        reduceRank(in, t * inDim, inDim, aRows, rank, mid);
-        expandRank(mid, bColumns, rank, out, t * outDim, outDim);
+        if (j + 4 <= to && rows[j + 1] == t + 1 && rows[j + 2] == t + 2 && rows[j + 3] == t + 3) {
+          reduceRows4(in, t, inDim, aRows, rank, mid);
+          expandRank4(mid, bColumns, rank, out, t, outDim);
+          j += 4;
+        } else {
+          reduceRank(in, t * inDim, inDim, aRows, rank, mid, t * rank);
+          expandRank(mid, t * rank, bColumns, rank, out, t * outDim, outDim, 0);
+          j++;
+        }
       }
     });
   }
 
-  /** {@code mid[r·rank + k] = aRows[k] · x_r} for rows {@code rows[j..j+4)}: each vector of A loaded once for the four. */
-  private static void reduceRank4(float[] x, int[] rows, int j, int n, float[] aRows, int rank, float[] mid) {
-    int x0 = rows[j] * n;
-    int x1 = rows[j + 1] * n;
-    int x2 = rows[j + 2] * n;
-    int x3 = rows[j + 3] * n;
-    int upper = F.loopBound(n);
-    int k0 = 0;
-    for (; k0 + 4 <= rank; k0 += 4) { // four rows of A against the four rows of x: sixteen sums, eight loads a step
-      int a0 = k0 * n;
-      FloatVector z = FloatVector.zero(F);
-      FloatVector s00 = z, s01 = z, s02 = z, s03 = z;
-      FloatVector s10 = z, s11 = z, s12 = z, s13 = z;
-      FloatVector s20 = z, s21 = z, s22 = z, s23 = z;
-      FloatVector s30 = z, s31 = z, s32 = z, s33 = z;
-      int i = 0;
-      for (; i < upper; i += L) {
-        FloatVector v0 = FloatVector.fromArray(F, x, x0 + i);
-        FloatVector v1 = FloatVector.fromArray(F, x, x1 + i);
-        FloatVector v2 = FloatVector.fromArray(F, x, x2 + i);
-        FloatVector v3 = FloatVector.fromArray(F, x, x3 + i);
-        FloatVector w = FloatVector.fromArray(F, aRows, a0 + i);
-        s00 = w.fma(v0, s00);
-        s01 = w.fma(v1, s01);
-        s02 = w.fma(v2, s02);
-        s03 = w.fma(v3, s03);
-        w = FloatVector.fromArray(F, aRows, a0 + n + i);
-        s10 = w.fma(v0, s10);
-        s11 = w.fma(v1, s11);
-        s12 = w.fma(v2, s12);
-        s13 = w.fma(v3, s13);
-        w = FloatVector.fromArray(F, aRows, a0 + 2 * n + i);
-        s20 = w.fma(v0, s20);
-        s21 = w.fma(v1, s21);
-        s22 = w.fma(v2, s22);
-        s23 = w.fma(v3, s23);
-        w = FloatVector.fromArray(F, aRows, a0 + 3 * n + i);
-        s30 = w.fma(v0, s30);
-        s31 = w.fma(v1, s31);
-        s32 = w.fma(v2, s32);
-        s33 = w.fma(v3, s33);
-      }
-      int a1 = a0 + n;
-      int a2 = a0 + 2 * n;
-      int a3 = a0 + 3 * n;
-      mid[k0] = total(s00, aRows, a0, x, x0, i, n);
-      mid[rank + k0] = total(s01, aRows, a0, x, x1, i, n);
-      mid[2 * rank + k0] = total(s02, aRows, a0, x, x2, i, n);
-      mid[3 * rank + k0] = total(s03, aRows, a0, x, x3, i, n);
-      mid[k0 + 1] = total(s10, aRows, a1, x, x0, i, n);
-      mid[rank + k0 + 1] = total(s11, aRows, a1, x, x1, i, n);
-      mid[2 * rank + k0 + 1] = total(s12, aRows, a1, x, x2, i, n);
-      mid[3 * rank + k0 + 1] = total(s13, aRows, a1, x, x3, i, n);
-      mid[k0 + 2] = total(s20, aRows, a2, x, x0, i, n);
-      mid[rank + k0 + 2] = total(s21, aRows, a2, x, x1, i, n);
-      mid[2 * rank + k0 + 2] = total(s22, aRows, a2, x, x2, i, n);
-      mid[3 * rank + k0 + 2] = total(s23, aRows, a2, x, x3, i, n);
-      mid[k0 + 3] = total(s30, aRows, a3, x, x0, i, n);
-      mid[rank + k0 + 3] = total(s31, aRows, a3, x, x1, i, n);
-      mid[2 * rank + k0 + 3] = total(s32, aRows, a3, x, x2, i, n);
-      mid[3 * rank + k0 + 3] = total(s33, aRows, a3, x, x3, i, n);
+  private float[] lowRankMid = new float[0]; // addLowRank's A·x, grown as needed (calls come from the engine's thread)
+
+  private float[] lowRankScratch(int floats) {
+    if (lowRankMid.length < floats) {
+      lowRankMid = new float[floats];
     }
-    for (int k = k0; k < rank; k += 2) {
-      boolean pair = k + 1 < rank;
-      int a0 = k * n;
-      int a1 = pair ? a0 + n : a0;
-      FloatVector s00 = FloatVector.zero(F);
-      FloatVector s01 = s00;
-      FloatVector s02 = s00;
-      FloatVector s03 = s00;
-      FloatVector s10 = s00;
-      FloatVector s11 = s00;
-      FloatVector s12 = s00;
-      FloatVector s13 = s00;
-      int i = 0;
-      for (; i < upper; i += L) {
-        FloatVector w0 = FloatVector.fromArray(F, aRows, a0 + i);
-        FloatVector w1 = FloatVector.fromArray(F, aRows, a1 + i);
-        FloatVector v0 = FloatVector.fromArray(F, x, x0 + i);
-        FloatVector v1 = FloatVector.fromArray(F, x, x1 + i);
-        FloatVector v2 = FloatVector.fromArray(F, x, x2 + i);
-        FloatVector v3 = FloatVector.fromArray(F, x, x3 + i);
-        s00 = w0.fma(v0, s00);
-        s01 = w0.fma(v1, s01);
-        s02 = w0.fma(v2, s02);
-        s03 = w0.fma(v3, s03);
-        s10 = w1.fma(v0, s10);
-        s11 = w1.fma(v1, s11);
-        s12 = w1.fma(v2, s12);
-        s13 = w1.fma(v3, s13);
-      }
-      float m00 = s00.reduceLanes(VectorOperators.ADD);
-      float m01 = s01.reduceLanes(VectorOperators.ADD);
-      float m02 = s02.reduceLanes(VectorOperators.ADD);
-      float m03 = s03.reduceLanes(VectorOperators.ADD);
-      float m10 = s10.reduceLanes(VectorOperators.ADD);
-      float m11 = s11.reduceLanes(VectorOperators.ADD);
-      float m12 = s12.reduceLanes(VectorOperators.ADD);
-      float m13 = s13.reduceLanes(VectorOperators.ADD);
-      for (; i < n; i++) {
-        float w0 = aRows[a0 + i];
-        float w1 = aRows[a1 + i];
-        m00 += w0 * x[x0 + i];
-        m01 += w0 * x[x1 + i];
-        m02 += w0 * x[x2 + i];
-        m03 += w0 * x[x3 + i];
-        m10 += w1 * x[x0 + i];
-        m11 += w1 * x[x1 + i];
-        m12 += w1 * x[x2 + i];
-        m13 += w1 * x[x3 + i];
-      }
-      mid[k] = m00;
-      mid[rank + k] = m01;
-      mid[2 * rank + k] = m02;
-      mid[3 * rank + k] = m03;
-      if (pair) {
-        mid[k + 1] = m10;
-        mid[rank + k + 1] = m11;
-        mid[2 * rank + k + 1] = m12;
-        mid[3 * rank + k + 1] = m13;
+    return lowRankMid;
+  }
+
+  /** {@code mid[(t + i)·rank + k] = aRows[k] · x_{t+i}} for rows t..t+3, by the matmul's blocks of four (then two) rows of A. */
+  private static void reduceRows4(float[] x, int t, int n, float[] aRows, int rank, float[] mid) {
+    int k = 0;
+    for (; k + 4 <= rank; k += 4) {
+      block4x4(x, t, n, aRows, k * n, mid, rank, k);
+    }
+    for (; k + 2 <= rank; k += 2) {
+      block4x2(x, t, n, aRows, k * n, mid, rank, k);
+    }
+    for (; k < rank; k++) {
+      for (int i = 0; i < 4; i++) {
+        mid[(t + i) * rank + k] = dot(aRows, k * n, x, (t + i) * n, n);
       }
     }
   }
 
-  /** A vector sum's lanes plus {@code a[aOff + t] · x[xOff + t]} for the tail {@code t} in {@code [from, n)}. */
-  private static float total(FloatVector sum, float[] a, int aOff, float[] x, int xOff, int from, int n) {
-    float m = sum.reduceLanes(VectorOperators.ADD);
-    for (int t = from; t < n; t++) {
-      m += a[aOff + t] * x[xOff + t];
-    }
-    return m;
-  }
-
-  /** Rows {@code rows[j..j+4)} of y each {@code += Σ_k mid[r·rank + k] · bColumns[k]}: each vector of B loaded once for the four. */
-  private static void expandRank4(float[] mid, float[] bColumns, int rank, float[] y, int[] rows, int j, int n) {
-    int y0 = rows[j] * n;
-    int y1 = rows[j + 1] * n;
-    int y2 = rows[j + 2] * n;
-    int y3 = rows[j + 3] * n;
+  /** Rows t..t+3 of y each {@code += Σ_k mid[row·rank + k] · bColumns[k]}: each vector of B loaded once for the four. */
+  private static void expandRank4(float[] mid, float[] bColumns, int rank, float[] y, int t, int n) {
+    int y0 = t * n;
+    int y1 = y0 + n;
+    int y2 = y1 + n;
+    int y3 = y2 + n;
+    int z0 = t * rank; // row t's A·x in mid, then the next three rows'
+    int z1 = z0 + rank;
+    int z2 = z1 + rank;
+    int z3 = z2 + rank;
     int upper = F.loopBound(n);
     int o = 0;
     for (; o + 4 * L <= upper; o += 4 * L) { // four rows by four vectors: sixteen sums, eight loads a step of k
@@ -1241,22 +1148,22 @@ public final class VectorBackend implements ComputeBackend {
         FloatVector w1 = FloatVector.fromArray(F, bColumns, b + L);
         FloatVector w2 = FloatVector.fromArray(F, bColumns, b + 2 * L);
         FloatVector w3 = FloatVector.fromArray(F, bColumns, b + 3 * L);
-        FloatVector m = FloatVector.broadcast(F, mid[k]);
+        FloatVector m = FloatVector.broadcast(F, mid[z0 + k]);
         c00 = w0.fma(m, c00);
         c01 = w1.fma(m, c01);
         c02 = w2.fma(m, c02);
         c03 = w3.fma(m, c03);
-        m = FloatVector.broadcast(F, mid[rank + k]);
+        m = FloatVector.broadcast(F, mid[z1 + k]);
         c10 = w0.fma(m, c10);
         c11 = w1.fma(m, c11);
         c12 = w2.fma(m, c12);
         c13 = w3.fma(m, c13);
-        m = FloatVector.broadcast(F, mid[2 * rank + k]);
+        m = FloatVector.broadcast(F, mid[z2 + k]);
         c20 = w0.fma(m, c20);
         c21 = w1.fma(m, c21);
         c22 = w2.fma(m, c22);
         c23 = w3.fma(m, c23);
-        m = FloatVector.broadcast(F, mid[3 * rank + k]);
+        m = FloatVector.broadcast(F, mid[z3 + k]);
         c30 = w0.fma(m, c30);
         c31 = w1.fma(m, c31);
         c32 = w2.fma(m, c32);
@@ -1279,61 +1186,13 @@ public final class VectorBackend implements ComputeBackend {
       c32.intoArray(y, y3 + o + 2 * L);
       c33.intoArray(y, y3 + o + 3 * L);
     }
-    for (; o + 2 * L <= upper; o += 2 * L) {
-      FloatVector a0 = FloatVector.fromArray(F, y, y0 + o);
-      FloatVector a1 = FloatVector.fromArray(F, y, y1 + o);
-      FloatVector a2 = FloatVector.fromArray(F, y, y2 + o);
-      FloatVector a3 = FloatVector.fromArray(F, y, y3 + o);
-      FloatVector b0 = FloatVector.fromArray(F, y, y0 + o + L);
-      FloatVector b1 = FloatVector.fromArray(F, y, y1 + o + L);
-      FloatVector b2 = FloatVector.fromArray(F, y, y2 + o + L);
-      FloatVector b3 = FloatVector.fromArray(F, y, y3 + o + L);
-      for (int k = 0; k < rank; k++) {
-        FloatVector wa = FloatVector.fromArray(F, bColumns, k * n + o);
-        FloatVector wb = FloatVector.fromArray(F, bColumns, k * n + o + L);
-        FloatVector m0 = FloatVector.broadcast(F, mid[k]);
-        FloatVector m1 = FloatVector.broadcast(F, mid[rank + k]);
-        FloatVector m2 = FloatVector.broadcast(F, mid[2 * rank + k]);
-        FloatVector m3 = FloatVector.broadcast(F, mid[3 * rank + k]);
-        a0 = wa.fma(m0, a0);
-        a1 = wa.fma(m1, a1);
-        a2 = wa.fma(m2, a2);
-        a3 = wa.fma(m3, a3);
-        b0 = wb.fma(m0, b0);
-        b1 = wb.fma(m1, b1);
-        b2 = wb.fma(m2, b2);
-        b3 = wb.fma(m3, b3);
-      }
-      a0.intoArray(y, y0 + o);
-      a1.intoArray(y, y1 + o);
-      a2.intoArray(y, y2 + o);
-      a3.intoArray(y, y3 + o);
-      b0.intoArray(y, y0 + o + L);
-      b1.intoArray(y, y1 + o + L);
-      b2.intoArray(y, y2 + o + L);
-      b3.intoArray(y, y3 + o + L);
-    }
-    for (; o < n; o++) { // past the last pair of whole vectors: a vector's worth at most, one value at a time
-      float c0 = y[y0 + o];
-      float c1 = y[y1 + o];
-      float c2 = y[y2 + o];
-      float c3 = y[y3 + o];
-      for (int k = 0; k < rank; k++) {
-        float w = bColumns[k * n + o];
-        c0 += mid[k] * w;
-        c1 += mid[rank + k] * w;
-        c2 += mid[2 * rank + k] * w;
-        c3 += mid[3 * rank + k] * w;
-      }
-      y[y0 + o] = c0;
-      y[y1 + o] = c1;
-      y[y2 + o] = c2;
-      y[y3 + o] = c3;
+    for (int r = 0; r < 4; r++) { // the columns past the last run of four vectors, row by row
+      expandRank(mid, z0 + r * rank, bColumns, rank, y, y0 + r * n, n, o);
     }
   }
 
-  /** {@code mid[k] = aRows[k] · x} for each of the {@code rank} rows, four at a time (four independent sums, one load of x). */
-  private static void reduceRank(float[] x, int xOff, int n, float[] aRows, int rank, float[] mid) {
+  /** {@code mid[at + k] = aRows[k] · x} for each of the {@code rank} rows, four at a time (four independent sums, one load of x). */
+  private static void reduceRank(float[] x, int xOff, int n, float[] aRows, int rank, float[] mid, int at) {
     int upper = F.loopBound(n);
     int k = 0;
     for (; k + 4 <= rank; k += 4) {
@@ -1361,27 +1220,30 @@ public final class VectorBackend implements ComputeBackend {
         m2 += aRows[a0 + 2 * n + i] * v;
         m3 += aRows[a0 + 3 * n + i] * v;
       }
-      mid[k] = m0;
-      mid[k + 1] = m1;
-      mid[k + 2] = m2;
-      mid[k + 3] = m3;
+      mid[at + k] = m0;
+      mid[at + k + 1] = m1;
+      mid[at + k + 2] = m2;
+      mid[at + k + 3] = m3;
     }
     for (; k < rank; k++) {
-      mid[k] = dot(aRows, k * n, x, xOff, n);
+      mid[at + k] = dot(aRows, k * n, x, xOff, n);
     }
   }
 
-  /** {@code y += Σ_k mid[k] · bColumns[k]}: each run of four vectors of y loaded and stored once, its sums over k independent. */
-  private static void expandRank(float[] mid, float[] bColumns, int rank, float[] y, int yOff, int n) {
-    int upper = F.loopBound(n);
-    int o = 0;
+  /**
+   * {@code y += Σ_k mid[at + k] · bColumns[k]} over columns {@code [from, n)}: each run of four
+   * vectors of y loaded and stored once, its sums over k independent.
+   */
+  private static void expandRank(float[] mid, int at, float[] bColumns, int rank, float[] y, int yOff, int n, int from) {
+    int upper = from + F.loopBound(n - from);
+    int o = from;
     for (; o + 4 * L <= upper; o += 4 * L) {
       FloatVector y0 = FloatVector.fromArray(F, y, yOff + o);
       FloatVector y1 = FloatVector.fromArray(F, y, yOff + o + L);
       FloatVector y2 = FloatVector.fromArray(F, y, yOff + o + 2 * L);
       FloatVector y3 = FloatVector.fromArray(F, y, yOff + o + 3 * L);
       for (int k = 0; k < rank; k++) {
-        FloatVector m = FloatVector.broadcast(F, mid[k]);
+        FloatVector m = FloatVector.broadcast(F, mid[at + k]);
         int b = k * n + o;
         y0 = FloatVector.fromArray(F, bColumns, b).fma(m, y0);
         y1 = FloatVector.fromArray(F, bColumns, b + L).fma(m, y1);
@@ -1396,14 +1258,14 @@ public final class VectorBackend implements ComputeBackend {
     for (; o < upper; o += L) {
       FloatVector acc = FloatVector.fromArray(F, y, yOff + o);
       for (int k = 0; k < rank; k++) {
-        acc = FloatVector.fromArray(F, bColumns, k * n + o).fma(FloatVector.broadcast(F, mid[k]), acc);
+        acc = FloatVector.fromArray(F, bColumns, k * n + o).fma(FloatVector.broadcast(F, mid[at + k]), acc);
       }
       acc.intoArray(y, yOff + o);
     }
     for (; o < n; o++) {
       float acc = y[yOff + o];
       for (int k = 0; k < rank; k++) {
-        acc += mid[k] * bColumns[k * n + o];
+        acc += mid[at + k] * bColumns[k * n + o];
       }
       y[yOff + o] = acc;
     }

@@ -33,8 +33,36 @@ public final class LoraAdapter {
 
   /** The projections an adapter may change: the seven matrices of {@link LayerWeights}. */
   public enum Target {
-    Q, K, V, O, GATE, UP, DOWN
+    Q, K, V, O, GATE, UP, DOWN;
+
+    /** The projection's input width in a model of {@code c}. */
+    public int inputs(ModelConfig c) {
+      return switch (this) {
+        case O -> c.qDim();
+        case DOWN -> c.intermediateSize();
+        default -> c.hiddenSize();
+      };
+    }
+
+    /** The projection's output width in a model of {@code c}. */
+    public int outputs(ModelConfig c) {
+      return switch (this) {
+        case Q -> c.qDim();
+        case K, V -> c.kvDim();
+        case O, DOWN -> c.hiddenSize();
+        case GATE, UP -> c.intermediateSize();
+      };
+    }
   }
+
+  /**
+   * PEFT's module names and the projections each changes, in the order of its B's rows: Phi-3's
+   * fused modules change several.
+   */
+  public static final Map<String, List<Target>> MODULES = Map.of(
+      "q_proj", List.of(Target.Q), "k_proj", List.of(Target.K), "v_proj", List.of(Target.V), "o_proj", List.of(Target.O),
+      "gate_proj", List.of(Target.GATE), "up_proj", List.of(Target.UP), "down_proj", List.of(Target.DOWN),
+      "qkv_proj", List.of(Target.Q, Target.K, Target.V), "gate_up_proj", List.of(Target.GATE, Target.UP));
 
   /**
    * One projection's low-rank change, laid out for {@link
@@ -44,7 +72,7 @@ public final class LoraAdapter {
   public record Delta(float[] aRows, float[] bColumns, int rank, int in, int out) {}
 
   private static final Pattern TENSOR = Pattern.compile(
-      "(?:.*\\.)?layers\\.(\\d+)\\.(?:self_attn|mlp)\\.(q_proj|k_proj|v_proj|o_proj|qkv_proj|gate_proj|up_proj|down_proj|gate_up_proj)"
+      "(?:.*\\.)?layers\\.(\\d+)\\.(?:self_attn|mlp)\\.(" + String.join("|", MODULES.keySet()) + ")"
           + "\\.lora_([AB])(?:\\.[A-Za-z0-9_-]+)?\\.weight");
 
   private final String name;
@@ -178,50 +206,27 @@ public final class LoraAdapter {
       throw new ModelFormatException(file + ": " + (pair[0] == null ? pair[1].name() : pair[0].name()) + " has no "
           + (pair[0] == null ? "lora_A" : "lora_B") + " beside it");
     }
-    int in = switch (module) {
-      case "o_proj" -> c.qDim();
-      case "down_proj" -> c.intermediateSize();
-      default -> c.hiddenSize();
-    };
-    int[] parts = switch (module) { // output rows of each part, in order
-      case "q_proj" -> new int[] {c.qDim()};
-      case "k_proj", "v_proj" -> new int[] {c.kvDim()};
-      case "o_proj", "down_proj" -> new int[] {c.hiddenSize()};
-      case "gate_proj", "up_proj" -> new int[] {c.intermediateSize()};
-      case "qkv_proj" -> new int[] {c.qDim(), c.kvDim(), c.kvDim()};
-      case "gate_up_proj" -> new int[] {c.intermediateSize(), c.intermediateSize()};
-      default -> throw new IllegalStateException(module);
-    };
-    Target[] targets = switch (module) {
-      case "q_proj" -> new Target[] {Target.Q};
-      case "k_proj" -> new Target[] {Target.K};
-      case "v_proj" -> new Target[] {Target.V};
-      case "o_proj" -> new Target[] {Target.O};
-      case "gate_proj" -> new Target[] {Target.GATE};
-      case "up_proj" -> new Target[] {Target.UP};
-      case "down_proj" -> new Target[] {Target.DOWN};
-      case "qkv_proj" -> new Target[] {Target.Q, Target.K, Target.V};
-      case "gate_up_proj" -> new Target[] {Target.GATE, Target.UP};
-      default -> throw new IllegalStateException(module);
-    };
-    int out = java.util.Arrays.stream(parts).sum();
+    List<Target> targets = MODULES.get(module);
+    int in = targets.getFirst().inputs(c);
+    int out = targets.stream().mapToInt(t -> t.outputs(c)).sum();
     expectShape(file, pair[0], rank, in, module, rank);
     expectShape(file, pair[1], out, rank, module, rank);
     float[] aRows = floats(pair[0], 0, rank, in, 1f);
     int row = 0;
-    for (int i = 0; i < parts.length; i++) {
-      if (layer.containsKey(targets[i])) {
+    for (Target target : targets) {
+      if (layer.containsKey(target)) {
         throw new ModelFormatException(file + ": " + pair[1].name() + " changes a projection another tensor of the adapter already changes");
       }
-      float[] b = floats(pair[1], row, parts[i], rank, scaling);
+      int part = target.outputs(c);
+      float[] b = floats(pair[1], row, part, rank, scaling);
       float[] bColumns = new float[b.length];
-      for (int o = 0; o < parts[i]; o++) {
+      for (int o = 0; o < part; o++) {
         for (int k = 0; k < rank; k++) {
-          bColumns[k * parts[i] + o] = b[o * rank + k];
+          bColumns[k * part + o] = b[o * rank + k];
         }
       }
-      layer.put(targets[i], new Delta(aRows, bColumns, rank, in, parts[i]));
-      row += parts[i];
+      layer.put(target, new Delta(aRows, bColumns, rank, in, part));
+      row += part;
     }
   }
 

@@ -3,6 +3,7 @@ package dev.tandem.engine.modeltools;
 import com.fasterxml.jackson.databind.ObjectMapper;
 import com.fasterxml.jackson.databind.node.ObjectNode;
 import dev.tandem.engine.model.DType;
+import dev.tandem.engine.model.LoraAdapter;
 import dev.tandem.engine.model.ModelConfig;
 import java.io.IOException;
 import java.nio.file.Files;
@@ -65,7 +66,10 @@ public final class LoraGenerator {
   }
 
   private static boolean isAttention(String module) {
-    return module.equals("q_proj") || module.equals("k_proj") || module.equals("v_proj") || module.equals("o_proj") || module.equals("qkv_proj");
+    return switch (LoraAdapter.MODULES.get(module).getFirst()) {
+      case Q, K, V, O -> true;
+      case GATE, UP, DOWN -> false;
+    };
   }
 
   /** The module's name in the model: fused models name q/k/v and gate/up as one. */
@@ -84,23 +88,11 @@ public final class LoraGenerator {
   }
 
   private static int inputs(ModelConfig c, String module) {
-    return switch (module) {
-      case "o_proj" -> c.qDim();
-      case "down_proj" -> c.intermediateSize();
-      default -> c.hiddenSize();
-    };
+    return LoraAdapter.MODULES.get(module).getFirst().inputs(c);
   }
 
   private static int outputs(ModelConfig c, String module) {
-    return switch (module) {
-      case "q_proj" -> c.qDim();
-      case "k_proj", "v_proj" -> c.kvDim();
-      case "qkv_proj" -> c.qDim() + 2 * c.kvDim();
-      case "o_proj", "down_proj" -> c.hiddenSize();
-      case "gate_proj", "up_proj" -> c.intermediateSize();
-      case "gate_up_proj" -> 2 * c.intermediateSize();
-      default -> throw new IllegalStateException(module);
-    };
+    return LoraAdapter.MODULES.get(module).stream().mapToInt(t -> t.outputs(c)).sum();
   }
 
   private static SafetensorsWriter.Values normal(long seed, String tensor, double std) {

@@ -257,6 +257,30 @@ abstract class ComputeBackendConformanceTest {
     }
   }
 
+  /** As above on one sequence's rows (consecutive, as a slice's are), the rows before and after untouched. */
+  @ParameterizedTest(name = "rows={0} rank={1} in={2} out={3}")
+  @CsvSource({"4, 8, 64, 96", "9, 6, 100, 70", "300, 32, 64, 160", "7, 5, 31, 17", "64, 16, 1024, 2048"})
+  void addLowRankOnConsecutiveRows(int n, int rank, int inDim, int outDim) {
+    int total = n + 2;
+    float[] in = randoms(total * inDim, 1);
+    float[] a = randoms(rank * inDim, 1);
+    float[] b = randoms(rank * outDim, 1);
+    float[] before = randoms(total * outDim, 1);
+    int[] rows = new int[n];
+    for (int i = 0; i < n; i++) {
+      rows[i] = 1 + i;
+    }
+    float[] expected = before.clone();
+    float[] actual = before.clone();
+    reference.addLowRank(in, inDim, rows, a, b, rank, expected, outDim);
+    backend.addLowRank(in, inDim, rows, a, b, rank, actual, outDim);
+    assertClose(expected, actual, 1e-5, "addLowRank");
+    for (int o = 0; o < outDim; o++) {
+      assertEquals(before[o], actual[o], "the row before");
+      assertEquals(before[(total - 1) * outDim + o], actual[(total - 1) * outDim + o], "the row after");
+    }
+  }
+
   @ParameterizedTest(name = "n={0}")
   @ValueSource(ints = {1, 31, 4096, 10_007})
   void siluMul(int n) {
