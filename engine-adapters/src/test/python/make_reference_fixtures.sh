@@ -11,7 +11,7 @@ work="$(mktemp -d)"
 trap 'rm -rf "$work"' EXIT
 mkdir -p "$out"
 # name config seed dtype [context the engine serves: LongRoPE's short factors where it is within the original, - for the model's]
-# [quantization: q8_0 rounds the weights as --quantization q8_0 does, - for none]
+# [quantization: q8_0 or q4_0 rounds the weights as --quantization does, - for none]
 # [a LoRA adapter merged into the weights: rank:alpha:seed:dtype[:rslora], written by `tandem model create-lora`]
 # ONLY="name ..." regenerates only those cases.
 cases=(
@@ -38,6 +38,8 @@ cases=(
   "phi3-longrope-short-f32 phi3-longrope-short 65 f32 64"
   "llama-q8_0-f32 llama 13 f32 - q8_0"
   "qwen3-q8_0-bf16 qwen3-q8 34 bf16 - q8_0"
+  "llama-q4_0-f32 llama-q4 16 f32 - q4_0"
+  "qwen3-q4_0-bf16 qwen3-q4 37 bf16 - q4_0"
   "llama-lora-f32 llama 15 f32 - - 8:16:71:f32"
   "phi3-lora-bf16 phi3 67 bf16 - - 4:8:72:bf16"
   "qwen3-lora-rslora-f32 qwen3 36 f32 - - 16:8:73:f32:rslora"

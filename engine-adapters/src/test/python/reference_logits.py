@@ -19,7 +19,10 @@ lora_alpha / r, or lora_alpha / √r with use_rslora), the fixture recording the
 LORA_SPEC (a JSON object: how the Java test regenerates the adapter).
 With QUANTIZE=q8_0 in the environment the weights are first rounded as llama.cpp's Q8_0 rounds them
 (the engine's --quantization q8_0): every linear layer's matrix, the embedding and the LM head whose
-rows are whole runs of 64, then the forward pass as above on those values.
+rows are whole runs of 64, then the forward pass as above on those values. With QUANTIZE=q4_0 the
+layers' matrices are rounded as llama.cpp's Q4_0 rounds them where their rows are whole runs of 128
+(else as Q8_0 where they are of 64), the embedding and the LM head as Q8_0 (as the engine's
+--quantization q4_0 holds them).
 Needs Debian's python3-torch (1.13) and nothing else.
 """
 import hashlib
@@ -70,11 +73,25 @@ def q8_0(t):
     return (q * d.half().double()).float().reshape(rows, cols)
 
 
-def quantize(w):
-    """The matrices the engine quantizes: 2-D weights other than norms, with columns a multiple of 64."""
+def q4_0(t):
+    """ggml's quantize_row_q4_0_ref, then dequantized: per 32 values of a row, m the first of largest
+    magnitude, d = m / -8 in f32, each q = min(15, trunc(w * (1/d) + 8.5)) in f32, then (q - 8) * d as f16."""
+    rows, cols = t.shape
+    g = t.reshape(rows, cols // 32, 32)
+    m = g.gather(-1, g.abs().argmax(-1, keepdim=True))  # argmax: the first of equal magnitudes, as ggml's strict <
+    d = m / -8
+    inv = torch.where(d != 0, 1.0 / d, torch.zeros_like(d))
+    q = torch.clamp(torch.trunc(g * inv + 8.5), max=15)
+    return ((q.double() - 8) * d.half().double()).float().reshape(rows, cols)
+
+
+def quantize(w, quantization):
+    """The matrices the engine quantizes: 2-D weights other than norms, with columns a multiple of 64;
+    for q4_0 the layers' matrices of columns a multiple of 128, the embedding and LM head as q8_0."""
     for name, t in w.items():
         if t.dim() == 2 and t.shape[1] % 64 == 0 and "norm" not in name:
-            w[name] = q8_0(t)
+            layer = "embed_tokens" not in name and "lm_head" not in name
+            w[name] = q4_0(t) if quantization == "q4_0" and layer and t.shape[1] % 128 == 0 else q8_0(t)
     return w
 
 
@@ -306,10 +323,10 @@ def main():
     context = int(sys.argv[5]) if len(sys.argv) > 5 else cfg["max_position_embeddings"]
     w, digest = load_safetensors(f"{model_dir}/model.safetensors")
     quantization = os.environ.get("QUANTIZE") or None
-    if quantization not in (None, "q8_0"):
-        raise SystemExit(f"QUANTIZE={quantization}: only q8_0")
+    if quantization not in (None, "q8_0", "q4_0"):
+        raise SystemExit(f"QUANTIZE={quantization}: q8_0 or q4_0")
     if quantization:
-        w = quantize(w)
+        w = quantize(w, quantization)
     lora = os.environ.get("LORA") or None
     if lora:
         w, lora_digest = merge_lora(w, lora)

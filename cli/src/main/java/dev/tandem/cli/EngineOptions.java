@@ -49,7 +49,7 @@ final class EngineOptions {
   @Option(
       names = {"--quantization", "-q"},
       defaultValue = "${env:TANDEM_QUANTIZATION:-none}",
-      description = "Quantize the builtin engine's weights at load: none, or q8_0 (llama.cpp's Q8_0: int8 with an f16 scale per 32 values, about half of bf16's bytes, so batch-1 decode reads half as much). CPU only (default ${DEFAULT-VALUE}).")
+      description = "Quantize the builtin engine's weights at load: none, q8_0 (llama.cpp's Q8_0: int8 with an f16 scale per 32 values, about half of bf16's bytes, so batch-1 decode reads half as much) or q4_0 (llama.cpp's Q4_0: 4 bits with an f16 scale per 32 values, about a quarter of bf16's bytes, less accurate; the embedding and LM head stay q8_0). CPU only (default ${DEFAULT-VALUE}).")
   String quantization;
 
   @Option(

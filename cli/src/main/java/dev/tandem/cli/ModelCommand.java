@@ -127,7 +127,7 @@ final class ModelCommand {
     Path out;
 
     @Option(names = {"--quantization", "-q"}, defaultValue = "none",
-        description = "none, or q8_0: the matrices as --quantization q8_0 quantizes them at load (llama.cpp's Q8_0 blocks). Default ${DEFAULT-VALUE}.")
+        description = "none, q8_0 or q4_0: the matrices as --quantization quantizes them at load (llama.cpp's Q8_0 or Q4_0 blocks; the embedding and LM head Q8_0). Default ${DEFAULT-VALUE}.")
     String quantization;
 
     @Override

@@ -10,7 +10,7 @@ import java.util.List;
  * the engine and the request features it honours, its KV transfer agent (empty backend and
  * address when it has none, null probe region then), the host and CPU set it runs on (and the
  * accelerator it computes on, {@code computeDevice}: a GPU's UUID, unique across hosts; empty on
- * CPUs; and {@code weightQuantization}, "q8_0" where it quantized its weights at load, else ""), its
+ * CPUs; and {@code weightQuantization}, "q8_0" or "q4_0" where it quantized its weights at load, else ""), its
  * batching limits (requests and tokens per engine step; 0 when the worker did not say), and every
  * transfer agent it runs over its KV ({@code kvTransferEndpoints}, the primary first; empty for
  * none), and the LoRA adapters it applies on request ({@code loraAdapters}, by name; empty for none).

@@ -25,7 +25,7 @@ public interface Engine extends AutoCloseable {
     return "";
   }
 
-  /** "q8_0" where the engine quantized its weights at load ({@code --quantization}); empty otherwise. */
+  /** "q8_0" or "q4_0" where the engine quantized its weights at load ({@code --quantization}); empty otherwise. */
   default String weightQuantization() {
     return "";
   }

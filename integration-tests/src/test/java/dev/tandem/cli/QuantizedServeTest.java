@@ -18,10 +18,11 @@ import org.junit.jupiter.api.Test;
 import org.junit.jupiter.api.io.TempDir;
 
 /**
- * The generated tiny model served with its weights quantized to Q8_0 at load, over real HTTP:
- * greedy completions repeat (text, and log-probabilities to rounding), differ in their
- * log-probabilities from the same model served as stored (the quantized weights are what runs),
- * the worker reports its weights' quantization in /health, and the KV blocks all return.
+ * The generated tiny model served with its weights quantized to Q8_0, then to Q4_0, at load, over
+ * real HTTP: greedy completions repeat (text, and log-probabilities to rounding), differ in their
+ * log-probabilities from the same model served as stored and from each other (the quantized weights
+ * are what runs), the worker reports its weights' quantization in /health, and the KV blocks all
+ * return.
  */
 @org.junit.jupiter.api.Tag("e2e")
 class QuantizedServeTest {
@@ -52,7 +53,18 @@ class QuantizedServeTest {
       plain = complete(d);
       assertTrue(healthOfWorker(d).path("weight_quantization").isMissingNode(), "weights as stored: nothing to report");
     }
-    try (LocalDeployment d = TestDeployments.builtin(model, 1, 2, frontend, c -> c.withQuantization(DType.Q8_0))) {
+    JsonNode q8 = servedQuantized(model, frontend, DType.Q8_0);
+    assertNotEquals(plain.at("/logprobs/token_logprobs/0").asDouble(), q8.at("/logprobs/token_logprobs/0").asDouble(),
+        "the first token's log-probability moves with the weights' rounding");
+    // The tiny model's down projections (128 columns) are Q4_0, its other matrices (64) fall back to Q8_0.
+    JsonNode q4 = servedQuantized(model, frontend, DType.Q4_0);
+    assertNotEquals(q8.at("/logprobs/token_logprobs/0").asDouble(), q4.at("/logprobs/token_logprobs/0").asDouble(),
+        "Q4_0 rounds the down projections more coarsely than Q8_0");
+  }
+
+  /** The first completion of {@code model} served with its weights quantized to {@code type}, checked as the class says. */
+  private static JsonNode servedQuantized(Path model, FrontendServer.Config frontend, DType type) throws Exception {
+    try (LocalDeployment d = TestDeployments.builtin(model, 1, 2, frontend, c -> c.withQuantization(type))) {
       JsonNode first = complete(d);
       JsonNode again = complete(d);
       assertFalse(first.path("text").asText().isEmpty());
@@ -60,10 +72,9 @@ class QuantizedServeTest {
       for (int i = 0; i < first.at("/logprobs/token_logprobs").size(); i++) { // the repeat reads the prompt's cached blocks: sums in another order
         assertEquals(first.at("/logprobs/token_logprobs").get(i).asDouble(), again.at("/logprobs/token_logprobs").get(i).asDouble(), 1e-4);
       }
-      assertNotEquals(plain.at("/logprobs/token_logprobs/0").asDouble(), first.at("/logprobs/token_logprobs/0").asDouble(),
-          "the first token's log-probability moves with the weights' rounding");
-      assertEquals("q8_0", healthOfWorker(d).path("weight_quantization").asText(), "the worker says so when it joins");
+      assertEquals(type.shortName(), healthOfWorker(d).path("weight_quantization").asText(), "the worker says so when it joins");
       TestDeployments.assertPoolsFull(d);
+      return first;
     }
   }
 }

@@ -16,7 +16,7 @@ import java.util.List;
  * @param kvCacheBytes memory for the paged KV cache; the block count follows from it
  * @param maxContextLength 0: the model's max_position_embeddings
  * @param kvCacheDtype the KV cache's element type; null ("auto"): the model's {@code torch_dtype}
- * @param quantization {@link DType#Q8_0}: the weights quantized at load; null: as stored
+ * @param quantization {@link DType#Q8_0} or {@link DType#Q4_0}: the weights quantized at load; null: as stored
  * @param speculative speculative decoding by n-gram lookup; {@link SpeculativeConfig#OFF}: none
  * @param loraModules LoRA adapters a request may name ({@code --lora-modules}); empty: none
  * @param maxLoraRank the highest rank an adapter may have ({@code --max-lora-rank})
@@ -78,7 +78,7 @@ public record BuiltinConfig(
     return new BuiltinConfig(modelDir, modelName, compute, threads, blockSize, kvCacheBytes, maxNumSeqs, maxBatchedTokens, chunkedPrefill, maxContextLength, kvCacheDtype, quantization, speculative, loraModules, maxLoraRank);
   }
 
-  /** {@code quantization} {@link DType#Q8_0}: quantize the weights at load; null: as stored. */
+  /** {@code quantization} {@link DType#Q8_0} or {@link DType#Q4_0}: quantize the weights at load; null: as stored. */
   public BuiltinConfig withQuantization(DType quantization) {
     return new BuiltinConfig(modelDir, modelName, compute, threads, blockSize, kvCacheBytes, maxNumSeqs, maxBatchedTokens, chunkedPrefill, maxContextLength, kvCacheDtype, quantization, speculative, loraModules, maxLoraRank);
   }

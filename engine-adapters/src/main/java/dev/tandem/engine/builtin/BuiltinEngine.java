@@ -59,7 +59,7 @@ public final class BuiltinEngine extends SchedulingEngine implements KvHandoff {
     ComputeBackend backend = ComputeBackends.create(config.compute(), config.threads());
     ModelWeights weights = null;
     try {
-      refuseQuantizedOnGpu(config.quantization() != null, backend);
+      refuseQuantizedOnGpu(config.quantization(), backend);
       weights = ModelWeights.load(config.modelDir(), model, config.quantization());
       return new BuiltinEngine(weights, backend, config);
     } catch (RuntimeException e) {
@@ -72,9 +72,9 @@ public final class BuiltinEngine extends SchedulingEngine implements KvHandoff {
   }
 
   /** Quantized weights run on the CPU backends only: the GPU kernels read f32, f16 and bf16. */
-  private static void refuseQuantizedOnGpu(boolean quantized, ComputeBackend backend) {
-    if (quantized && backend instanceof CudaBackend) {
-      throw new IllegalArgumentException("--quantization " + DType.Q8_0.shortName()
+  private static void refuseQuantizedOnGpu(DType quantization, ComputeBackend backend) {
+    if (quantization != null && quantization.quantized() && backend instanceof CudaBackend) {
+      throw new IllegalArgumentException("--quantization " + quantization.shortName()
           + " runs on the CPU (--compute cpu); the GPU kernels read f32, f16 and bf16 weights");
     }
   }
@@ -91,7 +91,7 @@ public final class BuiltinEngine extends SchedulingEngine implements KvHandoff {
     }
     if (backend instanceof CudaBackend) {
       CudaTransformer.checkSupported(model);
-      refuseQuantizedOnGpu(weights.matrixType() == DType.Q8_0, backend);
+      refuseQuantizedOnGpu(weights.matrixType(), backend);
       if (!config.loraModules().isEmpty()) {
         throw new IllegalArgumentException("--lora-modules: LoRA adapters are applied on the CPU (--compute cpu); the GPU kernels do not apply them yet");
       }
@@ -360,7 +360,7 @@ public final class BuiltinEngine extends SchedulingEngine implements KvHandoff {
 
   @Override
   public String weightQuantization() {
-    return weights.matrixType() == DType.Q8_0 ? DType.Q8_0.shortName() : "";
+    return weights.matrixType().quantized() ? weights.matrixType().shortName() : "";
   }
 
   @Override

@@ -70,7 +70,7 @@ public record AttentionBatch(
       case F32 -> cache.get(FLOAT, offset + (long) i * Float.BYTES);
       case F16 -> Float.float16ToFloat(cache.get(SHORT, offset + (long) i * 2));
       case BF16 -> Float.intBitsToFloat(cache.get(SHORT, offset + (long) i * 2) << 16);
-      case Q8_0 -> throw new IllegalStateException("q8_0 is a weight type, never the KV cache's");
+      case Q8_0, Q4_0 -> throw new IllegalStateException(kvDtype.shortName() + " is a weight type, never the KV cache's");
     };
   }
 }

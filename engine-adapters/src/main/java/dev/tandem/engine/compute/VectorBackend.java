@@ -118,8 +118,8 @@ public final class VectorBackend implements ComputeBackend {
       firstRow[m + 1] = firstRow[m] + ws[m].rows();
     }
     boolean packs = tokens == 1 && cols >= PACKED_ACTIVATION_MIN_COLS;
-    int[] pairs = packs && dtype == DType.BF16 ? bf16Pairs(x, cols) : packs && dtype == DType.Q8_0 ? q8ActivationPairs(x, cols) : null;
-    float[] in = dtype == DType.F32 || dtype == DType.Q8_0 || pairs != null ? x : permutedRows(x, tokens, cols);
+    int[] pairs = packs && dtype == DType.BF16 ? bf16Pairs(x, cols) : packs && dtype.quantized() ? interleavedActivationPairs(x, cols) : null;
+    float[] in = dtype == DType.F32 || dtype.quantized() || pairs != null ? x : permutedRows(x, tokens, cols);
     if (tokens >= OUTER_MIN_TOKENS) {
       // Panels of PANEL output rows, numbered across the matrices; each belongs to one matrix.
       int[] firstPanel = new int[ws.length + 1];
@@ -138,6 +138,8 @@ public final class VectorBackend implements ComputeBackend {
         if (lo < hi) {
           if (pairs != null && dtype == DType.Q8_0) {
             packedQ8Rows(pairs, ws[m], outs[m], lo, hi);
+          } else if (pairs != null && dtype == DType.Q4_0) {
+            packedQ4Rows(pairs, ws[m], outs[m], lo, hi);
           } else if (pairs != null) {
             packedRows(pairs, in, ws[m], outs[m], lo, hi, touchAhead);
           } else if (tokens < 4) {
@@ -254,6 +256,7 @@ public final class VectorBackend implements ComputeBackend {
         out[t * rows + r] = switch (dtype) {
           case F32 -> dotF32(x, t * cols, data, r, cols);
           case Q8_0 -> dotQ8(x, t * cols, w, data, r);
+          case Q4_0 -> dotQ4(x, t * cols, w, data, r);
           case F16, BF16 -> dotHalves(x, t * cols, w, data, r, cols, touchAhead && t == 0);
         };
       }
@@ -313,8 +316,9 @@ public final class VectorBackend implements ComputeBackend {
    * this backend's buffer, valid until the next matmul): for each 64 columns from c, int c/2 + j
    * holds columns c + j (low half) and c + 16 + j, int c/2 + 16 + j columns c + 32 + j and c + 48 +
    * j — so that the low and high halves of an int load line up with the four runs of an interleave.
+   * Q4_0's interleave of 128 is two of 64 in this order: its runs 2m and 2m + 1 are ints c/2 + 16m + j.
    */
-  private int[] q8ActivationPairs(float[] x, int cols) {
+  private int[] interleavedActivationPairs(float[] x, int cols) {
     if (packed.length < cols / 2) {
       packed = new int[cols / 2];
     }
@@ -339,7 +343,7 @@ public final class VectorBackend implements ComputeBackend {
     MemorySegment data = w.data();
     for (int r = from; r < to; r++) {
       long rowByte = (long) r * cols;
-      long scaleByte = w.q8ScaleByte(r, 0);
+      long scaleByte = w.scaleByte(r, 0);
       FloatVector acc0 = FloatVector.zero(F);
       FloatVector acc1 = FloatVector.zero(F);
       for (int c = 0; c < cols; c += WeightMatrix.Q8_CHUNK, scaleByte += 4) {
@@ -354,8 +358,8 @@ public final class VectorBackend implements ComputeBackend {
           g1 = bf16Low(runs23).fma(q8Values(v, 2), g1);
           g1 = bf16High(runs23).fma(q8Values(v, 3), g1);
         }
-        acc0 = g0.fma(q8Scale(data, scaleByte), acc0);
-        acc1 = g1.fma(q8Scale(data, scaleByte + 2), acc1);
+        acc0 = g0.fma(groupScale(data, scaleByte), acc0);
+        acc1 = g1.fma(groupScale(data, scaleByte + 2), acc1);
       }
       out[r] = acc0.add(acc1).reduceLanes(VectorOperators.ADD);
     }
@@ -365,7 +369,7 @@ public final class VectorBackend implements ComputeBackend {
   private static float dotQ8(float[] x, int xBase, WeightMatrix w, MemorySegment data, int r) {
     int cols = w.cols();
     long rowByte = (long) r * cols;
-    long scaleByte = w.q8ScaleByte(r, 0);
+    long scaleByte = w.scaleByte(r, 0);
     FloatVector acc0 = FloatVector.zero(F);
     FloatVector acc1 = FloatVector.zero(F);
     for (int c = 0; c < cols; c += WeightMatrix.Q8_CHUNK, scaleByte += 4) {
@@ -379,8 +383,8 @@ public final class VectorBackend implements ComputeBackend {
         g1 = FloatVector.fromArray(F, x, at + 32).fma(q8Values(v, 2), g1);
         g1 = FloatVector.fromArray(F, x, at + 48).fma(q8Values(v, 3), g1);
       }
-      acc0 = g0.fma(q8Scale(data, scaleByte), acc0);
-      acc1 = g1.fma(q8Scale(data, scaleByte + 2), acc1);
+      acc0 = g0.fma(groupScale(data, scaleByte), acc0);
+      acc1 = g1.fma(groupScale(data, scaleByte + 2), acc1);
     }
     return acc0.add(acc1).reduceLanes(VectorOperators.ADD);
   }
@@ -391,7 +395,8 @@ public final class VectorBackend implements ComputeBackend {
     return (FloatVector) low.lanewise(VectorOperators.ASHR, 24).convert(VectorOperators.I2F, 0);
   }
 
-  private static FloatVector q8Scale(MemorySegment data, long at) {
+  /** The f16 scale at byte {@code at}, in every lane. */
+  private static FloatVector groupScale(MemorySegment data, long at) {
     return FloatVector.broadcast(F, Float.float16ToFloat(data.get(java.lang.foreign.ValueLayout.JAVA_SHORT_UNALIGNED, at)));
   }
 
@@ -400,10 +405,10 @@ public final class VectorBackend implements ComputeBackend {
     int cols = w.cols();
     MemorySegment data = w.data();
     long rowByte = (long) r * cols;
-    long scaleByte = w.q8ScaleByte(r, 0);
+    long scaleByte = w.scaleByte(r, 0);
     for (int c = 0; c < cols; c += WeightMatrix.Q8_CHUNK, scaleByte += 4) {
-      FloatVector s0 = q8Scale(data, scaleByte);
-      FloatVector s1 = q8Scale(data, scaleByte + 2);
+      FloatVector s0 = groupScale(data, scaleByte);
+      FloatVector s1 = groupScale(data, scaleByte + 2);
       for (int h = 0; h < 16; h += L) {
         IntVector v = IntVector.fromMemorySegment(I, data, rowByte + c + 4L * h, LE);
         int at = offset + c + h;
@@ -411,6 +416,113 @@ public final class VectorBackend implements ComputeBackend {
         q8Values(v, 1).mul(s0).intoArray(row, at + 16);
         q8Values(v, 2).mul(s1).intoArray(row, at + 32);
         q8Values(v, 3).mul(s1).intoArray(row, at + 48);
+      }
+    }
+  }
+
+  // ---- Q4_0 weights ------------------------------------------------------------------------
+  //
+  // A Q4_0 row comes in interleaves of 128 values (WeightMatrix): an int load of L lanes holds, in
+  // its eight nibbles, eight runs of L consecutive values (16 apart), each stored as q − 8 and taken
+  // out signed by a left shift, an arithmetic right shift and a conversion — the instructions a
+  // Q8_0 value costs, for half its bytes. Runs 2g and 2g + 1 make group g of the interleave; each
+  // group is summed on its own and then scaled.
+
+  /** Activations {@code x[xBase, xBase + cols)} · Q4_0 row {@code r}. */
+  private static float dotQ4(float[] x, int xBase, WeightMatrix w, MemorySegment data, int r) {
+    int cols = w.cols();
+    long rowByte = (long) r * cols / 2;
+    long scaleByte = w.scaleByte(r, 0);
+    FloatVector acc0 = FloatVector.zero(F);
+    FloatVector acc1 = FloatVector.zero(F);
+    for (int c = 0; c < cols; c += WeightMatrix.Q4_CHUNK, scaleByte += 8) {
+      FloatVector g0 = FloatVector.zero(F);
+      FloatVector g1 = FloatVector.zero(F);
+      FloatVector g2 = FloatVector.zero(F);
+      FloatVector g3 = FloatVector.zero(F);
+      for (int h = 0; h < 16; h += L) {
+        IntVector v = IntVector.fromMemorySegment(I, data, rowByte + c / 2 + 4L * h, LE);
+        int at = xBase + c + h;
+        g0 = FloatVector.fromArray(F, x, at).fma(q4Values(v, 0), g0);
+        g0 = FloatVector.fromArray(F, x, at + 16).fma(q4Values(v, 1), g0);
+        g1 = FloatVector.fromArray(F, x, at + 32).fma(q4Values(v, 2), g1);
+        g1 = FloatVector.fromArray(F, x, at + 48).fma(q4Values(v, 3), g1);
+        g2 = FloatVector.fromArray(F, x, at + 64).fma(q4Values(v, 4), g2);
+        g2 = FloatVector.fromArray(F, x, at + 80).fma(q4Values(v, 5), g2);
+        g3 = FloatVector.fromArray(F, x, at + 96).fma(q4Values(v, 6), g3);
+        g3 = FloatVector.fromArray(F, x, at + 112).fma(q4Values(v, 7), g3);
+      }
+      acc0 = g0.fma(groupScale(data, scaleByte), acc0);
+      acc1 = g1.fma(groupScale(data, scaleByte + 2), acc1);
+      acc0 = g2.fma(groupScale(data, scaleByte + 4), acc0);
+      acc1 = g3.fma(groupScale(data, scaleByte + 6), acc1);
+    }
+    return acc0.add(acc1).reduceLanes(VectorOperators.ADD);
+  }
+
+  /**
+   * One token through Q4_0 rows longer than {@link #PACKED_ACTIVATION_MIN_COLS}, the activations
+   * as {@link #interleavedActivationPairs} packs them: at half a weight byte a value, f32
+   * activations would be eight bytes read per weight byte.
+   */
+  private static void packedQ4Rows(int[] pairs, WeightMatrix w, float[] out, int from, int to) {
+    int cols = w.cols();
+    MemorySegment data = w.data();
+    for (int r = from; r < to; r++) {
+      long rowByte = (long) r * cols / 2;
+      long scaleByte = w.scaleByte(r, 0);
+      FloatVector acc0 = FloatVector.zero(F);
+      FloatVector acc1 = FloatVector.zero(F);
+      for (int c = 0; c < cols; c += WeightMatrix.Q4_CHUNK, scaleByte += 8) {
+        FloatVector g0 = FloatVector.zero(F);
+        FloatVector g1 = FloatVector.zero(F);
+        FloatVector g2 = FloatVector.zero(F);
+        FloatVector g3 = FloatVector.zero(F);
+        for (int h = 0; h < 16; h += L) {
+          IntVector v = IntVector.fromMemorySegment(I, data, rowByte + c / 2 + 4L * h, LE);
+          IntVector runs01 = IntVector.fromArray(I, pairs, c / 2 + h);
+          IntVector runs23 = IntVector.fromArray(I, pairs, c / 2 + 16 + h);
+          IntVector runs45 = IntVector.fromArray(I, pairs, c / 2 + 32 + h);
+          IntVector runs67 = IntVector.fromArray(I, pairs, c / 2 + 48 + h);
+          g0 = bf16Low(runs01).fma(q4Values(v, 0), g0);
+          g0 = bf16High(runs01).fma(q4Values(v, 1), g0);
+          g1 = bf16Low(runs23).fma(q4Values(v, 2), g1);
+          g1 = bf16High(runs23).fma(q4Values(v, 3), g1);
+          g2 = bf16Low(runs45).fma(q4Values(v, 4), g2);
+          g2 = bf16High(runs45).fma(q4Values(v, 5), g2);
+          g3 = bf16Low(runs67).fma(q4Values(v, 6), g3);
+          g3 = bf16High(runs67).fma(q4Values(v, 7), g3);
+        }
+        acc0 = g0.fma(groupScale(data, scaleByte), acc0);
+        acc1 = g1.fma(groupScale(data, scaleByte + 2), acc1);
+        acc0 = g2.fma(groupScale(data, scaleByte + 4), acc0);
+        acc1 = g3.fma(groupScale(data, scaleByte + 6), acc1);
+      }
+      out[r] = acc0.add(acc1).reduceLanes(VectorOperators.ADD);
+    }
+  }
+
+  /** Nibble {@code k} of each lane, sign-extended and converted. */
+  private static FloatVector q4Values(IntVector v, int k) {
+    IntVector low = k == 7 ? v : v.lanewise(VectorOperators.LSHL, 28 - 4 * k);
+    return (FloatVector) low.lanewise(VectorOperators.ASHR, 28).convert(VectorOperators.I2F, 0);
+  }
+
+  /** Q4_0 row {@code r} dequantized into {@code row[offset, offset + cols)}, in column order. */
+  private static void widenQ4Row(WeightMatrix w, int r, float[] row, int offset) {
+    int cols = w.cols();
+    MemorySegment data = w.data();
+    long rowByte = (long) r * cols / 2;
+    long scaleByte = w.scaleByte(r, 0);
+    for (int c = 0; c < cols; c += WeightMatrix.Q4_CHUNK, scaleByte += 8) {
+      for (int k = 0; k < 8; k += 2) {
+        FloatVector scale = groupScale(data, scaleByte + k);
+        for (int h = 0; h < 16; h += L) {
+          IntVector v = IntVector.fromMemorySegment(I, data, rowByte + c / 2 + 4L * h, LE);
+          int at = offset + c + 16 * k + h;
+          q4Values(v, k).mul(scale).intoArray(row, at);
+          q4Values(v, k + 1).mul(scale).intoArray(row, at + 16);
+        }
       }
     }
   }
@@ -999,7 +1111,7 @@ public final class VectorBackend implements ComputeBackend {
 
   /**
    * Row r as f32 into {@code row[offset, offset + cols)}, 16-bit types in the permuted order (even
-   * columns, then odd, per 2L block), f32 and Q8_0 in column order.
+   * columns, then odd, per 2L block), f32 and the quantized types in column order.
    */
   private static void widenRow(WeightMatrix w, int r, float[] row, int offset) {
     int cols = w.cols();
@@ -1010,6 +1122,10 @@ public final class VectorBackend implements ComputeBackend {
     }
     if (w.dtype() == DType.Q8_0) {
       widenQ8Row(w, r, row, offset);
+      return;
+    }
+    if (w.dtype() == DType.Q4_0) {
+      widenQ4Row(w, r, row, offset);
       return;
     }
     int upper = (cols / (2 * L)) * 2 * L;

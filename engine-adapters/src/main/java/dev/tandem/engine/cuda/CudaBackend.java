@@ -174,11 +174,11 @@ public final class CudaBackend implements ComputeBackend {
   /**
    * Matrix {@code w} on the device: copied on first use, kept until this backend closes.
    *
-   * @throws UnsupportedOperationException for Q8_0 weights, which no kernel here reads
+   * @throws UnsupportedOperationException for quantized (Q8_0, Q4_0) weights, which no kernel here reads
    */
   public DeviceBuffer weight(WeightMatrix w) {
-    if (w.dtype() == dev.tandem.engine.model.DType.Q8_0) {
-      throw new UnsupportedOperationException(w.name() + ": q8_0 weights have no GPU kernels; quantized weights run on --compute cpu");
+    if (w.dtype().quantized()) {
+      throw new UnsupportedOperationException(w.name() + ": " + w.dtype().shortName() + " weights have no GPU kernels; quantized weights run on --compute cpu");
     }
     return weights.computeIfAbsent(w.data(), data -> {
       DeviceBuffer buffer = pool.allocate(data.byteSize());

@@ -334,7 +334,7 @@ public record ModelConfig(
       throw new ModelFormatException(file + ": field 'quantization_config' (quant_method "
           + root.path("quantization_config").path("quant_method").asText("unknown")
           + ") marks a pre-quantized checkpoint, which the built-in engine does not read; serve the f16/bf16 checkpoint,"
-          + " quantized at load with --quantization q8_0");
+          + " quantized at load with --quantization q8_0 or q4_0");
     }
     int hidden = f.positiveInt("hidden_size");
     int heads = f.positiveInt("num_attention_heads");

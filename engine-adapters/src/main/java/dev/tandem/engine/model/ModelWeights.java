@@ -21,7 +21,7 @@ import org.slf4j.LoggerFactory;
 /**
  * Every weight of a model, checked against its config: {@code model.safetensors}, or the shards
  * named by {@code model.safetensors.index.json}. Matrices point into the mapped files, or, loaded
- * with {@link DType#Q8_0}, into memory holding their quantized copies.
+ * with {@link DType#Q8_0} or {@link DType#Q4_0}, into memory holding their quantized copies.
  *
  * <p>Ownership: owns the mapped files and any quantized copies; {@link #close()} releases both,
  * after which no weight may be read. Thread-safe (read-only).
@@ -31,13 +31,15 @@ public final class ModelWeights implements AutoCloseable {
   private final ModelConfig config;
   private final List<SafetensorsFile> files; // none once every matrix is quantized: the checkpoint is unmapped
   private final Arena quantized; // the quantized copies' memory; null when nothing was quantized
+  private final DType quantizeTo; // the layers' matrices' type when quantized at load; null: as stored
   private final WeightMatrix embedding; // (vocab, hidden)
   private final LayerWeights[] layers;
   private final float[] finalNorm; // (hidden)
   private final WeightMatrix lmHead; // (vocab, hidden); the embedding when tied
 
-  private ModelWeights(ModelConfig config, List<SafetensorsFile> files, Lookup t, Arena quantized) {
+  private ModelWeights(ModelConfig config, List<SafetensorsFile> files, Lookup t, DType quantizeTo, Arena quantized) {
     this.config = config;
+    this.quantizeTo = quantizeTo;
     this.quantized = quantized;
     int hidden = config.hiddenSize();
     String m = t.textModelPrefix();
@@ -92,11 +94,11 @@ public final class ModelWeights implements AutoCloseable {
     if (quantized != null) {
       long start = System.nanoTime();
       long before = bytesReadPerToken(layers, head);
-      quantizeLayersQ8_0();
-      embedding = quantizeQ8_0Matrix(embedding);
-      head = tied ? embedding : quantizeQ8_0Matrix(head);
-      LOG.info("quantized weights to q8_0 in {} ms: a token reads {} MB of matrices (was {} MB)",
-          (System.nanoTime() - start) / 1_000_000, bytesReadPerToken(layers, head) >> 20, before >> 20);
+      quantizeLayers();
+      embedding = quantizeMatrix(embedding, DType.Q8_0);
+      head = tied ? embedding : quantizeMatrix(head, DType.Q8_0);
+      LOG.info("quantized weights to {} (embedding and LM head q8_0) in {} ms: a token reads {} MB of matrices (was {} MB)",
+          quantizeTo.shortName(), (System.nanoTime() - start) / 1_000_000, bytesReadPerToken(layers, head) >> 20, before >> 20);
     }
     this.embedding = embedding;
     this.lmHead = head;
@@ -104,11 +106,11 @@ public final class ModelWeights implements AutoCloseable {
   }
 
   private boolean everyMatrixQuantized() {
-    if (embedding.dtype() != DType.Q8_0 || lmHead.dtype() != DType.Q8_0) {
+    if (!embedding.dtype().quantized() || !lmHead.dtype().quantized()) {
       return false;
     }
     for (LayerWeights l : layers) {
-      if (l.matrices().stream().anyMatch(m -> m.dtype() != DType.Q8_0)) {
+      if (l.matrices().stream().anyMatch(m -> !m.dtype().quantized())) {
         return false;
       }
     }
@@ -131,26 +133,32 @@ public final class ModelWeights implements AutoCloseable {
   }
 
   /**
-   * Every layer's seven matrices quantized to Q8_0 into {@link #quantized}, logging progress (it
-   * reads the whole checkpoint once: 21 s for 7.8 GB on a 2-core VM). The embedding and LM head follow, as llama.cpp's Q8_0 files hold them
-   * (a tied head stays the embedding: rows are looked up in it and dequantized).
+   * Every layer's seven matrices quantized to {@link #quantizeTo} into {@link #quantized}, logging
+   * progress (it reads the whole checkpoint once: 21 s for 7.8 GB on a 2-core VM). The embedding
+   * and LM head follow in Q8_0 whatever the layers' type, as llama.cpp's Q8_0 files hold them and as
+   * its Q4_0 files keep the output at more bits (a tied head stays the embedding: rows are looked up
+   * in it and dequantized).
    */
-  private void quantizeLayersQ8_0() {
+  private void quantizeLayers() {
     for (int l = 0; l < layers.length; l++) {
-      layers[l] = layers[l].withMatrices(this::quantizeQ8_0Matrix);
+      layers[l] = layers[l].withMatrices(m -> quantizeMatrix(m, quantizeTo));
       if ((l + 1) % Math.max(1, layers.length / 4) == 0 || l + 1 == layers.length) {
-        LOG.info("quantizing weights to q8_0: {}/{} layers", l + 1, layers.length);
+        LOG.info("quantizing weights to {}: {}/{} layers", quantizeTo.shortName(), l + 1, layers.length);
       }
     }
   }
 
-  /** {@code w} quantized; a matrix whose rows are not whole 64-value interleaves stays as stored, with a warning. */
-  private WeightMatrix quantizeQ8_0Matrix(WeightMatrix w) {
-    if (!w.quantizable()) {
-      LOG.warn("{}: {} columns are not a multiple of {}; kept as {}", w.name(), w.cols(), WeightMatrix.Q8_CHUNK, w.dtype().shortName());
-      return w;
+  /**
+   * {@code w} quantized to {@code to}; a matrix whose rows are not whole interleaves of Q4_0 falls
+   * back to Q8_0 where they are of Q8_0, and else stays as stored, with a warning.
+   */
+  private WeightMatrix quantizeMatrix(WeightMatrix w, DType to) {
+    if (!w.quantizable(to)) {
+      DType instead = to == DType.Q4_0 && w.quantizable(DType.Q8_0) ? DType.Q8_0 : w.dtype();
+      LOG.warn("{}: {} columns are not a multiple of {}; kept as {}", w.name(), w.cols(), WeightMatrix.chunk(to), instead.shortName());
+      return instead == w.dtype() ? w : w.quantize(instead, quantized);
     }
-    return w.quantizeQ8_0(quantized);
+    return w.quantize(to, quantized);
   }
 
   /**
@@ -163,15 +171,16 @@ public final class ModelWeights implements AutoCloseable {
   }
 
   /**
-   * Maps and checks the weights in {@code dir}, then, with {@code quantizeTo} {@link DType#Q8_0},
-   * quantizes every linear layer, the embedding and the LM head (null: as stored).
+   * Maps and checks the weights in {@code dir}, then, with {@code quantizeTo} {@link DType#Q8_0} or
+   * {@link DType#Q4_0}, quantizes every linear layer to it, the embedding and the LM head to Q8_0
+   * (null: as stored).
    *
    * @throws ModelFormatException naming the file and tensor that is missing, corrupt or misshapen
-   * @throws IllegalArgumentException for a {@code quantizeTo} other than null and Q8_0
+   * @throws IllegalArgumentException for a {@code quantizeTo} other than null, Q8_0 and Q4_0
    */
   public static ModelWeights load(Path dir, ModelConfig config, DType quantizeTo) {
-    if (quantizeTo != null && quantizeTo != DType.Q8_0) {
-      throw new IllegalArgumentException("weights quantize to q8_0 only, not " + quantizeTo.shortName());
+    if (quantizeTo != null && !quantizeTo.quantized()) {
+      throw new IllegalArgumentException("weights quantize to q8_0 or q4_0, not " + quantizeTo.shortName());
     }
     List<Path> paths = weightFiles(dir);
     List<SafetensorsFile> files = new ArrayList<>();
@@ -183,7 +192,7 @@ public final class ModelWeights implements AutoCloseable {
         files.add(file);
         tensors.putAll(file.tensors());
       }
-      return new ModelWeights(config, List.copyOf(files), new Lookup(dir, paths, tensors, config.unitOffsetNorms() ? 1f : 0f), quantized);
+      return new ModelWeights(config, List.copyOf(files), new Lookup(dir, paths, tensors, config.unitOffsetNorms() ? 1f : 0f), quantizeTo, quantized);
     } catch (RuntimeException e) {
       files.forEach(SafetensorsFile::close);
       if (quantized != null) {
@@ -263,9 +272,9 @@ public final class ModelWeights implements AutoCloseable {
     return n;
   }
 
-  /** The type the layers' matrices are in: the file's, or {@link DType#Q8_0} when quantized at load. */
+  /** The type the layers' matrices are in: the file's, or the type they were quantized to at load. */
   public DType matrixType() {
-    return layers[0].q().dtype();
+    return quantizeTo != null ? quantizeTo : layers[0].q().dtype();
   }
 
   private static long bytesReadPerToken(LayerWeights[] layers, WeightMatrix lmHead) {

@@ -30,7 +30,7 @@ public record Tensor(String name, DType dtype, long[] shape, MemorySegment data,
       case F32 -> data.getAtIndex(FLOAT, index);
       case F16 -> Float.float16ToFloat(data.getAtIndex(SHORT, index));
       case BF16 -> Float.intBitsToFloat(data.getAtIndex(SHORT, index) << 16);
-      case Q8_0 -> throw new IllegalStateException("a file's tensor is never q8_0");
+      case Q8_0, Q4_0 -> throw new IllegalStateException("a file's tensor is never " + dtype.shortName());
     };
   }
 

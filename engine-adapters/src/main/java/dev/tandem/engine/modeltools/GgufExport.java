@@ -48,9 +48,10 @@ public final class GgufExport {
   }
 
   /**
-   * The model as a GGUF file, its matrices quantized to Q8_0 first when {@code quantizeTo} is
-   * {@link DType#Q8_0} — exactly as the engine quantizes them at load ({@code --quantization
-   * q8_0}), so llama.cpp runs the same weights (null: as stored).
+   * The model as a GGUF file, its matrices quantized first when {@code quantizeTo} is {@link
+   * DType#Q8_0} or {@link DType#Q4_0} — exactly as the engine quantizes them at load ({@code
+   * --quantization}, the embedding and LM head in Q8_0 either way), so llama.cpp runs the same
+   * weights (null: as stored).
    */
   public static void write(Path modelDir, Path out, DType quantizeTo) throws IOException {
     ModelConfig c = ModelConfig.read(modelDir);
@@ -209,10 +210,11 @@ public final class GgufExport {
 
   private static TensorOut matrix(String name, WeightMatrix m, int[] rowOrder) {
     int type = ggmlType(m.dtype());
-    if (m.dtype() == DType.Q8_0) {
+    if (m.dtype().quantized()) {
       return new TensorOut(name, new long[] {m.cols(), m.rows()}, type, ggmlBytes(m.dtype(), m.rows(), m.cols()), out -> {
         for (int r = 0; r < m.rows(); r++) {
-          out.bytes(q8Blocks(m, rowOrder == null ? r : rowOrder[r]));
+          int src = rowOrder == null ? r : rowOrder[r];
+          out.bytes(m.dtype() == DType.Q8_0 ? q8Blocks(m, src) : q4Blocks(m, src));
         }
       });
     }
@@ -230,23 +232,55 @@ public final class GgufExport {
 
   /** Row {@code r} of a Q8_0 matrix as ggml's {@code block_q8_0}s: per 32 values, the f16 scale, then the int8s in order. */
   private static byte[] q8Blocks(WeightMatrix m, int r) {
-    int groups = m.cols() / DType.Q8_GROUP;
-    byte[] blocks = new byte[groups * (2 + DType.Q8_GROUP)];
+    int groups = m.cols() / DType.QUANT_GROUP;
+    byte[] blocks = new byte[groups * (2 + DType.QUANT_GROUP)];
     long rowByte = (long) r * m.cols();
     for (int g = 0, at = 0; g < groups; g++) {
-      short scale = m.data().get(ValueLayout.JAVA_SHORT_UNALIGNED, m.q8ScaleByte(r, g));
+      short scale = m.data().get(ValueLayout.JAVA_SHORT_UNALIGNED, m.scaleByte(r, g));
       blocks[at++] = (byte) scale;
       blocks[at++] = (byte) (scale >> 8);
-      for (int c = g * DType.Q8_GROUP; c < (g + 1) * DType.Q8_GROUP; c++) {
+      for (int c = g * DType.QUANT_GROUP; c < (g + 1) * DType.QUANT_GROUP; c++) {
         blocks[at++] = m.data().get(ValueLayout.JAVA_BYTE, rowByte + WeightMatrix.q8Byte(c));
       }
     }
     return blocks;
   }
 
-  /** Bytes of a rows × cols matrix in ggml's layout (Q8_0: 34-byte blocks of 32). */
+  /**
+   * Row {@code r} of a Q4_0 matrix as ggml's {@code block_q4_0}s: per 32 values, the f16 scale, then
+   * 16 bytes, byte j holding q of value j in its low half and of value 16 + j in its high half (q =
+   * the stored q − 8 with its top bit flipped back).
+   */
+  private static byte[] q4Blocks(WeightMatrix m, int r) {
+    int groups = m.cols() / DType.QUANT_GROUP;
+    byte[] blocks = new byte[groups * (2 + DType.QUANT_GROUP / 2)];
+    long rowByte = (long) r * m.cols() / 2;
+    for (int g = 0, at = 0; g < groups; g++) {
+      short scale = m.data().get(ValueLayout.JAVA_SHORT_UNALIGNED, m.scaleByte(r, g));
+      blocks[at++] = (byte) scale;
+      blocks[at++] = (byte) (scale >> 8);
+      for (int j = 0; j < DType.QUANT_GROUP / 2; j++) {
+        int c = g * DType.QUANT_GROUP + j;
+        blocks[at++] = (byte) (q4(m, rowByte, c) | q4(m, rowByte, c + DType.QUANT_GROUP / 2) << 4);
+      }
+    }
+    return blocks;
+  }
+
+  /** ggml's q ∈ [0, 15] of column {@code c} of the Q4_0 row at byte {@code rowByte}. */
+  private static int q4(WeightMatrix m, long rowByte, int c) {
+    int nibble = WeightMatrix.q4Nibble(c);
+    int b = m.data().get(ValueLayout.JAVA_BYTE, rowByte + nibble / 2);
+    return ((b >> (4 * (nibble & 1))) & 0xf) ^ 8;
+  }
+
+  /** Bytes of a rows × cols matrix in ggml's layout (Q8_0: 34-byte blocks of 32; Q4_0: 18-byte blocks of 32). */
   private static long ggmlBytes(DType dtype, long rows, int cols) {
-    return dtype == DType.Q8_0 ? rows * (cols / DType.Q8_GROUP) * (2 + DType.Q8_GROUP) : rows * cols * dtype.bytes();
+    return switch (dtype) {
+      case Q8_0 -> rows * (cols / DType.QUANT_GROUP) * (2 + DType.QUANT_GROUP);
+      case Q4_0 -> rows * (cols / DType.QUANT_GROUP) * (2 + DType.QUANT_GROUP / 2);
+      default -> rows * cols * dtype.bytes();
+    };
   }
 
   /** ggml's tensor type of a weight dtype. */
@@ -256,6 +290,7 @@ public final class GgufExport {
       case F16 -> 1;
       case BF16 -> 30;
       case Q8_0 -> 8;
+      case Q4_0 -> 2;
     };
   }
 
@@ -359,11 +394,12 @@ public final class GgufExport {
     m.string("general.architecture", arch);
     m.string("general.name", dir.getFileName().toString());
     m.u32("general.alignment", ALIGNMENT);
-    m.u32("general.file_type", switch (w.layer(0).q().dtype()) {
+    m.u32("general.file_type", switch (w.matrixType()) {
       case F32 -> 0;
       case F16 -> 1;
       case BF16 -> 32;
       case Q8_0 -> 7; // LLAMA_FTYPE_MOSTLY_Q8_0
+      case Q4_0 -> 2; // LLAMA_FTYPE_MOSTLY_Q4_0
     });
     m.u32(arch + ".context_length", c.maxPositionEmbeddings());
     m.u32(arch + ".embedding_length", c.hiddenSize());

@@ -146,13 +146,16 @@ class CudaEngineTest {
   void quantizedWeightsAreRefusedNamingTheCpuBackend(@TempDir Path dir) throws Exception {
     var shape = dev.tandem.engine.modeltools.ModelGenerator.config("Qwen3ForCausalLM", "qwen3", 64, 128, 1, 4, 2, 16, 256, true);
     dev.tandem.engine.modeltools.ModelGenerator.write(shape, DType.BF16, 3, dir, 0);
-    dev.tandem.engine.cuda.EmulatedGpu gpu = TestGpus.emulated();
-    try (ModelWeights weights = ModelWeights.load(dir, ModelConfig.read(dir), DType.Q8_0); CudaBackend backend = new CudaBackend(gpu)) {
-      var refused = org.junit.jupiter.api.Assertions.assertThrows(IllegalArgumentException.class,
-          () -> new BuiltinEngine(weights, backend, BuiltinConfig.of(dir).withKvCacheBytes(1 << 20)));
-      assertTrue(refused.getMessage().contains("--quantization q8_0") && refused.getMessage().contains("--compute cpu"), refused.getMessage());
+    for (DType type : List.of(DType.Q8_0, DType.Q4_0)) {
+      dev.tandem.engine.cuda.EmulatedGpu gpu = TestGpus.emulated();
+      try (ModelWeights weights = ModelWeights.load(dir, ModelConfig.read(dir), type); CudaBackend backend = new CudaBackend(gpu)) {
+        var refused = org.junit.jupiter.api.Assertions.assertThrows(IllegalArgumentException.class,
+            () -> new BuiltinEngine(weights, backend, BuiltinConfig.of(dir).withKvCacheBytes(1 << 20)));
+        assertTrue(refused.getMessage().contains("--quantization " + type.shortName()) && refused.getMessage().contains("--compute cpu"),
+            refused.getMessage());
+      }
+      assertEquals(0, gpu.liveAllocations(), "no device memory left behind");
     }
-    assertEquals(0, gpu.liveAllocations(), "no device memory left behind");
   }
 
   /** No kernel applies a LoRA adapter: adapters on a GPU worker are refused at start-up, naming the CPU backend. */

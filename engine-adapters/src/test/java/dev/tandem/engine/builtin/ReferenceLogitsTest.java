@@ -35,8 +35,9 @@ import org.junit.jupiter.params.provider.MethodSource;
  * its short ones in a context within the original: the fixture's {@code context}), Gemma 3
  * (sliding and full layers with their own RoPE bases, GeGLU, its extra norms, a logit cap), Qwen2
  * (qkv bias) and Qwen3 (q/k norm, tied embeddings) in f32, bf16 and f16 — Llama (f32) and Qwen3
- * (bf16) also with their weights quantized to Q8_0 at load, the reference rounding them as ggml does
- * (Llama's down projection, 96 columns, stays as stored) — after the prompt and after
+ * (bf16) also with their weights quantized to Q8_0 and to Q4_0 at load, the reference rounding them as
+ * ggml does (under Q8_0 Llama's down projection, 96 columns, stays as stored; under Q4_0 its 192
+ * columns fall back to Q8_0, and the embedding and LM head are Q8_0) — after the prompt and after
  * each of 20 greedy decode steps; alone, chunked, and batched with a second prompt that reuses the first one's cached prefix
  * blocks; on the scalar, cpu and cuda backends (cuda skipped, with the reason, where no CUDA device
  * initialises); {@link EmulatedReferenceLogitsTest} runs cuda's device forward pass on the emulated
@@ -55,9 +56,9 @@ class ReferenceLogitsTest {
   /** The cases (fixture, backend, KV dtype); a subclass's own {@code fixtures()} replaces them. */
   static Stream<Arguments> fixtures() {
     List<Arguments> all = new ArrayList<>();
-    for (String name : List.of("llama-f32", "llama-bf16", "mistral-f32", "mistral-bf16", "mistral-window-f32", "mistral-window-bf16", "phi3-f32", "phi3-window-bf16", "qwen2-f32", "qwen2-window-f32", "qwen3-f32", "qwen3-bf16", "qwen3-f16", "gemma3-f32", "gemma3-bf16", "gemma3-layer-types-f32", "gemma2-f32", "gemma2-bf16", "phi4-longrope-f32", "phi4-longrope-bf16", "phi3-longrope-short-f32", "llama-q8_0-f32", "qwen3-q8_0-bf16")) {
+    for (String name : List.of("llama-f32", "llama-bf16", "mistral-f32", "mistral-bf16", "mistral-window-f32", "mistral-window-bf16", "phi3-f32", "phi3-window-bf16", "qwen2-f32", "qwen2-window-f32", "qwen3-f32", "qwen3-bf16", "qwen3-f16", "gemma3-f32", "gemma3-bf16", "gemma3-layer-types-f32", "gemma2-f32", "gemma2-bf16", "phi4-longrope-f32", "phi4-longrope-bf16", "phi3-longrope-short-f32", "llama-q8_0-f32", "qwen3-q8_0-bf16", "llama-q4_0-f32", "qwen3-q4_0-bf16")) {
       for (String backend : List.of("cpu", "scalar", "cuda")) {
-        if ((name.contains("-window") || name.startsWith("gemma") || name.contains("longrope") || name.contains("q8_0")) && backend.equals("cuda")) {
+        if ((name.contains("-window") || name.startsWith("gemma") || name.contains("longrope") || name.contains("q8_0") || name.contains("q4_0")) && backend.equals("cuda")) {
           continue; // a GPU serves a windowed model only within its window, and no Gemma, LongRoPE or quantized weights (CudaEngineTest)
         }
         for (DType kv : List.of(DType.F32, DType.BF16, DType.F16)) {
@@ -93,7 +94,7 @@ class ReferenceLogitsTest {
       case F32 -> dtype == DType.F32 ? 1e-4 : 1e-2;
       case BF16 -> 4e-2;
       case F16 -> 1e-2;
-      case Q8_0 -> throw new IllegalArgumentException("not a KV type");
+      case Q8_0, Q4_0 -> throw new IllegalArgumentException("not a KV type");
     };
     ModelGenerator.write((ObjectNode) fixture.get("config"), dtype, fixture.get("seed").asLong(), dir, 0);
     String sha = HexFormat.of().formatHex(
@@ -103,7 +104,8 @@ class ReferenceLogitsTest {
     Case a = Case.of(fixture.get("cases").get(0));
     Case b = Case.of(fixture.get("cases").get(1));
     ModelConfig config = ModelConfig.read(dir);
-    DType quantization = fixture.has("quantization") ? DType.Q8_0 : null; // the reference rounded its weights as Q8_0 does
+    // the reference rounded its weights as the named quantization does
+    DType quantization = fixture.has("quantization") ? DType.fromQuantizationName(fixture.get("quantization").asText()) : null;
     try (ModelWeights weights = ModelWeights.load(dir, config, quantization);
         ComputeBackend backend = backend(backendName);
         PagedKvCache cache = new PagedKvCache(config, 64, BLOCK, kvDtype);

@@ -55,14 +55,16 @@ abstract class ComputeBackendConformanceTest {
     "F32, 70, 45, 300", "BF16, 131, 70, 290", "F16, 97, 33, 257", "BF16, 64, 96, 1024",
     // Q8_0 (quantized from f32 at load; rows of whole 64-value interleaves): one token, a few, the
     // row-widening kernel, the outer-product one.
-    "Q8_0, 1, 33, 64", "Q8_0, 1, 7, 1152", "Q8_0, 3, 17, 192", "Q8_0, 9, 31, 128", "Q8_0, 6, 12, 128", "Q8_0, 70, 45, 320", "Q8_0, 131, 70, 1024"
+    "Q8_0, 1, 33, 64", "Q8_0, 1, 7, 1152", "Q8_0, 3, 17, 192", "Q8_0, 9, 31, 128", "Q8_0, 6, 12, 128", "Q8_0, 70, 45, 320", "Q8_0, 131, 70, 1024",
+    // Q4_0 (rows of whole 128-value interleaves), the same kernels.
+    "Q4_0, 1, 33, 128", "Q4_0, 1, 7, 1152", "Q4_0, 3, 17, 256", "Q4_0, 2, 5, 128", "Q4_0, 9, 31, 384", "Q4_0, 6, 12, 128", "Q4_0, 70, 45, 384", "Q4_0, 131, 70, 1024"
   })
   void matmul(DType dtype, int tokens, int rows, int cols) {
     WeightMatrix w = matrix(dtype, rows, cols);
     float[] x = randoms(tokens * cols, 1);
     float[] expected = new float[tokens * rows];
     float[] actual = new float[tokens * rows];
-    if (refusesQ8_0(dtype, () -> backend.matmul(x, tokens, w, actual))) {
+    if (refusesQuantized(dtype, () -> backend.matmul(x, tokens, w, actual))) {
       return;
     }
     reference.matmul(x, tokens, w, expected);
@@ -83,7 +85,7 @@ abstract class ComputeBackendConformanceTest {
   }
 
   /**
-   * One token through bf16 or Q8_0 rows of more than 4,096 columns (a large model's down
+   * One token through bf16, Q8_0 or Q4_0 rows of more than 4,096 columns (a large model's down
    * projection), whole vectors and an odd tail, with and without touching ahead: a backend that rounds the activations
    * to bf16 there ({@link #roundsLongRowActivations}) matches the products of the rounded activations
    * exactly (within float summation); any other, the exact products. Either way within 2^-8 of
@@ -91,7 +93,8 @@ abstract class ComputeBackendConformanceTest {
    */
   @ParameterizedTest(name = "{0} rows={1} cols={2} touching ahead {3}")
   @CsvSource({"BF16, 24, 8200, false", "BF16, 40, 9216, true", "BF16, 7, 4097, false", "BF16, 9, 4096, true",
-      "Q8_0, 24, 9216, false", "Q8_0, 7, 4160, true", "Q8_0, 9, 4096, false"})
+      "Q8_0, 24, 9216, false", "Q8_0, 7, 4160, true", "Q8_0, 9, 4096, false",
+      "Q4_0, 24, 9216, false", "Q4_0, 7, 4224, true", "Q4_0, 9, 4096, false"})
   void longRowsAtOneToken(DType dtype, int rows, int cols, boolean large) {
     if (large) {
       backend.streamsWeightsPerStep(64L << 30);
@@ -99,7 +102,7 @@ abstract class ComputeBackendConformanceTest {
     WeightMatrix w = matrix(dtype, rows, cols);
     float[] x = randoms(cols, 1);
     float[] actual = new float[rows];
-    if (refusesQ8_0(dtype, () -> backend.matmul(x, 1, w, actual))) {
+    if (refusesQuantized(dtype, () -> backend.matmul(x, 1, w, actual))) {
       return;
     }
     backend.matmul(x, 1, w, actual);
@@ -120,14 +123,14 @@ abstract class ComputeBackendConformanceTest {
     }
   }
 
-  /** Whether the backend has kernels for Q8_0 weights; one without must refuse them, naming the CPU backend. */
-  protected boolean q8Kernels() {
+  /** Whether the backend has kernels for quantized (Q8_0, Q4_0) weights; one without must refuse them, naming the CPU backend. */
+  protected boolean quantizedKernels() {
     return true;
   }
 
-  /** For Q8_0 weights on a backend without their kernels: that {@code run} refuses them (then true). */
-  private boolean refusesQ8_0(DType dtype, org.junit.jupiter.api.function.Executable run) {
-    if (dtype != DType.Q8_0 || q8Kernels()) {
+  /** For quantized weights on a backend without their kernels: that {@code run} refuses them (then true). */
+  private boolean refusesQuantized(DType dtype, org.junit.jupiter.api.function.Executable run) {
+    if (!dtype.quantized() || quantizedKernels()) {
       return false;
     }
     String e = assertThrows(UnsupportedOperationException.class, run).getMessage();
@@ -135,15 +138,15 @@ abstract class ComputeBackendConformanceTest {
     return true;
   }
 
-  /** Whether the backend rounds one token's activations to bf16 for bf16 and Q8_0 rows of more than 4,096 columns. */
+  /** Whether the backend rounds one token's activations to bf16 for bf16 and quantized rows of more than 4,096 columns. */
   protected boolean roundsLongRowActivations() {
     return false;
   }
 
   @ParameterizedTest(name = "{0} tokens={1}")
-  @CsvSource({"F32, 3", "BF16, 9", "BF16, 100", "F16, 67", "Q8_0, 1", "Q8_0, 80"})
+  @CsvSource({"F32, 3", "BF16, 9", "BF16, 100", "F16, 67", "Q8_0, 1", "Q8_0, 80", "Q4_0, 1", "Q4_0, 2", "Q4_0, 80"})
   void matmulOfSeveralMatricesAtOnce(DType dtype, int tokens) {
-    int cols = dtype == DType.Q8_0 ? 192 : 160;
+    int cols = dtype == DType.Q8_0 ? 192 : dtype == DType.Q4_0 ? 256 : 160;
     int[] rows = {40, 7, 33};
     WeightMatrix[] ws = new WeightMatrix[rows.length];
     float[][] expected = new float[rows.length][];
@@ -155,7 +158,7 @@ abstract class ComputeBackendConformanceTest {
       actual[m] = new float[tokens * rows[m]];
       reference.matmul(x, tokens, ws[m], expected[m]);
     }
-    if (refusesQ8_0(dtype, () -> backend.matmul(x, tokens, ws, actual))) {
+    if (refusesQuantized(dtype, () -> backend.matmul(x, tokens, ws, actual))) {
       return;
     }
     backend.matmul(x, tokens, ws, actual);
@@ -501,8 +504,8 @@ abstract class ComputeBackendConformanceTest {
   }
 
   private WeightMatrix matrix(DType dtype, int rows, int cols) {
-    if (dtype == DType.Q8_0) {
-      return matrix(DType.F32, rows, cols).quantizeQ8_0(arena);
+    if (dtype.quantized()) {
+      return matrix(DType.F32, rows, cols).quantize(dtype, arena);
     }
     MemorySegment data = arena.allocate((long) rows * cols * dtype.bytes());
     for (int i = 0; i < rows * cols; i++) {

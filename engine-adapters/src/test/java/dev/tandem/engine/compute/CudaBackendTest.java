@@ -29,7 +29,7 @@ class CudaBackendTest extends ComputeBackendConformanceTest {
   }
 
   @Override
-  protected boolean q8Kernels() {
+  protected boolean quantizedKernels() {
     return false;
   }
 }

@@ -34,7 +34,7 @@ class EmulatedKernelsTest extends ComputeBackendConformanceTest {
   }
 
   @Override
-  protected boolean q8Kernels() {
+  protected boolean quantizedKernels() {
     return false;
   }
 }

@@ -83,7 +83,7 @@ class ModelLoadingTest {
         assertEquals(DType.BF16, layer.down().dtype(), "96 columns: kept as stored");
         assertEquals(plain.layer(l).down().get(5, 7), layer.down().get(5, 7));
         float original = plain.layer(l).gate().get(3, 40);
-        assertTrue(Math.abs(layer.gate().get(3, 40) - original) <= (0.5 + 127.0 / 2048) * layer.gate().q8Scale(3, 1) + 1e-6,
+        assertTrue(Math.abs(layer.gate().get(3, 40) - original) <= (0.5 + 127.0 / 2048) * layer.gate().scale(3, 1) + 1e-6,
             "within half a step: " + layer.gate().get(3, 40) + " vs " + original);
       }
       assertEquals(DType.Q8_0, q.embedding().dtype());
@@ -101,13 +101,52 @@ class ModelLoadingTest {
     assertThrows(IllegalArgumentException.class, () -> ModelWeights.load(model, ModelConfig.read(model), DType.BF16));
   }
 
+  /**
+   * {@code --quantization q4_0}: the layers' matrices whose rows are whole 128-value interleaves
+   * become Q4_0 (within half a step of the weights), one of whole 64-value interleaves Q8_0, the
+   * tied embedding (its LM head) Q8_0; a token reads well under Q8_0's bytes, and once every matrix
+   * is quantized the checkpoint is unmapped.
+   */
+  @Test
+  void q4_0QuantizesTheLayersAndKeepsTheEmbeddingAtQ8_0() throws Exception {
+    Path model = write(ModelGenerator.config("Qwen3ForCausalLM", "qwen3", 128, 192, 2, 4, 2, 32, 256, true), 0);
+    try (ModelWeights plain = ModelWeights.load(model, ModelConfig.read(model));
+        ModelWeights q8 = ModelWeights.load(model, ModelConfig.read(model), DType.Q8_0);
+        ModelWeights q = ModelWeights.load(model, ModelConfig.read(model), DType.Q4_0)) {
+      assertEquals(DType.Q4_0, q.matrixType());
+      for (int l = 0; l < 2; l++) {
+        var layer = q.layer(l);
+        for (var m : java.util.List.of(layer.q(), layer.k(), layer.v(), layer.o(), layer.gate(), layer.up())) {
+          assertEquals(DType.Q4_0, m.dtype(), m.name());
+        }
+        assertEquals(DType.Q8_0, layer.down().dtype(), "192 columns: whole Q8_0 interleaves, not Q4_0's");
+        float original = plain.layer(l).gate().get(3, 40);
+        assertTrue(Math.abs(layer.gate().get(3, 40) - original) <= (0.5 + 8.0 / 2048) * Math.abs(layer.gate().scale(3, 1)) + 1e-6,
+            "within half a step: " + layer.gate().get(3, 40) + " vs " + original);
+      }
+      assertEquals(DType.Q8_0, q.embedding().dtype());
+      assertEquals(q.embedding(), q.lmHead(), "a tied LM head stays the embedding");
+      assertTrue(q.bytesReadPerToken() < q8.bytesReadPerToken(), q.bytesReadPerToken() + " vs " + q8.bytesReadPerToken());
+      assertFalse(q.mapsCheckpoint(), "every matrix quantized, the down projections to Q8_0: the checkpoint is unmapped");
+    }
+    Path whole = write(ModelGenerator.config("LlamaForCausalLM", "llama", 128, 256, 2, 4, 2, 32, 64, false), 0);
+    try (ModelWeights plain = ModelWeights.load(whole, ModelConfig.read(whole));
+        ModelWeights q = ModelWeights.load(whole, ModelConfig.read(whole), DType.Q4_0)) {
+      assertEquals(DType.Q4_0, q.layer(1).down().dtype());
+      assertEquals(DType.Q8_0, q.lmHead().dtype());
+      long layers = plain.bytesReadPerToken() - plain.lmHead().byteSize();
+      long quantizedLayers = q.bytesReadPerToken() - q.lmHead().byteSize();
+      assertEquals(4.5 / 16, (double) quantizedLayers / layers, 1e-9, "Q4_0: 4.5 bits a weight against bf16's 16");
+    }
+  }
+
   @Test
   void aPreQuantizedCheckpointIsRefusedNamingTheFieldAndTheFlag() throws Exception {
     Path model = write(tiny(), 0);
     editConfig(model, c -> c.putObject("quantization_config").put("quant_method", "gptq").put("bits", 4));
     var e = assertThrows(ModelFormatException.class, () -> ModelConfig.read(model));
     assertTrue(e.getMessage().contains("config.json: field 'quantization_config' (quant_method gptq)")
-        && e.getMessage().contains("--quantization q8_0"), e.getMessage());
+        && e.getMessage().contains("--quantization q8_0 or q4_0"), e.getMessage());
   }
 
   @Test
