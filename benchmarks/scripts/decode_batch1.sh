@@ -4,7 +4,7 @@
 # before and after it; prints every round, the median and spread, and where Tandem's time goes.
 #   benchmarks/scripts/decode_batch1.sh [out-dir]     (MODEL=llama-0.6b ROUNDS=3 THREADS=$(nproc) STEPS=64 CONTEXT=128 QUANT=none)
 # CONTEXT is the prompt decode follows (the depth attention reads): 8192 compares long-context decode.
-# QUANT=q8_0 runs Tandem with --quantization q8_0 and llama.cpp on a GGUF of the same Q8_0 weights.
+# QUANT=q8_0 or q4_0 runs Tandem with --quantization QUANT and llama.cpp on a GGUF of the same quantized weights.
 set -euo pipefail
 cd "$(dirname "$0")/../.."
 export JAVA_HOME="${JAVA_HOME:-/usr/lib/jvm/temurin-25-jdk-amd64}"

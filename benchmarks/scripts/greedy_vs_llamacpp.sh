@@ -11,7 +11,7 @@
 # gemma2-crosscheck.json (Gemma 2: 26 layers, every other one sliding over 16 positions, attention
 # scores capped at 1 and logits at 5, so that both caps bend the output). Both engines
 # pick LongRoPE's long or short factors by their context: llama.cpp's is CTX, Tandem's
-# SERVE_ARGS="--max-context-length N" (else the model's max_position_embeddings). QUANT=q8_0 quantizes
+# SERVE_ARGS="--max-context-length N" (else the model's max_position_embeddings). QUANT=q8_0 (or q4_0) quantizes
 # the weights: Tandem at load (--quantization q8_0), llama.cpp reading the same Q8_0 blocks from the GGUF
 # (its kernels also round the activations to 8 bits, Tandem's keep f32, so a near-tie may go either way).
 #   benchmarks/scripts/greedy_vs_llamacpp.sh [out-dir]     (CONFIG=benchmarks/configs/gemma3-crosscheck.json TOKENS=40 PORT=8129 CTX=4096 SERVE_ARGS= QUANT=none)
