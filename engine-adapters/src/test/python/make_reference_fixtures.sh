@@ -43,6 +43,7 @@ cases=(
   "llama-lora-f32 llama 15 f32 - - 8:16:71:f32"
   "phi3-lora-bf16 phi3 67 bf16 - - 4:8:72:bf16"
   "qwen3-lora-rslora-f32 qwen3 36 f32 - - 16:8:73:f32:rslora"
+  "llama-q4_0-lora-f32 llama-q4 17 f32 - q4_0 8:16:74:f32"
 )
 for c in "${cases[@]}"; do
   read -r name config seed dtype context quantization lora <<<"$c"

@@ -35,7 +35,9 @@ import org.junit.jupiter.params.provider.MethodSource;
  * LoRA adapters against PyTorch (src/test/python/reference_logits.py with {@code LORA}, which
  * merges {@code W + scaling·B·A} into the weights; the engine adds {@code B·(A·x)} to {@code W·x}
  * at run time): Llama with every projection adapted (rank 8, f32), Phi-3's fused qkv and gate_up
- * projections (rank 4, bf16 model and adapter), Qwen3 with rsLoRA's scaling (rank 16). Each case
+ * projections (rank 4, bf16 model and adapter), Qwen3 with rsLoRA's scaling (rank 16), and Llama
+ * on a base quantized to Q4_0 at load (the reference merges the adapter into the rounded weights,
+ * so the engine's quantized W·x plus B·(A·x) is checked). Each case
  * regenerates the model and the adapter and proves their hashes, then compares the logits after
  * the prompt and 20 greedy steps: alone, and batched beside a base-model sequence, whose logits
  * must be those it gets alone — an adapter changes only its own rows. The adapter must matter: its
@@ -46,7 +48,7 @@ class LoraReferenceTest {
 
   static Stream<Arguments> fixtures() {
     List<Arguments> all = new ArrayList<>();
-    for (String name : List.of("llama-lora-f32", "phi3-lora-bf16", "qwen3-lora-rslora-f32")) {
+    for (String name : List.of("llama-lora-f32", "phi3-lora-bf16", "qwen3-lora-rslora-f32", "llama-q4_0-lora-f32")) {
       for (String backend : List.of("cpu", "scalar")) {
         all.add(Arguments.of(name, backend));
       }
@@ -78,7 +80,9 @@ class LoraReferenceTest {
     LoraAdapter adapter = LoraAdapter.load(new LoraAdapter.Source("x", adapterDir), config, 16);
     assertEquals(spec.get("rank").asInt(), adapter.rank());
     assertEquals(7 * config.numLayers(), adapter.deltaCount(), "every projection of every layer (fused ones split)");
-    try (ModelWeights weights = ModelWeights.load(model, config, null);
+    // An adapter on a base quantized at load: the reference merges it into the rounded weights.
+    DType quantization = fixture.has("quantization") ? DType.fromQuantizationName(fixture.get("quantization").asText()) : null;
+    try (ModelWeights weights = ModelWeights.load(model, config, quantization);
         ComputeBackend backend = backendName.equals("cpu") ? new VectorBackend(2) : new ScalarBackend();
         PagedKvCache cache = new PagedKvCache(config, 64, BLOCK, DType.F32)) {
       Transformer t = new Transformer(weights, backend, BLOCK);
