@@ -113,7 +113,7 @@ public record WeightMatrix(String name, DType dtype, int rows, int cols, MemoryS
 
   /** Byte offset of the f16 scale of row {@code r}'s group {@code g} in a quantized matrix. */
   public long scaleByte(int r, int g) {
-    return (long) rows * cols * (dtype == DType.Q4_0 ? 1 : 2) / 2 + 2L * ((long) r * (cols / DType.QUANT_GROUP) + g);
+    return dtype.valueBytes((long) rows * cols) + 2L * ((long) r * (cols / DType.QUANT_GROUP) + g);
   }
 
   /** The scale of row {@code r}'s group {@code g} in a quantized matrix. */
@@ -143,7 +143,7 @@ public record WeightMatrix(String name, DType dtype, int rows, int cols, MemoryS
     }
     MemorySegment out = arena.allocate(to.matrixBytes(rows, cols), 64);
     WeightMatrix q = new WeightMatrix(name, to, rows, cols, out);
-    int valueBytes = to == DType.Q4_0 ? cols / 2 : cols;
+    int valueBytes = (int) to.valueBytes(cols);
     IntStream.range(0, rows).parallel().forEach(r -> {
       float[] values = new float[cols];
       row(r, values, 0);

@@ -48,9 +48,14 @@ public enum DType {
     return this == Q8_0 || this == Q4_0;
   }
 
+  /** Bytes of {@code count} values of this type (a quantized type's values alone, without their scales). */
+  public long valueBytes(long count) {
+    return count * bits / 8;
+  }
+
   /** Bytes of a {@code rows × cols} matrix of this type (quantized: its values, then its scales). */
   public long matrixBytes(int rows, int cols) {
-    long values = (long) rows * cols * bits / 8;
+    long values = valueBytes((long) rows * cols);
     return quantized() ? values + (long) rows * (cols / QUANT_GROUP) * Short.BYTES : values;
   }
 

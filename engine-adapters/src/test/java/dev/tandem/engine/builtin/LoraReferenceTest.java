@@ -81,8 +81,7 @@ class LoraReferenceTest {
     assertEquals(spec.get("rank").asInt(), adapter.rank());
     assertEquals(7 * config.numLayers(), adapter.deltaCount(), "every projection of every layer (fused ones split)");
     // An adapter on a base quantized at load: the reference merges it into the rounded weights.
-    DType quantization = fixture.has("quantization") ? DType.fromQuantizationName(fixture.get("quantization").asText()) : null;
-    try (ModelWeights weights = ModelWeights.load(model, config, quantization);
+    try (ModelWeights weights = ModelWeights.load(model, config, ReferenceLogitsTest.quantization(fixture));
         ComputeBackend backend = backendName.equals("cpu") ? new VectorBackend(2) : new ScalarBackend();
         PagedKvCache cache = new PagedKvCache(config, 64, BLOCK, DType.F32)) {
       Transformer t = new Transformer(weights, backend, BLOCK);

@@ -104,9 +104,7 @@ class ReferenceLogitsTest {
     Case a = Case.of(fixture.get("cases").get(0));
     Case b = Case.of(fixture.get("cases").get(1));
     ModelConfig config = ModelConfig.read(dir);
-    // the reference rounded its weights as the named quantization does
-    DType quantization = fixture.has("quantization") ? DType.fromQuantizationName(fixture.get("quantization").asText()) : null;
-    try (ModelWeights weights = ModelWeights.load(dir, config, quantization);
+    try (ModelWeights weights = ModelWeights.load(dir, config, quantization(fixture));
         ComputeBackend backend = backend(backendName);
         PagedKvCache cache = new PagedKvCache(config, 64, BLOCK, kvDtype);
         // On cuda the engine's forward pass: activations and KV on the device, written through to the host cache.
@@ -210,6 +208,11 @@ class ReferenceLogitsTest {
   }
 
   /** One prompt of a fixture: its tokens, the reference's greedy tokens, and the logits after the prompt and each of them. */
+  /** The quantization the fixture's reference rounded its weights as (its {@code quantization}), or null. */
+  static DType quantization(JsonNode fixture) {
+    return fixture.has("quantization") ? DType.fromQuantizationName(fixture.get("quantization").asText()) : null;
+  }
+
   record Case(int[] prompt, int[] generated, List<float[]> logits) {
     static Case of(JsonNode n) {
       List<float[]> logits = new ArrayList<>();

@@ -240,19 +240,12 @@ abstract class ComputeBackendConformanceTest {
   @CsvSource({"1, 8, 64, 96", "3, 16, 1024, 2048", "300, 32, 64, 160", "37, 4, 31, 17", "5, 6, 100, 70", "9, 5, 48, 40"})
   void addLowRank(int n, int rank, int inDim, int outDim) {
     int total = 2 * n + 1;
-    float[] in = randoms(total * inDim, 1);
-    float[] a = randoms(rank * inDim, 1);
-    float[] b = randoms(rank * outDim, 1);
-    float[] before = randoms(total * outDim, 1);
     int[] rows = new int[n];
     for (int i = 0; i < n; i++) {
       rows[i] = total - 1 - 2 * i; // the even rows but the first, last first
     }
-    float[] expected = before.clone();
-    float[] actual = before.clone();
-    reference.addLowRank(in, inDim, rows, a, b, rank, expected, outDim);
-    backend.addLowRank(in, inDim, rows, a, b, rank, actual, outDim);
-    assertClose(expected, actual, 1e-5, "addLowRank");
+    float[] before = randoms(total * outDim, 1);
+    float[] actual = addLowRankAgainstReference(rows, total, rank, inDim, outDim, before);
     for (int t = 1; t < total; t += 2) { // the odd rows
       for (int o = 0; o < outDim; o++) {
         assertEquals(before[t * outDim + o], actual[t * outDim + o], "row " + t + " is not one of the rows");
@@ -265,23 +258,32 @@ abstract class ComputeBackendConformanceTest {
   @CsvSource({"4, 8, 64, 96", "9, 6, 100, 70", "300, 32, 64, 160", "7, 5, 31, 17", "64, 16, 1024, 2048"})
   void addLowRankOnConsecutiveRows(int n, int rank, int inDim, int outDim) {
     int total = n + 2;
-    float[] in = randoms(total * inDim, 1);
-    float[] a = randoms(rank * inDim, 1);
-    float[] b = randoms(rank * outDim, 1);
-    float[] before = randoms(total * outDim, 1);
     int[] rows = new int[n];
     for (int i = 0; i < n; i++) {
       rows[i] = 1 + i;
     }
+    float[] before = randoms(total * outDim, 1);
+    float[] actual = addLowRankAgainstReference(rows, total, rank, inDim, outDim, before);
+    for (int o = 0; o < outDim; o++) {
+      assertEquals(before[o], actual[o], "the row before");
+      assertEquals(before[(total - 1) * outDim + o], actual[(total - 1) * outDim + o], "the row after");
+    }
+  }
+
+  /**
+   * {@code addLowRank} of random activations, A and B over {@code rows} of {@code total}, on the
+   * backend and the reference from the same {@code before}: checks they agree, returns the backend's.
+   */
+  private float[] addLowRankAgainstReference(int[] rows, int total, int rank, int inDim, int outDim, float[] before) {
+    float[] in = randoms(total * inDim, 1);
+    float[] a = randoms(rank * inDim, 1);
+    float[] b = randoms(rank * outDim, 1);
     float[] expected = before.clone();
     float[] actual = before.clone();
     reference.addLowRank(in, inDim, rows, a, b, rank, expected, outDim);
     backend.addLowRank(in, inDim, rows, a, b, rank, actual, outDim);
     assertClose(expected, actual, 1e-5, "addLowRank");
-    for (int o = 0; o < outDim; o++) {
-      assertEquals(before[o], actual[o], "the row before");
-      assertEquals(before[(total - 1) * outDim + o], actual[(total - 1) * outDim + o], "the row after");
-    }
+    return actual;
   }
 
   @ParameterizedTest(name = "n={0}")
