@@ -34,6 +34,10 @@ final class HttpOptions {
   @Option(names = "--metrics-need-key", description = "With API keys, /metrics needs one too (default: open, for Prometheus).")
   boolean metricsNeedKey;
 
+  @Option(names = "--allow-runtime-lora-updating", defaultValue = "${env:TANDEM_ALLOW_RUNTIME_LORA_UPDATING:-false}",
+      description = "Serve POST /v1/load_lora_adapter and /v1/unload_lora_adapter (vLLM's), loading and unloading LoRA adapters on every worker while serving (workers need the flag too; under serve it covers them; default ${DEFAULT-VALUE}).")
+  boolean loraUpdates;
+
   @Option(names = "--max-inflight-requests", defaultValue = "${env:TANDEM_MAX_INFLIGHT_REQUESTS:-0}",
       description = "Generation requests in flight before new ones get 429 with Retry-After (0: no limit; default ${DEFAULT-VALUE}).")
   int maxInflight;
@@ -106,7 +110,7 @@ final class HttpOptions {
       keys = keys.and(ApiKeys.fromFile(apiKeyFile));
     }
     Admission admission = new Admission(keys, metricsNeedKey, maxInflight, maxConnections,
-        Duration.ofMillis((long) (readTimeoutSeconds * 1000)), Duration.ofMillis((long) (idleTimeoutSeconds * 1000)));
+        Duration.ofMillis((long) (readTimeoutSeconds * 1000)), Duration.ofMillis((long) (idleTimeoutSeconds * 1000)), loraUpdates);
     return new FrontendServer.Config(
         host, port, maxBodyBytes, Duration.ofMillis((long) (workerWaitSeconds * 1000)), admission, reasoningParser, toolCallParser,
         migrationLimit, generationConfig, chatTemplate());

@@ -130,7 +130,8 @@ public final class LocalDeployment implements AutoCloseable {
             prefill ? WorkerRole.PREFILL : spec.prefillWorkers() > 0 ? WorkerRole.DECODE : WorkerRole.AGGREGATED;
         String id = prefill ? "prefill-" + i : spec.prefillWorkers() > 0 ? "decode-" + (i - spec.prefillWorkers()) : "worker-" + i;
         var config =
-            WorkerServer.Config.local(new WorkerId(id)).withRole(role, spec.kvTransfer()).withModelFiles(spec.modelFiles()).withTls(spec.tls());
+            WorkerServer.Config.local(new WorkerId(id)).withRole(role, spec.kvTransfer()).withModelFiles(spec.modelFiles()).withTls(spec.tls())
+                .withLoraUpdates(spec.frontend().admission().loraUpdates());
         BitSet cpus = shares == null ? null : shares.get(i);
         workers.add(startWorker(config, spec.engines(), cpus));
       }

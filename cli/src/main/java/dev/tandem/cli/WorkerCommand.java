@@ -43,6 +43,10 @@ final class WorkerCommand implements Callable<Integer> {
   @Option(names = "--no-kv-events", description = "Publish no KV events (routers then detect it and route this worker approximately).")
   boolean noKvEvents;
 
+  @Option(names = "--allow-runtime-lora-updating", defaultValue = "${env:TANDEM_ALLOW_RUNTIME_LORA_UPDATING:-false}",
+      description = "Take LoRA adapter loads and unloads while serving (a frontend's /v1/load_lora_adapter; default ${DEFAULT-VALUE}).")
+  boolean loraUpdates;
+
   @Option(names = "--no-kv-transfer", description = "agg only: start no KV transfer agent (the worker then always prefills its own prompts).")
   boolean noKvTransfer;
 
@@ -87,7 +91,8 @@ final class WorkerCommand implements Callable<Integer> {
             .withEventRing(eventRing)
             .withKvEvents(!noKvEvents)
             .withMetricsPort(metricsPort != null ? metricsPort : port == 0 ? 0 : port + 100)
-            .withTls(tls.tls());
+            .withTls(tls.tls())
+            .withLoraUpdates(loraUpdates);
     WorkerServer worker = WorkerServer.start(config, engines.factory().get());
     Discovery registry = discovery.isStatic() ? null : discovery.open(List.of());
     Registration registration = registry == null ? null : registry.register(record(worker));

@@ -32,10 +32,36 @@ public interface Engine extends AutoCloseable {
 
   /**
    * The LoRA adapters this engine applies when a request names one ({@link EngineRequest#loraName}),
-   * in the order they were given; empty where it loaded none. A request naming another is refused.
+   * in the order they were loaded; empty where it loaded none. A request naming another is refused.
+   * Unlike the rest of this interface, callable from any thread.
    */
   default List<String> loraAdapters() {
     return List.of();
+  }
+
+  /**
+   * Loads the LoRA adapter in {@code dir} (PEFT's files) under {@code name}: requests added after
+   * this returns may name it. Unlike the rest of this interface, callable from any thread: it reads
+   * the files on the caller's thread, so the engine keeps stepping meanwhile.
+   *
+   * @throws IllegalArgumentException naming the file and field when the adapter cannot be applied
+   *     to this model, or the name is taken
+   * @throws UnsupportedOperationException where this engine applies no adapters
+   */
+  default void loadLoraAdapter(String name, java.nio.file.Path dir) {
+    throw new UnsupportedOperationException("the " + info().engineName() + " engine applies no LoRA adapters");
+  }
+
+  /**
+   * Stops taking requests that name LoRA adapter {@code name}. The requests already running with it
+   * finish with it; then its memory goes, and so do the KV blocks cached under it (a removed event
+   * for each), so that an adapter loaded later under the same name never reuses them.
+   *
+   * @return how many requests still run with it (0: gone already)
+   * @throws IllegalArgumentException if no adapter of that name is loaded
+   */
+  default int unloadLoraAdapter(String name) {
+    throw new IllegalArgumentException("LoRA adapter '" + name + "' is not loaded (the " + info().engineName() + " engine applies none)");
   }
 
   /** Speculative decoding's totals so far ({@link SpeculationCounts#NONE} where it is off). */

@@ -8,13 +8,15 @@ import dev.tandem.common.SamplingParams;
 import dev.tandem.common.WorkerDescription;
 import java.util.List;
 import java.util.Set;
+import java.util.function.Supplier;
 
 /**
  * The model the frontend serves, as its workers describe it: name, context window, the request
  * features the engine honours, the tokenizer and chat template from the model card, the formats
  * its reasoning and tool calls are parsed with, and the sampling a request that sets none gets
  * (the model's generation_config.json over OpenAI's defaults, where the engine honours them), and
- * the LoRA adapters requests may name as their model instead of it.
+ * the LoRA adapters requests may name as their model instead of it (read from {@code adapters} at
+ * each use: they load and unload while the frontend serves).
  *
  * <p>Immutable and thread-safe.
  */
@@ -29,17 +31,17 @@ public record ServedModel(
     ChatTemplate chatTemplate,
     OutputParsers parsers,
     SamplingParams samplingDefaults,
-    List<String> loraAdapters) {
+    Supplier<List<String>> adapters) {
 
   public ServedModel {
-    loraAdapters = loraAdapters == null ? List.of() : List.copyOf(loraAdapters);
+    adapters = adapters == null ? List::of : adapters;
   }
 
   /** A model without LoRA adapters. */
   public ServedModel(
       String name, int maxContextLength, int vocabSize, String engine, Set<String> features, int[] eosTokenIds,
       TextTokenizer tokenizer, ChatTemplate chatTemplate, OutputParsers parsers, SamplingParams samplingDefaults) {
-    this(name, maxContextLength, vocabSize, engine, features, eosTokenIds, tokenizer, chatTemplate, parsers, samplingDefaults, List.of());
+    this(name, maxContextLength, vocabSize, engine, features, eosTokenIds, tokenizer, chatTemplate, parsers, samplingDefaults, List::of);
   }
 
   /** A model whose output is parsed in the formats its chat template shows ({@code auto}), with OpenAI's sampling defaults. */
@@ -53,7 +55,7 @@ public record ServedModel(
   /** This model with its output parsed as {@code --reasoning-parser} and {@code --tool-call-parser} say. */
   public ServedModel withParsers(String reasoningParser, String toolCallParser) {
     return new ServedModel(name, maxContextLength, vocabSize, engine, features, eosTokenIds, tokenizer, chatTemplate,
-        OutputParsers.resolve(reasoningParser, toolCallParser, mentions(chatTemplate)), samplingDefaults, loraAdapters);
+        OutputParsers.resolve(reasoningParser, toolCallParser, mentions(chatTemplate)), samplingDefaults, adapters);
   }
 
   /** Whether the model has a chat template: without one it serves completions, and chat requests get a 400 saying so. */
@@ -67,7 +69,7 @@ public record ServedModel(
 
   /** This model with {@code defaults} for what a request does not set ({@code --generation-config none}: OpenAI's). */
   public ServedModel withSamplingDefaults(SamplingParams defaults) {
-    return new ServedModel(name, maxContextLength, vocabSize, engine, features, eosTokenIds, tokenizer, chatTemplate, parsers, defaults, loraAdapters);
+    return new ServedModel(name, maxContextLength, vocabSize, engine, features, eosTokenIds, tokenizer, chatTemplate, parsers, defaults, adapters);
   }
 
   /** The model a registered worker describes, with the tokenizer from its model card. */
@@ -88,23 +90,34 @@ public record ServedModel(
         TextTokenizer.fromJson(card.tokenizerJson(), source),
         ChatTemplate.forModel(card.tokenizerConfigJson(), card.chatTemplateJinja(), chatTemplate, source))
         .withSamplingDefaults(card.generation().samplingDefaults(worker.supportedFeatures()))
-        .withLoraAdapters(worker.loraAdapters());
+        .withLoraAdapters(List.copyOf(worker.loraAdapters()));
   }
 
   /** This model with LoRA adapters {@code names}, which requests may name as their model. */
   public ServedModel withLoraAdapters(List<String> names) {
+    return withLoraAdapters(() -> names);
+  }
+
+  /** This model with the LoRA adapters {@code adapters} lists at each use (a router's, as they load and unload). */
+  public ServedModel withLoraAdapters(Supplier<List<String>> adapters) {
     return new ServedModel(name, maxContextLength, vocabSize, engine, features, eosTokenIds, tokenizer, chatTemplate, parsers,
-        samplingDefaults, names);
+        samplingDefaults, adapters);
+  }
+
+  /** The LoRA adapters requests may name now, in the order loaded. */
+  public List<String> loraAdapters() {
+    return adapters.get();
   }
 
   /** Whether a request may name {@code model}: this model's name or one of its adapters'. */
   public boolean serves(String model) {
-    return name.equals(model) || loraAdapters.contains(model);
+    return name.equals(model) || loraAdapters().contains(model);
   }
 
   /** The names requests may give, quoted, for an error message. */
   public String servedNames() {
     StringBuilder s = new StringBuilder("`" + name + "`");
+    List<String> loraAdapters = loraAdapters();
     if (!loraAdapters.isEmpty()) {
       s.append(" and its LoRA adapters ");
       s.append(String.join(", ", loraAdapters.stream().map(a -> "`" + a + "`").toList()));

@@ -38,6 +38,33 @@ public interface RequestRouter {
     return "static";
   }
 
+  /** The LoRA adapters requests may name as their model now (they load and unload at runtime), in the order first loaded. */
+  default List<String> loraAdapters() {
+    return List.of();
+  }
+
+  /**
+   * Loads the LoRA adapter at {@code path} (on the workers' file system) as {@code name} on every
+   * worker, or on none.
+   *
+   * @return the workers that loaded it
+   * @throws IllegalArgumentException if it is loaded already, or a worker refused it (the message says why)
+   * @throws NoWorkerAvailableException if no worker is reachable or one did not answer
+   */
+  default List<dev.tandem.common.WorkerId> loadLoraAdapter(String name, String path) {
+    throw new IllegalArgumentException("this router loads no LoRA adapters");
+  }
+
+  /**
+   * Unloads LoRA adapter {@code name} from every worker that has it; requests running with it finish.
+   *
+   * @return the workers that unloaded it
+   * @throws java.util.NoSuchElementException if no worker has it
+   */
+  default List<dev.tandem.common.WorkerId> unloadLoraAdapter(String name) {
+    throw new java.util.NoSuchElementException("LoRA adapter '" + name + "' is not loaded");
+  }
+
   /** How long a worker sent prompts may stay silent before it is reported; null unless in kv mode with events. */
   Duration missingEventsWindow();
 }

@@ -190,7 +190,8 @@ public final class FromWire {
         r.getRemotePrefillFallbacks(),
         r.getStepS(),
         r.getDraining(),
-        r.getStepRunningS());
+        r.getStepRunningS(),
+        r.getLoraAdaptersList());
   }
 
   /** A worker's attention as reported; out of range (a window past an int, a share outside [0, 1]): every layer in full. */

@@ -216,6 +216,7 @@ public final class ToWire {
         .setStepS(r.stepSeconds())
         .setDraining(r.draining())
         .setStepRunningS(r.stepRunningSeconds())
+        .addAllLoraAdapters(r.loraAdapters())
         .build();
   }
 

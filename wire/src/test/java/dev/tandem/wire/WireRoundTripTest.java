@@ -133,10 +133,10 @@ class WireRoundTripTest {
     // A worker that names only its primary agent has that one endpoint.
     var primaryOnly = FromWire.description(ToWire.registration(d).toBuilder().clearKvTransferEndpoints().build());
     assertEquals(List.of(new WorkerDescription.TransferEndpoint("ucx", "127.0.0.1:7", d.probeRegion())), primaryOnly.kvTransferEndpoints());
-    var load = new WorkerLoadReport(new WorkerId("w"), 3, 1, 500, 10, 64, 77, new PrefillCost(1e-4, 2e-8), 2, 0.012, true, 3.5);
+    var load = new WorkerLoadReport(new WorkerId("w"), 3, 1, 500, 10, 64, 77, new PrefillCost(1e-4, 2e-8), 2, 0.012, true, 3.5, List.of("sql", "chat"));
     assertEquals(load, FromWire.load(ToWire.load(load)));
     var gemma = new WorkerLoadReport(new WorkerId("g"), 0, 0, 0, 0, 64, 0,
-        new PrefillCost(1e-4, 2e-8, 1e-3, new PrefillCost.Attention(512, 22.0 / 26)), 0, 0, false, 0);
+        new PrefillCost(1e-4, 2e-8, 1e-3, new PrefillCost.Attention(512, 22.0 / 26)), 0, 0, false, 0, List.of());
     assertEquals(gemma, FromWire.load(ToWire.load(gemma)), "the model's attention travels with its prefill cost");
     var nonsense = ToWire.load(gemma).toBuilder().setPrefillSlidingLayerShare(7).build();
     assertEquals(PrefillCost.Attention.FULL, FromWire.load(nonsense).prefillCost().attention(), "out of range: counted in full");

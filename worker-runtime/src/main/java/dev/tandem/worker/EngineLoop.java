@@ -186,6 +186,11 @@ public final class EngineLoop implements AutoCloseable {
     loadWatchers.remove(watcher);
   }
 
+  /** Has every load watcher report at once: something a report carries changed between steps (the LoRA adapters). */
+  public void reportNow() {
+    enqueue(() -> loadWatchers.forEach(Runnable::run));
+  }
+
   public boolean isRunning() {
     return running && thread.isAlive();
   }

@@ -91,6 +91,7 @@ final class WorkerFacts {
         remote == null ? 0 : remote.fallbacks(),
         loop.stepSeconds(),
         gate.draining(),
-        loop.stepRunningSeconds());
+        loop.stepRunningSeconds(),
+        loop.engine().loraAdapters());
   }
 }

@@ -37,6 +37,7 @@ public final class WorkerServer implements AutoCloseable {
    * picks a free port; {@code metricsPort} -1 serves no metrics port (0: a free one). {@code
    * publishKvEvents} off makes the worker accept event subscriptions but never send anything, as
    * a worker with events disabled would (for testing the router's detection of exactly that).
+   * {@code loraUpdates} on lets callers load and unload LoRA adapters while it runs.
    */
   public record Config(
       String host,
@@ -48,35 +49,36 @@ public final class WorkerServer implements AutoCloseable {
       boolean publishKvEvents,
       KvTransfer kvTransfer,
       int metricsPort,
-      InternalTls tls) {
+      InternalTls tls,
+      boolean loraUpdates) {
     /** An aggregated worker on a free loopback port, serving the bundled Qwen3 tokenizer, no metrics port. */
     public static Config local(WorkerId workerId) {
-      return new Config("127.0.0.1", 0, workerId, WorkerRole.AGGREGATED, ModelFiles.bundledQwen3(), 10_000, true, null, -1, null);
+      return new Config("127.0.0.1", 0, workerId, WorkerRole.AGGREGATED, ModelFiles.bundledQwen3(), 10_000, true, null, -1, null, false);
     }
 
     public Config withHost(String host) {
-      return new Config(host, port, workerId, role, modelFiles, eventRingCapacity, publishKvEvents, kvTransfer, metricsPort, tls);
+      return new Config(host, port, workerId, role, modelFiles, eventRingCapacity, publishKvEvents, kvTransfer, metricsPort, tls, loraUpdates);
     }
 
     public Config withPort(int port) {
-      return new Config(host, port, workerId, role, modelFiles, eventRingCapacity, publishKvEvents, kvTransfer, metricsPort, tls);
+      return new Config(host, port, workerId, role, modelFiles, eventRingCapacity, publishKvEvents, kvTransfer, metricsPort, tls, loraUpdates);
     }
 
     public Config withModelFiles(ModelFiles files) {
-      return new Config(host, port, workerId, role, files, eventRingCapacity, publishKvEvents, kvTransfer, metricsPort, tls);
+      return new Config(host, port, workerId, role, files, eventRingCapacity, publishKvEvents, kvTransfer, metricsPort, tls, loraUpdates);
     }
 
     public Config withEventRing(int capacity) {
-      return new Config(host, port, workerId, role, modelFiles, capacity, publishKvEvents, kvTransfer, metricsPort, tls);
+      return new Config(host, port, workerId, role, modelFiles, capacity, publishKvEvents, kvTransfer, metricsPort, tls, loraUpdates);
     }
 
     public Config withKvEvents(boolean publish) {
-      return new Config(host, port, workerId, role, modelFiles, eventRingCapacity, publish, kvTransfer, metricsPort, tls);
+      return new Config(host, port, workerId, role, modelFiles, eventRingCapacity, publish, kvTransfer, metricsPort, tls, loraUpdates);
     }
 
     /** This role, moving KV with {@code transfer} (null: no transfer agent, aggregated only). */
     public Config withRole(WorkerRole role, KvTransfer transfer) {
-      return new Config(host, port, workerId, role, modelFiles, eventRingCapacity, publishKvEvents, transfer, metricsPort, tls);
+      return new Config(host, port, workerId, role, modelFiles, eventRingCapacity, publishKvEvents, transfer, metricsPort, tls, loraUpdates);
     }
 
     /**
@@ -84,12 +86,17 @@ public final class WorkerServer implements AutoCloseable {
      * the calls this worker makes (null: plaintext, the default).
      */
     public Config withTls(InternalTls tls) {
-      return new Config(host, port, workerId, role, modelFiles, eventRingCapacity, publishKvEvents, kvTransfer, metricsPort, tls);
+      return new Config(host, port, workerId, role, modelFiles, eventRingCapacity, publishKvEvents, kvTransfer, metricsPort, tls, loraUpdates);
     }
 
     /** Serves {@code /metrics} on this port of {@link #host} (-1: none, 0: a free one). */
     public Config withMetricsPort(int metricsPort) {
-      return new Config(host, port, workerId, role, modelFiles, eventRingCapacity, publishKvEvents, kvTransfer, metricsPort, tls);
+      return new Config(host, port, workerId, role, modelFiles, eventRingCapacity, publishKvEvents, kvTransfer, metricsPort, tls, loraUpdates);
+    }
+
+    /** Takes LoRA adapter loads and unloads at runtime ({@code --allow-runtime-lora-updating}; off: refused). */
+    public Config withLoraUpdates(boolean allowed) {
+      return new Config(host, port, workerId, role, modelFiles, eventRingCapacity, publishKvEvents, kvTransfer, metricsPort, tls, allowed);
     }
   }
 
@@ -153,7 +160,7 @@ public final class WorkerServer implements AutoCloseable {
     this.gate = new CallGate(config.workerId());
     this.facts = new WorkerFacts(config.workerId(), config.role(), loop, config.modelFiles(), transfer, parts.remote(), gate);
     WorkerService service =
-        new WorkerService(config.workerId(), config.role(), loop, events, facts, timer, config.publishKvEvents(), parts, gate);
+        new WorkerService(config.workerId(), config.role(), loop, events, facts, timer, config.publishKvEvents(), parts, gate, config.loraUpdates());
     this.server =
         NettyServerBuilder.forAddress(new InetSocketAddress(config.host(), config.port()), GrpcTls.server(config.tls()))
             .addService(io.grpc.ServerInterceptors.intercept(service, gate))

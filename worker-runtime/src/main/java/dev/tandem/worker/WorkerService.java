@@ -16,6 +16,9 @@ import dev.tandem.proto.worker.v1.HealthResponse;
 import dev.tandem.proto.worker.v1.KvEventBatch;
 import dev.tandem.proto.worker.v1.KvEventsRequest;
 import dev.tandem.proto.worker.v1.LinkFigures;
+import dev.tandem.proto.worker.v1.LoadLoraAdapterRequest;
+import dev.tandem.proto.worker.v1.LoraAdapters;
+import dev.tandem.proto.worker.v1.UnloadLoraAdapterRequest;
 import dev.tandem.proto.worker.v1.LoadReport;
 import dev.tandem.proto.worker.v1.LoadRequest;
 import dev.tandem.proto.worker.v1.ModelCard;
@@ -62,6 +65,7 @@ public final class WorkerService extends WorkerGrpc.WorkerImplBase {
   private final boolean publishKvEvents;
   private final RoleParts parts;
   private final CallGate gate;
+  private final boolean loraUpdates;
 
   WorkerService(
       WorkerId workerId,
@@ -72,7 +76,8 @@ public final class WorkerService extends WorkerGrpc.WorkerImplBase {
       ScheduledExecutorService timer,
       boolean publishKvEvents,
       RoleParts parts,
-      CallGate gate) {
+      CallGate gate,
+      boolean loraUpdates) {
     this.workerId = workerId;
     this.role = role;
     this.loop = loop;
@@ -82,6 +87,7 @@ public final class WorkerService extends WorkerGrpc.WorkerImplBase {
     this.publishKvEvents = publishKvEvents;
     this.parts = parts;
     this.gate = gate;
+    this.loraUpdates = loraUpdates;
   }
 
   @Override
@@ -285,6 +291,68 @@ public final class WorkerService extends WorkerGrpc.WorkerImplBase {
         log.debug("load watcher went away", e);
       }
     }
+  }
+
+  /**
+   * Reads the adapter on a thread of its own (this call arrives on the transport's thread), while
+   * the engine keeps stepping; answers with the adapters requests may name now.
+   */
+  @Override
+  public void loadLoraAdapter(LoadLoraAdapterRequest request, StreamObserver<LoraAdapters> response) {
+    if (refuseLoraUpdates(response)) {
+      return;
+    }
+    String name = request.getLoraName();
+    String path = request.getLoraPath();
+    Thread.ofVirtual().name("lora-load-" + name).start(() -> {
+      try {
+        if (path.isBlank()) {
+          throw new IllegalArgumentException("lora_path is empty: give the adapter's directory on worker " + workerId + "'s file system");
+        }
+        loop.engine().loadLoraAdapter(name, java.nio.file.Path.of(path));
+      } catch (UnsupportedOperationException e) {
+        response.onError(Status.FAILED_PRECONDITION.withDescription(e.getMessage()).asRuntimeException());
+        return;
+      } catch (RuntimeException e) {
+        response.onError(Status.INVALID_ARGUMENT.withDescription(e.getMessage()).asRuntimeException());
+        return;
+      }
+      response.onNext(LoraAdapters.newBuilder().addAllNames(loop.engine().loraAdapters()).build());
+      response.onCompleted();
+      loop.reportNow();
+    });
+  }
+
+  /** Takes the adapter off on the engine loop; the requests running with it finish with it. */
+  @Override
+  public void unloadLoraAdapter(UnloadLoraAdapterRequest request, StreamObserver<LoraAdapters> response) {
+    if (refuseLoraUpdates(response)) {
+      return;
+    }
+    loop.call(engine -> engine.unloadLoraAdapter(request.getLoraName()))
+        .whenComplete((running, error) -> {
+          Throwable cause = error instanceof java.util.concurrent.CompletionException c && c.getCause() != null ? c.getCause() : error;
+          if (cause instanceof IllegalArgumentException) {
+            response.onError(Status.NOT_FOUND.withDescription(cause.getMessage()).asRuntimeException());
+          } else if (cause != null) {
+            response.onError(Status.UNAVAILABLE.withCause(cause).asRuntimeException());
+          } else {
+            response.onNext(LoraAdapters.newBuilder().addAllNames(loop.engine().loraAdapters()).build());
+            response.onCompleted();
+            loop.reportNow();
+          }
+        });
+  }
+
+  /** Answers FAILED_PRECONDITION, and true, where this worker was started without runtime LoRA updates. */
+  private boolean refuseLoraUpdates(StreamObserver<LoraAdapters> response) {
+    if (loraUpdates) {
+      return false;
+    }
+    response.onError(Status.FAILED_PRECONDITION
+        .withDescription("worker " + workerId + " takes no LoRA adapter loads or unloads: start it with --allow-runtime-lora-updating")
+        .asRuntimeException());
+    return true;
   }
 
   @Override

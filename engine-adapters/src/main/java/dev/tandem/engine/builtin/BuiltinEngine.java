@@ -47,7 +47,13 @@ public final class BuiltinEngine extends SchedulingEngine implements KvHandoff {
   private final EngineInfo info;
   private PromptLayerListener promptLayerListener;
   private final java.util.Map<String, Scheduler.Imported> pendingImports = new java.util.HashMap<>();
-  private final java.util.Map<String, LoraAdapter> adapters; // by the name requests give, in the order given
+  // LoRA adapters new requests may name, by that name in the order loaded: replaced whole (under
+  // loraChanges) as adapters load and unload, read by the engine thread and by any other.
+  private volatile java.util.Map<String, LoraAdapter> adapters;
+  // Unloaded adapters whose requests still run: they finish with it, then it and its cached KV go.
+  private final java.util.Map<String, LoraAdapter> retiring = new java.util.concurrent.ConcurrentHashMap<>();
+  private final Object loraChanges = new Object();
+  private final int maxLoraRank;
 
   /**
    * Loads the model and allocates the KV cache.
@@ -99,7 +105,7 @@ public final class BuiltinEngine extends SchedulingEngine implements KvHandoff {
     String name = config.modelName() != null ? config.modelName() : config.modelDir().getFileName().toString();
     java.util.Map<String, LoraAdapter> loaded = loadAdapters(config, model);
     if (loaded.containsKey(name)) {
-      throw new IllegalArgumentException("--lora-modules: adapter '" + name + "' has the served model's name; requests could not tell them apart");
+      throw new IllegalArgumentException("--lora-modules: " + sameNameAsModel(name));
     }
     int context = contextLength(model, config, backend instanceof CudaBackend);
     String rotation = model.ropeScaling().factorSet(context);
@@ -111,6 +117,7 @@ public final class BuiltinEngine extends SchedulingEngine implements KvHandoff {
             new BlockPool(blocks, config.blockSize())));
     this.weights = weights;
     this.adapters = loaded;
+    this.maxLoraRank = config.maxLoraRank();
     this.keyRotation = rotation;
     this.attention = model.slidingWindow() == 0 ? PrefillCost.Attention.FULL
         : new PrefillCost.Attention(model.slidingWindow(), (double) model.slidingLayers().cardinality() / model.numLayers());
@@ -174,9 +181,83 @@ public final class BuiltinEngine extends SchedulingEngine implements KvHandoff {
     return java.util.Collections.unmodifiableMap(loaded);
   }
 
+  private static String sameNameAsModel(String name) {
+    return "adapter '" + name + "' has the served model's name; requests could not tell them apart";
+  }
+
   @Override
   public List<String> loraAdapters() {
     return List.copyOf(adapters.keySet());
+  }
+
+  @Override
+  public void loadLoraAdapter(String name, java.nio.file.Path dir) {
+    if (backend instanceof CudaBackend) {
+      throw new IllegalArgumentException("LoRA adapters are applied on the CPU (--compute cpu); the GPU kernels do not apply them yet");
+    }
+    if (name == null || name.isBlank()) {
+      throw new IllegalArgumentException("a LoRA adapter needs a name for requests to give as their model");
+    }
+    if (name.equals(info.modelName())) {
+      throw new IllegalArgumentException(sameNameAsModel(name));
+    }
+    refuseTaken(name); // before reading the files, as after
+    LoraAdapter adapter = LoraAdapter.load(new LoraAdapter.Source(name, dir), weights.config(), maxLoraRank);
+    synchronized (loraChanges) {
+      refuseTaken(name);
+      var next = new java.util.LinkedHashMap<>(adapters);
+      next.put(name, adapter);
+      adapters = java.util.Collections.unmodifiableMap(next);
+    }
+    LOG.info("LoRA adapter '{}' loaded from {}: rank {}, scaling {}, {} projections changed", name, adapter.dir(), adapter.rank(),
+        adapter.scaling(), adapter.deltaCount());
+  }
+
+  /** Refuses a name an adapter has, or had and still runs requests with. */
+  private void refuseTaken(String name) {
+    if (adapters.containsKey(name)) {
+      throw new IllegalArgumentException("LoRA adapter '" + name + "' is already loaded");
+    }
+    if (retiring.containsKey(name)) {
+      throw new IllegalArgumentException("LoRA adapter '" + name + "' was unloaded and still runs requests; load it again once they end");
+    }
+  }
+
+  @Override
+  public int unloadLoraAdapter(String name) {
+    synchronized (loraChanges) {
+      LoraAdapter adapter = adapters.get(name);
+      if (adapter == null) {
+        throw new IllegalArgumentException("LoRA adapter '" + name + "' is not loaded"
+            + (retiring.containsKey(name) ? " (it was unloaded; requests still run with it)" : adapters.isEmpty() ? "" : " (loaded: " + String.join(", ", adapters.keySet()) + ")"));
+      }
+      var next = new java.util.LinkedHashMap<>(adapters);
+      next.remove(name);
+      adapters = java.util.Collections.unmodifiableMap(next);
+      retiring.put(name, adapter);
+    }
+    retireAdapters();
+    int running = scheduler.requestsWith(name);
+    if (running > 0) {
+      LOG.info("LoRA adapter '{}' unloaded: takes no new requests; goes when its {} running request(s) end", name, running);
+    }
+    return running;
+  }
+
+  /** Drops every unloaded adapter no request runs with any more, and the KV blocks cached under it. On the engine thread. */
+  private void retireAdapters() {
+    if (retiring.isEmpty()) {
+      return;
+    }
+    for (String name : List.copyOf(retiring.keySet())) {
+      if (scheduler.requestsWith(name) == 0) {
+        int forgotten = scheduler.pool().forget(dev.tandem.common.BlockHasher.salt(name));
+        synchronized (loraChanges) {
+          retiring.remove(name);
+        }
+        LOG.info("LoRA adapter '{}' gone: no request runs with it; {} cached KV block(s) under it forgotten", name, forgotten);
+      }
+    }
   }
 
   @Override
@@ -285,7 +366,9 @@ public final class BuiltinEngine extends SchedulingEngine implements KvHandoff {
 
   @Override
   public boolean releaseHeld(String requestId) {
-    return scheduler.releaseRetained(requestId);
+    boolean released = scheduler.releaseRetained(requestId);
+    retireAdapters();
+    return released;
   }
 
   @Override
@@ -411,13 +494,16 @@ public final class BuiltinEngine extends SchedulingEngine implements KvHandoff {
   public void abortImport(PendingImport pending) {
     if (pendingImports.remove(pending.requestId()) != null) {
       scheduler.abort(pending.requestId());
+      retireAdapters();
     }
   }
 
   @Override
   public boolean abort(String requestId) {
     pendingImports.remove(requestId);
-    return super.abort(requestId);
+    boolean found = super.abort(requestId);
+    retireAdapters();
+    return found;
   }
 
   /** Refuses a request this engine cannot run: an adapter it did not load, a token outside the vocabulary. */
@@ -521,7 +607,7 @@ public final class BuiltinEngine extends SchedulingEngine implements KvHandoff {
               int next = seq.tokens()[position + 1];
               st.promptLogprobs[position] = Sampler.logprobs(row, next, seq.request().sampling().promptLogprobs());
             } : null);
-    return scheduler.complete(batch, (i, row, draft, seq) -> {
+    List<RequestOutput> outputs = scheduler.complete(batch, (i, row, draft, seq) -> {
       Sampler.State state = seq.engineState();
       float[] l = rows != null && rows[i] != null ? rows[i][row] : logits[i];
       int top = seq.request().sampling().logprobs();
@@ -546,12 +632,18 @@ public final class BuiltinEngine extends SchedulingEngine implements KvHandoff {
       }
       return token;
     });
+    retireAdapters();
+    return outputs;
   }
 
-  /** The adapter a sequence runs with (checked when it was added), or null for the base model. */
+  /** The adapter a sequence runs with (checked when it was added; unloaded since, it finishes with it), or null for the base model. */
   private LoraAdapter adapter(Sequence seq) {
     String name = seq.request().loraName();
-    return name == null ? null : adapters.get(name);
+    if (name == null) {
+      return null;
+    }
+    LoraAdapter adapter = adapters.get(name);
+    return adapter != null ? adapter : retiring.get(name);
   }
 
   @Override

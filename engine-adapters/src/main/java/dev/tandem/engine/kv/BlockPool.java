@@ -33,6 +33,7 @@ public final class BlockPool {
   private final long[] parentOf; // parent sequence hash while cached
   private final boolean[] hasParent;
   private final long[] localHashOf;
+  private final long[] saltOf; // the salt its chain started on while cached (its LoRA adapter's; 0: none)
   private final boolean[] cached;
   private final Map<Long, Integer> blockByHash = new LinkedHashMap<>(); // insertion order: parents first
   private final ArrayDeque<Integer> free = new ArrayDeque<>();
@@ -52,6 +53,7 @@ public final class BlockPool {
     this.parentOf = new long[totalBlocks];
     this.hasParent = new boolean[totalBlocks];
     this.localHashOf = new long[totalBlocks];
+    this.saltOf = new long[totalBlocks];
     this.cached = new boolean[totalBlocks];
     for (int i = 0; i < totalBlocks; i++) {
       free.add(i);
@@ -153,9 +155,11 @@ public final class BlockPool {
    * Marks full blocks as cached under their hashes: {@code blockIds[i]} holds the block whose
    * sequence hash is {@code sequenceHashes[i]}, for i in [from, to). The parent of block {@code
    * from} is {@code sequenceHashes[from-1]} (none at 0). A hash already cached by another block
-   * leaves this block uncached (a duplicate). Emits one stored event per contiguous run.
+   * leaves this block uncached (a duplicate). Emits one stored event per contiguous run. The chain
+   * started on {@code salt} ({@code BlockHasher.salt}: its LoRA adapter's, 0 for none), which
+   * {@link #forget} matches.
    */
-  public void cache(int[] blockIds, long[] sequenceHashes, long[] localHashes, int from, int to) {
+  public void cache(int[] blockIds, long[] sequenceHashes, long[] localHashes, int from, int to, long salt) {
     List<KvEvent.StoredBlock> run = new ArrayList<>();
     int runStart = from;
     for (int i = from; i < to; i++) {
@@ -170,6 +174,7 @@ public final class BlockPool {
       cached[id] = true;
       hashOf[id] = hash;
       localHashOf[id] = localHashes[i];
+      saltOf[id] = salt;
       hasParent[id] = i > 0;
       parentOf[id] = i > 0 ? sequenceHashes[i - 1] : NO_HASH;
       blockByHash.put(hash, id);
@@ -210,6 +215,39 @@ public final class BlockPool {
       free.push(id);
     }
     emit(new KvEvent.Cleared(++lastEventId));
+  }
+
+  /**
+   * Forgets every cached block whose chain started on {@code salt} (an unloaded LoRA adapter's:
+   * its KV may not serve an adapter loaded later under the same name), with one removed event for
+   * them all; the blocks become free.
+   *
+   * @return how many blocks it forgot
+   * @throws IllegalStateException if a sequence still references one of them (nothing is forgotten then)
+   */
+  public int forget(long salt) {
+    List<Integer> ids = new ArrayList<>();
+    for (int id : blockByHash.values()) {
+      if (saltOf[id] == salt) {
+        if (refCount[id] > 0) {
+          throw new IllegalStateException("block " + id + " of salt " + Long.toHexString(salt) + " is still in use");
+        }
+        ids.add(id);
+      }
+    }
+    if (ids.isEmpty()) {
+      return 0;
+    }
+    long[] hashes = new long[ids.size()];
+    for (int i = 0; i < hashes.length; i++) {
+      int id = ids.get(i);
+      hashes[i] = hashOf[id];
+      uncache(id);
+      evictable.remove(id);
+      free.push(id);
+    }
+    emit(new KvEvent.Removed(++lastEventId, hashes, StorageTier.DEVICE));
+    return hashes.length;
   }
 
   /**

@@ -213,6 +213,21 @@ public final class Scheduler {
     return seq == null ? null : java.util.Arrays.copyOf(seq.blocks(), seq.blockCount());
   }
 
+  /**
+   * How many requests run with LoRA adapter {@code loraName}: queued, running, waiting for imported
+   * KV, or finished with their blocks retained.
+   */
+  public int requestsWith(String loraName) {
+    int n = 0;
+    for (Sequence seq : byId.values()) {
+      n += loraName.equals(seq.request().loraName()) ? 1 : 0;
+    }
+    for (Sequence seq : retained.values()) {
+      n += loraName.equals(seq.request().loraName()) ? 1 : 0;
+    }
+    return n;
+  }
+
   /** A sequence admitted by {@link #addImported}, waiting for its KV. */
   public record Imported(Sequence sequence, int cachedBlocks) {}
 
@@ -457,7 +472,7 @@ public final class Scheduler {
     int full = Math.min(seq.computedTokens, seq.length()) / blockSize;
     if (full > seq.hashedBlocks()) {
       int first = seq.hashFullBlocks(full, blockSize);
-      pool.cache(seq.blocks(), seq.sequenceHashes(), seq.localHashes(), first, full);
+      pool.cache(seq.blocks(), seq.sequenceHashes(), seq.localHashes(), first, full, seq.request().hashSalt());
     }
   }
 

@@ -31,7 +31,9 @@ import org.junit.jupiter.api.io.TempDir;
  * adapter it names, batched with others on other adapters or none, and gets the tokens it gets
  * alone; adapters' prefix caches are their own (the same prompt under another adapter is not a
  * hit), and their KV events carry the salted hashes a router computes; an adapter the engine did
- * not load is refused, naming it.
+ * not load is refused, naming it. Adapters load while the engine serves and run as those loaded at
+ * startup; an unloaded one takes no new request, lets its running ones finish with it, then its
+ * cached KV goes (so the name loaded again for other weights reuses none of it).
  */
 class LoraEngineTest {
   @TempDir static Path dir;
@@ -170,6 +172,80 @@ class LoraEngineTest {
     try (BuiltinEngine plain = BuiltinEngine.open(BuiltinConfig.of(model).withCompute("cpu", 2))) {
       var error = assertThrows(IllegalArgumentException.class, () -> plain.add(greedy("r", prompt(10, 1), "sql")));
       assertTrue(error.getMessage().contains("loaded none"), error.getMessage());
+    }
+  }
+
+  @Test
+  void anAdapterLoadedWhileServingRunsAsOneLoadedAtStartup() {
+    int[] p = prompt(37, 5);
+    try (BuiltinEngine e = BuiltinEngine.open(BuiltinConfig.of(model).withCompute("cpu", 2).withKvCacheBytes(8 << 20))) {
+      assertEquals(List.of(), e.loraAdapters());
+      e.loadLoraAdapter("sql", sql);
+      e.loadLoraAdapter("chat", chat);
+      assertEquals(List.of("sql", "chat"), e.loraAdapters(), "in the order loaded");
+      e.add(greedy("sql", p, "sql"));
+      assertEquals(alone(greedy("x", p, "sql")), runToCompletion(e, new HashMap<>()).get("sql"));
+
+      var twice = assertThrows(IllegalArgumentException.class, () -> e.loadLoraAdapter("sql", chat));
+      assertTrue(twice.getMessage().contains("'sql' is already loaded"), twice.getMessage());
+      var named = assertThrows(IllegalArgumentException.class, () -> e.loadLoraAdapter("tiny", sql));
+      assertTrue(named.getMessage().contains("served model's name"), named.getMessage());
+      var missing = assertThrows(ModelFormatException.class, () -> e.loadLoraAdapter("gone", dir.resolve("nowhere")));
+      assertTrue(missing.getMessage().contains("nowhere"), missing.getMessage());
+      assertEquals(List.of("sql", "chat"), e.loraAdapters(), "a refused load changes nothing");
+    }
+  }
+
+  @Test
+  void anUnloadedAdapterFinishesItsRunningRequestsThenItsCachedKvGoes() {
+    int[] p = prompt(40, 7);
+    List<Integer> sqlAlone = alone(greedy("x", p, "sql"));
+    try (BuiltinEngine e = engine()) {
+      List<KvEvent> events = new ArrayList<>();
+      e.setEventSink(events::add);
+      Map<String, RequestOutput> last = new HashMap<>();
+      e.add(greedy("cached", p, "sql"));
+      runToCompletion(e, last); // leaves its two full prompt blocks cached under the adapter
+      long[] salted = BlockHasher.sequenceHashes(p, 16, BlockHasher.salt("sql"));
+      assertEquals(2, e.pool().cachedPrefixLength(salted));
+
+      e.add(greedy("running", p, "sql"));
+      List<Integer> tokens = new ArrayList<>();
+      for (int i = 0; i < 3; i++) {
+        e.step().forEach(o -> IntStream.of(o.newTokens()).forEach(tokens::add));
+      }
+      assertEquals(1, e.unloadLoraAdapter("sql"), "one request still runs with it");
+      assertEquals(List.of("chat"), e.loraAdapters(), "new requests may not name it");
+      var refused = assertThrows(IllegalArgumentException.class, () -> e.add(greedy("late", p, "sql")));
+      assertTrue(refused.getMessage().contains("'sql' is not loaded"), refused.getMessage());
+      var reload = assertThrows(IllegalArgumentException.class, () -> e.loadLoraAdapter("sql", sql));
+      assertTrue(reload.getMessage().contains("still runs requests"), reload.getMessage());
+      assertEquals(2, e.pool().cachedPrefixLength(salted), "its blocks stay while a request runs with it");
+
+      tokens.addAll(runToCompletion(e, last).getOrDefault("running", List.of()));
+      assertEquals(sqlAlone, tokens, "the running request finished with the adapter");
+      assertEquals(0, e.pool().cachedPrefixLength(salted), "then its cached blocks went");
+      assertEquals(0, e.pool().usedBlocks());
+      List<Long> removed = events.stream().filter(ev -> ev instanceof KvEvent.Removed).map(ev -> (KvEvent.Removed) ev)
+          .flatMap(r -> java.util.Arrays.stream(r.sequenceHashes()).boxed()).toList();
+      assertTrue(removed.contains(salted[0]) && removed.contains(salted[1]), "a router hears they went: " + removed);
+
+      // The name again, for other weights: nothing of the old adapter's KV is reused.
+      e.loadLoraAdapter("sql", chat);
+      e.add(greedy("renamed", p, "sql"));
+      List<Integer> renamed = runToCompletion(e, last).get("renamed");
+      assertEquals(0, last.get("renamed").cachedTokens());
+      assertEquals(alone(greedy("x", p, "chat")), renamed);
+    }
+  }
+
+  @Test
+  void anIdleAdapterGoesAtOnceAndAnUnknownOneIsRefusedNamingTheLoadedOnes() {
+    try (BuiltinEngine e = engine()) {
+      assertEquals(0, e.unloadLoraAdapter("chat"));
+      assertEquals(List.of("sql"), e.loraAdapters());
+      var unknown = assertThrows(IllegalArgumentException.class, () -> e.unloadLoraAdapter("chat"));
+      assertTrue(unknown.getMessage().contains("'chat' is not loaded (loaded: sql)"), unknown.getMessage());
     }
   }
 

@@ -4,6 +4,7 @@ import static org.junit.jupiter.api.Assertions.assertArrayEquals;
 import static org.junit.jupiter.api.Assertions.assertEquals;
 import static org.junit.jupiter.api.Assertions.assertInstanceOf;
 import static org.junit.jupiter.api.Assertions.assertThrows;
+import static org.junit.jupiter.api.Assertions.assertTrue;
 
 import dev.tandem.common.BlockHasher;
 import dev.tandem.common.KvEvent;
@@ -36,7 +37,7 @@ class BlockPoolTest {
     long[] local = BlockHasher.localHashes(tokens, 4);
     long[] seq = BlockHasher.chainAll(local);
     int[] ids = allocate(pool, 2);
-    pool.cache(ids, seq, local, 0, 2);
+    pool.cache(ids, seq, local, 0, 2, BlockHasher.NO_SALT);
 
     assertEquals(1, events.size());
     KvEvent.Stored stored = assertInstanceOf(KvEvent.Stored.class, events.getFirst());
@@ -56,12 +57,43 @@ class BlockPoolTest {
   }
 
   @Test
+  void forgettingASaltDropsOnlyTheBlocksCachedUnderItAndRefusesWhileOneIsInUse() {
+    BlockPool pool = pool(8);
+    int[] tokens = {1, 2, 3, 4, 5, 6, 7, 8};
+    long[] local = BlockHasher.localHashes(tokens, 4);
+    long salt = BlockHasher.salt("sql");
+    long[] adapter = BlockHasher.sequenceHashes(tokens, 4, salt);
+    long[] base = BlockHasher.chainAll(local);
+    int[] a = allocate(pool, 2);
+    pool.cache(a, adapter, local, 0, 2, salt);
+    int[] b = allocate(pool, 2);
+    pool.cache(b, base, local, 0, 2, BlockHasher.NO_SALT);
+
+    var inUse = assertThrows(IllegalStateException.class, () -> pool.forget(salt));
+    assertTrue(inUse.getMessage().contains("still in use"), inUse.getMessage());
+    assertEquals(2, pool.cachedPrefixLength(adapter), "nothing is forgotten then");
+    pool.releaseAll(a, 2);
+    pool.releaseAll(b, 2);
+    events.clear();
+
+    assertEquals(2, pool.forget(salt));
+    assertEquals(0, pool.cachedPrefixLength(adapter));
+    assertEquals(2, pool.cachedPrefixLength(base), "the base model's blocks stay");
+    KvEvent.Removed removed = assertInstanceOf(KvEvent.Removed.class, events.getFirst());
+    assertEquals(java.util.Set.of(adapter[0], adapter[1]), java.util.Set.of(removed.sequenceHashes()[0], removed.sequenceHashes()[1]));
+    assertEquals(1, events.size());
+    assertEquals(8, pool.availableBlocks());
+    assertEquals(0, pool.forget(salt), "nothing left under it: no event");
+    assertEquals(1, events.size());
+  }
+
+  @Test
   void evictsLeastRecentlyUsedTailFirstAndEmitsRemoved() {
     BlockPool pool = pool(3);
     long[] local = {11, 12, 13};
     long[] seq = BlockHasher.chainAll(local);
     int[] ids = allocate(pool, 3);
-    pool.cache(ids, seq, local, 0, 3);
+    pool.cache(ids, seq, local, 0, 3, BlockHasher.NO_SALT);
     pool.releaseAll(ids, 3); // tail released first, so it is the oldest
     events.clear();
 
@@ -87,10 +119,10 @@ class BlockPoolTest {
     long[] local = {1, 2};
     long[] seq = BlockHasher.chainAll(local);
     int[] a = allocate(pool, 2);
-    pool.cache(a, seq, local, 0, 2);
+    pool.cache(a, seq, local, 0, 2, BlockHasher.NO_SALT);
     int[] b = allocate(pool, 2);
     events.clear();
-    pool.cache(b, seq, local, 0, 2);
+    pool.cache(b, seq, local, 0, 2, BlockHasher.NO_SALT);
     assertEquals(List.of(), events, "no stored event for blocks already cached elsewhere");
     pool.releaseAll(b, 2);
     assertEquals(2, pool.cachedBlocks());
@@ -110,8 +142,8 @@ class BlockPoolTest {
     long[] local = {7, 8, 9};
     long[] seq = BlockHasher.chainAll(local);
     int[] ids = allocate(pool, 3);
-    pool.cache(ids, seq, local, 0, 1);
-    pool.cache(ids, seq, local, 1, 3);
+    pool.cache(ids, seq, local, 0, 1, BlockHasher.NO_SALT);
+    pool.cache(ids, seq, local, 1, 3, BlockHasher.NO_SALT);
     List<KvEvent> snapshot = pool.snapshot();
     assertInstanceOf(KvEvent.Cleared.class, snapshot.getFirst());
     assertEquals(4, snapshot.size());
@@ -126,7 +158,7 @@ class BlockPoolTest {
     long[] local = {1};
     long[] seq = BlockHasher.chainAll(local);
     int[] ids = allocate(pool, 1);
-    pool.cache(ids, seq, local, 0, 1);
+    pool.cache(ids, seq, local, 0, 1, BlockHasher.NO_SALT);
     pool.release(ids[0]);
     pool.clearCache();
     assertEquals(0, pool.cachedPrefixLength(seq));

@@ -108,7 +108,8 @@ public final class FrontendServer implements AutoCloseable {
    */
   public static FrontendServer start(
       Config config, ServedModel served, RequestRouter router, FrontendMetrics metrics, EventLoops loops) {
-    ServedModel parsed = served.withParsers(config.reasoningParser(), config.toolCallParser());
+    // The adapters requests may name are the router's: they load and unload while it serves.
+    ServedModel parsed = served.withParsers(config.reasoningParser(), config.toolCallParser()).withLoraAdapters(router::loraAdapters);
     log.info("output parsers: reasoning {}, tool calls {}", parsed.parsers().reasoning().flagName(), parsed.parsers().toolCalls().flagName());
     ServedModel model = config.generationConfig().equals("none") ? parsed.withSamplingDefaults(SamplingParams.DEFAULTS) : parsed;
     if (!model.samplingDefaults().equals(SamplingParams.DEFAULTS)) {

@@ -10,6 +10,7 @@ import dev.tandem.frontend.openai.GenerationSpec;
 import dev.tandem.frontend.openai.RequestParser;
 import dev.tandem.frontend.openai.ResponsesRequest;
 import dev.tandem.frontend.openai.ResponseJson;
+import dev.tandem.router.NoWorkerAvailableException;
 import dev.tandem.router.RequestRouter;
 import dev.tandem.router.WorkerStatus;
 import io.netty.buffer.ByteBufUtil;
@@ -38,19 +39,24 @@ final class HttpApiHandler extends SimpleChannelInboundHandler<FullHttpRequest> 
   /** OpenAI's "retrieve model", {@code GET /v1/models/{model}}: a name may hold slashes ({@code Qwen/Qwen3-0.6B}). */
   private static final String MODEL_PREFIX = "/v1/models/";
   private static final String MODEL_ROUTE = MODEL_PREFIX + "{model}";
+  /** vLLM's runtime LoRA endpoints, with its bodies and answers. */
+  private static final String LOAD_LORA = "/v1/load_lora_adapter";
+  private static final String UNLOAD_LORA = "/v1/unload_lora_adapter";
 
   private static final Map<String, HttpMethod> ROUTES =
-      Map.of(
-          "/v1/chat/completions", HttpMethod.POST,
-          "/v1/completions", HttpMethod.POST,
-          "/v1/responses", HttpMethod.POST,
-          "/v1/models", HttpMethod.GET,
-          MODEL_ROUTE, HttpMethod.GET,
-          "/tokenize", HttpMethod.POST,
-          "/detokenize", HttpMethod.POST,
-          "/health", HttpMethod.GET,
-          "/live", HttpMethod.GET,
-          "/metrics", HttpMethod.GET);
+      Map.ofEntries(
+          Map.entry("/v1/chat/completions", HttpMethod.POST),
+          Map.entry("/v1/completions", HttpMethod.POST),
+          Map.entry("/v1/responses", HttpMethod.POST),
+          Map.entry("/v1/models", HttpMethod.GET),
+          Map.entry(MODEL_ROUTE, HttpMethod.GET),
+          Map.entry("/tokenize", HttpMethod.POST),
+          Map.entry("/detokenize", HttpMethod.POST),
+          Map.entry("/health", HttpMethod.GET),
+          Map.entry("/live", HttpMethod.GET),
+          Map.entry("/metrics", HttpMethod.GET),
+          Map.entry(LOAD_LORA, HttpMethod.POST),
+          Map.entry(UNLOAD_LORA, HttpMethod.POST));
 
   private static final java.util.Set<String> GENERATIONS = java.util.Set.of("/v1/chat/completions", "/v1/completions", "/v1/responses");
 
@@ -139,6 +145,7 @@ final class HttpApiHandler extends SimpleChannelInboundHandler<FullHttpRequest> 
         case "/tokenize" -> reply(ctx, endpoint, 200, tokenize(RequestParser.parseBody(ByteBufUtil.getBytes(request.content()))), keepAlive);
         case "/detokenize" -> reply(ctx, endpoint, 200, detokenize(RequestParser.parseBody(ByteBufUtil.getBytes(request.content()))), keepAlive);
         case "/health" -> health(ctx, endpoint, keepAlive);
+        case LOAD_LORA, UNLOAD_LORA -> updateLora(ctx, path, endpoint, RequestParser.parseBody(ByteBufUtil.getBytes(request.content())), keepAlive);
         case "/live" -> {
           ObjectNode live = ResponseJson.JSON.createObjectNode().put("status", "live");
           reply(ctx, endpoint, 200, live, keepAlive);
@@ -354,6 +361,65 @@ final class HttpApiHandler extends SimpleChannelInboundHandler<FullHttpRequest> 
       refused.forEach((address, why) -> r.addObject().put("address", address).put("reason", why));
     }
     reply(ctx, endpoint, serving > 0 ? 200 : 503, root, keepAlive);
+  }
+
+  /**
+   * Loads ({@code {"lora_name", "lora_path"}}) or unloads ({@code {"lora_name"}}) a LoRA adapter on
+   * every worker, answering as vLLM does: 200 with a line of text, or an error. The workers' answers
+   * are awaited off the event loop, reading from the connection paused meanwhile.
+   */
+  private void updateLora(ChannelHandlerContext ctx, String path, String endpoint, ObjectNode body, boolean keepAlive) {
+    if (!admission.loraUpdates()) {
+      throw new ApiException(404, "Loading and unloading LoRA adapters while serving is off: start the frontend (and `tandem worker`s) with "
+          + "--allow-runtime-lora-updating.", "invalid_request_error", null, "not_found");
+    }
+    boolean load = path.equals(LOAD_LORA);
+    String name = nonBlankString(body, "lora_name");
+    String loraPath = load ? nonBlankString(body, "lora_path") : null;
+    if (name.equals(model.name())) {
+      throw ApiException.invalid("lora_name", "'" + name + "' is the served model's name; a LoRA adapter needs a name of its own.");
+    }
+    ctx.channel().config().setAutoRead(false);
+    Thread.ofVirtual().name("lora-update-" + name).start(() -> {
+      RuntimeException failure = null;
+      String done = null;
+      try {
+        if (load) {
+          router.loadLoraAdapter(name, loraPath);
+          done = "Success: LoRA adapter '" + name + "' added successfully.";
+        } else {
+          router.unloadLoraAdapter(name);
+          done = "Success: LoRA adapter '" + name + "' removed successfully.";
+        }
+      } catch (NoWorkerAvailableException e) {
+        failure = new ApiException(503, e.getMessage(), "service_unavailable", null, null);
+      } catch (java.util.NoSuchElementException e) {
+        failure = new ApiException(404, e.getMessage(), "invalid_request_error", "lora_name", "not_found");
+      } catch (IllegalArgumentException e) {
+        failure = ApiException.invalid(load ? "lora_path" : "lora_name", e.getMessage());
+      } catch (RuntimeException e) {
+        failure = e;
+      }
+      String answer = done;
+      RuntimeException error = failure;
+      ctx.executor().execute(() -> {
+        ctx.channel().config().setAutoRead(true);
+        if (error != null) {
+          fail(ctx, "POST " + path, path, endpoint, error, keepAlive);
+        } else {
+          HttpResponses.text(ctx, 200, answer, "text/plain; charset=utf-8", keepAlive).addListener(closeUnlessKeepAlive(keepAlive));
+          metrics.requestFinished(endpoint, 200);
+        }
+      });
+    });
+  }
+
+  private static String nonBlankString(ObjectNode body, String field) {
+    JsonNode v = body.get(field);
+    if (v == null || !v.isTextual() || v.asText().isBlank()) {
+      throw ApiException.invalid(field, "'" + field + "' must be a non-empty string.");
+    }
+    return v.asText();
   }
 
   private ObjectNode tokenize(ObjectNode body) {

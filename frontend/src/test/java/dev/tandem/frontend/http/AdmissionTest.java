@@ -41,7 +41,7 @@ class AdmissionTest {
   }
 
   private static Admission keys(boolean onMetrics, String... keys) {
-    return new Admission(ApiKeys.of(List.of(keys)), onMetrics, 0, 0, Duration.ZERO, Duration.ZERO);
+    return new Admission(ApiKeys.of(List.of(keys)), onMetrics, 0, 0, Duration.ZERO, Duration.ZERO, false);
   }
 
   private static EmbeddedChannel channel(Admission admission, FrontendMetrics metrics) {
@@ -119,7 +119,7 @@ class AdmissionTest {
   void pastTheInflightLimitA429WithRetryAfter() throws Exception {
     FrontendMetrics metrics = new FrontendMetrics();
     metrics.inflightChange(2); // two generations running
-    EmbeddedChannel ch = channel(new Admission(ApiKeys.none(), false, 2, 0, Duration.ZERO, Duration.ZERO), metrics);
+    EmbeddedChannel ch = channel(new Admission(ApiKeys.none(), false, 2, 0, Duration.ZERO, Duration.ZERO, false), metrics);
     var r = new DefaultFullHttpRequest(HttpVersion.HTTP_1_1, HttpMethod.POST, "/v1/completions",
         Unpooled.copiedBuffer("{\"model\":\"m\",\"prompt\":\"hi\",\"max_tokens\":2}", StandardCharsets.UTF_8));
     r.headers().set(HttpHeaderNames.CONTENT_TYPE, "application/json");

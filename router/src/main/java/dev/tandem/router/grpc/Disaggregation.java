@@ -240,7 +240,7 @@ public final class Disaggregation implements AutoCloseable {
     }
     List<WorkerClient> prefillers = new ArrayList<>();
     for (WorkerClient w : pool.routable()) {
-      if (w.isPrefillOnly() && w.movesKv() && w.description().serves(request.loraName())
+      if (w.isPrefillOnly() && w.movesKv() && w.serves(request.loraName())
           && kvLayoutMismatch(decode.description(), w.description()) == null) {
         prefillers.add(w);
       }

@@ -43,6 +43,7 @@ public final class Router implements RequestRouter, AutoCloseable {
   private final WorkerSelector selector;
   private final KvRouting kv;
   private final Disaggregation disagg;
+  private final LoraUpdates lora;
   private final java.util.concurrent.atomic.AtomicLong predictedOverlapTokens = new java.util.concurrent.atomic.AtomicLong();
   private final java.util.concurrent.atomic.AtomicLong reroutes = new java.util.concurrent.atomic.AtomicLong();
   private volatile String discoveryName = "static";
@@ -97,6 +98,7 @@ public final class Router implements RequestRouter, AutoCloseable {
     this.selector = selector;
     this.kv = kv;
     this.disagg = new Disaggregation(pool, split);
+    this.lora = new LoraUpdates(pool);
     this.order = selector instanceof KvSelector ks ? new LoadOrder(ks.kvCost(), pool.blockSize()) : null;
     if (order != null) {
       pool.ledger().onChange(changed::add);
@@ -147,6 +149,26 @@ public final class Router implements RequestRouter, AutoCloseable {
     return disagg;
   }
 
+  /** LoRA adapters loaded and unloaded across the pool while it serves. */
+  public LoraUpdates lora() {
+    return lora;
+  }
+
+  @Override
+  public List<String> loraAdapters() {
+    return lora.served();
+  }
+
+  @Override
+  public List<WorkerId> loadLoraAdapter(String name, String path) {
+    return lora.load(name, path);
+  }
+
+  @Override
+  public List<WorkerId> unloadLoraAdapter(String name) {
+    return lora.unload(name);
+  }
+
   public WorkerPool pool() {
     return pool;
   }
@@ -185,7 +207,7 @@ public final class Router implements RequestRouter, AutoCloseable {
   private Route route(GenerationRequest request, String pinnedWorker, Set<WorkerId> tried) {
     String lora = request.loraName();
     List<WorkerClient> candidates = pool.routable().stream()
-        .filter(w -> !w.isPrefillOnly() && !tried.contains(w.workerId()) && w.description().serves(lora)).toList();
+        .filter(w -> !w.isPrefillOnly() && !tried.contains(w.workerId()) && w.serves(lora)).toList();
     if (candidates.isEmpty() && lora != null
         && pool.routable().stream().anyMatch(w -> !w.isPrefillOnly() && !tried.contains(w.workerId()))) {
       throw new NoWorkerAvailableException("no reachable decode or aggregated worker serves LoRA adapter '" + lora + "'", false);
@@ -229,7 +251,7 @@ public final class Router implements RequestRouter, AutoCloseable {
         try {
           selection = ((KvSelector) selector).select(routing, order, w -> {
             WorkerClient c = members.get(w);
-            return c != null && c.routable() && !c.isPrefillOnly() && !eligible.contains(w) && c.description().serves(lora);
+            return c != null && c.routable() && !c.isPrefillOnly() && !eligible.contains(w) && c.serves(lora);
           });
           chosen = members.get(selection.worker());
         } catch (IllegalArgumentException notYetInTheOrder) {

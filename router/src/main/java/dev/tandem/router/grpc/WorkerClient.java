@@ -13,7 +13,10 @@ import dev.tandem.proto.worker.v1.GenerateRequest;
 import dev.tandem.proto.worker.v1.KvEventBatch;
 import dev.tandem.proto.worker.v1.KvEventsRequest;
 import dev.tandem.proto.worker.v1.LinkFigures;
+import dev.tandem.proto.worker.v1.LoadLoraAdapterRequest;
 import dev.tandem.proto.worker.v1.LoadReport;
+import dev.tandem.proto.worker.v1.LoraAdapters;
+import dev.tandem.proto.worker.v1.UnloadLoraAdapterRequest;
 import dev.tandem.proto.worker.v1.ModelCardRequest;
 import dev.tandem.proto.worker.v1.ProbeLinkRequest;
 import dev.tandem.proto.worker.v1.WatchLoadRequest;
@@ -59,6 +62,8 @@ public final class WorkerClient implements AutoCloseable {
   private final ManagedChannel channel;
   private final WorkerDescription description;
   private volatile WorkerLoadReport lastLoad;
+  /** The LoRA adapters it takes requests for: its description's, then each load report's. */
+  private volatile java.util.List<String> loraAdapters;
   private volatile boolean reachable = true;
   private volatile boolean closed;
   private volatile boolean retired;
@@ -86,6 +91,7 @@ public final class WorkerClient implements AutoCloseable {
     this.channel = channel;
     this.description = description;
     this.lastLoad = WorkerLoadReport.empty(description.workerId());
+    this.loraAdapters = description.loraAdapters();
   }
 
   /**
@@ -284,6 +290,58 @@ public final class WorkerClient implements AutoCloseable {
     return reachable && !closed;
   }
 
+  /** Whether this worker runs requests with LoRA adapter {@code loraName} now, as its last load report says (null: the base model, which every worker runs). */
+  public boolean serves(String loraName) {
+    return loraName == null || loraAdapters.contains(loraName);
+  }
+
+  /** The LoRA adapters this worker takes requests for now, as its last load report says, in the order loaded. */
+  public java.util.List<String> loraAdapters() {
+    return loraAdapters;
+  }
+
+  /**
+   * Asks this worker to load the LoRA adapter in {@code path} (on its file system) as {@code name};
+   * completes with the adapters it then takes, or fails with the worker's status (FAILED_PRECONDITION
+   * where it takes no runtime updates, INVALID_ARGUMENT naming what is wrong with the adapter). Load
+   * reports carry the change to every router.
+   */
+  public CompletableFuture<java.util.List<String>> loadLoraAdapter(String name, String path, Duration timeout) {
+    var result = new CompletableFuture<java.util.List<String>>();
+    WorkerGrpc.newStub(channel)
+        .withDeadlineAfter(timeout.toMillis(), TimeUnit.MILLISECONDS)
+        .loadLoraAdapter(LoadLoraAdapterRequest.newBuilder().setLoraName(name).setLoraPath(path).build(), adaptersInto(result));
+    return result;
+  }
+
+  /** Asks this worker to stop taking requests for LoRA adapter {@code name} (NOT_FOUND where it has none of that name). */
+  public CompletableFuture<java.util.List<String>> unloadLoraAdapter(String name, Duration timeout) {
+    var result = new CompletableFuture<java.util.List<String>>();
+    WorkerGrpc.newStub(channel)
+        .withDeadlineAfter(timeout.toMillis(), TimeUnit.MILLISECONDS)
+        .unloadLoraAdapter(UnloadLoraAdapterRequest.newBuilder().setLoraName(name).build(), adaptersInto(result));
+    return result;
+  }
+
+  private static StreamObserver<LoraAdapters> adaptersInto(CompletableFuture<java.util.List<String>> result) {
+    return new StreamObserver<>() {
+      @Override
+      public void onNext(LoraAdapters a) {
+        result.complete(java.util.List.copyOf(a.getNamesList()));
+      }
+
+      @Override
+      public void onError(Throwable error) {
+        result.completeExceptionally(error);
+      }
+
+      @Override
+      public void onCompleted() {
+        result.completeExceptionally(new IllegalStateException("the worker answered nothing"));
+      }
+    };
+  }
+
   /**
    * Whether new requests may go here: reachable, not draining (as its last load report says) and not
    * retired (gone from discovery).
@@ -430,6 +488,7 @@ public final class WorkerClient implements AutoCloseable {
               @Override
               public void onNext(LoadReport report) {
                 lastLoad = FromWire.load(report);
+                loraAdapters = lastLoad.loraAdapters();
                 lastReportNanos = System.nanoTime();
                 reportListeners.forEach(Runnable::run);
                 if (stalled && lastLoad.stepRunningSeconds() < stallSeconds) {

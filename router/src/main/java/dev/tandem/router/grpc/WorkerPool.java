@@ -254,7 +254,7 @@ public final class WorkerPool implements AutoCloseable {
       return r;
     }
     return new WorkerLoadReport(r.workerId(), 0, 0, 0, r.kvBlocksUsed(), r.kvBlocksTotal(), r.lastEventId(), r.prefillCost(),
-        r.remotePrefillFallbacks(), r.stepSeconds(), r.draining(), r.stepRunningSeconds());
+        r.remotePrefillFallbacks(), r.stepSeconds(), r.draining(), r.stepRunningSeconds(), r.loraAdapters());
   }
 
   /** {@code worker}'s load as a selector sees it: the ledger's in-flight counts and its last report ({@link #report}). */
