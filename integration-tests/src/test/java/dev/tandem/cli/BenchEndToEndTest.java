@@ -49,7 +49,7 @@ class BenchEndToEndTest {
   @Test
   void sendsTheApiKeyAFrontendAsksFor() throws Exception {
     var keys = dev.tandem.frontend.http.ApiKeys.of(java.util.List.of("sk-bench"));
-    var admission = new dev.tandem.frontend.http.Admission(keys, false, 0, 0, Duration.ofSeconds(60), Duration.ofSeconds(300));
+    var admission = new dev.tandem.frontend.http.Admission(keys, false, 0, 0, Duration.ofSeconds(60), Duration.ofSeconds(300), false);
     var mocker = dev.tandem.engine.mocker.MockerConfig.defaults().withTiming(TimingModel.noDelay()).withPool(2048, 16);
     try (LocalDeployment d = LocalDeployment.start(LocalDeployment.Spec.mocker(1, mocker, dev.tandem.engine.ModelFiles.bundledQwen3(),
         dev.tandem.router.grpc.Router.Config.of("round-robin"),

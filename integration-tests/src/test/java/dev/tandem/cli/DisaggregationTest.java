@@ -187,6 +187,7 @@ class DisaggregationTest {
    * adapter, the decode worker pulls it and goes on with the adapter, and the tokens are an
    * aggregated worker's on that adapter (not the base model's). Both sides hash the adapter's
    * blocks apart: the same prompt again is a prefix hit on the prefill worker, the base model's is not.
+   * The same adapter loaded while serving goes to both workers and is split the same way.
    */
   @Test
   void aSplitRequestOnALoraAdapterMatchesAggregated() throws Exception {
@@ -194,7 +195,8 @@ class DisaggregationTest {
     dev.tandem.engine.modeltools.LoraGenerator.write(model, sql, 8, 16, false, dev.tandem.engine.modeltools.LoraGenerator.ALL_TARGETS, 4,
         DType.F32);
     BuiltinConfig withAdapter = engineConfig.withLora(List.of(new dev.tandem.engine.model.LoraAdapter.Source("sql", sql)), 16);
-    var frontend = new FrontendServer.Config("127.0.0.1", 0, 1 << 20);
+    var frontend = new FrontendServer.Config("127.0.0.1", 0, 1 << 20, Duration.ZERO,
+        dev.tandem.frontend.http.Admission.open().withLoraUpdates(true));
     try (LocalDeployment agg = LocalDeployment.start(new LocalDeployment.Spec(1, () -> BuiltinEngine.open(withAdapter),
             ModelFiles.fromDirectory(model), 16, Router.Config.of("kv"), frontend));
         LocalDeployment dis = LocalDeployment.start(new LocalDeployment.Spec(1, () -> BuiltinEngine.open(withAdapter),
@@ -214,6 +216,12 @@ class DisaggregationTest {
       Generated baseSplit = generate(dis.router(), greedy("dis-base", p, 12));
       assertEquals(0, baseSplit.first().cachedTokens(), "the base model's prompt is not the adapter's");
       assertArrayEquals(base.tokens(), baseSplit.tokens());
+      assertEquals(java.util.Set.of(new dev.tandem.common.WorkerId("prefill-0"), new dev.tandem.common.WorkerId("decode-0")),
+          java.util.Set.copyOf(dis.router().loadLoraAdapter("sql-later", sql.toString())), "loaded on both pools");
+      Generated later = generate(dis.router(), greedy("dis-later", p, 12).withLora("sql-later"));
+      assertArrayEquals(onAdapter.tokens(), later.tokens(), "loaded while serving, prefilled on one worker and decoded on another");
+      assertEquals("prefill-0", later.first().origin().prefillWorkerId());
+      assertEquals("", later.first().origin().prefillFallback());
       TestDeployments.assertPoolsFull(dis);
     }
   }

@@ -24,7 +24,7 @@ import java.util.concurrent.TimeUnit;
 import org.junit.jupiter.api.Test;
 import org.junit.jupiter.api.io.TempDir;
 
-/** API keys, the in-flight limit, the connection cap and the request timeouts, each at its own handler. */
+/** API keys, the in-flight limit, the connection cap, the request timeouts and runtime LoRA updates' switch, each at its own handler. */
 class AdmissionTest {
   // Its own tokenizer: GenerationRunTest closes its one when it ends.
   private static final dev.tandem.frontend.text.TextTokenizer TOKENIZER = dev.tandem.frontend.text.TextTokenizer.fromJson(
@@ -101,6 +101,31 @@ class AdmissionTest {
     EmbeddedChannel ch = channel(keys(false, "sk-one"), new FrontendMetrics());
     GenerationRunTest.post(ch, "{\"model\":\"m\",\"max_tokens\":4,\"messages\":[{\"role\":\"user\",\"content\":\"hi\"}]}");
     assertEquals(401, GenerationRunTest.drain(ch).status());
+  }
+
+  @Test
+  void loadingLoraAdaptersIsOffUnlessAllowedAndNeedsTheKeyWhenAllowed() throws Exception {
+    EmbeddedChannel off = channel(Admission.open(), new FrontendMetrics());
+    GenerationRunTest.post(off, "/v1/load_lora_adapter", "{\"lora_name\":\"sql\",\"lora_path\":\"/adapters/sql\"}");
+    GenerationRunTest.Written refused = GenerationRunTest.drain(off);
+    assertEquals(404, refused.status());
+    assertTrue(refused.body().contains("--allow-runtime-lora-updating"), refused.body());
+    GenerationRunTest.post(off, "/v1/unload_lora_adapter", "{\"lora_name\":\"sql\"}");
+    assertEquals(404, GenerationRunTest.drain(off).status());
+
+    EmbeddedChannel keyed = channel(keys(false, "sk-one").withLoraUpdates(true), new FrontendMetrics());
+    GenerationRunTest.post(keyed, "/v1/load_lora_adapter", "{\"lora_name\":\"sql\",\"lora_path\":\"/adapters/sql\"}");
+    assertEquals(401, GenerationRunTest.drain(keyed).status(), "an admin call like any other: the key first");
+
+    EmbeddedChannel on = channel(Admission.open().withLoraUpdates(true), new FrontendMetrics());
+    GenerationRunTest.post(on, "/v1/load_lora_adapter", "{\"lora_name\":\"sql\",\"lora_path\":\"\"}");
+    GenerationRunTest.Written empty = GenerationRunTest.drain(on);
+    assertEquals(400, empty.status());
+    assertTrue(empty.body().contains("\"param\":\"lora_path\""), empty.body());
+    GenerationRunTest.post(on, "/v1/unload_lora_adapter", "{\"lora_name\":7}");
+    GenerationRunTest.Written number = GenerationRunTest.drain(on);
+    assertEquals(400, number.status());
+    assertTrue(number.body().contains("\"param\":\"lora_name\""), number.body());
   }
 
   @Test

@@ -77,6 +77,7 @@ public final class LoraUpdates {
     Outcome outcome = callAll(targets, w -> w.loadLoraAdapter(name, path, CALL_TIMEOUT), false);
     if (outcome.failure() != null) {
       Outcome undone = callAll(outcome.done(), w -> w.unloadLoraAdapter(name, CALL_TIMEOUT), true);
+      awaitSeen(undone.done(), w -> !w.serves(name));
       String why = "LoRA adapter '" + name + "' was not loaded: " + outcome.failure()
           + (outcome.done().isEmpty() ? "" : "; unloaded again from " + ids(undone.done()))
           + (undone.failure() == null ? "" : "; not unloaded from " + undone.failure());

@@ -65,7 +65,7 @@ class RouterTest {
   private final java.util.Map<String, LinkFigures> linkFigures = new java.util.concurrent.ConcurrentHashMap<>();
   private final List<String> probedOver = new java.util.concurrent.CopyOnWriteArrayList<>();
 
-  /** The LoRA adapters a worker describes itself as serving (none unless a test sets them). */
+  /** The LoRA adapters a worker describes itself as serving and lists in its load reports (none unless a test sets them). */
   private final java.util.Map<String, List<String>> adapters = new java.util.concurrent.ConcurrentHashMap<>();
 
   /** FINISH_ON_RELEASE workers finish their streams when this completes. */
@@ -109,8 +109,10 @@ class RouterTest {
 
               @Override
               public void watchLoad(WatchLoadRequest r, StreamObserver<LoadReport> out) {
-                LoadReport fallback = LoadReport.newBuilder().setWorkerId(id).setKvBlocksTotal(100).setDraining(draining).build();
-                FakeLoadStream.serve(r, out, () -> reports.getOrDefault(id, fallback), () -> frozen.contains(id));
+                // As a worker does, each report lists the adapters it has now.
+                java.util.function.Supplier<LoadReport> fallback = () -> LoadReport.newBuilder().setWorkerId(id).setKvBlocksTotal(100)
+                    .setDraining(draining).addAllLoraAdapters(adapters.getOrDefault(id, List.of())).build();
+                FakeLoadStream.serve(r, out, () -> reports.containsKey(id) ? reports.get(id) : fallback.get(), () -> frozen.contains(id));
               }
 
               @Override
@@ -213,8 +215,10 @@ class RouterTest {
   }
 
   /**
-   * A request naming a LoRA adapter goes only to workers that describe it, carrying its name; one
+   * A request naming a LoRA adapter goes only to workers that list it, carrying its name; one
    * naming an adapter no worker serves is refused, naming it, while base-model requests go anywhere.
+   * An adapter a worker loads while serving counts from its next load report, and one it unloads
+   * stops counting.
    */
   @Test
   void aRequestForAnAdapterGoesOnlyToWorkersServingIt() throws Exception {
@@ -237,6 +241,16 @@ class RouterTest {
     assertTrue(!plain.request.isDone(), "the worker without it never saw it");
     var refused = assertThrows(NoWorkerAvailableException.class, () -> r.route(request("x", 40).withLora("legal"), null));
     assertTrue(refused.getMessage().contains("LoRA adapter 'legal'"), refused.getMessage());
+
+    adapters.put("w0", List.of("legal"));
+    adapters.put("w1", List.of("chat"));
+    long deadline = System.nanoTime() + TimeUnit.SECONDS.toNanos(5);
+    while (!(pool.all().get(0).serves("legal") && !pool.all().get(1).serves("sql")) && System.nanoTime() < deadline) {
+      Thread.sleep(10);
+    }
+    assertEquals(new WorkerId("w0"), r.route(request("l", 40).withLora("legal"), null).worker(), "loaded on w0 since");
+    assertEquals(List.of("chat", "legal"), r.loraAdapters().stream().sorted().toList());
+    assertThrows(NoWorkerAvailableException.class, () -> r.route(request("y", 40).withLora("sql"), null), "unloaded from w1 since");
   }
 
   @Test
