@@ -78,8 +78,8 @@ final class EngineOptions {
 
   @Option(
       names = "--enable-lora",
-      description = "Accepted for vLLM's command lines: adapters are served when --lora-modules names them; alone it is refused "
-          + "(adapters cannot be loaded at run time).")
+      description = "Accepted for vLLM's command lines: adapters are served when --lora-modules names them or when loaded while serving "
+          + "(--allow-runtime-lora-updating); with neither it is refused.")
   boolean enableLora;
 
   @Option(
@@ -132,8 +132,11 @@ final class EngineOptions {
         .withTiming(new TimingModel(speedupRatio));
   }
 
-  /** The builtin engine's settings; resolves (and on first use creates) the default model. */
-  BuiltinConfig builtinConfig() {
+  /**
+   * The builtin engine's settings; resolves (and on first use creates) the default model. {@code
+   * loraUpdates}: adapters may be loaded while serving ({@code --allow-runtime-lora-updating}).
+   */
+  BuiltinConfig builtinConfig(boolean loraUpdates) {
     dev.tandem.engine.model.DType kv = kvCacheDtype(); // bad values fail before any model is made
     dev.tandem.engine.model.DType weights = dev.tandem.engine.model.DType.fromQuantizationName(quantization);
     SpeculativeConfig speculative = SpeculativeConfig.parse(speculativeConfig, "--speculative-config");
@@ -152,15 +155,15 @@ final class EngineOptions {
         kv,
         weights,
         speculative,
-        loraSources(),
+        loraSources(loraUpdates),
         maxLoraRank);
   }
 
   /** {@code --lora-modules}: each entry {@code name=path} or vLLM's JSON form, refused naming the flag where malformed. */
-  java.util.List<dev.tandem.engine.model.LoraAdapter.Source> loraSources() {
-    if (enableLora && (loraModules == null || loraModules.isEmpty())) {
-      throw new IllegalArgumentException("--enable-lora without --lora-modules: adapters are loaded at start-up only; name them with "
-          + "--lora-modules name=path (loading them at run time, vLLM's /v1/load_lora_adapter, is not supported)");
+  java.util.List<dev.tandem.engine.model.LoraAdapter.Source> loraSources(boolean loraUpdates) {
+    if (enableLora && !loraUpdates && (loraModules == null || loraModules.isEmpty())) {
+      throw new IllegalArgumentException("--enable-lora without --lora-modules: no adapter would be served; name them with "
+          + "--lora-modules name=path, or load them while serving with --allow-runtime-lora-updating (vLLM's /v1/load_lora_adapter)");
     }
     java.util.List<dev.tandem.engine.model.LoraAdapter.Source> sources = new java.util.ArrayList<>();
     java.util.List<String> entries = new java.util.ArrayList<>();
@@ -206,8 +209,8 @@ final class EngineOptions {
     return kvCacheDtype.equals("auto") ? null : dev.tandem.engine.model.DType.fromShortName(kvCacheDtype);
   }
 
-  /** Everything one worker needs: its engine factory and the files of its model card. */
-  WorkerEngines resolve() {
+  /** Everything one worker needs: its engine factory and the files of its model card; {@code loraUpdates} as {@link #builtinConfig}. */
+  WorkerEngines resolve(boolean loraUpdates) {
     checkNumbers();
     if (isMocker()) {
       if (!kvCacheDtype.equals("auto")) {
@@ -230,7 +233,7 @@ final class EngineOptions {
     if (tokenizer != null) {
       throw new IllegalArgumentException("--tokenizer is for the mocker; the builtin engine serves the tokenizer in --model");
     }
-    BuiltinConfig config = builtinConfig();
+    BuiltinConfig config = builtinConfig(loraUpdates);
     return new WorkerEngines(() -> BuiltinEngine.open(config), ModelFiles.fromDirectory(config.modelDir()), config.blockSize());
   }
 

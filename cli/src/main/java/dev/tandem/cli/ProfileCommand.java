@@ -64,7 +64,7 @@ final class ProfileCommand implements Callable<Integer> {
     Flags.atLeast("--decode-tokens", decodeTokens, 1);
     Flags.atLeast("--repeats", repeats, 1);
     writable(out);
-    EngineOptions.WorkerEngines engines = engine.resolve();
+    EngineOptions.WorkerEngines engines = engine.resolve(false);
     LocalDeployment.Spec spec = new LocalDeployment.Spec(1, engines.factory(), engines.modelFiles(), engines.blockSize(),
         Router.Config.of("round-robin"), new FrontendServer.Config("127.0.0.1", 0, 32 << 20));
     try (LocalDeployment d = LocalDeployment.start(spec)) {

@@ -54,7 +54,7 @@ final class ServeCommand implements Callable<Integer> {
     if (disagg && engine.isMocker()) {
       throw new IllegalArgumentException("--mode disagg moves real KV and needs --engine builtin");
     }
-    EngineOptions.WorkerEngines engines = engine.resolve();
+    EngineOptions.WorkerEngines engines = engine.resolve(http.loraUpdates);
     var spec =
         new LocalDeployment.Spec(workers, engines.factory(), engines.modelFiles(), engines.blockSize(), router.config(), http.config());
     if (disagg) {

@@ -79,7 +79,7 @@ final class WorkerCommand implements Callable<Integer> {
     }
     Flags.atLeast("--drain-timeout-s", drainTimeoutSeconds, 0);
     String id = workerId == null ? role + "-" + host + "-" + port : workerId;
-    EngineOptions.WorkerEngines engines = engine.resolve();
+    EngineOptions.WorkerEngines engines = engine.resolve(loraUpdates);
     // Aggregated builtin workers get an agent too, so that a router can still split onto them.
     WorkerServer.KvTransfer kv = noKvTransfer || (engine.isMocker() && workerRole == WorkerRole.AGGREGATED) ? null : transfer.config(host);
     var config =

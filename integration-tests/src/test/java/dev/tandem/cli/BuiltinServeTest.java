@@ -190,7 +190,7 @@ class BuiltinServeTest {
   /**
    * {@code --lora-modules} as vLLM takes it, refused at start-up naming the flag, the file and the
    * field: a malformed entry, a path that is not a directory, an adapter above {@code --max-lora-rank},
-   * the mocker, {@code --enable-lora} alone (nothing loads at run time).
+   * the mocker, {@code --enable-lora} alone (nothing would be served: no modules, no loading while serving).
    */
   @Test
   void loraModulesTheEngineCannotServeFailAtStartupNamingThem(@TempDir Path dir) throws Exception {
@@ -207,7 +207,7 @@ class BuiltinServeTest {
     err = refusedAtStartup("serve", "--engine", "mocker", "--lora-modules", "big=" + adapter, "--port", "0");
     assertTrue(err.contains("--lora-modules is for the builtin engine"), err);
     err = refusedAtStartup("serve", "--model", model.toString(), "--enable-lora", "--port", "0");
-    assertTrue(err.contains("--enable-lora without --lora-modules"), err);
+    assertTrue(err.contains("--enable-lora without --lora-modules") && err.contains("--allow-runtime-lora-updating"), err);
   }
 
   /** What {@code args} print to stderr, having exited with 2 before serving anything. */

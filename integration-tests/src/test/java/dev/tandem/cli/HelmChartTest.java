@@ -263,24 +263,29 @@ class HelmChartTest {
   /**
    * {@code model.loraModules} reaches the workers as TANDEM_LORA_MODULES, which {@code
    * --lora-modules} reads back as the same adapters; none unless given; a path with a space (it
-   * would split) is refused by the chart's schema, naming the field.
+   * would split) is refused by the chart's schema, naming the field. {@code
+   * model.allowRuntimeLoraUpdating} reaches frontend and workers alike, off unless given.
    */
   @Test
   void loraModulesReachTheWorkersAsTheFlagReadsThem(@org.junit.jupiter.api.io.TempDir Path dir) throws Exception {
     Path sql = Files.createDirectories(dir.resolve("adapters/sql"));
     Path chat = Files.createDirectories(dir.resolve("adapters/chat"));
     Path values = dir.resolve("values.yaml");
-    Files.writeString(values, "model:\n  maxLoraRank: 64\n  loraModules:\n    - {name: sql, path: " + sql + "}\n    - {name: chat, path: " + chat + "}\n");
+    Files.writeString(values, "model:\n  maxLoraRank: 64\n  allowRuntimeLoraUpdating: true\n  loraModules:\n    - {name: sql, path: " + sql
+        + "}\n    - {name: chat, path: " + chat + "}\n");
     String manifest = new Helm(CHART).template().withName("demo").withNamespace("llm").withValuesFile(values).call();
     var data = named(documents(manifest), ConfigMap.class, "demo-tandem-config").getData();
     assertEquals("sql=" + sql + " chat=" + chat, data.get("TANDEM_LORA_MODULES"));
     assertEquals("64", data.get("TANDEM_MAX_LORA_RANK"));
-    assertTrue(cliVariables().containsAll(List.of("TANDEM_LORA_MODULES", "TANDEM_MAX_LORA_RANK")));
+    assertEquals("true", data.get("TANDEM_ALLOW_RUNTIME_LORA_UPDATING"), "frontend and workers read it from the same ConfigMap");
+    assertTrue(cliVariables().containsAll(List.of("TANDEM_LORA_MODULES", "TANDEM_MAX_LORA_RANK", "TANDEM_ALLOW_RUNTIME_LORA_UPDATING")));
     EngineOptions flags = new EngineOptions();
     flags.loraModules = List.of(data.get("TANDEM_LORA_MODULES"));
     assertEquals(List.of(new dev.tandem.engine.model.LoraAdapter.Source("sql", sql), new dev.tandem.engine.model.LoraAdapter.Source("chat", chat)),
-        flags.loraSources(), "the flag reads the variable back as the same adapters");
-    assertEquals("", named(render(Map.of()), ConfigMap.class, "demo-tandem-config").getData().get("TANDEM_LORA_MODULES"), "none unless given");
+        flags.loraSources(false), "the flag reads the variable back as the same adapters");
+    var defaults = named(render(Map.of()), ConfigMap.class, "demo-tandem-config").getData();
+    assertEquals("", defaults.get("TANDEM_LORA_MODULES"), "none unless given");
+    assertEquals("false", defaults.get("TANDEM_ALLOW_RUNTIME_LORA_UPDATING"), "no loading while serving unless asked");
     Files.writeString(values, "model:\n  loraModules:\n    - {name: sql, path: /models/my adapters/sql}\n");
     var refused = assertThrows(IllegalStateException.class,
         () -> new Helm(CHART).template().withName("demo").withValuesFile(values).call());

@@ -175,6 +175,31 @@ class WorkerServiceTest {
   }
 
   @Test
+  void loraLoadsAreRefusedWithoutTheFlagAndByAnEngineWithNoWeights() {
+    var stub = start(TimingModel.noDelay(), 100);
+    var load = dev.tandem.proto.worker.v1.LoadLoraAdapterRequest.newBuilder().setLoraName("sql").setLoraPath("/adapters/sql").build();
+    var off = assertThrows(StatusRuntimeException.class, () -> stub.loadLoraAdapter(load));
+    assertEquals(io.grpc.Status.Code.FAILED_PRECONDITION, off.getStatus().getCode());
+    assertTrue(off.getStatus().getDescription().contains("--allow-runtime-lora-updating"), off.getStatus().getDescription());
+    var unload = dev.tandem.proto.worker.v1.UnloadLoraAdapterRequest.newBuilder().setLoraName("sql").build();
+    assertEquals(io.grpc.Status.Code.FAILED_PRECONDITION,
+        assertThrows(StatusRuntimeException.class, () -> stub.unloadLoraAdapter(unload)).getStatus().getCode());
+
+    worker.close();
+    engine = new MockerEngine(MockerConfig.defaults().withTiming(TimingModel.noDelay()).withPool(256, 16));
+    worker = WorkerServer.start(WorkerServer.Config.local(new WorkerId("w-open")).withLoraUpdates(true), engine);
+    channel.shutdownNow();
+    channel = NettyChannelBuilder.forTarget(worker.address()).usePlaintext().build();
+    var open = WorkerGrpc.newBlockingStub(channel);
+    var mocker = assertThrows(StatusRuntimeException.class, () -> open.loadLoraAdapter(load));
+    assertEquals(io.grpc.Status.Code.FAILED_PRECONDITION, mocker.getStatus().getCode());
+    assertTrue(mocker.getStatus().getDescription().contains("applies no LoRA adapters"), mocker.getStatus().getDescription());
+    var unknown = assertThrows(StatusRuntimeException.class, () -> open.unloadLoraAdapter(unload));
+    assertEquals(io.grpc.Status.Code.NOT_FOUND, unknown.getStatus().getCode());
+    assertTrue(unknown.getStatus().getDescription().contains("'sql' is not loaded"), unknown.getStatus().getDescription());
+  }
+
+  @Test
   void kvEventsSnapshotThenLiveThenReplayThenSnapshotWhenRangeIsGone() throws Exception {
     var stub = start(TimingModel.noDelay(), 2);
     var async = WorkerGrpc.newStub(channel);
