@@ -148,7 +148,7 @@ public final class LoraOverhead {
   }
 
   /** Writes a rank-{@code rank} adapter on every projection (f32) under {@code out/adapters/name}, once. */
-  private static LoraAdapter.Source adapter(Path model, Path out, String name, int rank, long seed) throws java.io.IOException {
+  static LoraAdapter.Source adapter(Path model, Path out, String name, int rank, long seed) throws java.io.IOException {
     Path dir = out.resolve("adapters").resolve(name);
     if (!Files.exists(dir.resolve("adapter_config.json"))) {
       LoraGenerator.write(model, dir, rank, 2 * rank, false, LoraGenerator.ALL_TARGETS, seed, DType.F32);

@@ -100,6 +100,9 @@ class LoraUpdatesServeTest {
       assertEquals("Success: LoRA adapter 'sql' added successfully.", loaded.body());
       assertEquals(List.of("tiny", "sql-at-start", "chat-at-start", "sql"), models(d));
       assertEquals("tiny", JSON.readTree(TestDeployments.get(d, "/v1/models/sql").body()).path("parent").asText());
+      for (JsonNode w : JSON.readTree(TestDeployments.get(d, "/health").body()).path("workers")) {
+        assertEquals("[\"sql-at-start\",\"chat-at-start\",\"sql\"]", w.path("lora_adapters").toString(), "/health lists each worker's: " + w);
+      }
       JsonNode reference = completed(d, "sql-at-start");
       for (String worker : List.of("worker-0", "worker-1")) {
         JsonNode onSql = completed(d, "sql", worker);

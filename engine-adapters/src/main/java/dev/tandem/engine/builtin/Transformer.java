@@ -292,7 +292,7 @@ public final class Transformer implements ForwardPass {
     for (LoraRows group : loras) {
       LoraAdapter.Delta delta = group.adapter().delta(layer, target);
       if (delta != null) {
-        backend.addLowRank(in, inDim, group.rows(), delta.aRows(), delta.bColumns(), delta.rank(), out, outDim);
+        backend.addLowRank(in, inDim, group.rows(), delta.values(), delta.aAt(), delta.bAt(), delta.rank(), out, outDim);
       }
     }
   }

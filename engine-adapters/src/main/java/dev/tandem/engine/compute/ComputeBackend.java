@@ -57,24 +57,24 @@ public interface ComputeBackend extends AutoCloseable {
 
   /**
    * A low-rank change added to some rows (a LoRA adapter's to a projection's output): for each row
-   * {@code t} of {@code rows}, {@code out[t] += Σ_k (aRows[k] · in[t]) · bColumns[k]}, where {@code
-   * in}'s rows have {@code inDim} values, {@code out}'s {@code outDim}, {@code aRows} holds A's
-   * {@code rank} rows ({@code rank × inDim}) and {@code bColumns} B's {@code rank} columns ({@code
+   * {@code t} of {@code rows}, {@code out[t] += Σ_k (A[k] · in[t]) · B[k]}, where {@code in}'s rows
+   * have {@code inDim} values, {@code out}'s {@code outDim}, {@code ab} holds A's {@code rank} rows
+   * from {@code aAt} ({@code rank × inDim}) and B's {@code rank} columns from {@code bAt} ({@code
    * rank × outDim}). Other rows of {@code out} are left as they are.
    */
-  default void addLowRank(float[] in, int inDim, int[] rows, float[] aRows, float[] bColumns, int rank, float[] out, int outDim) {
+  default void addLowRank(float[] in, int inDim, int[] rows, float[] ab, int aAt, int bAt, int rank, float[] out, int outDim) {
     float[] mid = new float[rank];
     for (int t : rows) {
       for (int k = 0; k < rank; k++) {
         float sum = 0;
         for (int i = 0; i < inDim; i++) {
-          sum += aRows[k * inDim + i] * in[t * inDim + i];
+          sum += ab[aAt + k * inDim + i] * in[t * inDim + i];
         }
         mid[k] = sum;
       }
       for (int k = 0; k < rank; k++) {
         for (int o = 0; o < outDim; o++) {
-          out[t * outDim + o] += mid[k] * bColumns[k * outDim + o];
+          out[t * outDim + o] += mid[k] * ab[bAt + k * outDim + o];
         }
       }
     }

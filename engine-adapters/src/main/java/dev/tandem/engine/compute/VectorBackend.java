@@ -1212,7 +1212,7 @@ public final class VectorBackend implements ComputeBackend {
    * time.
    */
   @Override
-  public void addLowRank(float[] in, int inDim, int[] rows, float[] aRows, float[] bColumns, int rank, float[] out, int outDim) {
+  public void addLowRank(float[] in, int inDim, int[] rows, float[] ab, int aAt, int bAt, int rank, float[] out, int outDim) {
     int grain = Math.max(1, (1 << 16) / Math.max(1, rank * (inDim + outDim)));
     int last = 0;
     for (int t : rows) {
@@ -1224,12 +1224,12 @@ public final class VectorBackend implements ComputeBackend {
       while (j < to) {
         int t = rows[j];
         if (j + 4 <= to && rows[j + 1] == t + 1 && rows[j + 2] == t + 2 && rows[j + 3] == t + 3) {
-          reduceRows4(in, t, inDim, aRows, rank, mid);
-          expandRank4(mid, bColumns, rank, out, t, outDim);
+          reduceRows4(in, t, inDim, ab, aAt, rank, mid);
+          expandRank4(mid, ab, bAt, rank, out, t, outDim);
           j += 4;
         } else {
-          reduceRank(in, t * inDim, inDim, aRows, rank, mid, t * rank);
-          expandRank(mid, t * rank, bColumns, rank, out, t * outDim, outDim, 0);
+          reduceRank(in, t * inDim, inDim, ab, aAt, rank, mid, t * rank);
+          expandRank(mid, t * rank, ab, bAt, rank, out, t * outDim, outDim, 0);
           j++;
         }
       }
@@ -1245,24 +1245,24 @@ public final class VectorBackend implements ComputeBackend {
     return lowRankMid;
   }
 
-  /** {@code mid[(t + i)·rank + k] = aRows[k] · x_{t+i}} for rows t..t+3, by the matmul's blocks of four (then two) rows of A. */
-  private static void reduceRows4(float[] x, int t, int n, float[] aRows, int rank, float[] mid) {
+  /** {@code mid[(t + i)·rank + k] = A[k] · x_{t+i}} for rows t..t+3 (A's rows from {@code aAt}), by the matmul's blocks of four (then two) rows of A. */
+  private static void reduceRows4(float[] x, int t, int n, float[] aRows, int aAt, int rank, float[] mid) {
     int k = 0;
     for (; k + 4 <= rank; k += 4) {
-      block4x4(x, t, n, aRows, k * n, mid, rank, k);
+      block4x4(x, t, n, aRows, aAt + k * n, mid, rank, k);
     }
     for (; k + 2 <= rank; k += 2) {
-      block4x2(x, t, n, aRows, k * n, mid, rank, k);
+      block4x2(x, t, n, aRows, aAt + k * n, mid, rank, k);
     }
     for (; k < rank; k++) {
       for (int i = 0; i < 4; i++) {
-        mid[(t + i) * rank + k] = dot(aRows, k * n, x, (t + i) * n, n);
+        mid[(t + i) * rank + k] = dot(aRows, aAt + k * n, x, (t + i) * n, n);
       }
     }
   }
 
-  /** Rows t..t+3 of y each {@code += Σ_k mid[row·rank + k] · bColumns[k]}: each vector of B loaded once for the four. */
-  private static void expandRank4(float[] mid, float[] bColumns, int rank, float[] y, int t, int n) {
+  /** Rows t..t+3 of y each {@code += Σ_k mid[row·rank + k] · B[k]} (B's columns from {@code bAt}): each vector of B loaded once for the four. */
+  private static void expandRank4(float[] mid, float[] bColumns, int bAt, int rank, float[] y, int t, int n) {
     int y0 = t * n;
     int y1 = y0 + n;
     int y2 = y1 + n;
@@ -1283,7 +1283,7 @@ public final class VectorBackend implements ComputeBackend {
       FloatVector c30 = FloatVector.fromArray(F, y, y3 + o), c31 = FloatVector.fromArray(F, y, y3 + o + L);
       FloatVector c32 = FloatVector.fromArray(F, y, y3 + o + 2 * L), c33 = FloatVector.fromArray(F, y, y3 + o + 3 * L);
       for (int k = 0; k < rank; k++) {
-        int b = k * n + o;
+        int b = bAt + k * n + o;
         FloatVector w0 = FloatVector.fromArray(F, bColumns, b);
         FloatVector w1 = FloatVector.fromArray(F, bColumns, b + L);
         FloatVector w2 = FloatVector.fromArray(F, bColumns, b + 2 * L);
@@ -1327,16 +1327,16 @@ public final class VectorBackend implements ComputeBackend {
       c33.intoArray(y, y3 + o + 3 * L);
     }
     for (int r = 0; r < 4; r++) { // the columns past the last run of four vectors, row by row
-      expandRank(mid, z0 + r * rank, bColumns, rank, y, y0 + r * n, n, o);
+      expandRank(mid, z0 + r * rank, bColumns, bAt, rank, y, y0 + r * n, n, o);
     }
   }
 
-  /** {@code mid[at + k] = aRows[k] · x} for each of the {@code rank} rows, four at a time (four independent sums, one load of x). */
-  private static void reduceRank(float[] x, int xOff, int n, float[] aRows, int rank, float[] mid, int at) {
+  /** {@code mid[at + k] = A[k] · x} for each of the {@code rank} rows (A's from {@code aAt}), four at a time (four independent sums, one load of x). */
+  private static void reduceRank(float[] x, int xOff, int n, float[] aRows, int aAt, int rank, float[] mid, int at) {
     int upper = F.loopBound(n);
     int k = 0;
     for (; k + 4 <= rank; k += 4) {
-      int a0 = k * n;
+      int a0 = aAt + k * n;
       FloatVector s0 = FloatVector.zero(F);
       FloatVector s1 = s0;
       FloatVector s2 = s0;
@@ -1366,15 +1366,15 @@ public final class VectorBackend implements ComputeBackend {
       mid[at + k + 3] = m3;
     }
     for (; k < rank; k++) {
-      mid[at + k] = dot(aRows, k * n, x, xOff, n);
+      mid[at + k] = dot(aRows, aAt + k * n, x, xOff, n);
     }
   }
 
   /**
-   * {@code y += Σ_k mid[at + k] · bColumns[k]} over columns {@code [from, n)}: each run of four
+   * {@code y += Σ_k mid[at + k] · B[k]} (B's columns from {@code bAt}) over columns {@code [from, n)}: each run of four
    * vectors of y loaded and stored once, its sums over k independent.
    */
-  private static void expandRank(float[] mid, int at, float[] bColumns, int rank, float[] y, int yOff, int n, int from) {
+  private static void expandRank(float[] mid, int at, float[] bColumns, int bAt, int rank, float[] y, int yOff, int n, int from) {
     int upper = from + F.loopBound(n - from);
     int o = from;
     for (; o + 4 * L <= upper; o += 4 * L) {
@@ -1384,7 +1384,7 @@ public final class VectorBackend implements ComputeBackend {
       FloatVector y3 = FloatVector.fromArray(F, y, yOff + o + 3 * L);
       for (int k = 0; k < rank; k++) {
         FloatVector m = FloatVector.broadcast(F, mid[at + k]);
-        int b = k * n + o;
+        int b = bAt + k * n + o;
         y0 = FloatVector.fromArray(F, bColumns, b).fma(m, y0);
         y1 = FloatVector.fromArray(F, bColumns, b + L).fma(m, y1);
         y2 = FloatVector.fromArray(F, bColumns, b + 2 * L).fma(m, y2);
@@ -1398,14 +1398,14 @@ public final class VectorBackend implements ComputeBackend {
     for (; o < upper; o += L) {
       FloatVector acc = FloatVector.fromArray(F, y, yOff + o);
       for (int k = 0; k < rank; k++) {
-        acc = FloatVector.fromArray(F, bColumns, k * n + o).fma(FloatVector.broadcast(F, mid[at + k]), acc);
+        acc = FloatVector.fromArray(F, bColumns, bAt + k * n + o).fma(FloatVector.broadcast(F, mid[at + k]), acc);
       }
       acc.intoArray(y, yOff + o);
     }
     for (; o < n; o++) {
       float acc = y[yOff + o];
       for (int k = 0; k < rank; k++) {
-        acc += mid[at + k] * bColumns[k * n + o];
+        acc += mid[at + k] * bColumns[bAt + k * n + o];
       }
       y[yOff + o] = acc;
     }

@@ -66,10 +66,13 @@ public final class LoraAdapter {
 
   /**
    * One projection's low-rank change, laid out for {@link
-   * dev.tandem.engine.compute.ComputeBackend#addLowRank}: A's rows ({@code aRows}, rank × in) and
-   * B's columns ({@code bColumns}, rank × out, scaled), each contiguous.
+   * dev.tandem.engine.compute.ComputeBackend#addLowRank}: in {@code values}, A's rows from {@code
+   * aAt} (rank × in) and B's columns from {@code bAt} (rank × out, scaled), each contiguous. Every
+   * delta of an adapter shares one array: one allocation the size of the adapter, which the
+   * garbage collector places among old objects at once and never copies (a copy of every array
+   * of a large adapter paused the engine for 50–200 ms after each load here).
    */
-  public record Delta(float[] aRows, float[] bColumns, int rank, int in, int out) {}
+  public record Delta(float[] values, int aAt, int bAt, int rank, int in, int out) {}
 
   private static final Pattern TENSOR = Pattern.compile(
       "(?:.*\\.)?layers\\.(\\d+)\\.(?:self_attn|mlp)\\.(" + String.join("|", MODULES.keySet()) + ")"
@@ -167,11 +170,18 @@ public final class LoraAdapter {
       if (pairs.isEmpty()) {
         throw new ModelFormatException(weightsFile + ": no LoRA tensors (lora_A / lora_B of a layer's projection)");
       }
+      long total = 0;
       for (Map.Entry<String, Tensor[]> e : pairs.entrySet()) {
-        int dot = e.getKey().indexOf('.');
-        int layer = Integer.parseInt(e.getKey().substring(0, dot));
-        String module = e.getKey().substring(dot + 1);
-        add(weightsFile, config, layers.get(layer), module, e.getValue(), rank, (float) scaling);
+        total += check(weightsFile, config, module(e.getKey()), e.getValue(), rank);
+      }
+      if (total > Integer.MAX_VALUE - 16) {
+        throw new ModelFormatException(weightsFile + ": " + total + " values; an adapter of more than 2^31 values is not served");
+      }
+      float[] values = new float[(int) total];
+      int at = 0;
+      for (Map.Entry<String, Tensor[]> e : pairs.entrySet()) {
+        int layer = Integer.parseInt(e.getKey().substring(0, e.getKey().indexOf('.')));
+        at = add(weightsFile, config, layers.get(layer), module(e.getKey()), e.getValue(), rank, (float) scaling, values, at);
       }
     }
     return new LoraAdapter(source.name(), source.dir(), rank, scaling, layers.stream().map(Map::copyOf).toList());
@@ -200,8 +210,13 @@ public final class LoraAdapter {
     }
   }
 
-  /** Checks one projection's A and B against the model and adds its delta (or deltas, for a fused projection). */
-  private static void add(Path file, ModelConfig c, Map<Target, Delta> layer, String module, Tensor[] pair, int rank, float scaling) {
+  /** The module of a "layer.module" key. */
+  private static String module(String key) {
+    return key.substring(key.indexOf('.') + 1);
+  }
+
+  /** Checks one projection's A and B against the model; returns how many values its deltas take. */
+  private static long check(Path file, ModelConfig c, String module, Tensor[] pair, int rank) {
     if (pair[0] == null || pair[1] == null) {
       throw new ModelFormatException(file + ": " + (pair[0] == null ? pair[1].name() : pair[0].name()) + " has no "
           + (pair[0] == null ? "lora_A" : "lora_B") + " beside it");
@@ -211,23 +226,37 @@ public final class LoraAdapter {
     int out = targets.stream().mapToInt(t -> t.outputs(c)).sum();
     expectShape(file, pair[0], rank, in, module, rank);
     expectShape(file, pair[1], out, rank, module, rank);
-    float[] aRows = floats(pair[0], 0, rank, in, 1f);
+    return (long) rank * (in + out);
+  }
+
+  /**
+   * Adds one projection's delta (or deltas, for a fused projection: they share A), its values
+   * written into {@code values} from {@code at}; returns where the next one's go.
+   */
+  private static int add(Path file, ModelConfig c, Map<Target, Delta> layer, String module, Tensor[] pair, int rank, float scaling,
+      float[] values, int at) {
+    List<Target> targets = MODULES.get(module);
+    int in = targets.getFirst().inputs(c);
+    int aAt = at;
+    for (int i = 0; i < rank * in; i++) {
+      values[at++] = pair[0].get(i);
+    }
     int row = 0;
     for (Target target : targets) {
       if (layer.containsKey(target)) {
         throw new ModelFormatException(file + ": " + pair[1].name() + " changes a projection another tensor of the adapter already changes");
       }
       int part = target.outputs(c);
-      float[] b = floats(pair[1], row, part, rank, scaling);
-      float[] bColumns = new float[b.length];
-      for (int o = 0; o < part; o++) {
+      for (int o = 0; o < part; o++) { // B's rows [row, row + part), scaled, stored by column
         for (int k = 0; k < rank; k++) {
-          bColumns[k * part + o] = b[o * rank + k];
+          values[at + k * part + o] = pair[1].get((long) (row + o) * rank + k) * scaling;
         }
       }
-      layer.put(target, new Delta(aRows, bColumns, rank, in, part));
+      layer.put(target, new Delta(values, aAt, at, rank, in, part));
+      at += part * rank;
       row += part;
     }
+    return at;
   }
 
   private static void expectShape(Path file, Tensor t, int rows, int cols, String module, int rank) {
@@ -237,14 +266,6 @@ public final class LoraAdapter {
     }
   }
 
-  /** Rows {@code [from, from + rows)} of a 2-D tensor as floats, each value times {@code scale}. */
-  private static float[] floats(Tensor t, int from, int rows, int cols, float scale) {
-    float[] out = new float[rows * cols];
-    for (int i = 0; i < out.length; i++) {
-      out[i] = t.get((long) from * cols + i) * scale;
-    }
-    return out;
-  }
 
 
   private static JsonNode readJson(Path file) {

@@ -273,15 +273,17 @@ abstract class ComputeBackendConformanceTest {
   /**
    * {@code addLowRank} of random activations, A and B over {@code rows} of {@code total}, on the
    * backend and the reference from the same {@code before}: checks they agree, returns the backend's.
+   * B sits before A in one array, both past other values (as an adapter's deltas share one).
    */
   private float[] addLowRankAgainstReference(int[] rows, int total, int rank, int inDim, int outDim, float[] before) {
     float[] in = randoms(total * inDim, 1);
-    float[] a = randoms(rank * inDim, 1);
-    float[] b = randoms(rank * outDim, 1);
+    int bAt = 3;
+    int aAt = bAt + rank * outDim + 5;
+    float[] ab = randoms(aAt + rank * inDim + 7, 1);
     float[] expected = before.clone();
     float[] actual = before.clone();
-    reference.addLowRank(in, inDim, rows, a, b, rank, expected, outDim);
-    backend.addLowRank(in, inDim, rows, a, b, rank, actual, outDim);
+    reference.addLowRank(in, inDim, rows, ab, aAt, bAt, rank, expected, outDim);
+    backend.addLowRank(in, inDim, rows, ab, aAt, bAt, rank, actual, outDim);
     assertClose(expected, actual, 1e-5, "addLowRank");
     return actual;
   }

@@ -2,6 +2,7 @@ package dev.tandem.engine.model;
 
 import static org.junit.jupiter.api.Assertions.assertEquals;
 import static org.junit.jupiter.api.Assertions.assertNull;
+import static org.junit.jupiter.api.Assertions.assertSame;
 import static org.junit.jupiter.api.Assertions.assertThrows;
 import static org.junit.jupiter.api.Assertions.assertTrue;
 
@@ -64,8 +65,10 @@ class LoraAdapterTest {
     assertEquals(8, q.rank());
     assertEquals(config.hiddenSize(), q.in());
     assertEquals(config.qDim(), q.out());
-    assertEquals(8 * config.hiddenSize(), q.aRows().length);
-    assertEquals(8 * config.qDim(), q.bColumns().length);
+    LoraAdapter.Delta down = a.delta(1, LoraAdapter.Target.DOWN);
+    assertSame(q.values(), down.values(), "one array for the whole adapter");
+    assertEquals((long) config.numLayers() * 8 * (config.hiddenSize() + config.qDim() + config.intermediateSize() + config.hiddenSize()),
+        q.values().length, "A and B of both projections in every layer, nothing more");
     assertNull(a.delta(0, LoraAdapter.Target.K), "k_proj was not adapted");
 
     Path rs = withConfig(c -> c.put("use_rslora", true));

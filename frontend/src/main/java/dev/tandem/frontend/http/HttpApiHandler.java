@@ -354,6 +354,9 @@ final class HttpApiHandler extends SimpleChannelInboundHandler<FullHttpRequest> 
       if (!w.description().weightQuantization().isEmpty()) {
         o.put("weight_quantization", w.description().weightQuantization());
       }
+      if (!w.load().loraAdapters().isEmpty()) {
+        w.load().loraAdapters().forEach(o.putArray("lora_adapters")::add);
+      }
     }
     var refused = router.refusedWorkers();
     if (!refused.isEmpty()) {

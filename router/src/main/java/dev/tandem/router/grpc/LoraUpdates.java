@@ -84,6 +84,8 @@ public final class LoraUpdates {
       throw outcome.unreachable() ? new NoWorkerAvailableException(why) : new IllegalArgumentException(why);
     }
     loaded.put(name, path);
+    // A worker that joined while the calls ran was given what was loaded before this one.
+    pool.reachable().stream().filter(w -> !reachable.contains(w) && !w.serves(name)).forEach(w -> give(w, name, path));
     awaitSeen(outcome.done(), w -> w.serves(name));
     log.info("LoRA adapter '{}' from {} loaded on {}", name, path, ids(outcome.done()));
     return ids(outcome.done());
@@ -127,14 +129,18 @@ public final class LoraUpdates {
     }
     snapshot.forEach((name, path) -> {
       if (!worker.serves(name)) {
-        worker.loadLoraAdapter(name, path, CALL_TIMEOUT).whenComplete((adapters, error) -> {
-          if (error != null) {
-            log.warn("worker {} joined without LoRA adapter '{}' and did not load it from {}: {}", worker.workerId(), name, path,
-                why(error));
-          } else {
-            log.info("worker {} joined and loaded LoRA adapter '{}' from {}", worker.workerId(), name, path);
-          }
-        });
+        give(worker, name, path);
+      }
+    });
+  }
+
+  /** Has a worker that joined load adapter {@code name} in the background, logging how it went. */
+  private static void give(WorkerClient worker, String name, String path) {
+    worker.loadLoraAdapter(name, path, CALL_TIMEOUT).whenComplete((adapters, error) -> {
+      if (error != null) {
+        log.warn("worker {} joined without LoRA adapter '{}' and did not load it from {}: {}", worker.workerId(), name, path, why(error));
+      } else {
+        log.info("worker {} joined and loaded LoRA adapter '{}' from {}", worker.workerId(), name, path);
       }
     });
   }
