@@ -64,6 +64,9 @@ class ChaosTest {
   /** The longest any client waited for its stream's next line (or its first), this test. */
   private final java.util.concurrent.atomic.AtomicLong longestWaitNanos = new java.util.concurrent.atomic.AtomicLong();
 
+  /** Streams that waited 4 s or more for a line (caught on a frozen worker) and still completed. */
+  private final java.util.concurrent.atomic.AtomicInteger caughtAndCompleted = new java.util.concurrent.atomic.AtomicInteger();
+
   /** Each cluster's process logs; kept where a test fails, to read. */
   @TempDir(cleanup = CleanupMode.ON_SUCCESS) Path logsRoot;
 
@@ -190,15 +193,17 @@ class ChaosTest {
     int complete = outcomes.getOrDefault(Outcome.COMPLETE, 0);
     double migrated = TestDeployments.metric(base.resolve("/metrics"), "tandem_frontend_migrations_total");
     double longestWaitS = longestWaitNanos.get() / 1e9;
-    System.out.printf("frozen: %d streams complete (%.0f migrated), %s clean errors, %s broken, %s hung, longest wait %.1f s%n", complete,
-        migrated, outcomes.getOrDefault(Outcome.CLEAN_ERROR, 0), outcomes.getOrDefault(Outcome.BROKEN, 0), outcomes.getOrDefault(Outcome.HUNG, 0),
-        longestWaitS);
+    System.out.printf("frozen: %d streams complete (%d caught on the frozen worker, %.0f migrated mid-output), %s clean errors, %s broken,"
+        + " %s hung, longest wait %.1f s%n", complete, caughtAndCompleted.get(), migrated, outcomes.getOrDefault(Outcome.CLEAN_ERROR, 0),
+        outcomes.getOrDefault(Outcome.BROKEN, 0), outcomes.getOrDefault(Outcome.HUNG, 0), longestWaitS);
     assertEquals(0, outcomes.getOrDefault(Outcome.HUNG, 0), "the frozen worker is noticed before a client gives up (30 s)");
     // Noticed by its silent load stream (5 s by default), not by keepalive (~15 s): the streams
     // caught on it wait about the deadline, then move.
     assertTrue(longestWaitS < 11, "no client waited past the silence deadline and a migration: " + longestWaitS + " s");
     assertEquals(List.of(), broken, "no stream stops without [DONE] or an error event");
-    assertTrue(migrated > 0, "the frozen worker's streams moved to the others");
+    // Caught mid-output they migrate, caught before their first token they are routed again; which
+    // of the two the freeze catches is timing (on a busy machine, only the second): both count.
+    assertTrue(caughtAndCompleted.get() > 0, "the frozen worker's streams moved to the others and completed");
     assertTrue(complete > 20, "the others kept serving");
   }
 
@@ -233,6 +238,7 @@ class ChaosTest {
   private Outcome outcome(int status, Stream<String> body, int k, List<String> broken, long start) throws IOException {
     {
       long last = start;
+      long longest = 0;
       if (status != 200) {
         String text = String.join("\n", body.toList());
         if (errors.size() < 5) {
@@ -245,8 +251,12 @@ class ChaosTest {
         String line = lines.next();
         long now = System.nanoTime();
         longestWaitNanos.accumulateAndGet(now - last, Math::max);
+        longest = Math.max(longest, now - last);
         last = now;
         if (line.equals("data: [DONE]")) {
+          if (finished && longest >= TimeUnit.SECONDS.toNanos(4)) {
+            caughtAndCompleted.incrementAndGet();
+          }
           return finished ? Outcome.COMPLETE : brokenWith(broken, "[DONE] without a finish_reason");
         }
         if (line.startsWith("data: ")) {
