@@ -25,7 +25,7 @@ import org.slf4j.LoggerFactory;
  * Workers' load reports carry their adapters to every router; a call returns once this router's
  * reports show the change, so a request sent after it is routed by it.
  *
- * <p>Thread-safe; one update at a time.
+ * <p>Thread-safe; one update at a time (a worker joining meanwhile is not held up by it).
  */
 public final class LoraUpdates {
   private static final Logger log = LoggerFactory.getLogger(LoraUpdates.class);
@@ -35,7 +35,8 @@ public final class LoraUpdates {
   private static final Duration SEEN_WITHIN = Duration.ofSeconds(10);
 
   private final WorkerPool pool;
-  private final Map<String, String> loaded = new LinkedHashMap<>(); // through this router: name → path; guarded by this
+  private final Map<String, String> loaded = new java.util.concurrent.ConcurrentHashMap<>(); // through this router: name → path
+  private final Object updates = new Object(); // held by each load and unload, for as long as the workers take
 
   LoraUpdates(WorkerPool pool) {
     this.pool = pool;
@@ -65,7 +66,13 @@ public final class LoraUpdates {
    *     it (its message names the worker and why; the workers that took it have unloaded it again)
    * @throws NoWorkerAvailableException if no worker is reachable, or one did not answer
    */
-  public synchronized List<WorkerId> load(String name, String path) {
+  public List<WorkerId> load(String name, String path) {
+    synchronized (updates) {
+      return loadOnAll(name, path);
+    }
+  }
+
+  private List<WorkerId> loadOnAll(String name, String path) {
     List<WorkerClient> reachable = pool.reachable();
     if (reachable.isEmpty()) {
       throw new NoWorkerAvailableException("no worker is reachable to load LoRA adapter '" + name + "' on");
@@ -99,7 +106,13 @@ public final class LoraUpdates {
    * @throws NoSuchElementException if no reachable worker has it
    * @throws IllegalArgumentException if a worker refused (one started without runtime updates)
    */
-  public synchronized List<WorkerId> unload(String name) {
+  public List<WorkerId> unload(String name) {
+    synchronized (updates) {
+      return unloadFromAll(name);
+    }
+  }
+
+  private List<WorkerId> unloadFromAll(String name) {
     boolean ours = loaded.remove(name) != null;
     List<WorkerClient> targets = pool.reachable().stream().filter(w -> w.serves(name)).toList();
     if (targets.isEmpty()) {
@@ -123,11 +136,7 @@ public final class LoraUpdates {
 
   /** A worker that joined: it gets every adapter loaded here that it lacks, in the background. */
   private void giveLoaded(WorkerClient worker) {
-    Map<String, String> snapshot;
-    synchronized (this) {
-      snapshot = Map.copyOf(loaded);
-    }
-    snapshot.forEach((name, path) -> {
+    Map.copyOf(loaded).forEach((name, path) -> {
       if (!worker.serves(name)) {
         give(worker, name, path);
       }
