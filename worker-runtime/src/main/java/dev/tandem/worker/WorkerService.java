@@ -317,9 +317,7 @@ public final class WorkerService extends WorkerGrpc.WorkerImplBase {
         response.onError(Status.INVALID_ARGUMENT.withDescription(e.getMessage()).asRuntimeException());
         return;
       }
-      response.onNext(LoraAdapters.newBuilder().addAllNames(loop.engine().loraAdapters()).build());
-      response.onCompleted();
-      loop.reportNow();
+      answerAdapters(response);
     });
   }
 
@@ -337,11 +335,16 @@ public final class WorkerService extends WorkerGrpc.WorkerImplBase {
           } else if (cause != null) {
             response.onError(Status.UNAVAILABLE.withCause(cause).asRuntimeException());
           } else {
-            response.onNext(LoraAdapters.newBuilder().addAllNames(loop.engine().loraAdapters()).build());
-            response.onCompleted();
-            loop.reportNow();
+            answerAdapters(response);
           }
         });
+  }
+
+  /** Answers a LoRA change with the adapters requests may name now, and has every load stream report it at once. */
+  private void answerAdapters(StreamObserver<LoraAdapters> response) {
+    response.onNext(LoraAdapters.newBuilder().addAllNames(loop.engine().loraAdapters()).build());
+    response.onCompleted();
+    loop.reportNow();
   }
 
   /** Answers FAILED_PRECONDITION, and true, where this worker was started without runtime LoRA updates. */

@@ -205,12 +205,17 @@ public final class BuiltinEngine extends SchedulingEngine implements KvHandoff {
     LoraAdapter adapter = LoraAdapter.load(new LoraAdapter.Source(name, dir), weights.config(), maxLoraRank);
     synchronized (loraChanges) {
       refuseTaken(name);
-      var next = new java.util.LinkedHashMap<>(adapters);
-      next.put(name, adapter);
-      adapters = java.util.Collections.unmodifiableMap(next);
+      changeAdapters(next -> next.put(name, adapter));
     }
     LOG.info("LoRA adapter '{}' loaded from {}: rank {}, scaling {}, {} projections changed", name, adapter.dir(), adapter.rank(),
         adapter.scaling(), adapter.deltaCount());
+  }
+
+  /** Publishes a changed copy of the adapters (readers on any thread see the old map or the new, whole). Under loraChanges. */
+  private void changeAdapters(java.util.function.Consumer<java.util.Map<String, LoraAdapter>> change) {
+    var next = new java.util.LinkedHashMap<>(adapters);
+    change.accept(next);
+    adapters = java.util.Collections.unmodifiableMap(next);
   }
 
   /** Refuses a name an adapter has, or had and still runs requests with. */
@@ -231,9 +236,7 @@ public final class BuiltinEngine extends SchedulingEngine implements KvHandoff {
         throw new IllegalArgumentException("LoRA adapter '" + name + "' is not loaded"
             + (retiring.containsKey(name) ? " (it was unloaded; requests still run with it)" : adapters.isEmpty() ? "" : " (loaded: " + String.join(", ", adapters.keySet()) + ")"));
       }
-      var next = new java.util.LinkedHashMap<>(adapters);
-      next.remove(name);
-      adapters = java.util.Collections.unmodifiableMap(next);
+      changeAdapters(next -> next.remove(name));
       retiring.put(name, adapter);
     }
     retireAdapters();

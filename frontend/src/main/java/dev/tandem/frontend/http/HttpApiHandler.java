@@ -280,8 +280,8 @@ final class HttpApiHandler extends SimpleChannelInboundHandler<FullHttpRequest> 
     ObjectNode root = ResponseJson.JSON.createObjectNode();
     root.put("object", "list");
     ArrayNode data = root.putArray("data");
-    data.add(model(model.name()));
-    model.loraAdapters().forEach(a -> data.add(model(a)));
+    data.add(describe(model.name()));
+    model.loraAdapters().forEach(a -> data.add(describe(a)));
     return root;
   }
 
@@ -294,6 +294,11 @@ final class HttpApiHandler extends SimpleChannelInboundHandler<FullHttpRequest> 
       throw new ApiException(404, "The model `" + id + "` does not exist. This server serves " + model.servedNames() + ".",
           "invalid_request_error", "model", "model_not_found");
     }
+    return describe(id);
+  }
+
+  /** A name this server serves, as OpenAI describes a model. */
+  private ObjectNode describe(String id) {
     ObjectNode m = ResponseJson.JSON.createObjectNode();
     m.put("id", id);
     m.put("object", "model");
