@@ -3,23 +3,31 @@ package dev.tandem.common;
 import java.util.Objects;
 
 /**
- * A constraint on a generation's output: {@code prefix}, then a JSON value valid under {@code
- * jsonSchema} (schema text), then {@code suffix}, then the end of the sequence. The frontend
- * builds it from {@code response_format} or a forced tool call; the engine compiles it into a
- * grammar and masks every token that would leave it. {@code resumeTokens}: the last that many
- * prompt tokens are output already generated under this constraint (a stream moved to another
- * worker mid-way); the engine's matcher starts after them. Immutable.
+ * A constraint on a generation's output: {@code prefix}, then text of the given {@link Kind} —
+ * a JSON value valid under a JSON schema, text a regular expression matches whole, one of a list
+ * of strings, or text an EBNF grammar derives ({@code spec} holds the schema, the expression, the
+ * strings as a JSON array, or the grammar) — then {@code suffix}, then the end of the sequence.
+ * The frontend builds it from {@code response_format}, vLLM's {@code structured_outputs} or a
+ * forced tool call; the engine compiles it into a grammar and masks every token that would leave
+ * it. {@code resumeTokens}: the last that many prompt tokens are output already generated under
+ * this constraint (a stream moved to another worker mid-way); the engine's matcher starts after
+ * them. Immutable.
  */
-public record StructuredOutput(String jsonSchema, String prefix, String suffix, int resumeTokens) {
+public record StructuredOutput(Kind kind, String spec, String prefix, String suffix, int resumeTokens) {
+  /** What {@code spec} is. */
+  public enum Kind { JSON_SCHEMA, REGEX, CHOICE, GRAMMAR }
+
   /** {@code response_format: json_object}: any JSON object. */
   public static final StructuredOutput JSON_OBJECT = new StructuredOutput("{\"type\":\"object\"}", "", "");
 
+  /** A JSON value valid under the schema {@code jsonSchema}, between {@code prefix} and {@code suffix}. */
   public StructuredOutput(String jsonSchema, String prefix, String suffix) {
-    this(jsonSchema, prefix, suffix, 0);
+    this(Kind.JSON_SCHEMA, jsonSchema, prefix, suffix, 0);
   }
 
   public StructuredOutput {
-    Objects.requireNonNull(jsonSchema, "jsonSchema");
+    Objects.requireNonNull(kind, "kind");
+    Objects.requireNonNull(spec, "spec");
     Objects.requireNonNull(prefix, "prefix");
     Objects.requireNonNull(suffix, "suffix");
     if (resumeTokens < 0) {
@@ -29,15 +37,30 @@ public record StructuredOutput(String jsonSchema, String prefix, String suffix, 
 
   /** The same constraint, resumed after {@code tokens} output tokens already generated. */
   public StructuredOutput resumedAfter(int tokens) {
-    return new StructuredOutput(jsonSchema, prefix, suffix, tokens);
+    return new StructuredOutput(kind, spec, prefix, suffix, tokens);
   }
 
   /** The constraint itself, without where it resumes (what a compiled grammar is cached by). */
   public StructuredOutput fromTheStart() {
-    return resumeTokens == 0 ? this : new StructuredOutput(jsonSchema, prefix, suffix, 0);
+    return resumeTokens == 0 ? this : new StructuredOutput(kind, spec, prefix, suffix, 0);
   }
 
   public static StructuredOutput jsonSchema(String schema) {
     return new StructuredOutput(schema, "", "");
+  }
+
+  /** Text that the regular expression {@code regex} matches as a whole. */
+  public static StructuredOutput regex(String regex) {
+    return new StructuredOutput(Kind.REGEX, regex, "", "", 0);
+  }
+
+  /** Exactly one of the strings in {@code jsonArray} (a JSON array of strings). */
+  public static StructuredOutput choice(String jsonArray) {
+    return new StructuredOutput(Kind.CHOICE, jsonArray, "", "", 0);
+  }
+
+  /** Text that the EBNF grammar {@code ebnf} derives from its rule {@code root}. */
+  public static StructuredOutput grammar(String ebnf) {
+    return new StructuredOutput(Kind.GRAMMAR, ebnf, "", "", 0);
   }
 }

@@ -7,6 +7,7 @@ import static org.junit.jupiter.api.Assertions.assertTrue;
 
 import com.openai.client.OpenAIClient;
 import com.openai.client.okhttp.OpenAIOkHttpClient;
+import com.openai.core.JsonValue;
 import com.openai.helpers.ChatCompletionAccumulator;
 import com.openai.models.chat.completions.ChatCompletion;
 import com.openai.models.chat.completions.ChatCompletionCreateParams;
@@ -33,6 +34,7 @@ import dev.langchain4j.service.AiServices;
 import dev.langchain4j.service.Result;
 import java.nio.file.Path;
 import java.util.List;
+import java.util.Map;
 import java.util.concurrent.CompletableFuture;
 import java.util.concurrent.CopyOnWriteArrayList;
 import java.util.concurrent.TimeUnit;
@@ -151,6 +153,42 @@ class AgentClientsTest {
     Person p = r.choices().getFirst().message().content().orElseThrow();
     assertNotNull(p.name);
     assertNotNull(p.hobbies);
+  }
+
+  @Test
+  void openAiSdkWithVllmStructuredOutputsInItsExtraBody() {
+    // As a vLLM user writes it: extra_body={"structured_outputs": {...}}, or the older guided_* fields.
+    ChatCompletion label = openai.chat().completions().create(ChatCompletionCreateParams.builder()
+        .model("tiny").addUserMessage("Classify: Tandem is wonderful!").maxCompletionTokens(20).temperature(1.0).seed(3)
+        .putAdditionalBodyProperty("structured_outputs", JsonValue.from(Map.of("choice", List.of("positive", "negative", "neutral"))))
+        .build());
+    assertTrue(List.of("positive", "negative", "neutral").contains(label.choices().getFirst().message().content().orElseThrow()));
+
+    ChatCompletionAccumulator acc = ChatCompletionAccumulator.create();
+    try (var stream = openai.chat().completions().createStreaming(ChatCompletionCreateParams.builder()
+        .model("tiny").addUserMessage("A date, please.").maxCompletionTokens(40).temperature(1.0).seed(4)
+        .putAdditionalBodyProperty("guided_regex", JsonValue.from("\\d{4}-(0[1-9]|1[0-2])-[0-2]\\d"))
+        .build())) {
+      stream.stream().forEach(acc::accumulate);
+    }
+    String date = acc.chatCompletion().choices().getFirst().message().content().orElseThrow();
+    assertTrue(date.matches("\\d{4}-(0[1-9]|1[0-2])-[0-2]\\d"), date);
+
+    String grammar = "root ::= \"SELECT \" col (\", \" col)* \" FROM \" table\ncol ::= \"id\" | \"name\" | \"email\"\n"
+        + "table ::= \"users\" | \"orders\"";
+    ChatCompletion sql = openai.chat().completions().create(ChatCompletionCreateParams.builder()
+        .model("tiny").addUserMessage("Write SQL.").maxCompletionTokens(60).temperature(0.0)
+        .putAdditionalBodyProperty("structured_outputs", JsonValue.from(Map.of("grammar", grammar)))
+        .build());
+    String query = sql.choices().getFirst().message().content().orElseThrow();
+    assertTrue(query.matches("SELECT (id|name|email)(, (id|name|email))* FROM (users|orders)"), query);
+
+    var bad = org.junit.jupiter.api.Assertions.assertThrows(com.openai.errors.BadRequestException.class,
+        () -> openai.chat().completions().create(ChatCompletionCreateParams.builder()
+            .model("tiny").addUserMessage("x").maxCompletionTokens(8)
+            .putAdditionalBodyProperty("structured_outputs", JsonValue.from(Map.of("grammar", "root ::= expr\nexpr ::= expr \"+\" \"1\" | \"1\"")))
+            .build()));
+    assertTrue(bad.getMessage().contains("the rule 'expr' is left-recursive"), bad.getMessage());
   }
 
   /** A LangChain4j agent's tool, counting its calls. */

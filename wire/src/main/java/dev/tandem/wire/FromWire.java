@@ -50,13 +50,23 @@ public final class FromWire {
             : null;
     dev.tandem.common.StructuredOutput constraint =
         r.hasStructuredOutput()
-            ? new dev.tandem.common.StructuredOutput(
-                r.getStructuredOutput().getJsonSchema(), r.getStructuredOutput().getPrefix(), r.getStructuredOutput().getSuffix(),
+            ? new dev.tandem.common.StructuredOutput(structuredOutputKind(r.getStructuredOutput().getKind()),
+                r.getStructuredOutput().getSpec(), r.getStructuredOutput().getPrefix(), r.getStructuredOutput().getSuffix(),
                 r.getStructuredOutput().getResumeTokens())
             : null;
     return new GenerationRequest(
         r.getRequestId().isEmpty() ? idIfEmpty : r.getRequestId(), tokens(r), sampling(r.getSampling()), stop(r.getStop()), remote,
         constraint, r.getLoraName());
+  }
+
+  private static dev.tandem.common.StructuredOutput.Kind structuredOutputKind(dev.tandem.proto.worker.v1.StructuredOutput.Kind k) {
+    return switch (k) {
+      case JSON_SCHEMA -> dev.tandem.common.StructuredOutput.Kind.JSON_SCHEMA;
+      case REGEX -> dev.tandem.common.StructuredOutput.Kind.REGEX;
+      case CHOICE -> dev.tandem.common.StructuredOutput.Kind.CHOICE;
+      case GRAMMAR -> dev.tandem.common.StructuredOutput.Kind.GRAMMAR;
+      case UNRECOGNIZED -> throw new IllegalArgumentException("structured output: unknown kind " + k.getNumber() + " (a newer sender?)");
+    };
   }
 
   public static SamplingParams sampling(dev.tandem.proto.worker.v1.SamplingParams s) {

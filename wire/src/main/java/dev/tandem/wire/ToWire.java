@@ -50,7 +50,8 @@ public final class ToWire {
     if (r.structuredOutput() != null) {
       b.setStructuredOutput(
           dev.tandem.proto.worker.v1.StructuredOutput.newBuilder()
-              .setJsonSchema(r.structuredOutput().jsonSchema())
+              .setKind(dev.tandem.proto.worker.v1.StructuredOutput.Kind.valueOf(r.structuredOutput().kind().name()))
+              .setSpec(r.structuredOutput().spec())
               .setPrefix(r.structuredOutput().prefix())
               .setSuffix(r.structuredOutput().suffix())
               .setResumeTokens(r.structuredOutput().resumeTokens()));

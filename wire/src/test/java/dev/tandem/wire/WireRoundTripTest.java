@@ -36,7 +36,8 @@ class WireRoundTripTest {
     var request =
         new GenerationRequest("r1", new int[] {1, 2, 3}, sampling, new StopConditions(9, new int[] {7}, true),
             new RemotePrefillTarget("127.0.0.1:9", new WorkerId("p0"), 250, "tcp"),
-            new dev.tandem.common.StructuredOutput("{\"type\":\"integer\"}", "<tool_call>\n", "\n</tool_call>", 2));
+            new dev.tandem.common.StructuredOutput(dev.tandem.common.StructuredOutput.Kind.JSON_SCHEMA, "{\"type\":\"integer\"}",
+                "<tool_call>\n", "\n</tool_call>", 2));
     GenerationRequest back = FromWire.request(ToWire.request(request), "unused");
     assertEquals("r1", back.requestId());
     assertArrayEquals(new int[] {1, 2, 3}, back.promptTokens());
@@ -47,6 +48,10 @@ class WireRoundTripTest {
     assertEquals(request.remotePrefill(), back.remotePrefill());
     assertEquals(request.structuredOutput(), back.structuredOutput());
     assertEquals(null, FromWire.request(ToWire.request(request.withStructuredOutput(null)), "x").structuredOutput());
+    for (var c : List.of(dev.tandem.common.StructuredOutput.regex("[a-z]+"), dev.tandem.common.StructuredOutput.choice("[\"a\",\"b\"]"),
+        dev.tandem.common.StructuredOutput.grammar("root ::= \"x\"").resumedAfter(1))) {
+      assertEquals(c, FromWire.request(ToWire.request(request.withStructuredOutput(c)), "x").structuredOutput(), "each kind survives");
+    }
     assertEquals(null, back.loraName(), "the base model");
     assertEquals("sql", FromWire.request(ToWire.request(request.withLora("sql")), "x").loraName());
   }

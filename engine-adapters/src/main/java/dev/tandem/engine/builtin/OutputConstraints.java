@@ -5,7 +5,7 @@ import dev.tandem.engine.EngineRequest;
 import dev.tandem.engine.grammar.Grammar;
 import dev.tandem.engine.grammar.GrammarException;
 import dev.tandem.engine.grammar.GrammarState;
-import dev.tandem.engine.grammar.JsonSchemaGrammar;
+import dev.tandem.engine.grammar.OutputGrammars;
 import dev.tandem.engine.grammar.TokenMasker;
 import dev.tandem.engine.grammar.TokenVocabulary;
 import java.io.IOException;
@@ -72,7 +72,7 @@ final class OutputConstraints {
     Grammar g = grammars.get(key);
     if (g == null) {
       try {
-        g = JsonSchemaGrammar.compile(c.prefix(), c.jsonSchema(), c.suffix());
+        g = OutputGrammars.compile(key);
       } catch (GrammarException e) {
         throw new IllegalArgumentException("structured output: " + e.getMessage(), e);
       }

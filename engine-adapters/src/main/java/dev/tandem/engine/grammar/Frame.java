@@ -18,6 +18,8 @@ final class Frame {
   final Frame parent;
   final int depth;
   private final int hash;
+  /** 0: not known yet; 1: the rest of the parse after this frame fits the depth bound; 2: it does not. */
+  byte restFits;
 
   Frame(GrammarNode node, int pos, int aux, Object data, Frame parent) {
     this.node = node;

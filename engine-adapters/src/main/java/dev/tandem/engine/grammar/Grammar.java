@@ -21,26 +21,69 @@ import java.util.List;
  * <p>Immutable and thread-safe once built.
  */
 public final class Grammar {
-  /** Deepest chain of open nodes a state may have (bounds nesting and recursion). */
+  /**
+   * Deepest chain of open nodes a state may have (bounds nesting and recursion). A state is kept
+   * only while some way to the end of the output fits within it ({@link #fits}): otherwise an
+   * output nested that deep could not be finished, and the masker would find no token.
+   */
   static final int MAX_DEPTH = 256;
   private static final int INF = 1 << 24;
   private static final int ITEM = 0;
   private static final int SEPARATOR = 1;
 
+  /**
+   * Most states a text grammar's matcher keeps (see {@link #ofText}): an ambiguous grammar can
+   * otherwise double them with each byte.
+   */
+  static final int MAX_TEXT_STATES = 256;
+
   private final GrammarNode root;
   private final List<Frame> start;
   private final String description;
+  private final int maxStates;
+  /** Whether a sequence's last item is entered in place of the sequence (text grammars; see {@link #seqFrame}). */
+  private final boolean tailCalls;
+  /** Frames no deeper than this fit whatever follows them (the deepest any node needs is below it). */
+  private final int safeDepth;
 
   Grammar(GrammarNode root, String description) {
+    this(root, description, Integer.MAX_VALUE);
+  }
+
+  private Grammar(GrammarNode root, String description, int maxStates) {
     this.root = root;
     this.description = description;
-    computeMinLengths(root);
+    this.maxStates = maxStates;
+    this.tailCalls = maxStates != Integer.MAX_VALUE;
+    List<GrammarNode> all = computeMinLengths(root);
     if (root.minLen >= INF) {
-      throw new GrammarException("", "the schema admits no finite value (it recurses without end)");
+      throw new GrammarException("", maxStates == Integer.MAX_VALUE ? "the schema admits no finite value (it recurses without end)"
+          : "the grammar admits no finite output (it recurses without end)");
     }
-    List<Frame> s = new ArrayList<>();
+    int deepestNeed = computeDepthNeeds(all, tailCalls);
+    this.safeDepth = MAX_DEPTH - deepestNeed;
+    if (root.depthNeed > MAX_DEPTH) {
+      throw new GrammarException("", "the " + (maxStates == Integer.MAX_VALUE ? "schema" : "grammar") + " nests more than "
+          + MAX_DEPTH + " levels before any output can end");
+    }
+    if (maxStates != Integer.MAX_VALUE) {
+      refuseLeftRecursion(all);
+    }
+    Closure s = new Closure();
     enter(root, null, s, 0);
-    this.start = List.copyOf(s);
+    this.start = List.copyOf(bounded(s));
+  }
+
+  /**
+   * A grammar over the output's plain text (a regular expression, a list of choices, an EBNF
+   * grammar), written by users rather than derived from a schema: a rule that can reach itself
+   * before matching a byte is refused (a GrammarException naming it), and the matcher keeps at
+   * most {@value #MAX_TEXT_STATES} states. Dropping states past that is safe: each one kept is a
+   * way to a valid end, so the output still matches the grammar; only some of its other parses of
+   * an ambiguous prefix are no longer followed.
+   */
+  static Grammar ofText(GrammarNode root, String description) {
+    return new Grammar(root, description, MAX_TEXT_STATES);
   }
 
   /** A matcher at the start of the output. */
@@ -78,7 +121,13 @@ public final class Grammar {
             return;
           }
         }
-        out.append('a');
+        for (int c = 1; c < 0x80 && chr.raw; c++) {
+          if (chr.has(c)) {
+            out.append((char) c);
+            return;
+          }
+        }
+        out.append(chr.raw ? "é" : "a");
       }
       case Num num -> out.append('0');
       case Seq seq -> {
@@ -116,14 +165,27 @@ public final class Grammar {
 
   /** The states after byte {@code b} (0..255) from each of {@code states}; empty if none survives. */
   List<Frame> step(List<Frame> states, int b) {
-    List<Frame> out = new ArrayList<>(2);
+    Closure out = new Closure();
     for (Frame f : states) {
       stepFrame(f, b, out);
     }
-    return out;
+    return bounded(out);
   }
 
-  private void stepFrame(Frame f, int b, List<Frame> out) {
+  private List<Frame> bounded(List<Frame> states) {
+    for (Frame f : states) {
+      if (f.depth > safeDepth) {
+        states.removeIf(s -> !fits(s, tailCalls));
+        break;
+      }
+    }
+    if (states.size() > maxStates) {
+      states.subList(maxStates, states.size()).clear();
+    }
+    return states;
+  }
+
+  private void stepFrame(Frame f, int b, Closure out) {
     switch (f.node) {
       case null -> { } // complete: nothing follows
       case Lit lit -> {
@@ -157,7 +219,7 @@ public final class Grammar {
 
   // Str aux: 0 before the opening quote, 1 in the body, 2 after a backslash, 3..7 in a \\u escape,
   // 10 and up inside a multi-byte UTF-8 character (see Utf8).
-  private void stepString(Str str, Frame f, int b, List<Frame> out) {
+  private void stepString(Str str, Frame f, int b, Closure out) {
     boolean room = !str.counted || f.pos < str.maxChars;
     int pos = f.pos;
     switch (f.aux) {
@@ -224,13 +286,24 @@ public final class Grammar {
     }
   }
 
-  private static void charDone(Str str, Frame f, List<Frame> out) {
+  private static void charDone(Str str, Frame f, Closure out) {
     add(out, new Frame(str, str.counted ? f.pos + 1 : 0, 1, null, f.parent));
   }
 
   // Chr aux: 0 at the start, 1 after a backslash, 10 and up inside a UTF-8 character.
-  private void stepChar(Chr chr, Frame f, int b, List<Frame> out) {
-    if (f.aux == 0) {
+  private void stepChar(Chr chr, Frame f, int b, Closure out) {
+    if (f.aux == 0 && chr.raw) {
+      if (b < 0x80) {
+        if (chr.has(b)) {
+          complete(f.parent, out, 0);
+        }
+      } else if (chr.nonAscii) {
+        int aux = Utf8.lead(b);
+        if (aux > 0) {
+          add(out, new Frame(chr, 0, aux, null, f.parent));
+        }
+      }
+    } else if (f.aux == 0) {
       if (b >= 0x20 && b < 0x7f && b != '"' && b != '\\') {
         if (chr.has(b)) {
           complete(f.parent, out, 0);
@@ -274,9 +347,12 @@ public final class Grammar {
     return (b >= '0' && b <= '9') || (b >= 'a' && b <= 'f') || (b >= 'A' && b <= 'F');
   }
 
-  private void enter(GrammarNode node, Frame parent, List<Frame> out, int hops) {
+  private void enter(GrammarNode node, Frame parent, Closure out, int hops) {
     if ((parent != null && parent.depth >= MAX_DEPTH) || hops > 4 * MAX_DEPTH) {
       return; // too deep: this way is not taken
+    }
+    if (tailCalls && !out.firstEnter(node, parent)) {
+      return; // entered from here already in this step: the same ways follow
     }
     switch (node) {
       case Lit lit -> {
@@ -294,7 +370,7 @@ public final class Grammar {
         if (seq.items.length == 0) {
           complete(parent, out, hops + 1);
         } else {
-          enter(seq.items[0], new Frame(seq, 0, 0, null, parent), out, hops + 1);
+          enter(seq.items[0], seqFrame(seq, 0, parent), out, hops + 1);
         }
       }
       case Alt alt -> {
@@ -303,11 +379,11 @@ public final class Grammar {
         }
       }
       case Rep rep -> {
-        if (rep.min == 0) {
+        if (minItems(rep) == 0) {
           complete(parent, out, hops + 1);
         }
         if (rep.max > 0) {
-          enter(rep.item, new Frame(rep, 0, ITEM, null, parent), out, hops + 1);
+          enter(rep.item, iteration(rep, 0, parent, out), out, hops + 1);
         }
       }
       case Ref ref -> enter(ref.target, parent, out, hops + 1);
@@ -315,7 +391,7 @@ public final class Grammar {
   }
 
   /** The child of {@code parent} is complete: continue after it. */
-  private void complete(Frame parent, List<Frame> out, int hops) {
+  private void complete(Frame parent, Closure out, int hops) {
     if (parent == null) {
       add(out, Frame.ACCEPT);
       return;
@@ -324,7 +400,7 @@ public final class Grammar {
       case Seq seq -> {
         int next = parent.pos + 1;
         if (next < seq.items.length) {
-          enter(seq.items[next], new Frame(seq, next, 0, null, parent.parent), out, hops + 1);
+          enter(seq.items[next], seqFrame(seq, next, parent.parent), out, hops + 1);
         } else {
           complete(parent.parent, out, hops + 1);
         }
@@ -332,27 +408,95 @@ public final class Grammar {
       case Rep rep -> {
         if (parent.aux == ITEM) {
           int done = parent.pos + 1;
-          if (done >= rep.min) {
+          if (done >= minItems(rep)) {
             complete(parent.parent, out, hops + 1);
           }
-          if (done < rep.max) {
+          // An item begun in this step has matched nothing: going round again would add no text.
+          if (done < rep.max && !out.begunInThisStep(parent)) {
             // Past min with no max, the exact count no longer matters: keep states equal.
-            int count = rep.max == Integer.MAX_VALUE ? Math.min(done, rep.min) : done;
+            int count = rep.max == Integer.MAX_VALUE ? Math.min(done, minItems(rep)) : done;
             if (rep.separator != null) {
               enter(rep.separator, new Frame(rep, count, SEPARATOR, null, parent.parent), out, hops + 1);
             } else {
-              enter(rep.item, new Frame(rep, count, ITEM, null, parent.parent), out, hops + 1);
+              enter(rep.item, iteration(rep, count, parent.parent, out), out, hops + 1);
             }
           }
         } else {
-          enter(rep.item, new Frame(rep, parent.pos, ITEM, null, parent.parent), out, hops + 1);
+          enter(rep.item, iteration(rep, parent.pos, parent.parent, out), out, hops + 1);
         }
       }
       default -> throw new IllegalStateException("not a composite: " + parent.node);
     }
   }
 
-  private static void add(List<Frame> out, Frame f) {
+  /**
+   * The fewest items the matcher requires of {@code rep}: none where an item (and a separator)
+   * can match nothing — the same text either way, and counting them would tell apart states that
+   * are the same (nested, {@code ""++…} doubles them at each level).
+   */
+  private static int minItems(Rep rep) {
+    return rep.item.minLen == 0 && (rep.separator == null || rep.separator.minLen == 0) ? 0 : rep.min;
+  }
+
+  /**
+   * The frame that continues {@code seq} after its item {@code i}. In a text grammar, for the last
+   * item, the sequence's own parent (nothing of it is left), so that right recursion — a rule that
+   * ends by naming itself, a list of choices sharing prefixes — does not deepen the state. (Schema
+   * grammars keep the frame: their token masks, cached per frame, were measured 3–10× slower at
+   * the p99 without it, and their recursion is bounded by brackets.)
+   */
+  private Frame seqFrame(Seq seq, int i, Frame parent) {
+    return tailCalls && i == seq.items.length - 1 ? parent : new Frame(seq, i, 0, null, parent);
+  }
+
+  /**
+   * The frame for item {@code count} of {@code rep}; where the item can match nothing (and so can
+   * the separator), noted in {@code out} as begun in this step.
+   */
+  private static Frame iteration(Rep rep, int count, Frame parent, Closure out) {
+    Frame f = new Frame(rep, count, ITEM, null, parent);
+    if (minItems(rep) == 0 && rep.item.minLen == 0) {
+      out.begin(f);
+    }
+    return f;
+  }
+
+  /**
+   * The states one step reaches. A repetition whose item can match nothing could go round without
+   * consuming a byte: an item begun in this step that completes in it matched nothing, and does
+   * not go round again ({@link #begunInThisStep}); otherwise alternatives inside the item would
+   * branch at every turn (2^n ways through {@code (a?|b?)*}). In a text grammar, written by users,
+   * every node is also entered at most once per step from the same place ({@link #firstEnter}).
+   */
+  private static final class Closure extends ArrayList<Frame> {
+    private static final int ENTERED = -1; // the aux of a key for firstEnter, no frame's
+    private java.util.HashSet<Frame> entered;
+    private java.util.Set<Frame> begun;
+
+    Closure() {
+      super(2);
+    }
+
+    void begin(Frame iteration) {
+      if (begun == null) {
+        begun = java.util.Collections.newSetFromMap(new IdentityHashMap<>());
+      }
+      begun.add(iteration);
+    }
+
+    boolean begunInThisStep(Frame iteration) {
+      return begun != null && begun.contains(iteration);
+    }
+
+    boolean firstEnter(GrammarNode node, Frame parent) {
+      if (entered == null) {
+        entered = new java.util.HashSet<>();
+      }
+      return entered.add(new Frame(node, 0, ENTERED, null, parent));
+    }
+  }
+
+  private static void add(Closure out, Frame f) {
     for (int i = 0; i < out.size(); i++) {
       if (out.get(i).equals(f)) {
         return;
@@ -427,7 +571,8 @@ public final class Grammar {
 
   // ---- minimum lengths, to a fixed point (recursive schemas) ----
 
-  private static void computeMinLengths(GrammarNode root) {
+  /** Fills in every node's {@code minLen}; returns all nodes. */
+  private static List<GrammarNode> computeMinLengths(GrammarNode root) {
     List<GrammarNode> all = new ArrayList<>();
     collect(root, new IdentityHashMap<>(), all);
     for (GrammarNode n : all) {
@@ -452,6 +597,184 @@ public final class Grammar {
         }
       }
     }
+    return all;
+  }
+
+  // ---- depth: what the rest of a parse needs, to a fixed point ----
+
+  /**
+   * Fills in every node's {@code depthNeed}: over the ways through it, the fewest levels of
+   * frames opened below its parent at the deepest point (what {@link #enter} checks against
+   * {@link #MAX_DEPTH}). With {@code tailCalls}, a sequence's last item replaces the sequence
+   * (see {@link #seqFrame}). Returns the largest finite need.
+   */
+  private static int computeDepthNeeds(List<GrammarNode> all, boolean tailCalls) {
+    for (GrammarNode n : all) {
+      n.depthNeed = INF;
+    }
+    boolean changed = true;
+    while (changed) {
+      changed = false;
+      for (GrammarNode n : all) {
+        int v = depthNeed(n, tailCalls);
+        if (v < n.depthNeed) {
+          n.depthNeed = v;
+          changed = true;
+        }
+      }
+    }
+    int deepest = 0;
+    for (GrammarNode n : all) {
+      if (n.depthNeed < INF) {
+        deepest = Math.max(deepest, n.depthNeed);
+      }
+    }
+    return deepest;
+  }
+
+  private static int depthNeed(GrammarNode n, boolean tailCalls) {
+    return switch (n) {
+      case Seq seq -> {
+        int k = seq.items.length;
+        if (k == 0) {
+          yield 1;
+        }
+        int need = tailCalls ? seq.items[k - 1].depthNeed : plusOne(seq.items[k - 1].depthNeed);
+        for (int i = 0; i < k - 1; i++) {
+          need = Math.max(need, plusOne(seq.items[i].depthNeed));
+        }
+        yield Math.max(1, need);
+      }
+      case Alt alt -> {
+        int best = INF;
+        for (GrammarNode a : alt.alts) {
+          best = Math.min(best, a.depthNeed);
+        }
+        yield best;
+      }
+      case Rep rep -> minItems(rep) == 0 ? 1
+          : Math.max(plusOne(rep.item.depthNeed), rep.separator != null && minItems(rep) > 1 ? plusOne(rep.separator.depthNeed) : 1);
+      case Ref ref -> Math.max(1, ref.target.depthNeed);
+      default -> 1; // a terminal: its own frame
+    };
+  }
+
+  private static int plusOne(int need) {
+    return need >= INF ? INF : need + 1;
+  }
+
+  /**
+   * Whether the parse that {@code f} stands for can still reach the end within {@link #MAX_DEPTH}:
+   * each node its ancestors must still enter, entered where they would enter it, has room for its
+   * {@code depthNeed}. Cached on each frame (frames are immutable; a race computes the same).
+   */
+  private static boolean fits(Frame f, boolean tailCalls) {
+    if (f.node == null) {
+      return true;
+    }
+    if (f.restFits == 0) {
+      f.restFits = (byte) (restFits(f, tailCalls) && (f.parent == null || fits(f.parent, tailCalls)) ? 1 : 2);
+    }
+    return f.restFits == 1;
+  }
+
+  /** Room for what {@code a}'s own node still has to enter after its current child (not its ancestors'). */
+  private static boolean restFits(Frame a, boolean tailCalls) {
+    int parentDepth = a.depth - 1;
+    return switch (a.node) {
+      case Seq seq -> {
+        int k = seq.items.length;
+        int last = tailCalls ? k - 1 : k; // the last item, entered from the parent instead
+        for (int i = a.pos + 1; i < last; i++) {
+          if (a.depth + seq.items[i].depthNeed > MAX_DEPTH) {
+            yield false;
+          }
+        }
+        yield !tailCalls || a.pos + 1 >= k || parentDepth + seq.items[k - 1].depthNeed <= MAX_DEPTH;
+      }
+      case Rep rep -> {
+        int items = Math.max(0, minItems(rep) - a.pos - (a.aux == ITEM ? 1 : 0));
+        boolean item = a.aux == SEPARATOR || items > 0;
+        boolean separator = rep.separator != null && items > (a.aux == SEPARATOR ? 1 : 0);
+        yield (!item || a.depth + rep.item.depthNeed <= MAX_DEPTH)
+            && (!separator || a.depth + rep.separator.depthNeed <= MAX_DEPTH);
+      }
+      default -> true; // a terminal: the bytes it still takes open nothing
+    };
+  }
+
+  // ---- left recursion (text grammars) ----
+
+  /**
+   * Throws if a {@link Ref} can reach itself before any byte is matched (the matcher would only
+   * unfold it to its depth limit). Edges between Refs are found once each, then the graph of Refs
+   * is searched for a cycle.
+   */
+  private static void refuseLeftRecursion(List<GrammarNode> all) {
+    IdentityHashMap<Ref, List<Ref>> edges = new IdentityHashMap<>();
+    for (GrammarNode n : all) {
+      if (n instanceof Ref ref) {
+        List<Ref> first = new ArrayList<>();
+        leftRefs(ref.target, first, new IdentityHashMap<>());
+        edges.put(ref, first);
+      }
+    }
+    IdentityHashMap<Ref, Boolean> done = new IdentityHashMap<>(); // false: on the current path
+    for (Ref r : edges.keySet()) {
+      Ref cycle = findCycle(r, edges, done);
+      if (cycle != null) {
+        throw new GrammarException("", "the rule '" + cycle.name + "' is left-recursive (it can reach itself before"
+            + " matching any text); write the repetition with * or + instead");
+      }
+    }
+  }
+
+  /** The Refs that {@code n} can enter before matching a byte (stops at each Ref). */
+  private static void leftRefs(GrammarNode n, List<Ref> out, IdentityHashMap<GrammarNode, Boolean> seen) {
+    if (seen.put(n, Boolean.TRUE) != null) {
+      return;
+    }
+    switch (n) {
+      case Ref ref -> out.add(ref);
+      case Seq seq -> {
+        for (GrammarNode i : seq.items) {
+          leftRefs(i, out, seen);
+          if (i.minLen > 0) {
+            return;
+          }
+        }
+      }
+      case Alt alt -> {
+        for (GrammarNode a : alt.alts) {
+          leftRefs(a, out, seen);
+        }
+      }
+      case Rep rep -> {
+        if (rep.max > 0) {
+          leftRefs(rep.item, out, seen);
+          if (rep.item.minLen == 0 && rep.separator != null) {
+            leftRefs(rep.separator, out, seen);
+          }
+        }
+      }
+      default -> { }
+    }
+  }
+
+  private static Ref findCycle(Ref r, IdentityHashMap<Ref, List<Ref>> edges, IdentityHashMap<Ref, Boolean> done) {
+    Boolean state = done.get(r);
+    if (state != null) {
+      return state ? null : r;
+    }
+    done.put(r, Boolean.FALSE);
+    for (Ref next : edges.get(r)) {
+      Ref cycle = findCycle(next, edges, done);
+      if (cycle != null) {
+        return cycle;
+      }
+    }
+    done.put(r, Boolean.TRUE);
+    return null;
   }
 
   private static int minLength(GrammarNode n) {

@@ -8,6 +8,7 @@ package dev.tandem.engine.grammar;
  */
 abstract sealed class GrammarNode {
   int minLen;
+  int depthNeed; // fewest levels of frames a way through the node opens (filled in by Grammar)
 
   /** A fixed byte string. */
   static final class Lit extends GrammarNode {
@@ -68,9 +69,18 @@ abstract sealed class GrammarNode {
     }
   }
 
-  /** Another node, filled in after it is built (recursive schemas). */
+  /** Another node, filled in after it is built (recursive schemas and grammar rules). */
   static final class Ref extends GrammarNode {
     GrammarNode target;
+    final String name; // what errors call it: a rule's name, or a schema's pointer
+
+    Ref() {
+      this("");
+    }
+
+    Ref(String name) {
+      this.name = name;
+    }
   }
 
   /**
@@ -91,24 +101,31 @@ abstract sealed class GrammarNode {
   }
 
   /**
-   * One character inside a JSON string, as a pattern atom: an ASCII character of {@code ascii}
-   * (written raw, or escaped where JSON needs it), or any non-ASCII character when {@code
-   * nonAscii}.
+   * One character, as a pattern atom: an ASCII character of {@code ascii}, or any non-ASCII
+   * character (as UTF-8) when {@code nonAscii}. Inside a JSON string (not {@code raw}) a character
+   * is written raw or escaped where JSON needs it; in plain text ({@code raw}: a regular expression
+   * or grammar over the whole output) always as itself.
    */
   static final class Chr extends GrammarNode {
     final long[] ascii; // 2 words: bits 0..127
     final boolean nonAscii;
+    final boolean raw;
 
     final boolean escapable; // some member is written as an escape (\", \n, …)
 
     Chr(long[] ascii, boolean nonAscii) {
+      this(ascii, nonAscii, false);
+    }
+
+    Chr(long[] ascii, boolean nonAscii, boolean raw) {
       this.ascii = ascii;
       this.nonAscii = nonAscii;
+      this.raw = raw;
       boolean e = false;
       for (char c : "\"\\/\n\t\r\b\f".toCharArray()) {
         e |= has(c);
       }
-      this.escapable = e;
+      this.escapable = e && !raw;
     }
 
     boolean has(int c) {

@@ -2,14 +2,18 @@ package dev.tandem.engine.grammar;
 
 import dev.tandem.engine.grammar.GrammarNode.Alt;
 import dev.tandem.engine.grammar.GrammarNode.Chr;
+import dev.tandem.engine.grammar.GrammarNode.Lit;
 import dev.tandem.engine.grammar.GrammarNode.Rep;
 import dev.tandem.engine.grammar.GrammarNode.Seq;
+import java.nio.charset.StandardCharsets;
 import java.util.ArrayList;
 import java.util.List;
 
 /**
  * The characters of a JSON string matching a regular expression (JSON schema's {@code pattern},
- * ECMA-262 semantics: unanchored unless it starts with {@code ^} / ends with {@code $}).
+ * ECMA-262 semantics: unanchored unless it starts with {@code ^} / ends with {@code $}), or — as
+ * {@link #compileText} — plain text that a regular expression matches whole (vLLM's {@code
+ * structured_outputs.regex}; there non-ASCII literals are allowed too).
  *
  * <p>Supported: literals, {@code .}, classes {@code [a-z_]} and {@code [^…]}, {@code \d \w \s}
  * and their negations, escaped metacharacters, groups {@code (…)} and {@code (?:…)}, {@code |},
@@ -23,11 +27,33 @@ final class PatternGrammar {
   private static final int MAX_REPEAT = 1000;
   private final String pattern;
   private final String path;
+  private final boolean raw;
   private int at;
 
-  private PatternGrammar(String pattern, String path) {
+  private PatternGrammar(String pattern, String path, boolean raw) {
     this.pattern = pattern;
     this.path = path;
+    this.raw = raw;
+  }
+
+  /**
+   * Plain text (not a JSON string's escaped body) that {@code pattern} matches as a whole: the
+   * output is the match, so {@code ^} and {@code $} at its ends change nothing.
+   */
+  static GrammarNode compileText(String pattern, String path) {
+    String p = pattern;
+    if (p.startsWith("^")) {
+      p = p.substring(1);
+    }
+    if (p.endsWith("$") && !p.endsWith("\\$")) {
+      p = p.substring(0, p.length() - 1);
+    }
+    PatternGrammar g = new PatternGrammar(p, path, true);
+    GrammarNode body = g.alternation();
+    if (g.at < p.length()) {
+      throw g.error("unexpected '" + p.charAt(g.at) + "'");
+    }
+    return body;
   }
 
   static GrammarNode compile(String pattern, String path) {
@@ -40,12 +66,12 @@ final class PatternGrammar {
     if (anchoredEnd) {
       p = p.substring(0, p.length() - 1);
     }
-    PatternGrammar g = new PatternGrammar(p, path);
+    PatternGrammar g = new PatternGrammar(p, path, false);
     GrammarNode body = g.alternation();
     if (g.at < p.length()) {
       throw g.error("unexpected '" + p.charAt(g.at) + "'");
     }
-    GrammarNode anything = new Rep(dot(), null, 0, Integer.MAX_VALUE);
+    GrammarNode anything = new Rep(g.dot(), null, 0, Integer.MAX_VALUE);
     List<GrammarNode> parts = new ArrayList<>();
     if (!anchoredStart) {
       parts.add(anything);
@@ -157,6 +183,11 @@ final class PatternGrammar {
       case '^', '$' -> throw error("anchors are supported only at the start and end of the pattern");
       case '*', '+', '?', '{', ')' -> throw error("nothing to repeat before '" + c + "'");
       default -> {
+        if (c >= 128 && raw) {
+          int cp = pattern.codePointAt(at - 1);
+          at += Character.charCount(cp) - 1;
+          return new Lit(new String(Character.toChars(cp)).getBytes(StandardCharsets.UTF_8));
+        }
         if (c >= 128) {
           throw error("non-ASCII characters in patterns are not supported");
         }
@@ -174,13 +205,20 @@ final class PatternGrammar {
     switch (e) {
       case 'd', 'w', 's' -> {
         addShorthand(set, e);
-        return new Chr(set, false);
+        return new Chr(set, false, raw);
       }
       case 'D', 'W', 'S' -> {
         addShorthand(set, Character.toLowerCase(e));
-        return new Chr(complement(set), true);
+        return new Chr(complement(set), true, raw);
       }
       default -> {
+        if (e >= 128 && raw) {
+          at--;
+          return atom(); // an escaped non-ASCII character is itself
+        }
+        if (e >= 128) {
+          throw error("non-ASCII characters in patterns are not supported");
+        }
         int lit = literalEscape(e);
         return single((char) lit);
       }
@@ -220,6 +258,9 @@ final class PatternGrammar {
       first = false;
       int lo;
       if (c == '\\') {
+        if (at >= pattern.length()) {
+          throw error("unclosed '['");
+        }
         char e = pattern.charAt(at++);
         if ("dws".indexOf(e) >= 0) {
           addShorthand(set, e);
@@ -236,6 +277,9 @@ final class PatternGrammar {
       if (at + 1 < pattern.length() && pattern.charAt(at) == '-' && pattern.charAt(at + 1) != ']') {
         at++;
         char h = pattern.charAt(at++);
+        if (h == '\\' && at >= pattern.length()) {
+          throw error("unclosed '['");
+        }
         hi = h == '\\' ? literalEscape(pattern.charAt(at++)) : h;
         if (hi < lo) {
           throw error("range out of order");
@@ -248,7 +292,7 @@ final class PatternGrammar {
         set[x >>> 6] |= 1L << x;
       }
     }
-    return negated ? new Chr(complement(set), true) : new Chr(set, false);
+    return negated ? new Chr(complement(set), true, raw) : new Chr(set, false, raw);
   }
 
   private static void addShorthand(long[] set, char e) {
@@ -268,20 +312,20 @@ final class PatternGrammar {
     return new long[] {~set[0] & ~1L, ~set[1]}; // never NUL
   }
 
-  private static GrammarNode single(char c) {
+  private GrammarNode single(char c) {
     long[] set = new long[2];
     set[c >>> 6] |= 1L << c;
-    return new Chr(set, false);
+    return new Chr(set, false, raw);
   }
 
-  private static GrammarNode dot() {
+  private GrammarNode dot() {
     long[] set = new long[2];
     for (int x = 1; x < 128; x++) {
       if (x != '\n') {
         set[x >>> 6] |= 1L << x;
       }
     }
-    return new Chr(set, true);
+    return new Chr(set, true, raw);
   }
 
   private GrammarException error(String what) {

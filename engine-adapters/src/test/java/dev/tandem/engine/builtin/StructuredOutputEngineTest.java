@@ -73,11 +73,54 @@ class StructuredOutputEngineTest {
       for (EngineRequest r : requests) {
         Output out = outputs.get(r.requestId());
         assertEquals(FinishReason.STOP, out.finish, () -> r.requestId() + " ended by its end token: " + out.text() + " " + out.tokens());
-        var errors = registry.getSchema(JSON.readTree(r.structuredOutput().jsonSchema()))
+        var errors = registry.getSchema(JSON.readTree(r.structuredOutput().spec()))
             .validate(JSON.readTree(out.text()), ctx -> ctx.executionConfig(c -> c.formatAssertionsEnabled(true)));
-        assertEquals(List.of(), errors, () -> r.structuredOutput().jsonSchema() + " → " + out.text());
+        assertEquals(List.of(), errors, () -> r.structuredOutput().spec() + " → " + out.text());
       }
     }
+  }
+
+  @Test
+  void aRegexAChoiceAndAGrammarConstrainARandomModelsWholeOutput() {
+    String grammar = """
+        root ::= item ("," item){0,3}
+        item ::= "(" [a-c]+ ")" | num
+        num  ::= [1-9] [0-9]{0,2}
+        """;
+    java.util.regex.Pattern sameAsGrammar = java.util.regex.Pattern.compile("(\\([a-c]+\\)|[1-9][0-9]{0,2})(,(\\([a-c]+\\)|[1-9][0-9]{0,2})){0,3}");
+    String regex = "[A-Z][a-z]{2,8} \\d{1,3}(\\.\\d)?%";
+    List<String> choices = List.of("positive", "negative", "neutral", "mixed feelings");
+    try (BuiltinEngine engine = engine()) {
+      List<EngineRequest> requests = new ArrayList<>();
+      for (int seed = 0; seed < 4; seed++) {
+        SamplingParams sampling = seed == 0 ? SamplingParams.greedy() : SamplingParams.DEFAULTS.withSeed(OptionalLong.of(seed));
+        requests.add(constrained("regex" + seed, StructuredOutput.regex(regex), sampling));
+        requests.add(constrained("choice" + seed, StructuredOutput.choice(
+            "[\"positive\",\"negative\",\"neutral\",\"mixed feelings\"]"), sampling));
+        requests.add(constrained("grammar" + seed, StructuredOutput.grammar(grammar), sampling));
+      }
+      for (EngineRequest r : requests) {
+        engine.add(r);
+      }
+      var outputs = run(engine);
+      for (EngineRequest r : requests) {
+        Output out = outputs.get(r.requestId());
+        assertEquals(FinishReason.STOP, out.finish, () -> r.requestId() + ": " + out.text());
+        String text = out.text();
+        switch (r.structuredOutput().kind()) {
+          case REGEX -> assertTrue(text.matches(regex), () -> r.requestId() + " → " + text);
+          case CHOICE -> assertTrue(choices.contains(text), () -> r.requestId() + " → " + text);
+          default -> assertTrue(sameAsGrammar.matcher(text).matches(), () -> r.requestId() + " → " + text);
+        }
+      }
+      var bad = assertThrows(IllegalArgumentException.class,
+          () -> engine.add(constrained("bad", StructuredOutput.grammar("root ::= root \"a\" | \"b\""), SamplingParams.greedy())));
+      assertTrue(bad.getMessage().contains("left-recursive"), bad.getMessage());
+    }
+  }
+
+  private static EngineRequest constrained(String id, StructuredOutput c, SamplingParams sampling) {
+    return new EngineRequest(id, new int[] {10, 20, 30, 40, 50}, sampling, new StopConditions(48, new int[0], false), c, 48);
   }
 
   /** The tokens {@code request} produces alone on a fresh engine. */

@@ -55,6 +55,57 @@ class ConstrainedGenerationTest {
   }
 
   @Test
+  void regexChoiceAndGrammarOutputsOfARandomModelMatchWhatJavasRegexSays() {
+    TokenMasker masker = GrammarTesting.qwen3();
+    // Each constraint beside a java.util.regex pattern for the same language (the EBNF grammar's is regular).
+    java.util.Map<dev.tandem.common.StructuredOutput, String> cases = new java.util.LinkedHashMap<>();
+    cases.put(dev.tandem.common.StructuredOutput.regex("\\(\\d{3}\\) \\d{3}-\\d{4}"), "\\(\\d{3}\\) \\d{3}-\\d{4}");
+    cases.put(dev.tandem.common.StructuredOutput.regex("[A-Z][a-z]+( [a-z\"\\\\]+| café){1,6}[.!?]\\n"), "[A-Z][a-z]+( [a-z\"\\\\]+| café){1,6}[.!?]\\n");
+    cases.put(dev.tandem.common.StructuredOutput.choice("[\"positive\",\"negative\",\"neutral\",\"n/a\"]"), "positive|negative|neutral|n/a");
+    cases.put(dev.tandem.common.StructuredOutput.grammar("""
+        root ::= "SELECT " cols " FROM " table (" WHERE " col " = " [0-9]{1,4})? ";"
+        cols ::= "*" | col (", " col)*
+        col ::= "id" | "name" | "email"
+        table ::= "users" | "orders"
+        """), "SELECT (\\*|(id|name|email)(, (id|name|email))*) FROM (users|orders)( WHERE (id|name|email) = [0-9]{1,4})?;");
+    for (var c : cases.entrySet()) {
+      Grammar grammar = OutputGrammars.compile(c.getKey());
+      for (int seed = 0; seed < 4; seed++) {
+        String out = generate(masker, grammar, new SplittableRandom(seed), seed % 2 == 1, 160, new ArrayList<>());
+        assertTrue(out.matches(c.getValue()), () -> c.getKey().spec() + " gave " + out);
+      }
+    }
+  }
+
+  @Test
+  void aRecursiveGrammarNestedAsDeepAsARandomModelGoesAlwaysFindsItsWayToTheEnd() {
+    // A random walk opens parentheses far more often than it closes them: past the matcher's depth
+    // bound, each output must still have a way to close them all within the budget.
+    Grammar arithmetic = OutputGrammars.compile(dev.tandem.common.StructuredOutput.grammar("""
+        root ::= expr
+        expr ::= term (ws [+-] ws term)*
+        term ::= factor (ws [*/] ws factor)*
+        factor ::= [0-9]+ ("." [0-9]+)? | "(" ws expr ws ")"
+        ws ::= " "?
+        """));
+    for (int seed = 0; seed < 20; seed++) {
+      String out = generate(GrammarTesting.qwen3(), arithmetic, new SplittableRandom(seed), false, 256, new ArrayList<>());
+      int open = 0;
+      for (char c : out.toCharArray()) {
+        open += c == '(' ? 1 : c == ')' ? -1 : 0;
+        assertTrue(open >= 0, out);
+      }
+      assertEquals(0, open, out);
+      String s = out;
+      for (String before = ""; !before.equals(s); ) { // reduce innermost parentheses to a number
+        before = s;
+        s = s.replaceAll("\\( ?[0-9.]+( ?[-+*/] ?[0-9.]+)* ?\\)", "1");
+      }
+      assertTrue(s.matches("[0-9.]+( ?[-+*/] ?[0-9.]+)*"), () -> "not arithmetic: " + out);
+    }
+  }
+
+  @Test
   void aPrefixAndSuffixFrameTheValue() throws Exception {
     Grammar grammar = JsonSchemaGrammar.compile("<tool_call>\n",
         "{\"type\":\"object\",\"properties\":{\"name\":{\"const\":\"get_weather\"},\"arguments\":{\"type\":\"object\",\"properties\":{\"city\":{\"type\":\"string\"}},\"required\":[\"city\"]}},\"required\":[\"name\",\"arguments\"]}",

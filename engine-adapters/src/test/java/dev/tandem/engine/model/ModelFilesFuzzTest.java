@@ -103,6 +103,41 @@ class ModelFilesFuzzTest {
     }
   }
 
+  /**
+   * A text constraint of vLLM's {@code structured_outputs} — the first byte picks a regular
+   * expression, a choice (a JSON array) or an EBNF grammar; its text runs to the first 0 byte —
+   * compiles or is refused saying why; a compiled one's matcher takes the remaining bytes one by
+   * one without failing, keeps its states within the bound, and from wherever it stands still
+   * names a finite way to a valid end.
+   */
+  @FuzzTest(maxDuration = "30s")
+  void textGrammar(byte[] bytes) {
+    if (bytes.length == 0) {
+      return;
+    }
+    int end = 1;
+    while (end < bytes.length && bytes[end] != 0) {
+      end++;
+    }
+    String text = new String(bytes, 1, end - 1, java.nio.charset.StandardCharsets.UTF_8);
+    dev.tandem.common.StructuredOutput c = switch (Math.floorMod(bytes[0], 3)) {
+      case 0 -> dev.tandem.common.StructuredOutput.regex(text);
+      case 1 -> dev.tandem.common.StructuredOutput.choice(text);
+      default -> dev.tandem.common.StructuredOutput.grammar(text);
+    };
+    GrammarState state;
+    try {
+      state = dev.tandem.engine.grammar.OutputGrammars.compile(c).newState();
+    } catch (GrammarException e) {
+      assertTrue(e.getMessage() != null && !e.getMessage().isBlank(), "says why");
+      return;
+    }
+    for (int i = end + 1; i < bytes.length && state.advance(new byte[] {bytes[i]}); i++) {
+      state.accepting();
+      assertTrue(state.remainingBytes() < (1 << 24), "a way to the end remains");
+    }
+  }
+
   /** A model's config.json (the tiny shape) and a valid adapter for it: the base a LoRA input changes. */
   private static final ModelConfig LORA_MODEL;
   private static final byte[] LORA_WEIGHTS;

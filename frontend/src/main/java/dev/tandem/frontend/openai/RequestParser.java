@@ -224,7 +224,18 @@ public final class RequestParser {
       includeUsage = bool((ObjectNode) so, "include_usage", false, "stream_options.include_usage");
     }
     StructuredOutput constraint = StructuredOutputs.responseFormat(body.get("response_format"));
-    if (constraint != null) {
+    StructuredOutputs.Requested vllm = StructuredOutputs.vllmStructuredOutputs(body);
+    if (vllm != null) {
+      if (constraint != null) {
+        throw ApiException.invalid(vllm.param(), "'" + vllm.param() + "' cannot be combined with 'response_format'.");
+      }
+      if (forcedCall != null) {
+        throw ApiException.invalid(vllm.param(), "'" + vllm.param() + "' cannot be combined with a forced 'tool_choice'.");
+      }
+      requireFeature(vllm.param(), "structured_outputs");
+      StructuredOutputs.check(vllm.constraint(), vllm.param(), maxTokens, maxTokensParam, model.tokenizer());
+      constraint = vllm.constraint();
+    } else if (constraint != null) {
       if (forcedCall != null) {
         throw ApiException.invalid("response_format", "'response_format' cannot be combined with a forced 'tool_choice'.");
       }

@@ -7,16 +7,20 @@ import com.fasterxml.jackson.databind.node.ObjectNode;
 import dev.tandem.common.StructuredOutput;
 import dev.tandem.engine.grammar.Grammar;
 import dev.tandem.engine.grammar.GrammarException;
-import dev.tandem.engine.grammar.JsonSchemaGrammar;
+import dev.tandem.engine.grammar.OutputGrammars;
 import dev.tandem.frontend.http.ApiException;
 import dev.tandem.frontend.parse.ToolCallFormat;
 import dev.tandem.frontend.text.TextTokenizer;
+import java.util.ArrayList;
+import java.util.List;
+import java.util.Map;
 
 /**
- * The request parameters that constrain the output — {@code response_format} and a forced
- * {@code tool_choice} — checked and turned into a {@link StructuredOutput}. Each schema is compiled
- * here too, so that an unsupported keyword, a schema over the limits, or a {@code max_tokens} too
- * small for the shortest valid output is a 400 naming the parameter before anything runs.
+ * The request parameters that constrain the output — {@code response_format}, vLLM's {@code
+ * structured_outputs} (and the {@code guided_*} fields it replaced) and a forced {@code
+ * tool_choice} — checked and turned into a {@link StructuredOutput}. Each constraint is compiled
+ * here too, so that an unsupported keyword, a constraint over the limits, or a {@code max_tokens}
+ * too small for the shortest valid output is a 400 naming the parameter before anything runs.
  *
  * <p>Thread-safe: its only state is a small cache of compiled schemas.
  */
@@ -31,6 +35,123 @@ final class StructuredOutputs {
   };
 
   private StructuredOutputs() {}
+
+  /** Fields of vLLM's {@code structured_outputs} that each give the constraint. */
+  private static final List<String> KINDS = List.of("json", "regex", "choice", "grammar", "json_object", "structural_tag");
+  /** Fields of {@code structured_outputs} that tune how a constraint is enforced. */
+  private static final List<String> OPTIONS = List.of("disable_fallback", "disable_any_whitespace", "disable_additional_properties",
+      "whitespace_pattern");
+  /** vLLM's fields before {@code structured_outputs} (removed in its v0.12), and what each became. */
+  private static final Map<String, String> GUIDED = Map.of("guided_json", "json", "guided_regex", "regex", "guided_choice", "choice",
+      "guided_grammar", "grammar", "guided_whitespace_pattern", "whitespace_pattern");
+
+  /** A constraint and the parameter it came from (what errors name). */
+  record Requested(StructuredOutput constraint, String param) {}
+
+  /**
+   * vLLM's {@code structured_outputs} — exactly one of {@code json} (a schema, or its text),
+   * {@code regex}, {@code choice}, {@code grammar} (EBNF), {@code json_object: true} — or one of
+   * the {@code guided_json}, {@code guided_regex}, {@code guided_choice}, {@code guided_grammar}
+   * fields it replaced; null when the request has none. {@code guided_decoding_backend} and {@code
+   * disable_fallback} choose among vLLM's grammar backends and are accepted without effect (there
+   * is one here); options that would change the output ({@code disable_any_whitespace}, {@code
+   * whitespace_pattern}) and {@code structural_tag} are refused.
+   */
+  static Requested vllmStructuredOutputs(ObjectNode body) {
+    List<Requested> found = new ArrayList<>();
+    JsonNode so = body.get("structured_outputs");
+    if (so != null && !so.isNull()) {
+      if (!so.isObject()) {
+        throw ApiException.invalid("structured_outputs", "'structured_outputs' must be an object.");
+      }
+      for (var it = so.fieldNames(); it.hasNext(); ) {
+        String field = it.next();
+        JsonNode v = so.get(field);
+        if (v.isNull() || (field.equals("json_object") && v.isBoolean() && !v.asBoolean())) {
+          continue;
+        }
+        String param = "structured_outputs." + field;
+        if (KINDS.contains(field)) {
+          found.add(new Requested(constraint(field, v, param), param));
+        } else if (field.equals("disable_fallback")) {
+          if (!v.isBoolean()) {
+            throw ApiException.invalid(param, "'" + param + "' must be a boolean.");
+          }
+        } else if (OPTIONS.contains(field)) {
+          if (!(v.isBoolean() && !v.asBoolean())) {
+            throw ApiException.unsupportedParameter(param, "'" + param + "' is not supported" + (field.equals("disable_additional_properties")
+                ? ": an object schema with 'properties' allows no others unless 'additionalProperties' says so."
+                : ": JSON output allows up to 12 spaces, tabs or newlines after { [ , : and before } ]."));
+          }
+        } else {
+          throw ApiException.invalid(param, "Unknown field '" + field + "' in 'structured_outputs' (expected one of json, regex, choice,"
+              + " grammar, json_object).");
+        }
+      }
+    }
+    for (Map.Entry<String, String> g : GUIDED.entrySet()) {
+      JsonNode v = body.get(g.getKey());
+      if (v == null || v.isNull()) {
+        continue;
+      }
+      if (g.getValue().equals("whitespace_pattern")) {
+        throw ApiException.unsupportedParameter(g.getKey(), "'" + g.getKey() + "' is not supported: JSON output allows up to 12 spaces,"
+            + " tabs or newlines after { [ , : and before } ].");
+      }
+      found.add(new Requested(constraint(g.getValue(), v, g.getKey()), g.getKey()));
+    }
+    JsonNode backend = body.get("guided_decoding_backend");
+    if (backend != null && !backend.isNull() && !backend.isTextual()) {
+      throw ApiException.invalid("guided_decoding_backend", "'guided_decoding_backend' must be a string.");
+    }
+    if (found.size() > 1) {
+      throw ApiException.invalid(found.get(1).param(), "Only one kind of structured output may be given; got '" + found.get(0).param()
+          + "' and '" + found.get(1).param() + "'.");
+    }
+    return found.isEmpty() ? null : found.get(0);
+  }
+
+  private static StructuredOutput constraint(String kind, JsonNode v, String param) {
+    return switch (kind) {
+      case "json" -> {
+        if (v.isTextual()) {
+          yield StructuredOutput.jsonSchema(v.asText());
+        }
+        if (!v.isObject() && !v.isBoolean()) {
+          throw ApiException.invalid(param, "'" + param + "' must be a JSON schema (an object, or its text).");
+        }
+        yield StructuredOutput.jsonSchema(v.toString());
+      }
+      case "regex" -> StructuredOutput.regex(text(v, param, "a regular expression"));
+      case "grammar" -> StructuredOutput.grammar(text(v, param, "an EBNF grammar"));
+      case "choice" -> {
+        if (!v.isArray() || v.isEmpty()) {
+          throw ApiException.invalid(param, "'" + param + "' must be a non-empty list of strings.");
+        }
+        for (JsonNode c : v) {
+          if (!c.isTextual()) {
+            throw ApiException.invalid(param, "'" + param + "' must be a non-empty list of strings.");
+          }
+        }
+        yield StructuredOutput.choice(v.toString());
+      }
+      case "json_object" -> {
+        if (!v.isBoolean()) {
+          throw ApiException.invalid(param, "'" + param + "' must be a boolean.");
+        }
+        yield StructuredOutput.JSON_OBJECT;
+      }
+      default -> throw ApiException.unsupportedParameter(param, "'" + param + "' is not supported (supported: json, regex, choice,"
+          + " grammar, json_object).");
+    };
+  }
+
+  private static String text(JsonNode v, String param, String what) {
+    if (!v.isTextual() || v.asText().isEmpty()) {
+      throw ApiException.invalid(param, "'" + param + "' must be " + what + " (a non-empty string).");
+    }
+    return v.asText();
+  }
 
   /** What {@code tool_choice} asks for. */
   record ToolChoice(Kind kind, String function) {
@@ -125,7 +246,7 @@ final class StructuredOutputs {
         continue;
       }
       JsonNode params = f.has("parameters") && !f.get("parameters").isNull() ? f.get("parameters") : JSON.createObjectNode().put("type", "object");
-      compile("", params.toString(), "", "tools[" + i + "].function.parameters");
+      compile(StructuredOutput.jsonSchema(params.toString()), "tools[" + i + "].function.parameters");
       ObjectNode call = alternatives.addObject();
       call.put("type", "object");
       ObjectNode props = call.putObject("properties");
@@ -153,7 +274,7 @@ final class StructuredOutputs {
    * budget that allows it, the engine steers the output to a valid end.
    */
   static void check(StructuredOutput c, String param, int maxTokens, String maxTokensParam, TextTokenizer tokenizer) {
-    Grammar g = compile(c.prefix(), c.jsonSchema(), c.suffix(), param);
+    Grammar g = compile(c, param);
     if (g.minLength() + 1 <= maxTokens) {
       return; // one byte per token is the worst case
     }
@@ -164,8 +285,7 @@ final class StructuredOutputs {
     }
   }
 
-  private static Grammar compile(String prefix, String schema, String suffix, String param) {
-    StructuredOutput key = new StructuredOutput(schema, prefix, suffix);
+  private static Grammar compile(StructuredOutput key, String param) {
     synchronized (COMPILED) {
       Grammar g = COMPILED.get(key);
       if (g != null) {
@@ -173,14 +293,20 @@ final class StructuredOutputs {
       }
     }
     try {
-      Grammar g = JsonSchemaGrammar.compile(prefix, schema, suffix);
+      Grammar g = OutputGrammars.compile(key);
       synchronized (COMPILED) {
         COMPILED.put(key, g);
       }
       return g;
     } catch (GrammarException e) {
       String at = e.path().isEmpty() ? param : param + " (at " + e.path() + ")";
-      throw ApiException.invalid(param, "Invalid schema in '" + at + "': " + e.getMessage().replace(" (at " + e.path() + ")", "") + ".");
+      String what = switch (key.kind()) {
+        case JSON_SCHEMA -> "schema";
+        case REGEX -> "regular expression";
+        case CHOICE -> "choice";
+        case GRAMMAR -> "grammar";
+      };
+      throw ApiException.invalid(param, "Invalid " + what + " in '" + at + "': " + e.getMessage().replace(" (at " + e.path() + ")", "") + ".");
     }
   }
 

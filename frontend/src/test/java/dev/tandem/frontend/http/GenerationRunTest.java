@@ -337,7 +337,7 @@ class GenerationRunTest {
     var constraint = router.routed.getFirst().structuredOutput();
     assertEquals("<tool_call>\n", constraint.prefix());
     assertEquals("\n</tool_call>", constraint.suffix());
-    JsonNode schema = JSON.readTree(constraint.jsonSchema());
+    JsonNode schema = JSON.readTree(constraint.spec());
     assertEquals("get_weather", schema.at("/properties/name/const").asText());
     assertEquals("city", schema.at("/properties/arguments/required/0").asText());
   }

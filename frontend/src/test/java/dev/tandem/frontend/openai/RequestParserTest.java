@@ -5,6 +5,7 @@ import static org.junit.jupiter.api.Assertions.assertThrows;
 import static org.junit.jupiter.api.Assertions.assertTrue;
 
 import dev.tandem.common.SamplingParams;
+import dev.tandem.common.StructuredOutput;
 import dev.tandem.engine.ModelFiles;
 import dev.tandem.frontend.ServedModel;
 import dev.tandem.frontend.http.ApiException;
@@ -122,7 +123,7 @@ class RequestParserTest {
     RequestParser p = parser(Set.of("structured_outputs"));
     GenerationSpec spec = chat(p, "{\"model\":\"m\",\"max_tokens\":50," + HI
         + ",\"response_format\":{\"type\":\"json_schema\",\"json_schema\":{\"name\":\"x\",\"strict\":true,\"schema\":{\"type\":\"integer\"}}}}");
-    assertEquals("{\"type\":\"integer\"}", spec.constraint().jsonSchema());
+    assertEquals("{\"type\":\"integer\"}", spec.constraint().spec());
     assertEquals(dev.tandem.common.StructuredOutput.JSON_OBJECT,
         chat(p, "{\"model\":\"m\",\"max_tokens\":50," + HI + ",\"response_format\":{\"type\":\"json_object\"}}").constraint());
     assertEquals(null, chat(p, "{\"model\":\"m\",\"max_tokens\":50," + HI + ",\"response_format\":{\"type\":\"text\"}}").constraint());
@@ -139,6 +140,47 @@ class RequestParserTest {
     ApiException tooShort = refused(p, "{\"model\":\"m\",\"max_tokens\":3," + HI
         + ",\"response_format\":{\"type\":\"json_schema\",\"json_schema\":{\"schema\":{\"const\":\"a long constant that needs tokens\"}}}}");
     assertEquals("max_tokens", tooShort.param());
+  }
+
+  @Test
+  void vllmStructuredOutputsAndTheGuidedFieldsTheyReplacedGiveOneConstraint() {
+    RequestParser p = parser(Set.of("structured_outputs"));
+    String base = "{\"model\":\"m\",\"max_tokens\":50," + HI + ",";
+    StructuredOutput choice = chat(p, base + "\"structured_outputs\":{\"choice\":[\"yes\",\"no\"]}}").constraint();
+    assertEquals(StructuredOutput.choice("[\"yes\",\"no\"]"), choice);
+    assertEquals(choice, chat(p, base + "\"guided_choice\":[\"yes\",\"no\"],\"guided_decoding_backend\":\"xgrammar\"}").constraint(),
+        "vLLM's older field, its backend choice accepted without effect");
+    assertEquals(StructuredOutput.regex("\\d+"), chat(p, base + "\"structured_outputs\":{\"regex\":\"\\\\d+\"}}").constraint());
+    assertEquals(StructuredOutput.grammar("root ::= \"a\""),
+        chat(p, base + "\"guided_grammar\":\"root ::= \\\"a\\\"\"}").constraint());
+    assertEquals(StructuredOutput.jsonSchema("{\"type\":\"integer\"}"),
+        chat(p, base + "\"structured_outputs\":{\"json\":{\"type\":\"integer\"},\"disable_fallback\":true}}").constraint());
+    assertEquals(StructuredOutput.jsonSchema("{\"type\":\"integer\"}"),
+        chat(p, base + "\"guided_json\":\"{\\\"type\\\":\\\"integer\\\"}\"}").constraint(), "a schema as text");
+    assertEquals(StructuredOutput.JSON_OBJECT, chat(p, base + "\"structured_outputs\":{\"json_object\":true}}").constraint());
+    assertEquals(null, chat(p, base + "\"structured_outputs\":{\"regex\":null,\"json_object\":false}}").constraint());
+
+    ApiException regex = refused(p, base + "\"structured_outputs\":{\"regex\":\"(?<=a)b\"}}");
+    assertEquals("structured_outputs.regex", regex.param());
+    assertTrue(regex.getMessage().startsWith("Invalid regular expression in 'structured_outputs.regex'"), regex.getMessage());
+    ApiException grammar = refused(p, base + "\"structured_outputs\":{\"grammar\":\"root ::= x\"}}");
+    assertTrue(grammar.getMessage().contains("line 1, column 10: the rule 'x' is used but never defined"), grammar.getMessage());
+    assertEquals("structured_outputs.choice", refused(p, base + "\"structured_outputs\":{\"choice\":[]}}").param());
+    assertEquals("guided_choice", refused(p, base + "\"guided_choice\":[1]}").param());
+    assertEquals("structured_outputs.regex", refused(p, base + "\"structured_outputs\":{\"json\":{},\"regex\":\"a\"}}").param(),
+        "one kind at a time");
+    assertEquals("guided_regex", refused(p, base + "\"structured_outputs\":{\"json\":{}},\"guided_regex\":\"a\"}").param());
+    assertEquals("structured_outputs.choice", refused(p, base + "\"structured_outputs\":{\"choice\":[\"a\"]},"
+        + "\"response_format\":{\"type\":\"json_object\"}}").param());
+    assertEquals("structured_outputs.structural_tag", refused(p, base + "\"structured_outputs\":{\"structural_tag\":\"{}\"}}").param());
+    assertEquals("structured_outputs.disable_any_whitespace",
+        refused(p, base + "\"structured_outputs\":{\"json_object\":true,\"disable_any_whitespace\":true}}").param());
+    assertEquals("guided_whitespace_pattern", refused(p, base + "\"guided_json\":{},\"guided_whitespace_pattern\":\" *\"}").param());
+    assertEquals("structured_outputs.regx", refused(p, base + "\"structured_outputs\":{\"regx\":\"a\"}}").param());
+    assertEquals("structured_outputs.regex", refused(parser(Set.of()), base + "\"structured_outputs\":{\"regex\":\"a\"}}").param(),
+        "an engine without constrained decoding refuses");
+    assertEquals("max_tokens", refused(p, "{\"model\":\"m\",\"max_tokens\":2," + HI
+        + ",\"structured_outputs\":{\"choice\":[\"a very long answer of many tokens\", \"another long answer of tokens\"]}}").param());
   }
 
   @Test

@@ -1,0 +1,124 @@
+package dev.tandem.engine.grammar;
+
+import com.fasterxml.jackson.core.JsonProcessingException;
+import com.fasterxml.jackson.databind.JsonNode;
+import com.fasterxml.jackson.databind.ObjectMapper;
+import dev.tandem.common.StructuredOutput;
+import dev.tandem.engine.grammar.GrammarNode.Alt;
+import dev.tandem.engine.grammar.GrammarNode.Lit;
+import dev.tandem.engine.grammar.GrammarNode.Seq;
+import java.nio.charset.StandardCharsets;
+import java.util.ArrayList;
+import java.util.Arrays;
+import java.util.List;
+
+/**
+ * The grammar of a {@link StructuredOutput}, whatever its kind: a JSON schema ({@link
+ * JsonSchemaGrammar}), a regular expression matching the whole output ({@link
+ * PatternGrammar#compileText}), one of a list of strings, or an EBNF grammar ({@link
+ * EbnfGrammar}) — the one place the frontend (to refuse what the engine would) and the engine
+ * compile them.
+ *
+ * <p>Stateless; thread-safe.
+ */
+public final class OutputGrammars {
+  /** Most strings a choice may list. */
+  public static final int MAX_CHOICES = 4096;
+  private static final ObjectMapper JSON = new ObjectMapper();
+
+  private OutputGrammars() {}
+
+  /** Compiles {@code c} (from the start; where it resumes does not change the grammar). */
+  public static Grammar compile(StructuredOutput c) {
+    return switch (c.kind()) {
+      case JSON_SCHEMA -> JsonSchemaGrammar.compile(c.prefix(), c.spec(), c.suffix());
+      case REGEX -> Grammar.ofText(around(c.prefix(), PatternGrammar.compileText(c.spec(), ""), c.suffix()), "regex");
+      case CHOICE -> Grammar.ofText(around(c.prefix(), choice(choices(c.spec())), c.suffix()), "choice");
+      case GRAMMAR -> EbnfGrammar.compile(c.prefix(), c.spec(), c.suffix());
+    };
+  }
+
+  /** The strings of a choice, from the JSON array {@link StructuredOutput#choice} wrote. */
+  static List<String> choices(String spec) {
+    JsonNode array;
+    try {
+      array = JSON.readTree(spec);
+    } catch (JsonProcessingException e) {
+      throw new GrammarException("", "the choices are not a JSON array: " + e.getOriginalMessage());
+    }
+    if (array == null || !array.isArray() || array.isEmpty()) {
+      throw new GrammarException("", "the choices must be a non-empty list of strings");
+    }
+    if (array.size() > MAX_CHOICES) {
+      throw new GrammarException("", "at most " + MAX_CHOICES + " choices are supported, got " + array.size());
+    }
+    List<String> out = new ArrayList<>(array.size());
+    for (int i = 0; i < array.size(); i++) {
+      if (!array.get(i).isTextual()) {
+        throw new GrammarException("/" + i, "each choice must be a string");
+      }
+      out.add(array.get(i).asText());
+    }
+    return out;
+  }
+
+  /**
+   * Exactly one of {@code options}, as a trie: alternatives share their common prefixes, so the
+   * matcher follows one way per distinct prefix instead of one per option.
+   */
+  static GrammarNode choice(List<String> options) {
+    byte[][] sorted = options.stream().distinct().map(s -> s.getBytes(StandardCharsets.UTF_8)).sorted(Arrays::compareUnsigned)
+        .toArray(byte[][]::new);
+    int[] nodes = new int[1];
+    return trie(sorted, 0, sorted.length, 0, nodes);
+  }
+
+  /** The options {@code from..to} (sorted, equal in their first {@code depth} bytes) after those bytes. */
+  private static GrammarNode trie(byte[][] options, int from, int to, int depth, int[] nodes) {
+    List<GrammarNode> alts = new ArrayList<>();
+    int i = from;
+    if (options[i].length == depth) {
+      alts.add(new Lit(new byte[0])); // this option ends here
+      i++;
+    }
+    while (i < to) {
+      int j = i + 1;
+      while (j < to && options[j][depth] == options[i][depth]) {
+        j++;
+      }
+      // options i..j share byte `depth`; extend to their longest common prefix
+      int end = depth + 1;
+      while (end < options[i].length && allHave(options, i, j, end, options[i][end])) {
+        end++;
+      }
+      Lit shared = new Lit(Arrays.copyOfRange(options[i], depth, end));
+      alts.add(j - i == 1 && end == options[i].length ? shared : new Seq(shared, trie(options, i, j, end, nodes)));
+      if ((nodes[0] += 2) > JsonSchemaGrammar.MAX_NODES) {
+        throw new GrammarException("", "the choices are larger than " + JsonSchemaGrammar.MAX_NODES + " grammar nodes");
+      }
+      i = j;
+    }
+    return alts.size() == 1 ? alts.get(0) : new Alt(alts.toArray(GrammarNode[]::new));
+  }
+
+  private static boolean allHave(byte[][] options, int from, int to, int at, byte b) {
+    for (int k = from; k < to; k++) {
+      if (options[k].length <= at || options[k][at] != b) {
+        return false;
+      }
+    }
+    return true;
+  }
+
+  /** {@code body} between the literal texts {@code prefix} and {@code suffix}. */
+  static GrammarNode around(String prefix, GrammarNode body, String suffix) {
+    if (prefix.isEmpty() && suffix.isEmpty()) {
+      return body;
+    }
+    return new Seq(lit(prefix), body, lit(suffix));
+  }
+
+  private static Lit lit(String s) {
+    return new Lit(s.getBytes(StandardCharsets.UTF_8));
+  }
+}
