@@ -30,14 +30,13 @@ import java.util.Map;
  * {@code ( )}; {@code |}; the quantifiers {@code * + ?} and {@code {m} {m,} {m,n}}; comments
  * from {@code #} to the end of the line. Recursion is allowed except on the left (a rule that can
  * reach itself before matching any text). Limits: {@value JsonSchemaGrammar#MAX_NODES} nodes,
- * groups nested {@value #MAX_NESTING} deep, repetition counts up to {@value #MAX_REPEAT}.
+ * groups nested {@value #MAX_NESTING} deep, repetition counts up to {@value Repetition#MAX_REPEAT}.
  * Anything else is refused with a {@link GrammarException} naming the line and column.
  *
  * <p>Not thread-safe; one instance per grammar text (use {@link #compile}).
  */
 final class EbnfGrammar {
   static final int MAX_NESTING = 64;
-  static final int MAX_REPEAT = 1000;
   private final String text;
   private final Map<String, Ref> rules = new LinkedHashMap<>();
   private final Map<String, Integer> referencedAt = new LinkedHashMap<>();
@@ -132,21 +131,10 @@ final class EbnfGrammar {
         max = c == '?' ? 1 : Integer.MAX_VALUE;
       } else if (c == '{') {
         int start = at;
-        int close = text.indexOf('}', at);
-        if (close < 0) {
-          throw error(start, "unclosed '{'");
-        }
-        String[] parts = text.substring(at + 1, close).split(",", -1);
-        try {
-          min = Integer.parseInt(parts[0].strip());
-          max = parts.length == 1 ? min : parts[1].isBlank() ? Integer.MAX_VALUE : Integer.parseInt(parts[1].strip());
-        } catch (NumberFormatException e) {
-          throw error(start, "bad repetition '" + text.substring(at, close + 1) + "'");
-        }
-        if (parts.length > 2 || min < 0 || min > max || min > MAX_REPEAT || (max != Integer.MAX_VALUE && max > MAX_REPEAT)) {
-          throw error(start, "repetition counts must be ordered, at most " + MAX_REPEAT + ", in the form {m}, {m,} or {m,n}");
-        }
-        at = close + 1;
+        Repetition r = Repetition.parse(text, at, what -> error(start, what));
+        min = r.min();
+        max = r.max();
+        at = r.end();
       } else {
         return n;
       }

@@ -24,7 +24,6 @@ import java.util.List;
  * <p>Not thread-safe; one instance per pattern.
  */
 final class PatternGrammar {
-  private static final int MAX_REPEAT = 1000;
   private final String pattern;
   private final String path;
   private final boolean raw;
@@ -131,21 +130,10 @@ final class PatternGrammar {
       min = c == '+' ? 1 : 0;
       max = c == '?' ? 1 : Integer.MAX_VALUE;
     } else if (c == '{' && at + 1 < pattern.length() && Character.isDigit(pattern.charAt(at + 1))) {
-      int close = pattern.indexOf('}', at);
-      if (close < 0) {
-        throw error("unclosed '{'");
-      }
-      String[] parts = pattern.substring(at + 1, close).split(",", -1);
-      try {
-        min = Integer.parseInt(parts[0]);
-        max = parts.length == 1 ? min : parts[1].isEmpty() ? Integer.MAX_VALUE : Integer.parseInt(parts[1]);
-      } catch (NumberFormatException e) {
-        throw error("bad repetition '" + pattern.substring(at, close + 1) + "'");
-      }
-      if (min > max || min > MAX_REPEAT || (max != Integer.MAX_VALUE && max > MAX_REPEAT)) {
-        throw error("repetition counts must be ordered and at most " + MAX_REPEAT);
-      }
-      at = close + 1;
+      Repetition r = Repetition.parse(pattern, at, this::error);
+      min = r.min();
+      max = r.max();
+      at = r.end();
     } else {
       return atom;
     }

@@ -54,6 +54,8 @@ class TextGrammarsTest {
 
     GrammarException e = assertThrows(GrammarException.class, () -> regex("(?=a)b"));
     assertTrue(e.getMessage().contains("lookaround"), e.getMessage());
+    assertTrue(matches(regex("x{2, 3}"), "xxx"), "counts read as in a grammar");
+    assertTrue(assertThrows(GrammarException.class, () -> regex("x{1,2,3}")).getMessage().contains("in the form {m}, {m,} or {m,n}"));
   }
 
   @Test

@@ -41,9 +41,10 @@ final class StructuredOutputs {
   /** Fields of {@code structured_outputs} that tune how a constraint is enforced. */
   private static final List<String> OPTIONS = List.of("disable_fallback", "disable_any_whitespace", "disable_additional_properties",
       "whitespace_pattern");
-  /** vLLM's fields before {@code structured_outputs} (removed in its v0.12), and what each became. */
-  private static final Map<String, String> GUIDED = Map.of("guided_json", "json", "guided_regex", "regex", "guided_choice", "choice",
-      "guided_grammar", "grammar", "guided_whitespace_pattern", "whitespace_pattern");
+  /** vLLM's fields before {@code structured_outputs} (removed in its v0.12), and what each became (in this order). */
+  private static final List<Map.Entry<String, String>> GUIDED = List.of(Map.entry("guided_json", "json"),
+      Map.entry("guided_regex", "regex"), Map.entry("guided_choice", "choice"), Map.entry("guided_grammar", "grammar"),
+      Map.entry("guided_whitespace_pattern", "whitespace_pattern"));
 
   /** A constraint and the parameter it came from (what errors name). */
   record Requested(StructuredOutput constraint, String param) {}
@@ -89,7 +90,7 @@ final class StructuredOutputs {
         }
       }
     }
-    for (Map.Entry<String, String> g : GUIDED.entrySet()) {
+    for (Map.Entry<String, String> g : GUIDED) {
       JsonNode v = body.get(g.getKey());
       if (v == null || v.isNull()) {
         continue;

@@ -1,0 +1,37 @@
+package dev.tandem.engine.grammar;
+
+import java.util.function.Function;
+
+/**
+ * The counts of a repetition written {@code {m}}, {@code {m,}} or {@code {m,n}} (spaces allowed
+ * around the numbers), as regular expressions and EBNF grammars both write it: {@code min}, {@code
+ * max} ({@link Integer#MAX_VALUE} for {@code {m,}}) and {@code end}, the index after the {@code }}.
+ */
+record Repetition(int min, int max, int end) {
+  /** The largest count either bound may have. */
+  static final int MAX_REPEAT = 1000;
+
+  /**
+   * The repetition whose {@code {} is at {@code open} in {@code text}; what is wrong with it is
+   * thrown as {@code error} makes it (the caller adds where).
+   */
+  static Repetition parse(String text, int open, Function<String, GrammarException> error) {
+    int close = text.indexOf('}', open);
+    if (close < 0) {
+      throw error.apply("unclosed '{'");
+    }
+    String[] parts = text.substring(open + 1, close).split(",", -1);
+    int min;
+    int max;
+    try {
+      min = Integer.parseInt(parts[0].strip());
+      max = parts.length == 1 ? min : parts[1].isBlank() ? Integer.MAX_VALUE : Integer.parseInt(parts[1].strip());
+    } catch (NumberFormatException e) {
+      throw error.apply("bad repetition '" + text.substring(open, close + 1) + "'");
+    }
+    if (parts.length > 2 || min < 0 || min > max || min > MAX_REPEAT || (max != Integer.MAX_VALUE && max > MAX_REPEAT)) {
+      throw error.apply("repetition counts must be ordered, at most " + MAX_REPEAT + ", in the form {m}, {m,} or {m,n}");
+    }
+    return new Repetition(min, max, close + 1);
+  }
+}
