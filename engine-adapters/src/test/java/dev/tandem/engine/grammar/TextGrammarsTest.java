@@ -56,6 +56,11 @@ class TextGrammarsTest {
     assertTrue(e.getMessage().contains("lookaround"), e.getMessage());
     assertTrue(matches(regex("x{2, 3}"), "xxx"), "counts read as in a grammar");
     assertTrue(assertThrows(GrammarException.class, () -> regex("x{1,2,3}")).getMessage().contains("in the form {m}, {m,} or {m,n}"));
+    // Ends that once escaped as index errors: a class cut after a backslash; an escaped non-ASCII
+    // character that is no letter (plain text: itself; in a schema's pattern: refused).
+    assertThrows(GrammarException.class, () -> regex("[a\\"));
+    assertTrue(matches(regex("a\\→b"), "a→b"));
+    assertThrows(GrammarException.class, () -> JsonSchemaGrammar.compile("", "{\"type\":\"string\",\"pattern\":\"a\\\\→\"}", ""));
   }
 
   @Test
