@@ -122,23 +122,13 @@ final class EbnfGrammar {
       if (at >= text.length()) {
         return n;
       }
-      char c = text.charAt(at);
-      int min;
-      int max;
-      if (c == '*' || c == '+' || c == '?') {
-        at++;
-        min = c == '+' ? 1 : 0;
-        max = c == '?' ? 1 : Integer.MAX_VALUE;
-      } else if (c == '{') {
-        int start = at;
-        Repetition r = Repetition.parse(text, at, what -> error(start, what));
-        min = r.min();
-        max = r.max();
-        at = r.end();
-      } else {
+      int start = at;
+      Repetition r = text.charAt(at) == '{' ? Repetition.parse(text, at, what -> error(start, what)) : Repetition.symbol(text.charAt(at), at);
+      if (r == null) {
         return n;
       }
-      n = node(new Rep(n, null, min, max));
+      at = r.end();
+      n = node(new Rep(n, null, r.min(), r.max()));
     }
   }
 

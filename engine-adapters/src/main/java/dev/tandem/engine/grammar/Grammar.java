@@ -41,7 +41,11 @@ public final class Grammar {
   private final List<Frame> start;
   private final String description;
   private final int maxStates;
-  /** Whether a sequence's last item is entered in place of the sequence (text grammars; see {@link #seqFrame}). */
+  /**
+   * Whether this is a text grammar ({@link #ofText}): its sequences' last items are entered in
+   * place of the sequence ({@link #seqFrame}), left recursion is refused, each node is entered once
+   * per step from the same place, and its states are bounded.
+   */
   private final boolean tailCalls;
   /** Frames no deeper than this fit whatever follows them (the deepest any node needs is below it). */
   private final int safeDepth;
@@ -57,16 +61,16 @@ public final class Grammar {
     this.tailCalls = maxStates != Integer.MAX_VALUE;
     List<GrammarNode> all = computeMinLengths(root);
     if (root.minLen >= INF) {
-      throw new GrammarException("", maxStates == Integer.MAX_VALUE ? "the schema admits no finite value (it recurses without end)"
-          : "the grammar admits no finite output (it recurses without end)");
+      throw new GrammarException("", tailCalls ? "the grammar admits no finite output (it recurses without end)"
+          : "the schema admits no finite value (it recurses without end)");
     }
     int deepestNeed = computeDepthNeeds(all, tailCalls);
     this.safeDepth = MAX_DEPTH - deepestNeed;
     if (root.depthNeed > MAX_DEPTH) {
-      throw new GrammarException("", "the " + (maxStates == Integer.MAX_VALUE ? "schema" : "grammar") + " nests more than "
+      throw new GrammarException("", "the " + (tailCalls ? "grammar" : "schema") + " nests more than "
           + MAX_DEPTH + " levels before any output can end");
     }
-    if (maxStates != Integer.MAX_VALUE) {
+    if (tailCalls) {
       refuseLeftRecursion(all);
     }
     Closure s = new Closure();

@@ -123,24 +123,16 @@ final class PatternGrammar {
       return atom;
     }
     char c = pattern.charAt(at);
-    int min;
-    int max;
-    if (c == '*' || c == '+' || c == '?') {
-      at++;
-      min = c == '+' ? 1 : 0;
-      max = c == '?' ? 1 : Integer.MAX_VALUE;
-    } else if (c == '{' && at + 1 < pattern.length() && Character.isDigit(pattern.charAt(at + 1))) {
-      Repetition r = Repetition.parse(pattern, at, this::error);
-      min = r.min();
-      max = r.max();
-      at = r.end();
-    } else {
+    Repetition r = c == '{' && at + 1 < pattern.length() && Character.isDigit(pattern.charAt(at + 1))
+        ? Repetition.parse(pattern, at, this::error) : Repetition.symbol(c, at);
+    if (r == null) {
       return atom;
     }
+    at = r.end();
     if (at < pattern.length() && (pattern.charAt(at) == '?' || pattern.charAt(at) == '+')) {
       throw error("lazy and possessive quantifiers are not supported");
     }
-    return new Rep(atom, null, min, max);
+    return new Rep(atom, null, r.min(), r.max());
   }
 
   private GrammarNode atom() {

@@ -3,13 +3,23 @@ package dev.tandem.engine.grammar;
 import java.util.function.Function;
 
 /**
- * The counts of a repetition written {@code {m}}, {@code {m,}} or {@code {m,n}} (spaces allowed
- * around the numbers), as regular expressions and EBNF grammars both write it: {@code min}, {@code
+ * The counts of a repetition written {@code * + ?}, {@code {m}}, {@code {m,}} or {@code {m,n}}
+ * (spaces allowed around the numbers), as regular expressions and EBNF grammars both write it: {@code min}, {@code
  * max} ({@link Integer#MAX_VALUE} for {@code {m,}}) and {@code end}, the index after the {@code }}.
  */
 record Repetition(int min, int max, int end) {
   /** The largest count either bound may have. */
   static final int MAX_REPEAT = 1000;
+
+  /** The repetition {@code *}, {@code +} or {@code ?} written at {@code at}, or null for another character. */
+  static Repetition symbol(char c, int at) {
+    return switch (c) {
+      case '*' -> new Repetition(0, Integer.MAX_VALUE, at + 1);
+      case '+' -> new Repetition(1, Integer.MAX_VALUE, at + 1);
+      case '?' -> new Repetition(0, 1, at + 1);
+      default -> null;
+    };
+  }
 
   /**
    * The repetition whose {@code {} is at {@code open} in {@code text}; what is wrong with it is
