@@ -9,20 +9,54 @@ import java.util.Objects;
  * strings as a JSON array, or the grammar) — then {@code suffix}, then the end of the sequence.
  * The frontend builds it from {@code response_format}, vLLM's {@code structured_outputs} or a
  * forced tool call; the engine compiles it into a grammar and masks every token that would leave
- * it. {@code resumeTokens}: the last that many prompt tokens are output already generated under
- * this constraint (a stream moved to another worker mid-way); the engine's matcher starts after
- * them. Immutable.
+ * it. {@code reasoning}: free text the model may reason in first (a reasoning model's {@code
+ * <think>…</think>}), {@link Reasoning#NONE} for none. {@code resumeTokens}: the last that many
+ * prompt tokens are output already generated under this constraint (a stream moved to another
+ * worker mid-way); the engine's matcher starts after them. Immutable.
  */
-public record StructuredOutput(Kind kind, String spec, String prefix, String suffix, int resumeTokens) {
+public record StructuredOutput(Kind kind, String spec, String prefix, String suffix, Reasoning reasoning, int resumeTokens) {
   /** What {@code spec} is. */
   public enum Kind { JSON_SCHEMA, REGEX, CHOICE, GRAMMAR }
+
+  /**
+   * Where a reasoning model reasons before the constrained output, which then follows {@code
+   * close} (and at most two newlines). {@code opened}: the output starts inside the reasoning (the
+   * prompt opened it), so it runs from the first token to {@code close}; otherwise the output may
+   * begin with {@code open} … {@code close}, or go straight to the constrained text. Nothing is
+   * constrained inside the reasoning but that it ends with the first {@code close}.
+   */
+  public record Reasoning(String open, String close, boolean opened) {
+    /** No reasoning: the constraint applies from the first token. */
+    public static final Reasoning NONE = new Reasoning("", "", false);
+
+    public Reasoning {
+      Objects.requireNonNull(open, "open");
+      Objects.requireNonNull(close, "close");
+      if (close.isEmpty() && (!open.isEmpty() || opened)) {
+        throw new IllegalArgumentException("reasoning needs the text that closes it");
+      }
+      if (!close.isEmpty() && !opened && open.isEmpty()) {
+        throw new IllegalArgumentException("reasoning that the output may open needs the text that opens it");
+      }
+    }
+
+    /** True for {@link #NONE}. */
+    public boolean none() {
+      return close.isEmpty();
+    }
+  }
 
   /** {@code response_format: json_object}: any JSON object. */
   public static final StructuredOutput JSON_OBJECT = new StructuredOutput("{\"type\":\"object\"}", "", "");
 
   /** A JSON value valid under the schema {@code jsonSchema}, between {@code prefix} and {@code suffix}. */
   public StructuredOutput(String jsonSchema, String prefix, String suffix) {
-    this(Kind.JSON_SCHEMA, jsonSchema, prefix, suffix, 0);
+    this(Kind.JSON_SCHEMA, jsonSchema, prefix, suffix, Reasoning.NONE, 0);
+  }
+
+  /** A constraint from the first output token (no reasoning before it). */
+  public StructuredOutput(Kind kind, String spec, String prefix, String suffix, int resumeTokens) {
+    this(kind, spec, prefix, suffix, Reasoning.NONE, resumeTokens);
   }
 
   public StructuredOutput {
@@ -30,6 +64,7 @@ public record StructuredOutput(Kind kind, String spec, String prefix, String suf
     Objects.requireNonNull(spec, "spec");
     Objects.requireNonNull(prefix, "prefix");
     Objects.requireNonNull(suffix, "suffix");
+    Objects.requireNonNull(reasoning, "reasoning");
     if (resumeTokens < 0) {
       throw new IllegalArgumentException("resumeTokens must not be negative, was " + resumeTokens);
     }
@@ -37,12 +72,17 @@ public record StructuredOutput(Kind kind, String spec, String prefix, String suf
 
   /** The same constraint, resumed after {@code tokens} output tokens already generated. */
   public StructuredOutput resumedAfter(int tokens) {
-    return new StructuredOutput(kind, spec, prefix, suffix, tokens);
+    return new StructuredOutput(kind, spec, prefix, suffix, reasoning, tokens);
+  }
+
+  /** The same constraint after {@code r}'s reasoning. */
+  public StructuredOutput withReasoning(Reasoning r) {
+    return new StructuredOutput(kind, spec, prefix, suffix, r, resumeTokens);
   }
 
   /** The constraint itself, without where it resumes (what a compiled grammar is cached by). */
   public StructuredOutput fromTheStart() {
-    return resumeTokens == 0 ? this : new StructuredOutput(kind, spec, prefix, suffix, 0);
+    return resumeTokens == 0 ? this : new StructuredOutput(kind, spec, prefix, suffix, reasoning, 0);
   }
 
   public static StructuredOutput jsonSchema(String schema) {

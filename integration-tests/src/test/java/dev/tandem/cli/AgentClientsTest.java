@@ -120,7 +120,9 @@ class AgentClientsTest {
         .maxCompletionTokens(8)
         .build());
     assertTrue(answer.choices().getFirst().message().content().isPresent());
-    assertTrue(answer.usage().orElseThrow().promptTokens() > first.usage().orElseThrow().promptTokens(),
+    ChatCompletion without = openai.chat().completions().create(weatherRequest()
+        .toolChoice(ChatCompletionToolChoiceOption.Auto.NONE).maxCompletionTokens(8).build());
+    assertTrue(answer.usage().orElseThrow().promptTokens() > without.usage().orElseThrow().promptTokens(),
         "the call and its result went back through the chat template");
   }
 
@@ -189,6 +191,41 @@ class AgentClientsTest {
             .putAdditionalBodyProperty("structured_outputs", JsonValue.from(Map.of("grammar", "root ::= expr\nexpr ::= expr \"+\" \"1\" | \"1\"")))
             .build()));
     assertTrue(bad.getMessage().contains("the rule 'expr' is left-recursive"), bad.getMessage());
+  }
+
+  @Test
+  void aConstraintStartsAfterTheModelsReasoning() {
+    // The tiny model's chat template is Qwen3's, so its output is read for <think>…</think>, and a
+    // constraint starts after that reasoning, as with vLLM's and SGLang's reasoning parsers. Random
+    // weights open it or not as they draw; inside it they ramble until the budget closes it.
+    List<String> labels = List.of("positive", "negative");
+    int reasoned = 0;
+    for (int seed = 0; seed < 8; seed++) {
+      ChatCompletionMessage m = classify(seed, false);
+      assertTrue(labels.contains(m.content().orElseThrow()), () -> "content " + m.content());
+      reasoned += reasoning(m).isEmpty() ? 0 : 1;
+    }
+    assertTrue(reasoned > 0, "some outputs reasoned before answering");
+    for (int seed = 0; seed < 4; seed++) {
+      ChatCompletionMessage m = classify(seed, true);
+      assertTrue(labels.contains(m.content().orElseThrow()));
+      assertEquals("", reasoning(m), "enable_thinking false: the constraint applies from the first token");
+    }
+  }
+
+  private static ChatCompletionMessage classify(int seed, boolean thinkingOff) {
+    var request = ChatCompletionCreateParams.builder()
+        .model("tiny").addUserMessage("Classify: Tandem is wonderful!").maxCompletionTokens(40).temperature(1.0).seed(seed)
+        .putAdditionalBodyProperty("guided_choice", JsonValue.from(List.of("positive", "negative")));
+    if (thinkingOff) {
+      request.putAdditionalBodyProperty("chat_template_kwargs", JsonValue.from(Map.of("enable_thinking", false)));
+    }
+    return openai.chat().completions().create(request.build()).choices().getFirst().message();
+  }
+
+  private static String reasoning(ChatCompletionMessage m) {
+    JsonValue r = m._additionalProperties().get("reasoning_content");
+    return r == null ? "" : String.valueOf(r.asString().orElse(""));
   }
 
   /** A LangChain4j agent's tool, counting its calls. */

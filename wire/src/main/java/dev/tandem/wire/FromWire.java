@@ -52,11 +52,19 @@ public final class FromWire {
         r.hasStructuredOutput()
             ? new dev.tandem.common.StructuredOutput(structuredOutputKind(r.getStructuredOutput().getKind()),
                 r.getStructuredOutput().getSpec(), r.getStructuredOutput().getPrefix(), r.getStructuredOutput().getSuffix(),
-                r.getStructuredOutput().getResumeTokens())
+                reasoning(r.getStructuredOutput()), r.getStructuredOutput().getResumeTokens())
             : null;
     return new GenerationRequest(
         r.getRequestId().isEmpty() ? idIfEmpty : r.getRequestId(), tokens(r), sampling(r.getSampling()), stop(r.getStop()), remote,
         constraint, r.getLoraName());
+  }
+
+  private static dev.tandem.common.StructuredOutput.Reasoning reasoning(dev.tandem.proto.worker.v1.StructuredOutput so) {
+    if (!so.hasReasoning() || so.getReasoning().getClose().isEmpty()) {
+      return dev.tandem.common.StructuredOutput.Reasoning.NONE;
+    }
+    var r = so.getReasoning();
+    return new dev.tandem.common.StructuredOutput.Reasoning(r.getOpen(), r.getClose(), r.getOpened());
   }
 
   private static dev.tandem.common.StructuredOutput.Kind structuredOutputKind(dev.tandem.proto.worker.v1.StructuredOutput.Kind k) {

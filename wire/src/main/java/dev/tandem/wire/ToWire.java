@@ -55,6 +55,11 @@ public final class ToWire {
               .setPrefix(r.structuredOutput().prefix())
               .setSuffix(r.structuredOutput().suffix())
               .setResumeTokens(r.structuredOutput().resumeTokens()));
+      var reasoning = r.structuredOutput().reasoning();
+      if (!reasoning.none()) {
+        b.getStructuredOutputBuilder().setReasoning(dev.tandem.proto.worker.v1.StructuredOutput.Reasoning.newBuilder()
+            .setOpen(reasoning.open()).setClose(reasoning.close()).setOpened(reasoning.opened()));
+      }
     }
     if (r.loraName() != null) {
       b.setLoraName(r.loraName());

@@ -49,8 +49,11 @@ class WireRoundTripTest {
     assertEquals(request.structuredOutput(), back.structuredOutput());
     assertEquals(null, FromWire.request(ToWire.request(request.withStructuredOutput(null)), "x").structuredOutput());
     for (var c : List.of(dev.tandem.common.StructuredOutput.regex("[a-z]+"), dev.tandem.common.StructuredOutput.choice("[\"a\",\"b\"]"),
-        dev.tandem.common.StructuredOutput.grammar("root ::= \"x\"").resumedAfter(1))) {
-      assertEquals(c, FromWire.request(ToWire.request(request.withStructuredOutput(c)), "x").structuredOutput(), "each kind survives");
+        dev.tandem.common.StructuredOutput.grammar("root ::= \"x\"").resumedAfter(1),
+        dev.tandem.common.StructuredOutput.regex("a").withReasoning(new dev.tandem.common.StructuredOutput.Reasoning("<think>", "</think>", false)),
+        dev.tandem.common.StructuredOutput.JSON_OBJECT.withReasoning(new dev.tandem.common.StructuredOutput.Reasoning("", "</think>", true))
+            .resumedAfter(3))) {
+      assertEquals(c, FromWire.request(ToWire.request(request.withStructuredOutput(c)), "x").structuredOutput(), "each kind survives, with its reasoning");
     }
     assertEquals(null, back.loraName(), "the base model");
     assertEquals("sql", FromWire.request(ToWire.request(request.withLora("sql")), "x").loraName());

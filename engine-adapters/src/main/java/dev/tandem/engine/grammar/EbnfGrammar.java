@@ -49,6 +49,11 @@ final class EbnfGrammar {
 
   /** The grammar of {@code prefix}, text matching {@code ebnf}'s rule {@code root}, then {@code suffix}. */
   static Grammar compile(String prefix, String ebnf, String suffix) {
+    return Grammar.ofText(root(prefix, ebnf, suffix), "grammar");
+  }
+
+  /** The root node of {@link #compile}'s grammar. */
+  static GrammarNode root(String prefix, String ebnf, String suffix) {
     EbnfGrammar g = new EbnfGrammar(ebnf);
     g.parseRules();
     Ref root = g.rules.get("root");
@@ -60,7 +65,7 @@ final class EbnfGrammar {
         throw g.error(use.getValue(), "the rule '" + use.getKey() + "' is used but never defined");
       }
     }
-    return Grammar.ofText(OutputGrammars.around(prefix, root, suffix), "grammar");
+    return OutputGrammars.around(prefix, root, suffix);
   }
 
   private void parseRules() {

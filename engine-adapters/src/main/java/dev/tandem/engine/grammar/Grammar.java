@@ -9,6 +9,7 @@ import dev.tandem.engine.grammar.GrammarNode.Ref;
 import dev.tandem.engine.grammar.GrammarNode.Rep;
 import dev.tandem.engine.grammar.GrammarNode.Seq;
 import dev.tandem.engine.grammar.GrammarNode.Str;
+import dev.tandem.engine.grammar.GrammarNode.Until;
 import java.util.ArrayList;
 import java.util.IdentityHashMap;
 import java.util.List;
@@ -134,6 +135,7 @@ public final class Grammar {
         out.append(chr.raw ? "é" : "a");
       }
       case Num num -> out.append('0');
+      case Until until -> out.append(new String(until.close, java.nio.charset.StandardCharsets.UTF_8));
       case Seq seq -> {
         for (GrammarNode i : seq.items) {
           shortest(i, out, depth + 1);
@@ -208,6 +210,14 @@ public final class Grammar {
       }
       case Str str -> stepString(str, f, b, out);
       case Chr chr -> stepChar(chr, f, b, out);
+      case Until until -> {
+        int pos = until.after(f.pos, b);
+        if (pos == until.close.length) {
+          complete(f.parent, out, 0);
+        } else {
+          add(out, new Frame(until, pos, 0, null, f.parent));
+        }
+      }
       case Num num -> {
         NumberRange.Digits next = ((NumberRange.Digits) f.data).next(b, num.range.integer());
         if (next != null && num.range.alive(next)) {
@@ -370,6 +380,7 @@ public final class Grammar {
       case Str str -> add(out, new Frame(str, 0, 0, null, parent));
       case Chr chr -> add(out, new Frame(chr, 0, 0, null, parent));
       case Num num -> add(out, new Frame(num, 0, 0, NumberRange.Digits.START, parent));
+      case Until until -> add(out, new Frame(until, 0, 0, null, parent));
       case Seq seq -> {
         if (seq.items.length == 0) {
           complete(parent, out, hops + 1);
@@ -540,6 +551,7 @@ public final class Grammar {
       case Chr chr -> f.aux == 0 ? 1 : charRemaining(f.aux);
       // A lower bound where a range needs more digits; exact otherwise.
       case Num num -> num.range.accepts((NumberRange.Digits) f.data) ? 0 : 1;
+      case Until until -> until.close.length - f.pos; // the rest of the closing text
       default -> 1;
     };
   }
@@ -788,6 +800,7 @@ public final class Grammar {
       case Str str -> 2 + str.minChars;
       case Chr chr -> 1;
       case Num num -> 1;
+      case Until until -> until.close.length;
       case Seq seq -> {
         long sum = 0;
         for (GrammarNode i : seq.items) {

@@ -35,6 +35,48 @@ abstract sealed class GrammarNode {
     }
   }
 
+  /**
+   * Any bytes up to and including the first occurrence of {@code close} (a reasoning model's free
+   * text and the tag that ends it). A frame's {@code pos} is how many bytes of {@code close} the
+   * text so far ends with (a Knuth–Morris–Pratt state), so the frames repeat and their masks cache.
+   */
+  static final class Until extends GrammarNode {
+    final byte[] close;
+    private final int[][] next; // next[pos][byte]: the state after that byte (close.length: found)
+
+    Until(byte[] close) {
+      if (close.length == 0) {
+        throw new IllegalArgumentException("the closing text must not be empty");
+      }
+      this.close = close;
+      int[] fail = new int[close.length + 1]; // longest proper border of close[0..i)
+      for (int i = 1, k = 0; i < close.length; i++) {
+        while (k > 0 && close[i] != close[k]) {
+          k = fail[k];
+        }
+        if (close[i] == close[k]) {
+          k++;
+        }
+        fail[i + 1] = k;
+      }
+      this.next = new int[close.length][256];
+      for (int pos = 0; pos < close.length; pos++) {
+        for (int b = 0; b < 256; b++) {
+          int k = pos;
+          while (k > 0 && (close[k] & 0xff) != b) {
+            k = fail[k];
+          }
+          next[pos][b] = (close[k] & 0xff) == b ? k + 1 : 0;
+        }
+      }
+    }
+
+    /** The state after byte {@code b} from state {@code pos}; {@code close.length} once it is found. */
+    int after(int pos, int b) {
+      return next[pos][b];
+    }
+  }
+
   /** The items one after another. */
   static final class Seq extends GrammarNode {
     final GrammarNode[] items;

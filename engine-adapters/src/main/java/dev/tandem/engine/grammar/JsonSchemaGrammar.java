@@ -76,10 +76,14 @@ public final class JsonSchemaGrammar {
    * (literal text, such as a tool-call tag).
    */
   public static Grammar compile(String prefix, JsonNode schema, String suffix) {
+    return new Grammar(root(prefix, schema, suffix), "json schema");
+  }
+
+  /** The root node of {@link #compile(String, JsonNode, String)}'s grammar. */
+  static GrammarNode root(String prefix, JsonNode schema, String suffix) {
     JsonSchemaGrammar c = new JsonSchemaGrammar(schema);
     GrammarNode value = c.schema(schema, "", 0);
-    GrammarNode root = prefix.isEmpty() && suffix.isEmpty() ? value : new Seq(lit(prefix), value, lit(suffix));
-    return new Grammar(root, "json schema");
+    return prefix.isEmpty() && suffix.isEmpty() ? value : new Seq(lit(prefix), value, lit(suffix));
   }
 
   /** The grammar of JSON values valid under the schema in {@code schemaJson}. */

@@ -28,14 +28,42 @@ public final class OutputGrammars {
 
   private OutputGrammars() {}
 
+  /** Most newlines between the end of a reasoning and the constrained text. */
+  static final int NEWLINES_AFTER_REASONING = 2;
+
   /** Compiles {@code c} (from the start; where it resumes does not change the grammar). */
   public static Grammar compile(StructuredOutput c) {
-    return switch (c.kind()) {
-      case JSON_SCHEMA -> JsonSchemaGrammar.compile(c.prefix(), c.spec(), c.suffix());
-      case REGEX -> Grammar.ofText(around(c.prefix(), PatternGrammar.compileText(c.spec(), ""), c.suffix()), "regex");
-      case CHOICE -> Grammar.ofText(around(c.prefix(), choice(choices(c.spec())), c.suffix()), "choice");
-      case GRAMMAR -> EbnfGrammar.compile(c.prefix(), c.spec(), c.suffix());
+    GrammarNode body = switch (c.kind()) {
+      case JSON_SCHEMA -> JsonSchemaGrammar.root(c.prefix(), JsonSchemaGrammar.parse(c.spec()), c.suffix());
+      case REGEX -> around(c.prefix(), PatternGrammar.compileText(c.spec(), ""), c.suffix());
+      case CHOICE -> around(c.prefix(), choice(choices(c.spec())), c.suffix());
+      case GRAMMAR -> EbnfGrammar.root(c.prefix(), c.spec(), c.suffix());
     };
+    GrammarNode root = afterReasoning(c.reasoning(), body);
+    return switch (c.kind()) {
+      case JSON_SCHEMA -> new Grammar(root, "json schema");
+      case REGEX -> Grammar.ofText(root, "regex");
+      case CHOICE -> Grammar.ofText(root, "choice");
+      case GRAMMAR -> Grammar.ofText(root, "grammar");
+    };
+  }
+
+  /**
+   * {@code body} after {@code r}'s reasoning: any text up to the first closing tag, at most
+   * {@value #NEWLINES_AFTER_REASONING} newlines, then the body — from the first byte where the
+   * output starts inside the reasoning, else optionally, opened by the opening tag. The reasoning
+   * is free but must end: the masker's budget closes it in time for the body to fit.
+   */
+  static GrammarNode afterReasoning(StructuredOutput.Reasoning r, GrammarNode body) {
+    if (r.none()) {
+      return body;
+    }
+    GrammarNode until = new GrammarNode.Until(r.close().getBytes(StandardCharsets.UTF_8));
+    GrammarNode newlines = new GrammarNode.Rep(lit("\n"), null, 0, NEWLINES_AFTER_REASONING);
+    if (r.opened()) {
+      return new Seq(until, newlines, body);
+    }
+    return new Alt(new Seq(lit(r.open()), until, newlines, body), body);
   }
 
   /** The strings of a choice, from the JSON array {@link StructuredOutput#choice} wrote. */

@@ -93,20 +93,15 @@ class StructuredOutputEngineTest {
     try (BuiltinEngine engine = engine()) {
       List<EngineRequest> requests = new ArrayList<>();
       for (int seed = 0; seed < 4; seed++) {
-        SamplingParams sampling = seed == 0 ? SamplingParams.greedy() : SamplingParams.DEFAULTS.withSeed(OptionalLong.of(seed));
+        SamplingParams sampling = greedyOrSeeded(seed);
         requests.add(constrained("regex" + seed, StructuredOutput.regex(regex), sampling));
         requests.add(constrained("choice" + seed, StructuredOutput.choice(
             "[\"positive\",\"negative\",\"neutral\",\"mixed feelings\"]"), sampling));
         requests.add(constrained("grammar" + seed, StructuredOutput.grammar(grammar), sampling));
       }
+      var outputs = runToTheirEnds(engine, requests);
       for (EngineRequest r : requests) {
-        engine.add(r);
-      }
-      var outputs = run(engine);
-      for (EngineRequest r : requests) {
-        Output out = outputs.get(r.requestId());
-        assertEquals(FinishReason.STOP, out.finish, () -> r.requestId() + ": " + out.text());
-        String text = out.text();
+        String text = outputs.get(r.requestId()).text();
         switch (r.structuredOutput().kind()) {
           case REGEX -> assertTrue(text.matches(regex), () -> r.requestId() + " → " + text);
           case CHOICE -> assertTrue(choices.contains(text), () -> r.requestId() + " → " + text);
@@ -117,6 +112,55 @@ class StructuredOutputEngineTest {
           () -> engine.add(constrained("bad", StructuredOutput.grammar("root ::= root \"a\" | \"b\""), SamplingParams.greedy())));
       assertTrue(bad.getMessage().contains("left-recursive"), bad.getMessage());
     }
+  }
+
+  @Test
+  void aReasoningModelReasonsUnconstrainedThenItsAnswerFollowsTheConstraint() {
+    // The output starts inside the reasoning (as DeepSeek-R1's does): a random model rambles until
+    // the budget makes the masker close it, then answers one of the choices.
+    StructuredOutput c = StructuredOutput.choice("[\"yes\",\"no\"]")
+        .withReasoning(new StructuredOutput.Reasoning("<think>", "</think>", true));
+    try (BuiltinEngine engine = engine()) {
+      List<EngineRequest> requests = new ArrayList<>();
+      for (int seed = 0; seed < 4; seed++) {
+        requests.add(constrained("r" + seed, c, greedyOrSeeded(seed)));
+      }
+      var outputs = runToTheirEnds(engine, requests);
+      for (EngineRequest r : requests) {
+        Output out = outputs.get(r.requestId());
+        int close = out.text().indexOf("</think>");
+        assertTrue(close > 0, () -> "some reasoning, then its end: " + out.text());
+        assertTrue(out.text().substring(close + "</think>".length()).matches("\n{0,2}(yes|no)"), out.text());
+      }
+    }
+    // Moved to another engine in the middle of its reasoning, it goes on as it would have.
+    EngineRequest whole = constrained("whole", c, SamplingParams.greedy());
+    List<Integer> expected = alone(whole);
+    int k = 5;
+    int[] prompt = java.util.stream.IntStream.concat(java.util.Arrays.stream(whole.promptTokens()),
+        expected.subList(0, k).stream().mapToInt(Integer::intValue)).toArray();
+    try (BuiltinEngine other = engine()) {
+      other.add(new EngineRequest("moved", prompt, SamplingParams.greedy(), new StopConditions(48 - k, new int[0], false),
+          c.resumedAfter(k), 48 - k));
+      assertEquals(expected.subList(k, expected.size()), run(other).get("moved").tokens);
+    }
+  }
+
+  private static SamplingParams greedyOrSeeded(int seed) {
+    return seed == 0 ? SamplingParams.greedy() : SamplingParams.DEFAULTS.withSeed(OptionalLong.of(seed));
+  }
+
+  /** Runs {@code requests} batched together; each must end with its end token. */
+  private static java.util.Map<String, Output> runToTheirEnds(BuiltinEngine engine, List<EngineRequest> requests) {
+    for (EngineRequest r : requests) {
+      engine.add(r);
+    }
+    var outputs = run(engine);
+    for (EngineRequest r : requests) {
+      Output out = outputs.get(r.requestId());
+      assertEquals(FinishReason.STOP, out.finish, () -> r.requestId() + " ended by its end token: " + out.text());
+    }
+    return outputs;
   }
 
   private static EngineRequest constrained(String id, StructuredOutput c, SamplingParams sampling) {

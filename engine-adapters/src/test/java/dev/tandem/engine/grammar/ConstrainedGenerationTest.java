@@ -127,7 +127,7 @@ class ConstrainedGenerationTest {
     for (int left = 3; left > 0; left--) {
       int n = masker.mask(state, left, ENDS, mask);
       assertTrue(n > 0, "the masker always offers a way forward");
-      int token = pick(mask, n, random);
+      int token = GrammarTesting.pick(mask, n, random);
       assertTrue(state.advance(masker.vocabulary().bytes(token)));
     }
   }
@@ -143,7 +143,7 @@ class ConstrainedGenerationTest {
       int n = masker.mask(state, maxTokens - step, ENDS, mask);
       maskNanos.add(System.nanoTime() - t0);
       assertTrue(n > 0, "no token allowed after " + out.toString(StandardCharsets.UTF_8));
-      int token = greedy ? argmaxOfRandomLogits(mask, random) : pick(mask, n, random);
+      int token = greedy ? argmaxOfRandomLogits(mask, random) : GrammarTesting.pick(mask, n, random);
       if (token == GrammarTesting.IM_END) {
         assertTrue(state.accepting());
         return out.toString(StandardCharsets.UTF_8);
@@ -153,22 +153,6 @@ class ConstrainedGenerationTest {
       out.writeBytes(bytes);
     }
     throw new AssertionError("no end within " + maxTokens + " tokens: " + out.toString(StandardCharsets.UTF_8));
-  }
-
-  private static int pick(long[] mask, int n, SplittableRandom random) {
-    int k = random.nextInt(n);
-    for (int w = 0; w < mask.length; w++) {
-      int c = Long.bitCount(mask[w]);
-      if (k < c) {
-        long word = mask[w];
-        for (int i = 0; i < k; i++) {
-          word &= word - 1;
-        }
-        return w * 64 + Long.numberOfTrailingZeros(word);
-      }
-      k -= c;
-    }
-    throw new AssertionError("k beyond the mask");
   }
 
   private static int argmaxOfRandomLogits(long[] mask, SplittableRandom random) {

@@ -20,6 +20,23 @@ final class GrammarTesting {
     return qwen;
   }
 
+  /** A uniformly random one of the {@code n} tokens set in {@code mask}. */
+  static int pick(long[] mask, int n, java.util.SplittableRandom random) {
+    int k = random.nextInt(n);
+    for (int w = 0; w < mask.length; w++) {
+      int c = Long.bitCount(mask[w]);
+      if (k < c) {
+        long word = mask[w];
+        for (int i = 0; i < k; i++) {
+          word &= word - 1;
+        }
+        return w * 64 + Long.numberOfTrailingZeros(word);
+      }
+      k -= c;
+    }
+    throw new AssertionError("k beyond the mask");
+  }
+
   /** True if {@code text} is a complete output of {@code grammar}. */
   static boolean matches(Grammar grammar, String text) {
     GrammarState s = grammar.newState();

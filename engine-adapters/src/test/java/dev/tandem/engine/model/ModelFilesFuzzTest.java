@@ -105,7 +105,8 @@ class ModelFilesFuzzTest {
 
   /**
    * A text constraint of vLLM's {@code structured_outputs} — the first byte picks a regular
-   * expression, a choice (a JSON array) or an EBNF grammar; its text runs to the first 0 byte —
+   * expression, a choice (a JSON array) or an EBNF grammar, and whether a reasoning comes before
+   * it; its text runs to the first 0 byte —
    * compiles or is refused saying why; a compiled one's matcher takes the remaining bytes one by
    * one without failing, keeps its states within the bound, and from wherever it stands still
    * names a finite way to a valid end.
@@ -124,6 +125,12 @@ class ModelFilesFuzzTest {
       case 0 -> dev.tandem.common.StructuredOutput.regex(text);
       case 1 -> dev.tandem.common.StructuredOutput.choice(text);
       default -> dev.tandem.common.StructuredOutput.grammar(text);
+    };
+    c = switch ((bytes[0] >> 2) & 3) { // after a reasoning: optional, from the first byte, or with a self-overlapping tag
+      case 1 -> c.withReasoning(new dev.tandem.common.StructuredOutput.Reasoning("<think>", "</think>", false));
+      case 2 -> c.withReasoning(new dev.tandem.common.StructuredOutput.Reasoning("<think>", "</think>", true));
+      case 3 -> c.withReasoning(new dev.tandem.common.StructuredOutput.Reasoning("", "aba", true));
+      default -> c;
     };
     GrammarState state;
     try {

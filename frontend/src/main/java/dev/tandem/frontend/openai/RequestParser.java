@@ -148,17 +148,18 @@ public final class RequestParser {
     int[] prompt = model.tokenizer().encode(text, false);
     String maxTokensParam = body.has("max_completion_tokens") ? "max_completion_tokens" : "max_tokens";
     int maxTokens = maxTokens(body, prompt.length, "messages", maxTokensParam);
-    StructuredOutput forced = null;
-    if (toolChoice.forced()) {
-      requireFeature("tool_choice", "structured_outputs");
-      forced = StructuredOutputs.forcedCall(toolChoice, body.get("tools"), model.parsers().toolCalls());
-      StructuredOutputs.check(forced, "tool_choice", maxTokens, maxTokensParam, model.tokenizer());
-    }
     boolean thinking = !Boolean.FALSE.equals(kwargs.get("enable_thinking"));
     ReasoningFormat reasoning = thinking ? model.parsers().reasoning() : ReasoningFormat.NONE;
     if (reasoning == ReasoningFormat.QWEN3 && text.stripTrailing().endsWith("<think>")) {
       // The template opened the reasoning itself (Qwen3 thinking-2507, QwQ): the output starts inside it.
       reasoning = ReasoningFormat.DEEPSEEK_R1;
+    }
+    StructuredOutput forced = null;
+    if (toolChoice.forced()) {
+      requireFeature("tool_choice", "structured_outputs");
+      forced = StructuredOutputs.forcedCall(toolChoice, body.get("tools"), model.parsers().toolCalls())
+          .withReasoning(reasoning.constraintAfter());
+      StructuredOutputs.check(forced, "tool_choice", maxTokens, maxTokensParam, model.tokenizer());
     }
     OutputParsers parsers = new OutputParsers(
         reasoning,
@@ -233,15 +234,16 @@ public final class RequestParser {
         throw ApiException.invalid(vllm.param(), "'" + vllm.param() + "' cannot be combined with a forced 'tool_choice'.");
       }
       requireFeature(vllm.param(), "structured_outputs");
-      StructuredOutputs.check(vllm.constraint(), vllm.param(), maxTokens, maxTokensParam, model.tokenizer());
-      constraint = vllm.constraint();
+      constraint = vllm.constraint().withReasoning(parsers.reasoning().constraintAfter());
+      StructuredOutputs.check(constraint, vllm.param(), maxTokens, maxTokensParam, model.tokenizer());
     } else if (constraint != null) {
       if (forcedCall != null) {
         throw ApiException.invalid("response_format", "'response_format' cannot be combined with a forced 'tool_choice'.");
       }
       requireFeature("response_format", "structured_outputs");
-      StructuredOutputs.check(constraint, constraint == StructuredOutput.JSON_OBJECT ? "response_format" : "response_format.json_schema.schema",
-          maxTokens, maxTokensParam, model.tokenizer());
+      String param = constraint == StructuredOutput.JSON_OBJECT ? "response_format" : "response_format.json_schema.schema";
+      constraint = constraint.withReasoning(parsers.reasoning().constraintAfter());
+      StructuredOutputs.check(constraint, param, maxTokens, maxTokensParam, model.tokenizer());
     } else {
       constraint = forcedCall;
     }

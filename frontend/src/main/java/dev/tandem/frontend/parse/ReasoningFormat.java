@@ -1,5 +1,6 @@
 package dev.tandem.frontend.parse;
 
+import dev.tandem.common.StructuredOutput;
 import java.util.Locale;
 
 /** Where a model family writes its reasoning ({@code --reasoning-parser}). */
@@ -10,6 +11,20 @@ public enum ReasoningFormat {
   QWEN3,
   /** DeepSeek-R1: the template opens {@code <think>}; output is reasoning up to {@code </think>}. */
   DEEPSEEK_R1;
+
+  /**
+   * Where a structured output's constraint starts in an output parsed this way: after the
+   * reasoning, which the engine leaves free (as vLLM and SGLang do with a reasoning parser). Qwen3:
+   * the output may open {@code <think>} … {@code </think>} or go straight to the value; DeepSeek-R1:
+   * the output is reasoning up to {@code </think>}.
+   */
+  public StructuredOutput.Reasoning constraintAfter() {
+    return switch (this) {
+      case NONE -> StructuredOutput.Reasoning.NONE;
+      case QWEN3 -> new StructuredOutput.Reasoning(ReasoningSplitter.OPEN, ReasoningSplitter.CLOSE, false);
+      case DEEPSEEK_R1 -> new StructuredOutput.Reasoning(ReasoningSplitter.OPEN, ReasoningSplitter.CLOSE, true);
+    };
+  }
 
   /** {@code none}, {@code qwen3}, {@code deepseek_r1}. */
   public String flagName() {

@@ -7,8 +7,8 @@ package dev.tandem.frontend.parse;
  * <p>Threading: one choice's thread (the connection's event loop).
  */
 public final class ReasoningSplitter {
-  private static final String OPEN = "<think>";
-  private static final String CLOSE = "</think>";
+  static final String OPEN = "<think>";
+  static final String CLOSE = "</think>";
 
   /** A piece of output, divided. */
   public record Split(String reasoning, String content) {

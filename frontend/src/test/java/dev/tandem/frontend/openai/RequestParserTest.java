@@ -125,7 +125,7 @@ class RequestParserTest {
         + ",\"response_format\":{\"type\":\"json_schema\",\"json_schema\":{\"name\":\"x\",\"strict\":true,\"schema\":{\"type\":\"integer\"}}}}");
     assertEquals("{\"type\":\"integer\"}", spec.constraint().spec());
     assertEquals(dev.tandem.common.StructuredOutput.JSON_OBJECT,
-        chat(p, "{\"model\":\"m\",\"max_tokens\":50," + HI + ",\"response_format\":{\"type\":\"json_object\"}}").constraint());
+        constraint(p, "{\"model\":\"m\",\"max_tokens\":50," + HI + ",\"response_format\":{\"type\":\"json_object\"}}"));
     assertEquals(null, chat(p, "{\"model\":\"m\",\"max_tokens\":50," + HI + ",\"response_format\":{\"type\":\"text\"}}").constraint());
 
     ApiException keyword = refused(p, "{\"model\":\"m\",\"max_tokens\":50," + HI
@@ -142,23 +142,63 @@ class RequestParserTest {
     assertEquals("max_tokens", tooShort.param());
   }
 
+  private static final StructuredOutput.Reasoning QWEN3_THINKING = new StructuredOutput.Reasoning("<think>", "</think>", false);
+
+  /** A chat request's constraint, which on this Qwen3 model starts after an optional reasoning; without it. */
+  private static StructuredOutput constraint(RequestParser p, String json) {
+    StructuredOutput c = chat(p, json).constraint();
+    if (c == null) {
+      return null;
+    }
+    assertEquals(QWEN3_THINKING, c.reasoning(), json);
+    return c.withReasoning(StructuredOutput.Reasoning.NONE);
+  }
+
+  @Test
+  void aReasoningModelsConstraintStartsAfterItsReasoning() {
+    RequestParser p = parser(Set.of("structured_outputs"));
+    String schema = ",\"response_format\":{\"type\":\"json_schema\",\"json_schema\":{\"schema\":{\"type\":\"integer\"}}}";
+    String thinking = "{\"model\":\"m\",\"max_tokens\":50," + HI;
+    assertEquals(QWEN3_THINKING, chat(p, thinking + schema + "}").constraint().reasoning(),
+        "Qwen3's template writes <think>: the output may reason first");
+    assertEquals(QWEN3_THINKING, chat(p, thinking + ",\"guided_choice\":[\"a\",\"b\"]}").constraint().reasoning());
+    assertEquals(QWEN3_THINKING, chat(p, thinking + ",\"tool_choice\":\"required\",\"tools\":[" + TOOL + "]}").constraint().reasoning(),
+        "a forced tool call too");
+    assertEquals(StructuredOutput.Reasoning.NONE,
+        chat(p, thinking + ",\"chat_template_kwargs\":{\"enable_thinking\":false}" + schema + "}").constraint().reasoning(),
+        "thinking turned off: the constraint applies from the first token");
+    assertEquals(StructuredOutput.Reasoning.NONE, p.parseCompletion(RequestParser.parseBody(
+        "{\"model\":\"m\",\"prompt\":\"hi\",\"max_tokens\":10,\"guided_regex\":\"a+\"}".getBytes(StandardCharsets.UTF_8)))
+        .constraint().reasoning(), "completions parse no reasoning");
+    ServedModel base = new ServedModel("m", 256, 151_936, "test", Set.of("structured_outputs"), new int[] {151645}, TOKENIZER, TEMPLATE);
+    assertEquals(StructuredOutput.Reasoning.NONE,
+        chat(new RequestParser(base.withParsers("none", "auto")), thinking + schema + "}").constraint().reasoning(),
+        "--reasoning-parser none");
+    assertEquals(new StructuredOutput.Reasoning("<think>", "</think>", true),
+        chat(new RequestParser(base.withParsers("deepseek_r1", "auto")), thinking + schema + "}").constraint().reasoning(),
+        "DeepSeek-R1's output starts inside its reasoning");
+    ApiException tooShort = refused(new RequestParser(base.withParsers("deepseek_r1", "auto")),
+        "{\"model\":\"m\",\"max_tokens\":2," + HI + ",\"guided_choice\":[\"yes\"]}");
+    assertTrue(tooShort.getMessage().contains("takes 2 tokens"), "</think> and yes, then the end: " + tooShort.getMessage());
+  }
+
   @Test
   void vllmStructuredOutputsAndTheGuidedFieldsTheyReplacedGiveOneConstraint() {
     RequestParser p = parser(Set.of("structured_outputs"));
     String base = "{\"model\":\"m\",\"max_tokens\":50," + HI + ",";
-    StructuredOutput choice = chat(p, base + "\"structured_outputs\":{\"choice\":[\"yes\",\"no\"]}}").constraint();
+    StructuredOutput choice = constraint(p, base + "\"structured_outputs\":{\"choice\":[\"yes\",\"no\"]}}");
     assertEquals(StructuredOutput.choice("[\"yes\",\"no\"]"), choice);
-    assertEquals(choice, chat(p, base + "\"guided_choice\":[\"yes\",\"no\"],\"guided_decoding_backend\":\"xgrammar\"}").constraint(),
+    assertEquals(choice, constraint(p, base + "\"guided_choice\":[\"yes\",\"no\"],\"guided_decoding_backend\":\"xgrammar\"}"),
         "vLLM's older field, its backend choice accepted without effect");
-    assertEquals(StructuredOutput.regex("\\d+"), chat(p, base + "\"structured_outputs\":{\"regex\":\"\\\\d+\"}}").constraint());
+    assertEquals(StructuredOutput.regex("\\d+"), constraint(p, base + "\"structured_outputs\":{\"regex\":\"\\\\d+\"}}"));
     assertEquals(StructuredOutput.grammar("root ::= \"a\""),
-        chat(p, base + "\"guided_grammar\":\"root ::= \\\"a\\\"\"}").constraint());
+        constraint(p, base + "\"guided_grammar\":\"root ::= \\\"a\\\"\"}"));
     assertEquals(StructuredOutput.jsonSchema("{\"type\":\"integer\"}"),
-        chat(p, base + "\"structured_outputs\":{\"json\":{\"type\":\"integer\"},\"disable_fallback\":true}}").constraint());
+        constraint(p, base + "\"structured_outputs\":{\"json\":{\"type\":\"integer\"},\"disable_fallback\":true}}"));
     assertEquals(StructuredOutput.jsonSchema("{\"type\":\"integer\"}"),
-        chat(p, base + "\"guided_json\":\"{\\\"type\\\":\\\"integer\\\"}\"}").constraint(), "a schema as text");
-    assertEquals(StructuredOutput.JSON_OBJECT, chat(p, base + "\"structured_outputs\":{\"json_object\":true}}").constraint());
-    assertEquals(null, chat(p, base + "\"structured_outputs\":{\"regex\":null,\"json_object\":false}}").constraint());
+        constraint(p, base + "\"guided_json\":\"{\\\"type\\\":\\\"integer\\\"}\"}"), "a schema as text");
+    assertEquals(StructuredOutput.JSON_OBJECT, constraint(p, base + "\"structured_outputs\":{\"json_object\":true}}"));
+    assertEquals(null, constraint(p, base + "\"structured_outputs\":{\"regex\":null,\"json_object\":false}}"));
 
     ApiException regex = refused(p, base + "\"structured_outputs\":{\"regex\":\"(?<=a)b\"}}");
     assertEquals("structured_outputs.regex", regex.param());
