@@ -86,6 +86,14 @@ public final class GrammarMaskBench {
         """));
   }
 
+  /** A reasoning model's output: free text up to {@code </think>}, then the constrained answer. */
+  static final StructuredOutput.Reasoning THINKING = new StructuredOutput.Reasoning("<think>", "</think>", true);
+
+  static {
+    CONSTRAINTS.put("think, person", StructuredOutput.jsonSchema(SCHEMAS.get("person")).withReasoning(THINKING));
+    CONSTRAINTS.put("think, choice 3", CONSTRAINTS.get("choice: 3").withReasoning(THINKING));
+  }
+
   private GrammarMaskBench() {}
 
   public static void main(String[] args) throws Exception {
@@ -114,7 +122,7 @@ public final class GrammarMaskBench {
     List<Long> textWarm = new ArrayList<>();
     List<Long> textFree = new ArrayList<>();
     for (var e : CONSTRAINTS.entrySet()) {
-      boolean schema = e.getValue().kind() == StructuredOutput.Kind.JSON_SCHEMA;
+      boolean schema = e.getValue().kind() == StructuredOutput.Kind.JSON_SCHEMA && e.getValue().reasoning().none();
       Grammar g = OutputGrammars.compile(e.getValue());
       List<Long> cold = new ArrayList<>();
       List<Long> warm = new ArrayList<>();
@@ -132,7 +140,7 @@ public final class GrammarMaskBench {
     System.out.printf(Locale.ROOT, "all warm masks (schemas): p50 %.1f µs, p99 %.1f µs; away from the budget (%d of %d): p50 %.1f µs, "
         + "p99 %.1f µs (target p99 < 100 µs; xgrammar reports tens of µs)%n",
         pct(allWarm, 50), pct(allWarm, 99), allFree.size(), allWarm.size(), pct(allFree, 50), pct(allFree, 99));
-    System.out.printf(Locale.ROOT, "all warm masks (regex, choice, EBNF): p50 %.1f µs, p99 %.1f µs; away from the budget (%d of %d): "
+    System.out.printf(Locale.ROOT, "all warm masks (regex, choice, EBNF, after reasoning): p50 %.1f µs, p99 %.1f µs; away from the budget (%d of %d): "
         + "p50 %.1f µs, p99 %.1f µs%n",
         pct(textWarm, 50), pct(textWarm, 99), textFree.size(), textWarm.size(), pct(textFree, 50), pct(textFree, 99));
     chart(rows, out.resolve("mask-cost.png"));
@@ -144,33 +152,46 @@ public final class GrammarMaskBench {
       List<Double> free = new ArrayList<>();
       List<Double> constrained = new ArrayList<>();
       List<Double> shares = new ArrayList<>();
+      List<Double> thinking = new ArrayList<>();
+      List<Double> thinkingShares = new ArrayList<>();
+      StructuredOutput object = StructuredOutput.JSON_OBJECT;
+      StructuredOutput afterThinking = object.withReasoning(THINKING);
       decode(engine, null, 0); // warm-up, and the trie
-      decode(engine, SCHEMAS.get("json_object"), 0);
+      decode(engine, object, 0);
+      decode(engine, afterThinking, 0);
       for (int round = 1; round <= rounds; round++) {
         free.add(decode(engine, null, round));
         long freeTokens = lastTokens;
         long freeSteps = lastSteps;
-        constrained.add(decode(engine, SCHEMAS.get("json_object"), round));
+        constrained.add(decode(engine, object, round));
         shares.add(lastMaskShare);
         System.out.printf(Locale.ROOT, "round %d: free %.1f tokens/s (%d tokens in %d steps); json_object %.1f tokens/s (%d in %d: "
                 + "outputs end when their object does, the batch thins); masking %.0f µs per constrained token = %.1f%% of the decode time%n",
             round, free.getLast(), freeTokens, freeSteps, constrained.getLast(), lastTokens, lastSteps,
             lastMaskPerToken, 100 * lastMaskShare);
+        thinking.add(decode(engine, afterThinking, round));
+        thinkingShares.add(lastMaskShare);
+        System.out.printf(Locale.ROOT, "round %d: reasoning, then json_object: %.1f tokens/s (%d in %d steps: the random model reasons "
+                + "until the budget closes it); masking %.0f µs per token = %.1f%% of the decode time%n",
+            round, thinking.getLast(), lastTokens, lastSteps, lastMaskPerToken, 100 * lastMaskShare);
       }
       double f = median(free);
       double c = median(constrained);
       System.out.printf(Locale.ROOT, "median: free %.1f tokens/s, json_object %.1f tokens/s; constrained decoding's own share of the "
           + "decode time %.1f%% (target < 10%% slowdown)%n", f, c, 100 * median(shares));
+      System.out.printf(Locale.ROOT, "median: reasoning, then json_object %.1f tokens/s (%.2f× free); constrained decoding's share %.1f%%%n",
+          median(thinking), median(thinking) / f, 100 * median(thinkingShares));
     }
   }
 
-  /** Decode tokens/s of 8 sequences (prefill excluded), constrained by {@code schema} or free. */
-  private static double decode(BuiltinEngine engine, String schema, int round) {
+  /** Decode tokens/s of 8 sequences (prefill excluded), constrained by {@code constraint} or free (null). */
+  private static double decode(BuiltinEngine engine, StructuredOutput constraint, int round) {
     SplittableRandom random = new SplittableRandom(round);
     for (int i = 0; i < 8; i++) {
       int[] prompt = random.ints(64, 0, 100_000).toArray();
-      engine.add(new EngineRequest("r" + round + "-" + i + (schema == null ? "f" : "c"), prompt, SamplingParams.greedy(),
-          new StopConditions(96, new int[0], schema == null), schema == null ? null : StructuredOutput.jsonSchema(schema), 96));
+      String kind = constraint == null ? "f" : constraint.reasoning().none() ? "c" : "t";
+      engine.add(new EngineRequest("r" + round + "-" + i + kind, prompt, SamplingParams.greedy(),
+          new StopConditions(96, new int[0], constraint == null), constraint, 96));
     }
     while (engine.load().queuedPrefillTokens() > 0 || engine.load().waitingRequests() > 0) {
       engine.step();
