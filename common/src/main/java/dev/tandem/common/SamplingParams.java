@@ -9,7 +9,9 @@ import java.util.OptionalLong;
  * {@code logitBias} adds to a token's logit before sampling (OpenAI's −100…100; empty: none);
  * {@code promptLogprobs}, when not -1, asks for each prompt token's log-probability (given the
  * tokens before it) and that many top alternatives (completions' {@code echo} with {@code
- * logprobs}); the prompt is then computed in full, not taken from the prefix cache.
+ * logprobs}); the prompt is then computed in full, not taken from the prefix cache. {@code
+ * thinkingBudget} (null: none) bounds a reasoning model's reasoning (vLLM's {@code
+ * thinking_token_budget}).
  *
  * <p>The defaults live here and nowhere else: {@link #DEFAULTS} is what an OpenAI request that sets
  * nothing gets (temperature 1, no truncation, no penalties).
@@ -25,7 +27,8 @@ public record SamplingParams(
     float repetitionPenalty,
     int logprobs,
     java.util.Map<Integer, Float> logitBias,
-    int promptLogprobs) {
+    int promptLogprobs,
+    ThinkingBudget thinkingBudget) {
 
   /** OpenAI's default temperature. */
   public static final float DEFAULT_TEMPERATURE = 1f;
@@ -59,6 +62,14 @@ public record SamplingParams(
     this(temperature, topP, topK, minP, seed, presencePenalty, frequencyPenalty, repetitionPenalty, logprobs, logitBias, NO_LOGPROBS);
   }
 
+  /** Without a thinking budget. */
+  public SamplingParams(
+      float temperature, float topP, int topK, float minP, OptionalLong seed, float presencePenalty, float frequencyPenalty,
+      float repetitionPenalty, int logprobs, java.util.Map<Integer, Float> logitBias, int promptLogprobs) {
+    this(temperature, topP, topK, minP, seed, presencePenalty, frequencyPenalty, repetitionPenalty, logprobs, logitBias, promptLogprobs,
+        null);
+  }
+
   public SamplingParams {
     logitBias = logitBias == null ? java.util.Map.of() : java.util.Map.copyOf(logitBias);
     if (topK == 0) {
@@ -82,19 +93,25 @@ public record SamplingParams(
   }
 
   public SamplingParams withTemperature(float t) {
-    return new SamplingParams(t, topP, topK, minP, seed, presencePenalty, frequencyPenalty, repetitionPenalty, logprobs, logitBias, promptLogprobs);
+    return new SamplingParams(t, topP, topK, minP, seed, presencePenalty, frequencyPenalty, repetitionPenalty, logprobs, logitBias, promptLogprobs, thinkingBudget);
   }
 
   public SamplingParams withSeed(OptionalLong s) {
-    return new SamplingParams(temperature, topP, topK, minP, s, presencePenalty, frequencyPenalty, repetitionPenalty, logprobs, logitBias, promptLogprobs);
+    return new SamplingParams(temperature, topP, topK, minP, s, presencePenalty, frequencyPenalty, repetitionPenalty, logprobs, logitBias, promptLogprobs, thinkingBudget);
   }
 
   public SamplingParams withLogitBias(java.util.Map<Integer, Float> bias) {
-    return new SamplingParams(temperature, topP, topK, minP, seed, presencePenalty, frequencyPenalty, repetitionPenalty, logprobs, bias, promptLogprobs);
+    return new SamplingParams(temperature, topP, topK, minP, seed, presencePenalty, frequencyPenalty, repetitionPenalty, logprobs, bias, promptLogprobs, thinkingBudget);
   }
 
   public SamplingParams withPromptLogprobs(int n) {
-    return new SamplingParams(temperature, topP, topK, minP, seed, presencePenalty, frequencyPenalty, repetitionPenalty, logprobs, logitBias, n);
+    return new SamplingParams(temperature, topP, topK, minP, seed, presencePenalty, frequencyPenalty, repetitionPenalty, logprobs, logitBias, n, thinkingBudget);
+  }
+
+  /** These parameters with {@code budget} on the reasoning (null: none). */
+  public SamplingParams withThinkingBudget(ThinkingBudget budget) {
+    return new SamplingParams(temperature, topP, topK, minP, seed, presencePenalty, frequencyPenalty, repetitionPenalty, logprobs, logitBias,
+        promptLogprobs, budget);
   }
 
   public boolean wantsPromptLogprobs() {
@@ -102,6 +119,6 @@ public record SamplingParams(
   }
 
   public SamplingParams withLogprobs(int n) {
-    return new SamplingParams(temperature, topP, topK, minP, seed, presencePenalty, frequencyPenalty, repetitionPenalty, n, logitBias, promptLogprobs);
+    return new SamplingParams(temperature, topP, topK, minP, seed, presencePenalty, frequencyPenalty, repetitionPenalty, n, logitBias, promptLogprobs, thinkingBudget);
   }
 }

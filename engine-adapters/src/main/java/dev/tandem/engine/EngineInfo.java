@@ -42,7 +42,9 @@ public record EngineInfo(
     STOP_TOKEN_IDS,
     LOGIT_BIAS,
     /** Constrained decoding: JSON schema outputs and forced tool calls. */
-    STRUCTURED_OUTPUTS;
+    STRUCTURED_OUTPUTS,
+    /** A bound on a reasoning model's reasoning ({@code thinking_token_budget}): its closing tag forced at the budget. */
+    THINKING_BUDGET;
 
     /** The name used on the wire and in error messages. */
     public String wireName() {

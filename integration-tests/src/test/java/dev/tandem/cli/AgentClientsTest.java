@@ -213,6 +213,28 @@ class AgentClientsTest {
     }
   }
 
+  @Test
+  void aThinkingBudgetClosesTheReasoningOnceSpent() {
+    // vLLM's thinking_token_budget: 3 tokens of reasoning, then </think> is forced (one token in
+    // Qwen3's vocabulary); the log-probabilities list every output token.
+    int opened = 0;
+    for (int seed = 0; seed < 8; seed++) {
+      ChatCompletion.Choice choice = openai.chat().completions().create(ChatCompletionCreateParams.builder()
+          .model("tiny").addUserMessage("Classify: Tandem is wonderful!").maxCompletionTokens(40).temperature(1.0).seed(seed).logprobs(true)
+          .putAdditionalBodyProperty("guided_choice", JsonValue.from(List.of("positive", "negative")))
+          .putAdditionalBodyProperty("thinking_token_budget", JsonValue.from(3))
+          .build()).choices().getFirst();
+      assertTrue(List.of("positive", "negative").contains(choice.message().content().orElseThrow()));
+      List<String> tokens = choice.logprobs().orElseThrow().content().orElseThrow().stream().map(t -> t.token()).toList();
+      if (tokens.getFirst().equals("<think>")) {
+        opened++;
+        int close = tokens.indexOf("</think>");
+        assertTrue(close > 0 && close <= 4, () -> "closed after at most 3 tokens of reasoning: " + tokens);
+      }
+    }
+    assertTrue(opened > 0, "some outputs opened a reasoning");
+  }
+
   private static ChatCompletionMessage classify(int seed, boolean thinkingOff) {
     var request = ChatCompletionCreateParams.builder()
         .model("tiny").addUserMessage("Classify: Tandem is wonderful!").maxCompletionTokens(40).temperature(1.0).seed(seed)

@@ -89,7 +89,13 @@ public final class FromWire {
         s.getRepetitionPenalty() == 0f ? SamplingParams.NO_REPETITION_PENALTY : s.getRepetitionPenalty(),
         s.hasLogprobs() ? (int) Math.min(SamplingParams.MAX_LOGPROBS, s.getLogprobs()) : SamplingParams.NO_LOGPROBS,
         s.getLogitBiasMap(),
-        s.hasPromptLogprobs() ? (int) Math.min(SamplingParams.MAX_LOGPROBS, s.getPromptLogprobs()) : SamplingParams.NO_LOGPROBS);
+        s.hasPromptLogprobs() ? (int) Math.min(SamplingParams.MAX_LOGPROBS, s.getPromptLogprobs()) : SamplingParams.NO_LOGPROBS,
+        s.hasThinkingBudget() ? thinkingBudget(s.getThinkingBudget()) : null);
+  }
+
+  private static dev.tandem.common.ThinkingBudget thinkingBudget(dev.tandem.proto.worker.v1.ThinkingBudget t) {
+    return new dev.tandem.common.ThinkingBudget(t.getMaxTokens(), ints(t.getOpenTokenIdsList()), ints(t.getCloseTokenIdsList()),
+        t.getOpened(), t.getResumeTokens());
   }
 
   /**

@@ -85,6 +85,18 @@ public final class ToWire {
     }
     s.seed().ifPresent(b::setSeed);
     s.logitBias().forEach(b::putLogitBias);
+    if (s.thinkingBudget() != null) {
+      var t = s.thinkingBudget();
+      var tb = dev.tandem.proto.worker.v1.ThinkingBudget.newBuilder()
+          .setMaxTokens(t.maxTokens()).setOpened(t.opened()).setResumeTokens(t.resumeTokens());
+      for (int id : t.openTokens()) {
+        tb.addOpenTokenIds(id);
+      }
+      for (int id : t.closeTokens()) {
+        tb.addCloseTokenIds(id);
+      }
+      b.setThinkingBudget(tb);
+    }
     return b.build();
   }
 

@@ -42,6 +42,9 @@ class WireRoundTripTest {
     assertEquals("r1", back.requestId());
     assertArrayEquals(new int[] {1, 2, 3}, back.promptTokens());
     assertEquals(sampling, back.sampling());
+    var budgeted = sampling.withThinkingBudget(new dev.tandem.common.ThinkingBudget(5, new int[] {1}, new int[] {2, 3}, true, 4));
+    assertEquals(budgeted, FromWire.request(ToWire.request(new GenerationRequest("r2", new int[] {1}, budgeted,
+        new StopConditions(9, new int[0], false))), "x").sampling(), "a thinking budget survives");
     assertEquals(9, back.stop().maxTokens());
     assertArrayEquals(new int[] {7}, back.stop().stopTokenIds());
     assertEquals(true, back.stop().ignoreEos());

@@ -1,5 +1,6 @@
 package dev.tandem.engine.builtin;
 
+import dev.tandem.common.ThinkingBudget;
 import dev.tandem.engine.Engine;
 import dev.tandem.engine.EngineInfo;
 import dev.tandem.engine.EngineRequest;
@@ -147,7 +148,8 @@ public final class BuiltinEngine extends SchedulingEngine implements KvHandoff {
         EngineInfo.Feature.REPETITION_PENALTY,
         EngineInfo.Feature.LOGPROBS,
         EngineInfo.Feature.STOP_TOKEN_IDS,
-        EngineInfo.Feature.LOGIT_BIAS);
+        EngineInfo.Feature.LOGIT_BIAS,
+        EngineInfo.Feature.THINKING_BUDGET);
     if (constraints.available()) {
       features.add(EngineInfo.Feature.STRUCTURED_OUTPUTS);
     }
@@ -348,6 +350,18 @@ public final class BuiltinEngine extends SchedulingEngine implements KvHandoff {
     if (state.grammar != null) {
       state.endTokens = constraints.endTokens(request);
     }
+    ThinkingBudget budget = request.sampling().thinkingBudget();
+    if (budget != null) {
+      int[] prompt = request.promptTokens();
+      if (budget.resumeTokens() > prompt.length) {
+        throw new IllegalArgumentException("the thinking budget resumes after " + budget.resumeTokens() + " tokens but the prompt has "
+            + prompt.length);
+      }
+      state.thinking = new ThinkingBudgetTracker(budget);
+      for (int i = prompt.length - budget.resumeTokens(); i < prompt.length; i++) {
+        state.thinking.accept(prompt[i]);
+      }
+    }
     return state;
   }
 
@@ -484,6 +498,9 @@ public final class BuiltinEngine extends SchedulingEngine implements KvHandoff {
     if (state.grammar != null) {
       constraints.accept(state.grammar, firstToken, state.endTokens);
     }
+    if (state.thinking != null) {
+      state.thinking.accept(firstToken);
+    }
     imported.sequence().setEngineState(state);
     if (onDevice) {
       transformer.deviceBlocksWritten(cache, pending.blocks(), pending.cachedBlocks());
@@ -616,14 +633,22 @@ public final class BuiltinEngine extends SchedulingEngine implements KvHandoff {
       int top = seq.request().sampling().logprobs();
       float[] raw = top >= 0 ? l.clone() : null; // sampling adjusts logits in place
       int token;
+      int forced = state.thinking == null ? -1 : state.thinking.forced();
       if (state.grammar == null) {
-        token = sampler.sample(l, seq.request().sampling(), state, draft);
+        token = forced >= 0 ? forced : sampler.sample(l, seq.request().sampling(), state, draft);
       } else {
         int left = Math.min(seq.request().outputBudget() - seq.generated(), scheduler.maxContextLength() - seq.length());
-        token = constraints.apply(state.grammar, left, state.endTokens, l)
-            ? sampler.sample(l, seq.request().sampling(), state)
-            : state.endTokens[0]; // nothing can follow: end the output
+        if (!constraints.apply(state.grammar, left, state.endTokens, l)) {
+          token = state.endTokens[0]; // nothing can follow: end the output
+        } else if (forced >= 0 && l[forced] != Float.NEGATIVE_INFINITY) {
+          token = forced; // the reasoning's budget is spent (and its grammar lets it close here)
+        } else {
+          token = sampler.sample(l, seq.request().sampling(), state);
+        }
         constraints.accept(state.grammar, token, state.endTokens);
+      }
+      if (state.thinking != null) {
+        state.thinking.accept(token);
       }
       state.accept(token);
       if (raw != null) {

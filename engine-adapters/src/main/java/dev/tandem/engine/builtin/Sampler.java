@@ -15,12 +15,14 @@ import java.util.concurrent.ThreadLocalRandom;
  */
 final class Sampler {
   /**
-   * A sequence's sampling state: its random generator, how often it produced each token, and its
-   * output's grammar (null when unconstrained) with the tokens that end it.
+   * A sequence's sampling state: its random generator, how often it produced each token, its
+   * output's grammar (null when unconstrained) with the tokens that end it, and its reasoning's
+   * budget (null without one).
    */
   static final class State {
     dev.tandem.engine.grammar.GrammarState grammar;
     int[] endTokens;
+    ThinkingBudgetTracker thinking; // null without a thinking budget
     TokenLogprob[] promptLogprobs; // [i]: prompt token i + 1 given tokens 0..i; null when not asked
     boolean promptLogprobsSent;
     private final SplittableRandom random;

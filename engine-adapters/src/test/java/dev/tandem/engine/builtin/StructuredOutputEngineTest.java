@@ -11,10 +11,12 @@ import dev.tandem.common.FinishReason;
 import dev.tandem.common.SamplingParams;
 import dev.tandem.common.StopConditions;
 import dev.tandem.common.StructuredOutput;
+import dev.tandem.common.ThinkingBudget;
 import dev.tandem.engine.EngineInfo;
 import dev.tandem.engine.EngineRequest;
 import dev.tandem.engine.RequestOutput;
 import dev.tandem.engine.grammar.SchemaCorpus;
+import dev.tandem.engine.grammar.TokenVocabulary;
 import dev.tandem.engine.model.DType;
 import dev.tandem.engine.modeltools.ModelGenerator;
 import java.io.ByteArrayOutputStream;
@@ -31,7 +33,8 @@ import org.junit.jupiter.api.io.TempDir;
  * The built-in engine with random weights (a tiny Qwen3-shaped model whose 256 ids are the Qwen3
  * tokenizer's byte tokens) constrained by every schema of the corpus: each output, greedy and
  * sampled, is JSON that an independent validator accepts, and a prefilled-elsewhere continuation
- * (the disaggregated path) gives the same tokens as a local run.
+ * (the disaggregated path) gives the same tokens as a local run; and a reasoning's thinking
+ * budget, alone and before a constrained answer.
  */
 class StructuredOutputEngineTest {
   private static final ObjectMapper JSON = new ObjectMapper();
@@ -146,6 +149,92 @@ class StructuredOutputEngineTest {
     }
   }
 
+  private static final int[] CLOSE = {200, 201}; // a two-token closing tag, in the byte tokens' range
+
+  private static EngineRequest budgeted(String id, int budget, SamplingParams sampling) {
+    return new EngineRequest(id, new int[] {10, 20, 30, 40, 50},
+        sampling.withThinkingBudget(new ThinkingBudget(budget, new int[] {199}, CLOSE, true, 0)), new StopConditions(16, new int[0], true),
+        null, 16);
+  }
+
+  /** Where the closing tag first starts in {@code tokens}, or -1. */
+  private static int closedAt(List<Integer> tokens, int[] close) {
+    for (int i = 0; i + close.length <= tokens.size(); i++) {
+      boolean match = true;
+      for (int k = 0; k < close.length && match; k++) {
+        match = tokens.get(i + k) == close[k];
+      }
+      if (match) {
+        return i;
+      }
+    }
+    return -1;
+  }
+
+  @Test
+  void aThinkingBudgetForcesTheReasoningClosedOnceSpent() throws Exception {
+    // The output starts inside the reasoning; random weights never close it themselves.
+    List<EngineRequest> requests = List.of(budgeted("b0", 0, SamplingParams.greedy()), budgeted("b4", 4, greedyOrSeeded(4)),
+        budgeted("b9", 9, greedyOrSeeded(9)));
+    try (BuiltinEngine engine = engine()) {
+      assertTrue(engine.info().features().contains(EngineInfo.Feature.THINKING_BUDGET));
+      for (EngineRequest r : requests) {
+        engine.add(r); // batched together
+      }
+      var outputs = run(engine);
+      for (EngineRequest r : requests) {
+        List<Integer> tokens = outputs.get(r.requestId()).tokens;
+        assertEquals(16, tokens.size());
+        assertEquals(r.sampling().thinkingBudget().maxTokens(), closedAt(tokens, CLOSE), () -> r.requestId() + " → " + tokens);
+      }
+    }
+    // Moved to another engine mid-reasoning, it counts on from the tokens so far.
+    EngineRequest whole = budgeted("whole", 6, SamplingParams.greedy());
+    List<Integer> expected = alone(whole);
+    int k = 3;
+    int[] prompt = java.util.stream.IntStream.concat(java.util.Arrays.stream(whole.promptTokens()),
+        expected.subList(0, k).stream().mapToInt(Integer::intValue)).toArray();
+    try (BuiltinEngine other = engine()) {
+      other.add(new EngineRequest("moved", prompt, whole.sampling().withThinkingBudget(whole.sampling().thinkingBudget().resumedAfter(k)),
+          new StopConditions(16 - k, new int[0], true), null, 16 - k));
+      assertEquals(expected.subList(k, expected.size()), run(other).get("moved").tokens);
+    }
+    // Prefilled elsewhere with nothing to spend: the prefill worker's one token is the tag's first.
+    EngineRequest local = budgeted("local", 0, SamplingParams.greedy());
+    List<Integer> split = splitRun(local);
+    assertEquals(alone(local), split);
+    assertEquals(List.of(CLOSE[0], CLOSE[1]), split.subList(0, 2));
+  }
+
+  @Test
+  void aThinkingBudgetClosesAReasoningBeforeAConstrainedAnswer() throws Exception {
+    TokenVocabulary vocabulary = TokenVocabulary.fromTokenizerJson(Files.readAllBytes(model.resolve("tokenizer.json")), 256, "tiny");
+    int[] close = new int["</think>".length()];
+    for (int i = 0; i < close.length; i++) {
+      for (int t = 0; t < 256; t++) {
+        byte[] b = vocabulary.bytes(t);
+        if (b != null && b.length == 1 && b[0] == "</think>".charAt(i)) {
+          close[i] = t;
+        }
+      }
+    }
+    StructuredOutput c = StructuredOutput.choice("[\"yes\",\"no\"]")
+        .withReasoning(new StructuredOutput.Reasoning("<think>", "</think>", true));
+    List<EngineRequest> requests = new ArrayList<>();
+    for (int seed = 0; seed < 3; seed++) {
+      requests.add(constrained("t" + seed, c, greedyOrSeeded(seed).withThinkingBudget(new ThinkingBudget(3, new int[] {1}, close, true, 0))));
+    }
+    try (BuiltinEngine engine = engine()) {
+      var outputs = runToTheirEnds(engine, requests);
+      for (EngineRequest r : requests) {
+        Output out = outputs.get(r.requestId());
+        int at = closedAt(out.tokens, close);
+        assertTrue(at >= 0 && at <= 3, () -> "closed within the budget: " + out.tokens);
+        assertTrue(out.text().substring(out.text().indexOf("</think>") + 8).matches("\n{0,2}(yes|no)"), out.text());
+      }
+    }
+  }
+
   private static SamplingParams greedyOrSeeded(int seed) {
     return seed == 0 ? SamplingParams.greedy() : SamplingParams.DEFAULTS.withSeed(OptionalLong.of(seed));
   }
@@ -179,24 +268,31 @@ class StructuredOutputEngineTest {
   void aContinuationPrefilledElsewhereFollowsTheSameGrammar() throws Exception {
     String schema = SchemaCorpus.SCHEMAS.get(5);
     EngineRequest local = request("local", schema, SamplingParams.greedy(), 48);
-    List<Integer> expected = alone(local);
+    assertEquals(alone(local), splitRun(local));
+  }
+
+  /**
+   * The tokens of {@code local} run disaggregated: its first token drawn by a prefill engine, which
+   * hands its KV blocks to a decode engine that goes on from there.
+   */
+  private static List<Integer> splitRun(EngineRequest local) {
     try (BuiltinEngine prefill = engine(); BuiltinEngine decode = engine()) {
       EngineRequest first = new EngineRequest("split", local.promptTokens(), local.sampling(),
-          new StopConditions(1, new int[0], true), local.structuredOutput(), 48);
+          new StopConditions(1, new int[0], true), local.structuredOutput(), local.outputBudget());
       prefill.add(first);
       prefill.holdKvOnFinish("split");
       int firstToken = run(prefill).get("split").tokens.get(0);
       int[] blocks = prefill.heldBlocks("split");
       PagedKvCache kv = prefill.kvCache();
       decode.addPrefilled(new EngineRequest("split", local.promptTokens(), local.sampling(), local.stop(),
-          local.structuredOutput(), 48), firstToken, (layer, index, keys, values) -> {
+          local.structuredOutput(), local.outputBudget()), firstToken, (layer, index, keys, values) -> {
             keys.copyFrom(kv.keyBlock(layer, blocks[index]));
             values.copyFrom(kv.valueBlock(layer, blocks[index]));
           });
       List<Integer> split = new ArrayList<>(List.of(firstToken));
       split.addAll(run(decode).get("split").tokens);
-      assertEquals(expected, split);
       prefill.releaseHeld("split");
+      return split;
     }
   }
 

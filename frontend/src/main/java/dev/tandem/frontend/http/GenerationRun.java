@@ -269,7 +269,7 @@ final class GenerationRun {
     }
     var stop = new dev.tandem.common.StopConditions(left, spec.stop().stopTokenIds(), spec.stop().ignoreEos());
     GenerationRequest request = new GenerationRequest(
-        id + "-" + c.index + "-m" + (c.migrations + 1), prompt, request(c).sampling().withPromptLogprobs(-1), stop)
+        id + "-" + c.index + "-m" + (c.migrations + 1), prompt, resumed(request(c).sampling().withPromptLogprobs(-1), c.generated.size()), stop)
         .withStructuredOutput(spec.constraint() == null ? null : spec.constraint().resumedAfter(c.generated.size()))
         .withLora(spec.lora());
     Route route;
@@ -333,6 +333,11 @@ final class GenerationRun {
       return;
     }
     emit(c, out.toString(), false);
+  }
+
+  /** {@code sampling} for a stream moved after {@code generated} tokens: a thinking budget counts on from them. */
+  private static dev.tandem.common.SamplingParams resumed(dev.tandem.common.SamplingParams sampling, int generated) {
+    return sampling.thinkingBudget() == null ? sampling : sampling.withThinkingBudget(sampling.thinkingBudget().resumedAfter(generated));
   }
 
   /** Sends (or keeps) the next text of a choice, divided into reasoning, content and tool calls. */

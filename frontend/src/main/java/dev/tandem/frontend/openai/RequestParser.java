@@ -14,6 +14,7 @@ import java.util.OptionalLong;
 import dev.tandem.common.SamplingParams;
 import dev.tandem.common.StopConditions;
 import dev.tandem.common.StructuredOutput;
+import dev.tandem.common.ThinkingBudget;
 import dev.tandem.frontend.parse.OutputParsers;
 import dev.tandem.frontend.parse.ReasoningFormat;
 import dev.tandem.frontend.parse.ToolCallFormat;
@@ -164,12 +165,37 @@ public final class RequestParser {
     OutputParsers parsers = new OutputParsers(
         reasoning,
         tools != null ? model.parsers().toolCalls() : ToolCallFormat.NONE);
-    return common(body, GenerationSpec.Kind.CHAT, List.of(prompt), maxTokens, logprobs, maxTokensParam, forced, parsers)
+    GenerationSpec spec = common(body, GenerationSpec.Kind.CHAT, List.of(prompt), maxTokens, logprobs, maxTokensParam, forced, parsers)
         .withOneToolCall(!bool(body, "parallel_tool_calls", true));
+    ThinkingBudget budget = thinkingBudget(body, reasoning);
+    return budget == null ? spec : spec.withSampling(spec.sampling().withThinkingBudget(budget));
+  }
+
+  /**
+   * vLLM's {@code thinking_token_budget}: the most output tokens the reasoning may take before its
+   * closing tag is forced; null when not set, or when this request's output has no reasoning
+   * ({@code enable_thinking: false}: nothing to bound).
+   */
+  private ThinkingBudget thinkingBudget(ObjectNode body, ReasoningFormat reasoning) {
+    JsonNode v = body.get("thinking_token_budget");
+    if (v == null || v.isNull()) {
+      return null;
+    }
+    int tokens = integer(body, "thinking_token_budget", 0, 0, Integer.MAX_VALUE);
+    if (model.parsers().reasoning() == ReasoningFormat.NONE) {
+      throw ApiException.invalid("thinking_token_budget", "'thinking_token_budget' needs a reasoning model's output to be read for its "
+          + "reasoning, and this server reads none: start it with --reasoning-parser qwen3 or deepseek_r1.");
+    }
+    requireFeature("thinking_token_budget", "thinking_budget");
+    return reasoning == ReasoningFormat.NONE ? null : reasoning.thinkingBudget(tokens, model.tokenizer());
   }
 
   public GenerationSpec parseCompletion(ObjectNode body) {
     checkModel(body);
+    if (body.has("thinking_token_budget") && !body.get("thinking_token_budget").isNull()) {
+      throw ApiException.invalid("thinking_token_budget",
+          "'thinking_token_budget' applies to chat requests, whose output is read for its reasoning; completions are not.");
+    }
     for (String unsupported : List.of("suffix")) {
       JsonNode v = body.get(unsupported);
       if (v != null && !v.isNull() && !(v.isTextual() && v.asText().isEmpty())) {

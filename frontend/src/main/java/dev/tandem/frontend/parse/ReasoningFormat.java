@@ -1,6 +1,8 @@
 package dev.tandem.frontend.parse;
 
 import dev.tandem.common.StructuredOutput;
+import dev.tandem.common.ThinkingBudget;
+import dev.tandem.frontend.text.TextTokenizer;
 import java.util.Locale;
 
 /** Where a model family writes its reasoning ({@code --reasoning-parser}). */
@@ -24,6 +26,20 @@ public enum ReasoningFormat {
       case QWEN3 -> new StructuredOutput.Reasoning(ReasoningSplitter.OPEN, ReasoningSplitter.CLOSE, false);
       case DEEPSEEK_R1 -> new StructuredOutput.Reasoning(ReasoningSplitter.OPEN, ReasoningSplitter.CLOSE, true);
     };
+  }
+
+  /**
+   * A budget of {@code maxTokens} on reasoning written this way, its tags as {@code tokenizer}
+   * writes them.
+   *
+   * @throws IllegalStateException for {@link #NONE}
+   */
+  public ThinkingBudget thinkingBudget(int maxTokens, TextTokenizer tokenizer) {
+    if (this == NONE) {
+      throw new IllegalStateException("no reasoning to bound");
+    }
+    return new ThinkingBudget(maxTokens, tokenizer.encode(ReasoningSplitter.OPEN, false), tokenizer.encode(ReasoningSplitter.CLOSE, false),
+        this == DEEPSEEK_R1, 0);
   }
 
   /** {@code none}, {@code qwen3}, {@code deepseek_r1}. */

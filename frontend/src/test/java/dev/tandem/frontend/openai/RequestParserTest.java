@@ -155,6 +155,32 @@ class RequestParserTest {
   }
 
   @Test
+  void aThinkingBudgetBoundsTheReasoningWithItsTagsAsThisTokenizerWritesThem() {
+    RequestParser p = parser(Set.of("thinking_budget"));
+    String base = "{\"model\":\"m\",\"max_tokens\":50," + HI;
+    dev.tandem.common.ThinkingBudget b = chat(p, base + ",\"thinking_token_budget\":64}").sampling().thinkingBudget();
+    assertEquals(new dev.tandem.common.ThinkingBudget(64, new int[] {151_667}, new int[] {151_668}, false, 0), b,
+        "Qwen3's <think> and </think> are one token each; its output may open the reasoning");
+    assertEquals(null, chat(p, base + "}").sampling().thinkingBudget());
+    assertEquals(null, chat(p, base + ",\"thinking_token_budget\":null}").sampling().thinkingBudget());
+    assertEquals(null, chat(p, base + ",\"chat_template_kwargs\":{\"enable_thinking\":false},\"thinking_token_budget\":8}")
+        .sampling().thinkingBudget(), "thinking off: no reasoning to bound");
+    ServedModel served = new ServedModel("m", 256, 151_936, "test", Set.of("thinking_budget"), new int[] {151645}, TOKENIZER, TEMPLATE);
+    assertEquals(true, chat(new RequestParser(served.withParsers("deepseek_r1", "auto")), base + ",\"thinking_token_budget\":0}")
+        .sampling().thinkingBudget().opened(), "DeepSeek-R1's output starts inside the reasoning");
+
+    assertEquals("thinking_token_budget", refused(p, base + ",\"thinking_token_budget\":-1}").param());
+    assertEquals("thinking_token_budget", refused(p, base + ",\"thinking_token_budget\":\"lots\"}").param());
+    ApiException noParser = refused(new RequestParser(served.withParsers("none", "auto")), base + ",\"thinking_token_budget\":8}");
+    assertTrue(noParser.getMessage().contains("--reasoning-parser"), noParser.getMessage());
+    assertEquals("thinking_token_budget", refused(parser(Set.of()), base + ",\"thinking_token_budget\":8}").param(),
+        "an engine that cannot force the tag (the mocker) refuses");
+    ApiException completion = assertThrows(ApiException.class, () -> p.parseCompletion(RequestParser.parseBody(
+        "{\"model\":\"m\",\"prompt\":\"hi\",\"thinking_token_budget\":8}".getBytes(StandardCharsets.UTF_8))));
+    assertEquals("thinking_token_budget", completion.param());
+  }
+
+  @Test
   void aReasoningModelsConstraintStartsAfterItsReasoning() {
     RequestParser p = parser(Set.of("structured_outputs"));
     String schema = ",\"response_format\":{\"type\":\"json_schema\",\"json_schema\":{\"schema\":{\"type\":\"integer\"}}}";
