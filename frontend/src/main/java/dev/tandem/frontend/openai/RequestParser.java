@@ -44,6 +44,8 @@ public final class RequestParser {
   private static final List<String> RESERVED_TEMPLATE_VARIABLES =
       List.of("messages", "tools", "add_generation_prompt", "bos_token", "eos_token", "documents");
   static final int MAX_MESSAGES = 8192;
+  /** OpenAI's values of {@code reasoning_effort}. */
+  private static final List<String> REASONING_EFFORTS = List.of("none", "minimal", "low", "medium", "high");
   /**
    * Output tokens all choices of a request may produce together when it sets {@code n > 1} but no
    * {@code max_tokens}: without it, {@code n} choices each running to the end of the context
@@ -140,6 +142,7 @@ public final class RequestParser {
       throw ApiException.invalid("messages", "This model has no chat template (none in tokenizer_config.json, no chat_template.jinja), "
           + "so it serves /v1/completions only; to serve chat, start the frontend with --chat-template FILE.");
     }
+    reasoningEffort(body, kwargs);
     String text;
     try {
       text = model.chatTemplate().render(messages, tools, addGenerationPrompt, kwargs);
@@ -188,6 +191,27 @@ public final class RequestParser {
     }
     requireFeature("thinking_token_budget", "thinking_budget");
     return reasoning == ReasoningFormat.NONE ? null : reasoning.thinkingBudget(tokens, model.tokenizer());
+  }
+
+  /**
+   * {@code reasoning_effort}, passed to the chat template as the variable of that name (as vLLM
+   * does: gpt-oss's template reads it); refused where this model's template does not read it, rather
+   * than ignored.
+   */
+  private void reasoningEffort(ObjectNode body, Map<String, Object> kwargs) {
+    JsonNode effort = body.get("reasoning_effort");
+    if (effort == null || effort.isNull()) {
+      return;
+    }
+    if (!effort.isTextual() || !REASONING_EFFORTS.contains(effort.asText())) {
+      throw ApiException.invalid("reasoning_effort", "'reasoning_effort' must be one of " + String.join(", ", REASONING_EFFORTS) + ".");
+    }
+    if (!model.chatTemplate().mentions("reasoning_effort")) {
+      throw ApiException.unsupportedParameter("reasoning_effort", "'reasoning_effort' is passed to the chat template, and this model's "
+          + "template does not read it. Bound the reasoning with 'thinking_token_budget', or turn it off with "
+          + "'chat_template_kwargs': {\"enable_thinking\": false} where the template reads that.");
+    }
+    kwargs.put("reasoning_effort", effort.asText());
   }
 
   public GenerationSpec parseCompletion(ObjectNode body) {

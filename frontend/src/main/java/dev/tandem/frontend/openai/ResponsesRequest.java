@@ -33,7 +33,8 @@ public record ResponsesRequest(ObjectNode chat, ObjectNode echo) {
       "messages", "input",
       "max_completion_tokens", "max_output_tokens",
       "max_tokens", "max_output_tokens",
-      "response_format", "text.format");
+      "response_format", "text.format",
+      "reasoning_effort", "reasoning.effort");
 
   /** @throws ApiException naming the Responses field that is malformed or cannot be honoured */
   public static ResponsesRequest parse(ObjectNode body) {
@@ -60,6 +61,10 @@ public record ResponsesRequest(ObjectNode chat, ObjectNode echo) {
     JsonNode format = format(body.get("text"));
     if (format != null) {
       chat.set("response_format", format);
+    }
+    JsonNode effort = body.path("reasoning").get("effort");
+    if (present(effort)) {
+      chat.set("reasoning_effort", effort); // the chat template's to read, as on chat
     }
     return new ResponsesRequest(chat, echo(body));
   }
@@ -104,11 +109,10 @@ public record ResponsesRequest(ObjectNode chat, ObjectNode echo) {
     }
     JsonNode reasoning = body.get("reasoning");
     if (reasoning != null && reasoning.isObject()) {
-      for (String field : List.of("effort", "summary", "generate_summary")) {
+      for (String field : List.of("summary", "generate_summary")) {
         if (present(reasoning.get(field))) {
-          throw ApiException.unsupportedParameter("reasoning." + field, "'reasoning." + field + "' is not supported: the model reasons as its "
-              + "chat template says (for Qwen3, 'chat_template_kwargs': {\"enable_thinking\": false} turns it off), and its reasoning comes back "
-              + "whole in a reasoning item, not summarised.");
+          throw ApiException.unsupportedParameter("reasoning." + field, "'reasoning." + field + "' is not supported: the model's "
+              + "reasoning comes back whole in a reasoning item, not summarised.");
         }
       }
     }

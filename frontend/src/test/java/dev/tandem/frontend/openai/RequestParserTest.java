@@ -155,6 +155,20 @@ class RequestParserTest {
   }
 
   @Test
+  void reasoningEffortGoesToATemplateThatReadsItAndIsRefusedByOneThatDoesNot() {
+    String base = "{\"model\":\"m\",\"max_tokens\":50," + HI;
+    ApiException qwen3 = refused(parser(Set.of()), base + ",\"reasoning_effort\":\"low\"}");
+    assertEquals("reasoning_effort", qwen3.param(), "Qwen3's template does not read it: refused, not ignored");
+    assertTrue(qwen3.getMessage().contains("thinking_token_budget"), qwen3.getMessage());
+    ChatTemplate reads = ChatTemplate.forModel(ModelFiles.bundledQwen3().tokenizerConfigJson(), null,
+        "{% for m in messages %}{{ m.content }}{% endfor %}<effort:{{ reasoning_effort | default('unset') }}>", "test");
+    RequestParser p = new RequestParser(new ServedModel("m", 256, 151_936, "test", Set.of(), new int[] {151645}, TOKENIZER, reads));
+    assertEquals("hi<effort:low>", TOKENIZER.decode(chat(p, base + ",\"reasoning_effort\":\"low\"}").prompts().getFirst(), false));
+    assertEquals("hi<effort:unset>", TOKENIZER.decode(chat(p, base + "}").prompts().getFirst(), false));
+    assertEquals("reasoning_effort", refused(p, base + ",\"reasoning_effort\":\"extreme\"}").param());
+  }
+
+  @Test
   void aThinkingBudgetBoundsTheReasoningWithItsTagsAsThisTokenizerWritesThem() {
     RequestParser p = parser(Set.of("thinking_budget"));
     String base = "{\"model\":\"m\",\"max_tokens\":50," + HI;

@@ -83,6 +83,9 @@ class ResponsesRequestTest {
         chat.get("response_format"));
     assertEquals("required", chat("{\"model\": \"m\", \"input\": \"x\", \"tool_choice\": \"required\"}").get("tool_choice").asText());
     assertFalse(chat("{\"model\": \"m\", \"input\": \"x\", \"text\": {\"format\": {\"type\": \"text\"}}}").has("response_format"));
+    assertEquals("low", chat("{\"model\": \"m\", \"input\": \"x\", \"reasoning\": {\"effort\": \"low\"}}").get("reasoning_effort").asText(),
+        "reasoning.effort is chat's reasoning_effort (the chat template's to read)");
+    assertEquals(7, chat("{\"model\": \"m\", \"input\": \"x\", \"thinking_token_budget\": 7}").get("thinking_token_budget").asInt());
   }
 
   @Test
@@ -121,6 +124,7 @@ class ResponsesRequestTest {
     assertEquals("input[2].content", ResponsesRequest.renamed(ApiException.invalid("messages[2].content", "bad")).param());
     assertEquals("text.format.json_schema", ResponsesRequest.renamed(ApiException.invalid("response_format.json_schema", "bad")).param());
     assertEquals("temperature", ResponsesRequest.renamed(ApiException.invalid("temperature", "bad")).param());
+    assertEquals("reasoning.effort", ResponsesRequest.renamed(ApiException.invalid("reasoning_effort", "bad")).param());
   }
 
   @Test
