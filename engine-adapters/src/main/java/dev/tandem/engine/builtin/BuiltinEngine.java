@@ -134,8 +134,9 @@ public final class BuiltinEngine extends SchedulingEngine implements KvHandoff {
     }
     this.constraints = new OutputConstraints(config.modelDir(), model.vocabSize(), model.eosTokenIds());
     if (config.speculative().enabled()) {
-      // A grammar's mask applies to one position at a time: a constrained output is not speculated.
-      scheduler.speculate(config.speculative(), seq -> seq.engineState() instanceof Sampler.State state && state.grammar == null);
+      // Each proposed position is drawn under its own mask, with the grammar advanced past the
+      // positions kept before it; a proposal is cut where the grammar would refuse it.
+      scheduler.speculate(config.speculative(), seq -> true, this::usableDrafts);
     }
     EnumSet<EngineInfo.Feature> features = EnumSet.of(
         EngineInfo.Feature.TEMPERATURE,
@@ -643,7 +644,7 @@ public final class BuiltinEngine extends SchedulingEngine implements KvHandoff {
         } else if (forced >= 0 && l[forced] != Float.NEGATIVE_INFINITY) {
           token = forced; // the reasoning's budget is spent (and its grammar lets it close here)
         } else {
-          token = sampler.sample(l, seq.request().sampling(), state);
+          token = sampler.sample(l, seq.request().sampling(), state, draft);
         }
         constraints.accept(state.grammar, token, state.endTokens);
       }
@@ -662,6 +663,17 @@ public final class BuiltinEngine extends SchedulingEngine implements KvHandoff {
     });
     retireAdapters();
     return outputs;
+  }
+
+  /**
+   * How many leading tokens of a proposal for {@code seq} its output's grammar allows (all of them
+   * when it has none): verifying a token the mask will refuse would only cost its pass.
+   */
+  private int usableDrafts(Sequence seq, int[] proposal, int count) {
+    if (!(seq.engineState() instanceof Sampler.State state) || state.grammar == null) {
+      return count;
+    }
+    return constraints.allowedPrefix(state.grammar, proposal, count, state.endTokens);
   }
 
   /** The adapter a sequence runs with (checked when it was added; unloaded since, it finishes with it), or null for the base model. */

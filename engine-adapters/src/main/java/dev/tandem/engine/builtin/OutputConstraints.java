@@ -143,10 +143,8 @@ final class OutputConstraints {
 
   /** Moves the matcher past a drawn token (an end token leaves it as it is). */
   void accept(GrammarState state, int token, int[] ends) {
-    for (int e : ends) {
-      if (e == token) {
-        return;
-      }
+    if (contains(ends, token)) {
+      return;
     }
     long t0 = System.nanoTime();
     byte[] bytes = masker.vocabulary().bytes(token);
@@ -155,6 +153,41 @@ final class OutputConstraints {
     if (!ok) {
       throw new IllegalStateException("token " + token + " is outside the output's grammar");
     }
+  }
+
+  /**
+   * How many leading tokens of {@code tokens[0..count)} the output's grammar allows from {@code
+   * state} (which is left as it is); an end token only where the output is complete, and nothing
+   * after it.
+   */
+  int allowedPrefix(GrammarState state, int[] tokens, int count, int[] ends) {
+    long t0 = System.nanoTime();
+    GrammarState s = state.copy();
+    int n = 0;
+    try {
+      for (; n < count; n++) {
+        int token = tokens[n];
+        if (contains(ends, token)) {
+          return s.accepting() ? n + 1 : n;
+        }
+        byte[] bytes = masker.vocabulary().bytes(token);
+        if (bytes == null || !s.advance(bytes)) {
+          return n;
+        }
+      }
+      return n;
+    } finally {
+      nanos += System.nanoTime() - t0;
+    }
+  }
+
+  private static boolean contains(int[] tokens, int token) {
+    for (int t : tokens) {
+      if (t == token) {
+        return true;
+      }
+    }
+    return false;
   }
 
   private TokenMasker masker() {

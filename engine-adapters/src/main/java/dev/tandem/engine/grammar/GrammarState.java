@@ -25,6 +25,11 @@ public final class GrammarState {
     return states;
   }
 
+  /** An independent matcher at the same place (states are immutable: nothing is copied but the list reference). */
+  public GrammarState copy() {
+    return new GrammarState(grammar, states);
+  }
+
   /**
    * Consumes {@code bytes}; false (and unchanged) if they leave the grammar.
    */

@@ -54,6 +54,7 @@ public final class Scheduler {
   private SpeculativeConfig speculation = SpeculativeConfig.OFF;
   private java.util.function.Predicate<Sequence> speculates = seq -> false;
   private int[] draftScratch = new int[0];
+  private DraftCheck draftCheck = (seq, proposal, count) -> count;
   private long draftedTokens;
   private long acceptedTokens;
 
@@ -75,9 +76,24 @@ public final class Scheduler {
    * what it cannot verify token by token, e.g. a grammar-constrained output).
    */
   public void speculate(SpeculativeConfig config, java.util.function.Predicate<Sequence> eligible) {
+    speculate(config, eligible, (seq, proposal, count) -> count);
+  }
+
+  /** As {@link #speculate(SpeculativeConfig, java.util.function.Predicate)}, each proposal cut where {@code check} says. */
+  public void speculate(SpeculativeConfig config, java.util.function.Predicate<Sequence> eligible, DraftCheck check) {
     this.speculation = config;
     this.speculates = eligible;
+    this.draftCheck = check;
     this.draftScratch = new int[config.tokens()];
+  }
+
+  /**
+   * How many leading tokens of a proposal for {@code seq} are worth verifying (0..{@code count}):
+   * an engine cuts a proposal where it could not be kept anyway (a constrained output's grammar).
+   */
+  @FunctionalInterface
+  public interface DraftCheck {
+    int usable(Sequence seq, int[] proposal, int count);
   }
 
   /** Tokens proposed and run for verification so far, and how many of them were kept. */
@@ -403,6 +419,9 @@ public final class Scheduler {
         continue;
       }
       int k = seq.propose(speculation, max, draftScratch);
+      if (k > 0) {
+        k = seq.cutProposal(draftCheck.usable(seq, draftScratch, k));
+      }
       if (k == 0) {
         continue;
       }

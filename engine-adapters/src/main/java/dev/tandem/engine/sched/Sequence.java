@@ -130,6 +130,12 @@ public final class Sequence {
     return count;
   }
 
+  /** Keeps the first {@code k} tokens of this step's proposal (at most those proposed); returns how many are kept. */
+  int cutProposal(int k) {
+    drafts = Math.max(0, Math.min(drafts, k));
+    return drafts;
+  }
+
   /**
    * Ends this step's verification of {@code drafts()} proposed tokens, {@code kept} of them kept,
    * and adapts the next proposal: one all kept doubles the limit (up to {@code max}); one partly

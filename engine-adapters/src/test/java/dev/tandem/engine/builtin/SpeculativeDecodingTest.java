@@ -7,6 +7,7 @@ import static org.junit.jupiter.api.Assertions.assertTrue;
 
 import dev.tandem.common.SamplingParams;
 import dev.tandem.common.StopConditions;
+import dev.tandem.common.StructuredOutput;
 import dev.tandem.common.TokenLogprob;
 import dev.tandem.engine.EngineRequest;
 import dev.tandem.engine.RequestOutput;
@@ -112,6 +113,39 @@ class SpeculativeDecodingTest {
       int outputs = speculated.values().stream().mapToInt(List::size).sum();
       int tokens = speculated.values().stream().mapToInt(o -> tokens(o).length).sum();
       assertTrue(outputs < tokens, "some steps gave more than one token: " + outputs + " outputs for " + tokens + " tokens");
+      assertEquals(0, e.pool().usedBlocks(), "every block back in the pool");
+    }
+  }
+
+  @Test
+  void aConstrainedOutputIsSpeculatedUnderItsGrammarAndComesOutTheSame() {
+    SamplingParams greedyWithLogprobs = new SamplingParams(0f, 1f, 0, 0f, OptionalLong.empty(), 0f, 0f, 1f, 3);
+    StructuredOutput[] constraints = {
+      StructuredOutput.regex("[a-e]{60}"),
+      StructuredOutput.jsonSchema("{\"type\":\"array\",\"items\":{\"enum\":[\"ab\",\"cd\"]},\"minItems\":14,\"maxItems\":14}"),
+      StructuredOutput.grammar("root ::= (\"yes\" | \"no\" | \"maybe\") (\", \" (\"yes\" | \"no\" | \"maybe\")){15}"),
+    };
+    EngineRequest[] requests = new EngineRequest[constraints.length];
+    for (int i = 0; i < constraints.length; i++) {
+      requests[i] = new EngineRequest("c" + i, repetitive(i), greedyWithLogprobs, new StopConditions(100, new int[0], false),
+          constraints[i], 100);
+    }
+    Map<String, List<RequestOutput>> plain;
+    try (BuiltinEngine e = engine(SpeculativeConfig.OFF)) {
+      plain = run(e, requests);
+    }
+    try (BuiltinEngine e = engine(NGRAM)) {
+      Map<String, List<RequestOutput>> speculated = run(e, requests);
+      for (EngineRequest r : requests) {
+        assertArrayEquals(tokens(plain.get(r.requestId())), tokens(speculated.get(r.requestId())), r.structuredOutput().spec());
+        List<TokenLogprob> a = logprobs(plain.get(r.requestId()));
+        List<TokenLogprob> b = logprobs(speculated.get(r.requestId()));
+        for (int i = 0; i < a.size(); i++) {
+          assertEquals(a.get(i).logprob(), b.get(i).logprob(), 1e-4, r.requestId() + " token " + i);
+        }
+      }
+      SpeculationCounts c = e.speculationCounts();
+      assertTrue(c.accepted() > 0, "proposals kept under a grammar: " + c);
       assertEquals(0, e.pool().usedBlocks(), "every block back in the pool");
     }
   }

@@ -211,6 +211,31 @@ class SpeculationSchedulerTest {
   }
 
   @Test
+  void aProposalIsCutWhereTheEnginesCheckSaysAndOnlyItsPrefixIsVerified() {
+    // The engine's check (a grammar, in the built-in engine) allows no proposed 3: proposals stop before it.
+    Scheduler s = new Scheduler(new SchedulerConfig(8, 64, true, 1_000, new int[] {99}), new BlockPool(64, BLOCK));
+    s.speculate(NGRAM, seq -> true, (seq, proposal, count) -> {
+      for (int i = 0; i < count; i++) {
+        if (proposal[i] == 3) {
+          return i;
+        }
+      }
+      return count;
+    });
+    s.add(request("a", new int[] {1, 2, 3, 1, 2, 3, 1}, 30));
+    List<int[]> verified = new ArrayList<>();
+    List<RequestOutput> out = run(s, model(t -> t % 3 + 1, verified));
+    int[] expected = new int[30];
+    for (int i = 0, last = 1; i < 30; i++) {
+      expected[i] = last = last % 3 + 1;
+    }
+    assertArrayEquals(expected, tokens(out), "the model's own tokens, cut or not");
+    assertTrue(verified.stream().noneMatch(v -> v[1] == 3), "no proposed 3 was run");
+    assertTrue(s.speculationCounts().accepted() > 0, "the rest were proposed and kept: " + s.speculationCounts());
+    assertEquals(s.speculationCounts().drafted(), s.speculationCounts().accepted(), "and only what the check allowed was run");
+  }
+
+  @Test
   void anIneligibleSequenceIsNotSpeculated() {
     Scheduler s = new Scheduler(new SchedulerConfig(8, 64, true, 1_000, new int[] {99}), new BlockPool(64, BLOCK));
     s.speculate(NGRAM, seq -> !seq.id().equals("constrained"));
