@@ -5,6 +5,7 @@
 # proposals drafted and kept, tokens per step, identical tokens; a PNG chart beside the text.
 #   benchmarks/scripts/speculative_decode.sh [out-dir]     (MODEL=llama-0.6b ROUNDS=3 THREADS=$(nproc) TOKENS=128 CONTEXT=128 QUANT=none BATCH=1)
 # BATCH=N decodes N sequences together in the end-to-end runs (tokens/s summed over them).
+# CONSTRAINT=array or words constrains the timed outputs (a JSON array of at least TOKENS/3 integers; as many words and a full stop).
 set -euo pipefail
 cd "$(dirname "$0")/../.."
 export JAVA_HOME="${JAVA_HOME:-/usr/lib/jvm/temurin-25-jdk-amd64}"
@@ -15,6 +16,6 @@ mkdir -p "$out" "$cache"
 ./tandem --version >/dev/null  # builds if stale
 dir="$cache/$model"
 [ -f "$dir/config.json" ] || ./tandem model create --shape "$model" --seed 1 --dtype bf16 --out "$dir" >/dev/null
-exec "$JAVA_HOME/bin/java" --add-modules jdk.incubator.vector --enable-native-access=ALL-UNNAMED -Xmx8g -Dquantization="${QUANT:-none}" -Dbatch="${BATCH:-1}" \
+exec "$JAVA_HOME/bin/java" --add-modules jdk.incubator.vector --enable-native-access=ALL-UNNAMED -Xmx8g -Dquantization="${QUANT:-none}" -Dbatch="${BATCH:-1}" -Dconstraint="${CONSTRAINT:-}" \
   -cp "cli/target/tandem-cli-0.1.0-SNAPSHOT.jar:cli/target/lib/*" dev.tandem.bench.SpeculativeDecode \
   "$dir" "$out" "${THREADS:-$(nproc)}" "${TOKENS:-128}" "${CONTEXT:-128}" "${ROUNDS:-3}"

@@ -2,6 +2,7 @@ package dev.tandem.bench;
 
 import dev.tandem.common.SamplingParams;
 import dev.tandem.common.StopConditions;
+import dev.tandem.common.StructuredOutput;
 import dev.tandem.engine.EngineRequest;
 import dev.tandem.engine.RequestOutput;
 import dev.tandem.engine.SpeculationCounts;
@@ -58,6 +59,13 @@ public final class SpeculativeDecode {
   private static final boolean BREAKDOWN = Boolean.getBoolean("breakdown");
   /** {@code -Dbatch=N}: N sequences decode together in the end-to-end runs (decode tok/s summed over them). */
   private static final int BATCH = Integer.getInteger("batch", 1);
+  /**
+   * {@code -Dconstraint=array}: the timed requests' output constrained to a JSON array of at least
+   * {@code tokens ÷ 3} integers 0..99, {@code -Dconstraint=words}: to at least {@code tokens ÷ 3}
+   * lowercase words and a full stop ({@code [a-z]+( [a-z]+){n,}\.}); each ends where the model
+   * closes it or the budget makes the masker close it; unset: free.
+   */
+  private static final String CONSTRAINT = System.getProperty("constraint", "");
 
   private SpeculativeDecode() {}
 
@@ -96,7 +104,8 @@ public final class SpeculativeDecode {
             round + 1, RUN_KS[slot], run.tokensPerSecond(), run.counts().drafted(), run.counts().accepted(), run.tokensPerStep());
       }
     }
-    System.out.printf(Locale.ROOT, "%n%s, %d tokens after a %d-token prompt, greedy, %d rounds, batch %d%n", model, tokens, context, rounds, BATCH);
+    System.out.printf(Locale.ROOT, "%n%s, %d tokens after a %d-token prompt, greedy, %d rounds, batch %d%s%n", model, tokens, context, rounds, BATCH,
+        CONSTRAINT.isEmpty() ? "" : ", output constrained (" + CONSTRAINT + "): " + constraint(tokens).spec());
     System.out.println("| k | decode tok/s (median) | ÷ without | proposed, kept (last round) | tokens a step | pass cost ÷ plain | same tokens |");
     System.out.println("|---|---|---|---|---|---|---|");
     double base = median(rates[0]);
@@ -189,8 +198,11 @@ public final class SpeculativeDecode {
       while (engine.hasWork()) {
         engine.step();
       }
+      StructuredOutput constraint = constraint(tokens);
       for (int b = 0; b < BATCH; b++) {
-        engine.add(new EngineRequest("timed-" + b, prompts[b], sampling, new StopConditions(tokens, new int[0], true)));
+        engine.add(constraint == null
+            ? new EngineRequest("timed-" + b, prompts[b], sampling, new StopConditions(tokens, new int[0], true))
+            : new EngineRequest("timed-" + b, prompts[b], sampling, new StopConditions(tokens, new int[0], false), constraint, tokens));
       }
       SpeculationCounts before = engine.speculationCounts();
       java.util.Map<String, List<Integer>> out = new java.util.TreeMap<>();
@@ -217,6 +229,16 @@ public final class SpeculativeDecode {
       int later = all.length - BATCH; // after each sequence's first token
       return new Run(later / seconds, counts, later / (double) laterOutputs, all);
     }
+  }
+
+  private static StructuredOutput constraint(int tokens) {
+    return switch (CONSTRAINT) {
+      case "" -> null;
+      case "array" -> StructuredOutput.jsonSchema("{\"type\":\"array\",\"items\":{\"type\":\"integer\",\"minimum\":0,\"maximum\":99},"
+          + "\"minItems\":" + tokens / 3 + "}");
+      case "words" -> StructuredOutput.regex("[a-z]+( [a-z]+){" + tokens / 3 + ",}\\.");
+      default -> throw new IllegalArgumentException("-Dconstraint: array, words or unset, not " + CONSTRAINT);
+    };
   }
 
   private static double median(double[] values) {
