@@ -72,8 +72,8 @@ public final class Scheduler {
   }
 
   /**
-   * Turns speculation on for the decoding sequences {@code eligible} accepts (an engine excludes
-   * what it cannot verify token by token, e.g. a grammar-constrained output).
+   * Turns speculation on for the decoding sequences {@code eligible} accepts (an engine may leave
+   * out what it cannot verify token by token); every proposal is verified whole.
    */
   public void speculate(SpeculativeConfig config, java.util.function.Predicate<Sequence> eligible) {
     speculate(config, eligible, (seq, proposal, count) -> count);
