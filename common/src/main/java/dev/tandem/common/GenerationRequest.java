@@ -6,8 +6,10 @@ import java.util.Objects;
  * One generation as the frontend hands it to the router and the router to a worker: the prompt's
  * token ids, sampling and stop rules, an optional {@link StructuredOutput} constraint, and (when
  * the router splits the request) the prefill worker that computes the prompt, and the LoRA adapter
- * it runs with ({@code loraName}, null for the base model). Immutable; {@code promptTokens} is
- * copied in and must not be changed through the accessor.
+ * it runs with ({@code loraName}, null for the base model). {@code resumedOutputTokens}: the last
+ * that many prompt tokens are output already generated (a stream moved to another worker mid-way),
+ * which penalties, the output's grammar and a thinking budget count as output. Immutable; {@code
+ * promptTokens} is copied in and must not be changed through the accessor.
  */
 public record GenerationRequest(
     String requestId,
@@ -16,13 +18,24 @@ public record GenerationRequest(
     StopConditions stop,
     RemotePrefillTarget remotePrefill,
     StructuredOutput structuredOutput,
-    String loraName) {
+    String loraName,
+    int resumedOutputTokens) {
   public GenerationRequest {
     loraName = loraName == null || loraName.isEmpty() ? null : loraName;
     Objects.requireNonNull(requestId, "requestId");
     promptTokens = promptTokens.clone();
     Objects.requireNonNull(sampling, "sampling");
     Objects.requireNonNull(stop, "stop");
+    if (resumedOutputTokens < 0 || resumedOutputTokens > promptTokens.length) {
+      throw new IllegalArgumentException("request " + requestId + " resumes after " + resumedOutputTokens
+          + " output tokens but its prompt has " + promptTokens.length);
+    }
+  }
+
+  public GenerationRequest(
+      String requestId, int[] promptTokens, SamplingParams sampling, StopConditions stop, RemotePrefillTarget remotePrefill,
+      StructuredOutput structuredOutput, String loraName) {
+    this(requestId, promptTokens, sampling, stop, remotePrefill, structuredOutput, loraName, 0);
   }
 
   public GenerationRequest(String requestId, int[] promptTokens, SamplingParams sampling, StopConditions stop) {
@@ -42,17 +55,25 @@ public record GenerationRequest(
 
   /** This request with its prompt prefilled by {@code target}. */
   public GenerationRequest withRemotePrefill(RemotePrefillTarget target) {
-    return new GenerationRequest(requestId, promptTokens, sampling, stop, target, structuredOutput, loraName);
+    return new GenerationRequest(requestId, promptTokens, sampling, stop, target, structuredOutput, loraName, resumedOutputTokens);
   }
 
   /** This request with its output constrained (null: not constrained). */
   public GenerationRequest withStructuredOutput(StructuredOutput constraint) {
-    return new GenerationRequest(requestId, promptTokens, sampling, stop, remotePrefill, constraint, loraName);
+    return new GenerationRequest(requestId, promptTokens, sampling, stop, remotePrefill, constraint, loraName, resumedOutputTokens);
   }
 
   /** This request run with LoRA adapter {@code name} (null: the base model). */
   public GenerationRequest withLora(String name) {
-    return new GenerationRequest(requestId, promptTokens, sampling, stop, remotePrefill, structuredOutput, name);
+    return new GenerationRequest(requestId, promptTokens, sampling, stop, remotePrefill, structuredOutput, name, resumedOutputTokens);
+  }
+
+  /**
+   * This request resumed after {@code tokens} output tokens already generated, which are the last
+   * {@code tokens} of its prompt.
+   */
+  public GenerationRequest resumedAfter(int tokens) {
+    return new GenerationRequest(requestId, promptTokens, sampling, stop, remotePrefill, structuredOutput, loraName, tokens);
   }
 
   /** The salt of this request's block hashes ({@link BlockHasher#salt}). */

@@ -10,11 +10,10 @@ import java.util.Objects;
  * The frontend builds it from {@code response_format}, vLLM's {@code structured_outputs} or a
  * forced tool call; the engine compiles it into a grammar and masks every token that would leave
  * it. {@code reasoning}: free text the model may reason in first (a reasoning model's {@code
- * <think>…</think>}), {@link Reasoning#NONE} for none. {@code resumeTokens}: the last that many
- * prompt tokens are output already generated under this constraint (a stream moved to another
- * worker mid-way); the engine's matcher starts after them. Immutable.
+ * <think>…</think>}), {@link Reasoning#NONE} for none. A stream moved to another worker mid-way
+ * resumes it after the output so far ({@link GenerationRequest#resumedOutputTokens}). Immutable.
  */
-public record StructuredOutput(Kind kind, String spec, String prefix, String suffix, Reasoning reasoning, int resumeTokens) {
+public record StructuredOutput(Kind kind, String spec, String prefix, String suffix, Reasoning reasoning) {
   /** What {@code spec} is. */
   public enum Kind { JSON_SCHEMA, REGEX, CHOICE, GRAMMAR }
 
@@ -51,12 +50,12 @@ public record StructuredOutput(Kind kind, String spec, String prefix, String suf
 
   /** A JSON value valid under the schema {@code jsonSchema}, between {@code prefix} and {@code suffix}. */
   public StructuredOutput(String jsonSchema, String prefix, String suffix) {
-    this(Kind.JSON_SCHEMA, jsonSchema, prefix, suffix, Reasoning.NONE, 0);
+    this(Kind.JSON_SCHEMA, jsonSchema, prefix, suffix, Reasoning.NONE);
   }
 
   /** A constraint from the first output token (no reasoning before it). */
-  public StructuredOutput(Kind kind, String spec, String prefix, String suffix, int resumeTokens) {
-    this(kind, spec, prefix, suffix, Reasoning.NONE, resumeTokens);
+  public StructuredOutput(Kind kind, String spec, String prefix, String suffix) {
+    this(kind, spec, prefix, suffix, Reasoning.NONE);
   }
 
   public StructuredOutput {
@@ -65,24 +64,11 @@ public record StructuredOutput(Kind kind, String spec, String prefix, String suf
     Objects.requireNonNull(prefix, "prefix");
     Objects.requireNonNull(suffix, "suffix");
     Objects.requireNonNull(reasoning, "reasoning");
-    if (resumeTokens < 0) {
-      throw new IllegalArgumentException("resumeTokens must not be negative, was " + resumeTokens);
-    }
-  }
-
-  /** The same constraint, resumed after {@code tokens} output tokens already generated. */
-  public StructuredOutput resumedAfter(int tokens) {
-    return new StructuredOutput(kind, spec, prefix, suffix, reasoning, tokens);
   }
 
   /** The same constraint after {@code r}'s reasoning. */
   public StructuredOutput withReasoning(Reasoning r) {
-    return new StructuredOutput(kind, spec, prefix, suffix, r, resumeTokens);
-  }
-
-  /** The constraint itself, without where it resumes (what a compiled grammar is cached by). */
-  public StructuredOutput fromTheStart() {
-    return resumeTokens == 0 ? this : new StructuredOutput(kind, spec, prefix, suffix, reasoning, 0);
+    return new StructuredOutput(kind, spec, prefix, suffix, r);
   }
 
   public static StructuredOutput jsonSchema(String schema) {
@@ -91,16 +77,16 @@ public record StructuredOutput(Kind kind, String spec, String prefix, String suf
 
   /** Text that the regular expression {@code regex} matches as a whole. */
   public static StructuredOutput regex(String regex) {
-    return new StructuredOutput(Kind.REGEX, regex, "", "", 0);
+    return new StructuredOutput(Kind.REGEX, regex, "", "");
   }
 
   /** Exactly one of the strings in {@code jsonArray} (a JSON array of strings). */
   public static StructuredOutput choice(String jsonArray) {
-    return new StructuredOutput(Kind.CHOICE, jsonArray, "", "", 0);
+    return new StructuredOutput(Kind.CHOICE, jsonArray, "", "");
   }
 
   /** Text that the EBNF grammar {@code ebnf} derives from its rule {@code root}. */
   public static StructuredOutput grammar(String ebnf) {
-    return new StructuredOutput(Kind.GRAMMAR, ebnf, "", "", 0);
+    return new StructuredOutput(Kind.GRAMMAR, ebnf, "", "");
   }
 }

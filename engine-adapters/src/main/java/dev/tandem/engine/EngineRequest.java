@@ -11,8 +11,10 @@ import java.util.Objects;
  * One generation request as an engine sees it: token ids in, sampling and stop rules, and an
  * optional constraint on the output ({@code structuredOutput}, null when free) with the tokens
  * the whole output may take ({@code outputBudget}: {@code stop.maxTokens()}, except where an engine
- * runs the first token of a longer output, as a prefill worker does), and the LoRA adapter it runs
- * with ({@code loraName}; null: the base model).
+ * runs the first token of a longer output, as a prefill worker does), the LoRA adapter it runs
+ * with ({@code loraName}; null: the base model), and how many of the prompt's last tokens are
+ * output already generated ({@code resumedOutputTokens}, a stream moved from another worker:
+ * penalties count them as output, the grammar starts and a thinking budget counts on after them).
  */
 public record EngineRequest(
     String requestId,
@@ -21,7 +23,8 @@ public record EngineRequest(
     StopConditions stop,
     StructuredOutput structuredOutput,
     int outputBudget,
-    String loraName) {
+    String loraName,
+    int resumedOutputTokens) {
   public EngineRequest {
     loraName = loraName == null || loraName.isEmpty() ? null : loraName;
     Objects.requireNonNull(requestId, "requestId");
@@ -31,16 +34,26 @@ public record EngineRequest(
     if (promptTokens.length == 0) {
       throw new IllegalArgumentException("request " + requestId + " has an empty prompt");
     }
+    if (resumedOutputTokens < 0 || resumedOutputTokens > promptTokens.length) {
+      throw new IllegalArgumentException("request " + requestId + " resumes after " + resumedOutputTokens
+          + " output tokens but its prompt has " + promptTokens.length);
+    }
   }
 
   public EngineRequest(String requestId, int[] promptTokens, SamplingParams sampling, StopConditions stop) {
-    this(requestId, promptTokens, sampling, stop, null, stop.maxTokens(), null);
+    this(requestId, promptTokens, sampling, stop, null, stop.maxTokens(), null, 0);
   }
 
   public EngineRequest(
       String requestId, int[] promptTokens, SamplingParams sampling, StopConditions stop, StructuredOutput structuredOutput,
       int outputBudget) {
-    this(requestId, promptTokens, sampling, stop, structuredOutput, outputBudget, null);
+    this(requestId, promptTokens, sampling, stop, structuredOutput, outputBudget, null, 0);
+  }
+
+  public EngineRequest(
+      String requestId, int[] promptTokens, SamplingParams sampling, StopConditions stop, StructuredOutput structuredOutput,
+      int outputBudget, String loraName) {
+    this(requestId, promptTokens, sampling, stop, structuredOutput, outputBudget, loraName, 0);
   }
 
   /** The salt of this request's block hashes ({@link BlockHasher#salt}). */
@@ -56,6 +69,6 @@ public record EngineRequest(
   public static EngineRequest of(GenerationRequest request) {
     return new EngineRequest(
         request.requestId(), request.promptTokens(), request.sampling(), request.stop(), request.structuredOutput(),
-        request.stop().maxTokens(), request.loraName());
+        request.stop().maxTokens(), request.loraName(), request.resumedOutputTokens());
   }
 }

@@ -24,8 +24,8 @@ import org.junit.jupiter.api.io.TempDir;
 
 /**
  * A worker that dies mid-stream: the frontend continues the stream on the other worker with the
- * prompt and the tokens so far, and the client sees one stream — greedy text identical to an
- * undisturbed run, no error event, one [DONE]. Three built-in workers on a generated model (each
+ * prompt and the tokens so far, and the client sees one stream — greedy text (frequency and
+ * presence penalties included) identical to an undisturbed run, no error event, one [DONE]. Three built-in workers on a generated model (each
  * test kills one).
  */
 @org.junit.jupiter.api.Tag("e2e")
@@ -34,7 +34,9 @@ class MigrationTest {
   private static LocalDeployment deployment;
   private static final HttpClient HTTP = HttpClient.newHttpClient();
   private static final ObjectMapper JSON = new ObjectMapper();
+  // Penalised: the new worker must count the tokens so far as output for the text to be the same.
   private static final String BODY = "{\"model\":\"tiny\",\"max_tokens\":600,\"temperature\":0,\"ignore_eos\":true,"
+      + "\"frequency_penalty\":0.5,\"presence_penalty\":0.5,"
       + "\"messages\":[{\"role\":\"user\",\"content\":\"Tell me about lighthouses.\"}]";
 
   @BeforeAll

@@ -52,11 +52,11 @@ public final class FromWire {
         r.hasStructuredOutput()
             ? new dev.tandem.common.StructuredOutput(structuredOutputKind(r.getStructuredOutput().getKind()),
                 r.getStructuredOutput().getSpec(), r.getStructuredOutput().getPrefix(), r.getStructuredOutput().getSuffix(),
-                reasoning(r.getStructuredOutput()), r.getStructuredOutput().getResumeTokens())
+                reasoning(r.getStructuredOutput()))
             : null;
     return new GenerationRequest(
         r.getRequestId().isEmpty() ? idIfEmpty : r.getRequestId(), tokens(r), sampling(r.getSampling()), stop(r.getStop()), remote,
-        constraint, r.getLoraName());
+        constraint, r.getLoraName(), r.getResumedOutputTokens());
   }
 
   private static dev.tandem.common.StructuredOutput.Reasoning reasoning(dev.tandem.proto.worker.v1.StructuredOutput so) {
@@ -95,7 +95,7 @@ public final class FromWire {
 
   private static dev.tandem.common.ThinkingBudget thinkingBudget(dev.tandem.proto.worker.v1.ThinkingBudget t) {
     return new dev.tandem.common.ThinkingBudget(t.getMaxTokens(), ints(t.getOpenTokenIdsList()), ints(t.getCloseTokenIdsList()),
-        t.getOpened(), t.getResumeTokens());
+        t.getOpened());
   }
 
   /**

@@ -53,8 +53,7 @@ public final class ToWire {
               .setKind(dev.tandem.proto.worker.v1.StructuredOutput.Kind.valueOf(r.structuredOutput().kind().name()))
               .setSpec(r.structuredOutput().spec())
               .setPrefix(r.structuredOutput().prefix())
-              .setSuffix(r.structuredOutput().suffix())
-              .setResumeTokens(r.structuredOutput().resumeTokens()));
+              .setSuffix(r.structuredOutput().suffix()));
       var reasoning = r.structuredOutput().reasoning();
       if (!reasoning.none()) {
         b.getStructuredOutputBuilder().setReasoning(dev.tandem.proto.worker.v1.StructuredOutput.Reasoning.newBuilder()
@@ -64,6 +63,7 @@ public final class ToWire {
     if (r.loraName() != null) {
       b.setLoraName(r.loraName());
     }
+    b.setResumedOutputTokens(r.resumedOutputTokens());
     return b.build();
   }
 
@@ -88,7 +88,7 @@ public final class ToWire {
     if (s.thinkingBudget() != null) {
       var t = s.thinkingBudget();
       var tb = dev.tandem.proto.worker.v1.ThinkingBudget.newBuilder()
-          .setMaxTokens(t.maxTokens()).setOpened(t.opened()).setResumeTokens(t.resumeTokens());
+          .setMaxTokens(t.maxTokens()).setOpened(t.opened());
       for (int id : t.openTokens()) {
         tb.addOpenTokenIds(id);
       }

@@ -37,12 +37,12 @@ class WireRoundTripTest {
         new GenerationRequest("r1", new int[] {1, 2, 3}, sampling, new StopConditions(9, new int[] {7}, true),
             new RemotePrefillTarget("127.0.0.1:9", new WorkerId("p0"), 250, "tcp"),
             new dev.tandem.common.StructuredOutput(dev.tandem.common.StructuredOutput.Kind.JSON_SCHEMA, "{\"type\":\"integer\"}",
-                "<tool_call>\n", "\n</tool_call>", 2));
+                "<tool_call>\n", "\n</tool_call>"), null, 2);
     GenerationRequest back = FromWire.request(ToWire.request(request), "unused");
     assertEquals("r1", back.requestId());
     assertArrayEquals(new int[] {1, 2, 3}, back.promptTokens());
     assertEquals(sampling, back.sampling());
-    var budgeted = sampling.withThinkingBudget(new dev.tandem.common.ThinkingBudget(5, new int[] {1}, new int[] {2, 3}, true, 4));
+    var budgeted = sampling.withThinkingBudget(new dev.tandem.common.ThinkingBudget(5, new int[] {1}, new int[] {2, 3}, true));
     assertEquals(budgeted, FromWire.request(ToWire.request(new GenerationRequest("r2", new int[] {1}, budgeted,
         new StopConditions(9, new int[0], false))), "x").sampling(), "a thinking budget survives");
     assertEquals(9, back.stop().maxTokens());
@@ -50,12 +50,16 @@ class WireRoundTripTest {
     assertEquals(true, back.stop().ignoreEos());
     assertEquals(request.remotePrefill(), back.remotePrefill());
     assertEquals(request.structuredOutput(), back.structuredOutput());
+    assertEquals(2, back.resumedOutputTokens(), "a migrated stream's output so far");
+    assertEquals(0, FromWire.request(ToWire.request(request.resumedAfter(0)), "x").resumedOutputTokens());
+    var beyond = ToWire.request(request).toBuilder().setResumedOutputTokens(4).build();
+    var e = assertThrows(IllegalArgumentException.class, () -> FromWire.request(beyond, "x"), "more output than prompt");
+    assertTrue(e.getMessage().contains("resumes after 4 output tokens but its prompt has 3"), e.getMessage());
     assertEquals(null, FromWire.request(ToWire.request(request.withStructuredOutput(null)), "x").structuredOutput());
     for (var c : List.of(dev.tandem.common.StructuredOutput.regex("[a-z]+"), dev.tandem.common.StructuredOutput.choice("[\"a\",\"b\"]"),
-        dev.tandem.common.StructuredOutput.grammar("root ::= \"x\"").resumedAfter(1),
+        dev.tandem.common.StructuredOutput.grammar("root ::= \"x\""),
         dev.tandem.common.StructuredOutput.regex("a").withReasoning(new dev.tandem.common.StructuredOutput.Reasoning("<think>", "</think>", false)),
-        dev.tandem.common.StructuredOutput.JSON_OBJECT.withReasoning(new dev.tandem.common.StructuredOutput.Reasoning("", "</think>", true))
-            .resumedAfter(3))) {
+        dev.tandem.common.StructuredOutput.JSON_OBJECT.withReasoning(new dev.tandem.common.StructuredOutput.Reasoning("", "</think>", true)))) {
       assertEquals(c, FromWire.request(ToWire.request(request.withStructuredOutput(c)), "x").structuredOutput(), "each kind survives, with its reasoning");
     }
     assertEquals(null, back.loraName(), "the base model");

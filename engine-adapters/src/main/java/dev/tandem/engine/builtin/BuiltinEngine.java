@@ -353,17 +353,28 @@ public final class BuiltinEngine extends SchedulingEngine implements KvHandoff {
     }
     ThinkingBudget budget = request.sampling().thinkingBudget();
     if (budget != null) {
-      int[] prompt = request.promptTokens();
-      if (budget.resumeTokens() > prompt.length) {
-        throw new IllegalArgumentException("the thinking budget resumes after " + budget.resumeTokens() + " tokens but the prompt has "
-            + prompt.length);
-      }
       state.thinking = new ThinkingBudgetTracker(budget);
-      for (int i = prompt.length - budget.resumeTokens(); i < prompt.length; i++) {
-        state.thinking.accept(prompt[i]);
+    }
+    int[] prompt = request.promptTokens();
+    for (int i = prompt.length - request.resumedOutputTokens(); i < prompt.length; i++) {
+      try {
+        accepted(state, prompt[i]);
+      } catch (IllegalStateException e) {
+        throw new IllegalArgumentException("structured output: the output to resume after leaves its grammar at token " + prompt[i], e);
       }
     }
     return state;
+  }
+
+  /** Moves a sequence's sampling state past its output token {@code token}. */
+  private void accepted(Sampler.State state, int token) {
+    if (state.grammar != null) {
+      constraints.accept(state.grammar, token, state.endTokens);
+    }
+    if (state.thinking != null) {
+      state.thinking.accept(token);
+    }
+    state.accept(token);
   }
 
   /**
@@ -495,13 +506,7 @@ public final class BuiltinEngine extends SchedulingEngine implements KvHandoff {
     }
     EngineRequest request = imported.sequence().request();
     Sampler.State state = samplingState(request);
-    state.accept(firstToken);
-    if (state.grammar != null) {
-      constraints.accept(state.grammar, firstToken, state.endTokens);
-    }
-    if (state.thinking != null) {
-      state.thinking.accept(firstToken);
-    }
+    accepted(state, firstToken);
     imported.sequence().setEngineState(state);
     if (onDevice) {
       transformer.deviceBlocksWritten(cache, pending.blocks(), pending.cachedBlocks());
@@ -646,12 +651,8 @@ public final class BuiltinEngine extends SchedulingEngine implements KvHandoff {
         } else {
           token = sampler.sample(l, seq.request().sampling(), state, draft);
         }
-        constraints.accept(state.grammar, token, state.endTokens);
       }
-      if (state.thinking != null) {
-        state.thinking.accept(token);
-      }
-      state.accept(token);
+      accepted(state, token);
       if (raw != null) {
         seq.setDrawnLogprob(Sampler.logprobs(raw, token, top));
       }

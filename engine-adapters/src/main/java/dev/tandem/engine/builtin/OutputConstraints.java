@@ -68,29 +68,17 @@ final class OutputConstraints {
       throw new IllegalArgumentException(
           "structured outputs need the model's tokenizer.json and an end-of-sequence token; " + tokenizerJson + " has none");
     }
-    StructuredOutput key = c.fromTheStart();
-    Grammar g = grammars.get(key);
+    Grammar g = grammars.get(c);
     if (g == null) {
       try {
-        g = OutputGrammars.compile(key);
+        g = OutputGrammars.compile(c);
       } catch (GrammarException e) {
         throw new IllegalArgumentException("structured output: " + e.getMessage(), e);
       }
-      grammars.put(key, g);
+      grammars.put(c, g);
     }
     masker();
-    GrammarState state = g.newState();
-    int[] prompt = request.promptTokens();
-    if (c.resumeTokens() > prompt.length) {
-      throw new IllegalArgumentException("structured output resumes after " + c.resumeTokens() + " tokens but the prompt has " + prompt.length);
-    }
-    for (int i = prompt.length - c.resumeTokens(); i < prompt.length; i++) {
-      byte[] bytes = masker.vocabulary().bytes(prompt[i]);
-      if (bytes == null || !state.advance(bytes)) {
-        throw new IllegalArgumentException("structured output: the output to resume after leaves its grammar at token " + prompt[i]);
-      }
-    }
-    return state;
+    return g.newState();
   }
 
   /** Tokens that end a constrained output once it is complete. */

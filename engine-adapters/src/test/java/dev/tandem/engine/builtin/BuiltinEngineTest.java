@@ -274,6 +274,20 @@ class BuiltinEngineTest {
   }
 
   @Test
+  void aStreamMovedMidWayCountsItsOutputSoFarForPenalties() {
+    int[] p = prompt(20, 7);
+    SamplingParams noRepeats = params(0f, 1f, -1, 0f, null, 0f, 1000f, 1f);
+    List<Integer> whole = alone(sampled("whole", p, 30, noRepeats));
+    int k = 12;
+    int[] moved = IntStream.concat(java.util.Arrays.stream(p), whole.subList(0, k).stream().mapToInt(Integer::intValue)).toArray();
+    List<Integer> rest = alone(new EngineRequest("moved", moved, noRepeats, new StopConditions(30 - k, new int[0], true), null, 30 - k,
+        null, k));
+    assertEquals(whole.subList(k, 30), rest, "the rest of the same output: its first tokens are penalised as output");
+    assertNotEquals(whole.subList(k, 30), alone(sampled("prompt", moved, 30 - k, noRepeats)),
+        "as plain prompt tokens they are not (the frequency penalty counts output only)");
+  }
+
+  @Test
   void logprobsDescribeTheRawDistribution() {
     int[] p = prompt(20, 11);
     SamplingParams withLogprobs = new SamplingParams(0f, 1f, -1, 0f, OptionalLong.empty(), 0f, 0f, 1f, 3);

@@ -144,7 +144,7 @@ class StructuredOutputEngineTest {
         expected.subList(0, k).stream().mapToInt(Integer::intValue)).toArray();
     try (BuiltinEngine other = engine()) {
       other.add(new EngineRequest("moved", prompt, SamplingParams.greedy(), new StopConditions(48 - k, new int[0], false),
-          c.resumedAfter(k), 48 - k));
+          c, 48 - k, null, k));
       assertEquals(expected.subList(k, expected.size()), run(other).get("moved").tokens);
     }
   }
@@ -153,7 +153,7 @@ class StructuredOutputEngineTest {
 
   private static EngineRequest budgeted(String id, int budget, SamplingParams sampling) {
     return new EngineRequest(id, new int[] {10, 20, 30, 40, 50},
-        sampling.withThinkingBudget(new ThinkingBudget(budget, new int[] {199}, CLOSE, true, 0)), new StopConditions(16, new int[0], true),
+        sampling.withThinkingBudget(new ThinkingBudget(budget, new int[] {199}, CLOSE, true)), new StopConditions(16, new int[0], true),
         null, 16);
   }
 
@@ -195,8 +195,7 @@ class StructuredOutputEngineTest {
     int[] prompt = java.util.stream.IntStream.concat(java.util.Arrays.stream(whole.promptTokens()),
         expected.subList(0, k).stream().mapToInt(Integer::intValue)).toArray();
     try (BuiltinEngine other = engine()) {
-      other.add(new EngineRequest("moved", prompt, whole.sampling().withThinkingBudget(whole.sampling().thinkingBudget().resumedAfter(k)),
-          new StopConditions(16 - k, new int[0], true), null, 16 - k));
+      other.add(new EngineRequest("moved", prompt, whole.sampling(), new StopConditions(16 - k, new int[0], true), null, 16 - k, null, k));
       assertEquals(expected.subList(k, expected.size()), run(other).get("moved").tokens);
     }
     // Prefilled elsewhere with nothing to spend: the prefill worker's one token is the tag's first.
@@ -222,7 +221,7 @@ class StructuredOutputEngineTest {
         .withReasoning(new StructuredOutput.Reasoning("<think>", "</think>", true));
     List<EngineRequest> requests = new ArrayList<>();
     for (int seed = 0; seed < 3; seed++) {
-      requests.add(constrained("t" + seed, c, greedyOrSeeded(seed).withThinkingBudget(new ThinkingBudget(3, new int[] {1}, close, true, 0))));
+      requests.add(constrained("t" + seed, c, greedyOrSeeded(seed).withThinkingBudget(new ThinkingBudget(3, new int[] {1}, close, true))));
     }
     try (BuiltinEngine engine = engine()) {
       var outputs = runToTheirEnds(engine, requests);
@@ -306,10 +305,10 @@ class StructuredOutputEngineTest {
         expected.subList(0, k).stream().mapToInt(Integer::intValue)).toArray();
     try (BuiltinEngine other = engine()) {
       other.add(new EngineRequest("moved", prompt, SamplingParams.greedy(), new StopConditions(64 - k, new int[0], false),
-          whole.structuredOutput().resumedAfter(k), 64 - k));
+          whole.structuredOutput(), 64 - k, null, k));
       assertEquals(expected.subList(k, expected.size()), run(other).get("moved").tokens, "the rest of the same output");
       var bad = assertThrows(IllegalArgumentException.class, () -> other.add(new EngineRequest("bad", new int[] {10, 20, 30},
-          SamplingParams.greedy(), new StopConditions(8, new int[0], false), whole.structuredOutput().resumedAfter(2), 8)));
+          SamplingParams.greedy(), new StopConditions(8, new int[0], false), whole.structuredOutput(), 8, null, 2)));
       assertTrue(bad.getMessage().contains("leaves its grammar"), bad.getMessage());
     }
   }

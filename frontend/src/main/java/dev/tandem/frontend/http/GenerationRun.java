@@ -249,10 +249,10 @@ final class GenerationRun {
 
   /**
    * Continues a choice whose worker failed mid-stream on another worker: the prompt and the
-   * tokens generated so far as the new prompt, the rest of the budget, the same sampling. The
-   * client sees one stream; a constrained one resumes its grammar after the tokens so far. Not for
-   * a request the worker refused or one pinned to a worker, and at most {@code --migration-limit}
-   * times per choice.
+   * tokens generated so far as the new prompt, the rest of the budget, the same sampling; the
+   * worker counts those tokens as output (penalties, the grammar, a thinking budget). The client
+   * sees one stream. Not for a request the worker refused or one pinned to a worker, and at most
+   * {@code --migration-limit} times per choice.
    *
    * @return false when the choice cannot move (it is then failed)
    */
@@ -269,9 +269,10 @@ final class GenerationRun {
     }
     var stop = new dev.tandem.common.StopConditions(left, spec.stop().stopTokenIds(), spec.stop().ignoreEos());
     GenerationRequest request = new GenerationRequest(
-        id + "-" + c.index + "-m" + (c.migrations + 1), prompt, resumed(request(c).sampling().withPromptLogprobs(-1), c.generated.size()), stop)
-        .withStructuredOutput(spec.constraint() == null ? null : spec.constraint().resumedAfter(c.generated.size()))
-        .withLora(spec.lora());
+        id + "-" + c.index + "-m" + (c.migrations + 1), prompt, request(c).sampling().withPromptLogprobs(-1), stop)
+        .withStructuredOutput(spec.constraint())
+        .withLora(spec.lora())
+        .resumedAfter(c.generated.size());
     Route route;
     try {
       route = router.route(request, null);
@@ -333,11 +334,6 @@ final class GenerationRun {
       return;
     }
     emit(c, out.toString(), false);
-  }
-
-  /** {@code sampling} for a stream moved after {@code generated} tokens: a thinking budget counts on from them. */
-  private static dev.tandem.common.SamplingParams resumed(dev.tandem.common.SamplingParams sampling, int generated) {
-    return sampling.thinkingBudget() == null ? sampling : sampling.withThinkingBudget(sampling.thinkingBudget().resumedAfter(generated));
   }
 
   /** Sends (or keeps) the next text of a choice, divided into reasoning, content and tool calls. */

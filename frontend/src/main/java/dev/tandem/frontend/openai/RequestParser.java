@@ -56,6 +56,8 @@ public final class RequestParser {
   private static final int MAX_LOGIT_BIAS = 1024;
 
   private final ServedModel model;
+  /** Each reasoning format's thinking budget with its tags as this model's tokenizer writes them (tokenized once). */
+  private final java.util.Map<ReasoningFormat, ThinkingBudget> budgetTags = new java.util.concurrent.ConcurrentHashMap<>();
 
   public RequestParser(ServedModel model) {
     this.model = model;
@@ -190,7 +192,8 @@ public final class RequestParser {
           + "reasoning, and this server reads none: start it with --reasoning-parser qwen3 or deepseek_r1.");
     }
     requireFeature("thinking_token_budget", "thinking_budget");
-    return reasoning == ReasoningFormat.NONE ? null : reasoning.thinkingBudget(tokens, model.tokenizer());
+    return reasoning == ReasoningFormat.NONE ? null
+        : budgetTags.computeIfAbsent(reasoning, r -> r.thinkingBudget(0, model.tokenizer())).withMaxTokens(tokens);
   }
 
   /**

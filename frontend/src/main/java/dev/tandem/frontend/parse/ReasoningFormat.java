@@ -39,7 +39,7 @@ public enum ReasoningFormat {
       throw new IllegalStateException("no reasoning to bound");
     }
     return new ThinkingBudget(maxTokens, tokenizer.encode(ReasoningSplitter.OPEN, false), tokenizer.encode(ReasoningSplitter.CLOSE, false),
-        this == DEEPSEEK_R1, 0);
+        this == DEEPSEEK_R1);
   }
 
   /** {@code none}, {@code qwen3}, {@code deepseek_r1}. */

@@ -428,6 +428,7 @@ class GenerationRunTest {
     int hello = tokens("Hello").length;
     assertEquals(first.length + hello, second.length, "the new prompt is the old one and the tokens so far");
     assertEquals(8 - hello, router.routed.get(1).stop().maxTokens(), "the rest of the budget");
+    assertEquals(hello, router.routed.get(1).resumedOutputTokens(), "the worker counts the tokens so far as output");
     assertEquals(first.length, events.getLast().at("/usage/prompt_tokens").asInt(), "usage counts the client's prompt, once");
     assertEquals(hello + tokens(" world").length + tokens("!").length, events.getLast().at("/usage/completion_tokens").asInt());
     assertEquals(1, metrics.migrations());
@@ -447,9 +448,10 @@ class GenerationRunTest {
     post(ch, STREAM.replace("\"max_tokens\":8", "\"max_tokens\":40") + ",\"response_format\":{\"type\":\"json_object\"}}");
     drain(ch);
     assertEquals(2, constrained.routed.size(), "a constrained stream moves too");
-    assertEquals(tokens("Hello").length, constrained.routed.get(1).structuredOutput().resumeTokens(),
+    assertEquals(constrained.routed.get(0).structuredOutput(), constrained.routed.get(1).structuredOutput(), "the same constraint");
+    assertEquals(tokens("Hello").length, constrained.routed.get(1).resumedOutputTokens(),
         "its grammar resumes after the tokens so far");
-    assertEquals(0, constrained.routed.get(0).structuredOutput().resumeTokens());
+    assertEquals(0, constrained.routed.get(0).resumedOutputTokens());
   }
 
   @Test

@@ -173,7 +173,7 @@ class RequestParserTest {
     RequestParser p = parser(Set.of("thinking_budget"));
     String base = "{\"model\":\"m\",\"max_tokens\":50," + HI;
     dev.tandem.common.ThinkingBudget b = chat(p, base + ",\"thinking_token_budget\":64}").sampling().thinkingBudget();
-    assertEquals(new dev.tandem.common.ThinkingBudget(64, new int[] {151_667}, new int[] {151_668}, false, 0), b,
+    assertEquals(new dev.tandem.common.ThinkingBudget(64, new int[] {151_667}, new int[] {151_668}, false), b,
         "Qwen3's <think> and </think> are one token each; its output may open the reasoning");
     assertEquals(null, chat(p, base + "}").sampling().thinkingBudget());
     assertEquals(null, chat(p, base + ",\"thinking_token_budget\":null}").sampling().thinkingBudget());

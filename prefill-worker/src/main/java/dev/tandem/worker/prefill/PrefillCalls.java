@@ -139,7 +139,7 @@ public final class PrefillCalls implements PrefillEndpoint {
       EngineRequest one =
           new EngineRequest(
               requestId, full.promptTokens(), full.sampling(), new StopConditions(1, full.stop().stopTokenIds(), true),
-              full.structuredOutput(), full.outputBudget(), full.loraName());
+              full.structuredOutput(), full.outputBudget(), full.loraName(), full.resumedOutputTokens());
       if (calls.putIfAbsent(requestId, this) != null) {
         end(Status.ALREADY_EXISTS.withDescription("request " + requestId + " is already being prefilled here"), "duplicate");
         return;
