@@ -5,8 +5,9 @@ import java.util.Objects;
 /**
  * A constraint on a generation's output: {@code prefix}, then text of the given {@link Kind} —
  * a JSON value valid under a JSON schema, text a regular expression matches whole, one of a list
- * of strings, or text an EBNF grammar derives ({@code spec} holds the schema, the expression, the
- * strings as a JSON array, or the grammar) — then {@code suffix}, then the end of the sequence.
+ * of strings, text an EBNF grammar derives, or free text with structures after triggers ({@code
+ * spec} holds the schema, the expression, the strings as a JSON array, the grammar, or the
+ * structures and triggers as a JSON object) — then {@code suffix}, then the end of the sequence.
  * The frontend builds it from {@code response_format}, vLLM's {@code structured_outputs} or a
  * forced tool call; the engine compiles it into a grammar and masks every token that would leave
  * it. {@code reasoning}: free text the model may reason in first (a reasoning model's {@code
@@ -15,7 +16,7 @@ import java.util.Objects;
  */
 public record StructuredOutput(Kind kind, String spec, String prefix, String suffix, Reasoning reasoning) {
   /** What {@code spec} is. */
-  public enum Kind { JSON_SCHEMA, REGEX, CHOICE, GRAMMAR }
+  public enum Kind { JSON_SCHEMA, REGEX, CHOICE, GRAMMAR, STRUCTURAL_TAG }
 
   /**
    * Where a reasoning model reasons before the constrained output, which then follows {@code
@@ -83,6 +84,16 @@ public record StructuredOutput(Kind kind, String spec, String prefix, String suf
   /** Exactly one of the strings in {@code jsonArray} (a JSON array of strings). */
   public static StructuredOutput choice(String jsonArray) {
     return new StructuredOutput(Kind.CHOICE, jsonArray, "", "");
+  }
+
+  /**
+   * Free text in which each occurrence of a trigger starts one of the structures that begin with
+   * it — its {@code begin}, a JSON value valid under its {@code schema}, its {@code end} — and
+   * free text follows (vLLM's {@code structural_tag}); {@code spec} is the JSON object {@code
+   * {"structures": [{"begin", "schema", "end"}, …], "triggers": […]}}.
+   */
+  public static StructuredOutput structuralTag(String spec) {
+    return new StructuredOutput(Kind.STRUCTURAL_TAG, spec, "", "");
   }
 
   /** Text that the EBNF grammar {@code ebnf} derives from its rule {@code root}. */

@@ -185,6 +185,18 @@ class AgentClientsTest {
     String query = sql.choices().getFirst().message().content().orElseThrow();
     assertTrue(query.matches("SELECT (id|name|email)(, (id|name|email))* FROM (users|orders)"), query);
 
+    // vLLM's structural tag, the model pushed to write its trigger ('@', id 31 in Qwen3's
+    // vocabulary) wherever it may: each structure it starts is whole and valid, free text around them.
+    ChatCompletion tagged = openai.chat().completions().create(ChatCompletionCreateParams.builder()
+        .model("tiny").addUserMessage("Call n.").maxCompletionTokens(40).temperature(0.0)
+        .logitBias(ChatCompletionCreateParams.LogitBias.builder().putAdditionalProperty("31", JsonValue.from(100)).build())
+        .putAdditionalBodyProperty("response_format", JsonValue.from(Map.of("type", "structural_tag", "triggers", List.of("@"),
+            "structures", List.of(Map.of("begin", "@n=", "end", "!", "schema", Map.of("type", "object",
+                "properties", Map.of("n", Map.of("type", "integer")), "required", List.of("n"), "additionalProperties", false))))))
+        .build());
+    String calls = tagged.choices().getFirst().message().content().orElseThrow();
+    assertTrue(calls.matches("(@n=\\{\\s*\"n\"\\s*:\\s*-?(0|[1-9][0-9]*)\\s*\\}![^@]*)+"), calls);
+
     var bad = org.junit.jupiter.api.Assertions.assertThrows(com.openai.errors.BadRequestException.class,
         () -> openai.chat().completions().create(ChatCompletionCreateParams.builder()
             .model("tiny").addUserMessage("x").maxCompletionTokens(8)

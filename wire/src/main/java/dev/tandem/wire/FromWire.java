@@ -73,6 +73,7 @@ public final class FromWire {
       case REGEX -> dev.tandem.common.StructuredOutput.Kind.REGEX;
       case CHOICE -> dev.tandem.common.StructuredOutput.Kind.CHOICE;
       case GRAMMAR -> dev.tandem.common.StructuredOutput.Kind.GRAMMAR;
+      case STRUCTURAL_TAG -> dev.tandem.common.StructuredOutput.Kind.STRUCTURAL_TAG;
       case UNRECOGNIZED -> throw new IllegalArgumentException("structured output: unknown kind " + k.getNumber() + " (a newer sender?)");
     };
   }

@@ -9,6 +9,7 @@ import dev.tandem.engine.grammar.GrammarNode.Ref;
 import dev.tandem.engine.grammar.GrammarNode.Rep;
 import dev.tandem.engine.grammar.GrammarNode.Seq;
 import dev.tandem.engine.grammar.GrammarNode.Str;
+import dev.tandem.engine.grammar.GrammarNode.FreeText;
 import dev.tandem.engine.grammar.GrammarNode.Until;
 import java.util.ArrayList;
 import java.util.IdentityHashMap;
@@ -135,7 +136,8 @@ public final class Grammar {
         out.append(chr.raw ? "é" : "a");
       }
       case Num num -> out.append('0');
-      case Until until -> out.append(new String(until.close, java.nio.charset.StandardCharsets.UTF_8));
+      case Until until -> out.append(new String(until.close(), java.nio.charset.StandardCharsets.UTF_8));
+      case FreeText free -> { }
       case Seq seq -> {
         for (GrammarNode i : seq.items) {
           shortest(i, out, depth + 1);
@@ -211,11 +213,19 @@ public final class Grammar {
       case Str str -> stepString(str, f, b, out);
       case Chr chr -> stepChar(chr, f, b, out);
       case Until until -> {
-        int pos = until.after(f.pos, b);
-        if (pos == until.close.length) {
+        int s = until.scan.after(f.pos, b);
+        int found = until.scan.found(s);
+        if (found == until.which) {
           complete(f.parent, out, 0);
-        } else {
-          add(out, new Frame(until, pos, 0, null, f.parent));
+        } else if (found < 0) {
+          add(out, new Frame(until, s, 0, null, f.parent));
+        } // else another text came first: this way is dead
+      }
+      case FreeText free -> {
+        int s = free.scan.after(f.pos, b);
+        if (free.scan.found(s) < 0) {
+          add(out, new Frame(free, s, 0, null, f.parent));
+          complete(f.parent, out, 0);
         }
       }
       case Num num -> {
@@ -381,6 +391,10 @@ public final class Grammar {
       case Chr chr -> add(out, new Frame(chr, 0, 0, null, parent));
       case Num num -> add(out, new Frame(num, 0, 0, NumberRange.Digits.START, parent));
       case Until until -> add(out, new Frame(until, 0, 0, null, parent));
+      case FreeText free -> {
+        add(out, new Frame(free, 0, 0, null, parent));
+        complete(parent, out, hops + 1); // it may end before any byte
+      }
       case Seq seq -> {
         if (seq.items.length == 0) {
           complete(parent, out, hops + 1);
@@ -551,9 +565,14 @@ public final class Grammar {
       case Chr chr -> f.aux == 0 ? 1 : charRemaining(f.aux);
       // A lower bound where a range needs more digits; exact otherwise.
       case Num num -> num.range.accepts((NumberRange.Digits) f.data) ? 0 : 1;
-      case Until until -> until.close.length - f.pos; // the rest of the closing text
+      case Until until -> farOrInf(until.scan.distance(until.which, f.pos)); // the rest of the closing text
+      case FreeText free -> 0;
       default -> 1;
     };
+  }
+
+  private static int farOrInf(int distance) {
+    return Math.min(INF, distance);
   }
 
   /** Bytes left in the character being written (string aux states 2 and up; pattern aux 1 and up). */
@@ -800,7 +819,8 @@ public final class Grammar {
       case Str str -> 2 + str.minChars;
       case Chr chr -> 1;
       case Num num -> 1;
-      case Until until -> until.close.length;
+      case Until until -> farOrInf(until.scan.distance(until.which, 0));
+      case FreeText free -> 0;
       case Seq seq -> {
         long sum = 0;
         for (GrammarNode i : seq.items) {

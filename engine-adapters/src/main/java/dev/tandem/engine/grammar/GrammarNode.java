@@ -3,8 +3,9 @@ package dev.tandem.engine.grammar;
 /**
  * One node of a compiled byte-level grammar. Composite nodes ({@link Seq}, {@link Alt}, {@link
  * Rep}, {@link Ref}) arrange others; terminals ({@link Lit}, {@link ByteSet}, {@link Str}, {@link
- * Chr}, {@link Num}) consume bytes. Nodes compare by identity: a grammar is built once and shared.
- * {@link #minLen} is the fewest bytes the node can match (filled in by {@link Grammar}).
+ * Chr}, {@link Num}, {@link Until}, {@link FreeText}) consume bytes. Nodes compare by identity: a
+ * grammar is built once and shared. {@link #minLen} is the fewest bytes the node can match (filled
+ * in by {@link Grammar}).
  */
 abstract sealed class GrammarNode {
   int minLen;
@@ -36,44 +37,207 @@ abstract sealed class GrammarNode {
   }
 
   /**
-   * Any bytes up to and including the first occurrence of {@code close} (a reasoning model's free
-   * text and the tag that ends it). A frame's {@code pos} is how many bytes of {@code close} the
-   * text so far ends with (a Knuth–Morris–Pratt state), so the frames repeat and their masks cache.
+   * Texts to look for in free text (a reasoning's closing tag, a structural tag's triggers), as an
+   * Aho–Corasick automaton: a state is the longest suffix of the text so far that begins one of
+   * them, so that the frames of free text repeat and their masks cache. No text may contain
+   * another (the first occurrence decides what follows).
    */
-  static final class Until extends GrammarNode {
-    final byte[] close;
-    private final int[][] next; // next[pos][byte]: the state after that byte (close.length: found)
+  static final class Scan {
+    final byte[][] texts;
+    private final int[][] next; // next[state][byte]
+    private final int[] found; // found[state]: the text that state completes, or -1
+    private final int[][] distance; // distance[i][state]: fewest bytes to complete text i without completing another
 
-    Until(byte[] close) {
-      if (close.length == 0) {
-        throw new IllegalArgumentException("the closing text must not be empty");
-      }
-      this.close = close;
-      int[] fail = new int[close.length + 1]; // longest proper border of close[0..i)
-      for (int i = 1, k = 0; i < close.length; i++) {
-        while (k > 0 && close[i] != close[k]) {
-          k = fail[k];
+    Scan(byte[][] texts) {
+      for (int i = 0; i < texts.length; i++) {
+        if (texts[i].length == 0) {
+          throw new IllegalArgumentException("the text to look for must not be empty");
         }
-        if (close[i] == close[k]) {
-          k++;
-        }
-        fail[i + 1] = k;
-      }
-      this.next = new int[close.length][256];
-      for (int pos = 0; pos < close.length; pos++) {
-        for (int b = 0; b < 256; b++) {
-          int k = pos;
-          while (k > 0 && (close[k] & 0xff) != b) {
-            k = fail[k];
+        for (int j = 0; j < texts.length; j++) {
+          if (i != j && contains(texts[j], texts[i])) {
+            throw new GrammarException("", "'" + new String(texts[j], java.nio.charset.StandardCharsets.UTF_8) + "' contains '"
+                + new String(texts[i], java.nio.charset.StandardCharsets.UTF_8) + "': no trigger may contain another");
           }
-          next[pos][b] = (close[k] & 0xff) == b ? k + 1 : 0;
         }
+      }
+      this.texts = texts;
+      // The trie of the texts, then each state's fallback (breadth first), then the full table.
+      java.util.List<int[]> children = new java.util.ArrayList<>();
+      java.util.List<Integer> ends = new java.util.ArrayList<>();
+      children.add(filled(-1));
+      ends.add(-1);
+      for (int i = 0; i < texts.length; i++) {
+        int s = 0;
+        for (byte b : texts[i]) {
+          int c = children.get(s)[b & 0xff];
+          if (c < 0) {
+            c = children.size();
+            children.get(s)[b & 0xff] = c;
+            children.add(filled(-1));
+            ends.add(-1);
+          }
+          s = c;
+        }
+        ends.set(s, i);
+      }
+      int n = children.size();
+      this.next = new int[n][];
+      this.found = new int[n];
+      int[] fail = new int[n];
+      int[] queue = new int[n];
+      int head = 0;
+      int tail = 0;
+      next[0] = new int[256];
+      for (int b = 0; b < 256; b++) {
+        int c = children.get(0)[b];
+        next[0][b] = c < 0 ? 0 : c;
+        if (c > 0) {
+          queue[tail++] = c;
+        }
+      }
+      while (head < tail) {
+        int s = queue[head++];
+        next[s] = new int[256];
+        for (int b = 0; b < 256; b++) {
+          int c = children.get(s)[b];
+          if (c < 0) {
+            next[s][b] = next[fail[s]][b];
+          } else {
+            fail[c] = next[fail[s]][b];
+            next[s][b] = c;
+            queue[tail++] = c;
+          }
+        }
+      }
+      for (int s = 0; s < n; s++) {
+        found[s] = ends.get(s);
+      }
+      // Predecessors of each state (each state and byte once), for the distances backwards.
+      int[] count = new int[n + 1];
+      for (int s = 0; s < n; s++) {
+        for (int b = 0; b < 256; b++) {
+          count[next[s][b] + 1]++;
+        }
+      }
+      for (int s = 0; s < n; s++) {
+        count[s + 1] += count[s];
+      }
+      int[] from = new int[n * 256];
+      int[] at = count.clone();
+      for (int s = 0; s < n; s++) {
+        for (int b = 0; b < 256; b++) {
+          from[at[next[s][b]]++] = s;
+        }
+      }
+      this.distance = new int[texts.length][];
+      for (int i = 0; i < texts.length; i++) {
+        distance[i] = distances(i, count, from);
       }
     }
 
-    /** The state after byte {@code b} from state {@code pos}; {@code close.length} once it is found. */
-    int after(int pos, int b) {
-      return next[pos][b];
+    Scan(byte[] text) {
+      this(new byte[][] {text});
+    }
+
+    private static int[] filled(int v) {
+      int[] a = new int[256];
+      java.util.Arrays.fill(a, v);
+      return a;
+    }
+
+    private static boolean contains(byte[] hay, byte[] needle) {
+      outer:
+      for (int at = 0; at + needle.length <= hay.length; at++) {
+        for (int k = 0; k < needle.length; k++) {
+          if (hay[at + k] != needle[k]) {
+            continue outer;
+          }
+        }
+        return true;
+      }
+      return false;
+    }
+
+    /**
+     * Fewest bytes from each state to complete text {@code i} without completing another first
+     * (breadth first, backwards from the state that completes it; {@link Integer#MAX_VALUE} where
+     * none can).
+     */
+    private int[] distances(int i, int[] start, int[] from) {
+      int n = next.length;
+      int[] d = new int[n];
+      java.util.Arrays.fill(d, Integer.MAX_VALUE);
+      int[] queue = new int[n];
+      int head = 0;
+      int tail = 0;
+      for (int s = 0; s < n; s++) {
+        if (found[s] == i) {
+          d[s] = 0;
+          queue[tail++] = s;
+        }
+      }
+      while (head < tail) {
+        int t = queue[head++];
+        for (int k = start[t]; k < start[t + 1]; k++) {
+          int s = from[k];
+          if (found[s] < 0 && d[s] == Integer.MAX_VALUE) { // a completed text goes nowhere further
+            d[s] = d[t] + 1;
+            queue[tail++] = s;
+          }
+        }
+      }
+      return d;
+    }
+
+    /** The state after byte {@code b}. */
+    int after(int state, int b) {
+      return next[state][b];
+    }
+
+    /** The text that {@code state} completes, or -1. */
+    int found(int state) {
+      return found[state];
+    }
+
+    /** Fewest bytes from {@code state} to the end of text {@code i} (none other completed first). */
+    int distance(int i, int state) {
+      return distance[i][state];
+    }
+  }
+
+  /**
+   * Any bytes up to and including the first occurrence of one of {@code scan}'s texts, where that
+   * is text {@code which} (a reasoning model's free text and the tag that ends it; a structural
+   * tag's free text and a trigger). A frame's {@code pos} is its {@link Scan} state.
+   */
+  static final class Until extends GrammarNode {
+    final Scan scan;
+    final int which;
+
+    Until(Scan scan, int which) {
+      this.scan = scan;
+      this.which = which;
+    }
+
+    Until(byte[] close) {
+      this(new Scan(close), 0);
+    }
+
+    /** The text that ends it. */
+    byte[] close() {
+      return scan.texts[which];
+    }
+  }
+
+  /**
+   * Any bytes in which none of {@code scan}'s texts occurs, ending anywhere (a structural tag's
+   * free text after its last structure). A frame's {@code pos} is its {@link Scan} state.
+   */
+  static final class FreeText extends GrammarNode {
+    final Scan scan;
+
+    FreeText(Scan scan) {
+      this.scan = scan;
     }
   }
 

@@ -38,6 +38,7 @@ public final class OutputGrammars {
       case REGEX -> around(c.prefix(), PatternGrammar.compileText(c.spec(), ""), c.suffix());
       case CHOICE -> around(c.prefix(), choice(choices(c.spec())), c.suffix());
       case GRAMMAR -> EbnfGrammar.root(c.prefix(), c.spec(), c.suffix());
+      case STRUCTURAL_TAG -> around(c.prefix(), structuralTag(c.spec()), c.suffix());
     };
     GrammarNode root = afterReasoning(c.reasoning(), body);
     return switch (c.kind()) {
@@ -45,6 +46,7 @@ public final class OutputGrammars {
       case REGEX -> Grammar.ofText(root, "regex");
       case CHOICE -> Grammar.ofText(root, "choice");
       case GRAMMAR -> Grammar.ofText(root, "grammar");
+      case STRUCTURAL_TAG -> new Grammar(root, "structural tag");
     };
   }
 
@@ -64,6 +66,95 @@ public final class OutputGrammars {
       return new Seq(until, newlines, body);
     }
     return new Alt(new Seq(lit(r.open()), until, newlines, body), body);
+  }
+
+  /** Most triggers and structures a structural tag may have, and bytes a trigger may have. */
+  public static final int MAX_TRIGGERS = 64;
+  public static final int MAX_STRUCTURES = 256;
+  public static final int MAX_TRIGGER_BYTES = 64;
+
+  /**
+   * A structural tag ({@link StructuredOutput#structuralTag}): free text up to the first trigger,
+   * then one of the structures whose {@code begin} starts with it (the rest of the begin, a JSON
+   * value under its schema, its end), any number of times, then free text without a trigger.
+   */
+  static GrammarNode structuralTag(String spec) {
+    JsonNode tag;
+    try {
+      tag = JSON.readTree(spec);
+    } catch (JsonProcessingException e) {
+      throw new GrammarException("", "the structural tag is not JSON: " + e.getOriginalMessage());
+    }
+    if (tag == null || !tag.isObject()) {
+      throw new GrammarException("", "the structural tag must be an object with 'structures' and 'triggers'");
+    }
+    JsonNode triggers = tag.get("triggers");
+    JsonNode structures = tag.get("structures");
+    if (triggers == null || !triggers.isArray() || triggers.isEmpty() || triggers.size() > MAX_TRIGGERS) {
+      throw new GrammarException("/triggers", "'triggers' must be a list of 1 to " + MAX_TRIGGERS + " strings");
+    }
+    if (structures == null || !structures.isArray() || structures.isEmpty() || structures.size() > MAX_STRUCTURES) {
+      throw new GrammarException("/structures", "'structures' must be a list of 1 to " + MAX_STRUCTURES + " objects");
+    }
+    byte[][] texts = new byte[triggers.size()][];
+    for (int i = 0; i < texts.length; i++) {
+      JsonNode t = triggers.get(i);
+      if (!t.isTextual() || t.asText().isEmpty() || t.asText().getBytes(StandardCharsets.UTF_8).length > MAX_TRIGGER_BYTES) {
+        throw new GrammarException("/triggers/" + i, "each trigger must be a non-empty string of at most " + MAX_TRIGGER_BYTES + " bytes");
+      }
+      texts[i] = t.asText().getBytes(StandardCharsets.UTF_8);
+    }
+    GrammarNode.Scan scan;
+    try {
+      scan = new GrammarNode.Scan(texts);
+    } catch (GrammarException e) {
+      throw new GrammarException("/triggers", e.getMessage());
+    }
+    List<List<GrammarNode>> after = new ArrayList<>();
+    for (int i = 0; i < texts.length; i++) {
+      after.add(new ArrayList<>());
+    }
+    for (int k = 0; k < structures.size(); k++) {
+      JsonNode s = structures.get(k);
+      String at = "/structures/" + k;
+      if (!s.isObject() || !s.path("begin").isTextual() || !s.path("end").isTextual()) {
+        throw new GrammarException(at, "each structure must be an object with 'begin', 'schema' and 'end' (strings but the schema)");
+      }
+      String begin = s.get("begin").asText();
+      int trigger = -1;
+      for (int i = 0; i < texts.length && trigger < 0; i++) {
+        if (begin.startsWith(triggers.get(i).asText())) {
+          trigger = i;
+        }
+      }
+      if (trigger < 0) {
+        throw new GrammarException(at + "/begin", "'" + begin + "' starts with none of the triggers");
+      }
+      JsonNode schema = s.get("schema");
+      if (schema == null || schema.isNull()) {
+        schema = JSON.createObjectNode(); // any JSON value
+      }
+      if (!schema.isObject() && !schema.isBoolean()) {
+        throw new GrammarException(at + "/schema", "the schema must be a JSON object");
+      }
+      try {
+        after.get(trigger).add(JsonSchemaGrammar.root(begin.substring(triggers.get(trigger).asText().length()), schema,
+            s.get("end").asText()));
+      } catch (GrammarException e) {
+        throw new GrammarException(at + "/schema" + e.path(), e.getMessage().replace(" (at " + e.path() + ")", ""));
+      }
+    }
+    GrammarNode[] ways = new GrammarNode[texts.length];
+    for (int i = 0; i < texts.length; i++) {
+      List<GrammarNode> rests = after.get(i);
+      if (rests.isEmpty()) {
+        throw new GrammarException("/triggers/" + i, "no structure begins with the trigger '" + triggers.get(i).asText() + "'");
+      }
+      GrammarNode rest = rests.size() == 1 ? rests.get(0) : new Alt(rests.toArray(GrammarNode[]::new));
+      ways[i] = new Seq(new GrammarNode.Until(scan, i), rest);
+    }
+    GrammarNode structure = ways.length == 1 ? ways[0] : new Alt(ways);
+    return new Seq(new GrammarNode.Rep(structure, null, 0, Integer.MAX_VALUE), new GrammarNode.FreeText(scan));
   }
 
   /** The strings of a choice, from the JSON array {@link StructuredOutput#choice} wrote. */

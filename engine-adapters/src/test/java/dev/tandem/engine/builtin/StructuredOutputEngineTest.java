@@ -149,6 +149,36 @@ class StructuredOutputEngineTest {
     }
   }
 
+  @Test
+  void aStructuralTagHoldsEachStructureARandomModelStartsToItsSchema() {
+    // The random model is pushed to write the trigger (a logit bias on its one token) wherever it
+    // may: each time, the engine holds it to a whole structure, and it ends within its tokens (free
+    // text at the end, where no structure would fit).
+    int at = -1;
+    for (int t = 0; t < 256 && at < 0; t++) {
+      at = java.util.Arrays.equals(qwenByte(t), new byte[] {'@'}) ? t : -1;
+    }
+    StructuredOutput c = StructuredOutput.structuralTag("""
+        {"triggers": ["@"], "structures": [{"begin": "@n=", "end": "!", "schema": {"type": "object",
+          "properties": {"n": {"type": "integer"}}, "required": ["n"], "additionalProperties": false}}]}
+        """);
+    java.util.regex.Pattern structures = java.util.regex.Pattern.compile("(@n=\\{\\s*\"n\"\\s*:\\s*-?(0|[1-9][0-9]*)\\s*\\}![^@]*)+");
+    try (BuiltinEngine engine = engine()) {
+      List<EngineRequest> requests = new ArrayList<>();
+      for (int seed = 0; seed < 3; seed++) {
+        requests.add(constrained("tag" + seed, c, greedyOrSeeded(seed).withLogitBias(java.util.Map.of(at, 100f))));
+      }
+      requests.add(constrained("free", c, SamplingParams.greedy()));
+      var outputs = runToTheirEnds(engine, requests);
+      for (EngineRequest r : requests.subList(0, 3)) {
+        String text = outputs.get(r.requestId()).text();
+        assertTrue(structures.matcher(text).matches(), () -> r.requestId() + " → " + text);
+      }
+      String free = outputs.get("free").text();
+      assertTrue(!free.contains("@") || structures.matcher(free.substring(free.indexOf('@'))).matches(), free);
+    }
+  }
+
   private static final int[] CLOSE = {200, 201}; // a two-token closing tag, in the byte tokens' range
 
   private static EngineRequest budgeted(String id, int budget, SamplingParams sampling) {

@@ -105,9 +105,9 @@ class ModelFilesFuzzTest {
 
   /**
    * A text constraint of vLLM's {@code structured_outputs} — the first byte picks a regular
-   * expression, a choice (a JSON array) or an EBNF grammar, and whether a reasoning comes before
-   * it; its text runs to the first 0 byte —
-   * compiles or is refused saying why; a compiled one's matcher takes the remaining bytes one by
+   * expression, a choice (a JSON array), an EBNF grammar or a structural tag (a JSON object), and
+   * whether a reasoning comes before it; its text runs to the first 0 byte — compiles or is
+   * refused saying why; a compiled one's matcher takes the remaining bytes one by
    * one without failing, keeps its states within the bound, and from wherever it stands still
    * names a finite way to a valid end.
    */
@@ -121,10 +121,11 @@ class ModelFilesFuzzTest {
       end++;
     }
     String text = new String(bytes, 1, end - 1, java.nio.charset.StandardCharsets.UTF_8);
-    dev.tandem.common.StructuredOutput c = switch (Math.floorMod(bytes[0], 3)) {
+    dev.tandem.common.StructuredOutput c = switch (Math.floorMod(bytes[0], 4)) {
       case 0 -> dev.tandem.common.StructuredOutput.regex(text);
       case 1 -> dev.tandem.common.StructuredOutput.choice(text);
-      default -> dev.tandem.common.StructuredOutput.grammar(text);
+      case 2 -> dev.tandem.common.StructuredOutput.grammar(text);
+      default -> dev.tandem.common.StructuredOutput.structuralTag(text);
     };
     c = switch ((bytes[0] >> 2) & 3) { // after a reasoning: optional, from the first byte, or with a self-overlapping tag
       case 1 -> c.withReasoning(new dev.tandem.common.StructuredOutput.Reasoning("<think>", "</think>", false));

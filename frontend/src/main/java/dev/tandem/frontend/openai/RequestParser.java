@@ -294,7 +294,8 @@ public final class RequestParser {
         throw ApiException.invalid("response_format", "'response_format' cannot be combined with a forced 'tool_choice'.");
       }
       requireFeature("response_format", "structured_outputs");
-      String param = constraint == StructuredOutput.JSON_OBJECT ? "response_format" : "response_format.json_schema.schema";
+      String param = constraint.kind() == StructuredOutput.Kind.JSON_SCHEMA && constraint != StructuredOutput.JSON_OBJECT
+          ? "response_format.json_schema.schema" : "response_format";
       constraint = constraint.withReasoning(parsers.reasoning().constraintAfter());
       StructuredOutputs.check(constraint, param, maxTokens, maxTokensParam, model.tokenizer());
     } else {

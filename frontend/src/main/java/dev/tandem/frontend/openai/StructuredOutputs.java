@@ -56,7 +56,8 @@ final class StructuredOutputs {
    * fields it replaced; null when the request has none. {@code guided_decoding_backend} and {@code
    * disable_fallback} choose among vLLM's grammar backends and are accepted without effect (there
    * is one here); options that would change the output ({@code disable_any_whitespace}, {@code
-   * whitespace_pattern}) and {@code structural_tag} are refused.
+   * whitespace_pattern}) are refused. {@code structural_tag} is a structural tag (its JSON text,
+   * as vLLM takes it, or the object).
    */
   static Requested vllmStructuredOutputs(ObjectNode body) {
     List<Requested> found = new ArrayList<>();
@@ -86,7 +87,7 @@ final class StructuredOutputs {
           }
         } else {
           throw ApiException.invalid(param, "Unknown field '" + field + "' in 'structured_outputs' (expected one of json, regex, choice,"
-              + " grammar, json_object).");
+              + " grammar, json_object, structural_tag).");
         }
       }
     }
@@ -142,9 +143,40 @@ final class StructuredOutputs {
         }
         yield StructuredOutput.JSON_OBJECT;
       }
+      case "structural_tag" -> {
+        JsonNode tag = v;
+        if (v.isTextual()) {
+          try {
+            tag = JSON.readTree(v.asText());
+          } catch (com.fasterxml.jackson.core.JsonProcessingException e) {
+            throw ApiException.invalid(param, "'" + param + "' must be a structural tag (an object, or its JSON text): "
+                + e.getOriginalMessage());
+          }
+        }
+        if (tag == null || !tag.isObject()) {
+          throw ApiException.invalid(param, "'" + param + "' must be a structural tag (an object, or its JSON text).");
+        }
+        yield structuralTag(tag, param);
+      }
       default -> throw ApiException.unsupportedParameter(param, "'" + param + "' is not supported (supported: json, regex, choice,"
-          + " grammar, json_object).");
+          + " grammar, json_object, structural_tag).");
     };
+  }
+
+  /**
+   * A structural tag in the form vLLM documents: {@code structures} (each {@code begin}, {@code
+   * schema}, {@code end}) and {@code triggers}; xgrammar's later form (a {@code format} tree) is
+   * refused by name.
+   */
+  private static StructuredOutput structuralTag(JsonNode tag, String param) {
+    if (tag.has("format")) {
+      throw ApiException.unsupportedParameter(param + ".format", "'" + param + ".format' (xgrammar's structural tag formats) is not"
+          + " supported: give 'structures' (each with 'begin', 'schema' and 'end') and 'triggers'.");
+    }
+    com.fasterxml.jackson.databind.node.ObjectNode spec = JSON.createObjectNode();
+    spec.set("structures", tag.get("structures"));
+    spec.set("triggers", tag.get("triggers"));
+    return StructuredOutput.structuralTag(spec.toString());
   }
 
   private static String text(JsonNode v, String param, String what) {
@@ -176,6 +208,7 @@ final class StructuredOutputs {
     return switch (rf.get("type").asText()) {
       case "text" -> null;
       case "json_object" -> StructuredOutput.JSON_OBJECT;
+      case "structural_tag" -> structuralTag(rf, "response_format");
       case "json_schema" -> {
         JsonNode js = rf.get("json_schema");
         if (js == null || !js.isObject()) {
@@ -192,7 +225,7 @@ final class StructuredOutputs {
         yield StructuredOutput.jsonSchema(schema.toString());
       }
       default -> throw ApiException.invalid("response_format",
-          "Invalid value for 'response_format.type': expected one of text, json_object, json_schema, but got '"
+          "Invalid value for 'response_format.type': expected one of text, json_object, json_schema, structural_tag, but got '"
               + rf.get("type").asText() + "'.");
     };
   }
@@ -306,6 +339,7 @@ final class StructuredOutputs {
         case REGEX -> "regular expression";
         case CHOICE -> "choice";
         case GRAMMAR -> "grammar";
+        case STRUCTURAL_TAG -> "structural tag";
       };
       throw ApiException.invalid(param, "Invalid " + what + " in '" + at + "': " + e.getMessage().replace(" (at " + e.path() + ")", "") + ".");
     }

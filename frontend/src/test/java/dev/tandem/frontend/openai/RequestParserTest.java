@@ -223,6 +223,31 @@ class RequestParserTest {
   }
 
   @Test
+  void aStructuralTagIsTakenAsVllmTakesItAndCheckedBeforeAnythingRuns() throws Exception {
+    RequestParser p = parser(Set.of("structured_outputs"));
+    String base = "{\"model\":\"m\",\"max_tokens\":50," + HI + ",";
+    String tag = "{\"structures\":[{\"begin\":\"<f=a>\",\"schema\":{\"type\":\"integer\"},\"end\":\"</f>\"}],\"triggers\":[\"<f=\"]}";
+    StructuredOutput expected = StructuredOutput.structuralTag(tag);
+    assertEquals(expected, constraint(p, base + "\"response_format\":{\"type\":\"structural_tag\"," + tag.substring(1) + "}"));
+    assertEquals(expected, constraint(p, base + "\"structured_outputs\":{\"structural_tag\":"
+        + new com.fasterxml.jackson.databind.ObjectMapper().writeValueAsString(tag) + "}}"), "vLLM's field takes the tag's JSON text");
+    assertEquals(expected, constraint(p, base + "\"structured_outputs\":{\"structural_tag\":" + tag + "}}"), "or the object");
+
+    ApiException begin = refused(p, base + "\"response_format\":{\"type\":\"structural_tag\"," + tag.substring(1).replace("<f=a>", "<g=a>") + "}");
+    assertEquals("response_format", begin.param());
+    assertTrue(begin.getMessage().startsWith("Invalid structural tag in 'response_format (at /structures/0/begin)': '<g=a>' starts with"
+        + " none of the triggers"), begin.getMessage());
+    ApiException schema = refused(p, base + "\"structured_outputs\":{\"structural_tag\":"
+        + tag.replace("\"integer\"", "\"number\",\"multipleOf\":3") + "}}");
+    assertEquals("structured_outputs.structural_tag", schema.param());
+    assertTrue(schema.getMessage().contains("(at /structures/0/schema/multipleOf)"), schema.getMessage());
+    assertEquals("response_format.format", refused(p, base + "\"response_format\":{\"type\":\"structural_tag\",\"format\":"
+        + "{\"type\":\"triggered_tags\"}}}").param(), "xgrammar's later form is refused by name");
+    assertEquals("response_format", refused(parser(Set.of()), base + "\"response_format\":{\"type\":\"structural_tag\","
+        + tag.substring(1) + "}").param(), "an engine without constrained decoding refuses");
+  }
+
+  @Test
   void vllmStructuredOutputsAndTheGuidedFieldsTheyReplacedGiveOneConstraint() {
     RequestParser p = parser(Set.of("structured_outputs"));
     String base = "{\"model\":\"m\",\"max_tokens\":50," + HI + ",";
