@@ -29,6 +29,8 @@ public final class TokenMasker {
   private final StringTokens strings;
   private final StateCache states = new StateCache();
   private int longestAfter; // during an unlimited walk: the most bytes an allowed token leaves
+  private int[] afterOf; // during a frame's walk: the fewest bytes each allowed token leaves (null: not recorded)
+  private final int[] afterScratch;
   private final Map<Frame, FrameMask> cache = new LinkedHashMap<>(256, 0.75f, true) {
     @Override
     protected boolean removeEldestEntry(Map.Entry<Frame, FrameMask> eldest) {
@@ -38,6 +40,7 @@ public final class TokenMasker {
   private long hits;
   private long misses;
   private long budgetWalks;
+  private long budgetLookups;
 
   public TokenMasker(TokenVocabulary vocabulary) {
     this.vocabulary = vocabulary;
@@ -47,6 +50,8 @@ public final class TokenMasker {
       keys[t] = vocabulary.bytes(t);
     }
     this.trie = new ByteTrie(keys);
+    this.afterScratch = new int[vocabulary.size()];
+    Arrays.fill(afterScratch, Integer.MAX_VALUE);
     this.strings = new StringTokens(vocabulary);
   }
 
@@ -85,10 +90,21 @@ public final class TokenMasker {
       }
     }
     if (!withinBudget) {
-      budgetWalks++;
       // Some allowed token would leave too little room: check each against the budget (or, once
-      // the budget cannot be met, allow only tokens that bring the end closer).
-      walkFrom(state.grammar(), states, mask, budget >= left ? budget : left - 1);
+      // the budget cannot be met, allow only tokens that bring the end closer) — from each frame's
+      // record of what its tokens leave where it has one, else by walking the vocabulary.
+      int limit = budget >= left ? budget : left - 1;
+      boolean listed = true;
+      for (FrameMask m : masks) {
+        listed &= m.within(limit, mask);
+      }
+      if (listed) {
+        budgetLookups++;
+      } else {
+        budgetWalks++;
+        Arrays.fill(mask, 0L);
+        walkFrom(state.grammar(), states, mask, limit);
+      }
       clearEnds(endTokens, mask);
       int n = count(mask);
       if (complete) {
@@ -127,13 +143,45 @@ public final class TokenMasker {
     return misses;
   }
 
-  /** Masks checked token by token against the budget (near {@code max_tokens}). */
+  /** Masks checked token by token against the budget (near {@code max_tokens}) by walking the vocabulary. */
   public long budgetWalks() {
     return budgetWalks;
   }
 
-  /** A frame's allowed tokens, and the most bytes any of them leaves to complete the output. */
-  private record FrameMask(long[] bits, int longestAfter) {}
+  /** Masks checked against the budget from the frames' records of the tokens that leave fewer bytes. */
+  public long budgetLookups() {
+    return budgetLookups;
+  }
+
+  /**
+   * A frame's allowed tokens, the most bytes any of them leaves to complete the output, and — where
+   * they are few — the tokens that leave fewer ({@code shorter}, with what each leaves in {@code
+   * shorterAfter}; null where there are many), which is all a budget below {@code longestAfter}
+   * can allow of this frame.
+   */
+  private record FrameMask(long[] bits, int longestAfter, int[] shorter, int[] shorterAfter) {
+    /** Sets the tokens this frame allows that leave at most {@code limit} bytes; false if that needs a walk. */
+    boolean within(int limit, long[] mask) {
+      if (longestAfter <= limit) {
+        for (int i = 0; i < bits.length; i++) {
+          mask[i] |= bits[i];
+        }
+        return true;
+      }
+      if (shorter == null) {
+        return false;
+      }
+      for (int k = 0; k < shorter.length; k++) {
+        if (shorterAfter[k] <= limit) {
+          mask[shorter[k] >>> 6] |= 1L << shorter[k];
+        }
+      }
+      return true;
+    }
+  }
+
+  /** Most tokens a frame keeps listed as leaving fewer bytes than its longest (see {@link FrameMask}). */
+  static final int MAX_SHORTER = 4096;
 
   private FrameMask frameMask(Grammar grammar, Frame f) {
     FrameMask m = cache.get(f);
@@ -144,8 +192,32 @@ public final class TokenMasker {
     misses++;
     long[] bits = new long[words];
     longestAfter = 0;
+    afterOf = afterScratch;
     walkFrom(grammar, List.of(f), bits, -1);
-    m = new FrameMask(bits, longestAfter);
+    boolean recorded = afterOf != null;
+    afterOf = null;
+    // The tokens that leave fewer bytes than the longest, if few; the scratch goes back to unset.
+    int n = 0;
+    for (int w = 0; w < words; w++) {
+      for (long word = bits[w]; word != 0; word &= word - 1) {
+        int t = w * 64 + Long.numberOfTrailingZeros(word);
+        n += afterScratch[t] < longestAfter ? 1 : 0;
+      }
+    }
+    int[] shorter = recorded && n <= MAX_SHORTER ? new int[n] : null;
+    int[] shorterAfter = shorter == null ? null : new int[n];
+    int k = 0;
+    for (int w = 0; w < words; w++) {
+      for (long word = bits[w]; word != 0; word &= word - 1) {
+        int t = w * 64 + Long.numberOfTrailingZeros(word);
+        if (shorter != null && afterScratch[t] < longestAfter) {
+          shorter[k] = t;
+          shorterAfter[k++] = afterScratch[t];
+        }
+        afterScratch[t] = Integer.MAX_VALUE;
+      }
+    }
+    m = new FrameMask(bits, longestAfter, shorter, shorterAfter);
     cache.put(f, m);
     return m;
   }
@@ -169,12 +241,12 @@ public final class TokenMasker {
       if (limit < 0 || completeLeft + 3 <= limit) {
         System.arraycopy(strings.plain, 0, mask, 0, words);
         longestAfter = Math.max(longestAfter, completeLeft + 3);
+        afterOf = null; // each token's own count is not worked out: this frame checks its tokens by walking
       } else {
         for (int t = 0; t < strings.kind.length; t++) {
           byte k = strings.kind[t];
           if ((k == StringTokens.COMPLETE || k == StringTokens.OPEN) && completeLeft + strings.open[t] <= limit) {
-            mask[t >>> 6] |= 1L << t;
-            longestAfter = Math.max(longestAfter, completeLeft + strings.open[t]);
+            allow(mask, t, completeLeft + strings.open[t]);
           }
         }
       }
@@ -190,8 +262,7 @@ public final class TokenMasker {
             ? Math.max(0, str.minChars - pos) + 1 + rest
             : strings.open[t] + Math.max(0, str.minChars - pos - 1) + 1 + rest;
         if (fits && (limit < 0 || after <= limit)) {
-          mask[t >>> 6] |= 1L << t;
-          longestAfter = Math.max(longestAfter, after);
+          allow(mask, t, after);
         }
       }
     }
@@ -219,8 +290,7 @@ public final class TokenMasker {
         }
       }
       if (s != StateCache.DEAD && (limit < 0 || s.remaining <= limit)) {
-        mask[t >>> 6] |= 1L << t;
-        longestAfter = Math.max(longestAfter, s.remaining);
+        allow(mask, t, s.remaining);
       }
     }
   }
@@ -253,9 +323,17 @@ public final class TokenMasker {
     }
     for (int t = in.tokenAt[node]; t >= 0; t = in.sameBytes[t]) {
       if (fits == null || fits.test(t)) {
-        mask[t >>> 6] |= 1L << t;
-        longestAfter = Math.max(longestAfter, left);
+        allow(mask, t, left);
       }
+    }
+  }
+
+  /** Allows token {@code t}, after which {@code after} bytes complete the output. */
+  private void allow(long[] mask, int t, int after) {
+    mask[t >>> 6] |= 1L << t;
+    longestAfter = Math.max(longestAfter, after);
+    if (afterOf != null && after < afterOf[t]) {
+      afterOf[t] = after;
     }
   }
 
