@@ -63,6 +63,11 @@ final class HttpOptions {
           + "mistral, pythonic, phi4_mini_json (default ${DEFAULT-VALUE}).")
   String toolCallParser;
 
+  @Option(names = "--tool-call-constraint", defaultValue = "${env:TANDEM_TOOL_CALL_CONSTRAINT:-auto}",
+      description = "Whether tool calls the model writes under tool_choice auto are held to the tools' schemas: auto (with the hermes "
+          + "parser, on an engine with structured outputs), none (default ${DEFAULT-VALUE}).")
+  String toolCallConstraint;
+
   @Option(names = "--migration-limit", defaultValue = "${env:TANDEM_MIGRATION_LIMIT:-3}",
       description = "Times a stream may move to another worker (prompt plus the tokens so far) when its worker fails mid-stream; "
           + "0 turns migration off (default ${DEFAULT-VALUE}).")
@@ -105,6 +110,9 @@ final class HttpOptions {
     Flags.nonNegative("--request-read-timeout-s", readTimeoutSeconds);
     Flags.nonNegative("--idle-timeout-s", idleTimeoutSeconds);
     Flags.atLeast("--migration-limit", migrationLimit, 0);
+    if (!toolCallConstraint.equals("auto") && !toolCallConstraint.equals("none")) {
+      throw new IllegalArgumentException("--tool-call-constraint: expected auto or none, was '" + toolCallConstraint + "'");
+    }
     ApiKeys keys = ApiKeys.of(apiKeys == null ? List.of() : apiKeys);
     if (apiKeyFile != null) {
       keys = keys.and(ApiKeys.fromFile(apiKeyFile));
@@ -113,6 +121,6 @@ final class HttpOptions {
         Duration.ofMillis((long) (readTimeoutSeconds * 1000)), Duration.ofMillis((long) (idleTimeoutSeconds * 1000)), loraUpdates);
     return new FrontendServer.Config(
         host, port, maxBodyBytes, Duration.ofMillis((long) (workerWaitSeconds * 1000)), admission, reasoningParser, toolCallParser,
-        migrationLimit, generationConfig, chatTemplate());
+        migrationLimit, generationConfig, chatTemplate(), toolCallConstraint.equals("auto"));
   }
 }

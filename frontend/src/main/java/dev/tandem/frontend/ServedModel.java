@@ -54,8 +54,13 @@ public record ServedModel(
 
   /** This model with its output parsed as {@code --reasoning-parser} and {@code --tool-call-parser} say. */
   public ServedModel withParsers(String reasoningParser, String toolCallParser) {
+    return withParsers(reasoningParser, toolCallParser, true);
+  }
+
+  /** As {@link #withParsers(String, String)}; {@code constrainedCalls}: {@code --tool-call-constraint auto} (true) or {@code none}. */
+  public ServedModel withParsers(String reasoningParser, String toolCallParser, boolean constrainedCalls) {
     return new ServedModel(name, maxContextLength, vocabSize, engine, features, eosTokenIds, tokenizer, chatTemplate,
-        OutputParsers.resolve(reasoningParser, toolCallParser, mentions(chatTemplate)), samplingDefaults, adapters);
+        OutputParsers.resolve(reasoningParser, toolCallParser, constrainedCalls, mentions(chatTemplate)), samplingDefaults, adapters);
   }
 
   /** Whether the model has a chat template: without one it serves completions, and chat requests get a 400 saying so. */

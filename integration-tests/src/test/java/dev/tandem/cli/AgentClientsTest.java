@@ -127,6 +127,29 @@ class AgentClientsTest {
   }
 
   @Test
+  void underToolChoiceAutoEveryCallTheModelStartsIsHeldToTheTools() {
+    // The model chooses (auto), pushed here to start calls: a logit bias on Qwen3's <tool_call>
+    // token. Each call it starts is an offered function with valid arguments (Tandem's structural
+    // tag for hermes calls); a random model left free writes gibberish after the tag.
+    var pushed = ChatCompletionCreateParams.LogitBias.builder().putAdditionalProperty("151657", JsonValue.from(100)).build();
+    ChatCompletion.Choice one = openai.chat().completions().create(weatherRequest().logitBias(pushed).parallelToolCalls(false)
+        .maxCompletionTokens(80).build()).choices().getFirst();
+    assertEquals(ChatCompletion.Choice.FinishReason.TOOL_CALLS, one.finishReason());
+    List<ChatCompletionMessageFunctionToolCall> calls = one.message().toolCalls().orElseThrow().stream().map(c -> c.asFunction()).toList();
+    assertEquals(1, calls.size(), "parallel_tool_calls false: the output ends with its first call");
+    assertEquals("GetWeather", calls.getFirst().function().name());
+    assertNotNull(calls.getFirst().function().arguments(GetWeather.class).city, "the arguments match the function's schema");
+
+    ChatCompletion.Choice many = openai.chat().completions().create(weatherRequest().logitBias(pushed).maxCompletionTokens(120).build())
+        .choices().getFirst();
+    List<ChatCompletionMessageFunctionToolCall> all = many.message().toolCalls().orElseThrow().stream().map(c -> c.asFunction()).toList();
+    assertFalse(all.isEmpty());
+    for (var c : all) {
+      assertNotNull(c.function().arguments(GetWeather.class).city, () -> "every call valid: " + all);
+    }
+  }
+
+  @Test
   void openAiSdkStreamsANamedToolCall() {
     ChatCompletionAccumulator acc = ChatCompletionAccumulator.create();
     try (var stream = openai.chat().completions().createStreaming(weatherRequest()

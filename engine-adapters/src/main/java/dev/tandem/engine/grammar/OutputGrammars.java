@@ -76,7 +76,9 @@ public final class OutputGrammars {
   /**
    * A structural tag ({@link StructuredOutput#structuralTag}): free text up to the first trigger,
    * then one of the structures whose {@code begin} starts with it (the rest of the begin, a JSON
-   * value under its schema, its end), any number of times, then free text without a trigger.
+   * value under its schema, its end), any number of times, then free text without a trigger. With
+   * {@code "stop_after_first": true} (xgrammar's option; the frontend sets it for {@code
+   * parallel_tool_calls: false}), the output ends with its first structure.
    */
   static GrammarNode structuralTag(String spec) {
     JsonNode tag;
@@ -154,6 +156,13 @@ public final class OutputGrammars {
       ways[i] = new Seq(new GrammarNode.Until(scan, i), rest);
     }
     GrammarNode structure = ways.length == 1 ? ways[0] : new Alt(ways);
+    JsonNode once = tag.get("stop_after_first");
+    if (once != null && !once.isBoolean()) {
+      throw new GrammarException("/stop_after_first", "'stop_after_first' must be a boolean");
+    }
+    if (once != null && once.asBoolean()) {
+      return new Alt(new GrammarNode.FreeText(scan), structure);
+    }
     return new Seq(new GrammarNode.Rep(structure, null, 0, Integer.MAX_VALUE), new GrammarNode.FreeText(scan));
   }
 

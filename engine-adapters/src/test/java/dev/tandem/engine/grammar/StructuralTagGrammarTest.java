@@ -60,6 +60,17 @@ class StructuralTagGrammarTest {
   }
 
   @Test
+  void stopAfterFirstEndsTheOutputWithItsFirstStructure() {
+    Grammar g = compile(WEATHER.replace("{\"triggers\"", "{\"stop_after_first\": true, \"triggers\""));
+    assertTrue(matches(g, ""));
+    assertTrue(matches(g, "No call needed."));
+    assertTrue(matches(g, "Checking.<function=get_time>{\"tz\":\"UTC\"}</function>"));
+    assertFalse(prefix(g, "<function=get_time>{\"tz\":\"UTC\"}</function> "), "nothing after the first structure");
+    var e = assertThrows(GrammarException.class, () -> compile(WEATHER.replace("{\"triggers\"", "{\"stop_after_first\": 1, \"triggers\"")));
+    assertEquals("/stop_after_first", e.path());
+  }
+
+  @Test
   void eachTriggerDispatchesAtItsFirstOccurrenceAsAReferenceParserDoes() throws Exception {
     // Two triggers that overlap ("ab" ends where "bc" would begin), a begin longer than its
     // trigger, and two structures behind one trigger; random texts over a small alphabet are

@@ -30,15 +30,26 @@ public final class FrontendServer implements AutoCloseable {
    * @param toolCallParser {@code --tool-call-parser}: auto, none, hermes, qwen3, llama3_json, mistral, pythonic, phi4_mini_json
    * @param migrationLimit {@code --migration-limit}: times a choice may move to another worker when
    *     its worker fails mid-stream (0: never)
+   * @param constrainedToolCalls {@code --tool-call-constraint}: auto (true) holds tool calls under
+   *     {@code tool_choice: auto} to their tools' schemas where it can; none (false) leaves them free
    */
   public record Config(
       String host, int port, int maxBodyBytes, java.time.Duration workerWait, Admission admission,
-      String reasoningParser, String toolCallParser, int migrationLimit, String generationConfig, String chatTemplate) {
+      String reasoningParser, String toolCallParser, int migrationLimit, String generationConfig, String chatTemplate,
+      boolean constrainedToolCalls) {
     /** {@code chatTemplate}: the text of {@code --chat-template}, or null for the model's own. */
     public Config {
       if (!generationConfig.equals("auto") && !generationConfig.equals("none")) {
         throw new IllegalArgumentException("--generation-config: expected auto or none, was '" + generationConfig + "'");
       }
+    }
+
+    /** Tool calls under {@code tool_choice: auto} held to their schemas where the engine can. */
+    public Config(
+        String host, int port, int maxBodyBytes, java.time.Duration workerWait, Admission admission,
+        String reasoningParser, String toolCallParser, int migrationLimit, String generationConfig, String chatTemplate) {
+      this(host, port, maxBodyBytes, workerWait, admission, reasoningParser, toolCallParser, migrationLimit, generationConfig, chatTemplate,
+          true);
     }
 
     /** The model's own chat template. */
@@ -109,7 +120,8 @@ public final class FrontendServer implements AutoCloseable {
   public static FrontendServer start(
       Config config, ServedModel served, RequestRouter router, FrontendMetrics metrics, EventLoops loops) {
     // The adapters requests may name are the router's: they load and unload while it serves.
-    ServedModel parsed = served.withParsers(config.reasoningParser(), config.toolCallParser()).withLoraAdapters(router::loraAdapters);
+    ServedModel parsed = served.withParsers(config.reasoningParser(), config.toolCallParser(), config.constrainedToolCalls())
+        .withLoraAdapters(router::loraAdapters);
     log.info("output parsers: reasoning {}, tool calls {}", parsed.parsers().reasoning().flagName(), parsed.parsers().toolCalls().flagName());
     ServedModel model = config.generationConfig().equals("none") ? parsed.withSamplingDefaults(SamplingParams.DEFAULTS) : parsed;
     if (!model.samplingDefaults().equals(SamplingParams.DEFAULTS)) {

@@ -59,6 +59,12 @@ public record GenerationSpec(
         pinnedWorker, constraint, parsers, echo, oneToolCall, lora);
   }
 
+  /** The output held to {@code c} (null: free). */
+  public GenerationSpec withConstraint(StructuredOutput c) {
+    return new GenerationSpec(kind, model, prompts, n, sampling, stop, stopStrings, skipSpecialTokens, stream, includeUsage, timing,
+        pinnedWorker, c, parsers, echo, oneToolCall, lora);
+  }
+
   /** The request names LoRA adapter {@code lora} (null: the base model). */
   public GenerationSpec withLora(String lora) {
     return new GenerationSpec(kind, model, prompts, n, sampling, stop, stopStrings, skipSpecialTokens, stream, includeUsage, timing,

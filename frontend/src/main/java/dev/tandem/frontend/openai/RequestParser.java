@@ -172,6 +172,14 @@ public final class RequestParser {
         tools != null ? model.parsers().toolCalls() : ToolCallFormat.NONE);
     GenerationSpec spec = common(body, GenerationSpec.Kind.CHAT, List.of(prompt), maxTokens, logprobs, maxTokensParam, forced, parsers)
         .withOneToolCall(!bool(body, "parallel_tool_calls", true));
+    if (spec.constraint() == null && toolChoice.kind() == StructuredOutputs.ToolChoice.Kind.AUTO && tools != null
+        && model.parsers().constrainedCalls() && model.supports("structured_outputs") && !spec.stop().ignoreEos()) {
+      // Nothing else constrains the output: the calls the model may write are held to the tools (--tool-call-constraint).
+      StructuredOutput calls = StructuredOutputs.autoCalls(body.get("tools"), parsers.toolCalls(), spec.oneToolCall());
+      if (calls != null) {
+        spec = spec.withConstraint(calls.withReasoning(reasoning.constraintAfter()));
+      }
+    }
     ThinkingBudget budget = thinkingBudget(body, reasoning);
     return budget == null ? spec : spec.withSampling(spec.sampling().withThinkingBudget(budget));
   }

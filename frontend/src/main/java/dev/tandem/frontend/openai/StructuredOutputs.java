@@ -272,34 +272,78 @@ final class StructuredOutputs {
           + " needs a model whose tool calls are parsed as hermes, llama3_json or phi4_mini_json; this one's are "
           + format.flagName() + " (set --tool-call-parser).");
     };
-    ArrayNode alternatives = JSON.createArrayNode();
     for (int i = 0; i < tools.size(); i++) {
       JsonNode f = tools.get(i).get("function");
-      String name = f.get("name").asText();
-      if (choice.kind() == ToolChoice.Kind.NAMED && !name.equals(choice.function())) {
-        continue;
+      if (choice.kind() != ToolChoice.Kind.NAMED || f.get("name").asText().equals(choice.function())) {
+        compile(StructuredOutput.jsonSchema(parameters(f).toString()), "tools[" + i + "].function.parameters");
       }
-      JsonNode params = f.has("parameters") && !f.get("parameters").isNull() ? f.get("parameters") : JSON.createObjectNode().put("type", "object");
-      compile(StructuredOutput.jsonSchema(params.toString()), "tools[" + i + "].function.parameters");
-      ObjectNode call = alternatives.addObject();
-      call.put("type", "object");
-      ObjectNode props = call.putObject("properties");
-      props.putObject("name").put("const", name);
-      props.set(argumentsKey, params);
-      call.putArray("required").add("name").add(argumentsKey);
     }
-    ObjectNode schema = JSON.createObjectNode();
-    if (alternatives.size() == 1) {
-      schema = (ObjectNode) alternatives.get(0);
-    } else {
-      schema.set("anyOf", alternatives);
-    }
+    ObjectNode schema = callSchema(tools, choice.kind() == ToolChoice.Kind.NAMED ? choice.function() : null, argumentsKey);
     return switch (format) {
       case HERMES -> new StructuredOutput(schema.toString(), "<tool_call>\n", "\n</tool_call>");
       // As plain text: the tagged form's markers may be special tokens, which no grammar writes.
       case PHI4_MINI_JSON -> new StructuredOutput(schema.toString(), "functools[", "]");
       default -> StructuredOutput.jsonSchema(schema.toString());
     };
+  }
+
+  /** One call of an offered function (only {@code only}, where not null): its name, and arguments valid under its parameters. */
+  private static ObjectNode callSchema(JsonNode tools, String only, String argumentsKey) {
+    ArrayNode alternatives = JSON.createArrayNode();
+    for (JsonNode t : tools) {
+      JsonNode f = t.get("function");
+      String name = f.get("name").asText();
+      if (only != null && !name.equals(only)) {
+        continue;
+      }
+      ObjectNode call = alternatives.addObject();
+      call.put("type", "object");
+      ObjectNode props = call.putObject("properties");
+      props.putObject("name").put("const", name);
+      props.set(argumentsKey, parameters(f));
+      call.putArray("required").add("name").add(argumentsKey);
+    }
+    if (alternatives.size() == 1) {
+      return (ObjectNode) alternatives.get(0);
+    }
+    ObjectNode schema = JSON.createObjectNode();
+    schema.set("anyOf", alternatives);
+    return schema;
+  }
+
+  private static JsonNode parameters(JsonNode function) {
+    return function.has("parameters") && !function.get("parameters").isNull() ? function.get("parameters")
+        : JSON.createObjectNode().put("type", "object");
+  }
+
+  /**
+   * Under {@code tool_choice: auto}, the tool calls a Hermes-format model writes held to the
+   * offered tools: free text, and wherever it writes {@code <tool_call>}, one call — an offered
+   * function's name and arguments valid under its parameters — then {@code </tool_call>}; with
+   * {@code oneCall} ({@code parallel_tool_calls: false}) the output ends after the first. Null
+   * where the format is not Hermes or the tools' schemas use what the grammar does not support
+   * (the calls then stay free, as before, rather than the request failing).
+   */
+  static StructuredOutput autoCalls(JsonNode tools, ToolCallFormat format, boolean oneCall) {
+    if (format != ToolCallFormat.HERMES) {
+      return null;
+    }
+    ObjectNode tag = JSON.createObjectNode();
+    ObjectNode structure = tag.putArray("structures").addObject();
+    structure.put("begin", "<tool_call>\n");
+    structure.set("schema", callSchema(tools, null, "arguments"));
+    structure.put("end", "\n</tool_call>");
+    tag.putArray("triggers").add("<tool_call>");
+    if (oneCall) {
+      tag.put("stop_after_first", true);
+    }
+    StructuredOutput c = StructuredOutput.structuralTag(tag.toString());
+    try {
+      compile(c, "tools");
+      return c;
+    } catch (ApiException e) {
+      return null;
+    }
   }
 
   /**

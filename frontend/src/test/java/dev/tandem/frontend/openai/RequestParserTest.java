@@ -1,6 +1,7 @@
 package dev.tandem.frontend.openai;
 
 import static org.junit.jupiter.api.Assertions.assertEquals;
+import static org.junit.jupiter.api.Assertions.assertFalse;
 import static org.junit.jupiter.api.Assertions.assertThrows;
 import static org.junit.jupiter.api.Assertions.assertTrue;
 
@@ -289,11 +290,29 @@ class RequestParserTest {
   }
 
   @Test
-  void toolChoiceIsCheckedAgainstTheOfferedTools() {
+  void toolChoiceIsCheckedAgainstTheOfferedTools() throws Exception {
     RequestParser p = parser(Set.of("structured_outputs"));
     GenerationSpec auto = chat(p, "{\"model\":\"m\"," + HI + ",\"tools\":[" + TOOL + "]}");
     assertEquals(dev.tandem.frontend.parse.ToolCallFormat.HERMES, auto.parsers().toolCalls(), "Qwen3's template writes <tool_call>");
-    assertEquals(null, auto.constraint());
+    var json = new com.fasterxml.jackson.databind.ObjectMapper();
+    assertEquals(StructuredOutput.Kind.STRUCTURAL_TAG, auto.constraint().kind(), "under auto, the calls the model may write are held to the tools");
+    var tag = json.readTree(auto.constraint().spec());
+    assertEquals("<tool_call>", tag.at("/triggers/0").asText());
+    assertEquals("<tool_call>\n", tag.at("/structures/0/begin").asText());
+    assertEquals("\n</tool_call>", tag.at("/structures/0/end").asText());
+    assertEquals("f", tag.at("/structures/0/schema/properties/name/const").asText());
+    assertEquals("integer", tag.at("/structures/0/schema/properties/arguments/properties/n/type").asText());
+    assertFalse(tag.has("stop_after_first"));
+    assertEquals(new StructuredOutput.Reasoning("<think>", "</think>", false), auto.constraint().reasoning(), "after Qwen3's reasoning");
+    String autoBody = "{\"model\":\"m\",\"max_tokens\":100," + HI + ",\"tools\":[" + TOOL + "]";
+    assertTrue(json.readTree(chat(p, autoBody + ",\"parallel_tool_calls\":false}").constraint().spec()).get("stop_after_first").asBoolean(),
+        "one call at most: the output ends with it");
+    assertEquals(null, chat(p, autoBody + ",\"ignore_eos\":true}").constraint(), "ignore_eos: left free");
+    assertEquals(StructuredOutput.JSON_OBJECT.withReasoning(auto.constraint().reasoning()),
+        chat(p, autoBody + ",\"response_format\":{\"type\":\"json_object\"}}").constraint(), "the request's own constraint instead");
+    assertEquals(null, chat(parser(Set.of()), autoBody + "}").constraint(), "an engine without structured outputs: left free");
+    assertEquals(null, chat(new RequestParser(new ServedModel("m", 256, 151_936, "test", Set.of("structured_outputs"), new int[] {151645},
+        TOKENIZER, TEMPLATE).withParsers("auto", "auto", false)), autoBody + "}").constraint(), "--tool-call-constraint none");
     GenerationSpec none = chat(p, "{\"model\":\"m\"," + HI + ",\"tool_choice\":\"none\",\"tools\":[" + TOOL + "]}");
     assertEquals(dev.tandem.frontend.parse.ToolCallFormat.NONE, none.parsers().toolCalls());
     GenerationSpec required = chat(p, "{\"model\":\"m\",\"max_tokens\":100," + HI + ",\"tool_choice\":\"required\",\"tools\":[" + TOOL + "]}");
@@ -313,8 +332,9 @@ class RequestParserTest {
         + "{\"type\":\"object\",\"properties\":{\"n\":{\"type\":\"strin\"}}}}}]}");
     assertEquals("tools[0].function.parameters", malformed.param(), "an invalid schema is refused even with tool_choice auto");
     assertTrue(malformed.getMessage().contains("/properties/n/type"), malformed.getMessage());
-    chat(p, "{\"model\":\"m\"," + HI + ",\"tools\":[{\"type\":\"function\",\"function\":{\"name\":\"f\",\"parameters\":"
-        + "{\"type\":\"object\",\"properties\":{\"n\":{\"type\":\"number\",\"multipleOf\":3}}}}}]}"); // valid, merely unconstrainable: fine for auto
+    assertEquals(null, chat(p, "{\"model\":\"m\"," + HI + ",\"tools\":[{\"type\":\"function\",\"function\":{\"name\":\"f\",\"parameters\":"
+        + "{\"type\":\"object\",\"properties\":{\"n\":{\"type\":\"number\",\"multipleOf\":3}}}}}]}").constraint(),
+        "valid, merely unconstrainable: fine for auto, and its calls left free");
     assertEquals("tool_choice", refused(parser(Set.of()), "{\"model\":\"m\"," + HI
         + ",\"tool_choice\":\"required\",\"tools\":[" + TOOL + "]}").param(), "forcing a call needs constrained decoding");
     RequestParser mistral = new RequestParser(new ServedModel("m", 256, 151_936, "test", Set.of("structured_outputs"),

@@ -137,8 +137,9 @@ class OutputParsersTest {
   void autoDetectionFromTheChatTemplate() {
     String qwen3 = "{% if tools %}<tool_call>{% endif %}<think>";
     OutputParsers p = OutputParsers.resolve("auto", "auto", qwen3::contains);
-    assertEquals(new OutputParsers(ReasoningFormat.QWEN3, ToolCallFormat.HERMES), p);
-    assertEquals(OutputParsers.NONE, OutputParsers.resolve("auto", "auto", "{{ messages }}"::contains));
+    assertEquals(new OutputParsers(ReasoningFormat.QWEN3, ToolCallFormat.HERMES, true), p, "calls under auto constrained unless told");
+    assertEquals(false, OutputParsers.resolve("auto", "auto", false, qwen3::contains).constrainedCalls());
+    assertEquals(new OutputParsers(ReasoningFormat.NONE, ToolCallFormat.NONE, true), OutputParsers.resolve("auto", "auto", "{{ messages }}"::contains));
     assertEquals(ToolCallFormat.HERMES, OutputParsers.resolve("none", "qwen3", s -> false).toolCalls());
     String phi4Mini = "{% if message['role'] == 'system' and 'tools' in message %}{{ '<|tool|>' + message['tools'] + '<|/tool|>' }}";
     assertEquals(ToolCallFormat.PHI4_MINI_JSON, OutputParsers.resolve("auto", "auto", phi4Mini::contains).toolCalls());
