@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # The cost of constrained decoding: token-mask time per generated token at the Qwen3 vocabulary
 # (JSON schemas, and vLLM's structured_outputs regex, choice and EBNF grammars, a structural tag),
-# and decode throughput with vs without a schema at batch 8 on the same model (rounds interleaved).
+# and decode throughput with vs without a schema (and with a reasoning first, and with tool calls held to
+# their tool as under tool_choice auto) at batch 8 on the same model (rounds interleaved).
 #   benchmarks/scripts/grammar_mask.sh [out-dir]      (MODEL=llama-100m THREADS=2 ROUNDS=3)
 set -euo pipefail
 cd "$(dirname "$0")/../.."

@@ -94,6 +94,17 @@ public final class GrammarMaskBench {
         + "{\"tz\":{\"type\":\"string\"}},\"required\":[\"tz\"]},\"end\":\"</function>\"}]}"));
   }
 
+  /**
+   * What the frontend gives a chat request under {@code tool_choice: auto} with one hermes-format
+   * tool (a weather function), after Qwen3's optional reasoning: free text, and after each
+   * {@code <tool_call>} a valid call of it.
+   */
+  static final StructuredOutput TOOL_CALLS = StructuredOutput.structuralTag("{\"structures\":[{\"begin\":\"<tool_call>\\n\","
+      + "\"schema\":{\"type\":\"object\",\"properties\":{\"name\":{\"const\":\"get_weather\"},\"arguments\":{\"type\":\"object\","
+      + "\"properties\":{\"city\":{\"type\":\"string\"},\"days\":{\"type\":\"integer\"}},\"required\":[\"city\"]}},"
+      + "\"required\":[\"name\",\"arguments\"]},\"end\":\"\\n</tool_call>\"}],\"triggers\":[\"<tool_call>\"]}")
+      .withReasoning(new StructuredOutput.Reasoning("<think>", "</think>", false));
+
   /** A reasoning model's output: free text up to {@code </think>}, then the constrained answer. */
   static final StructuredOutput.Reasoning THINKING = new StructuredOutput.Reasoning("<think>", "</think>", true);
 
@@ -162,11 +173,14 @@ public final class GrammarMaskBench {
       List<Double> shares = new ArrayList<>();
       List<Double> thinking = new ArrayList<>();
       List<Double> thinkingShares = new ArrayList<>();
+      List<Double> tools = new ArrayList<>();
+      List<Double> toolShares = new ArrayList<>();
       StructuredOutput object = StructuredOutput.JSON_OBJECT;
       StructuredOutput afterThinking = object.withReasoning(THINKING);
       decode(engine, null, 0); // warm-up, and the trie
       decode(engine, object, 0);
       decode(engine, afterThinking, 0);
+      decode(engine, TOOL_CALLS, 0);
       for (int round = 1; round <= rounds; round++) {
         free.add(decode(engine, null, round));
         long freeTokens = lastTokens;
@@ -182,6 +196,11 @@ public final class GrammarMaskBench {
         System.out.printf(Locale.ROOT, "round %d: reasoning, then json_object: %.1f tokens/s (%d in %d steps: the random model reasons "
                 + "until the budget closes it); masking %.0f µs per token = %.1f%% of the decode time%n",
             round, thinking.getLast(), lastTokens, lastSteps, lastMaskPerToken, 100 * lastMaskShare);
+        tools.add(decode(engine, TOOL_CALLS, round));
+        toolShares.add(lastMaskShare);
+        System.out.printf(Locale.ROOT, "round %d: tool calls held to their tool (tool_choice auto): %.1f tokens/s (%d in %d steps: free "
+                + "text, the random model writes no call); masking %.0f µs per token = %.1f%% of the decode time%n",
+            round, tools.getLast(), lastTokens, lastSteps, lastMaskPerToken, 100 * lastMaskShare);
       }
       double f = median(free);
       double c = median(constrained);
@@ -189,6 +208,8 @@ public final class GrammarMaskBench {
           + "decode time %.1f%% (target < 10%% slowdown)%n", f, c, 100 * median(shares));
       System.out.printf(Locale.ROOT, "median: reasoning, then json_object %.1f tokens/s (%.2f× free); constrained decoding's share %.1f%%%n",
           median(thinking), median(thinking) / f, 100 * median(thinkingShares));
+      System.out.printf(Locale.ROOT, "median: tool calls held to their tool %.1f tokens/s (%.2f× free); constrained decoding's share %.1f%%%n",
+          median(tools), median(tools) / f, 100 * median(toolShares));
     }
   }
 
@@ -197,7 +218,7 @@ public final class GrammarMaskBench {
     SplittableRandom random = new SplittableRandom(round);
     for (int i = 0; i < 8; i++) {
       int[] prompt = random.ints(64, 0, 100_000).toArray();
-      String kind = constraint == null ? "f" : constraint.reasoning().none() ? "c" : "t";
+      String kind = constraint == null ? "f" : constraint == TOOL_CALLS ? "a" : constraint.reasoning().none() ? "c" : "t";
       engine.add(new EngineRequest("r" + round + "-" + i + kind, prompt, SamplingParams.greedy(),
           new StopConditions(96, new int[0], constraint == null), constraint, 96));
     }
