@@ -341,7 +341,10 @@ public final class BuiltinEngine extends SchedulingEngine implements KvHandoff {
     seq.setEngineState(state);
   }
 
-  /** A new sequence's sampling state, its output's grammar included (compiled before it is queued). */
+  /**
+   * A new sequence's sampling state, its output's grammar included (compiled before it is queued),
+   * moved past a migrated stream's output so far (its prompt's last {@code resumedOutputTokens}).
+   */
   private Sampler.State samplingState(EngineRequest request) {
     Sampler.State state = new Sampler.State(request.sampling(), request.promptTokens());
     if (request.sampling().wantsPromptLogprobs()) {

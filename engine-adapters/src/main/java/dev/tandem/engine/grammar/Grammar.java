@@ -3,13 +3,13 @@ package dev.tandem.engine.grammar;
 import dev.tandem.engine.grammar.GrammarNode.Alt;
 import dev.tandem.engine.grammar.GrammarNode.ByteSet;
 import dev.tandem.engine.grammar.GrammarNode.Chr;
+import dev.tandem.engine.grammar.GrammarNode.FreeText;
 import dev.tandem.engine.grammar.GrammarNode.Lit;
 import dev.tandem.engine.grammar.GrammarNode.Num;
 import dev.tandem.engine.grammar.GrammarNode.Ref;
 import dev.tandem.engine.grammar.GrammarNode.Rep;
 import dev.tandem.engine.grammar.GrammarNode.Seq;
 import dev.tandem.engine.grammar.GrammarNode.Str;
-import dev.tandem.engine.grammar.GrammarNode.FreeText;
 import dev.tandem.engine.grammar.GrammarNode.Until;
 import java.util.ArrayList;
 import java.util.IdentityHashMap;
@@ -565,13 +565,14 @@ public final class Grammar {
       case Chr chr -> f.aux == 0 ? 1 : charRemaining(f.aux);
       // A lower bound where a range needs more digits; exact otherwise.
       case Num num -> num.range.accepts((NumberRange.Digits) f.data) ? 0 : 1;
-      case Until until -> farOrInf(until.scan.distance(until.which, f.pos)); // the rest of the closing text
+      case Until until -> cappedAtInf(until.scan.distance(until.which, f.pos)); // to the end of its text
       case FreeText free -> 0;
       default -> 1;
     };
   }
 
-  private static int farOrInf(int distance) {
+  /** A distance, {@link Integer#MAX_VALUE} (unreachable) included, as this class counts: at most {@link #INF}. */
+  private static int cappedAtInf(int distance) {
     return Math.min(INF, distance);
   }
 
@@ -819,7 +820,7 @@ public final class Grammar {
       case Str str -> 2 + str.minChars;
       case Chr chr -> 1;
       case Num num -> 1;
-      case Until until -> farOrInf(until.scan.distance(until.which, 0));
+      case Until until -> cappedAtInf(until.scan.distance(until.which, 0));
       case FreeText free -> 0;
       case Seq seq -> {
         long sum = 0;
