@@ -29,6 +29,7 @@ final class StringTokens {
   final int[] chars; // whole characters before the end, the open character, or the quote
   final byte[] open; // bytes still missing from the last character of an OPEN token (1..3)
   final long[] plain; // COMPLETE and OPEN tokens
+  final long[][] plainByOpen; // [k]: the plain tokens whose last character misses k bytes (0: COMPLETE)
   final int[] escaped;
   final ByteTrie quotedRests; // per QUOTED token: the bytes after its closing quote
 
@@ -38,6 +39,7 @@ final class StringTokens {
     chars = new int[n];
     open = new byte[n];
     plain = new long[(n + 63) >>> 6];
+    plainByOpen = new long[4][plain.length];
     int[] esc = new int[n];
     int e = 0;
     byte[][] rests = new byte[n][];
@@ -48,7 +50,10 @@ final class StringTokens {
       }
       int quote = classify(t, b);
       switch (kind[t]) {
-        case COMPLETE, OPEN -> plain[t >>> 6] |= 1L << t;
+        case COMPLETE, OPEN -> {
+          plain[t >>> 6] |= 1L << t;
+          plainByOpen[open[t]][t >>> 6] |= 1L << t;
+        }
         case QUOTED -> rests[t] = Arrays.copyOfRange(b, quote + 1, b.length);
         case ESCAPED -> esc[e++] = t;
         default -> { }

@@ -30,6 +30,7 @@ public final class TokenMasker {
   private final StateCache states = new StateCache();
   private int longestAfter; // during an unlimited walk: the most bytes an allowed token leaves
   private int[] afterOf; // during a frame's walk: the fewest bytes each allowed token leaves (null: not recorded)
+  private int plainLeft; // during a frame's walk: what a plain string-body token leaves before its open bytes (-1: none)
   private final int[] afterScratch;
   private final Map<Frame, FrameMask> cache = new LinkedHashMap<>(256, 0.75f, true) {
     @Override
@@ -96,7 +97,7 @@ public final class TokenMasker {
       int limit = budget >= left ? budget : left - 1;
       boolean listed = true;
       for (FrameMask m : masks) {
-        listed &= m.within(limit, mask);
+        listed &= m.within(limit, mask, strings);
       }
       if (listed) {
         budgetLookups++;
@@ -157,11 +158,12 @@ public final class TokenMasker {
    * A frame's allowed tokens, the most bytes any of them leaves to complete the output, and — where
    * they are few — the tokens that leave fewer ({@code shorter}, with what each leaves in {@code
    * shorterAfter}; null where there are many), which is all a budget below {@code longestAfter}
-   * can allow of this frame.
+   * can allow of this frame. Inside a string, the plain tokens are not listed: each leaves {@code
+   * plainLeft} bytes and those its last character still misses ({@code -1}: not a string body).
    */
-  private record FrameMask(long[] bits, int longestAfter, int[] shorter, int[] shorterAfter) {
+  private record FrameMask(long[] bits, int longestAfter, int[] shorter, int[] shorterAfter, int plainLeft) {
     /** Sets the tokens this frame allows that leave at most {@code limit} bytes; false if that needs a walk. */
-    boolean within(int limit, long[] mask) {
+    boolean within(int limit, long[] mask, StringTokens strings) {
       if (longestAfter <= limit) {
         for (int i = 0; i < bits.length; i++) {
           mask[i] |= bits[i];
@@ -170,6 +172,12 @@ public final class TokenMasker {
       }
       if (shorter == null) {
         return false;
+      }
+      for (int open = 0; plainLeft >= 0 && open < strings.plainByOpen.length && plainLeft + open <= limit; open++) {
+        long[] plain = strings.plainByOpen[open];
+        for (int i = 0; i < plain.length; i++) {
+          mask[i] |= plain[i];
+        }
       }
       for (int k = 0; k < shorter.length; k++) {
         if (shorterAfter[k] <= limit) {
@@ -193,6 +201,7 @@ public final class TokenMasker {
     long[] bits = new long[words];
     longestAfter = 0;
     afterOf = afterScratch;
+    plainLeft = -1;
     walkFrom(grammar, List.of(f), bits, -1);
     boolean recorded = afterOf != null;
     afterOf = null;
@@ -217,7 +226,7 @@ public final class TokenMasker {
         afterScratch[t] = Integer.MAX_VALUE;
       }
     }
-    m = new FrameMask(bits, longestAfter, shorter, shorterAfter);
+    m = new FrameMask(bits, longestAfter, shorter, shorterAfter, plainLeft);
     cache.put(f, m);
     return m;
   }
@@ -241,7 +250,7 @@ public final class TokenMasker {
       if (limit < 0 || completeLeft + 3 <= limit) {
         System.arraycopy(strings.plain, 0, mask, 0, words);
         longestAfter = Math.max(longestAfter, completeLeft + 3);
-        afterOf = null; // each token's own count is not worked out: this frame checks its tokens by walking
+        plainLeft = completeLeft; // each plain token leaves this and its open bytes (not recorded one by one)
       } else {
         for (int t = 0; t < strings.kind.length; t++) {
           byte k = strings.kind[t];
