@@ -179,6 +179,16 @@ class DisaggregationTest {
     assertArrayEquals(agg.tokens(), dis.tokens(), backend + ", prompt sharing a cached prefix");
     assertEquals((5 - 2) * 16 * kvBytesPerToken, dis.first().origin().kvTransferBytes(), "two cached blocks not pulled");
     assertEquals(32, dis.first().cachedTokens(), "the prefill worker reused its cached prefix");
+    // Sampled with a seed: the prefill worker draws the first token, the decode worker the rest,
+    // each at its output position, as the aggregated worker draws them all.
+    int[] sampled = prompt(41, salt + 99);
+    SamplingParams seeded = new SamplingParams(0.9f, 1f, -1, 0f, java.util.OptionalLong.of(5), 0f, 0f, 1f, -1);
+    Generated aggSeeded = generate(aggregated.router(), new GenerationRequest("agg-seeded-" + backend, sampled, seeded,
+        new StopConditions(12, new int[0], true)));
+    Generated disSeeded = generate(d.router(), new GenerationRequest("dis-seeded-" + backend, sampled, seeded,
+        new StopConditions(12, new int[0], true)));
+    assertEquals("prefill-0", disSeeded.first().origin().prefillWorkerId(), "split onto the prefill worker");
+    assertArrayEquals(aggSeeded.tokens(), disSeeded.tokens(), backend + ", sampled with a seed");
     TestDeployments.assertPoolsFull(d);
   }
 

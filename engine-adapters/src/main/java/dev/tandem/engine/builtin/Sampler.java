@@ -11,13 +11,19 @@ import java.util.concurrent.ThreadLocalRandom;
  * frequency and presence penalties (output tokens), then greedy argmax, or temperature → min-p →
  * top-k → top-p and a draw from the sequence's own generator (seeded: reproducible).
  *
+ * <p>A draw's random numbers come from the seed and the output position it is drawn for, not from
+ * a stream that runs through the output: a seeded stream that moves to another worker mid-way
+ * (migration, or decode after a prefill worker drew its first token) draws the rest exactly as if
+ * it had stayed.
+ *
  * <p>Threading: one per engine, used on the engine thread.
  */
 final class Sampler {
   /**
-   * A sequence's sampling state: its random generator, how often it produced each token, its
-   * output's grammar (null when unconstrained) with the tokens that end it, and its reasoning's
-   * budget (null without one).
+   * A sequence's sampling state: its seed and how many output tokens it accepted (which together
+   * give each draw's random numbers), how often it produced each token, its output's grammar
+   * (null when unconstrained) with the tokens that end it, and its reasoning's budget (null
+   * without one).
    */
   static final class State {
     dev.tandem.engine.grammar.GrammarState grammar;
@@ -25,14 +31,16 @@ final class Sampler {
     ThinkingBudgetTracker thinking; // null without a thinking budget
     TokenLogprob[] promptLogprobs; // [i]: prompt token i + 1 given tokens 0..i; null when not asked
     boolean promptLogprobsSent;
-    private final SplittableRandom random;
+    private final long seed;
+    /** Output tokens accepted so far, a migrated stream's earlier ones included: the next draw's position. */
+    private int position;
     private final it.unimi.dsi.fastutil.ints.Int2IntOpenHashMap outputCounts =
         new it.unimi.dsi.fastutil.ints.Int2IntOpenHashMap();
     private final it.unimi.dsi.fastutil.ints.IntOpenHashSet promptTokens =
         new it.unimi.dsi.fastutil.ints.IntOpenHashSet();
 
     State(SamplingParams params, int[] prompt) {
-      this.random = new SplittableRandom(params.seed().orElseGet(() -> ThreadLocalRandom.current().nextLong()));
+      this.seed = params.seed().orElseGet(() -> ThreadLocalRandom.current().nextLong());
       if (params.repetitionPenalty() != 1f) {
         for (int t : prompt) {
           promptTokens.add(t);
@@ -42,6 +50,19 @@ final class Sampler {
 
     void accept(int token) {
       outputCounts.addTo(token, 1);
+      position++;
+    }
+
+    /** The random numbers of the draw at the current output position (up to two are used). */
+    SplittableRandom draw() {
+      return new SplittableRandom(mix(seed ^ mix(position + 0x9E3779B97F4A7C15L)));
+    }
+
+    /** SplitMix64's finaliser. */
+    private static long mix(long z) {
+      z = (z ^ (z >>> 30)) * 0xBF58476D1CE4E5B9L;
+      z = (z ^ (z >>> 27)) * 0x94D049BB133111EBL;
+      return z ^ (z >>> 31);
     }
   }
 
@@ -84,8 +105,9 @@ final class Sampler {
     for (float v : probs) {
       total += v;
     }
+    SplittableRandom random = state.draw();
     if (draft >= 0) {
-      if (state.random.nextDouble() * total < probs[draft]) {
+      if (random.nextDouble() * total < probs[draft]) {
         return draft;
       }
       total -= probs[draft];
@@ -94,7 +116,7 @@ final class Sampler {
         return draft; // unreachable: the draw above keeps a token holding all the mass
       }
     }
-    double r = state.random.nextDouble() * total;
+    double r = random.nextDouble() * total;
     int last = 0;
     for (int i = 0; i < probs.length; i++) {
       if (probs[i] > 0) {

@@ -26,7 +26,9 @@ import java.util.concurrent.locks.LockSupport;
  *
  * <p>Output tokens are drawn from the regular vocabulary by a hash of (seed, prompt, position):
  * greedy requests (temperature 0) produce the same tokens for the same prompt; sampled requests
- * with a seed are reproducible; without a seed they differ run to run. There are no logits, so
+ * with a seed are reproducible; without a seed they differ run to run. A migrated stream's output
+ * so far ({@code resumedOutputTokens}) is not hashed as prompt, so it goes on as it would have on
+ * its first worker. There are no logits, so
  * top-p, top-k and temperature change nothing but greedy vs sampled, and logprobs and penalties are
  * not offered (the frontend refuses them).
  *
@@ -82,7 +84,8 @@ public final class MockerEngine extends SchedulingEngine {
         request.sampling().isGreedy()
             ? 0x9E3779B97F4A7C15L
             : request.sampling().seed().orElseGet(() -> ThreadLocalRandom.current().nextLong());
-    seq.setEngineState(mix(seed ^ promptHash(request.promptTokens())));
+    int[] prompt = request.promptTokens(); // a migrated stream's output so far is not its prompt
+    seq.setEngineState(mix(seed ^ promptHash(prompt, prompt.length - request.resumedOutputTokens())));
   }
 
   @Override
@@ -117,10 +120,10 @@ public final class MockerEngine extends SchedulingEngine {
     return (int) Long.remainderUnsigned(h, config.regularVocabSize());
   }
 
-  private static long promptHash(int[] tokens) {
+  private static long promptHash(int[] tokens, int length) {
     long h = 0xCBF29CE484222325L;
-    for (int t : tokens) {
-      h = mix(h ^ t);
+    for (int i = 0; i < length; i++) {
+      h = mix(h ^ tokens[i]);
     }
     return h;
   }

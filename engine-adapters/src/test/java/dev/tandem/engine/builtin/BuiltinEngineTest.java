@@ -288,6 +288,20 @@ class BuiltinEngineTest {
   }
 
   @Test
+  void aSeededStreamMovedMidWayDrawsTheRestAsIfItHadStayed() {
+    int[] p = prompt(20, 9);
+    SamplingParams seeded = params(1.0f, 1f, -1, 0f, 42L, 0f, 0f, 1f);
+    List<Integer> whole = alone(sampled("whole", p, 30, seeded));
+    int k = 12;
+    int[] moved = IntStream.concat(java.util.Arrays.stream(p), whole.subList(0, k).stream().mapToInt(Integer::intValue)).toArray();
+    List<Integer> rest = alone(new EngineRequest("moved", moved, seeded, new StopConditions(30 - k, new int[0], true), null, 30 - k,
+        null, k));
+    assertEquals(whole.subList(k, 30), rest, "a draw's random numbers come from the seed and the output position");
+    assertNotEquals(whole.subList(k, 30), alone(sampled("prompt", moved, 30 - k, seeded)),
+        "as plain prompt the same tokens start the draws over (position 0)");
+  }
+
+  @Test
   void logprobsDescribeTheRawDistribution() {
     int[] p = prompt(20, 11);
     SamplingParams withLogprobs = new SamplingParams(0f, 1f, -1, 0f, OptionalLong.empty(), 0f, 0f, 1f, 3);

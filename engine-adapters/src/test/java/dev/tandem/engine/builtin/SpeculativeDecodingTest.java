@@ -184,8 +184,10 @@ class SpeculativeDecodingTest {
       Sampler.State state = new Sampler.State(p, new int[0]);
       int n = 200_000;
       int[] counts = new int[logits.length];
-      for (int k = 0; k < n; k++) {
-        counts[sampler.sample(logits.clone(), p, state, draft)]++;
+      for (int k = 0; k < n; k++) { // each at the next output position, as the engine draws them
+        int token = sampler.sample(logits.clone(), p, state, draft);
+        counts[token]++;
+        state.accept(token);
       }
       for (int i = 0; i < logits.length; i++) {
         double sigma = Math.sqrt(expected[i] * (1 - expected[i]) / n);

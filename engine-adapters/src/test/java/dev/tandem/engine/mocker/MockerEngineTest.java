@@ -74,6 +74,21 @@ class MockerEngineTest {
   }
 
   @Test
+  void aStreamMovedMidWayGoesOnWithTheTokensItWouldHaveDrawn() {
+    for (SamplingParams params : List.of(SamplingParams.greedy(), seeded(42))) {
+      int[] p = prompt(20, 3);
+      MockerEngine first = new MockerEngine(config());
+      first.add(new EngineRequest("s", p, params, StopConditions.maxTokens(20)));
+      List<Integer> whole = runToCompletion(first, new HashMap<>()).get("s");
+      int k = 8;
+      int[] moved = IntStream.concat(java.util.Arrays.stream(p), whole.subList(0, k).stream().mapToInt(Integer::intValue)).toArray();
+      MockerEngine second = new MockerEngine(config());
+      second.add(new EngineRequest("s", moved, params, StopConditions.maxTokens(20 - k), null, 20 - k, null, k));
+      assertEquals(whole.subList(k, 20), runToCompletion(second, new HashMap<>()).get("s"), "greedy " + params.isGreedy());
+    }
+  }
+
+  @Test
   void secondRequestWithSamePrefixHitsCacheAndStoredEventsAreChained() {
     MockerEngine e = new MockerEngine(config());
     List<KvEvent> events = new ArrayList<>();
