@@ -292,6 +292,40 @@ class HelmChartTest {
     assertTrue(refused.getMessage().contains("loraModules"), refused.getMessage());
   }
 
+  /**
+   * frontend.toolCallParser, reasoningParser and toolCallConstraint reach the frontend as the
+   * variables its flags read (auto unless given); every name the chart's schema lets through is
+   * one the frontend takes, and one it does not know is refused at install, naming the field.
+   */
+  @Test
+  void outputParsersReachTheFrontendAndTheSchemaKnowsTheirNames() throws Exception {
+    var data = named(render(Map.of("frontend.toolCallParser", "llama3_json", "frontend.reasoningParser", "deepseek_r1",
+        "frontend.toolCallConstraint", "none")), ConfigMap.class, "demo-tandem-config").getData();
+    assertEquals("llama3_json", data.get("TANDEM_TOOL_CALL_PARSER"));
+    assertEquals("deepseek_r1", data.get("TANDEM_REASONING_PARSER"));
+    assertEquals("none", data.get("TANDEM_TOOL_CALL_CONSTRAINT"));
+    assertTrue(cliVariables().containsAll(List.of("TANDEM_TOOL_CALL_PARSER", "TANDEM_REASONING_PARSER", "TANDEM_TOOL_CALL_CONSTRAINT")));
+    var parsers = dev.tandem.frontend.parse.OutputParsers.resolve(data.get("TANDEM_REASONING_PARSER"), data.get("TANDEM_TOOL_CALL_PARSER"),
+        false, s -> false);
+    assertEquals(dev.tandem.frontend.parse.ToolCallFormat.LLAMA3_JSON, parsers.toolCalls());
+    assertEquals(dev.tandem.frontend.parse.ReasoningFormat.DEEPSEEK_R1, parsers.reasoning());
+    var defaults = named(render(Map.of()), ConfigMap.class, "demo-tandem-config").getData();
+    for (String v : List.of("TANDEM_TOOL_CALL_PARSER", "TANDEM_REASONING_PARSER", "TANDEM_TOOL_CALL_CONSTRAINT")) {
+      assertEquals("auto", defaults.get(v), v);
+    }
+    var schema = new com.fasterxml.jackson.databind.ObjectMapper().readTree(CHART.resolve("values.schema.json").toFile())
+        .at("/properties/frontend/properties");
+    for (var name : schema.at("/toolCallParser/enum")) {
+      dev.tandem.frontend.parse.OutputParsers.resolve("none", name.asText(), false, s -> false); // throws for a name it does not know
+    }
+    for (var name : schema.at("/reasoningParser/enum")) {
+      dev.tandem.frontend.parse.OutputParsers.resolve(name.asText(), "none", false, s -> false);
+    }
+    assertTrue(schema.at("/toolCallParser/enum").size() >= 8 && schema.at("/reasoningParser/enum").size() == 4);
+    var refused = assertThrows(IllegalStateException.class, () -> render(Map.of("frontend.toolCallParser", "granite")));
+    assertTrue(refused.getMessage().contains("toolCallParser"), refused.getMessage());
+  }
+
   @Test
   void etcdDiscoveryBringsItsStatefulSetAndPointsEveryRoleAtIt() {
     List<KubernetesResource> docs = render(Map.of("discovery", "etcd", "etcd.enabled", true, "etcd.storage.size", "1Gi"));
