@@ -26,9 +26,19 @@ public record GenerationRequest(
     promptTokens = promptTokens.clone();
     Objects.requireNonNull(sampling, "sampling");
     Objects.requireNonNull(stop, "stop");
-    if (resumedOutputTokens < 0 || resumedOutputTokens > promptTokens.length) {
+    checkResumed(requestId, resumedOutputTokens, promptTokens.length);
+  }
+
+  /**
+   * Checks that a request resuming after {@code resumedOutputTokens} output tokens has that many in
+   * its prompt of {@code promptLength}.
+   *
+   * @throws IllegalArgumentException naming the request and both counts
+   */
+  public static void checkResumed(String requestId, int resumedOutputTokens, int promptLength) {
+    if (resumedOutputTokens < 0 || resumedOutputTokens > promptLength) {
       throw new IllegalArgumentException("request " + requestId + " resumes after " + resumedOutputTokens
-          + " output tokens but its prompt has " + promptTokens.length);
+          + " output tokens but its prompt has " + promptLength);
     }
   }
 

@@ -34,10 +34,7 @@ public record EngineRequest(
     if (promptTokens.length == 0) {
       throw new IllegalArgumentException("request " + requestId + " has an empty prompt");
     }
-    if (resumedOutputTokens < 0 || resumedOutputTokens > promptTokens.length) {
-      throw new IllegalArgumentException("request " + requestId + " resumes after " + resumedOutputTokens
-          + " output tokens but its prompt has " + promptTokens.length);
-    }
+    dev.tandem.common.GenerationRequest.checkResumed(requestId, resumedOutputTokens, promptTokens.length);
   }
 
   public EngineRequest(String requestId, int[] promptTokens, SamplingParams sampling, StopConditions stop) {

@@ -98,13 +98,15 @@ public final class OutputGrammars {
     if (structures == null || !structures.isArray() || structures.isEmpty() || structures.size() > MAX_STRUCTURES) {
       throw new GrammarException("/structures", "'structures' must be a list of 1 to " + MAX_STRUCTURES + " objects");
     }
-    byte[][] texts = new byte[triggers.size()][];
+    String[] names = new String[triggers.size()];
+    byte[][] texts = new byte[names.length][];
     for (int i = 0; i < texts.length; i++) {
       JsonNode t = triggers.get(i);
-      if (!t.isTextual() || t.asText().isEmpty() || t.asText().getBytes(StandardCharsets.UTF_8).length > MAX_TRIGGER_BYTES) {
+      names[i] = t.asText();
+      texts[i] = names[i].getBytes(StandardCharsets.UTF_8);
+      if (!t.isTextual() || texts[i].length == 0 || texts[i].length > MAX_TRIGGER_BYTES) {
         throw new GrammarException("/triggers/" + i, "each trigger must be a non-empty string of at most " + MAX_TRIGGER_BYTES + " bytes");
       }
-      texts[i] = t.asText().getBytes(StandardCharsets.UTF_8);
     }
     GrammarNode.Scan scan;
     try {
@@ -125,7 +127,7 @@ public final class OutputGrammars {
       String begin = s.get("begin").asText();
       int trigger = -1;
       for (int i = 0; i < texts.length && trigger < 0; i++) {
-        if (begin.startsWith(triggers.get(i).asText())) {
+        if (begin.startsWith(names[i])) {
           trigger = i;
         }
       }
@@ -140,7 +142,7 @@ public final class OutputGrammars {
         throw new GrammarException(at + "/schema", "the schema must be a JSON object");
       }
       try {
-        after.get(trigger).add(JsonSchemaGrammar.root(begin.substring(triggers.get(trigger).asText().length()), schema,
+        after.get(trigger).add(JsonSchemaGrammar.root(begin.substring(names[trigger].length()), schema,
             s.get("end").asText()));
       } catch (GrammarException e) {
         throw new GrammarException(at + "/schema" + e.path(), e.getMessage().replace(" (at " + e.path() + ")", ""));
@@ -150,7 +152,7 @@ public final class OutputGrammars {
     for (int i = 0; i < texts.length; i++) {
       List<GrammarNode> rests = after.get(i);
       if (rests.isEmpty()) {
-        throw new GrammarException("/triggers/" + i, "no structure begins with the trigger '" + triggers.get(i).asText() + "'");
+        throw new GrammarException("/triggers/" + i, "no structure begins with the trigger '" + names[i] + "'");
       }
       GrammarNode rest = rests.size() == 1 ? rests.get(0) : new Alt(rests.toArray(GrammarNode[]::new));
       ways[i] = new Seq(new GrammarNode.Until(scan, i), rest);

@@ -32,6 +32,9 @@ public final class TokenMasker {
   private int[] afterOf; // during a frame's walk: the fewest bytes each allowed token leaves (null: not recorded)
   private int plainLeft; // during a frame's walk: what a plain string-body token leaves before its open bytes (-1: none)
   private final int[] afterScratch;
+  /** The first {@link #MAX_SHORTER} "shorter" tokens of the frame mask being built, and what each leaves. */
+  private final int[] shorterScratch = new int[MAX_SHORTER];
+  private final int[] shorterAfterScratch = new int[MAX_SHORTER];
   private final Map<Frame, FrameMask> cache = new LinkedHashMap<>(256, 0.75f, true) {
     @Override
     protected boolean removeEldestEntry(Map.Entry<Frame, FrameMask> eldest) {
@@ -210,22 +213,19 @@ public final class TokenMasker {
     for (int w = 0; w < words; w++) {
       for (long word = bits[w]; word != 0; word &= word - 1) {
         int t = w * 64 + Long.numberOfTrailingZeros(word);
-        n += afterScratch[t] < longestAfter ? 1 : 0;
-      }
-    }
-    int[] shorter = recorded && n <= MAX_SHORTER ? new int[n] : null;
-    int[] shorterAfter = shorter == null ? null : new int[n];
-    int k = 0;
-    for (int w = 0; w < words; w++) {
-      for (long word = bits[w]; word != 0; word &= word - 1) {
-        int t = w * 64 + Long.numberOfTrailingZeros(word);
-        if (shorter != null && afterScratch[t] < longestAfter) {
-          shorter[k] = t;
-          shorterAfter[k++] = afterScratch[t];
+        if (afterScratch[t] < longestAfter) {
+          if (n < MAX_SHORTER) {
+            shorterScratch[n] = t;
+            shorterAfterScratch[n] = afterScratch[t];
+          }
+          n++;
         }
         afterScratch[t] = Integer.MAX_VALUE;
       }
     }
+    boolean few = recorded && n <= MAX_SHORTER;
+    int[] shorter = few ? Arrays.copyOf(shorterScratch, n) : null;
+    int[] shorterAfter = few ? Arrays.copyOf(shorterAfterScratch, n) : null;
     m = new FrameMask(bits, longestAfter, shorter, shorterAfter, plainLeft);
     cache.put(f, m);
     return m;
