@@ -40,6 +40,8 @@ public record EngineInfo(
     REPETITION_PENALTY,
     LOGPROBS,
     STOP_TOKEN_IDS,
+    /** vLLM's {@code min_tokens}: no stop token or end-of-sequence drawn before that many output tokens. */
+    MIN_TOKENS,
     LOGIT_BIAS,
     /** Constrained decoding: JSON schema outputs and forced tool calls. */
     STRUCTURED_OUTPUTS,

@@ -82,6 +82,23 @@ class BuiltinServeTest {
   }
 
   @Test
+  void minTokensKeepsAStopStringEndingBeforeItFromStoppingTheOutput() throws Exception {
+    String text = chat(",\"temperature\":0").at("/choices/0/message/content").asText();
+    String stop = text.substring(0, 2);
+    String stopJson = JSON.writeValueAsString(List.of(stop));
+    JsonNode stopped = chat(",\"temperature\":0,\"stop\":" + stopJson);
+    assertEquals("", stopped.at("/choices/0/message/content").asText(), "the stop string starts the output: nothing before it");
+    assertEquals("stop", stopped.at("/choices/0/finish_reason").asText());
+    JsonNode held = chat(",\"temperature\":0,\"min_tokens\":10,\"stop\":" + stopJson);
+    assertTrue(held.at("/choices/0/message/content").asText().startsWith(stop), held.toString());
+    assertTrue(held.at("/usage/completion_tokens").asInt() >= 10, held.toString());
+    HttpResponse<String> over = post("/v1/chat/completions", "{\"model\":\"tiny\",\"max_tokens\":4,\"min_tokens\":5,"
+        + "\"messages\":[{\"role\":\"user\",\"content\":\"hi\"}]}");
+    assertEquals(400, over.statusCode());
+    assertEquals("min_tokens", JSON.readTree(over.body()).at("/error/param").asText());
+  }
+
+  @Test
   void everySamplingParameterTheFrontendAcceptsIsHonoured() throws Exception {
     String sampled = ",\"temperature\":0.8,\"top_p\":0.9,\"top_k\":40,\"min_p\":0.05,\"seed\":7,"
         + "\"presence_penalty\":0.5,\"frequency_penalty\":0.5,\"repetition_penalty\":1.1";

@@ -100,10 +100,10 @@ public final class FromWire {
   }
 
   /**
-   * @throws IllegalArgumentException if max_tokens is not positive
+   * @throws IllegalArgumentException if max_tokens is not positive, or min_tokens is past it
    */
   public static StopConditions stop(dev.tandem.proto.worker.v1.StopConditions s) {
-    return new StopConditions(s.getMaxTokens(), ints(s.getStopTokenIdsList()), s.getIgnoreEos());
+    return new StopConditions(s.getMaxTokens(), ints(s.getStopTokenIdsList()), s.getIgnoreEos(), s.getMinTokens());
   }
 
   public static TokenChunk chunk(GenerateChunk c) {

@@ -101,7 +101,8 @@ public final class ToWire {
   }
 
   public static dev.tandem.proto.worker.v1.StopConditions stop(StopConditions s) {
-    var b = dev.tandem.proto.worker.v1.StopConditions.newBuilder().setMaxTokens(s.maxTokens()).setIgnoreEos(s.ignoreEos());
+    var b = dev.tandem.proto.worker.v1.StopConditions.newBuilder().setMaxTokens(s.maxTokens()).setIgnoreEos(s.ignoreEos())
+        .setMinTokens(s.minTokens());
     for (int t : s.stopTokenIds()) {
       b.addStopTokenIds(t);
     }

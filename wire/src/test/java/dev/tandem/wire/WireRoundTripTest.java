@@ -34,7 +34,7 @@ class WireRoundTripTest {
   void aGenerationRequestRoundTrips() {
     var sampling = new SamplingParams(0.7f, 0.9f, 40, 0.05f, OptionalLong.of(42), 0.1f, 0.2f, 1.1f, 3, java.util.Map.of(7, -100f, 9, 2.5f), 2);
     var request =
-        new GenerationRequest("r1", new int[] {1, 2, 3}, sampling, new StopConditions(9, new int[] {7}, true),
+        new GenerationRequest("r1", new int[] {1, 2, 3}, sampling, new StopConditions(9, new int[] {7}, true, 4),
             new RemotePrefillTarget("127.0.0.1:9", new WorkerId("p0"), 250, "tcp"),
             new dev.tandem.common.StructuredOutput(dev.tandem.common.StructuredOutput.Kind.JSON_SCHEMA, "{\"type\":\"integer\"}",
                 "<tool_call>\n", "\n</tool_call>"), null, 2);
@@ -48,6 +48,9 @@ class WireRoundTripTest {
     assertEquals(9, back.stop().maxTokens());
     assertArrayEquals(new int[] {7}, back.stop().stopTokenIds());
     assertEquals(true, back.stop().ignoreEos());
+    assertEquals(4, back.stop().minTokens(), "min_tokens");
+    var overMax = ToWire.request(request).toBuilder().setStop(ToWire.stop(request.stop()).toBuilder().setMinTokens(10)).build();
+    assertThrows(IllegalArgumentException.class, () -> FromWire.request(overMax, "x"), "min_tokens past max_tokens");
     assertEquals(request.remotePrefill(), back.remotePrefill());
     assertEquals(request.structuredOutput(), back.structuredOutput());
     assertEquals(2, back.resumedOutputTokens(), "a migrated stream's output so far");

@@ -149,6 +149,7 @@ public final class BuiltinEngine extends SchedulingEngine implements KvHandoff {
         EngineInfo.Feature.REPETITION_PENALTY,
         EngineInfo.Feature.LOGPROBS,
         EngineInfo.Feature.STOP_TOKEN_IDS,
+        EngineInfo.Feature.MIN_TOKENS,
         EngineInfo.Feature.LOGIT_BIAS,
         EngineInfo.Feature.THINKING_BUDGET);
     if (constraints.available()) {
@@ -536,7 +537,24 @@ public final class BuiltinEngine extends SchedulingEngine implements KvHandoff {
   }
 
   /** Refuses a request this engine cannot run: an adapter it did not load, a token outside the vocabulary. */
+  /** Before a request's {@code min_tokens}, neither its stop tokens nor (unless it ignores them) end-of-sequence may be drawn. */
+  private void holdEnds(float[] logits, dev.tandem.common.StopConditions stop) {
+    for (int t : stop.stopTokenIds()) {
+      if (t >= 0 && t < logits.length) {
+        logits[t] = Float.NEGATIVE_INFINITY;
+      }
+    }
+    if (!stop.ignoreEos()) {
+      for (int t : info.eosTokenIds()) {
+        logits[t] = Float.NEGATIVE_INFINITY;
+      }
+    }
+  }
+
   private void checkRequest(EngineRequest request) {
+    if (request.stop().minTokens() > 0 && request.structuredOutput() != null) {
+      throw new IllegalArgumentException("min_tokens cannot be combined with a structured output: it ends when its value is complete");
+    }
     if (request.loraName() != null && !adapters.containsKey(request.loraName())) {
       throw new IllegalArgumentException("LoRA adapter '" + request.loraName() + "' is not loaded on this worker ("
           + (adapters.isEmpty() ? "it loaded none" : "it has " + String.join(", ", adapters.keySet())) + ")");
@@ -641,6 +659,9 @@ public final class BuiltinEngine extends SchedulingEngine implements KvHandoff {
       float[] l = rows != null && rows[i] != null ? rows[i][row] : logits[i];
       int top = seq.request().sampling().logprobs();
       float[] raw = top >= 0 ? l.clone() : null; // sampling adjusts logits in place
+      if (!seq.request().stop().mayStopAfter(seq.generated())) {
+        holdEnds(l, seq.request().stop());
+      }
       int token;
       int forced = state.thinking == null ? -1 : state.thinking.forced();
       if (state.grammar == null) {

@@ -64,7 +64,8 @@ public final class MockerEngine extends SchedulingEngine {
                 EngineInfo.Feature.TOP_P,
                 EngineInfo.Feature.TOP_K,
                 EngineInfo.Feature.SEED,
-                EngineInfo.Feature.STOP_TOKEN_IDS),
+                EngineInfo.Feature.STOP_TOKEN_IDS,
+                EngineInfo.Feature.MIN_TOKENS),
             config.eosTokenIds(),
             scheduler.batching());
   }
@@ -117,7 +118,23 @@ public final class MockerEngine extends SchedulingEngine {
   private int drawToken(Sequence seq) {
     long drawSeed = seq.<Long>engineState();
     long h = mix(drawSeed + 0x632BE59BD9B4E019L * seq.length());
-    return (int) Long.remainderUnsigned(h, config.regularVocabSize());
+    int token = (int) Long.remainderUnsigned(h, config.regularVocabSize());
+    var stop = seq.request().stop();
+    // min_tokens: draw again (bounded: stop ids covering the whole vocabulary cannot be honoured)
+    for (int tries = 0; tries < 1_000 && !stop.mayStopAfter(seq.generated()) && isStopToken(stop, token); tries++) {
+      h = mix(h);
+      token = (int) Long.remainderUnsigned(h, config.regularVocabSize());
+    }
+    return token;
+  }
+
+  private static boolean isStopToken(dev.tandem.common.StopConditions stop, int token) {
+    for (int t : stop.stopTokenIds()) {
+      if (t == token) {
+        return true;
+      }
+    }
+    return false; // the mocker draws regular tokens only, never end-of-sequence
   }
 
   private static long promptHash(int[] tokens, int length) {

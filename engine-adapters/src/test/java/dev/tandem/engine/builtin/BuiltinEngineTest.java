@@ -302,6 +302,30 @@ class BuiltinEngineTest {
   }
 
   @Test
+  void minTokensHoldsBackStopTokensAndEndOfSequenceUntilThen() {
+    int[] p = prompt(20, 12);
+    List<Integer> free = alone(greedy("free", p, 10));
+    int stopAt = free.get(2);
+    int k = free.indexOf(stopAt);
+    assertEquals(free.subList(0, k + 1), alone(new EngineRequest("stopped", p, SamplingParams.greedy(),
+        new StopConditions(10, new int[] {stopAt}, true))), "a stop token ends the output where it is drawn");
+    List<Integer> held = alone(new EngineRequest("held", p, SamplingParams.greedy(), new StopConditions(10, new int[] {stopAt}, true, 6)));
+    assertTrue(held.size() >= 6 && !held.subList(0, 6).contains(stopAt), "not drawn in the first 6: " + held);
+    assertEquals(free.subList(0, k), held.subList(0, k), "the same tokens before its place");
+    int eos;
+    try (BuiltinEngine e = engine(64, 512)) {
+      eos = e.info().eosTokenIds()[0];
+    }
+    SamplingParams toEos = new SamplingParams(0f, 1f, -1, 0f, OptionalLong.empty(), 0f, 0f, 1f, -1, java.util.Map.of(eos, 100f));
+    assertEquals(List.of(eos), alone(new EngineRequest("eos", p, toEos, new StopConditions(10, new int[0], false))),
+        "biased to end at once");
+    List<Integer> atLeast = alone(new EngineRequest("eos-min", p, toEos, new StopConditions(10, new int[0], false, 4)));
+    assertEquals(5, atLeast.size(), "four tokens, then the end it was held from: " + atLeast);
+    assertFalse(atLeast.subList(0, 4).contains(eos));
+    assertEquals(eos, atLeast.get(4));
+  }
+
+  @Test
   void logprobsDescribeTheRawDistribution() {
     int[] p = prompt(20, 11);
     SamplingParams withLogprobs = new SamplingParams(0f, 1f, -1, 0f, OptionalLong.empty(), 0f, 0f, 1f, 3);

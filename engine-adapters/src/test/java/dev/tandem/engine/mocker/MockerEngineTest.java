@@ -89,6 +89,23 @@ class MockerEngineTest {
   }
 
   @Test
+  void minTokensDrawsAgainWhereAStopTokenWouldEndTheOutputEarly() {
+    int[] p = prompt(20, 4);
+    MockerEngine free = new MockerEngine(config());
+    free.add(greedy("s", p, 12));
+    List<Integer> whole = runToCompletion(free, new HashMap<>()).get("s");
+    int stopAt = whole.get(1);
+    MockerEngine stopped = new MockerEngine(config());
+    stopped.add(new EngineRequest("s", p, SamplingParams.greedy(), new StopConditions(12, new int[] {stopAt}, false)));
+    assertEquals(whole.subList(0, whole.indexOf(stopAt) + 1), runToCompletion(stopped, new HashMap<>()).get("s"));
+    MockerEngine held = new MockerEngine(config());
+    held.add(new EngineRequest("s", p, SamplingParams.greedy(), new StopConditions(12, new int[] {stopAt}, false, 12)));
+    List<Integer> tokens = runToCompletion(held, new HashMap<>()).get("s");
+    assertEquals(12, tokens.size());
+    assertFalse(tokens.contains(stopAt), tokens.toString());
+  }
+
+  @Test
   void secondRequestWithSamePrefixHitsCacheAndStoredEventsAreChained() {
     MockerEngine e = new MockerEngine(config());
     List<KvEvent> events = new ArrayList<>();

@@ -38,6 +38,8 @@ final class ChoiceStream {
   Generation call;
   String finishReason;
   int tokens;
+  /** vLLM's {@code min_tokens}: a stop string ending within the first this many tokens stops nothing. */
+  private final int minTokens;
   final it.unimi.dsi.fastutil.ints.IntArrayList generated = new it.unimi.dsi.fastutil.ints.IntArrayList(); // for migration
   int migrations; // times this choice moved to another worker
   int attempt; // which generation's callbacks count (older ones are ignored)
@@ -65,6 +67,7 @@ final class ChoiceStream {
     this.detokenizer = new IncrementalDetokenizer(tokenizer, tail(prompt), spec.skipSpecialTokens(),
         spec.parsers().toolCalls().markers().stream().mapToInt(tokenizer::specialTokenId).filter(id -> id >= 0).toArray());
     this.stops = new StopStrings(spec.stopStrings());
+    this.minTokens = spec.stop().minTokens();
     this.promptTokens = prompt.length;
     this.reasoningSplitter = new ReasoningSplitter(spec.parsers().reasoning());
     this.toolCallExtractor = new ToolCallExtractor(spec.parsers().toolCalls());
@@ -148,7 +151,7 @@ final class ChoiceStream {
     }
     tokens++;
     generated.add(token);
-    return stops.add(detokenizer.add(token));
+    return stops.add(detokenizer.add(token), tokens >= minTokens);
   }
 
   /** True once a stop string matched: the sequence ends with the text before it. */
@@ -158,7 +161,7 @@ final class ChoiceStream {
 
   /** The text held back at the end of the sequence. */
   String flush() {
-    return stops.add(detokenizer.flush()) + stops.flush();
+    return stops.add(detokenizer.flush(), tokens >= minTokens) + stops.flush();
   }
 
   /** Attaches the log-probabilities not yet sent to a streamed chunk's choice. */

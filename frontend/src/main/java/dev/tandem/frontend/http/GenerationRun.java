@@ -267,7 +267,8 @@ final class GenerationRun {
     if (left <= 0 || prompt.length >= maxContextLength) {
       return false;
     }
-    var stop = new dev.tandem.common.StopConditions(left, spec.stop().stopTokenIds(), spec.stop().ignoreEos());
+    var stop = new dev.tandem.common.StopConditions(left, spec.stop().stopTokenIds(), spec.stop().ignoreEos(),
+        Math.max(0, spec.stop().minTokens() - c.generated.size()));
     GenerationRequest request = new GenerationRequest(
         id + "-" + c.index + "-m" + (c.migrations + 1), prompt, request(c).sampling().withPromptLogprobs(-1), stop)
         .withStructuredOutput(spec.constraint())

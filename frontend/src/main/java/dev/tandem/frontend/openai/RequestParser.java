@@ -55,6 +55,47 @@ public final class RequestParser {
   private static final int MAX_STOP_STRINGS = 16;
   private static final int MAX_LOGIT_BIAS = 1024;
 
+  /**
+   * vLLM's request parameters that change what comes back and that Tandem does not honour (yet):
+   * each with its default, which a request may send; anything else is a 400 naming it, never
+   * silently ignored. In this order, so that the error names the same field every time.
+   */
+  private static final List<Map.Entry<String, Object>> NOT_HONOURED = List.of(
+      Map.entry("include_stop_str_in_output", false),
+      Map.entry("spaces_between_special_tokens", true),
+      Map.entry("bad_words", List.of()),
+      Map.entry("allowed_token_ids", List.of()),
+      Map.entry("truncate_prompt_tokens", List.of()),
+      Map.entry("prompt_logprobs", List.of()),
+      Map.entry("use_beam_search", false),
+      Map.entry("length_penalty", 1.0),
+      Map.entry("priority", 0.0),
+      Map.entry("continue_final_message", false),
+      Map.entry("return_tokens_as_token_ids", false),
+      Map.entry("return_token_ids", false),
+      Map.entry("cache_salt", ""));
+
+  private static void refuseNotHonoured(ObjectNode body) {
+    for (Map.Entry<String, Object> p : NOT_HONOURED) {
+      JsonNode v = body.get(p.getKey());
+      boolean unset = v == null || v.isNull()
+          || (p.getValue() instanceof Boolean b && v.isBoolean() && v.booleanValue() == b)
+          || (p.getValue() instanceof Double d && v.isNumber() && v.doubleValue() == d)
+          || (p.getValue() instanceof List<?> && v.isArray() && v.isEmpty())
+          || (p.getValue() instanceof String && v.isTextual() && v.asText().isEmpty());
+      if (!unset) {
+        throw unsupported(p.getKey(), "is not supported by Tandem yet; leave it out or at its default (" + describeDefault(p.getValue()) + ")");
+      }
+    }
+  }
+
+  private static String describeDefault(Object value) {
+    if (value instanceof Double d && d == Math.rint(d)) {
+      return Long.toString(d.longValue());
+    }
+    return value instanceof List<?> || value instanceof String ? "null" : value.toString();
+  }
+
   private final ServedModel model;
   /** Each reasoning format's thinking budget with its tags as this model's tokenizer writes them (tokenized once). */
   private final java.util.Map<ReasoningFormat, ThinkingBudget> budgetTags = new java.util.concurrent.ConcurrentHashMap<>();
@@ -103,6 +144,10 @@ public final class RequestParser {
 
   public GenerationSpec parseChat(ObjectNode body) {
     checkModel(body);
+    refuseNotHonoured(body);
+    if (bool(body, "echo", false)) {
+      throw unsupported("echo", "on chat completions is not supported by Tandem yet (completions take it)");
+    }
     List<Map<String, Object>> messages = messages(body);
     List<Map<String, Object>> tools = tools(body);
     StructuredOutputs.ToolChoice toolChoice = StructuredOutputs.toolChoice(body.get("tool_choice"), body.get("tools"));
@@ -173,7 +218,8 @@ public final class RequestParser {
     GenerationSpec spec = common(body, GenerationSpec.Kind.CHAT, List.of(prompt), maxTokens, logprobs, maxTokensParam, forced, parsers)
         .withOneToolCall(!bool(body, "parallel_tool_calls", true));
     if (spec.constraint() == null && toolChoice.kind() == StructuredOutputs.ToolChoice.Kind.AUTO && tools != null
-        && model.parsers().constrainedCalls() && model.supports("structured_outputs") && !spec.stop().ignoreEos()) {
+        && model.parsers().constrainedCalls() && model.supports("structured_outputs") && !spec.stop().ignoreEos()
+        && spec.stop().minTokens() == 0) {
       // Nothing else constrains the output: the calls the model may write are held to the tools (--tool-call-constraint).
       StructuredOutput calls = StructuredOutputs.autoCalls(body.get("tools"), parsers.toolCalls(), spec.oneToolCall());
       if (calls != null) {
@@ -227,6 +273,7 @@ public final class RequestParser {
 
   public GenerationSpec parseCompletion(ObjectNode body) {
     checkModel(body);
+    refuseNotHonoured(body);
     if (body.has("thinking_token_budget") && !body.get("thinking_token_budget").isNull()) {
       throw ApiException.invalid("thinking_token_budget",
           "'thinking_token_budget' applies to chat requests, whose output is read for its reasoning; completions are not.");
@@ -316,6 +363,17 @@ public final class RequestParser {
     if (ignoreEos && constraint != null) {
       throw ApiException.invalid("ignore_eos", "'ignore_eos' cannot be combined with structured outputs: the output ends when its value is complete.");
     }
+    int minTokens = integer(body, "min_tokens", 0, 0, Integer.MAX_VALUE);
+    if (minTokens > 0) {
+      if (minTokens > maxTokens) {
+        throw ApiException.invalid("min_tokens", "'min_tokens' (" + minTokens + ") must not be more than the output's budget, '"
+            + maxTokensParam + "' (" + maxTokens + ").", "invalid_value");
+      }
+      if (constraint != null) {
+        throw ApiException.invalid("min_tokens", "'min_tokens' cannot be combined with structured outputs: the output ends when its value is complete.");
+      }
+      requireFeature("min_tokens", "min_tokens");
+    }
     boolean skipSpecial = bool(body, "skip_special_tokens", true);
     boolean timing = false;
     String pinned = null;
@@ -335,7 +393,7 @@ public final class RequestParser {
     }
     String requested = body.get("model").asText(); // checked: the served model or one of its LoRA adapters
     return new GenerationSpec(
-        kind, requested, prompts, n, sampling, new StopConditions(maxTokens, stopIds, ignoreEos), stops, skipSpecial,
+        kind, requested, prompts, n, sampling, new StopConditions(maxTokens, stopIds, ignoreEos, minTokens), stops, skipSpecial,
         stream, includeUsage, timing, pinned, constraint, parsers)
         .withLora(requested.equals(model.name()) ? null : requested);
   }

@@ -5,7 +5,8 @@ import java.util.List;
 /**
  * Finds stop strings in generated text as it streams, holding back a tail that could still become
  * the start of a stop string, so that no part of a stop string is ever sent (OpenAI's behaviour:
- * the stop string itself is not returned).
+ * the stop string itself is not returned). Text added while not yet {@code armed} (vLLM's
+ * {@code min_tokens} not reached) stops nothing: a stop string counts only where it ends after it.
  *
  * <p>Not thread-safe: one per generated sequence.
  */
@@ -13,6 +14,7 @@ public final class StopStrings {
   private final List<String> stops;
   private final int holdBack;
   private final StringBuilder pending = new StringBuilder();
+  private int unarmed; // characters at the start of pending added before it was armed
   private boolean stopped;
 
   public StopStrings(List<String> stops) {
@@ -26,18 +28,27 @@ public final class StopStrings {
 
   /** Adds text; returns what may be sent now. After a stop string, returns the text before it. */
   public String add(String text) {
+    return add(text, true);
+  }
+
+  /** As {@link #add(String)}; where not {@code armed}, a stop string ending in this text stops nothing. */
+  public String add(String text, boolean armed) {
     if (stopped) {
       return "";
     }
     pending.append(text);
+    if (!armed) {
+      unarmed = pending.length();
+    }
     if (stops.isEmpty()) {
       String out = pending.toString();
       pending.setLength(0);
+      unarmed = 0;
       return out;
     }
     int first = -1;
     for (String s : stops) {
-      int at = pending.indexOf(s);
+      int at = pending.indexOf(s, Math.max(0, unarmed - s.length() + 1));
       if (at >= 0 && (first < 0 || at < first)) {
         first = at;
       }
@@ -51,6 +62,7 @@ public final class StopStrings {
     int safe = pending.length() - heldBack();
     String out = pending.substring(0, safe);
     pending.delete(0, safe);
+    unarmed = Math.max(0, unarmed - safe);
     return out;
   }
 

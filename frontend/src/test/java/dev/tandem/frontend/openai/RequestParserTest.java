@@ -13,6 +13,7 @@ import dev.tandem.frontend.http.ApiException;
 import dev.tandem.frontend.text.ChatTemplate;
 import dev.tandem.frontend.text.TextTokenizer;
 import java.nio.charset.StandardCharsets;
+import java.util.List;
 import java.util.Set;
 import org.junit.jupiter.api.AfterAll;
 import org.junit.jupiter.api.Test;
@@ -96,6 +97,41 @@ class RequestParserTest {
     assertTrue(spec.stop().ignoreEos());
     assertEquals("x", spec.stopStrings().getFirst());
     assertEquals(2, spec.choiceCount());
+  }
+
+  @Test
+  void minTokensReachesTheWorkersWithinTheBudgetAndOnlyWhereTheEngineHonoursIt() {
+    RequestParser p = parser(Set.of("min_tokens", "structured_outputs"));
+    assertEquals(5, chat(p, "{\"model\":\"m\"," + HI + ",\"max_tokens\":12,\"min_tokens\":5}").stop().minTokens());
+    assertEquals(0, chat(p, "{\"model\":\"m\"," + HI + ",\"max_tokens\":12}").stop().minTokens());
+    ApiException over = assertThrows(ApiException.class, () -> chat(p, "{\"model\":\"m\"," + HI + ",\"max_tokens\":12,\"min_tokens\":13}"));
+    assertEquals("min_tokens", over.param());
+    assertTrue(over.getMessage().contains("'max_tokens' (12)"), over.getMessage());
+    ApiException shaped = assertThrows(ApiException.class, () -> chat(p, "{\"model\":\"m\"," + HI
+        + ",\"max_tokens\":12,\"min_tokens\":3,\"response_format\":{\"type\":\"json_object\"}}"));
+    assertEquals("min_tokens", shaped.param(), "a structured output ends when its value does");
+    ApiException unhonoured = assertThrows(ApiException.class, () -> chat(parser(Set.of()), "{\"model\":\"m\"," + HI + ",\"min_tokens\":3}"));
+    assertEquals("min_tokens", unhonoured.param(), "an engine without it refuses it rather than ignoring it");
+    assertEquals(0, chat(parser(Set.of()), "{\"model\":\"m\"," + HI + ",\"min_tokens\":0}").stop().minTokens());
+  }
+
+  @Test
+  void vllmParametersTandemDoesNotHonourAreRefusedUnlessAtTheirDefault() {
+    RequestParser p = parser(Set.of());
+    for (String set : List.of("\"include_stop_str_in_output\":true", "\"spaces_between_special_tokens\":false", "\"bad_words\":[\"x\"]",
+        "\"allowed_token_ids\":[1,2]", "\"truncate_prompt_tokens\":10", "\"prompt_logprobs\":1", "\"use_beam_search\":true",
+        "\"length_penalty\":0.5", "\"priority\":3", "\"continue_final_message\":true", "\"return_tokens_as_token_ids\":true",
+        "\"return_token_ids\":true", "\"cache_salt\":\"tenant-a\"", "\"echo\":true")) {
+      ApiException e = assertThrows(ApiException.class, () -> chat(p, "{\"model\":\"m\"," + HI + "," + set + "}"), set);
+      assertEquals(set.substring(1, set.indexOf('"', 1)), e.param(), set);
+      assertEquals(400, e.status());
+    }
+    chat(p, "{\"model\":\"m\"," + HI + ",\"include_stop_str_in_output\":false,\"spaces_between_special_tokens\":true,\"bad_words\":[],"
+        + "\"allowed_token_ids\":null,\"priority\":0,\"length_penalty\":1,\"use_beam_search\":false,\"cache_salt\":null,\"echo\":false}");
+    ApiException onCompletions = assertThrows(ApiException.class,
+        () -> p.parseCompletion(RequestParser.parseBody("{\"model\":\"m\",\"prompt\":\"hi\",\"priority\":1}".getBytes(StandardCharsets.UTF_8))));
+    assertEquals("priority", onCompletions.param());
+    assertTrue(onCompletions.getMessage().contains("at its default (0)"), onCompletions.getMessage());
   }
 
   @Test

@@ -114,6 +114,19 @@ class TextTokenizerTest {
   }
 
   @Test
+  void beforeMinTokensAStopStringStopsNothingButOneEndingAfterDoes() {
+    StopStrings s = new StopStrings(List.of("STOP"));
+    assertEquals("a STOP b ", s.add("a STOP b ST", false), "ends before min_tokens: not a stop; a possible start held back");
+    assertEquals("", s.add("O", false));
+    assertEquals("", s.add("P!", true), "began before min_tokens, ends after: a stop, as vLLM checks it");
+    assertTrue(s.stopped());
+    StopStrings later = new StopStrings(List.of("xx"));
+    assertEquals("ax", later.add("axx", false), "'xx' written before min_tokens; its last 'x' held back");
+    assertEquals("xb", later.add("bxx", true));
+    assertTrue(later.stopped());
+  }
+
+  @Test
   void theLongestTokenBoundsHowManyCharactersATokenCovers() {
     // Qwen3's longest entries are 128 characters (runs of spaces); its longest added token is shorter.
     assertEquals(128, QWEN3.longestTokenChars());

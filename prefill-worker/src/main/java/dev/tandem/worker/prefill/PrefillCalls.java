@@ -136,9 +136,13 @@ public final class PrefillCalls implements PrefillEndpoint {
         return;
       }
       String requestId = full.requestId();
+      // The output's first token is drawn here: under min_tokens it may not end the output either.
+      StopConditions first = full.stop().minTokens() > 0
+          ? new StopConditions(1, full.stop().stopTokenIds(), full.stop().ignoreEos(), 1)
+          : new StopConditions(1, full.stop().stopTokenIds(), true);
       EngineRequest one =
           new EngineRequest(
-              requestId, full.promptTokens(), full.sampling(), new StopConditions(1, full.stop().stopTokenIds(), true),
+              requestId, full.promptTokens(), full.sampling(), first,
               full.structuredOutput(), full.outputBudget(), full.loraName(), full.resumedOutputTokens());
       if (calls.putIfAbsent(requestId, this) != null) {
         end(Status.ALREADY_EXISTS.withDescription("request " + requestId + " is already being prefilled here"), "duplicate");
