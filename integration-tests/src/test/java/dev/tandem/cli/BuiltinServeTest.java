@@ -99,6 +99,20 @@ class BuiltinServeTest {
   }
 
   @Test
+  void continueFinalMessageHasTheModelGoOnWithTheAssistantsText() throws Exception {
+    String messages = "\"messages\":[{\"role\":\"user\",\"content\":\"Name a colour.\"},{\"role\":\"assistant\",\"content\":\"The colour is \"}],"
+        + "\"continue_final_message\":true,\"add_generation_prompt\":false";
+    JsonNode tokens = JSON.readTree(post("/tokenize", "{\"model\":\"tiny\"," + messages + "}").body());
+    String prompt = JSON.readTree(post("/detokenize", "{\"model\":\"tiny\",\"tokens\":" + tokens.get("tokens") + "}").body())
+        .get("prompt").asText();
+    // Qwen3's template writes the final assistant turn's (empty) reasoning before its text.
+    assertTrue(prompt.endsWith("<|im_start|>assistant\n<think>\n\n</think>\n\nThe colour is "), prompt);
+    HttpResponse<String> r = post("/v1/chat/completions", "{\"model\":\"tiny\",\"max_tokens\":4,\"temperature\":0," + messages + "}");
+    assertEquals(200, r.statusCode(), r.body());
+    assertEquals(tokens.get("count").asInt(), JSON.readTree(r.body()).at("/usage/prompt_tokens").asInt());
+  }
+
+  @Test
   void everySamplingParameterTheFrontendAcceptsIsHonoured() throws Exception {
     String sampled = ",\"temperature\":0.8,\"top_p\":0.9,\"top_k\":40,\"min_p\":0.05,\"seed\":7,"
         + "\"presence_penalty\":0.5,\"frequency_penalty\":0.5,\"repetition_penalty\":1.1";

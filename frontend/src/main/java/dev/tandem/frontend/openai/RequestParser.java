@@ -70,7 +70,6 @@ public final class RequestParser {
       Map.entry("use_beam_search", false),
       Map.entry("length_penalty", 1.0),
       Map.entry("priority", 0.0),
-      Map.entry("continue_final_message", false),
       Map.entry("return_tokens_as_token_ids", false),
       Map.entry("return_token_ids", false),
       Map.entry("cache_salt", ""));
@@ -169,6 +168,11 @@ public final class RequestParser {
       }
     }
     boolean addGenerationPrompt = bool(body, "add_generation_prompt", true);
+    boolean continueFinal = bool(body, "continue_final_message", false);
+    if (continueFinal && addGenerationPrompt) {
+      throw ApiException.invalid("continue_final_message",
+          "'continue_final_message' and 'add_generation_prompt' cannot both be true: set 'add_generation_prompt' to false to continue the final message.");
+    }
     int logprobs = -1;
     if (body.has("logprobs") && bool(body, "logprobs", false)) {
       requireFeature("logprobs", "logprobs");
@@ -193,6 +197,9 @@ public final class RequestParser {
     String text;
     try {
       text = model.chatTemplate().render(messages, tools, addGenerationPrompt, kwargs);
+      if (continueFinal) {
+        text = ChatTemplate.openFinalMessage(text, (String) messages.getLast().get("content")); // parts are joined by now
+      }
     } catch (ChatTemplate.TemplateFailure e) {
       throw ApiException.invalid("messages", "The chat template rejected the conversation: " + e.getMessage());
     }

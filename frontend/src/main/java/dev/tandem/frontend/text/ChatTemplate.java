@@ -147,6 +147,30 @@ public final class ChatTemplate {
     return source;
   }
 
+  /**
+   * A rendered conversation cut right after its final message's text, so that the model goes on
+   * writing that message rather than starting a new one (vLLM's {@code continue_final_message}, as
+   * Hugging Face's {@code apply_chat_template} does it): everything the template wrote after it
+   * (the end of the turn, a generation prompt) is dropped. Where the template keeps the message's
+   * own leading and trailing spaces they stay; where it trimmed them, the trimmed text ends it.
+   *
+   * @param finalText the final message's text (its last text part, for a list of parts)
+   * @throws TemplateFailure if the text is empty or the template did not write it
+   */
+  public static String openFinalMessage(String rendered, String finalText) {
+    String trimmed = finalText.strip();
+    if (trimmed.isEmpty()) {
+      throw new TemplateFailure("the final message has no text to continue");
+    }
+    int at = rendered.lastIndexOf(trimmed);
+    if (at < 0) {
+      throw new TemplateFailure("the final message's text does not appear in the conversation as the chat template renders it");
+    }
+    String kept = finalText.stripLeading();
+    boolean spacingKept = rendered.startsWith(kept, at);
+    return rendered.substring(0, at + (spacingKept ? kept.length() : trimmed.length()));
+  }
+
   /** True if the template's text contains {@code s} (how a model family's output format is recognised). */
   public boolean mentions(String s) {
     return compiled.contains(s);

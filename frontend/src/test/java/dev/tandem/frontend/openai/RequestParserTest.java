@@ -120,7 +120,7 @@ class RequestParserTest {
     RequestParser p = parser(Set.of());
     for (String set : List.of("\"include_stop_str_in_output\":true", "\"spaces_between_special_tokens\":false", "\"bad_words\":[\"x\"]",
         "\"allowed_token_ids\":[1,2]", "\"truncate_prompt_tokens\":10", "\"prompt_logprobs\":1", "\"use_beam_search\":true",
-        "\"length_penalty\":0.5", "\"priority\":3", "\"continue_final_message\":true", "\"return_tokens_as_token_ids\":true",
+        "\"length_penalty\":0.5", "\"priority\":3", "\"return_tokens_as_token_ids\":true",
         "\"return_token_ids\":true", "\"cache_salt\":\"tenant-a\"", "\"echo\":true")) {
       ApiException e = assertThrows(ApiException.class, () -> chat(p, "{\"model\":\"m\"," + HI + "," + set + "}"), set);
       assertEquals(set.substring(1, set.indexOf('"', 1)), e.param(), set);
@@ -132,6 +132,22 @@ class RequestParserTest {
         () -> p.parseCompletion(RequestParser.parseBody("{\"model\":\"m\",\"prompt\":\"hi\",\"priority\":1}".getBytes(StandardCharsets.UTF_8))));
     assertEquals("priority", onCompletions.param());
     assertTrue(onCompletions.getMessage().contains("at its default (0)"), onCompletions.getMessage());
+  }
+
+  @Test
+  void continueFinalMessageLeavesTheAssistantsTextOpenAndNeedsNoGenerationPrompt() {
+    RequestParser p = parser(Set.of());
+    String prefill = "\"messages\":[{\"role\":\"user\",\"content\":\"hi\"},{\"role\":\"assistant\",\"content\":\"Hello there, \"}]";
+    ApiException both = assertThrows(ApiException.class, () -> chat(p, "{\"model\":\"m\"," + prefill + ",\"continue_final_message\":true}"));
+    assertEquals("continue_final_message", both.param(), "add_generation_prompt defaults to true, as in vLLM");
+    GenerationSpec open = chat(p, "{\"model\":\"m\"," + prefill + ",\"continue_final_message\":true,\"add_generation_prompt\":false}");
+    GenerationSpec closed = chat(p, "{\"model\":\"m\"," + prefill + ",\"add_generation_prompt\":false}");
+    String openText = TOKENIZER.decode(open.prompts().getFirst(), false);
+    assertTrue(openText.endsWith("Hello there, "), openText);
+    assertTrue(TOKENIZER.decode(closed.prompts().getFirst(), false).startsWith(openText), "the same conversation, cut after the text");
+    ApiException noText = assertThrows(ApiException.class, () -> chat(p, "{\"model\":\"m\",\"messages\":[{\"role\":\"user\",\"content\":\"hi\"},"
+        + "{\"role\":\"assistant\",\"content\":\"\"}],\"continue_final_message\":true,\"add_generation_prompt\":false}"));
+    assertEquals("messages", noText.param());
   }
 
   @Test

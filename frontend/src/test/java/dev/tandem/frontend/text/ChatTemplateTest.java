@@ -131,6 +131,23 @@ class ChatTemplateTest {
   }
 
   @Test
+  void theFinalMessageIsLeftOpenForTheModelToContinue() {
+    var chat = List.<Map<String, Object>>of(Map.of("role", "user", "content", "Name a colour."),
+        Map.of("role", "assistant", "content", "The colour is "));
+    String rendered = QWEN3.render(chat, null, false, Map.of("enable_thinking", false));
+    assertTrue(rendered.endsWith("The colour is <|im_end|>\n"), rendered);
+    assertEquals(rendered.substring(0, rendered.length() - "<|im_end|>\n".length()), ChatTemplate.openFinalMessage(rendered, "The colour is "),
+        "the end of the turn dropped; Qwen3's template keeps the message's spacing, so it stays");
+    ChatTemplate trims = new ChatTemplate("{% for m in messages %}[{{ m['role'] }}]{{ m['content'] | trim }}[end]{% endfor %}", "", "");
+    var spaced = List.<Map<String, Object>>of(Map.of("role", "assistant", "content", "Sure, "));
+    assertEquals("[assistant]Sure,", ChatTemplate.openFinalMessage(trims.render(spaced, null, false, Map.of()), "Sure, "),
+        "a template that trims the text: the trimmed text ends the prompt");
+    var missing = assertThrows(ChatTemplate.TemplateFailure.class, () -> ChatTemplate.openFinalMessage("[user]hi[end]", "absent"));
+    assertTrue(missing.getMessage().contains("does not appear"), missing.getMessage());
+    assertThrows(ChatTemplate.TemplateFailure.class, () -> ChatTemplate.openFinalMessage("[user]hi[end]", "  "));
+  }
+
+  @Test
   void raiseExceptionSurfacesTheTemplatesMessage() {
     ChatTemplate t = new ChatTemplate(
         "{% if messages[0].role != 'user' %}{{ raise_exception('Conversations must start with a user message') }}{% endif %}ok", "", "");
