@@ -89,6 +89,8 @@ class BuiltinServeTest {
     JsonNode stopped = chat(",\"temperature\":0,\"stop\":" + stopJson);
     assertEquals("", stopped.at("/choices/0/message/content").asText(), "the stop string starts the output: nothing before it");
     assertEquals("stop", stopped.at("/choices/0/finish_reason").asText());
+    JsonNode kept = chat(",\"temperature\":0,\"include_stop_str_in_output\":true,\"stop\":" + stopJson);
+    assertEquals(stop, kept.at("/choices/0/message/content").asText(), "include_stop_str_in_output: the stop string ends the text");
     JsonNode held = chat(",\"temperature\":0,\"min_tokens\":10,\"stop\":" + stopJson);
     assertTrue(held.at("/choices/0/message/content").asText().startsWith(stop), held.toString());
     assertTrue(held.at("/usage/completion_tokens").asInt() >= 10, held.toString());

@@ -66,7 +66,7 @@ final class ChoiceStream {
     this.tokenizer = tokenizer;
     this.detokenizer = new IncrementalDetokenizer(tokenizer, tail(prompt), spec.skipSpecialTokens(),
         spec.parsers().toolCalls().markers().stream().mapToInt(tokenizer::specialTokenId).filter(id -> id >= 0).toArray());
-    this.stops = new StopStrings(spec.stopStrings());
+    this.stops = new StopStrings(spec.stopStrings(), spec.includeStopString());
     this.minTokens = spec.stop().minTokens();
     this.promptTokens = prompt.length;
     this.reasoningSplitter = new ReasoningSplitter(spec.parsers().reasoning());

@@ -12,7 +12,8 @@ import java.util.List;
  * them, an optional constraint on the output, and the frontend's own options: stop strings,
  * detokenizing, how the output is parsed (reasoning, tool calls), streaming, timing, pinning,
  * echoing the prompt, and whether one tool call ends the output ({@code parallel_tool_calls:
- * false}). {@code model} is the name the request gave: the served model's, or a LoRA adapter's
+ * false}), and whether a matched stop string is kept at the end of the text ({@code
+ * include_stop_str_in_output}). {@code model} is the name the request gave: the served model's, or a LoRA adapter's
  * ({@code lora}, null for the base model).
  */
 public record GenerationSpec(
@@ -32,43 +33,50 @@ public record GenerationSpec(
     OutputParsers parsers,
     boolean echo,
     boolean oneToolCall,
-    String lora) {
+    String lora,
+    boolean includeStopString) {
 
   public GenerationSpec(
       Kind kind, String model, List<int[]> prompts, int n, SamplingParams sampling, StopConditions stop, List<String> stopStrings,
       boolean skipSpecialTokens, boolean stream, boolean includeUsage, boolean timing, String pinnedWorker,
       StructuredOutput constraint, OutputParsers parsers) {
     this(kind, model, prompts, n, sampling, stop, stopStrings, skipSpecialTokens, stream, includeUsage, timing, pinnedWorker,
-        constraint, parsers, false, false, null);
+        constraint, parsers, false, false, null, false);
   }
 
   public GenerationSpec withSampling(SamplingParams s) {
     return new GenerationSpec(kind, model, prompts, n, s, stop, stopStrings, skipSpecialTokens, stream, includeUsage, timing,
-        pinnedWorker, constraint, parsers, echo, oneToolCall, lora);
+        pinnedWorker, constraint, parsers, echo, oneToolCall, lora, includeStopString);
   }
 
   /** Completions' {@code echo}: the prompt's text comes back before each choice's completion. */
   public GenerationSpec withEcho(boolean echo) {
     return new GenerationSpec(kind, model, prompts, n, sampling, stop, stopStrings, skipSpecialTokens, stream, includeUsage, timing,
-        pinnedWorker, constraint, parsers, echo, oneToolCall, lora);
+        pinnedWorker, constraint, parsers, echo, oneToolCall, lora, includeStopString);
   }
 
   /** Chat's {@code parallel_tool_calls: false}: the first complete tool call ends the output. */
   public GenerationSpec withOneToolCall(boolean oneToolCall) {
     return new GenerationSpec(kind, model, prompts, n, sampling, stop, stopStrings, skipSpecialTokens, stream, includeUsage, timing,
-        pinnedWorker, constraint, parsers, echo, oneToolCall, lora);
+        pinnedWorker, constraint, parsers, echo, oneToolCall, lora, includeStopString);
   }
 
   /** The output held to {@code c} (null: free). */
   public GenerationSpec withConstraint(StructuredOutput c) {
     return new GenerationSpec(kind, model, prompts, n, sampling, stop, stopStrings, skipSpecialTokens, stream, includeUsage, timing,
-        pinnedWorker, c, parsers, echo, oneToolCall, lora);
+        pinnedWorker, c, parsers, echo, oneToolCall, lora, includeStopString);
+  }
+
+  /** vLLM's {@code include_stop_str_in_output}: a matched stop string ends the text instead of being cut off. */
+  public GenerationSpec withIncludeStopString(boolean include) {
+    return new GenerationSpec(kind, model, prompts, n, sampling, stop, stopStrings, skipSpecialTokens, stream, includeUsage, timing,
+        pinnedWorker, constraint, parsers, echo, oneToolCall, lora, include);
   }
 
   /** The request names LoRA adapter {@code lora} (null: the base model). */
   public GenerationSpec withLora(String lora) {
     return new GenerationSpec(kind, model, prompts, n, sampling, stop, stopStrings, skipSpecialTokens, stream, includeUsage, timing,
-        pinnedWorker, constraint, parsers, echo, oneToolCall, lora);
+        pinnedWorker, constraint, parsers, echo, oneToolCall, lora, includeStopString);
   }
 
   public GenerationSpec {

@@ -61,7 +61,6 @@ public final class RequestParser {
    * silently ignored. In this order, so that the error names the same field every time.
    */
   private static final List<Map.Entry<String, Object>> NOT_HONOURED = List.of(
-      Map.entry("include_stop_str_in_output", false),
       Map.entry("spaces_between_special_tokens", true),
       Map.entry("bad_words", List.of()),
       Map.entry("allowed_token_ids", List.of()),
@@ -402,7 +401,8 @@ public final class RequestParser {
     return new GenerationSpec(
         kind, requested, prompts, n, sampling, new StopConditions(maxTokens, stopIds, ignoreEos, minTokens), stops, skipSpecial,
         stream, includeUsage, timing, pinned, constraint, parsers)
-        .withLora(requested.equals(model.name()) ? null : requested);
+        .withLora(requested.equals(model.name()) ? null : requested)
+        .withIncludeStopString(bool(body, "include_stop_str_in_output", false));
   }
 
   /** OpenAI's {@code logit_bias}: token id (as a string key) → −100…100. */

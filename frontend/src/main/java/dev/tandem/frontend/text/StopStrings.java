@@ -17,9 +17,17 @@ public final class StopStrings {
   private int unarmed; // characters at the start of pending added before it was armed
   private boolean stopped;
 
+  private final boolean includeStop;
+
   public StopStrings(List<String> stops) {
+    this(stops, false);
+  }
+
+  /** With {@code includeStop} (vLLM's {@code include_stop_str_in_output}) the text ends with the stop string it matched. */
+  public StopStrings(List<String> stops, boolean includeStop) {
     this.stops = List.copyOf(stops);
     this.holdBack = stops.stream().mapToInt(String::length).max().orElse(1) - 1;
+    this.includeStop = includeStop;
   }
 
   public boolean stopped() {
@@ -47,15 +55,17 @@ public final class StopStrings {
       return out;
     }
     int first = -1;
+    int matched = 0;
     for (String s : stops) {
       int at = pending.indexOf(s, Math.max(0, unarmed - s.length() + 1));
       if (at >= 0 && (first < 0 || at < first)) {
         first = at;
+        matched = s.length();
       }
     }
     if (first >= 0) {
       stopped = true;
-      String out = pending.substring(0, first);
+      String out = pending.substring(0, first + (includeStop ? matched : 0));
       pending.setLength(0);
       return out;
     }

@@ -118,7 +118,7 @@ class RequestParserTest {
   @Test
   void vllmParametersTandemDoesNotHonourAreRefusedUnlessAtTheirDefault() {
     RequestParser p = parser(Set.of());
-    for (String set : List.of("\"include_stop_str_in_output\":true", "\"spaces_between_special_tokens\":false", "\"bad_words\":[\"x\"]",
+    for (String set : List.of("\"spaces_between_special_tokens\":false", "\"bad_words\":[\"x\"]",
         "\"allowed_token_ids\":[1,2]", "\"truncate_prompt_tokens\":10", "\"prompt_logprobs\":1", "\"use_beam_search\":true",
         "\"length_penalty\":0.5", "\"priority\":3", "\"return_tokens_as_token_ids\":true",
         "\"return_token_ids\":true", "\"cache_salt\":\"tenant-a\"", "\"echo\":true")) {
@@ -126,6 +126,7 @@ class RequestParserTest {
       assertEquals(set.substring(1, set.indexOf('"', 1)), e.param(), set);
       assertEquals(400, e.status());
     }
+    assertTrue(chat(p, "{\"model\":\"m\"," + HI + ",\"include_stop_str_in_output\":true}").includeStopString(), "honoured: it reaches the spec");
     chat(p, "{\"model\":\"m\"," + HI + ",\"include_stop_str_in_output\":false,\"spaces_between_special_tokens\":true,\"bad_words\":[],"
         + "\"allowed_token_ids\":null,\"priority\":0,\"length_penalty\":1,\"use_beam_search\":false,\"cache_salt\":null,\"echo\":false}");
     ApiException onCompletions = assertThrows(ApiException.class,

@@ -120,6 +120,10 @@ class TextTokenizerTest {
     assertEquals("", s.add("O", false));
     assertEquals("", s.add("P!", true), "began before min_tokens, ends after: a stop, as vLLM checks it");
     assertTrue(s.stopped());
+    StopStrings kept = new StopStrings(List.of("STOP", "\n\n"), true);
+    assertEquals("ab", kept.add("abST"));
+    assertEquals("STOP", kept.add("OP and more"), "include_stop_str_in_output: the text ends with the stop string");
+    assertTrue(kept.stopped());
     StopStrings later = new StopStrings(List.of("xx"));
     assertEquals("ax", later.add("axx", false), "'xx' written before min_tokens; its last 'x' held back");
     assertEquals("xb", later.add("bxx", true));
