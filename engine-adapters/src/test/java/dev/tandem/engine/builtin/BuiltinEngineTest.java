@@ -273,32 +273,33 @@ class BuiltinEngineTest {
     assertNotEquals(greedy, rep, "repetition penalty changes the greedy path");
   }
 
-  @Test
-  void aStreamMovedMidWayCountsItsOutputSoFarForPenalties() {
-    int[] p = prompt(20, 7);
-    SamplingParams noRepeats = params(0f, 1f, -1, 0f, null, 0f, 1000f, 1f);
-    List<Integer> whole = alone(sampled("whole", p, 30, noRepeats));
+  /**
+   * A 30-token stream's last 18 tokens three ways: undisturbed, run again as a stream moved after
+   * its first 12 (those given as resumed output), and run with those 12 as plain prompt.
+   */
+  private record Moved(List<Integer> undisturbed, List<Integer> resumed, List<Integer> asPrompt) {}
+
+  private static Moved movedAfter12(int[] p, SamplingParams params) {
+    List<Integer> whole = alone(sampled("whole", p, 30, params));
     int k = 12;
     int[] moved = IntStream.concat(java.util.Arrays.stream(p), whole.subList(0, k).stream().mapToInt(Integer::intValue)).toArray();
-    List<Integer> rest = alone(new EngineRequest("moved", moved, noRepeats, new StopConditions(30 - k, new int[0], true), null, 30 - k,
+    List<Integer> rest = alone(new EngineRequest("moved", moved, params, new StopConditions(30 - k, new int[0], true), null, 30 - k,
         null, k));
-    assertEquals(whole.subList(k, 30), rest, "the rest of the same output: its first tokens are penalised as output");
-    assertNotEquals(whole.subList(k, 30), alone(sampled("prompt", moved, 30 - k, noRepeats)),
-        "as plain prompt tokens they are not (the frequency penalty counts output only)");
+    return new Moved(whole.subList(k, 30), rest, alone(sampled("prompt", moved, 30 - k, params)));
+  }
+
+  @Test
+  void aStreamMovedMidWayCountsItsOutputSoFarForPenalties() {
+    Moved m = movedAfter12(prompt(20, 7), params(0f, 1f, -1, 0f, null, 0f, 1000f, 1f));
+    assertEquals(m.undisturbed(), m.resumed(), "the rest of the same output: its first tokens are penalised as output");
+    assertNotEquals(m.undisturbed(), m.asPrompt(), "as plain prompt tokens they are not (the frequency penalty counts output only)");
   }
 
   @Test
   void aSeededStreamMovedMidWayDrawsTheRestAsIfItHadStayed() {
-    int[] p = prompt(20, 9);
-    SamplingParams seeded = params(1.0f, 1f, -1, 0f, 42L, 0f, 0f, 1f);
-    List<Integer> whole = alone(sampled("whole", p, 30, seeded));
-    int k = 12;
-    int[] moved = IntStream.concat(java.util.Arrays.stream(p), whole.subList(0, k).stream().mapToInt(Integer::intValue)).toArray();
-    List<Integer> rest = alone(new EngineRequest("moved", moved, seeded, new StopConditions(30 - k, new int[0], true), null, 30 - k,
-        null, k));
-    assertEquals(whole.subList(k, 30), rest, "a draw's random numbers come from the seed and the output position");
-    assertNotEquals(whole.subList(k, 30), alone(sampled("prompt", moved, 30 - k, seeded)),
-        "as plain prompt the same tokens start the draws over (position 0)");
+    Moved m = movedAfter12(prompt(20, 9), params(1.0f, 1f, -1, 0f, 42L, 0f, 0f, 1f));
+    assertEquals(m.undisturbed(), m.resumed(), "a draw's random numbers come from the seed and the output position");
+    assertNotEquals(m.undisturbed(), m.asPrompt(), "as plain prompt the same tokens start the draws over (position 0)");
   }
 
   @Test
