@@ -106,6 +106,10 @@ final class EngineOptions {
   @Option(names = "--max-batched-tokens", defaultValue = "${env:TANDEM_MAX_BATCHED_TOKENS}", description = "Token budget of one engine step, i.e. the prefill chunk (default: 8192 mocker, 512 builtin).")
   Integer maxBatchedTokens;
 
+  @Option(names = "--scheduling-policy", defaultValue = "${env:TANDEM_SCHEDULING_POLICY:-fcfs}",
+      description = "How waiting requests are admitted: fcfs (first come, first served) or priority (vLLM's: a request's lower `priority` first, then arrival; the preempted one is the last in that order).")
+  String schedulingPolicy;
+
   @Option(names = "--no-chunked-prefill", description = "Prefill each prompt in one step.")
   boolean noChunkedPrefill;
 
@@ -228,17 +232,34 @@ final class EngineOptions {
       }
       MockerConfig config = mockerConfig();
       ModelFiles files = tokenizer == null ? ModelFiles.bundledQwen3() : ModelFiles.fromDirectory(tokenizer);
-      return new WorkerEngines(() -> new MockerEngine(config), files, config.blockSize());
+      return new WorkerEngines(() -> scheduled(new MockerEngine(config)), files, config.blockSize());
     }
     if (tokenizer != null) {
       throw new IllegalArgumentException("--tokenizer is for the mocker; the builtin engine serves the tokenizer in --model");
     }
     BuiltinConfig config = builtinConfig(loraUpdates);
-    return new WorkerEngines(() -> BuiltinEngine.open(config), ModelFiles.fromDirectory(config.modelDir()), config.blockSize());
+    return new WorkerEngines(() -> scheduled(BuiltinEngine.open(config)), ModelFiles.fromDirectory(config.modelDir()), config.blockSize());
+  }
+
+  /** The engine, scheduling as {@code --scheduling-policy} says. */
+  private <E extends dev.tandem.engine.sched.SchedulingEngine> E scheduled(E engine) {
+    if (priorityScheduling()) {
+      engine.scheduleByPriority();
+    }
+    return engine;
+  }
+
+  private boolean priorityScheduling() {
+    return switch (schedulingPolicy) {
+      case "fcfs" -> false;
+      case "priority" -> true;
+      default -> throw new IllegalArgumentException("--scheduling-policy: expected fcfs or priority, was '" + schedulingPolicy + "'");
+    };
   }
 
   /** Refuses a count or ratio out of its range, naming the flag (before any engine or model is made). */
   private void checkNumbers() {
+    priorityScheduling(); // a bad policy name fails here, before any engine is made
     Flags.atLeast("--block-size", blockSize, 1);
     Flags.atLeast("--kv-blocks", kvBlocks, 1);
     Flags.atLeast("--compute-threads", computeThreads, 0);

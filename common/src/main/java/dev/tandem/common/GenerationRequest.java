@@ -8,7 +8,8 @@ import java.util.Objects;
  * the router splits the request) the prefill worker that computes the prompt, and the LoRA adapter
  * it runs with ({@code loraName}, null for the base model). {@code resumedOutputTokens}: the last
  * that many prompt tokens are output already generated (a stream moved to another worker mid-way),
- * which penalties, the output's grammar and a thinking budget count as output. Immutable; {@code
+ * which penalties, the output's grammar and a thinking budget count as output. {@code priority}:
+ * vLLM's, lower first where the worker schedules by priority (0 by default). Immutable; {@code
  * promptTokens} is copied in and must not be changed through the accessor.
  */
 public record GenerationRequest(
@@ -19,7 +20,8 @@ public record GenerationRequest(
     RemotePrefillTarget remotePrefill,
     StructuredOutput structuredOutput,
     String loraName,
-    int resumedOutputTokens) {
+    int resumedOutputTokens,
+    int priority) {
   public GenerationRequest {
     loraName = loraName == null || loraName.isEmpty() ? null : loraName;
     Objects.requireNonNull(requestId, "requestId");
@@ -40,6 +42,12 @@ public record GenerationRequest(
       throw new IllegalArgumentException("request " + requestId + " resumes after " + resumedOutputTokens
           + " output tokens but its prompt has " + promptLength);
     }
+  }
+
+  public GenerationRequest(
+      String requestId, int[] promptTokens, SamplingParams sampling, StopConditions stop, RemotePrefillTarget remotePrefill,
+      StructuredOutput structuredOutput, String loraName, int resumedOutputTokens) {
+    this(requestId, promptTokens, sampling, stop, remotePrefill, structuredOutput, loraName, resumedOutputTokens, 0);
   }
 
   public GenerationRequest(
@@ -65,17 +73,17 @@ public record GenerationRequest(
 
   /** This request with its prompt prefilled by {@code target}. */
   public GenerationRequest withRemotePrefill(RemotePrefillTarget target) {
-    return new GenerationRequest(requestId, promptTokens, sampling, stop, target, structuredOutput, loraName, resumedOutputTokens);
+    return new GenerationRequest(requestId, promptTokens, sampling, stop, target, structuredOutput, loraName, resumedOutputTokens, priority);
   }
 
   /** This request with its output constrained (null: not constrained). */
   public GenerationRequest withStructuredOutput(StructuredOutput constraint) {
-    return new GenerationRequest(requestId, promptTokens, sampling, stop, remotePrefill, constraint, loraName, resumedOutputTokens);
+    return new GenerationRequest(requestId, promptTokens, sampling, stop, remotePrefill, constraint, loraName, resumedOutputTokens, priority);
   }
 
   /** This request run with LoRA adapter {@code name} (null: the base model). */
   public GenerationRequest withLora(String name) {
-    return new GenerationRequest(requestId, promptTokens, sampling, stop, remotePrefill, structuredOutput, name, resumedOutputTokens);
+    return new GenerationRequest(requestId, promptTokens, sampling, stop, remotePrefill, structuredOutput, name, resumedOutputTokens, priority);
   }
 
   /**
@@ -83,7 +91,13 @@ public record GenerationRequest(
    * {@code tokens} of its prompt.
    */
   public GenerationRequest resumedAfter(int tokens) {
-    return new GenerationRequest(requestId, promptTokens, sampling, stop, remotePrefill, structuredOutput, loraName, tokens);
+    return new GenerationRequest(requestId, promptTokens, sampling, stop, remotePrefill, structuredOutput, loraName, tokens, priority);
+  }
+
+  /** This request at vLLM's {@code priority} {@code value} (lower first where the worker schedules by priority). */
+  public GenerationRequest withPriority(int value) {
+    return new GenerationRequest(requestId, promptTokens, sampling, stop, remotePrefill, structuredOutput, loraName, resumedOutputTokens,
+        value);
   }
 
   /** The salt of this request's block hashes ({@link BlockHasher#salt}). */

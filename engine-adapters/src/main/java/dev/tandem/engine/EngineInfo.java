@@ -28,6 +28,14 @@ public record EngineInfo(
     eosTokenIds = eosTokenIds.clone();
   }
 
+  /** This description with {@code feature} honoured too. */
+  public EngineInfo withFeature(Feature feature) {
+    var more = new java.util.HashSet<>(features);
+    more.add(feature);
+    return new EngineInfo(engineName, modelName, blockSize, totalKvBlocks, vocabSize, maxContextLength, kvBytesPerToken, kvCacheDtype,
+        more, eosTokenIds, batching);
+  }
+
   /** Request features an engine may or may not honour. */
   public enum Feature {
     TEMPERATURE,
@@ -42,6 +50,8 @@ public record EngineInfo(
     STOP_TOKEN_IDS,
     /** vLLM's {@code min_tokens}: no stop token or end-of-sequence drawn before that many output tokens. */
     MIN_TOKENS,
+    /** vLLM's {@code priority}: the worker schedules by it ({@code --scheduling-policy priority}). */
+    PRIORITY,
     LOGIT_BIAS,
     /** Constrained decoding: JSON schema outputs and forced tool calls. */
     STRUCTURED_OUTPUTS,

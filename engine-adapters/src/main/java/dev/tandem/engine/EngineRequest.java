@@ -14,7 +14,8 @@ import java.util.Objects;
  * runs the first token of a longer output, as a prefill worker does), the LoRA adapter it runs
  * with ({@code loraName}; null: the base model), and how many of the prompt's last tokens are
  * output already generated ({@code resumedOutputTokens}, a stream moved from another worker:
- * penalties count them as output, the grammar starts and a thinking budget counts on after them).
+ * penalties count them as output, the grammar starts and a thinking budget counts on after them),
+ * and its {@code priority} (vLLM's: lower first where the scheduler orders by priority).
  */
 public record EngineRequest(
     String requestId,
@@ -24,7 +25,8 @@ public record EngineRequest(
     StructuredOutput structuredOutput,
     int outputBudget,
     String loraName,
-    int resumedOutputTokens) {
+    int resumedOutputTokens,
+    int priority) {
   public EngineRequest {
     loraName = loraName == null || loraName.isEmpty() ? null : loraName;
     Objects.requireNonNull(requestId, "requestId");
@@ -35,6 +37,12 @@ public record EngineRequest(
       throw new IllegalArgumentException("request " + requestId + " has an empty prompt");
     }
     dev.tandem.common.GenerationRequest.checkResumed(requestId, resumedOutputTokens, promptTokens.length);
+  }
+
+  public EngineRequest(
+      String requestId, int[] promptTokens, SamplingParams sampling, StopConditions stop, StructuredOutput structuredOutput,
+      int outputBudget, String loraName, int resumedOutputTokens) {
+    this(requestId, promptTokens, sampling, stop, structuredOutput, outputBudget, loraName, resumedOutputTokens, 0);
   }
 
   public EngineRequest(String requestId, int[] promptTokens, SamplingParams sampling, StopConditions stop) {
@@ -66,6 +74,6 @@ public record EngineRequest(
   public static EngineRequest of(GenerationRequest request) {
     return new EngineRequest(
         request.requestId(), request.promptTokens(), request.sampling(), request.stop(), request.structuredOutput(),
-        request.stop().maxTokens(), request.loraName(), request.resumedOutputTokens());
+        request.stop().maxTokens(), request.loraName(), request.resumedOutputTokens(), request.priority());
   }
 }

@@ -198,6 +198,23 @@ class BuiltinServeTest {
   }
 
   @Test
+  void theSchedulingPolicyReachesTheWorkersEngine() {
+    for (String policy : List.of("fcfs", "priority")) {
+      EngineOptions flags = new EngineOptions();
+      new picocli.CommandLine(flags).parseArgs("--engine", "mocker", "--scheduling-policy", policy);
+      var engine = flags.resolve(false).factory().get();
+      assertEquals(policy.equals("priority"), engine.info().features().contains(dev.tandem.engine.EngineInfo.Feature.PRIORITY),
+          policy + ": the engine says whether it honours priority, which the frontend reads");
+    }
+  }
+
+  @Test
+  void anUnknownSchedulingPolicyFailsAtStartupNamingIt() {
+    String err = refusedAtStartup("serve", "--engine", "mocker", "--scheduling-policy", "lifo", "--port", "0");
+    assertTrue(err.contains("--scheduling-policy: expected fcfs or priority, was 'lifo'"), err);
+  }
+
+  @Test
   void aQuantizationTheEngineCannotHonourFailsAtStartupNamingIt() {
     String err = refusedAtStartup("serve", "--quantization", "awq", "--port", "0");
     assertTrue(err.contains("unknown --quantization 'awq' (none, q8_0, q4_0") && err.contains("AWQ or GPTQ are not read"), err);

@@ -296,6 +296,7 @@ class HelmChartTest {
    * frontend.toolCallParser, reasoningParser and toolCallConstraint reach the frontend as the
    * variables its flags read (auto unless given); every name the chart's schema lets through is
    * one the frontend takes, and one it does not know is refused at install, naming the field.
+   * worker.schedulingPolicy reaches the workers' --scheduling-policy (fcfs unless given).
    */
   @Test
   void outputParsersReachTheFrontendAndTheSchemaKnowsTheirNames() throws Exception {
@@ -322,6 +323,10 @@ class HelmChartTest {
       dev.tandem.frontend.parse.OutputParsers.resolve(name.asText(), "none", false, s -> false);
     }
     assertTrue(schema.at("/toolCallParser/enum").size() >= 8 && schema.at("/reasoningParser/enum").size() == 4);
+    assertEquals("fcfs", defaults.get("TANDEM_SCHEDULING_POLICY"));
+    assertEquals("priority", named(render(Map.of("worker.schedulingPolicy", "priority")), ConfigMap.class, "demo-tandem-config").getData()
+        .get("TANDEM_SCHEDULING_POLICY"), "the workers' --scheduling-policy");
+    assertTrue(cliVariables().contains("TANDEM_SCHEDULING_POLICY"));
     var refused = assertThrows(IllegalStateException.class, () -> render(Map.of("frontend.toolCallParser", "granite")));
     assertTrue(refused.getMessage().contains("toolCallParser"), refused.getMessage());
   }

@@ -64,6 +64,7 @@ public final class ToWire {
       b.setLoraName(r.loraName());
     }
     b.setResumedOutputTokens(r.resumedOutputTokens());
+    b.setPriority(r.priority());
     return b.build();
   }
 

@@ -54,6 +54,8 @@ class WireRoundTripTest {
     assertEquals(request.remotePrefill(), back.remotePrefill());
     assertEquals(request.structuredOutput(), back.structuredOutput());
     assertEquals(2, back.resumedOutputTokens(), "a migrated stream's output so far");
+    assertEquals(-7, FromWire.request(ToWire.request(request.withPriority(-7)), "x").priority(), "vLLM's priority");
+    assertEquals(-7, request.withPriority(-7).withLora("a").resumedAfter(1).priority(), "kept by every copy");
     assertEquals(0, FromWire.request(ToWire.request(request.resumedAfter(0)), "x").resumedOutputTokens());
     var beyond = ToWire.request(request).toBuilder().setResumedOutputTokens(4).build();
     var e = assertThrows(IllegalArgumentException.class, () -> FromWire.request(beyond, "x"), "more output than prompt");

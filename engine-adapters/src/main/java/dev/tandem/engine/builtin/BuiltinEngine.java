@@ -307,7 +307,7 @@ public final class BuiltinEngine extends SchedulingEngine implements KvHandoff {
 
   @Override
   public EngineInfo info() {
-    return info;
+    return described(info);
   }
 
   public ModelConfig modelConfig() {

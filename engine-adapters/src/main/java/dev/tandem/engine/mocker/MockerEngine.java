@@ -72,7 +72,7 @@ public final class MockerEngine extends SchedulingEngine {
 
   @Override
   public EngineInfo info() {
-    return info;
+    return described(info);
   }
 
   @Override

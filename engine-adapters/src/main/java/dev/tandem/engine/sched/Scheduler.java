@@ -7,7 +7,6 @@ import dev.tandem.engine.EngineRequest;
 import dev.tandem.engine.RequestOutput;
 import dev.tandem.engine.SpeculationCounts;
 import dev.tandem.engine.kv.BlockPool;
-import java.util.ArrayDeque;
 import java.util.ArrayList;
 import java.util.HashMap;
 import java.util.List;
@@ -18,7 +17,9 @@ import java.util.Map;
  * prefill chunks), then waiting ones in arrival order while the token budget, free blocks and
  * {@code max_num_seqs} allow. A waiting sequence reuses the longest cached prefix of its full
  * blocks. When blocks run out, the newest running sequence is preempted by recompute (its blocks
- * are freed; it goes back to the head of the queue). Full blocks are committed to the prefix cache
+ * are freed; it goes back to the head of the queue). {@link #orderByPriority By priority} (vLLM's
+ * {@code --scheduling-policy priority}) the queue is ordered by each request's priority (lower
+ * first), then arrival, and the preempted one is the running sequence last in that order. Full blocks are committed to the prefix cache
  * as soon as their KV exist. With {@link #speculate speculation} on, a decoding sequence also runs
  * the tokens its n-gram lookup proposes, with the budget and free blocks left once everything else
  * is scheduled (it never preempts or delays another sequence), and keeps them as far as the tokens
@@ -45,7 +46,8 @@ public final class Scheduler {
   private final BlockPool pool;
   private final int blockSize;
   private final int maxContextLength;
-  private final ArrayDeque<Sequence> waiting = new ArrayDeque<>();
+  private final java.util.LinkedList<Sequence> waiting = new java.util.LinkedList<>();
+  private boolean byPriority;
   private final List<Sequence> running = new ArrayList<>();
   private final Map<String, Sequence> byId = new HashMap<>();
   private final java.util.Set<String> retainOnFinish = new java.util.HashSet<>();
@@ -143,7 +145,7 @@ public final class Scheduler {
               + " and chunked prefill is off");
     }
     Sequence seq = new Sequence(request);
-    waiting.add(seq);
+    enqueue(seq, false);
     byId.put(request.requestId(), seq);
     return seq;
   }
@@ -380,8 +382,8 @@ public final class Scheduler {
       }
       boolean fits = true;
       while (!reserveBlocks(seq, seq.computedTokens + n)) {
-        // Out of blocks: preempt the newest running sequence by recompute.
-        Sequence victim = running.getLast();
+        // Out of blocks: preempt the newest running sequence (by priority: the last in queue order) by recompute.
+        Sequence victim = byPriority ? running.stream().max(QUEUE_ORDER).orElseThrow() : running.getLast();
         preempt(victim);
         preempted = true;
         if (victim == seq) {
@@ -495,6 +497,44 @@ public final class Scheduler {
     }
   }
 
+  /** Priority before arrival (vLLM's: a lower value first). */
+  private static final java.util.Comparator<Sequence> QUEUE_ORDER =
+      java.util.Comparator.<Sequence>comparingInt(s -> s.request.priority()).thenComparingLong(s -> s.arrival);
+
+  /**
+   * From now on the waiting queue is ordered by each request's priority, lower first, then by
+   * arrival, and preemption takes the running sequence last in that order (vLLM's {@code
+   * --scheduling-policy priority}); before, first come, first served.
+   */
+  public void orderByPriority() {
+    byPriority = true;
+    waiting.sort(QUEUE_ORDER);
+  }
+
+  public boolean ordersByPriority() {
+    return byPriority;
+  }
+
+  /** Queues a sequence: at the back, or ({@code preempted}) the front; by priority, at its place in queue order. */
+  private void enqueue(Sequence seq, boolean preempted) {
+    if (!byPriority) {
+      if (preempted) {
+        waiting.addFirst(seq);
+      } else {
+        waiting.addLast(seq);
+      }
+      return;
+    }
+    var it = waiting.listIterator();
+    while (it.hasNext()) {
+      if (QUEUE_ORDER.compare(it.next(), seq) > 0) {
+        it.previous();
+        break;
+      }
+    }
+    it.add(seq);
+  }
+
   /** Sequences preempted by recompute so far. */
   public long preemptions() {
     return preemptions;
@@ -504,7 +544,7 @@ public final class Scheduler {
     preemptions++;
     running.remove(seq);
     freeBlocks(seq);
-    waiting.addFirst(seq);
+    enqueue(seq, true);
   }
 
   /** Returns the blocks a sequence holds beyond its first {@code keep} (never committed ones). */

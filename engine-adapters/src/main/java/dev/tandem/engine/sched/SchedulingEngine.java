@@ -3,6 +3,7 @@ package dev.tandem.engine.sched;
 import dev.tandem.common.PrefillCost;
 import dev.tandem.common.KvEvent;
 import dev.tandem.engine.Engine;
+import dev.tandem.engine.EngineInfo;
 import dev.tandem.engine.EngineLoad;
 import dev.tandem.engine.KvEventSink;
 import dev.tandem.engine.RequestOutput;
@@ -18,6 +19,7 @@ import java.util.List;
  */
 public abstract class SchedulingEngine implements Engine {
   protected final Scheduler scheduler;
+  private volatile EngineInfo withPriority; // described(info), once it schedules by priority
   private final PrefillCostFit prefillFit = new PrefillCostFit();
 
   protected SchedulingEngine(Scheduler scheduler) {
@@ -32,6 +34,27 @@ public abstract class SchedulingEngine implements Engine {
   /** Sequences preempted by recompute so far. */
   public long preemptions() {
     return scheduler.preemptions();
+  }
+
+  /**
+   * Schedules by each request's priority from now on ({@link Scheduler#orderByPriority}); the
+   * engine then says it honours {@code priority}. Call before serving.
+   */
+  public void scheduleByPriority() {
+    scheduler.orderByPriority();
+  }
+
+  /** {@code base} (the engine's fixed description), with {@code priority} among its features where this engine schedules by it. */
+  protected EngineInfo described(EngineInfo base) {
+    if (!scheduler.ordersByPriority()) {
+      return base;
+    }
+    EngineInfo d = withPriority;
+    if (d == null) {
+      d = base.withFeature(EngineInfo.Feature.PRIORITY);
+      withPriority = d;
+    }
+    return d;
   }
 
   @Override

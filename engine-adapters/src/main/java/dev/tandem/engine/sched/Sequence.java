@@ -11,6 +11,9 @@ import java.util.Arrays;
  */
 public final class Sequence {
   final EngineRequest request;
+  private static final java.util.concurrent.atomic.AtomicLong ARRIVALS = new java.util.concurrent.atomic.AtomicLong();
+  /** When it arrived, as a count: ties of priority go by it. */
+  final long arrival = ARRIVALS.incrementAndGet();
   final int promptLength;
   private final long salt; // of its block hashes: its LoRA adapter's, else none
   private Object engineState;

@@ -106,6 +106,51 @@ class MockerEngineTest {
   }
 
   @Test
+  void byPriorityTheQueueAdmitsLowerValuesFirstAndPreemptsTheLastInThatOrder() {
+    int[] priorities = {3, 1, 2, 1};
+    for (boolean byPriority : new boolean[] {false, true}) {
+      MockerEngine e = new MockerEngine(config().withBatching(1, 8192, true));
+      if (byPriority) {
+        e.scheduleByPriority();
+      }
+      assertEquals(byPriority, e.info().features().contains(dev.tandem.engine.EngineInfo.Feature.PRIORITY), "it says so");
+      for (int i = 0; i < priorities.length; i++) {
+        e.add(new EngineRequest("p" + i, prompt(20, 30 + i), SamplingParams.greedy(), StopConditions.maxTokens(2), null, 2, null, 0,
+            priorities[i]));
+      }
+      assertEquals(byPriority ? List.of("p1", "p3", "p2", "p0") : List.of("p0", "p1", "p2", "p3"), finishOrder(e),
+          byPriority ? "lower priority value first, ties by arrival" : "first come, first served");
+    }
+    // 8 blocks of 16 tokens cannot hold both streams (30 + 40 tokens each): one is preempted. First
+    // come, first served, it is the newer ("urgent", which arrives once "batch" runs); by priority,
+    // the one of higher value ("batch").
+    for (boolean byPriority : new boolean[] {false, true}) {
+      MockerEngine e = new MockerEngine(config().withPool(8, 16));
+      if (byPriority) {
+        e.scheduleByPriority();
+      }
+      e.add(new EngineRequest("batch", prompt(30, 40), SamplingParams.greedy(), StopConditions.maxTokens(40), null, 40, null, 0, 5));
+      e.step();
+      e.add(new EngineRequest("urgent", prompt(30, 41), SamplingParams.greedy(), StopConditions.maxTokens(40), null, 40, null, 0, 0));
+      assertEquals(byPriority ? List.of("urgent", "batch") : List.of("batch", "urgent"), finishOrder(e));
+      assertTrue(e.preemptions() > 0);
+      assertEquals(0, e.pool().usedBlocks());
+    }
+  }
+
+  private static List<String> finishOrder(MockerEngine e) {
+    List<String> order = new java.util.ArrayList<>();
+    while (e.hasWork()) {
+      for (RequestOutput o : e.step()) {
+        if (o.finished()) {
+          order.add(o.requestId());
+        }
+      }
+    }
+    return order;
+  }
+
+  @Test
   void secondRequestWithSamePrefixHitsCacheAndStoredEventsAreChained() {
     MockerEngine e = new MockerEngine(config());
     List<KvEvent> events = new ArrayList<>();

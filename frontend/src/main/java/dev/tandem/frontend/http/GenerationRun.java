@@ -212,7 +212,8 @@ final class GenerationRun {
       sampling = sampling.withSeed(java.util.OptionalLong.of(sampling.seed().getAsLong() + (c.index % spec.n())));
     }
     return new GenerationRequest(id + "-" + c.index, c.prompt, sampling, spec.stop()).withStructuredOutput(spec.constraint())
-        .withLora(spec.lora());
+        .withLora(spec.lora())
+        .withPriority(spec.priority());
   }
 
   /** Callbacks of one generation of {@code c}; those of a generation it migrated away from are ignored. */
@@ -273,6 +274,7 @@ final class GenerationRun {
         id + "-" + c.index + "-m" + (c.migrations + 1), prompt, request(c).sampling().withPromptLogprobs(-1), stop)
         .withStructuredOutput(spec.constraint())
         .withLora(spec.lora())
+        .withPriority(spec.priority())
         .resumedAfter(c.generated.size());
     Route route;
     try {

@@ -68,7 +68,6 @@ public final class RequestParser {
       Map.entry("prompt_logprobs", List.of()),
       Map.entry("use_beam_search", false),
       Map.entry("length_penalty", 1.0),
-      Map.entry("priority", 0.0),
       Map.entry("return_tokens_as_token_ids", false),
       Map.entry("return_token_ids", false),
       Map.entry("cache_salt", ""));
@@ -402,7 +401,18 @@ public final class RequestParser {
         kind, requested, prompts, n, sampling, new StopConditions(maxTokens, stopIds, ignoreEos, minTokens), stops, skipSpecial,
         stream, includeUsage, timing, pinned, constraint, parsers)
         .withLora(requested.equals(model.name()) ? null : requested)
-        .withIncludeStopString(bool(body, "include_stop_str_in_output", false));
+        .withIncludeStopString(bool(body, "include_stop_str_in_output", false))
+        .withPriority(priority(body));
+  }
+
+  /** vLLM's {@code priority} (any integer, lower first): only where the workers schedule by it. */
+  private int priority(ObjectNode body) {
+    int p = integer(body, "priority", 0, Integer.MIN_VALUE, Integer.MAX_VALUE);
+    if (p != 0 && !model.supports("priority")) {
+      throw unsupported("priority", "needs workers that schedule by priority (start them with --scheduling-policy priority, as vLLM's); "
+          + "these serve first come, first served");
+    }
+    return p;
   }
 
   /** OpenAI's {@code logit_bias}: token id (as a string key) → −100…100. */

@@ -120,7 +120,7 @@ class RequestParserTest {
     RequestParser p = parser(Set.of());
     for (String set : List.of("\"spaces_between_special_tokens\":false", "\"bad_words\":[\"x\"]",
         "\"allowed_token_ids\":[1,2]", "\"truncate_prompt_tokens\":10", "\"prompt_logprobs\":1", "\"use_beam_search\":true",
-        "\"length_penalty\":0.5", "\"priority\":3", "\"return_tokens_as_token_ids\":true",
+        "\"length_penalty\":0.5", "\"return_tokens_as_token_ids\":true",
         "\"return_token_ids\":true", "\"cache_salt\":\"tenant-a\"", "\"echo\":true")) {
       ApiException e = assertThrows(ApiException.class, () -> chat(p, "{\"model\":\"m\"," + HI + "," + set + "}"), set);
       assertEquals(set.substring(1, set.indexOf('"', 1)), e.param(), set);
@@ -130,9 +130,9 @@ class RequestParserTest {
     chat(p, "{\"model\":\"m\"," + HI + ",\"include_stop_str_in_output\":false,\"spaces_between_special_tokens\":true,\"bad_words\":[],"
         + "\"allowed_token_ids\":null,\"priority\":0,\"length_penalty\":1,\"use_beam_search\":false,\"cache_salt\":null,\"echo\":false}");
     ApiException onCompletions = assertThrows(ApiException.class,
-        () -> p.parseCompletion(RequestParser.parseBody("{\"model\":\"m\",\"prompt\":\"hi\",\"priority\":1}".getBytes(StandardCharsets.UTF_8))));
-    assertEquals("priority", onCompletions.param());
-    assertTrue(onCompletions.getMessage().contains("at its default (0)"), onCompletions.getMessage());
+        () -> p.parseCompletion(RequestParser.parseBody("{\"model\":\"m\",\"prompt\":\"hi\",\"length_penalty\":2}".getBytes(StandardCharsets.UTF_8))));
+    assertEquals("length_penalty", onCompletions.param());
+    assertTrue(onCompletions.getMessage().contains("at its default (1)"), onCompletions.getMessage());
   }
 
   @Test
@@ -149,6 +149,15 @@ class RequestParserTest {
     ApiException noText = assertThrows(ApiException.class, () -> chat(p, "{\"model\":\"m\",\"messages\":[{\"role\":\"user\",\"content\":\"hi\"},"
         + "{\"role\":\"assistant\",\"content\":\"\"}],\"continue_final_message\":true,\"add_generation_prompt\":false}"));
     assertEquals("messages", noText.param());
+  }
+
+  @Test
+  void priorityReachesTheWorkersOnlyWhereTheyScheduleByIt() {
+    assertEquals(-3, chat(parser(Set.of("priority")), "{\"model\":\"m\"," + HI + ",\"priority\":-3}").priority());
+    ApiException fcfs = assertThrows(ApiException.class, () -> chat(parser(Set.of()), "{\"model\":\"m\"," + HI + ",\"priority\":2}"));
+    assertEquals("priority", fcfs.param());
+    assertTrue(fcfs.getMessage().contains("--scheduling-policy priority"), fcfs.getMessage());
+    assertEquals(0, chat(parser(Set.of()), "{\"model\":\"m\"," + HI + ",\"priority\":0}").priority(), "the default is fine anywhere");
   }
 
   @Test

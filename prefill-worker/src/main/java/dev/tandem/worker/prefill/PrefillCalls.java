@@ -143,7 +143,7 @@ public final class PrefillCalls implements PrefillEndpoint {
       EngineRequest one =
           new EngineRequest(
               requestId, full.promptTokens(), full.sampling(), first,
-              full.structuredOutput(), full.outputBudget(), full.loraName(), full.resumedOutputTokens());
+              full.structuredOutput(), full.outputBudget(), full.loraName(), full.resumedOutputTokens(), full.priority());
       if (calls.putIfAbsent(requestId, this) != null) {
         end(Status.ALREADY_EXISTS.withDescription("request " + requestId + " is already being prefilled here"), "duplicate");
         return;
