@@ -19,8 +19,8 @@ import java.util.Map;
  * blocks. When blocks run out, the newest running sequence is preempted by recompute (its blocks
  * are freed; it goes back to the head of the queue). {@link #orderByPriority By priority} (vLLM's
  * {@code --scheduling-policy priority}) the queue is ordered by each request's priority (lower
- * first), then arrival, and the preempted one is the running sequence last in that order. Full blocks are committed to the prefix cache
- * as soon as their KV exist. With {@link #speculate speculation} on, a decoding sequence also runs
+ * first), then arrival, and the preempted one is the running sequence last in that order. Full
+ * blocks are committed to the prefix cache as soon as their KV exist. With {@link #speculate speculation} on, a decoding sequence also runs
  * the tokens its n-gram lookup proposes, with the budget and free blocks left once everything else
  * is scheduled (it never preempts or delays another sequence), and keeps them as far as the tokens
  * drawn from the model agree; how much a sequence proposes next follows what it kept ({@link
