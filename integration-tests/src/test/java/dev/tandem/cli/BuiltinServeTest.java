@@ -112,6 +112,12 @@ class BuiltinServeTest {
     HttpResponse<String> r = post("/v1/chat/completions", "{\"model\":\"tiny\",\"max_tokens\":4,\"temperature\":0," + messages + "}");
     assertEquals(200, r.statusCode(), r.body());
     assertEquals(tokens.get("count").asInt(), JSON.readTree(r.body()).at("/usage/prompt_tokens").asInt());
+    String continuation = JSON.readTree(r.body()).at("/choices/0/message/content").asText();
+    HttpResponse<String> echoed = post("/v1/chat/completions", "{\"model\":\"tiny\",\"max_tokens\":4,\"temperature\":0,\"echo\":true,"
+        + messages + "}");
+    assertEquals("The colour is " + continuation, JSON.readTree(echoed.body()).at("/choices/0/message/content").asText(),
+        "echo: the message it continued, then the continuation");
+    assertEquals(4, JSON.readTree(echoed.body()).at("/usage/completion_tokens").asInt(), "the echo is not counted as output");
   }
 
   @Test

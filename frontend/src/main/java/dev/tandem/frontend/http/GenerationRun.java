@@ -148,6 +148,11 @@ final class GenerationRun {
         emit(c, c.promptText(), false);
       }
     }
+    if (spec.echoedMessage() != null) { // chat's echo: the assistant message it continues, then the continuation
+      for (ChoiceStream c : choices) {
+        emit(c, spec.echoedMessage(), false);
+      }
+    }
     timing.dispatched(System.nanoTime());
     for (int i = 0; i < choices.size(); i++) {
       ChoiceStream c = choices.get(i);

@@ -13,7 +13,7 @@ import java.util.List;
  * detokenizing, how the output is parsed (reasoning, tool calls), streaming, timing, pinning,
  * echoing the prompt, and whether one tool call ends the output ({@code parallel_tool_calls:
  * false}), and whether a matched stop string is kept at the end of the text ({@code
- * include_stop_str_in_output}), and its {@code priority}. {@code model} is the name the request gave: the served model's, or a LoRA adapter's
+ * include_stop_str_in_output}), its {@code priority}, and a chat's echoed final message. {@code model} is the name the request gave: the served model's, or a LoRA adapter's
  * ({@code lora}, null for the base model).
  */
 public record GenerationSpec(
@@ -35,55 +35,62 @@ public record GenerationSpec(
     boolean oneToolCall,
     String lora,
     boolean includeStopString,
-    int priority) {
+    int priority,
+    String echoedMessage) {
 
   public GenerationSpec(
       Kind kind, String model, List<int[]> prompts, int n, SamplingParams sampling, StopConditions stop, List<String> stopStrings,
       boolean skipSpecialTokens, boolean stream, boolean includeUsage, boolean timing, String pinnedWorker,
       StructuredOutput constraint, OutputParsers parsers) {
     this(kind, model, prompts, n, sampling, stop, stopStrings, skipSpecialTokens, stream, includeUsage, timing, pinnedWorker,
-        constraint, parsers, false, false, null, false, 0);
+        constraint, parsers, false, false, null, false, 0, null);
   }
 
   public GenerationSpec withSampling(SamplingParams s) {
     return new GenerationSpec(kind, model, prompts, n, s, stop, stopStrings, skipSpecialTokens, stream, includeUsage, timing,
-        pinnedWorker, constraint, parsers, echo, oneToolCall, lora, includeStopString, priority);
+        pinnedWorker, constraint, parsers, echo, oneToolCall, lora, includeStopString, priority, echoedMessage);
   }
 
   /** Completions' {@code echo}: the prompt's text comes back before each choice's completion. */
   public GenerationSpec withEcho(boolean echo) {
     return new GenerationSpec(kind, model, prompts, n, sampling, stop, stopStrings, skipSpecialTokens, stream, includeUsage, timing,
-        pinnedWorker, constraint, parsers, echo, oneToolCall, lora, includeStopString, priority);
+        pinnedWorker, constraint, parsers, echo, oneToolCall, lora, includeStopString, priority, echoedMessage);
   }
 
   /** Chat's {@code parallel_tool_calls: false}: the first complete tool call ends the output. */
   public GenerationSpec withOneToolCall(boolean oneToolCall) {
     return new GenerationSpec(kind, model, prompts, n, sampling, stop, stopStrings, skipSpecialTokens, stream, includeUsage, timing,
-        pinnedWorker, constraint, parsers, echo, oneToolCall, lora, includeStopString, priority);
+        pinnedWorker, constraint, parsers, echo, oneToolCall, lora, includeStopString, priority, echoedMessage);
   }
 
   /** The output held to {@code c} (null: free). */
   public GenerationSpec withConstraint(StructuredOutput c) {
     return new GenerationSpec(kind, model, prompts, n, sampling, stop, stopStrings, skipSpecialTokens, stream, includeUsage, timing,
-        pinnedWorker, c, parsers, echo, oneToolCall, lora, includeStopString, priority);
+        pinnedWorker, c, parsers, echo, oneToolCall, lora, includeStopString, priority, echoedMessage);
   }
 
   /** vLLM's {@code include_stop_str_in_output}: a matched stop string ends the text instead of being cut off. */
   public GenerationSpec withIncludeStopString(boolean include) {
     return new GenerationSpec(kind, model, prompts, n, sampling, stop, stopStrings, skipSpecialTokens, stream, includeUsage, timing,
-        pinnedWorker, constraint, parsers, echo, oneToolCall, lora, include, priority);
+        pinnedWorker, constraint, parsers, echo, oneToolCall, lora, include, priority, echoedMessage);
   }
 
   /** vLLM's {@code priority}: lower first, where the workers schedule by it. */
   public GenerationSpec withPriority(int value) {
     return new GenerationSpec(kind, model, prompts, n, sampling, stop, stopStrings, skipSpecialTokens, stream, includeUsage, timing,
-        pinnedWorker, constraint, parsers, echo, oneToolCall, lora, includeStopString, value);
+        pinnedWorker, constraint, parsers, echo, oneToolCall, lora, includeStopString, value, echoedMessage);
+  }
+
+  /** vLLM's {@code echo} on chat: the final (assistant) message's text comes back before the continuation (null: none). */
+  public GenerationSpec withEchoedMessage(String text) {
+    return new GenerationSpec(kind, model, prompts, n, sampling, stop, stopStrings, skipSpecialTokens, stream, includeUsage, timing,
+        pinnedWorker, constraint, parsers, echo, oneToolCall, lora, includeStopString, priority, text);
   }
 
   /** The request names LoRA adapter {@code lora} (null: the base model). */
   public GenerationSpec withLora(String lora) {
     return new GenerationSpec(kind, model, prompts, n, sampling, stop, stopStrings, skipSpecialTokens, stream, includeUsage, timing,
-        pinnedWorker, constraint, parsers, echo, oneToolCall, lora, includeStopString, priority);
+        pinnedWorker, constraint, parsers, echo, oneToolCall, lora, includeStopString, priority, echoedMessage);
   }
 
   public GenerationSpec {

@@ -142,9 +142,6 @@ public final class RequestParser {
   public GenerationSpec parseChat(ObjectNode body) {
     checkModel(body);
     refuseNotHonoured(body);
-    if (bool(body, "echo", false)) {
-      throw unsupported("echo", "on chat completions is not supported by Tandem yet (completions take it)");
-    }
     List<Map<String, Object>> messages = messages(body);
     List<Map<String, Object>> tools = tools(body);
     StructuredOutputs.ToolChoice toolChoice = StructuredOutputs.toolChoice(body.get("tool_choice"), body.get("tools"));
@@ -221,7 +218,8 @@ public final class RequestParser {
         reasoning,
         tools != null ? model.parsers().toolCalls() : ToolCallFormat.NONE);
     GenerationSpec spec = common(body, GenerationSpec.Kind.CHAT, List.of(prompt), maxTokens, logprobs, maxTokensParam, forced, parsers)
-        .withOneToolCall(!bool(body, "parallel_tool_calls", true));
+        .withOneToolCall(!bool(body, "parallel_tool_calls", true))
+        .withEchoedMessage(echoedMessage(body, messages, addGenerationPrompt));
     if (spec.constraint() == null && toolChoice.kind() == StructuredOutputs.ToolChoice.Kind.AUTO && tools != null
         && model.parsers().constrainedCalls() && model.supports("structured_outputs") && !spec.stop().ignoreEos()
         && spec.stop().minTokens() == 0) {
@@ -403,6 +401,26 @@ public final class RequestParser {
         .withLora(requested.equals(model.name()) ? null : requested)
         .withIncludeStopString(bool(body, "include_stop_str_in_output", false))
         .withPriority(priority(body));
+  }
+
+  /**
+   * vLLM's {@code echo} on chat: the final message's text when the reply is in its role — here
+   * always the assistant's, so an assistant message (with {@code continue_final_message}, the one
+   * being continued); with a generation prompt after another role, nothing, as in vLLM.
+   */
+  private static String echoedMessage(ObjectNode body, List<Map<String, Object>> messages, boolean addGenerationPrompt) {
+    if (!bool(body, "echo", false)) {
+      return null;
+    }
+    Map<String, Object> last = messages.getLast();
+    if ("assistant".equals(last.get("role"))) {
+      return (String) last.get("content");
+    }
+    if (!addGenerationPrompt) {
+      throw unsupported("echo", "of a final '" + last.get("role") + "' message is not supported: Tandem replies as the assistant "
+          + "(vLLM would reply in that message's role)");
+    }
+    return null;
   }
 
   /** vLLM's {@code priority} (any integer, lower first): only where the workers schedule by it. */

@@ -121,7 +121,7 @@ class RequestParserTest {
     for (String set : List.of("\"spaces_between_special_tokens\":false", "\"bad_words\":[\"x\"]",
         "\"allowed_token_ids\":[1,2]", "\"truncate_prompt_tokens\":10", "\"prompt_logprobs\":1", "\"use_beam_search\":true",
         "\"length_penalty\":0.5", "\"return_tokens_as_token_ids\":true",
-        "\"return_token_ids\":true", "\"cache_salt\":\"tenant-a\"", "\"echo\":true")) {
+        "\"return_token_ids\":true", "\"cache_salt\":\"tenant-a\"")) {
       ApiException e = assertThrows(ApiException.class, () -> chat(p, "{\"model\":\"m\"," + HI + "," + set + "}"), set);
       assertEquals(set.substring(1, set.indexOf('"', 1)), e.param(), set);
       assertEquals(400, e.status());
@@ -149,6 +149,13 @@ class RequestParserTest {
     ApiException noText = assertThrows(ApiException.class, () -> chat(p, "{\"model\":\"m\",\"messages\":[{\"role\":\"user\",\"content\":\"hi\"},"
         + "{\"role\":\"assistant\",\"content\":\"\"}],\"continue_final_message\":true,\"add_generation_prompt\":false}"));
     assertEquals("messages", noText.param());
+    assertEquals("Hello there, ", chat(p, "{\"model\":\"m\"," + prefill
+        + ",\"continue_final_message\":true,\"add_generation_prompt\":false,\"echo\":true}").echoedMessage(), "echo: the message continued");
+    assertEquals(null, open.echoedMessage());
+    assertEquals(null, chat(p, "{\"model\":\"m\"," + HI + ",\"echo\":true}").echoedMessage(), "a user's message is not the reply's role");
+    ApiException userEcho = assertThrows(ApiException.class,
+        () -> chat(p, "{\"model\":\"m\"," + HI + ",\"echo\":true,\"add_generation_prompt\":false}"));
+    assertEquals("echo", userEcho.param(), "vLLM would reply as the user here; Tandem replies as the assistant");
   }
 
   @Test
