@@ -28,6 +28,39 @@ public record StopConditions(int maxTokens, int[] stopTokenIds, boolean ignoreEo
     return generated >= minTokens;
   }
 
+  /**
+   * Whether {@code token} ends a sequence: one of the stop ids or, unless end-of-sequence is
+   * ignored, one of the model's {@code eosTokenIds}. The minimum is not checked here: see
+   * {@link #endsAt}.
+   */
+  public boolean isEnd(int token, int[] eosTokenIds) {
+    return contains(stopTokenIds, token) || (!ignoreEos && contains(eosTokenIds, token));
+  }
+
+  /** Whether {@code token}, a sequence's {@code nth} generated token (counted from 1), ends it: an end token past the minimum. */
+  public boolean endsAt(int token, int nth, int[] eosTokenIds) {
+    return mayStopAfter(nth - 1) && isEnd(token, eosTokenIds);
+  }
+
+  /** The ids {@link #isEnd} accepts: the stop ids, then the model's end-of-sequence ids unless ignored. */
+  public int[] endTokens(int[] eosTokenIds) {
+    if (ignoreEos || eosTokenIds.length == 0) {
+      return stopTokenIds.clone();
+    }
+    int[] all = java.util.Arrays.copyOf(stopTokenIds, stopTokenIds.length + eosTokenIds.length);
+    System.arraycopy(eosTokenIds, 0, all, stopTokenIds.length, eosTokenIds.length);
+    return all;
+  }
+
+  private static boolean contains(int[] ids, int token) {
+    for (int id : ids) {
+      if (id == token) {
+        return true;
+      }
+    }
+    return false;
+  }
+
   public static StopConditions maxTokens(int maxTokens) {
     return new StopConditions(maxTokens, new int[0], false);
   }

@@ -161,7 +161,7 @@ class ChaosTest {
     assertTrue(kills[0] >= 4 && complete > 20, "the load ran through the kills");
     assertTrue(migrated > 0, "streams on killed workers moved to the others");
     assertTrue(clean * 10 < complete + clean, "a restarted worker is back in the pool within seconds, so few requests find none: "
-        + clean + " errors, e.g. " + errors);
+        + clean + " errors, e.g. " + errors + "; " + startedAndUp(cluster));
     awaitWorkers(base, n, cluster.logs());
     for (int m : cluster.metricsPorts()) { // restarted or survivor: nothing held once the load is over
       long deadline = System.nanoTime() + TimeUnit.SECONDS.toNanos(10);
@@ -205,6 +205,24 @@ class ChaosTest {
     // of the two the freeze catches is timing (on a busy machine, only the second): both count.
     assertTrue(caughtAndCompleted.get() > 0, "the frozen worker's streams moved to the others and completed");
     assertTrue(complete > 20, "the others kept serving");
+  }
+
+  /**
+   * How many worker processes this test started and how many of them came up (said they listen),
+   * with the log of each worker: where restarted workers never came up, the errors are the
+   * machine's, not the frontend's.
+   */
+  private static String startedAndUp(Cluster cluster) throws IOException {
+    StringBuilder logs = new StringBuilder();
+    long started = 0;
+    long up = 0;
+    for (int i = 0; i < cluster.workers().length; i++) {
+      String log = Files.readString(cluster.logs().resolve("w" + i + ".log"));
+      started += log.lines().filter(l -> l.contains("Using incubator modules")).count(); // the JVM's first line
+      up += log.lines().filter(l -> l.contains(" listening on ")).count();
+      logs.append("\n--- w").append(i).append(".log\n").append(log);
+    }
+    return "worker processes started " + started + ", came up " + up + logs;
   }
 
   /** Sends a signal with the shell's own kill (no procps needed). */

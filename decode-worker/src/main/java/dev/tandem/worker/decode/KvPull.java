@@ -271,7 +271,7 @@ final class KvPull implements ClientResponseObserver<PrefillMessage, PrefillEven
     int first = done.getFirstToken();
     TokenLogprob[] logprobs =
         done.hasLogprob() ? new TokenLogprob[] {FromWire.logprob(done.getLogprob())} : null;
-    boolean stops = isStop(first);
+    boolean stops = request.stop().endsAt(first, 1, owner.eosTokenIds());
     RequestOutput firstOutput =
         new RequestOutput(
             request.requestId(),
@@ -305,22 +305,6 @@ final class KvPull implements ClientResponseObserver<PrefillMessage, PrefillEven
   /** Whether this pull reads into the engine's GPU copy of the cache (a device agent's reads land in device memory). */
   private boolean onDevice() {
     return via.agent().deviceMemory();
-  }
-
-  private boolean isStop(int token) {
-    for (int s : request.stop().stopTokenIds()) {
-      if (s == token) {
-        return true;
-      }
-    }
-    if (!request.stop().ignoreEos()) {
-      for (int s : owner.eosTokenIds()) {
-        if (s == token) {
-          return true;
-        }
-      }
-    }
-    return false;
   }
 
   synchronized boolean cancel() {

@@ -539,13 +539,8 @@ public final class BuiltinEngine extends SchedulingEngine implements KvHandoff {
   /** Refuses a request this engine cannot run: an adapter it did not load, a token outside the vocabulary. */
   /** Before a request's {@code min_tokens}, neither its stop tokens nor (unless it ignores them) end-of-sequence may be drawn. */
   private void holdEnds(float[] logits, dev.tandem.common.StopConditions stop) {
-    for (int t : stop.stopTokenIds()) {
+    for (int t : stop.endTokens(info.eosTokenIds())) {
       if (t >= 0 && t < logits.length) {
-        logits[t] = Float.NEGATIVE_INFINITY;
-      }
-    }
-    if (!stop.ignoreEos()) {
-      for (int t : info.eosTokenIds()) {
         logits[t] = Float.NEGATIVE_INFINITY;
       }
     }

@@ -115,26 +115,20 @@ public final class MockerEngine extends SchedulingEngine {
     }
   }
 
+  /** The mocker draws regular tokens only, never end-of-sequence: only a request's stop ids can end it early. */
+  private static final int[] NO_EOS = {};
+
   private int drawToken(Sequence seq) {
     long drawSeed = seq.<Long>engineState();
     long h = mix(drawSeed + 0x632BE59BD9B4E019L * seq.length());
     int token = (int) Long.remainderUnsigned(h, config.regularVocabSize());
     var stop = seq.request().stop();
     // min_tokens: draw again (bounded: stop ids covering the whole vocabulary cannot be honoured)
-    for (int tries = 0; tries < 1_000 && !stop.mayStopAfter(seq.generated()) && isStopToken(stop, token); tries++) {
+    for (int tries = 0; tries < 1_000 && !stop.mayStopAfter(seq.generated()) && stop.isEnd(token, NO_EOS); tries++) {
       h = mix(h);
       token = (int) Long.remainderUnsigned(h, config.regularVocabSize());
     }
     return token;
-  }
-
-  private static boolean isStopToken(dev.tandem.common.StopConditions stop, int token) {
-    for (int t : stop.stopTokenIds()) {
-      if (t == token) {
-        return true;
-      }
-    }
-    return false; // the mocker draws regular tokens only, never end-of-sequence
   }
 
   private static long promptHash(int[] tokens, int length) {

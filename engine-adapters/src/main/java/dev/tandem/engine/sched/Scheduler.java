@@ -562,17 +562,8 @@ public final class Scheduler {
   }
 
   private FinishReason finishReason(Sequence seq, int token) {
-    for (int stop : seq.request.stop().stopTokenIds()) {
-      if (stop == token) {
-        return FinishReason.STOP;
-      }
-    }
-    if (!seq.request.stop().ignoreEos()) {
-      for (int eos : config.eosTokenIds()) {
-        if (eos == token) {
-          return FinishReason.STOP;
-        }
-      }
+    if (seq.request.stop().endsAt(token, seq.generated, config.eosTokenIds())) {
+      return FinishReason.STOP;
     }
     if (seq.generated >= seq.request.stop().maxTokens() || seq.length() >= maxContextLength) {
       return FinishReason.LENGTH;
