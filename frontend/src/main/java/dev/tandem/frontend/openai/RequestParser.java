@@ -140,8 +140,7 @@ public final class RequestParser {
   }
 
   public GenerationSpec parseChat(ObjectNode body) {
-    checkModel(body);
-    refuseNotHonoured(body);
+    checkModelAndParameters(body);
     List<Map<String, Object>> messages = messages(body);
     List<Map<String, Object>> tools = tools(body);
     StructuredOutputs.ToolChoice toolChoice = StructuredOutputs.toolChoice(body.get("tool_choice"), body.get("tools"));
@@ -275,8 +274,7 @@ public final class RequestParser {
   }
 
   public GenerationSpec parseCompletion(ObjectNode body) {
-    checkModel(body);
-    refuseNotHonoured(body);
+    checkModelAndParameters(body);
     if (body.has("thinking_token_budget") && !body.get("thinking_token_budget").isNull()) {
       throw ApiException.invalid("thinking_token_budget",
           "'thinking_token_budget' applies to chat requests, whose output is read for its reasoning; completions are not.");
@@ -364,7 +362,7 @@ public final class RequestParser {
     int[] stopIds = stopTokenIds(body);
     boolean ignoreEos = bool(body, "ignore_eos", false);
     if (ignoreEos && constraint != null) {
-      throw ApiException.invalid("ignore_eos", "'ignore_eos' cannot be combined with structured outputs: the output ends when its value is complete.");
+      throw endsWithItsValue("ignore_eos");
     }
     int minTokens = integer(body, "min_tokens", 0, 0, Integer.MAX_VALUE);
     if (minTokens > 0) {
@@ -373,7 +371,7 @@ public final class RequestParser {
             + maxTokensParam + "' (" + maxTokens + ").", "invalid_value");
       }
       if (constraint != null) {
-        throw ApiException.invalid("min_tokens", "'min_tokens' cannot be combined with structured outputs: the output ends when its value is complete.");
+        throw endsWithItsValue("min_tokens");
       }
       requireFeature("min_tokens", "min_tokens");
     }
@@ -518,9 +516,20 @@ public final class RequestParser {
     }
   }
 
+  /** {@code param} would hold a structured output past its end. */
+  private static ApiException endsWithItsValue(String param) {
+    return ApiException.invalid(param, "'" + param + "' cannot be combined with structured outputs: the output ends when its value is complete.");
+  }
+
   private static ApiException unsupported(String param, String what) {
     return new ApiException(
         400, "'" + param + "' " + what + ".", "invalid_request_error", param, "unsupported_parameter");
+  }
+
+  /** What chat and completion requests check first: the model named, then vLLM's parameters Tandem does not honour. */
+  private void checkModelAndParameters(ObjectNode body) {
+    checkModel(body);
+    refuseNotHonoured(body);
   }
 
   private void checkModel(ObjectNode body) {
