@@ -1,6 +1,7 @@
 package dev.tandem.cli;
 
 import static org.junit.jupiter.api.Assertions.assertEquals;
+import static org.junit.jupiter.api.Assertions.assertFalse;
 import static org.junit.jupiter.api.Assertions.assertTrue;
 
 import com.fasterxml.jackson.databind.JsonNode;
@@ -163,6 +164,65 @@ class BuiltinServeTest {
       }
     }
     assertEquals(7, entries, s.body());
+  }
+
+  /** Every streamed chunk's {@code data:} object, in order. */
+  private static List<JsonNode> chunks(HttpResponse<String> r) throws Exception {
+    assertEquals(200, r.statusCode(), r.body());
+    List<JsonNode> out = new java.util.ArrayList<>();
+    for (String line : r.body().split("\n")) {
+      if (line.startsWith("data: {")) {
+        out.add(JSON.readTree(line.substring(6)));
+      }
+    }
+    return out;
+  }
+
+  private static List<Integer> ints(JsonNode array) {
+    List<Integer> out = new java.util.ArrayList<>();
+    array.forEach(v -> out.add(v.asInt()));
+    return out;
+  }
+
+  @Test
+  void returnTokenIdsGivesThePromptsAndTheOutputsIdsWhereVllmPutsThem() throws Exception {
+    String messages = "\"messages\":[{\"role\":\"user\",\"content\":\"hi\"}]";
+    List<Integer> prompt = ints(JSON.readTree(post("/tokenize", "{" + messages + "}").body()).get("tokens"));
+    JsonNode whole = JSON.readTree(post("/v1/chat/completions", "{\"model\":\"tiny\",\"max_tokens\":9,\"temperature\":0,"
+        + "\"logprobs\":true,\"top_logprobs\":1,\"return_token_ids\":true,\"return_tokens_as_token_ids\":true," + messages + "}").body());
+    assertEquals(prompt, ints(whole.get("prompt_token_ids")), "chat: the templated prompt's ids, beside the choices");
+    List<Integer> output = ints(whole.at("/choices/0/token_ids"));
+    assertEquals(whole.at("/usage/completion_tokens").asInt(), output.size(), whole.toString());
+    JsonNode content = whole.at("/choices/0/logprobs/content");
+    for (int i = 0; i < output.size(); i++) {
+      assertEquals("token_id:" + output.get(i), content.get(i).get("token").asText(), "return_tokens_as_token_ids");
+      assertTrue(content.get(i).at("/top_logprobs/0/token").asText().startsWith("token_id:"));
+    }
+
+    List<JsonNode> streamed = chunks(post("/v1/chat/completions", "{\"model\":\"tiny\",\"max_tokens\":9,\"temperature\":0,"
+        + "\"stream\":true,\"return_token_ids\":true," + messages + "}"));
+    assertEquals(prompt, ints(streamed.getFirst().get("prompt_token_ids")), "streamed: the prompt's ids on the first chunk");
+    List<Integer> pieces = new java.util.ArrayList<>();
+    for (int i = 0; i < streamed.size(); i++) {
+      assertTrue(i == 0 || !streamed.get(i).has("prompt_token_ids"), "and on no later one");
+      JsonNode ids = streamed.get(i).at("/choices/0/token_ids");
+      if (ids.isArray()) {
+        pieces.addAll(ints(ids));
+      }
+    }
+    assertEquals(output, pieces, "the chunks' ids, joined, are the whole response's (greedy)");
+
+    String completion = "{\"model\":\"tiny\",\"prompt\":\"Once upon a time\",\"max_tokens\":4,\"temperature\":0,\"return_token_ids\":true";
+    List<Integer> promptIds = ints(JSON.readTree(post("/tokenize", "{\"prompt\":\"Once upon a time\"}").body()).get("tokens"));
+    JsonNode text = JSON.readTree(post("/v1/completions", completion + "}").body());
+    assertEquals(promptIds, ints(text.at("/choices/0/prompt_token_ids")), "completions: the prompt's ids in the choice");
+    assertEquals(text.at("/usage/completion_tokens").asInt(), text.at("/choices/0/token_ids").size());
+    List<JsonNode> textChunks = chunks(post("/v1/completions", completion + ",\"stream\":true}"));
+    assertEquals(promptIds, ints(textChunks.getFirst().at("/choices/0/prompt_token_ids")));
+    assertTrue(textChunks.stream().skip(1).noneMatch(c -> c.at("/choices/0").has("prompt_token_ids")));
+
+    JsonNode plain = chat(",\"temperature\":0");
+    assertFalse(plain.has("prompt_token_ids") || plain.at("/choices/0").has("token_ids"), "not asked for, not there");
   }
 
   @Test

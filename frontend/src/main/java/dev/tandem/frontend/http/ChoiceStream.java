@@ -59,6 +59,10 @@ final class ChoiceStream {
   String costName = "";
   final List<ResponseJson.LogprobEntry> logprobs = new ArrayList<>(); // not yet sent (stream) or all
   private int logprobTextOffset; // completions: text offset of the first entry in logprobs
+  /** vLLM's {@code return_tokens_as_token_ids}: log-probabilities name each token {@code token_id:N}. */
+  private final boolean tokensAsIds;
+  private int tokenIdsSent; // stream, return_token_ids: generated[0, tokenIdsSent) went out
+  private boolean promptIdsSent; // stream, completions' return_token_ids: the prompt's ids went out
 
   ChoiceStream(int index, int[] prompt, TextTokenizer tokenizer, GenerationSpec spec) {
     this.index = index;
@@ -69,6 +73,7 @@ final class ChoiceStream {
     this.stops = new StopStrings(spec.stopStrings(), spec.includeStopString());
     this.minTokens = spec.stop().minTokens();
     this.promptTokens = prompt.length;
+    this.tokensAsIds = spec.output().tokensAsIds();
     this.reasoningSplitter = new ReasoningSplitter(spec.parsers().reasoning());
     this.toolCallExtractor = new ToolCallExtractor(spec.parsers().toolCalls());
   }
@@ -176,6 +181,38 @@ final class ChoiceStream {
     logprobs.clear();
   }
 
+  /**
+   * vLLM's {@code return_token_ids} on a streamed chunk's choice: the ids of the tokens generated
+   * since the last chunk that carried them (the text of some may still be held back, by a stop
+   * string that may be starting or a parser), and on a completion choice's first chunk its prompt's.
+   */
+  void attachTokenIds(GenerationSpec.Kind kind, ObjectNode chunk) {
+    ObjectNode choice = (ObjectNode) chunk.get("choices").get(0);
+    if (kind == GenerationSpec.Kind.COMPLETION && !promptIdsSent) {
+      promptIdsSent = true;
+      ids(choice.putArray("prompt_token_ids"), prompt, prompt.length);
+    }
+    var ids = choice.putArray("token_ids");
+    for (int i = tokenIdsSent; i < generated.size(); i++) {
+      ids.add(generated.getInt(i));
+    }
+    tokenIdsSent = generated.size();
+  }
+
+  /** vLLM's {@code return_token_ids} on a whole response's choice: every generated token's id, and a completion's prompt's. */
+  void putTokenIds(GenerationSpec.Kind kind, ObjectNode choice) {
+    if (kind == GenerationSpec.Kind.COMPLETION) {
+      ids(choice.putArray("prompt_token_ids"), prompt, prompt.length);
+    }
+    ids(choice.putArray("token_ids"), generated.elements(), generated.size());
+  }
+
+  static void ids(com.fasterxml.jackson.databind.node.ArrayNode to, int[] ids, int count) {
+    for (int i = 0; i < count; i++) {
+      to.add(ids[i]);
+    }
+  }
+
   private ResponseJson.LogprobEntry logprobEntry(int token, TokenLogprob lp) {
     List<ResponseJson.Alternative> top = new ArrayList<>();
     for (int i = 0; i < lp.topTokenIds().length; i++) {
@@ -186,6 +223,6 @@ final class ChoiceStream {
 
   /** One token on its own, as logprobs show it (a part of a character decodes to U+FFFD). */
   private String tokenText(int token) {
-    return tokenizer.decode(new int[] {token}, false);
+    return tokensAsIds ? "token_id:" + token : tokenizer.decode(new int[] {token}, false);
   }
 }

@@ -138,7 +138,11 @@ final class GenerationRun {
         sse.flush();
       } else if (spec.kind() == GenerationSpec.Kind.CHAT) {
         for (ChoiceStream c : choices) {
-          sse.event(ResponseJson.chunk(spec.kind(), id, created, spec.model(), c.index, "assistant", "", null));
+          ObjectNode role = ResponseJson.chunk(spec.kind(), id, created, spec.model(), c.index, "assistant", "", null);
+          if (c.index == 0 && spec.output().tokenIds()) { // vLLM's return_token_ids: the prompt's, on chat's first chunk
+            ChoiceStream.ids(role.putArray("prompt_token_ids"), c.prompt, c.prompt.length);
+          }
+          sse.event(role);
         }
         sse.flush();
       }
@@ -384,10 +388,14 @@ final class GenerationRun {
       return;
     }
     if (!piece.reasoning().isEmpty()) {
-      sse.event(ResponseJson.reasoningChunk(id, created, spec.model(), c.index, piece.reasoning()));
+      ObjectNode chunk = ResponseJson.reasoningChunk(id, created, spec.model(), c.index, piece.reasoning());
+      if (spec.output().tokenIds()) {
+        c.attachTokenIds(spec.kind(), chunk);
+      }
+      sse.event(chunk);
     }
     if (!piece.content().isEmpty()) {
-      if (c.logprobs.isEmpty()) { // the common case: the envelope's bytes are encoded once per response
+      if (c.logprobs.isEmpty() && !spec.output().tokenIds()) { // the common case: the envelope's bytes are encoded once per response
         if (contentChunks == null) {
           contentChunks = new ContentChunks(spec.kind(), id, created, spec.model(), spec.includeUsage());
         }
@@ -395,6 +403,9 @@ final class GenerationRun {
       } else {
         ObjectNode chunk = ResponseJson.chunk(spec.kind(), id, created, spec.model(), c.index, null, piece.content(), null);
         c.attachLogprobs(spec.kind(), chunk);
+        if (spec.output().tokenIds()) {
+          c.attachTokenIds(spec.kind(), chunk);
+        }
         sse.event(chunk);
       }
     }
@@ -418,6 +429,9 @@ final class GenerationRun {
         ((ObjectNode) chunk.get("choices").get(0)).putObject("delta");
       }
       c.attachLogprobs(spec.kind(), chunk);
+      if (spec.output().tokenIds()) {
+        c.attachTokenIds(spec.kind(), chunk);
+      }
       if (last && spec.timing()) {
         chunk.set("tandem", timing.json(choices));
       }
@@ -448,6 +462,14 @@ final class GenerationRun {
             c.index, c.text.toString(), c.reasoning.toString(), c.toolCalls, c.finishReason, logprobs));
       }
       ObjectNode body = ResponseJson.response(spec.kind(), id, created, spec.model(), results, usage);
+      if (spec.output().tokenIds()) { // vLLM's return_token_ids: chat's prompt once, beside the choices; a completion's in each
+        if (spec.kind() == GenerationSpec.Kind.CHAT) {
+          ChoiceStream.ids(body.putArray("prompt_token_ids"), spec.prompts().getFirst(), spec.prompts().getFirst().length);
+        }
+        for (ChoiceStream c : choices) {
+          c.putTokenIds(spec.kind(), (ObjectNode) body.get("choices").get(c.index));
+        }
+      }
       if (spec.timing()) {
         body.set("tandem", timing.json(choices));
       }

@@ -10,11 +10,10 @@ import java.util.List;
  * A validated chat or text completion request, ready to run: the tokenized prompts, how many
  * choices per prompt, sampling (log-probabilities included) and stop rules as the workers get
  * them, an optional constraint on the output, and the frontend's own options: stop strings,
- * detokenizing, how the output is parsed (reasoning, tool calls), streaming, timing, pinning,
- * echoing the prompt, and whether one tool call ends the output ({@code parallel_tool_calls:
- * false}), and whether a matched stop string is kept at the end of the text ({@code
- * include_stop_str_in_output}), its {@code priority}, and a chat's echoed final message. {@code model} is the name the request gave: the served model's, or a LoRA adapter's
- * ({@code lora}, null for the base model).
+ * detokenizing, how the output is parsed (reasoning, tool calls), streaming, timing, pinning, its
+ * {@code priority}, and what the response shows beside the text ({@link Output}). {@code model} is
+ * the name the request gave: the served model's, or a LoRA adapter's ({@code lora}, null for the
+ * base model).
  */
 public record GenerationSpec(
     Kind kind,
@@ -31,66 +30,119 @@ public record GenerationSpec(
     String pinnedWorker,
     StructuredOutput constraint,
     OutputParsers parsers,
-    boolean echo,
-    boolean oneToolCall,
     String lora,
-    boolean includeStopString,
     int priority,
-    String echoedMessage) {
+    Output output) {
+
+  /**
+   * How the response is written around the generated text: completions' {@code echo} (the prompt's
+   * text first), chat's {@code parallel_tool_calls: false} ({@code oneToolCall}: the first complete
+   * call ends the output), vLLM's {@code include_stop_str_in_output}, chat's echoed final message
+   * (null: none), vLLM's {@code return_token_ids} (the prompt's and the output's token ids beside
+   * the text) and {@code return_tokens_as_token_ids} (log-probabilities name tokens as {@code
+   * token_id:N}).
+   */
+  public record Output(boolean echo, boolean oneToolCall, boolean includeStopString, String echoedMessage, boolean tokenIds,
+      boolean tokensAsIds) {
+    public static final Output PLAIN = new Output(false, false, false, null, false, false);
+
+    Output withEcho(boolean v) {
+      return new Output(v, oneToolCall, includeStopString, echoedMessage, tokenIds, tokensAsIds);
+    }
+
+    Output withOneToolCall(boolean v) {
+      return new Output(echo, v, includeStopString, echoedMessage, tokenIds, tokensAsIds);
+    }
+
+    Output withIncludeStopString(boolean v) {
+      return new Output(echo, oneToolCall, v, echoedMessage, tokenIds, tokensAsIds);
+    }
+
+    Output withEchoedMessage(String v) {
+      return new Output(echo, oneToolCall, includeStopString, v, tokenIds, tokensAsIds);
+    }
+
+    Output withTokenIds(boolean ids, boolean asIds) {
+      return new Output(echo, oneToolCall, includeStopString, echoedMessage, ids, asIds);
+    }
+  }
 
   public GenerationSpec(
       Kind kind, String model, List<int[]> prompts, int n, SamplingParams sampling, StopConditions stop, List<String> stopStrings,
       boolean skipSpecialTokens, boolean stream, boolean includeUsage, boolean timing, String pinnedWorker,
       StructuredOutput constraint, OutputParsers parsers) {
     this(kind, model, prompts, n, sampling, stop, stopStrings, skipSpecialTokens, stream, includeUsage, timing, pinnedWorker,
-        constraint, parsers, false, false, null, false, 0, null);
+        constraint, parsers, null, 0, Output.PLAIN);
   }
 
   public GenerationSpec withSampling(SamplingParams s) {
     return new GenerationSpec(kind, model, prompts, n, s, stop, stopStrings, skipSpecialTokens, stream, includeUsage, timing,
-        pinnedWorker, constraint, parsers, echo, oneToolCall, lora, includeStopString, priority, echoedMessage);
-  }
-
-  /** Completions' {@code echo}: the prompt's text comes back before each choice's completion. */
-  public GenerationSpec withEcho(boolean echo) {
-    return new GenerationSpec(kind, model, prompts, n, sampling, stop, stopStrings, skipSpecialTokens, stream, includeUsage, timing,
-        pinnedWorker, constraint, parsers, echo, oneToolCall, lora, includeStopString, priority, echoedMessage);
-  }
-
-  /** Chat's {@code parallel_tool_calls: false}: the first complete tool call ends the output. */
-  public GenerationSpec withOneToolCall(boolean oneToolCall) {
-    return new GenerationSpec(kind, model, prompts, n, sampling, stop, stopStrings, skipSpecialTokens, stream, includeUsage, timing,
-        pinnedWorker, constraint, parsers, echo, oneToolCall, lora, includeStopString, priority, echoedMessage);
+        pinnedWorker, constraint, parsers, lora, priority, output);
   }
 
   /** The output held to {@code c} (null: free). */
   public GenerationSpec withConstraint(StructuredOutput c) {
     return new GenerationSpec(kind, model, prompts, n, sampling, stop, stopStrings, skipSpecialTokens, stream, includeUsage, timing,
-        pinnedWorker, c, parsers, echo, oneToolCall, lora, includeStopString, priority, echoedMessage);
-  }
-
-  /** vLLM's {@code include_stop_str_in_output}: a matched stop string ends the text instead of being cut off. */
-  public GenerationSpec withIncludeStopString(boolean include) {
-    return new GenerationSpec(kind, model, prompts, n, sampling, stop, stopStrings, skipSpecialTokens, stream, includeUsage, timing,
-        pinnedWorker, constraint, parsers, echo, oneToolCall, lora, include, priority, echoedMessage);
+        pinnedWorker, c, parsers, lora, priority, output);
   }
 
   /** vLLM's {@code priority}: lower first, where the workers schedule by it. */
   public GenerationSpec withPriority(int value) {
     return new GenerationSpec(kind, model, prompts, n, sampling, stop, stopStrings, skipSpecialTokens, stream, includeUsage, timing,
-        pinnedWorker, constraint, parsers, echo, oneToolCall, lora, includeStopString, value, echoedMessage);
-  }
-
-  /** vLLM's {@code echo} on chat: the final (assistant) message's text comes back before the continuation (null: none). */
-  public GenerationSpec withEchoedMessage(String text) {
-    return new GenerationSpec(kind, model, prompts, n, sampling, stop, stopStrings, skipSpecialTokens, stream, includeUsage, timing,
-        pinnedWorker, constraint, parsers, echo, oneToolCall, lora, includeStopString, priority, text);
+        pinnedWorker, constraint, parsers, lora, value, output);
   }
 
   /** The request names LoRA adapter {@code lora} (null: the base model). */
   public GenerationSpec withLora(String lora) {
     return new GenerationSpec(kind, model, prompts, n, sampling, stop, stopStrings, skipSpecialTokens, stream, includeUsage, timing,
-        pinnedWorker, constraint, parsers, echo, oneToolCall, lora, includeStopString, priority, echoedMessage);
+        pinnedWorker, constraint, parsers, lora, priority, output);
+  }
+
+  /** The response written around the text as {@code o} says. */
+  public GenerationSpec withOutput(Output o) {
+    return new GenerationSpec(kind, model, prompts, n, sampling, stop, stopStrings, skipSpecialTokens, stream, includeUsage, timing,
+        pinnedWorker, constraint, parsers, lora, priority, o);
+  }
+
+  /** Completions' {@code echo}: the prompt's text comes back before each choice's completion. */
+  public GenerationSpec withEcho(boolean echo) {
+    return withOutput(output.withEcho(echo));
+  }
+
+  /** Chat's {@code parallel_tool_calls: false}: the first complete tool call ends the output. */
+  public GenerationSpec withOneToolCall(boolean oneToolCall) {
+    return withOutput(output.withOneToolCall(oneToolCall));
+  }
+
+  /** vLLM's {@code include_stop_str_in_output}: a matched stop string ends the text instead of being cut off. */
+  public GenerationSpec withIncludeStopString(boolean include) {
+    return withOutput(output.withIncludeStopString(include));
+  }
+
+  /** vLLM's {@code echo} on chat: the final (assistant) message's text comes back before the continuation (null: none). */
+  public GenerationSpec withEchoedMessage(String text) {
+    return withOutput(output.withEchoedMessage(text));
+  }
+
+  /** vLLM's {@code return_token_ids} and {@code return_tokens_as_token_ids}. */
+  public GenerationSpec withTokenIds(boolean tokenIds, boolean tokensAsIds) {
+    return withOutput(output.withTokenIds(tokenIds, tokensAsIds));
+  }
+
+  public boolean echo() {
+    return output.echo();
+  }
+
+  public boolean oneToolCall() {
+    return output.oneToolCall();
+  }
+
+  public boolean includeStopString() {
+    return output.includeStopString();
+  }
+
+  public String echoedMessage() {
+    return output.echoedMessage();
   }
 
   public GenerationSpec {

@@ -68,8 +68,6 @@ public final class RequestParser {
       Map.entry("prompt_logprobs", List.of()),
       Map.entry("use_beam_search", false),
       Map.entry("length_penalty", 1.0),
-      Map.entry("return_tokens_as_token_ids", false),
-      Map.entry("return_token_ids", false),
       Map.entry("cache_salt", ""));
 
   private static void refuseNotHonoured(ObjectNode body) {
@@ -398,6 +396,7 @@ public final class RequestParser {
         stream, includeUsage, timing, pinned, constraint, parsers)
         .withLora(requested.equals(model.name()) ? null : requested)
         .withIncludeStopString(bool(body, "include_stop_str_in_output", false))
+        .withTokenIds(bool(body, "return_token_ids", false), bool(body, "return_tokens_as_token_ids", false))
         .withPriority(priority(body));
   }
 

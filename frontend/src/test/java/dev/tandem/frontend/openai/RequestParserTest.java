@@ -120,13 +120,14 @@ class RequestParserTest {
     RequestParser p = parser(Set.of());
     for (String set : List.of("\"spaces_between_special_tokens\":false", "\"bad_words\":[\"x\"]",
         "\"allowed_token_ids\":[1,2]", "\"truncate_prompt_tokens\":10", "\"prompt_logprobs\":1", "\"use_beam_search\":true",
-        "\"length_penalty\":0.5", "\"return_tokens_as_token_ids\":true",
-        "\"return_token_ids\":true", "\"cache_salt\":\"tenant-a\"")) {
+        "\"length_penalty\":0.5", "\"cache_salt\":\"tenant-a\"")) {
       ApiException e = assertThrows(ApiException.class, () -> chat(p, "{\"model\":\"m\"," + HI + "," + set + "}"), set);
       assertEquals(set.substring(1, set.indexOf('"', 1)), e.param(), set);
       assertEquals(400, e.status());
     }
     assertTrue(chat(p, "{\"model\":\"m\"," + HI + ",\"include_stop_str_in_output\":true}").includeStopString(), "honoured: it reaches the spec");
+    GenerationSpec ids = chat(p, "{\"model\":\"m\"," + HI + ",\"return_token_ids\":true,\"return_tokens_as_token_ids\":true}");
+    assertTrue(ids.output().tokenIds() && ids.output().tokensAsIds(), "honoured: both reach the spec");
     chat(p, "{\"model\":\"m\"," + HI + ",\"include_stop_str_in_output\":false,\"spaces_between_special_tokens\":true,\"bad_words\":[],"
         + "\"allowed_token_ids\":null,\"priority\":0,\"length_penalty\":1,\"use_beam_search\":false,\"cache_salt\":null,\"echo\":false}");
     ApiException onCompletions = assertThrows(ApiException.class,
