@@ -11,8 +11,9 @@ import com.dynatrace.hash4j.hashing.Hashing;
  *   <li>local hash = XXH3-64 (seed 1337) over the block's token ids, each a little-endian u32;
  *   <li>sequence hash: {@code seq[0] = local[0]}, {@code seq[i] = XXH3-64(seed 1337, LE u64
  *       [seq[i-1], local[i]])}.
- *   <li>a block computed under a LoRA adapter starts its chain on the adapter's {@link #salt}:
- *       {@code seq[0] = XXH3-64(seed 1337, LE u64 [salt, local[0]])}.
+ *   <li>a block computed under a LoRA adapter, or for a request with vLLM's {@code cache_salt},
+ *       starts its chain on its {@link #salt(String, String)}: {@code seq[0] = XXH3-64(seed 1337,
+ *       LE u64 [salt, local[0]])}.
  * </ul>
  *
  * <p>Stateless and thread-safe.
@@ -100,6 +101,21 @@ public final class BlockHasher {
       return NO_SALT;
     }
     long s = XXH3.hashBytesToLong(("lora:" + loraName).getBytes(java.nio.charset.StandardCharsets.UTF_8));
+    return s == NO_SALT ? 1 : s;
+  }
+
+  /**
+   * The salt of blocks computed with LoRA adapter {@code loraName} for a request with vLLM's
+   * {@code cache_salt} (null or empty: none, {@link #salt(String)}): the adapter's salt chained
+   * onto the cache salt's hash, so that only requests with the same cache salt (and adapter) share
+   * cached blocks — a tenant's prompts cannot be probed for by another's cache hits.
+   */
+  public static long salt(String loraName, String cacheSalt) {
+    long adapter = salt(loraName);
+    if (cacheSalt == null || cacheSalt.isEmpty()) {
+      return adapter;
+    }
+    long s = chain(adapter, XXH3.hashBytesToLong(("cache_salt:" + cacheSalt).getBytes(java.nio.charset.StandardCharsets.UTF_8)));
     return s == NO_SALT ? 1 : s;
   }
 

@@ -9,7 +9,8 @@ import java.util.Objects;
  * it runs with ({@code loraName}, null for the base model). {@code resumedOutputTokens}: the last
  * that many prompt tokens are output already generated (a stream moved to another worker mid-way),
  * which penalties, the output's grammar and a thinking budget count as output. {@code priority}:
- * vLLM's, lower first where the worker schedules by priority (0 by default). Immutable; {@code
+ * vLLM's, lower first where the worker schedules by priority (0 by default). {@code cacheSalt}:
+ * vLLM's, null for none; only requests with the same one share cached blocks ({@link #hashSalt}). Immutable; {@code
  * promptTokens} is copied in and must not be changed through the accessor.
  */
 public record GenerationRequest(
@@ -21,9 +22,11 @@ public record GenerationRequest(
     StructuredOutput structuredOutput,
     String loraName,
     int resumedOutputTokens,
-    int priority) {
+    int priority,
+    String cacheSalt) {
   public GenerationRequest {
     loraName = loraName == null || loraName.isEmpty() ? null : loraName;
+    cacheSalt = cacheSalt == null || cacheSalt.isEmpty() ? null : cacheSalt;
     Objects.requireNonNull(requestId, "requestId");
     promptTokens = promptTokens.clone();
     Objects.requireNonNull(sampling, "sampling");
@@ -42,6 +45,12 @@ public record GenerationRequest(
       throw new IllegalArgumentException("request " + requestId + " resumes after " + resumedOutputTokens
           + " output tokens but its prompt has " + promptLength);
     }
+  }
+
+  public GenerationRequest(
+      String requestId, int[] promptTokens, SamplingParams sampling, StopConditions stop, RemotePrefillTarget remotePrefill,
+      StructuredOutput structuredOutput, String loraName, int resumedOutputTokens, int priority) {
+    this(requestId, promptTokens, sampling, stop, remotePrefill, structuredOutput, loraName, resumedOutputTokens, priority, null);
   }
 
   public GenerationRequest(
@@ -73,17 +82,17 @@ public record GenerationRequest(
 
   /** This request with its prompt prefilled by {@code target}. */
   public GenerationRequest withRemotePrefill(RemotePrefillTarget target) {
-    return new GenerationRequest(requestId, promptTokens, sampling, stop, target, structuredOutput, loraName, resumedOutputTokens, priority);
+    return new GenerationRequest(requestId, promptTokens, sampling, stop, target, structuredOutput, loraName, resumedOutputTokens, priority, cacheSalt);
   }
 
   /** This request with its output constrained (null: not constrained). */
   public GenerationRequest withStructuredOutput(StructuredOutput constraint) {
-    return new GenerationRequest(requestId, promptTokens, sampling, stop, remotePrefill, constraint, loraName, resumedOutputTokens, priority);
+    return new GenerationRequest(requestId, promptTokens, sampling, stop, remotePrefill, constraint, loraName, resumedOutputTokens, priority, cacheSalt);
   }
 
   /** This request run with LoRA adapter {@code name} (null: the base model). */
   public GenerationRequest withLora(String name) {
-    return new GenerationRequest(requestId, promptTokens, sampling, stop, remotePrefill, structuredOutput, name, resumedOutputTokens, priority);
+    return new GenerationRequest(requestId, promptTokens, sampling, stop, remotePrefill, structuredOutput, name, resumedOutputTokens, priority, cacheSalt);
   }
 
   /**
@@ -91,17 +100,23 @@ public record GenerationRequest(
    * {@code tokens} of its prompt.
    */
   public GenerationRequest resumedAfter(int tokens) {
-    return new GenerationRequest(requestId, promptTokens, sampling, stop, remotePrefill, structuredOutput, loraName, tokens, priority);
+    return new GenerationRequest(requestId, promptTokens, sampling, stop, remotePrefill, structuredOutput, loraName, tokens, priority, cacheSalt);
   }
 
   /** This request at vLLM's {@code priority} {@code value} (lower first where the worker schedules by priority). */
   public GenerationRequest withPriority(int value) {
     return new GenerationRequest(requestId, promptTokens, sampling, stop, remotePrefill, structuredOutput, loraName, resumedOutputTokens,
-        value);
+        value, cacheSalt);
   }
 
-  /** The salt of this request's block hashes ({@link BlockHasher#salt}). */
+  /** This request with vLLM's {@code cache_salt} {@code salt} (null: none). */
+  public GenerationRequest withCacheSalt(String salt) {
+    return new GenerationRequest(requestId, promptTokens, sampling, stop, remotePrefill, structuredOutput, loraName, resumedOutputTokens,
+        priority, salt);
+  }
+
+  /** The salt of this request's block hashes ({@link BlockHasher#salt(String, String)}: its adapter's and its cache salt). */
   public long hashSalt() {
-    return BlockHasher.salt(loraName);
+    return BlockHasher.salt(loraName, cacheSalt);
   }
 }

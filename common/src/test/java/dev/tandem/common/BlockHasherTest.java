@@ -80,4 +80,26 @@ class BlockHasherTest {
     // XXH3-64 (seed 1337) of the UTF-8 bytes of "lora:sql": the same in every process, engine or router.
     assertEquals(u64("4295291482276223623"), sql);
   }
+
+  /**
+   * vLLM's {@code cache_salt}: requests with different salts (or one without) never share a
+   * block's hash, with or without an adapter; the same salt always gives the same hashes; an empty
+   * salt is none.
+   */
+  @Test
+  void aCacheSaltSeparatesBlocksFromEveryOtherSaltsAndAdapters() {
+    int[] tokens = {1, 2, 3, 4, 5, 6, 7, 8};
+    assertEquals(BlockHasher.salt("sql"), BlockHasher.salt("sql", null));
+    assertEquals(BlockHasher.salt(null), BlockHasher.salt(null, ""));
+    long[] plain = BlockHasher.sequenceHashes(tokens, 4);
+    long[] a = BlockHasher.sequenceHashes(tokens, 4, BlockHasher.salt(null, "tenant-a"));
+    long[] b = BlockHasher.sequenceHashes(tokens, 4, BlockHasher.salt(null, "tenant-b"));
+    long[] sqlA = BlockHasher.sequenceHashes(tokens, 4, BlockHasher.salt("sql", "tenant-a"));
+    long[] sql = BlockHasher.sequenceHashes(tokens, 4, BlockHasher.salt("sql"));
+    for (int k = 0; k < 2; k++) {
+      java.util.Set<Long> distinct = java.util.Set.of(plain[k], a[k], b[k], sqlA[k], sql[k]);
+      assertEquals(5, distinct.size(), "block " + k + ": five salts, five hashes");
+    }
+    assertArrayEquals(a, BlockHasher.sequenceHashes(tokens, 4, BlockHasher.salt(null, "tenant-a")), "the same salt, the same hashes");
+  }
 }

@@ -15,7 +15,8 @@ import java.util.Objects;
  * with ({@code loraName}; null: the base model), and how many of the prompt's last tokens are
  * output already generated ({@code resumedOutputTokens}, a stream moved from another worker:
  * penalties count them as output, the grammar starts and a thinking budget counts on after them),
- * and its {@code priority} (vLLM's: lower first where the scheduler orders by priority).
+ * its {@code priority} (vLLM's: lower first where the scheduler orders by priority), and vLLM's
+ * {@code cacheSalt} (null: none; only requests with the same one share cached blocks).
  */
 public record EngineRequest(
     String requestId,
@@ -26,9 +27,11 @@ public record EngineRequest(
     int outputBudget,
     String loraName,
     int resumedOutputTokens,
-    int priority) {
+    int priority,
+    String cacheSalt) {
   public EngineRequest {
     loraName = loraName == null || loraName.isEmpty() ? null : loraName;
+    cacheSalt = cacheSalt == null || cacheSalt.isEmpty() ? null : cacheSalt;
     Objects.requireNonNull(requestId, "requestId");
     promptTokens = promptTokens.clone();
     Objects.requireNonNull(sampling, "sampling");
@@ -37,6 +40,12 @@ public record EngineRequest(
       throw new IllegalArgumentException("request " + requestId + " has an empty prompt");
     }
     dev.tandem.common.GenerationRequest.checkResumed(requestId, resumedOutputTokens, promptTokens.length);
+  }
+
+  public EngineRequest(
+      String requestId, int[] promptTokens, SamplingParams sampling, StopConditions stop, StructuredOutput structuredOutput,
+      int outputBudget, String loraName, int resumedOutputTokens, int priority) {
+    this(requestId, promptTokens, sampling, stop, structuredOutput, outputBudget, loraName, resumedOutputTokens, priority, null);
   }
 
   public EngineRequest(
@@ -61,8 +70,13 @@ public record EngineRequest(
     this(requestId, promptTokens, sampling, stop, structuredOutput, outputBudget, loraName, 0);
   }
 
-  /** The salt of this request's block hashes ({@link BlockHasher#salt}). */
+  /** The salt of this request's block hashes ({@link BlockHasher#salt(String, String)}: its adapter's and its cache salt). */
   public long hashSalt() {
+    return BlockHasher.salt(loraName, cacheSalt);
+  }
+
+  /** Its LoRA adapter's salt alone ({@link BlockHasher#salt(String)}), by which an unloaded adapter's blocks are forgotten. */
+  public long adapterSalt() {
     return BlockHasher.salt(loraName);
   }
 
@@ -74,6 +88,7 @@ public record EngineRequest(
   public static EngineRequest of(GenerationRequest request) {
     return new EngineRequest(
         request.requestId(), request.promptTokens(), request.sampling(), request.stop(), request.structuredOutput(),
-        request.stop().maxTokens(), request.loraName(), request.resumedOutputTokens(), request.priority());
+        request.stop().maxTokens(), request.loraName(), request.resumedOutputTokens(), request.priority(),
+        request.cacheSalt());
   }
 }

@@ -193,6 +193,30 @@ class DisaggregationTest {
   }
 
   /**
+   * vLLM's {@code cache_salt} on a split request: the prefill worker hashes the prompt's blocks
+   * under the salt as the decode worker and the router do, so the same salt again is a prefix hit
+   * on the prefill worker, and no salt or another one is not; the output is the same throughout.
+   */
+  @Test
+  void aCacheSaltHoldsOnBothSidesOfASplit() throws Exception {
+    LocalDeployment d = disaggregated("tcp");
+    int[] p = prompt(41, 4242);
+    Generated first = generate(d.router(), greedy("salt-a", p, 6).withCacheSalt("tenant-a"));
+    assertEquals("prefill-0", first.first().origin().prefillWorkerId(), "split onto the prefill worker");
+    assertEquals(0, first.first().cachedTokens(), "a new prompt");
+    Generated same = generate(d.router(), greedy("salt-a-again", p, 6).withCacheSalt("tenant-a"));
+    assertEquals(32, same.first().cachedTokens(), "the same salt: the prefill worker's two full blocks");
+    Generated none = generate(d.router(), greedy("salt-none", p, 6));
+    assertEquals(0, none.first().cachedTokens(), "no salt: none of them");
+    Generated other = generate(d.router(), greedy("salt-b", p, 6).withCacheSalt("tenant-b"));
+    assertEquals(0, other.first().cachedTokens(), "another salt: none of them");
+    assertArrayEquals(first.tokens(), same.tokens());
+    assertArrayEquals(first.tokens(), none.tokens(), "the salt changes what is shared, not the output");
+    assertArrayEquals(first.tokens(), other.tokens());
+    TestDeployments.assertPoolsFull(d);
+  }
+
+  /**
    * A request on a LoRA adapter, split: the prefill worker computes the prompt's KV with the
    * adapter, the decode worker pulls it and goes on with the adapter, and the tokens are an
    * aggregated worker's on that adapter (not the base model's). Both sides hash the adapter's

@@ -117,6 +117,35 @@ class HttpApiTest {
     assertEquals(96, second.at("/usage/prompt_tokens_details/cached_tokens").asInt(), second.toString());
   }
 
+  /**
+   * vLLM's {@code cache_salt}: a prompt cached under one salt is a hit for the same salt only —
+   * not for another salt, nor for a request without one — on the same worker.
+   */
+  @Test
+  void aCacheSaltSharesCachedBlocksOnlyWithTheSameSalt() throws Exception {
+    String prompt = ids(100).replace("[1000,", "[7,"); // a prompt no other test sends
+    java.util.function.Function<String, String> body = salt -> """
+        {"model": "%s", "prompt": %s, "max_tokens": 1, %s"tandem": {"worker_id": "worker-1"}}""".formatted(M, prompt, salt);
+    java.util.function.Function<String, Integer> cached = salt -> {
+      try {
+        HttpResponse<String> r = post("/v1/completions", body.apply(salt));
+        assertEquals(200, r.statusCode(), r.body());
+        return JSON.readTree(r.body()).at("/usage/prompt_tokens_details/cached_tokens").asInt();
+      } catch (Exception e) {
+        throw new AssertionError(e);
+      }
+    };
+    assertEquals(0, cached.apply("\"cache_salt\": \"tenant-a\", "), "a new prompt");
+    assertEquals(96, cached.apply("\"cache_salt\": \"tenant-a\", "), "the same salt: its blocks");
+    assertEquals(0, cached.apply("\"cache_salt\": \"tenant-b\", "), "another salt: none of them");
+    assertEquals(0, cached.apply(""), "no salt: none of them");
+    assertEquals(96, cached.apply(""), "and unsalted blocks are shared as before");
+    HttpResponse<String> empty = post("/v1/completions", body.apply("\"cache_salt\": \"\", "));
+    assertEquals(400, empty.statusCode());
+    assertEquals("cache_salt", JSON.readTree(empty.body()).at("/error/param").asText());
+    TestDeployments.assertPoolsFull(deployment);
+  }
+
   static Stream<Arguments> badRequests() {
     String chat = "/v1/chat/completions";
     String msgs = "\"messages\": [{\"role\": \"user\", \"content\": \"hi\"}]";

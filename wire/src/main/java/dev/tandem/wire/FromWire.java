@@ -56,7 +56,7 @@ public final class FromWire {
             : null;
     return new GenerationRequest(
         r.getRequestId().isEmpty() ? idIfEmpty : r.getRequestId(), tokens(r), sampling(r.getSampling()), stop(r.getStop()), remote,
-        constraint, r.getLoraName(), r.getResumedOutputTokens(), r.getPriority());
+        constraint, r.getLoraName(), r.getResumedOutputTokens(), r.getPriority(), r.getCacheSalt());
   }
 
   private static dev.tandem.common.StructuredOutput.Reasoning reasoning(dev.tandem.proto.worker.v1.StructuredOutput so) {

@@ -65,6 +65,9 @@ public final class ToWire {
     }
     b.setResumedOutputTokens(r.resumedOutputTokens());
     b.setPriority(r.priority());
+    if (r.cacheSalt() != null) {
+      b.setCacheSalt(r.cacheSalt());
+    }
     return b.build();
   }
 

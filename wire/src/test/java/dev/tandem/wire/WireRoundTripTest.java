@@ -69,6 +69,12 @@ class WireRoundTripTest {
     }
     assertEquals(null, back.loraName(), "the base model");
     assertEquals("sql", FromWire.request(ToWire.request(request.withLora("sql")), "x").loraName());
+    assertEquals(null, back.cacheSalt(), "no cache salt");
+    var salted = FromWire.request(ToWire.request(request.withCacheSalt("tenant-a").withLora("sql")), "x");
+    assertEquals("tenant-a", salted.cacheSalt(), "vLLM's cache_salt");
+    assertEquals(request.withCacheSalt("tenant-a").withLora("sql").hashSalt(), salted.hashSalt(), "the same block hashes on both sides");
+    assertEquals("tenant-a", request.withCacheSalt("tenant-a").withPriority(3).resumedAfter(1).withRemotePrefill(null).cacheSalt(),
+        "kept by every copy");
   }
 
   @Test

@@ -33,7 +33,7 @@ public final class BlockPool {
   private final long[] parentOf; // parent sequence hash while cached
   private final boolean[] hasParent;
   private final long[] localHashOf;
-  private final long[] saltOf; // the salt its chain started on while cached (its LoRA adapter's; 0: none)
+  private final long[] saltOf; // while cached: its LoRA adapter's salt (0: none), which forget() reads
   private final boolean[] cached;
   private final Map<Long, Integer> blockByHash = new LinkedHashMap<>(); // insertion order: parents first
   private final ArrayDeque<Integer> free = new ArrayDeque<>();
@@ -155,9 +155,9 @@ public final class BlockPool {
    * Marks full blocks as cached under their hashes: {@code blockIds[i]} holds the block whose
    * sequence hash is {@code sequenceHashes[i]}, for i in [from, to). The parent of block {@code
    * from} is {@code sequenceHashes[from-1]} (none at 0). A hash already cached by another block
-   * leaves this block uncached (a duplicate). Emits one stored event per contiguous run. The chain
-   * started on {@code salt} ({@code BlockHasher.salt}: its LoRA adapter's, 0 for none), which
-   * {@link #forget} matches.
+   * leaves this block uncached (a duplicate). Emits one stored event per contiguous run. {@code
+   * salt} is the request's LoRA adapter's ({@code BlockHasher.salt(String)}, 0 for none), which
+   * {@link #forget} matches; a cache salt changes the hashes, not this.
    */
   public void cache(int[] blockIds, long[] sequenceHashes, long[] localHashes, int from, int to, long salt) {
     List<KvEvent.StoredBlock> run = new ArrayList<>();
@@ -218,7 +218,7 @@ public final class BlockPool {
   }
 
   /**
-   * Forgets every cached block whose chain started on {@code salt} (an unloaded LoRA adapter's:
+   * Forgets every cached block computed under the adapter of {@code salt} (an unloaded LoRA adapter's:
    * its KV may not serve an adapter loaded later under the same name), with one removed event for
    * them all; the blocks become free.
    *

@@ -65,7 +65,8 @@ public final class MockerEngine extends SchedulingEngine {
                 EngineInfo.Feature.TOP_K,
                 EngineInfo.Feature.SEED,
                 EngineInfo.Feature.STOP_TOKEN_IDS,
-                EngineInfo.Feature.MIN_TOKENS),
+                EngineInfo.Feature.MIN_TOKENS,
+                EngineInfo.Feature.CACHE_SALT),
             config.eosTokenIds(),
             scheduler.batching());
   }

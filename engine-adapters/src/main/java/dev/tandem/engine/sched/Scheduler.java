@@ -493,7 +493,7 @@ public final class Scheduler {
     int full = Math.min(seq.computedTokens, seq.length()) / blockSize;
     if (full > seq.hashedBlocks()) {
       int first = seq.hashFullBlocks(full, blockSize);
-      pool.cache(seq.blocks(), seq.sequenceHashes(), seq.localHashes(), first, full, seq.request().hashSalt());
+      pool.cache(seq.blocks(), seq.sequenceHashes(), seq.localHashes(), first, full, seq.request().adapterSalt());
     }
   }
 

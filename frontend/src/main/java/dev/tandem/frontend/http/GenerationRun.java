@@ -220,9 +220,15 @@ final class GenerationRun {
     if (sampling.seed().isPresent()) {
       sampling = sampling.withSeed(java.util.OptionalLong.of(sampling.seed().getAsLong() + (c.index % spec.n())));
     }
-    return new GenerationRequest(id + "-" + c.index, c.prompt, sampling, spec.stop()).withStructuredOutput(spec.constraint())
+    return tagged(new GenerationRequest(id + "-" + c.index, c.prompt, sampling, spec.stop()));
+  }
+
+  /** {@code r} with what every generation of this request carries: the constraint, the adapter, the priority and the cache salt. */
+  private GenerationRequest tagged(GenerationRequest r) {
+    return r.withStructuredOutput(spec.constraint())
         .withLora(spec.lora())
-        .withPriority(spec.priority());
+        .withPriority(spec.priority())
+        .withCacheSalt(spec.cacheSalt());
   }
 
   /** Callbacks of one generation of {@code c}; those of a generation it migrated away from are ignored. */
@@ -279,11 +285,8 @@ final class GenerationRun {
     }
     var stop = new dev.tandem.common.StopConditions(left, spec.stop().stopTokenIds(), spec.stop().ignoreEos(),
         Math.max(0, spec.stop().minTokens() - c.generated.size()));
-    GenerationRequest request = new GenerationRequest(
-        id + "-" + c.index + "-m" + (c.migrations + 1), prompt, request(c).sampling().withPromptLogprobs(-1), stop)
-        .withStructuredOutput(spec.constraint())
-        .withLora(spec.lora())
-        .withPriority(spec.priority())
+    GenerationRequest request = tagged(new GenerationRequest(
+        id + "-" + c.index + "-m" + (c.migrations + 1), prompt, request(c).sampling().withPromptLogprobs(-1), stop))
         .resumedAfter(c.generated.size());
     Route route;
     try {

@@ -11,7 +11,8 @@ import java.util.List;
  * choices per prompt, sampling (log-probabilities included) and stop rules as the workers get
  * them, an optional constraint on the output, and the frontend's own options: stop strings,
  * detokenizing, how the output is parsed (reasoning, tool calls), streaming, timing, pinning, its
- * {@code priority}, and what the response shows beside the text ({@link Output}). {@code model} is
+ * {@code priority}, vLLM's {@code cache_salt} (null: none), and what the response shows beside the
+ * text ({@link Output}). {@code model} is
  * the name the request gave: the served model's, or a LoRA adapter's ({@code lora}, null for the
  * base model).
  */
@@ -32,6 +33,7 @@ public record GenerationSpec(
     OutputParsers parsers,
     String lora,
     int priority,
+    String cacheSalt,
     Output output) {
 
   /**
@@ -72,36 +74,42 @@ public record GenerationSpec(
       boolean skipSpecialTokens, boolean stream, boolean includeUsage, boolean timing, String pinnedWorker,
       StructuredOutput constraint, OutputParsers parsers) {
     this(kind, model, prompts, n, sampling, stop, stopStrings, skipSpecialTokens, stream, includeUsage, timing, pinnedWorker,
-        constraint, parsers, null, 0, Output.PLAIN);
+        constraint, parsers, null, 0, null, Output.PLAIN);
   }
 
   public GenerationSpec withSampling(SamplingParams s) {
     return new GenerationSpec(kind, model, prompts, n, s, stop, stopStrings, skipSpecialTokens, stream, includeUsage, timing,
-        pinnedWorker, constraint, parsers, lora, priority, output);
+        pinnedWorker, constraint, parsers, lora, priority, cacheSalt, output);
   }
 
   /** The output held to {@code c} (null: free). */
   public GenerationSpec withConstraint(StructuredOutput c) {
     return new GenerationSpec(kind, model, prompts, n, sampling, stop, stopStrings, skipSpecialTokens, stream, includeUsage, timing,
-        pinnedWorker, c, parsers, lora, priority, output);
+        pinnedWorker, c, parsers, lora, priority, cacheSalt, output);
   }
 
   /** vLLM's {@code priority}: lower first, where the workers schedule by it. */
   public GenerationSpec withPriority(int value) {
     return new GenerationSpec(kind, model, prompts, n, sampling, stop, stopStrings, skipSpecialTokens, stream, includeUsage, timing,
-        pinnedWorker, constraint, parsers, lora, value, output);
+        pinnedWorker, constraint, parsers, lora, value, cacheSalt, output);
   }
 
   /** The request names LoRA adapter {@code lora} (null: the base model). */
   public GenerationSpec withLora(String lora) {
     return new GenerationSpec(kind, model, prompts, n, sampling, stop, stopStrings, skipSpecialTokens, stream, includeUsage, timing,
-        pinnedWorker, constraint, parsers, lora, priority, output);
+        pinnedWorker, constraint, parsers, lora, priority, cacheSalt, output);
+  }
+
+  /** vLLM's {@code cache_salt}: only requests with the same salt share cached prompt blocks (null: none). */
+  public GenerationSpec withCacheSalt(String salt) {
+    return new GenerationSpec(kind, model, prompts, n, sampling, stop, stopStrings, skipSpecialTokens, stream, includeUsage, timing,
+        pinnedWorker, constraint, parsers, lora, priority, salt, output);
   }
 
   /** The response written around the text as {@code o} says. */
   public GenerationSpec withOutput(Output o) {
     return new GenerationSpec(kind, model, prompts, n, sampling, stop, stopStrings, skipSpecialTokens, stream, includeUsage, timing,
-        pinnedWorker, constraint, parsers, lora, priority, o);
+        pinnedWorker, constraint, parsers, lora, priority, cacheSalt, o);
   }
 
   /** Completions' {@code echo}: the prompt's text comes back before each choice's completion. */

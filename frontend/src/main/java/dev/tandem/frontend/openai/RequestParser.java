@@ -67,8 +67,7 @@ public final class RequestParser {
       Map.entry("truncate_prompt_tokens", List.of()),
       Map.entry("prompt_logprobs", List.of()),
       Map.entry("use_beam_search", false),
-      Map.entry("length_penalty", 1.0),
-      Map.entry("cache_salt", ""));
+      Map.entry("length_penalty", 1.0));
 
   private static void refuseNotHonoured(ObjectNode body) {
     for (Map.Entry<String, Object> p : NOT_HONOURED) {
@@ -76,8 +75,7 @@ public final class RequestParser {
       boolean unset = v == null || v.isNull()
           || (p.getValue() instanceof Boolean b && v.isBoolean() && v.booleanValue() == b)
           || (p.getValue() instanceof Double d && v.isNumber() && v.doubleValue() == d)
-          || (p.getValue() instanceof List<?> && v.isArray() && v.isEmpty())
-          || (p.getValue() instanceof String && v.isTextual() && v.asText().isEmpty());
+          || (p.getValue() instanceof List<?> && v.isArray() && v.isEmpty());
       if (!unset) {
         throw unsupported(p.getKey(), "is not supported by Tandem yet; leave it out or at its default (" + describeDefault(p.getValue()) + ")");
       }
@@ -88,7 +86,7 @@ public final class RequestParser {
     if (value instanceof Double d && d == Math.rint(d)) {
       return Long.toString(d.longValue());
     }
-    return value instanceof List<?> || value instanceof String ? "null" : value.toString();
+    return value instanceof List<?> ? "null" : value.toString();
   }
 
   private final ServedModel model;
@@ -397,7 +395,27 @@ public final class RequestParser {
         .withLora(requested.equals(model.name()) ? null : requested)
         .withIncludeStopString(bool(body, "include_stop_str_in_output", false))
         .withTokenIds(bool(body, "return_token_ids", false), bool(body, "return_tokens_as_token_ids", false))
-        .withPriority(priority(body));
+        .withPriority(priority(body))
+        .withCacheSalt(cacheSalt(body));
+  }
+
+  /**
+   * vLLM's {@code cache_salt}: a non-empty string (null when not set) that only requests carrying
+   * the same one share cached prompt blocks with — refused where a worker's engine would not honour it.
+   */
+  private String cacheSalt(ObjectNode body) {
+    JsonNode v = body.get("cache_salt");
+    if (v == null || v.isNull()) {
+      return null;
+    }
+    if (!v.isTextual()) {
+      throw typeError("cache_salt", "a string", v);
+    }
+    if (v.asText().isEmpty()) {
+      throw ApiException.invalid("cache_salt", "'cache_salt' must be a non-empty string if provided.", "invalid_value");
+    }
+    requireFeature("cache_salt", "cache_salt");
+    return v.asText();
   }
 
   /**

@@ -120,7 +120,7 @@ class RequestParserTest {
     RequestParser p = parser(Set.of());
     for (String set : List.of("\"spaces_between_special_tokens\":false", "\"bad_words\":[\"x\"]",
         "\"allowed_token_ids\":[1,2]", "\"truncate_prompt_tokens\":10", "\"prompt_logprobs\":1", "\"use_beam_search\":true",
-        "\"length_penalty\":0.5", "\"cache_salt\":\"tenant-a\"")) {
+        "\"length_penalty\":0.5")) {
       ApiException e = assertThrows(ApiException.class, () -> chat(p, "{\"model\":\"m\"," + HI + "," + set + "}"), set);
       assertEquals(set.substring(1, set.indexOf('"', 1)), e.param(), set);
       assertEquals(400, e.status());
@@ -130,6 +130,13 @@ class RequestParserTest {
     assertTrue(ids.output().tokenIds() && ids.output().tokensAsIds(), "honoured: both reach the spec");
     chat(p, "{\"model\":\"m\"," + HI + ",\"include_stop_str_in_output\":false,\"spaces_between_special_tokens\":true,\"bad_words\":[],"
         + "\"allowed_token_ids\":null,\"priority\":0,\"length_penalty\":1,\"use_beam_search\":false,\"cache_salt\":null,\"echo\":false}");
+    assertEquals("tenant-a", chat(parser(Set.of("cache_salt")), "{\"model\":\"m\"," + HI + ",\"cache_salt\":\"tenant-a\"}").cacheSalt());
+    for (String bad : List.of("\"\"", "7")) {
+      assertEquals("cache_salt", assertThrows(ApiException.class,
+          () -> chat(parser(Set.of("cache_salt")), "{\"model\":\"m\"," + HI + ",\"cache_salt\":" + bad + "}")).param(), bad);
+    }
+    assertEquals("unsupported_parameter", assertThrows(ApiException.class,
+        () -> chat(p, "{\"model\":\"m\"," + HI + ",\"cache_salt\":\"tenant-a\"}")).code(), "an engine without it refuses it");
     ApiException onCompletions = assertThrows(ApiException.class,
         () -> p.parseCompletion(RequestParser.parseBody("{\"model\":\"m\",\"prompt\":\"hi\",\"length_penalty\":2}".getBytes(StandardCharsets.UTF_8))));
     assertEquals("length_penalty", onCompletions.param());

@@ -143,7 +143,8 @@ public final class PrefillCalls implements PrefillEndpoint {
       EngineRequest one =
           new EngineRequest(
               requestId, full.promptTokens(), full.sampling(), first,
-              full.structuredOutput(), full.outputBudget(), full.loraName(), full.resumedOutputTokens(), full.priority());
+              full.structuredOutput(), full.outputBudget(), full.loraName(), full.resumedOutputTokens(), full.priority(),
+              full.cacheSalt()); // the salt's hashes are the ones the decode worker and the router expect
       if (calls.putIfAbsent(requestId, this) != null) {
         end(Status.ALREADY_EXISTS.withDescription("request " + requestId + " is already being prefilled here"), "duplicate");
         return;
