@@ -11,7 +11,8 @@ import java.util.OptionalLong;
  * tokens before it) and that many top alternatives (completions' {@code echo} with {@code
  * logprobs}); the prompt is then computed in full, not taken from the prefix cache. {@code
  * thinkingBudget} (null: none) bounds a reasoning model's reasoning (vLLM's {@code
- * thinking_token_budget}).
+ * thinking_token_budget}). {@code allowedTokenIds} (empty: any) are the only tokens that may be
+ * drawn (vLLM's {@code allowed_token_ids}; log-probabilities still come from the raw distribution).
  *
  * <p>The defaults live here and nowhere else: {@link #DEFAULTS} is what an OpenAI request that sets
  * nothing gets (temperature 1, no truncation, no penalties).
@@ -28,7 +29,8 @@ public record SamplingParams(
     int logprobs,
     java.util.Map<Integer, Float> logitBias,
     int promptLogprobs,
-    ThinkingBudget thinkingBudget) {
+    ThinkingBudget thinkingBudget,
+    java.util.List<Integer> allowedTokenIds) {
 
   /** OpenAI's default temperature. */
   public static final float DEFAULT_TEMPERATURE = 1f;
@@ -70,8 +72,17 @@ public record SamplingParams(
         null);
   }
 
+  /** Any token may be drawn. */
+  public SamplingParams(
+      float temperature, float topP, int topK, float minP, OptionalLong seed, float presencePenalty, float frequencyPenalty,
+      float repetitionPenalty, int logprobs, java.util.Map<Integer, Float> logitBias, int promptLogprobs, ThinkingBudget thinkingBudget) {
+    this(temperature, topP, topK, minP, seed, presencePenalty, frequencyPenalty, repetitionPenalty, logprobs, logitBias, promptLogprobs,
+        thinkingBudget, java.util.List.of());
+  }
+
   public SamplingParams {
     logitBias = logitBias == null ? java.util.Map.of() : java.util.Map.copyOf(logitBias);
+    allowedTokenIds = allowedTokenIds == null ? java.util.List.of() : java.util.List.copyOf(allowedTokenIds);
     if (topK == 0) {
       topK = NO_TOP_K;
     }
@@ -93,25 +104,36 @@ public record SamplingParams(
   }
 
   public SamplingParams withTemperature(float t) {
-    return new SamplingParams(t, topP, topK, minP, seed, presencePenalty, frequencyPenalty, repetitionPenalty, logprobs, logitBias, promptLogprobs, thinkingBudget);
+    return new SamplingParams(t, topP, topK, minP, seed, presencePenalty, frequencyPenalty, repetitionPenalty, logprobs, logitBias, promptLogprobs, thinkingBudget, allowedTokenIds);
   }
 
   public SamplingParams withSeed(OptionalLong s) {
-    return new SamplingParams(temperature, topP, topK, minP, s, presencePenalty, frequencyPenalty, repetitionPenalty, logprobs, logitBias, promptLogprobs, thinkingBudget);
+    return new SamplingParams(temperature, topP, topK, minP, s, presencePenalty, frequencyPenalty, repetitionPenalty, logprobs, logitBias, promptLogprobs, thinkingBudget, allowedTokenIds);
   }
 
   public SamplingParams withLogitBias(java.util.Map<Integer, Float> bias) {
-    return new SamplingParams(temperature, topP, topK, minP, seed, presencePenalty, frequencyPenalty, repetitionPenalty, logprobs, bias, promptLogprobs, thinkingBudget);
+    return new SamplingParams(temperature, topP, topK, minP, seed, presencePenalty, frequencyPenalty, repetitionPenalty, logprobs, bias, promptLogprobs, thinkingBudget, allowedTokenIds);
   }
 
   public SamplingParams withPromptLogprobs(int n) {
-    return new SamplingParams(temperature, topP, topK, minP, seed, presencePenalty, frequencyPenalty, repetitionPenalty, logprobs, logitBias, n, thinkingBudget);
+    return new SamplingParams(temperature, topP, topK, minP, seed, presencePenalty, frequencyPenalty, repetitionPenalty, logprobs, logitBias, n, thinkingBudget, allowedTokenIds);
   }
 
   /** These parameters with {@code budget} on the reasoning (null: none). */
   public SamplingParams withThinkingBudget(ThinkingBudget budget) {
     return new SamplingParams(temperature, topP, topK, minP, seed, presencePenalty, frequencyPenalty, repetitionPenalty, logprobs, logitBias,
-        promptLogprobs, budget);
+        promptLogprobs, budget, allowedTokenIds);
+  }
+
+  /** vLLM's {@code allowed_token_ids}: only these may be drawn (empty: any token). */
+  public SamplingParams withAllowedTokenIds(java.util.List<Integer> ids) {
+    return new SamplingParams(temperature, topP, topK, minP, seed, presencePenalty, frequencyPenalty, repetitionPenalty, logprobs, logitBias,
+        promptLogprobs, thinkingBudget, ids);
+  }
+
+  /** Whether only some tokens may be drawn ({@link #allowedTokenIds}). */
+  public boolean restrictsTokens() {
+    return !allowedTokenIds.isEmpty();
   }
 
   public boolean wantsPromptLogprobs() {
@@ -119,6 +141,6 @@ public record SamplingParams(
   }
 
   public SamplingParams withLogprobs(int n) {
-    return new SamplingParams(temperature, topP, topK, minP, seed, presencePenalty, frequencyPenalty, repetitionPenalty, n, logitBias, promptLogprobs, thinkingBudget);
+    return new SamplingParams(temperature, topP, topK, minP, seed, presencePenalty, frequencyPenalty, repetitionPenalty, n, logitBias, promptLogprobs, thinkingBudget, allowedTokenIds);
   }
 }

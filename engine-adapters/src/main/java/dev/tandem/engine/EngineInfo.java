@@ -53,6 +53,8 @@ public record EngineInfo(
     /** vLLM's {@code priority}: the worker schedules by it ({@code --scheduling-policy priority}). */
     PRIORITY,
     LOGIT_BIAS,
+    /** vLLM's {@code allowed_token_ids}: nothing else is drawn. */
+    ALLOWED_TOKEN_IDS,
     /** vLLM's {@code cache_salt}: only requests with the same salt share cached blocks. */
     CACHE_SALT,
     /** Constrained decoding: JSON schema outputs and forced tool calls. */

@@ -146,6 +146,61 @@ class HttpApiTest {
     TestDeployments.assertPoolsFull(deployment);
   }
 
+  /**
+   * vLLM's {@code continuous_usage_stats}: with {@code include_usage}, every chunk of a choice
+   * carries its usage so far — the prompt, and the tokens out, never fewer than the chunk before —
+   * and the last one the whole count; without {@code include_usage}, none does.
+   */
+  @Test
+  void continuousUsageStatsPutEachChoicesUsageSoFarOnEveryChunk() throws Exception {
+    String body = """
+        {"model": "%s", "messages": [{"role": "user", "content": "hi"}], "max_tokens": 6, "stream": true,
+         "stream_options": {"include_usage": true, "continuous_usage_stats": true}}""".formatted(M);
+    List<JsonNode> chunks = new ArrayList<>();
+    for (String e : post("/v1/chat/completions", body).body().split("\n\n")) {
+      if (e.startsWith("data: {")) {
+        chunks.add(JSON.readTree(e.substring(6)));
+      }
+    }
+    JsonNode total = chunks.getLast().get("usage");
+    assertEquals(6, total.get("completion_tokens").asInt(), "the usage chunk at the end, as with include_usage alone");
+    int before = -1;
+    for (JsonNode chunk : chunks.subList(0, chunks.size() - 1)) {
+      JsonNode usage = chunk.get("usage");
+      assertTrue(usage != null && usage.isObject(), "every choice chunk: " + chunk);
+      assertEquals(total.get("prompt_tokens").asInt(), usage.get("prompt_tokens").asInt());
+      assertTrue(usage.get("completion_tokens").asInt() >= before, chunk.toString());
+      before = usage.get("completion_tokens").asInt();
+    }
+    assertEquals(0, chunks.getFirst().at("/usage/completion_tokens").asInt(), "the role chunk: nothing out yet");
+    assertEquals(6, before, "the finish chunk: all of it");
+    String alone = post("/v1/chat/completions", body.replace("\"include_usage\": true, ", "")).body();
+    assertTrue(!alone.contains("\"usage\""), "without include_usage, vLLM sends no usage at all: " + alone);
+  }
+
+  /** vLLM's {@code allowed_token_ids} on the mocker: every generated token is one of them, streamed or not. */
+  @Test
+  void allowedTokenIdsAreAllTheOutputHolds() throws Exception {
+    List<Integer> allowed = List.of(1000, 1001, 2002);
+    for (boolean stream : new boolean[] {false, true}) {
+      HttpResponse<String> r = post("/v1/chat/completions", """
+          {"model": "%s", "messages": [{"role": "user", "content": "hi"}], "max_tokens": 16, "n": 2, "stream": %s,
+           "allowed_token_ids": [1000, 1001, 2002], "return_token_ids": true}""".formatted(M, stream));
+      assertEquals(200, r.statusCode(), r.body());
+      List<Integer> drawn = new ArrayList<>();
+      for (String event : stream ? r.body().split("\n\n") : new String[] {"data: " + r.body()}) {
+        if (event.startsWith("data: {")) {
+          for (JsonNode choice : JSON.readTree(event.substring(6)).get("choices")) {
+            choice.path("token_ids").forEach(t -> drawn.add(t.asInt()));
+          }
+        }
+      }
+      assertEquals(32, drawn.size(), r.body());
+      assertTrue(allowed.containsAll(drawn), "stream " + stream + ": " + drawn);
+    }
+    TestDeployments.assertPoolsFull(deployment);
+  }
+
   static Stream<Arguments> badRequests() {
     String chat = "/v1/chat/completions";
     String msgs = "\"messages\": [{\"role\": \"user\", \"content\": \"hi\"}]";

@@ -91,7 +91,8 @@ public final class FromWire {
         s.hasLogprobs() ? (int) Math.min(SamplingParams.MAX_LOGPROBS, s.getLogprobs()) : SamplingParams.NO_LOGPROBS,
         s.getLogitBiasMap(),
         s.hasPromptLogprobs() ? (int) Math.min(SamplingParams.MAX_LOGPROBS, s.getPromptLogprobs()) : SamplingParams.NO_LOGPROBS,
-        s.hasThinkingBudget() ? thinkingBudget(s.getThinkingBudget()) : null);
+        s.hasThinkingBudget() ? thinkingBudget(s.getThinkingBudget()) : null,
+        s.getAllowedTokenIdsList());
   }
 
   private static dev.tandem.common.ThinkingBudget thinkingBudget(dev.tandem.proto.worker.v1.ThinkingBudget t) {

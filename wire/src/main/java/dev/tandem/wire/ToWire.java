@@ -89,6 +89,7 @@ public final class ToWire {
     }
     s.seed().ifPresent(b::setSeed);
     s.logitBias().forEach(b::putLogitBias);
+    s.allowedTokenIds().forEach(b::addAllowedTokenIds);
     if (s.thinkingBudget() != null) {
       var t = s.thinkingBudget();
       var tb = dev.tandem.proto.worker.v1.ThinkingBudget.newBuilder()

@@ -70,6 +70,9 @@ class WireRoundTripTest {
     assertEquals(null, back.loraName(), "the base model");
     assertEquals("sql", FromWire.request(ToWire.request(request.withLora("sql")), "x").loraName());
     assertEquals(null, back.cacheSalt(), "no cache salt");
+    var allowed = request.sampling().withAllowedTokenIds(List.of(3, 1, 4));
+    assertEquals(allowed, FromWire.sampling(ToWire.sampling(allowed)), "vLLM's allowed_token_ids, in order");
+    assertEquals(List.of(), FromWire.sampling(ToWire.sampling(request.sampling())).allowedTokenIds(), "none: any token");
     var salted = FromWire.request(ToWire.request(request.withCacheSalt("tenant-a").withLora("sql")), "x");
     assertEquals("tenant-a", salted.cacheSalt(), "vLLM's cache_salt");
     assertEquals(request.withCacheSalt("tenant-a").withLora("sql").hashSalt(), salted.hashSalt(), "the same block hashes on both sides");

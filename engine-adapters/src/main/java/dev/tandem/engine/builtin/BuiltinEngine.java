@@ -150,6 +150,7 @@ public final class BuiltinEngine extends SchedulingEngine implements KvHandoff {
         EngineInfo.Feature.LOGPROBS,
         EngineInfo.Feature.STOP_TOKEN_IDS,
         EngineInfo.Feature.MIN_TOKENS,
+        EngineInfo.Feature.ALLOWED_TOKEN_IDS,
         EngineInfo.Feature.CACHE_SALT,
         EngineInfo.Feature.LOGIT_BIAS,
         EngineInfo.Feature.THINKING_BUDGET);

@@ -7,7 +7,7 @@ import java.util.SplittableRandom;
 import java.util.concurrent.ThreadLocalRandom;
 
 /**
- * Picks a token from logits the way vLLM does: logit bias, repetition penalty (prompt and output tokens),
+ * Picks a token from logits the way vLLM does: allowed token ids, logit bias, repetition penalty (prompt and output tokens),
  * frequency and presence penalties (output tokens), then greedy argmax, or temperature → min-p →
  * top-k → top-p and a draw from the sequence's own generator (seeded: reproducible).
  *
@@ -130,7 +130,26 @@ final class Sampler {
     return last;
   }
 
+  /** vLLM's {@code allowed_token_ids}: every other token's logit to −∞ (ids outside the vocabulary are none). */
+  private static void allowOnly(float[] logits, java.util.List<Integer> allowed) {
+    float[] kept = new float[allowed.size()];
+    for (int i = 0; i < kept.length; i++) {
+      int t = allowed.get(i);
+      kept[i] = t >= 0 && t < logits.length ? logits[t] : Float.NEGATIVE_INFINITY;
+    }
+    Arrays.fill(logits, Float.NEGATIVE_INFINITY);
+    for (int i = 0; i < kept.length; i++) {
+      int t = allowed.get(i);
+      if (t >= 0 && t < logits.length) {
+        logits[t] = kept[i];
+      }
+    }
+  }
+
   private static void applyPenalties(float[] logits, SamplingParams p, State state) {
+    if (p.restrictsTokens()) {
+      allowOnly(logits, p.allowedTokenIds());
+    }
     for (var e : p.logitBias().entrySet()) {
       int t = e.getKey();
       if (t >= 0 && t < logits.length) {

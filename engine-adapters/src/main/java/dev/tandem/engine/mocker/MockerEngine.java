@@ -66,6 +66,7 @@ public final class MockerEngine extends SchedulingEngine {
                 EngineInfo.Feature.SEED,
                 EngineInfo.Feature.STOP_TOKEN_IDS,
                 EngineInfo.Feature.MIN_TOKENS,
+                EngineInfo.Feature.ALLOWED_TOKEN_IDS,
                 EngineInfo.Feature.CACHE_SALT),
             config.eosTokenIds(),
             scheduler.batching());
@@ -122,14 +123,21 @@ public final class MockerEngine extends SchedulingEngine {
   private int drawToken(Sequence seq) {
     long drawSeed = seq.<Long>engineState();
     long h = mix(drawSeed + 0x632BE59BD9B4E019L * seq.length());
-    int token = (int) Long.remainderUnsigned(h, config.regularVocabSize());
+    var allowed = seq.request().sampling().allowedTokenIds();
+    int token = tokenOf(h, allowed);
     var stop = seq.request().stop();
     // min_tokens: draw again (bounded: stop ids covering the whole vocabulary cannot be honoured)
     for (int tries = 0; tries < 1_000 && !stop.mayStopAfter(seq.generated()) && stop.isEnd(token, NO_EOS); tries++) {
       h = mix(h);
-      token = (int) Long.remainderUnsigned(h, config.regularVocabSize());
+      token = tokenOf(h, allowed);
     }
     return token;
+  }
+
+  /** The token a draw {@code h} picks: among the regular tokens, or only among {@code allowed} (vLLM's allowed_token_ids). */
+  private int tokenOf(long h, java.util.List<Integer> allowed) {
+    return allowed.isEmpty() ? (int) Long.remainderUnsigned(h, config.regularVocabSize())
+        : allowed.get((int) Long.remainderUnsigned(h, allowed.size()));
   }
 
   private static long promptHash(int[] tokens, int length) {

@@ -163,6 +163,25 @@ class BuiltinEngineTest {
     assertTrue(!banned.get(0).equals(free.get(0)), "the greedy first token is banned: " + free + " vs " + banned);
   }
 
+  /**
+   * vLLM's {@code allowed_token_ids}: greedy picks the likeliest allowed token (not the free
+   * argmax), sampling draws nothing else, and a request without the list is untouched.
+   */
+  @Test
+  void allowedTokenIdsAreTheOnlyTokensDrawn() {
+    int[] p = prompt(20, 9);
+    List<Integer> free = alone(greedy("free", p, 6));
+    List<Integer> allowed = List.of(5, 77, 300, free.get(0) + 1);
+    List<Integer> greedy = alone(sampled("allowed-greedy", p, 6, SamplingParams.greedy().withAllowedTokenIds(allowed)));
+    assertTrue(allowed.containsAll(greedy), greedy.toString());
+    assertFalse(greedy.get(0).equals(free.get(0)), "the free greedy token is not allowed");
+    SamplingParams hot = new SamplingParams(1.5f, 1f, -1, 0f, java.util.OptionalLong.of(3), 0f, 0f, 1f, -1).withAllowedTokenIds(allowed);
+    List<Integer> drawn = alone(sampled("allowed-sampled", p, 24, hot));
+    assertTrue(allowed.containsAll(drawn), drawn.toString());
+    assertTrue(new java.util.HashSet<>(drawn).size() > 1, "sampled, more than one allowed token comes out: " + drawn);
+    assertEquals(free, alone(greedy("free-again", p, 6)));
+  }
+
   @Test
   void greedyOutputIsTheSameAloneBatchedChunkedAndPreempted() {
     int[] p1 = prompt(37, 1);

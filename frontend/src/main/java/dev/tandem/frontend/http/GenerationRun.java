@@ -142,6 +142,9 @@ final class GenerationRun {
           if (c.index == 0 && spec.output().tokenIds()) { // vLLM's return_token_ids: the prompt's, on chat's first chunk
             ChoiceStream.ids(role.putArray("prompt_token_ids"), c.prompt, c.prompt.length);
           }
+          if (spec.output().continuousUsage()) {
+            role.set("usage", usageSoFar(c));
+          }
           sse.event(role);
         }
         sse.flush();
@@ -391,14 +394,11 @@ final class GenerationRun {
       return;
     }
     if (!piece.reasoning().isEmpty()) {
-      ObjectNode chunk = ResponseJson.reasoningChunk(id, created, spec.model(), c.index, piece.reasoning());
-      if (spec.output().tokenIds()) {
-        c.attachTokenIds(spec.kind(), chunk);
-      }
-      sse.event(chunk);
+      send(c, ResponseJson.reasoningChunk(id, created, spec.model(), c.index, piece.reasoning()));
     }
     if (!piece.content().isEmpty()) {
-      if (c.logprobs.isEmpty() && !spec.output().tokenIds()) { // the common case: the envelope's bytes are encoded once per response
+      if (c.logprobs.isEmpty() && !spec.output().tokenIds() && !spec.output().continuousUsage()) {
+        // the common case: the envelope's bytes are encoded once per response
         if (contentChunks == null) {
           contentChunks = new ContentChunks(spec.kind(), id, created, spec.model(), spec.includeUsage());
         }
@@ -406,17 +406,33 @@ final class GenerationRun {
       } else {
         ObjectNode chunk = ResponseJson.chunk(spec.kind(), id, created, spec.model(), c.index, null, piece.content(), null);
         c.attachLogprobs(spec.kind(), chunk);
-        if (spec.output().tokenIds()) {
-          c.attachTokenIds(spec.kind(), chunk);
-        }
-        sse.event(chunk);
+        send(c, chunk);
       }
     }
     for (var call : piece.toolCalls()) {
-      ResponseJson.toolCallChunks(id, created, spec.model(), c.index, c.toolCalls.size(), call).forEach(sse::event);
+      ResponseJson.toolCallChunks(id, created, spec.model(), c.index, c.toolCalls.size(), call).forEach(chunk -> send(c, chunk));
       c.toolCalls.add(call);
     }
     sse.flush();
+  }
+
+  /**
+   * Sends a streamed chunk of choice {@code c} with the token ids not yet sent (vLLM's {@code
+   * return_token_ids}) and the choice's usage so far (vLLM's {@code continuous_usage_stats}).
+   */
+  private void send(ChoiceStream c, ObjectNode chunk) {
+    if (spec.output().tokenIds()) {
+      c.attachTokenIds(spec.kind(), chunk);
+    }
+    if (spec.output().continuousUsage()) {
+      chunk.set("usage", usageSoFar(c));
+    }
+    sse.event(chunk);
+  }
+
+  /** One choice's usage so far: its prompt, what the worker found cached of it, and its tokens out. */
+  private static ObjectNode usageSoFar(ChoiceStream c) {
+    return ResponseJson.usage(new ResponseJson.Usage(c.promptTokens, c.tokens, c.cachedTokens));
   }
 
   private void finish(ChoiceStream c, String reason) {
@@ -432,13 +448,10 @@ final class GenerationRun {
         ((ObjectNode) chunk.get("choices").get(0)).putObject("delta");
       }
       c.attachLogprobs(spec.kind(), chunk);
-      if (spec.output().tokenIds()) {
-        c.attachTokenIds(spec.kind(), chunk);
-      }
       if (last && spec.timing()) {
         chunk.set("tandem", timing.json(choices));
       }
-      sse.event(chunk);
+      send(c, chunk);
     }
     if (last) {
       complete();

@@ -41,31 +41,36 @@ public record GenerationSpec(
    * text first), chat's {@code parallel_tool_calls: false} ({@code oneToolCall}: the first complete
    * call ends the output), vLLM's {@code include_stop_str_in_output}, chat's echoed final message
    * (null: none), vLLM's {@code return_token_ids} (the prompt's and the output's token ids beside
-   * the text) and {@code return_tokens_as_token_ids} (log-probabilities name tokens as {@code
-   * token_id:N}).
+   * the text), {@code return_tokens_as_token_ids} (log-probabilities name tokens as {@code
+   * token_id:N}) and {@code stream_options.continuous_usage_stats} (each streamed chunk carries its
+   * choice's usage so far).
    */
   public record Output(boolean echo, boolean oneToolCall, boolean includeStopString, String echoedMessage, boolean tokenIds,
-      boolean tokensAsIds) {
-    public static final Output PLAIN = new Output(false, false, false, null, false, false);
+      boolean tokensAsIds, boolean continuousUsage) {
+    public static final Output PLAIN = new Output(false, false, false, null, false, false, false);
 
     Output withEcho(boolean v) {
-      return new Output(v, oneToolCall, includeStopString, echoedMessage, tokenIds, tokensAsIds);
+      return new Output(v, oneToolCall, includeStopString, echoedMessage, tokenIds, tokensAsIds, continuousUsage);
     }
 
     Output withOneToolCall(boolean v) {
-      return new Output(echo, v, includeStopString, echoedMessage, tokenIds, tokensAsIds);
+      return new Output(echo, v, includeStopString, echoedMessage, tokenIds, tokensAsIds, continuousUsage);
     }
 
     Output withIncludeStopString(boolean v) {
-      return new Output(echo, oneToolCall, v, echoedMessage, tokenIds, tokensAsIds);
+      return new Output(echo, oneToolCall, v, echoedMessage, tokenIds, tokensAsIds, continuousUsage);
     }
 
     Output withEchoedMessage(String v) {
-      return new Output(echo, oneToolCall, includeStopString, v, tokenIds, tokensAsIds);
+      return new Output(echo, oneToolCall, includeStopString, v, tokenIds, tokensAsIds, continuousUsage);
+    }
+
+    Output withContinuousUsage(boolean v) {
+      return new Output(echo, oneToolCall, includeStopString, echoedMessage, tokenIds, tokensAsIds, v);
     }
 
     Output withTokenIds(boolean ids, boolean asIds) {
-      return new Output(echo, oneToolCall, includeStopString, echoedMessage, ids, asIds);
+      return new Output(echo, oneToolCall, includeStopString, echoedMessage, ids, asIds, continuousUsage);
     }
   }
 
@@ -135,6 +140,11 @@ public record GenerationSpec(
   /** vLLM's {@code return_token_ids} and {@code return_tokens_as_token_ids}. */
   public GenerationSpec withTokenIds(boolean tokenIds, boolean tokensAsIds) {
     return withOutput(output.withTokenIds(tokenIds, tokensAsIds));
+  }
+
+  /** vLLM's {@code stream_options.continuous_usage_stats} (with {@code include_usage}). */
+  public GenerationSpec withContinuousUsage(boolean continuous) {
+    return withOutput(output.withContinuousUsage(continuous));
   }
 
   public boolean echo() {

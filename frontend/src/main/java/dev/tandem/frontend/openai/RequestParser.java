@@ -63,7 +63,6 @@ public final class RequestParser {
   private static final List<Map.Entry<String, Object>> NOT_HONOURED = List.of(
       Map.entry("spaces_between_special_tokens", true),
       Map.entry("bad_words", List.of()),
-      Map.entry("allowed_token_ids", List.of()),
       Map.entry("truncate_prompt_tokens", List.of()),
       Map.entry("prompt_logprobs", List.of()),
       Map.entry("use_beam_search", false),
@@ -217,7 +216,7 @@ public final class RequestParser {
         .withEchoedMessage(echoedMessage(body, messages, addGenerationPrompt));
     if (spec.constraint() == null && toolChoice.kind() == StructuredOutputs.ToolChoice.Kind.AUTO && tools != null
         && model.parsers().constrainedCalls() && model.supports("structured_outputs") && !spec.stop().ignoreEos()
-        && spec.stop().minTokens() == 0) {
+        && spec.stop().minTokens() == 0 && !spec.sampling().restrictsTokens()) {
       // Nothing else constrains the output: the calls the model may write are held to the tools (--tool-call-constraint).
       StructuredOutput calls = StructuredOutputs.autoCalls(body.get("tools"), parsers.toolCalls(), spec.oneToolCall());
       if (calls != null) {
@@ -318,6 +317,7 @@ public final class RequestParser {
     }
     boolean stream = bool(body, "stream", false);
     boolean includeUsage = false;
+    boolean continuousUsage = false; // vLLM's, which it honours only with include_usage
     JsonNode so = body.get("stream_options");
     if (so != null && !so.isNull()) {
       if (!stream) {
@@ -328,6 +328,7 @@ public final class RequestParser {
         throw typeError("stream_options", "an object", so);
       }
       includeUsage = bool((ObjectNode) so, "include_usage", false, "stream_options.include_usage");
+      continuousUsage = bool((ObjectNode) so, "continuous_usage_stats", false, "stream_options.continuous_usage_stats") && includeUsage;
     }
     StructuredOutput constraint = StructuredOutputs.responseFormat(body.get("response_format"));
     StructuredOutputs.Requested vllm = StructuredOutputs.vllmStructuredOutputs(body);
@@ -353,7 +354,12 @@ public final class RequestParser {
     } else {
       constraint = forcedCall;
     }
-    SamplingParams sampling = sampling(body).withLogprobs(logprobs).withLogitBias(logitBias(body));
+    SamplingParams sampling = sampling(body).withLogprobs(logprobs).withLogitBias(logitBias(body))
+        .withAllowedTokenIds(allowedTokenIds(body));
+    if (sampling.restrictsTokens() && constraint != null) {
+      throw ApiException.invalid("allowed_token_ids", "'allowed_token_ids' cannot be combined with structured outputs: "
+          + "the output's grammar chooses its tokens.");
+    }
     List<String> stops = stopStrings(body);
     int[] stopIds = stopTokenIds(body);
     boolean ignoreEos = bool(body, "ignore_eos", false);
@@ -396,7 +402,8 @@ public final class RequestParser {
         .withIncludeStopString(bool(body, "include_stop_str_in_output", false))
         .withTokenIds(bool(body, "return_token_ids", false), bool(body, "return_tokens_as_token_ids", false))
         .withPriority(priority(body))
-        .withCacheSalt(cacheSalt(body));
+        .withCacheSalt(cacheSalt(body))
+        .withContinuousUsage(continuousUsage);
   }
 
   /**
@@ -866,6 +873,27 @@ public final class RequestParser {
       throw ApiException.invalid("stop", "Stop sequences must not be empty.");
     }
     return out;
+  }
+
+  /** vLLM's {@code allowed_token_ids}: the only tokens the output may hold (empty: any). */
+  private List<Integer> allowedTokenIds(ObjectNode body) {
+    JsonNode a = body.get("allowed_token_ids");
+    if (a == null || a.isNull()) {
+      return List.of();
+    }
+    if (!a.isArray()) {
+      throw typeError("allowed_token_ids", "an array of token ids", a);
+    }
+    if (a.isEmpty()) {
+      throw ApiException.invalid("allowed_token_ids", "'allowed_token_ids' must hold at least one token id (leave it out to allow any).",
+          "empty_array");
+    }
+    requireFeature("allowed_token_ids", "allowed_token_ids");
+    List<Integer> ids = new ArrayList<>();
+    for (int id : tokenIds(a, "allowed_token_ids")) {
+      ids.add(id);
+    }
+    return ids;
   }
 
   private int[] stopTokenIds(ObjectNode body) {

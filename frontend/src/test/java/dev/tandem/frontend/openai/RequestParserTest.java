@@ -119,7 +119,7 @@ class RequestParserTest {
   void vllmParametersTandemDoesNotHonourAreRefusedUnlessAtTheirDefault() {
     RequestParser p = parser(Set.of());
     for (String set : List.of("\"spaces_between_special_tokens\":false", "\"bad_words\":[\"x\"]",
-        "\"allowed_token_ids\":[1,2]", "\"truncate_prompt_tokens\":10", "\"prompt_logprobs\":1", "\"use_beam_search\":true",
+"\"truncate_prompt_tokens\":10", "\"prompt_logprobs\":1", "\"use_beam_search\":true",
         "\"length_penalty\":0.5")) {
       ApiException e = assertThrows(ApiException.class, () -> chat(p, "{\"model\":\"m\"," + HI + "," + set + "}"), set);
       assertEquals(set.substring(1, set.indexOf('"', 1)), e.param(), set);
@@ -131,6 +131,16 @@ class RequestParserTest {
     chat(p, "{\"model\":\"m\"," + HI + ",\"include_stop_str_in_output\":false,\"spaces_between_special_tokens\":true,\"bad_words\":[],"
         + "\"allowed_token_ids\":null,\"priority\":0,\"length_penalty\":1,\"use_beam_search\":false,\"cache_salt\":null,\"echo\":false}");
     assertEquals("tenant-a", chat(parser(Set.of("cache_salt")), "{\"model\":\"m\"," + HI + ",\"cache_salt\":\"tenant-a\"}").cacheSalt());
+    RequestParser allowing = parser(Set.of("allowed_token_ids", "structured_outputs"));
+    assertEquals(List.of(3, 5), chat(allowing, "{\"model\":\"m\"," + HI + ",\"allowed_token_ids\":[3,5]}").sampling().allowedTokenIds());
+    for (String bad : List.of("[]", "[\"a\"]", "[-1]", "[999999999]", "7")) {
+      assertEquals("allowed_token_ids", assertThrows(ApiException.class,
+          () -> chat(allowing, "{\"model\":\"m\"," + HI + ",\"allowed_token_ids\":" + bad + "}")).param(), bad);
+    }
+    assertEquals("allowed_token_ids", assertThrows(ApiException.class, () -> chat(allowing, "{\"model\":\"m\"," + HI
+        + ",\"allowed_token_ids\":[3],\"response_format\":{\"type\":\"json_object\"}}")).param(), "a grammar chooses the tokens");
+    assertEquals("unsupported_parameter", assertThrows(ApiException.class,
+        () -> chat(p, "{\"model\":\"m\"," + HI + ",\"allowed_token_ids\":[3]}")).code(), "an engine without it refuses it");
     for (String bad : List.of("\"\"", "7")) {
       assertEquals("cache_salt", assertThrows(ApiException.class,
           () -> chat(parser(Set.of("cache_salt")), "{\"model\":\"m\"," + HI + ",\"cache_salt\":" + bad + "}")).param(), bad);
