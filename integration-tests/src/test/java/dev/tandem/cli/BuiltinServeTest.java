@@ -225,6 +225,42 @@ class BuiltinServeTest {
     assertFalse(plain.has("prompt_token_ids") || plain.at("/choices/0").has("token_ids"), "not asked for, not there");
   }
 
+  /**
+   * vLLM's {@code prompt_logprobs}: for every prompt token after the first, its own log-probability
+   * and rank and the likeliest alternatives, keyed by token id — the same numbers completions' echo
+   * with logprobs gives — in each completion choice, beside a chat's choices, never on a stream.
+   */
+  @Test
+  void promptLogprobsScoreEveryPromptTokenAsVllmDoes() throws Exception {
+    String text = "The quick brown fox jumps";
+    List<Integer> ids = ints(JSON.readTree(post("/tokenize", "{\"prompt\":\"" + text + "\"}").body()).get("tokens"));
+    HttpResponse<String> r = post("/v1/completions", "{\"model\":\"tiny\",\"prompt\":\"" + text + "\",\"max_tokens\":2,"
+        + "\"temperature\":0,\"prompt_logprobs\":2,\"echo\":true,\"logprobs\":1}");
+    assertEquals(200, r.statusCode(), r.body());
+    JsonNode choice = JSON.readTree(r.body()).at("/choices/0");
+    JsonNode scores = choice.get("prompt_logprobs");
+    assertEquals(ids.size(), scores.size(), scores.toString());
+    assertTrue(scores.get(0).isNull(), "nothing comes before the first token");
+    for (int i = 1; i < ids.size(); i++) {
+      JsonNode position = scores.get(i);
+      JsonNode own = position.get(Integer.toString(ids.get(i)));
+      assertTrue(own != null && own.get("rank").asInt() >= 1 && own.get("logprob").asDouble() <= 0, position.toString());
+      assertEquals(own.get("logprob").asDouble(), choice.at("/logprobs/token_logprobs/" + i).asDouble(), 1e-5, "echo's number, position " + i);
+      assertTrue(position.size() >= 2 && position.size() <= 3, "its own and the two likeliest: " + position);
+      java.util.Set<Integer> ranks = new java.util.HashSet<>();
+      position.forEach(e -> ranks.add(e.get("rank").asInt()));
+      assertTrue(ranks.containsAll(List.of(1, 2)), position.toString());
+      assertTrue(position.properties().stream().allMatch(e -> e.getValue().get("decoded_token").isTextual()));
+      assertEquals(1, choice.at("/logprobs/top_logprobs/" + i).size(), "echo's own alternatives stay at logprobs: 1");
+    }
+    JsonNode chat = chat(",\"temperature\":0,\"prompt_logprobs\":0");
+    assertEquals(chat.at("/usage/prompt_tokens").asInt(), chat.get("prompt_logprobs").size(), "chat: beside the choices");
+    assertEquals(1, chat.at("/prompt_logprobs/3").size(), "prompt_logprobs 0: the token's own alone");
+    HttpResponse<String> streamed = post("/v1/completions", "{\"model\":\"tiny\",\"prompt\":\"x\",\"stream\":true,\"prompt_logprobs\":1}");
+    assertEquals(400, streamed.statusCode());
+    assertEquals("prompt_logprobs", JSON.readTree(streamed.body()).at("/error/param").asText());
+  }
+
   @Test
   void echoWithLogprobsScoresThePromptAsLegacyClientsExpect() throws Exception {
     HttpResponse<String> r = post("/v1/completions",

@@ -144,7 +144,7 @@ public final class FromWire {
     for (int k = 0; k < values.length; k++) {
       values[k] = lp.getTopLogprobs(k);
     }
-    return new TokenLogprob(lp.getLogprob(), ids, values);
+    return new TokenLogprob(lp.getLogprob(), ids, values, lp.getRank());
   }
 
   /** Null while the stream goes on (UNSPECIFIED). */

@@ -146,7 +146,7 @@ public final class ToWire {
   }
 
   public static dev.tandem.proto.worker.v1.TokenLogprob logprob(TokenLogprob lp) {
-    var entry = dev.tandem.proto.worker.v1.TokenLogprob.newBuilder().setLogprob(lp.logprob());
+    var entry = dev.tandem.proto.worker.v1.TokenLogprob.newBuilder().setLogprob(lp.logprob()).setRank(lp.rank());
     for (int k = 0; k < lp.topTokenIds().length; k++) {
       entry.addTopTokenIds(lp.topTokenIds()[k]).addTopLogprobs(lp.topLogprobs()[k]);
     }

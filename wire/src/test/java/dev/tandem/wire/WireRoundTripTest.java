@@ -120,10 +120,12 @@ class WireRoundTripTest {
     var chunk = new TokenChunk(new int[] {4, 5}, new TokenLogprob[] {
         new TokenLogprob(-0.5f, new int[] {4, 9}, new float[] {-0.5f, -1.5f}),
         new TokenLogprob(-0.1f, new int[0], new float[0])}, FinishReason.LENGTH, 30, 16, origin,
-        new TokenLogprob[] {new TokenLogprob(-2f, new int[] {8}, new float[] {-1f})});
+        new TokenLogprob[] {new TokenLogprob(-2f, new int[] {8}, new float[] {-1f}, 3)});
     TokenChunk back = FromWire.chunk(ToWire.chunk(chunk));
     assertEquals(1, back.promptLogprobs().length);
     assertArrayEquals(new int[] {8}, back.promptLogprobs()[0].topTokenIds());
+    assertEquals(3, back.promptLogprobs()[0].rank(), "the prompt token's rank (vLLM's prompt_logprobs)");
+    assertEquals(0, back.logprobs()[0].rank(), "not known");
     assertArrayEquals(chunk.tokens(), back.tokens());
     assertEquals(2, back.logprobCount());
     assertArrayEquals(new int[] {4, 9}, back.logprobs()[0].topTokenIds());

@@ -200,7 +200,13 @@ final class Sampler {
       ids[k] = best;
       lps[k] = logits[best] - logZ;
     }
-    return new dev.tandem.common.TokenLogprob(logits[token] - logZ, ids, lps);
+    int rank = 1; // vLLM's: 1 + how many tokens are likelier
+    for (float v : logits) {
+      if (v > logits[token]) {
+        rank++;
+      }
+    }
+    return new dev.tandem.common.TokenLogprob(logits[token] - logZ, ids, lps, rank);
   }
 
   static int argmax(float[] logits) {

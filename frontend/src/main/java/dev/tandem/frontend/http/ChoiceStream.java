@@ -63,6 +63,9 @@ final class ChoiceStream {
   private final boolean tokensAsIds;
   private int tokenIdsSent; // stream, return_token_ids: generated[0, tokenIdsSent) went out
   private boolean promptIdsSent; // stream, completions' return_token_ids: the prompt's ids went out
+  /** The prompt's log-probabilities as the worker sent them (position i: token i + 1's), once they came; null before. */
+  TokenLogprob[] promptScores;
+  private final int echoTop; // completions' echo with logprobs: alternatives per prompt token
 
   ChoiceStream(int index, int[] prompt, TextTokenizer tokenizer, GenerationSpec spec) {
     this.index = index;
@@ -74,6 +77,7 @@ final class ChoiceStream {
     this.minTokens = spec.stop().minTokens();
     this.promptTokens = prompt.length;
     this.tokensAsIds = spec.output().tokensAsIds();
+    this.echoTop = Math.max(0, spec.logprobs());
     this.reasoningSplitter = new ReasoningSplitter(spec.parsers().reasoning());
     this.toolCallExtractor = new ToolCallExtractor(spec.parsers().toolCalls());
   }
@@ -144,15 +148,47 @@ final class ChoiceStream {
     List<ResponseJson.LogprobEntry> entries = new ArrayList<>();
     entries.add(new ResponseJson.LogprobEntry(tokenText(this.prompt[0]), null, null));
     for (int i = 0; i < prompt.length && i + 1 < this.prompt.length; i++) {
-      entries.add(logprobEntry(this.prompt[i + 1], prompt[i]));
+      entries.add(logprobEntry(this.prompt[i + 1], prompt[i], echoTop));
     }
     logprobs.addAll(0, entries);
+  }
+
+  /**
+   * vLLM's {@code prompt_logprobs}: null for the first prompt token, then for each later one an
+   * object keyed by token id — the prompt's token and the {@code top} likeliest — each with its
+   * {@code logprob}, {@code rank} (1: the likeliest) and {@code decoded_token}.
+   */
+  com.fasterxml.jackson.databind.node.ArrayNode promptLogprobsJson(int top) {
+    var out = ResponseJson.JSON.createArrayNode();
+    out.addNull();
+    for (int i = 0; promptScores != null && i < promptScores.length && i + 1 < prompt.length; i++) {
+      TokenLogprob lp = promptScores[i];
+      ObjectNode position = out.addObject();
+      scored(position, prompt[i + 1], lp.logprob(), lp.rank());
+      for (int k = 0; k < Math.min(top, lp.topTokenIds().length); k++) {
+        if (!position.has(Integer.toString(lp.topTokenIds()[k]))) {
+          scored(position, lp.topTokenIds()[k], lp.topLogprobs()[k], k + 1);
+        }
+      }
+    }
+    return out;
+  }
+
+  private void scored(ObjectNode position, int token, float logprob, int rank) {
+    ObjectNode e = position.putObject(Integer.toString(token));
+    e.put("logprob", logprob);
+    if (rank > 0) {
+      e.put("rank", rank);
+    } else {
+      e.putNull("rank");
+    }
+    e.put("decoded_token", tokenizer.decode(new int[] {token}, false));
   }
 
   /** One token's text, after stop strings (empty while a stop string may be starting). */
   String token(int token, TokenLogprob logprob) {
     if (logprob != null) {
-      logprobs.add(logprobEntry(token, logprob));
+      logprobs.add(logprobEntry(token, logprob, logprob.topTokenIds().length));
     }
     tokens++;
     generated.add(token);
@@ -213,9 +249,9 @@ final class ChoiceStream {
     }
   }
 
-  private ResponseJson.LogprobEntry logprobEntry(int token, TokenLogprob lp) {
+  private ResponseJson.LogprobEntry logprobEntry(int token, TokenLogprob lp, int alternatives) {
     List<ResponseJson.Alternative> top = new ArrayList<>();
-    for (int i = 0; i < lp.topTokenIds().length; i++) {
+    for (int i = 0; i < Math.min(alternatives, lp.topTokenIds().length); i++) {
       top.add(new ResponseJson.Alternative(tokenText(lp.topTokenIds()[i]), lp.topLogprobs()[i]));
     }
     return new ResponseJson.LogprobEntry(tokenText(token), lp.logprob(), top);

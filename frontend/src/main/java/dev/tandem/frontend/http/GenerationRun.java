@@ -289,7 +289,9 @@ final class GenerationRun {
     var stop = new dev.tandem.common.StopConditions(left, spec.stop().stopTokenIds(), spec.stop().ignoreEos(),
         Math.max(0, spec.stop().minTokens() - c.generated.size()));
     GenerationRequest request = tagged(new GenerationRequest(
-        id + "-" + c.index + "-m" + (c.migrations + 1), prompt, request(c).sampling().withPromptLogprobs(-1), stop))
+        id + "-" + c.index + "-m" + (c.migrations + 1), prompt,
+        // the prompt's log-probabilities again only where none came and the prompt is still the request's own
+        c.promptScores == null && c.generated.isEmpty() ? request(c).sampling() : request(c).sampling().withPromptLogprobs(-1), stop))
         .resumedAfter(c.generated.size());
     Route route;
     try {
@@ -314,8 +316,11 @@ final class GenerationRun {
     if (chunk.origin() != null && c.origin(chunk.origin())) {
       metrics.remotePrefillFallback();
     }
-    if (chunk.promptLogprobs() != null && spec.echo() && c.migrations == 0) {
-      c.promptLogprobs(chunk.promptLogprobs());
+    if (chunk.promptLogprobs() != null && c.promptScores == null) { // from the first worker, or one it moved to before any output
+      c.promptScores = chunk.promptLogprobs();
+      if (spec.echo()) {
+        c.promptLogprobs(chunk.promptLogprobs());
+      }
     }
     if (chunk.promptTokens() > 0 && c.migrations == 0) { // after a migration the prompt holds the tokens so far
       c.promptTokens = chunk.promptTokens();
@@ -478,6 +483,16 @@ final class GenerationRun {
             c.index, c.text.toString(), c.reasoning.toString(), c.toolCalls, c.finishReason, logprobs));
       }
       ObjectNode body = ResponseJson.response(spec.kind(), id, created, spec.model(), results, usage);
+      int top = spec.output().promptLogprobs();
+      if (top >= 0) { // vLLM's prompt_logprobs: chat's once, beside the choices; a completion's in each
+        if (spec.kind() == GenerationSpec.Kind.CHAT) {
+          body.set("prompt_logprobs", choices.getFirst().promptLogprobsJson(top));
+        } else {
+          for (ChoiceStream c : choices) {
+            ((ObjectNode) body.get("choices").get(c.index)).set("prompt_logprobs", c.promptLogprobsJson(top));
+          }
+        }
+      }
       if (spec.output().tokenIds()) { // vLLM's return_token_ids: chat's prompt once, beside the choices; a completion's in each
         if (spec.kind() == GenerationSpec.Kind.CHAT) {
           ChoiceStream.ids(body.putArray("prompt_token_ids"), spec.prompts().getFirst(), spec.prompts().getFirst().length);

@@ -42,35 +42,40 @@ public record GenerationSpec(
    * call ends the output), vLLM's {@code include_stop_str_in_output}, chat's echoed final message
    * (null: none), vLLM's {@code return_token_ids} (the prompt's and the output's token ids beside
    * the text), {@code return_tokens_as_token_ids} (log-probabilities name tokens as {@code
-   * token_id:N}) and {@code stream_options.continuous_usage_stats} (each streamed chunk carries its
-   * choice's usage so far).
+   * token_id:N}), {@code stream_options.continuous_usage_stats} (each streamed chunk carries its
+   * choice's usage so far) and vLLM's {@code prompt_logprobs} (-1: none; else each prompt token's
+   * log-probability, rank and this many likeliest alternatives, beside the text).
    */
   public record Output(boolean echo, boolean oneToolCall, boolean includeStopString, String echoedMessage, boolean tokenIds,
-      boolean tokensAsIds, boolean continuousUsage) {
-    public static final Output PLAIN = new Output(false, false, false, null, false, false, false);
+      boolean tokensAsIds, boolean continuousUsage, int promptLogprobs) {
+    public static final Output PLAIN = new Output(false, false, false, null, false, false, false, -1);
 
     Output withEcho(boolean v) {
-      return new Output(v, oneToolCall, includeStopString, echoedMessage, tokenIds, tokensAsIds, continuousUsage);
+      return new Output(v, oneToolCall, includeStopString, echoedMessage, tokenIds, tokensAsIds, continuousUsage, promptLogprobs);
     }
 
     Output withOneToolCall(boolean v) {
-      return new Output(echo, v, includeStopString, echoedMessage, tokenIds, tokensAsIds, continuousUsage);
+      return new Output(echo, v, includeStopString, echoedMessage, tokenIds, tokensAsIds, continuousUsage, promptLogprobs);
     }
 
     Output withIncludeStopString(boolean v) {
-      return new Output(echo, oneToolCall, v, echoedMessage, tokenIds, tokensAsIds, continuousUsage);
+      return new Output(echo, oneToolCall, v, echoedMessage, tokenIds, tokensAsIds, continuousUsage, promptLogprobs);
     }
 
     Output withEchoedMessage(String v) {
-      return new Output(echo, oneToolCall, includeStopString, v, tokenIds, tokensAsIds, continuousUsage);
+      return new Output(echo, oneToolCall, includeStopString, v, tokenIds, tokensAsIds, continuousUsage, promptLogprobs);
+    }
+
+    Output withPromptLogprobs(int top) {
+      return new Output(echo, oneToolCall, includeStopString, echoedMessage, tokenIds, tokensAsIds, continuousUsage, top);
     }
 
     Output withContinuousUsage(boolean v) {
-      return new Output(echo, oneToolCall, includeStopString, echoedMessage, tokenIds, tokensAsIds, v);
+      return new Output(echo, oneToolCall, includeStopString, echoedMessage, tokenIds, tokensAsIds, v, promptLogprobs);
     }
 
     Output withTokenIds(boolean ids, boolean asIds) {
-      return new Output(echo, oneToolCall, includeStopString, echoedMessage, ids, asIds, continuousUsage);
+      return new Output(echo, oneToolCall, includeStopString, echoedMessage, ids, asIds, continuousUsage, promptLogprobs);
     }
   }
 
@@ -140,6 +145,12 @@ public record GenerationSpec(
   /** vLLM's {@code return_token_ids} and {@code return_tokens_as_token_ids}. */
   public GenerationSpec withTokenIds(boolean tokenIds, boolean tokensAsIds) {
     return withOutput(output.withTokenIds(tokenIds, tokensAsIds));
+  }
+
+  /** vLLM's {@code prompt_logprobs}: {@code top} alternatives for each prompt token (-1: none); the workers are asked for them too. */
+  public GenerationSpec withPromptLogprobs(int top) {
+    GenerationSpec s = withOutput(output.withPromptLogprobs(top));
+    return top < 0 ? s : s.withSampling(sampling.withPromptLogprobs(Math.max(top, sampling.promptLogprobs())));
   }
 
   /** vLLM's {@code stream_options.continuous_usage_stats} (with {@code include_usage}). */

@@ -64,7 +64,6 @@ public final class RequestParser {
       Map.entry("spaces_between_special_tokens", true),
       Map.entry("bad_words", List.of()),
       Map.entry("truncate_prompt_tokens", List.of()),
-      Map.entry("prompt_logprobs", List.of()),
       Map.entry("use_beam_search", false),
       Map.entry("length_penalty", 1.0));
 
@@ -302,7 +301,7 @@ public final class RequestParser {
     GenerationSpec spec =
         common(body, GenerationSpec.Kind.COMPLETION, prompts, maxTokens, logprobs, "max_tokens", null, OutputParsers.NONE);
     if (echo && logprobs >= 0) { // the prompt's log-probabilities too, as OpenAI's legacy API gives them
-      spec = spec.withSampling(spec.sampling().withPromptLogprobs(logprobs));
+      spec = spec.withSampling(spec.sampling().withPromptLogprobs(Math.max(logprobs, spec.sampling().promptLogprobs())));
     }
     return spec.withEcho(echo);
   }
@@ -403,7 +402,25 @@ public final class RequestParser {
         .withTokenIds(bool(body, "return_token_ids", false), bool(body, "return_tokens_as_token_ids", false))
         .withPriority(priority(body))
         .withCacheSalt(cacheSalt(body))
-        .withContinuousUsage(continuousUsage);
+        .withContinuousUsage(continuousUsage)
+        .withPromptLogprobs(promptLogprobs(body, stream));
+  }
+
+  /**
+   * vLLM's {@code prompt_logprobs}: how many likeliest alternatives to give beside each prompt
+   * token's own log-probability and rank (-1 when not set); as in vLLM, not on a stream.
+   */
+  private int promptLogprobs(ObjectNode body, boolean stream) {
+    JsonNode v = body.get("prompt_logprobs");
+    if (v == null || v.isNull()) {
+      return -1;
+    }
+    int top = integer(body, "prompt_logprobs", 0, 0, SamplingParams.MAX_LOGPROBS);
+    if (stream) {
+      throw ApiException.invalid("prompt_logprobs", "'prompt_logprobs' are not available when 'stream' is true.");
+    }
+    requireFeature("prompt_logprobs", "logprobs");
+    return top;
   }
 
   /**

@@ -116,10 +116,31 @@ class RequestParserTest {
   }
 
   @Test
+  void promptLogprobsAskTheWorkersForTheMostAlternativesEitherParameterWants() {
+    RequestParser p = parser(Set.of("logprobs"));
+    GenerationSpec chat = chat(p, "{\"model\":\"m\"," + HI + ",\"prompt_logprobs\":3}");
+    assertEquals(3, chat.output().promptLogprobs());
+    assertEquals(3, chat.sampling().promptLogprobs(), "the workers compute them");
+    GenerationSpec both = p.parseCompletion(RequestParser.parseBody(
+        "{\"model\":\"m\",\"prompt\":\"hi\",\"echo\":true,\"logprobs\":4,\"prompt_logprobs\":1}".getBytes(StandardCharsets.UTF_8)));
+    assertEquals(4, both.sampling().promptLogprobs(), "echo's 4 and prompt_logprobs' 1: the workers send 4");
+    assertEquals(1, both.output().promptLogprobs());
+    assertEquals(-1, chat(p, "{\"model\":\"m\"," + HI + "}").output().promptLogprobs());
+    for (String bad : List.of("21", "-1", "\"2\"")) {
+      assertEquals("prompt_logprobs", assertThrows(ApiException.class,
+          () -> chat(p, "{\"model\":\"m\"," + HI + ",\"prompt_logprobs\":" + bad + "}")).param(), bad);
+    }
+    assertEquals("prompt_logprobs", assertThrows(ApiException.class,
+        () -> chat(p, "{\"model\":\"m\"," + HI + ",\"stream\":true,\"prompt_logprobs\":1}")).param(), "not on a stream, as in vLLM");
+    assertEquals("unsupported_parameter", assertThrows(ApiException.class,
+        () -> chat(parser(Set.of()), "{\"model\":\"m\"," + HI + ",\"prompt_logprobs\":1}")).code(), "an engine without logprobs");
+  }
+
+  @Test
   void vllmParametersTandemDoesNotHonourAreRefusedUnlessAtTheirDefault() {
     RequestParser p = parser(Set.of());
     for (String set : List.of("\"spaces_between_special_tokens\":false", "\"bad_words\":[\"x\"]",
-"\"truncate_prompt_tokens\":10", "\"prompt_logprobs\":1", "\"use_beam_search\":true",
+"\"truncate_prompt_tokens\":10", "\"use_beam_search\":true",
         "\"length_penalty\":0.5")) {
       ApiException e = assertThrows(ApiException.class, () -> chat(p, "{\"model\":\"m\"," + HI + "," + set + "}"), set);
       assertEquals(set.substring(1, set.indexOf('"', 1)), e.param(), set);
