@@ -12,7 +12,8 @@ import java.util.OptionalLong;
  * logprobs}); the prompt is then computed in full, not taken from the prefix cache. {@code
  * thinkingBudget} (null: none) bounds a reasoning model's reasoning (vLLM's {@code
  * thinking_token_budget}). {@code allowedTokenIds} (empty: any) are the only tokens that may be
- * drawn (vLLM's {@code allowed_token_ids}; log-probabilities still come from the raw distribution).
+ * drawn (vLLM's {@code allowed_token_ids}; log-probabilities still come from the raw distribution);
+ * no output ends with one of {@code badWords} (vLLM's {@code bad_words}, each as its tokens).
  *
  * <p>The defaults live here and nowhere else: {@link #DEFAULTS} is what an OpenAI request that sets
  * nothing gets (temperature 1, no truncation, no penalties).
@@ -30,7 +31,8 @@ public record SamplingParams(
     java.util.Map<Integer, Float> logitBias,
     int promptLogprobs,
     ThinkingBudget thinkingBudget,
-    java.util.List<Integer> allowedTokenIds) {
+    java.util.List<Integer> allowedTokenIds,
+    java.util.List<java.util.List<Integer>> badWords) {
 
   /** OpenAI's default temperature. */
   public static final float DEFAULT_TEMPERATURE = 1f;
@@ -77,12 +79,16 @@ public record SamplingParams(
       float temperature, float topP, int topK, float minP, OptionalLong seed, float presencePenalty, float frequencyPenalty,
       float repetitionPenalty, int logprobs, java.util.Map<Integer, Float> logitBias, int promptLogprobs, ThinkingBudget thinkingBudget) {
     this(temperature, topP, topK, minP, seed, presencePenalty, frequencyPenalty, repetitionPenalty, logprobs, logitBias, promptLogprobs,
-        thinkingBudget, java.util.List.of());
+        thinkingBudget, java.util.List.of(), java.util.List.of());
   }
 
   public SamplingParams {
     logitBias = logitBias == null ? java.util.Map.of() : java.util.Map.copyOf(logitBias);
     allowedTokenIds = allowedTokenIds == null ? java.util.List.of() : java.util.List.copyOf(allowedTokenIds);
+    badWords = badWords == null ? java.util.List.of() : badWords.stream().map(java.util.List::copyOf).toList();
+    if (badWords.stream().anyMatch(java.util.List::isEmpty)) {
+      throw new IllegalArgumentException("a bad word has no tokens");
+    }
     if (topK == 0) {
       topK = NO_TOP_K;
     }
@@ -104,31 +110,58 @@ public record SamplingParams(
   }
 
   public SamplingParams withTemperature(float t) {
-    return new SamplingParams(t, topP, topK, minP, seed, presencePenalty, frequencyPenalty, repetitionPenalty, logprobs, logitBias, promptLogprobs, thinkingBudget, allowedTokenIds);
+    return new SamplingParams(t, topP, topK, minP, seed, presencePenalty, frequencyPenalty, repetitionPenalty, logprobs, logitBias, promptLogprobs, thinkingBudget, allowedTokenIds, badWords);
   }
 
   public SamplingParams withSeed(OptionalLong s) {
-    return new SamplingParams(temperature, topP, topK, minP, s, presencePenalty, frequencyPenalty, repetitionPenalty, logprobs, logitBias, promptLogprobs, thinkingBudget, allowedTokenIds);
+    return new SamplingParams(temperature, topP, topK, minP, s, presencePenalty, frequencyPenalty, repetitionPenalty, logprobs, logitBias, promptLogprobs, thinkingBudget, allowedTokenIds, badWords);
   }
 
   public SamplingParams withLogitBias(java.util.Map<Integer, Float> bias) {
-    return new SamplingParams(temperature, topP, topK, minP, seed, presencePenalty, frequencyPenalty, repetitionPenalty, logprobs, bias, promptLogprobs, thinkingBudget, allowedTokenIds);
+    return new SamplingParams(temperature, topP, topK, minP, seed, presencePenalty, frequencyPenalty, repetitionPenalty, logprobs, bias, promptLogprobs, thinkingBudget, allowedTokenIds, badWords);
   }
 
   public SamplingParams withPromptLogprobs(int n) {
-    return new SamplingParams(temperature, topP, topK, minP, seed, presencePenalty, frequencyPenalty, repetitionPenalty, logprobs, logitBias, n, thinkingBudget, allowedTokenIds);
+    return new SamplingParams(temperature, topP, topK, minP, seed, presencePenalty, frequencyPenalty, repetitionPenalty, logprobs, logitBias, n, thinkingBudget, allowedTokenIds, badWords);
   }
 
   /** These parameters with {@code budget} on the reasoning (null: none). */
   public SamplingParams withThinkingBudget(ThinkingBudget budget) {
     return new SamplingParams(temperature, topP, topK, minP, seed, presencePenalty, frequencyPenalty, repetitionPenalty, logprobs, logitBias,
-        promptLogprobs, budget, allowedTokenIds);
+        promptLogprobs, budget, allowedTokenIds, badWords);
   }
 
   /** vLLM's {@code allowed_token_ids}: only these may be drawn (empty: any token). */
   public SamplingParams withAllowedTokenIds(java.util.List<Integer> ids) {
     return new SamplingParams(temperature, topP, topK, minP, seed, presencePenalty, frequencyPenalty, repetitionPenalty, logprobs, logitBias,
-        promptLogprobs, thinkingBudget, ids);
+        promptLogprobs, thinkingBudget, ids, badWords);
+  }
+
+  /** vLLM's {@code bad_words}, as token sequences: none is generated whole (empty: none). */
+  public SamplingParams withBadWords(java.util.List<java.util.List<Integer>> words) {
+    return new SamplingParams(temperature, topP, topK, minP, seed, presencePenalty, frequencyPenalty, repetitionPenalty, logprobs, logitBias,
+        promptLogprobs, thinkingBudget, allowedTokenIds, words);
+  }
+
+  /**
+   * vLLM's {@code bad_words} at an output whose last tokens are {@code output[from, to)}: the
+   * tokens that would complete one of them now (a one-token word always; a longer one where the
+   * output ends with all of it but its last token).
+   */
+  public int[] bannedAfter(int[] output, int from, int to) {
+    int[] banned = new int[badWords.size()];
+    int count = 0;
+    for (java.util.List<Integer> word : badWords) {
+      int prefix = word.size() - 1;
+      boolean ends = to - from >= prefix;
+      for (int k = 0; ends && k < prefix; k++) {
+        ends = output[to - prefix + k] == word.get(k);
+      }
+      if (ends) {
+        banned[count++] = word.get(prefix);
+      }
+    }
+    return java.util.Arrays.copyOf(banned, count);
   }
 
   /** Whether only some tokens may be drawn ({@link #allowedTokenIds}). */
@@ -141,6 +174,6 @@ public record SamplingParams(
   }
 
   public SamplingParams withLogprobs(int n) {
-    return new SamplingParams(temperature, topP, topK, minP, seed, presencePenalty, frequencyPenalty, repetitionPenalty, n, logitBias, promptLogprobs, thinkingBudget, allowedTokenIds);
+    return new SamplingParams(temperature, topP, topK, minP, seed, presencePenalty, frequencyPenalty, repetitionPenalty, n, logitBias, promptLogprobs, thinkingBudget, allowedTokenIds, badWords);
   }
 }

@@ -55,6 +55,8 @@ public record EngineInfo(
     LOGIT_BIAS,
     /** vLLM's {@code allowed_token_ids}: nothing else is drawn. */
     ALLOWED_TOKEN_IDS,
+    /** vLLM's {@code bad_words}: no output ends with one of them. */
+    BAD_WORDS,
     /** vLLM's {@code cache_salt}: only requests with the same salt share cached blocks. */
     CACHE_SALT,
     /** Constrained decoding: JSON schema outputs and forced tool calls. */

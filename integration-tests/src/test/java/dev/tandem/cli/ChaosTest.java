@@ -221,8 +221,27 @@ class ChaosTest {
       started += log.lines().filter(l -> l.contains("Using incubator modules")).count(); // the JVM's first line
       up += log.lines().filter(l -> l.contains(" listening on ")).count();
       logs.append("\n--- w").append(i).append(".log\n").append(log);
+      Process latest = cluster.workers()[i];
+      if (!log.strip().endsWith("/metrics") && latest.isAlive()) { // started, never came up: where it waits
+        logs.append("--- w").append(i).append(" (pid ").append(latest.pid()).append(") threads\n").append(threads(latest.pid()));
+      } else if (!latest.isAlive()) {
+        logs.append("--- w").append(i).append(" exited with ").append(latest.exitValue()).append('\n');
+      }
     }
     return "worker processes started " + started + ", came up " + up + logs;
+  }
+
+  /** The JVM {@code pid}'s thread dump, by the JDK's own jcmd (or why there is none). */
+  private static String threads(long pid) {
+    try {
+      Process jcmd = new ProcessBuilder(Path.of(System.getProperty("java.home"), "bin", "jcmd").toString(), Long.toString(pid), "Thread.print")
+          .redirectErrorStream(true).start();
+      byte[] out = jcmd.getInputStream().readAllBytes();
+      jcmd.waitFor(20, TimeUnit.SECONDS);
+      return new String(out, java.nio.charset.StandardCharsets.UTF_8);
+    } catch (IOException | InterruptedException e) {
+      return "no thread dump: " + e;
+    }
   }
 
   /** Sends a signal with the shell's own kill (no procps needed). */

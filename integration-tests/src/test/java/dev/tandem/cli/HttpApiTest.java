@@ -201,6 +201,27 @@ class HttpApiTest {
     TestDeployments.assertPoolsFull(deployment);
   }
 
+  /**
+   * vLLM's {@code bad_words} on the mocker: with two tokens allowed and one of them the text of a
+   * bad word (alone and after a space), every token drawn is the other one.
+   */
+  @Test
+  void badWordsAreNeverDrawn() throws Exception {
+    int hello = JSON.readTree(post("/tokenize", "{\"prompt\": \"hello\"}").body()).at("/tokens/0").asInt();
+    int world = JSON.readTree(post("/tokenize", "{\"prompt\": \"world\"}").body()).at("/tokens/0").asInt();
+    HttpResponse<String> r = post("/v1/completions", """
+        {"model": "%s", "prompt": "x", "max_tokens": 24, "allowed_token_ids": [%d, %d], "bad_words": ["hello"],
+         "return_token_ids": true, "seed": 3}""".formatted(M, hello, world));
+    assertEquals(200, r.statusCode(), r.body());
+    List<Integer> drawn = new ArrayList<>();
+    JSON.readTree(r.body()).at("/choices/0/token_ids").forEach(t -> drawn.add(t.asInt()));
+    assertEquals(java.util.Collections.nCopies(24, world), drawn);
+    HttpResponse<String> blank = post("/v1/completions", """
+        {"model": "%s", "prompt": "x", "bad_words": [" "]}""".formatted(M));
+    assertEquals(400, blank.statusCode());
+    assertEquals("bad_words[0]", JSON.readTree(blank.body()).at("/error/param").asText());
+  }
+
   static Stream<Arguments> badRequests() {
     String chat = "/v1/chat/completions";
     String msgs = "\"messages\": [{\"role\": \"user\", \"content\": \"hi\"}]";

@@ -92,7 +92,8 @@ public final class FromWire {
         s.getLogitBiasMap(),
         s.hasPromptLogprobs() ? (int) Math.min(SamplingParams.MAX_LOGPROBS, s.getPromptLogprobs()) : SamplingParams.NO_LOGPROBS,
         s.hasThinkingBudget() ? thinkingBudget(s.getThinkingBudget()) : null,
-        s.getAllowedTokenIdsList());
+        s.getAllowedTokenIdsList(),
+        s.getBadWordsList().stream().map(w -> (java.util.List<Integer>) w.getTokenIdsList()).toList());
   }
 
   private static dev.tandem.common.ThinkingBudget thinkingBudget(dev.tandem.proto.worker.v1.ThinkingBudget t) {

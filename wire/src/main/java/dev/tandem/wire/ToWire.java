@@ -90,6 +90,9 @@ public final class ToWire {
     s.seed().ifPresent(b::setSeed);
     s.logitBias().forEach(b::putLogitBias);
     s.allowedTokenIds().forEach(b::addAllowedTokenIds);
+    for (var word : s.badWords()) {
+      b.addBadWords(dev.tandem.proto.worker.v1.TokenSequence.newBuilder().addAllTokenIds(word));
+    }
     if (s.thinkingBudget() != null) {
       var t = s.thinkingBudget();
       var tb = dev.tandem.proto.worker.v1.ThinkingBudget.newBuilder()

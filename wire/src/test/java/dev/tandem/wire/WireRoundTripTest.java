@@ -72,6 +72,8 @@ class WireRoundTripTest {
     assertEquals(null, back.cacheSalt(), "no cache salt");
     var allowed = request.sampling().withAllowedTokenIds(List.of(3, 1, 4));
     assertEquals(allowed, FromWire.sampling(ToWire.sampling(allowed)), "vLLM's allowed_token_ids, in order");
+    var banned = request.sampling().withBadWords(List.of(List.of(7), List.of(8, 9)));
+    assertEquals(banned, FromWire.sampling(ToWire.sampling(banned)), "vLLM's bad_words, each as its tokens");
     assertEquals(List.of(), FromWire.sampling(ToWire.sampling(request.sampling())).allowedTokenIds(), "none: any token");
     var salted = FromWire.request(ToWire.request(request.withCacheSalt("tenant-a").withLora("sql")), "x");
     assertEquals("tenant-a", salted.cacheSalt(), "vLLM's cache_salt");

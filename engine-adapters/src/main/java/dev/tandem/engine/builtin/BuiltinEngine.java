@@ -151,6 +151,7 @@ public final class BuiltinEngine extends SchedulingEngine implements KvHandoff {
         EngineInfo.Feature.STOP_TOKEN_IDS,
         EngineInfo.Feature.MIN_TOKENS,
         EngineInfo.Feature.ALLOWED_TOKEN_IDS,
+        EngineInfo.Feature.BAD_WORDS,
         EngineInfo.Feature.CACHE_SALT,
         EngineInfo.Feature.LOGIT_BIAS,
         EngineInfo.Feature.THINKING_BUDGET);
@@ -658,6 +659,11 @@ public final class BuiltinEngine extends SchedulingEngine implements KvHandoff {
       float[] raw = top >= 0 ? l.clone() : null; // sampling adjusts logits in place
       if (!seq.request().stop().mayStopAfter(seq.generated())) {
         holdEnds(l, seq.request().stop());
+      }
+      for (int banned : seq.badWordEnds()) {
+        if (banned >= 0 && banned < l.length) {
+          l[banned] = Float.NEGATIVE_INFINITY;
+        }
       }
       int token;
       int forced = state.thinking == null ? -1 : state.thinking.forced();

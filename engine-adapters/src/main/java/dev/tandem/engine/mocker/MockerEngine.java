@@ -67,6 +67,7 @@ public final class MockerEngine extends SchedulingEngine {
                 EngineInfo.Feature.STOP_TOKEN_IDS,
                 EngineInfo.Feature.MIN_TOKENS,
                 EngineInfo.Feature.ALLOWED_TOKEN_IDS,
+                EngineInfo.Feature.BAD_WORDS,
                 EngineInfo.Feature.CACHE_SALT),
             config.eosTokenIds(),
             scheduler.batching());
@@ -126,12 +127,23 @@ public final class MockerEngine extends SchedulingEngine {
     var allowed = seq.request().sampling().allowedTokenIds();
     int token = tokenOf(h, allowed);
     var stop = seq.request().stop();
-    // min_tokens: draw again (bounded: stop ids covering the whole vocabulary cannot be honoured)
-    for (int tries = 0; tries < 1_000 && !stop.mayStopAfter(seq.generated()) && stop.isEnd(token, NO_EOS); tries++) {
+    int[] banned = seq.badWordEnds();
+    // min_tokens and bad_words: draw again (bounded: bans covering every token cannot be honoured)
+    for (int tries = 0; tries < 1_000
+        && ((!stop.mayStopAfter(seq.generated()) && stop.isEnd(token, NO_EOS)) || contains(banned, token)); tries++) {
       h = mix(h);
       token = tokenOf(h, allowed);
     }
     return token;
+  }
+
+  private static boolean contains(int[] ids, int token) {
+    for (int id : ids) {
+      if (id == token) {
+        return true;
+      }
+    }
+    return false;
   }
 
   /** The token a draw {@code h} picks: among the regular tokens, or only among {@code allowed} (vLLM's allowed_token_ids). */

@@ -52,6 +52,16 @@ public final class Sequence {
     return request;
   }
 
+  /**
+   * vLLM's {@code bad_words}: the tokens that would complete one of the request's now, given its
+   * output so far (a migrated stream's earlier output included).
+   */
+  public int[] badWordEnds() {
+    var sampling = request.sampling();
+    return sampling.badWords().isEmpty() ? new int[0]
+        : sampling.bannedAfter(tokens, promptLength() - request.resumedOutputTokens(), length);
+  }
+
   public int promptLength() {
     return promptLength;
   }

@@ -182,6 +182,26 @@ class BuiltinEngineTest {
     assertEquals(free, alone(greedy("free-again", p, 6)));
   }
 
+  /**
+   * vLLM's {@code bad_words}: a one-token word is never drawn; a two-token word's second token is
+   * banned only right after its first — the output may hold the first alone, never the pair.
+   */
+  @Test
+  void badWordsAreNeverGeneratedWhole() {
+    int[] p = prompt(20, 9);
+    List<Integer> free = alone(greedy("free", p, 6));
+    SamplingParams one = SamplingParams.greedy().withBadWords(List.of(List.of(free.get(0))));
+    List<Integer> without = alone(sampled("one-token", p, 6, one));
+    assertFalse(without.contains(free.get(0)), without.toString());
+    SamplingParams pair = SamplingParams.greedy().withBadWords(List.of(List.of(free.get(0), free.get(1))));
+    List<Integer> split = alone(sampled("two-tokens", p, 6, pair));
+    assertEquals(free.get(0), split.get(0), "the word's first token alone is allowed");
+    assertFalse(split.get(1).equals(free.get(1)), "but not the word: " + free + " vs " + split);
+    for (int i = 1; i < split.size(); i++) {
+      assertFalse(split.get(i - 1).equals(free.get(0)) && split.get(i).equals(free.get(1)), split.toString());
+    }
+  }
+
   @Test
   void greedyOutputIsTheSameAloneBatchedChunkedAndPreempted() {
     int[] p1 = prompt(37, 1);

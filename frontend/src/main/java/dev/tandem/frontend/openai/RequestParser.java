@@ -54,6 +54,7 @@ public final class RequestParser {
   static final int DEFAULT_TOKENS_FOR_ALL_CHOICES = 4096;
   private static final int MAX_STOP_STRINGS = 16;
   private static final int MAX_LOGIT_BIAS = 1024;
+  private static final int MAX_BAD_WORDS = 128;
 
   /**
    * vLLM's request parameters that change what comes back and that Tandem does not honour (yet):
@@ -62,7 +63,6 @@ public final class RequestParser {
    */
   private static final List<Map.Entry<String, Object>> NOT_HONOURED = List.of(
       Map.entry("spaces_between_special_tokens", true),
-      Map.entry("bad_words", List.of()),
       Map.entry("truncate_prompt_tokens", List.of()),
       Map.entry("use_beam_search", false),
       Map.entry("length_penalty", 1.0));
@@ -215,7 +215,7 @@ public final class RequestParser {
         .withEchoedMessage(echoedMessage(body, messages, addGenerationPrompt));
     if (spec.constraint() == null && toolChoice.kind() == StructuredOutputs.ToolChoice.Kind.AUTO && tools != null
         && model.parsers().constrainedCalls() && model.supports("structured_outputs") && !spec.stop().ignoreEos()
-        && spec.stop().minTokens() == 0 && !spec.sampling().restrictsTokens()) {
+        && spec.stop().minTokens() == 0 && !spec.sampling().restrictsTokens() && spec.sampling().badWords().isEmpty()) {
       // Nothing else constrains the output: the calls the model may write are held to the tools (--tool-call-constraint).
       StructuredOutput calls = StructuredOutputs.autoCalls(body.get("tools"), parsers.toolCalls(), spec.oneToolCall());
       if (calls != null) {
@@ -354,10 +354,13 @@ public final class RequestParser {
       constraint = forcedCall;
     }
     SamplingParams sampling = sampling(body).withLogprobs(logprobs).withLogitBias(logitBias(body))
-        .withAllowedTokenIds(allowedTokenIds(body));
-    if (sampling.restrictsTokens() && constraint != null) {
-      throw ApiException.invalid("allowed_token_ids", "'allowed_token_ids' cannot be combined with structured outputs: "
-          + "the output's grammar chooses its tokens.");
+        .withAllowedTokenIds(allowedTokenIds(body))
+        .withBadWords(badWords(body));
+    for (String param : List.of("allowed_token_ids", "bad_words")) {
+      boolean set = param.equals("bad_words") ? !sampling.badWords().isEmpty() : sampling.restrictsTokens();
+      if (set && constraint != null) {
+        throw ApiException.invalid(param, "'" + param + "' cannot be combined with structured outputs: the output's grammar chooses its tokens.");
+      }
     }
     List<String> stops = stopStrings(body);
     int[] stopIds = stopTokenIds(body);
@@ -888,6 +891,43 @@ public final class RequestParser {
     }
     if (out.stream().anyMatch(String::isEmpty)) {
       throw ApiException.invalid("stop", "Stop sequences must not be empty.");
+    }
+    return out;
+  }
+
+  /**
+   * vLLM's {@code bad_words}: strings the output may not hold, each as its tokens at the start of
+   * the text and, where a leading space makes other tokens of the same count, after a space.
+   */
+  private List<List<Integer>> badWords(ObjectNode body) {
+    JsonNode v = body.get("bad_words");
+    if (v == null || v.isNull() || (v.isArray() && v.isEmpty())) {
+      return List.of();
+    }
+    if (!v.isArray()) {
+      throw typeError("bad_words", "an array of strings", v);
+    }
+    if (v.size() > MAX_BAD_WORDS) {
+      throw ApiException.invalid("bad_words", "At most " + MAX_BAD_WORDS + " bad words may be given.");
+    }
+    requireFeature("bad_words", "bad_words");
+    List<List<Integer>> out = new ArrayList<>();
+    for (int i = 0; i < v.size(); i++) {
+      JsonNode w = v.get(i);
+      String param = "bad_words[" + i + "]";
+      if (!w.isTextual() || w.asText().isBlank()) {
+        throw ApiException.invalid(param, "'" + param + "' must be a non-empty string.");
+      }
+      String word = w.asText().stripLeading();
+      int[] plain = model.tokenizer().encode(word, false);
+      int[] spaced = model.tokenizer().encode(" " + word, false);
+      if (plain.length == 0 || spaced.length == 0) {
+        throw ApiException.invalid(param, "'" + param + "' has no tokens under this model's tokenizer.");
+      }
+      out.add(java.util.Arrays.stream(plain).boxed().toList());
+      if (spaced.length == plain.length && spaced[0] != plain[0]) {
+        out.add(java.util.Arrays.stream(spaced).boxed().toList());
+      }
     }
     return out;
   }

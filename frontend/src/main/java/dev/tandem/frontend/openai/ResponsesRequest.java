@@ -25,7 +25,7 @@ public record ResponsesRequest(ObjectNode chat, ObjectNode echo) {
   /** Chat parameters a Responses request may carry as they are (sampling extensions, Tandem's own). */
   private static final List<String> PASSED = List.of(
       "model", "stream", "temperature", "top_p", "parallel_tool_calls", "seed", "top_k", "min_p", "repetition_penalty",
-      "presence_penalty", "frequency_penalty", "stop", "stop_token_ids", "ignore_eos", "min_tokens", "cache_salt", "allowed_token_ids", "skip_special_tokens", "logit_bias",
+      "presence_penalty", "frequency_penalty", "stop", "stop_token_ids", "ignore_eos", "min_tokens", "cache_salt", "allowed_token_ids", "bad_words", "skip_special_tokens", "logit_bias",
       "chat_template_kwargs", "thinking_token_budget", "priority", "tandem");
 
   /** Chat parameter → the Responses field it came from, for errors the chat parser raises. */

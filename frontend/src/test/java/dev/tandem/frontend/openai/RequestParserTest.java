@@ -139,7 +139,7 @@ class RequestParserTest {
   @Test
   void vllmParametersTandemDoesNotHonourAreRefusedUnlessAtTheirDefault() {
     RequestParser p = parser(Set.of());
-    for (String set : List.of("\"spaces_between_special_tokens\":false", "\"bad_words\":[\"x\"]",
+    for (String set : List.of("\"spaces_between_special_tokens\":false",
 "\"truncate_prompt_tokens\":10", "\"use_beam_search\":true",
         "\"length_penalty\":0.5")) {
       ApiException e = assertThrows(ApiException.class, () -> chat(p, "{\"model\":\"m\"," + HI + "," + set + "}"), set);
@@ -152,6 +152,17 @@ class RequestParserTest {
     chat(p, "{\"model\":\"m\"," + HI + ",\"include_stop_str_in_output\":false,\"spaces_between_special_tokens\":true,\"bad_words\":[],"
         + "\"allowed_token_ids\":null,\"priority\":0,\"length_penalty\":1,\"use_beam_search\":false,\"cache_salt\":null,\"echo\":false}");
     assertEquals("tenant-a", chat(parser(Set.of("cache_salt")), "{\"model\":\"m\"," + HI + ",\"cache_salt\":\"tenant-a\"}").cacheSalt());
+    RequestParser banning = parser(Set.of("bad_words", "structured_outputs"));
+    var words = chat(banning, "{\"model\":\"m\"," + HI + ",\"bad_words\":[\"hello\"]}").sampling().badWords();
+    assertTrue(!words.isEmpty() && words.size() <= 2, "the word, and after a space where that tokenizes apart: " + words);
+    for (String bad : List.of("[\"\"]", "[7]", "\"hello\"")) {
+      assertTrue(assertThrows(ApiException.class, () -> chat(banning, "{\"model\":\"m\"," + HI + ",\"bad_words\":" + bad + "}"))
+          .param().startsWith("bad_words"), bad);
+    }
+    assertEquals("bad_words", assertThrows(ApiException.class, () -> chat(banning, "{\"model\":\"m\"," + HI
+        + ",\"bad_words\":[\"x\"],\"response_format\":{\"type\":\"json_object\"}}")).param());
+    assertEquals("unsupported_parameter", assertThrows(ApiException.class,
+        () -> chat(p, "{\"model\":\"m\"," + HI + ",\"bad_words\":[\"x\"]}")).code(), "an engine without it refuses it");
     RequestParser allowing = parser(Set.of("allowed_token_ids", "structured_outputs"));
     assertEquals(List.of(3, 5), chat(allowing, "{\"model\":\"m\"," + HI + ",\"allowed_token_ids\":[3,5]}").sampling().allowedTokenIds());
     for (String bad : List.of("[]", "[\"a\"]", "[-1]", "[999999999]", "7")) {
