@@ -33,7 +33,8 @@ import org.junit.jupiter.api.io.TempDir;
  * Chaos: three mocker worker processes under a steady streaming load while one of them is killed
  * with SIGKILL every few seconds and started again. Every stream must end properly — complete
  * (migrated where its worker died) or with a clean OpenAI error — none may hang or stop without
- * a word, and the survivors hold no KV blocks at the end. Bounded: about 25 s of chaos.
+ * a word, and the survivors hold no KV blocks at the end. Bounded: about 25 s of chaos (at least
+ * four kills, each restart listening before the next kill).
  */
 @org.junit.jupiter.api.Tag("e2e")
 class ChaosTest {
@@ -141,13 +142,22 @@ class ChaosTest {
       long seconds = Long.getLong("tandem.chaos.seconds", 25);
       long every = Long.getLong("tandem.chaos.killEverySeconds", 5);
       long end = System.nanoTime() + TimeUnit.SECONDS.toNanos(seconds);
-      while (System.nanoTime() < end) {
-        Thread.sleep(every * 1000 - 1000);
+      long lastKill = System.nanoTime();
+      while (System.nanoTime() < end || kills[0] < 4) {
+        // A kill every `every` s, and at least a second after the last restart listened (the
+        // frontend takes it back within a second).
+        Thread.sleep(Math.max(1000, TimeUnit.NANOSECONDS.toMillis(lastKill + TimeUnit.SECONDS.toNanos(every) - System.nanoTime())));
         int victim = random.nextInt(n);
         cluster.workers()[victim].destroyForcibly().waitFor(5, TimeUnit.SECONDS); // SIGKILL
+        lastKill = System.nanoTime();
         kills[0]++;
         Thread.sleep(1000);
+        long up = listening(cluster, victim);
         cluster.workers()[victim] = worker(cluster.logs(), victim, cluster.ports()[victim], cluster.metricsPorts()[victim]);
+        // The next kill waits for this worker to listen again: on a busy 2-core machine a JVM takes
+        // 5-10 s to start, and killing the next worker before then empties the pool — which tests
+        // the machine, not the frontend.
+        awaitListening(cluster, victim, up + 1);
       }
     });
     int complete = outcomes.getOrDefault(Outcome.COMPLETE, 0);
@@ -241,6 +251,22 @@ class ChaosTest {
       return new String(out, java.nio.charset.StandardCharsets.UTF_8);
     } catch (IOException | InterruptedException e) {
       return "no thread dump: " + e;
+    }
+  }
+
+  /** How many times worker {@code i} said it listens, in its log. */
+  private static long listening(Cluster cluster, int i) throws IOException {
+    return Files.readString(cluster.logs().resolve("w" + i + ".log")).lines().filter(l -> l.contains(" listening on ")).count();
+  }
+
+  /** Waits (up to 60 s) until worker {@code i} has said {@code times} times that it listens. */
+  private static void awaitListening(Cluster cluster, int i, long times) throws Exception {
+    long deadline = System.nanoTime() + TimeUnit.SECONDS.toNanos(60);
+    while (listening(cluster, i) < times) {
+      if (System.nanoTime() > deadline) {
+        throw new AssertionError("restarted worker " + i + " did not listen within 60 s: " + startedAndUp(cluster));
+      }
+      Thread.sleep(100);
     }
   }
 
