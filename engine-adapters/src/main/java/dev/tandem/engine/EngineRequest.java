@@ -70,6 +70,12 @@ public record EngineRequest(
     this(requestId, promptTokens, sampling, stop, structuredOutput, outputBudget, loraName, 0);
   }
 
+  /** This request under other stop conditions, everything else kept (a prefill worker's one-token run of it). */
+  public EngineRequest withStop(StopConditions other) {
+    return new EngineRequest(requestId, promptTokens, sampling, other, structuredOutput, outputBudget, loraName, resumedOutputTokens,
+        priority, cacheSalt);
+  }
+
   /** The salt of this request's block hashes ({@link BlockHasher#salt(String, String)}: its adapter's and its cache salt). */
   public long hashSalt() {
     return BlockHasher.salt(loraName, cacheSalt);

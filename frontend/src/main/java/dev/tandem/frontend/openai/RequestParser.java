@@ -356,11 +356,11 @@ public final class RequestParser {
     SamplingParams sampling = sampling(body).withLogprobs(logprobs).withLogitBias(logitBias(body))
         .withAllowedTokenIds(allowedTokenIds(body))
         .withBadWords(badWords(body));
-    for (String param : List.of("allowed_token_ids", "bad_words")) {
-      boolean set = param.equals("bad_words") ? !sampling.badWords().isEmpty() : sampling.restrictsTokens();
-      if (set && constraint != null) {
-        throw ApiException.invalid(param, "'" + param + "' cannot be combined with structured outputs: the output's grammar chooses its tokens.");
-      }
+    if (constraint != null && sampling.restrictsTokens()) {
+      throw chosenByGrammar("allowed_token_ids");
+    }
+    if (constraint != null && !sampling.badWords().isEmpty()) {
+      throw chosenByGrammar("bad_words");
     }
     List<String> stops = stopStrings(body);
     int[] stopIds = stopTokenIds(body);
@@ -558,6 +558,11 @@ public final class RequestParser {
           param,
           "unsupported_parameter");
     }
+  }
+
+  /** {@code param} would choose tokens a structured output's grammar chooses. */
+  private static ApiException chosenByGrammar(String param) {
+    return ApiException.invalid(param, "'" + param + "' cannot be combined with structured outputs: the output's grammar chooses its tokens.");
   }
 
   /** {@code param} would hold a structured output past its end. */

@@ -140,11 +140,7 @@ public final class PrefillCalls implements PrefillEndpoint {
       StopConditions first = full.stop().minTokens() > 0
           ? new StopConditions(1, full.stop().stopTokenIds(), full.stop().ignoreEos(), 1)
           : new StopConditions(1, full.stop().stopTokenIds(), true);
-      EngineRequest one =
-          new EngineRequest(
-              requestId, full.promptTokens(), full.sampling(), first,
-              full.structuredOutput(), full.outputBudget(), full.loraName(), full.resumedOutputTokens(), full.priority(),
-              full.cacheSalt()); // the salt's hashes are the ones the decode worker and the router expect
+      EngineRequest one = full.withStop(first); // every other field kept: the cache salt's hashes are the ones the decode worker and the router expect
       if (calls.putIfAbsent(requestId, this) != null) {
         end(Status.ALREADY_EXISTS.withDescription("request " + requestId + " is already being prefilled here"), "duplicate");
         return;
