@@ -26,8 +26,9 @@ import org.slf4j.LoggerFactory;
  * backend, engine and model), optionally under {@code taskset} on its own CPU range, logging to
  * {@code logDir/ID.log}. Removing a worker drains it ({@code POST /drain} on its metrics port:
  * readiness off, no new requests, those in flight finish, then it exits 0) — the least-loaded first,
- * never a worker still serving its last request. A worker that dies within its first seconds
- * fails the scale with its log's tail.
+ * never a worker still serving its last request. A worker that exits before it ever served fails
+ * a scale with its log's tail: the scale that started it when it dies within two seconds, else the
+ * pool's next scale (whenever it died), so that the planner backs off instead of restarting it.
  *
  * <p>Thread-safe (one planner loop calls it; {@link #close} may come from a shutdown hook).
  */
@@ -48,20 +49,25 @@ public final class LocalConnector implements Connector {
     final Process process;
     final int metricsPort;
     final int cpuSlot;
+    final Path logFile;
     volatile boolean draining;
+    /** Whether it ever answered /health: one that dies before it did failed to start. */
+    volatile boolean served;
 
-    Child(String id, Pool pool, Process process, int metricsPort, int cpuSlot) {
+    Child(String id, Pool pool, Process process, int metricsPort, int cpuSlot, Path logFile) {
       this.id = id;
       this.pool = pool;
       this.process = process;
       this.metricsPort = metricsPort;
       this.cpuSlot = cpuSlot;
+      this.logFile = logFile;
     }
 
     boolean serving() {
       try {
         HttpResponse<Void> r = http.send(HttpRequest.newBuilder(URI.create("http://" + spec.host() + ":" + metricsPort + "/health"))
             .timeout(Duration.ofSeconds(1)).GET().build(), HttpResponse.BodyHandlers.discarding());
+        served |= r.statusCode() == 200;
         return r.statusCode() == 200;
       } catch (IOException e) {
         return false;
@@ -75,6 +81,8 @@ public final class LocalConnector implements Connector {
   private final Spec spec;
   private final HttpClient http = HttpClient.newBuilder().connectTimeout(Duration.ofSeconds(1)).build();
   private final Map<Pool, List<Child>> children = new EnumMap<>(Pool.class);
+  /** Start failures seen since the last scale of each pool: workers that exited before they served. */
+  private final Map<Pool, List<String>> failedStarts = new EnumMap<>(Pool.class);
   private int next;
 
   public LocalConnector(Spec spec) throws IOException {
@@ -82,6 +90,7 @@ public final class LocalConnector implements Connector {
     Files.createDirectories(spec.logDir());
     for (Pool p : Pool.values()) {
       children.put(p, new ArrayList<>());
+      failedStarts.put(p, new ArrayList<>());
     }
   }
 
@@ -90,10 +99,22 @@ public final class LocalConnector implements Connector {
     return "local";
   }
 
-  /** Workers alive and not draining. */
+  /** Workers alive and not draining; those that died before they ever served are kept as start failures. */
   private synchronized List<Child> live(Pool pool) {
-    children.get(pool).removeIf(c -> !c.process.isAlive());
+    children.get(pool).removeIf(c -> {
+      if (c.process.isAlive()) {
+        return false;
+      }
+      if (!c.draining && !c.served) {
+        failedStarts.get(pool).add(startFailure(c.pool, c.id, c.process, c.logFile));
+      }
+      return true;
+    });
     return children.get(pool).stream().filter(c -> !c.draining).toList();
+  }
+
+  private static String startFailure(Pool pool, String id, Process p, Path logFile) {
+    return pool.cliName() + " worker " + id + " exited with " + p.exitValue() + " before it was seen serving; " + logFile + " ends: " + tail(logFile);
   }
 
   /** Ids of the live workers this connector started in {@code pool}. */
@@ -115,6 +136,15 @@ public final class LocalConnector implements Connector {
   @Override
   public void scale(Pool pool, int replicas, Collection<String> leastLoaded) throws ConnectorException {
     List<Child> live = live(pool);
+    List<String> failed;
+    synchronized (this) {
+      failed = List.copyOf(failedStarts.get(pool));
+      failedStarts.get(pool).clear();
+    }
+    if (!failed.isEmpty()) {
+      // Report it rather than start the same failure again at once: the planner backs off and retries.
+      throw new ConnectorException(String.join("; ", failed));
+    }
     for (int i = live.size(); i < replicas; i++) {
       start(pool);
     }
@@ -190,8 +220,7 @@ public final class LocalConnector implements Connector {
     }
     try {
       if (p.waitFor(2, TimeUnit.SECONDS)) {
-        throw new ConnectorException(pool.cliName() + " worker " + id + " exited with " + p.exitValue() + " at start; "
-            + logFile + " ends: " + tail(logFile));
+        throw new ConnectorException(startFailure(pool, id, p, logFile));
       }
     } catch (InterruptedException e) {
       Thread.currentThread().interrupt();
@@ -199,7 +228,7 @@ public final class LocalConnector implements Connector {
       throw new ConnectorException("interrupted starting " + id);
     }
     synchronized (this) {
-      children.get(pool).add(new Child(id, pool, p, metricsPort, slot));
+      children.get(pool).add(new Child(id, pool, p, metricsPort, slot, logFile));
     }
     log.info("started {} worker {} (pid {}, gRPC {}:{}, metrics {}), log {}", pool.cliName(), id, p.pid(), spec.host(), port, metricsPort, logFile);
   }

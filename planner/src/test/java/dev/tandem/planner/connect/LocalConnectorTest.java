@@ -56,12 +56,42 @@ class LocalConnectorTest {
     }
   }
 
+  /**
+   * The scale that starts a worker which dies at once, or (on a busy machine, where the JVM takes
+   * longer than the connector's two-second look) the pool's next scale, fails with the log's reason.
+   */
   @Test
   void aWorkerThatDiesAtStartFailsTheScaleWithItsLog() throws Exception {
     try (LocalConnector c = connector(List.of("--fail-at-start"))) {
-      ConnectorException e = assertThrows(ConnectorException.class, () -> c.scale(Pool.PREFILL, 1, List.of()));
+      ConnectorException e = scaleUntilItFails(c);
       assertTrue(e.getMessage().contains("exited with 3") && e.getMessage().contains("refusing to start"), e.getMessage());
       assertFalse(c.workers(Pool.PREFILL).iterator().hasNext());
+    }
+  }
+
+  @Test
+  void aWorkerThatDiesLaterBeforeServingFailsTheNextScaleInsteadOfBeingRestarted() throws Exception {
+    try (LocalConnector c = connector(List.of("--fail-after-ms", "2500"))) {
+      c.scale(Pool.PREFILL, 1, List.of());
+      String first = c.workers(Pool.PREFILL).getFirst();
+      ConnectorException e = scaleUntilItFails(c);
+      assertTrue(e.getMessage().contains(first + " exited with 4") && e.getMessage().contains("failed to load"), e.getMessage());
+      assertEquals(List.of(), c.workers(Pool.PREFILL), "the failed scale started no replacement");
+      assertFalse(java.nio.file.Files.exists(logs.resolve("local-prefill-1.log")), "no second worker was started");
+    }
+  }
+
+  /** Calls {@code scale(PREFILL, 1)} until it fails; only a failure before anything else ran can be slow. */
+  private static ConnectorException scaleUntilItFails(LocalConnector c) throws InterruptedException {
+    long deadline = System.nanoTime() + Duration.ofSeconds(30).toNanos();
+    while (true) {
+      try {
+        c.scale(Pool.PREFILL, 1, List.of());
+      } catch (ConnectorException e) {
+        return e;
+      }
+      assertTrue(System.nanoTime() < deadline, "no scale failed within 30 s");
+      Thread.sleep(100);
     }
   }
 }
