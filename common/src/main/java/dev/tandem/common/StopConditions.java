@@ -34,7 +34,7 @@ public record StopConditions(int maxTokens, int[] stopTokenIds, boolean ignoreEo
    * {@link #endsAt}.
    */
   public boolean isEnd(int token, int[] eosTokenIds) {
-    return contains(stopTokenIds, token) || (!ignoreEos && contains(eosTokenIds, token));
+    return TokenIds.contains(stopTokenIds, token) || (!ignoreEos && TokenIds.contains(eosTokenIds, token));
   }
 
   /** Whether {@code token}, a sequence's {@code nth} generated token (counted from 1), ends it: an end token past the minimum. */
@@ -52,14 +52,6 @@ public record StopConditions(int maxTokens, int[] stopTokenIds, boolean ignoreEo
     return all;
   }
 
-  private static boolean contains(int[] ids, int token) {
-    for (int id : ids) {
-      if (id == token) {
-        return true;
-      }
-    }
-    return false;
-  }
 
   public static StopConditions maxTokens(int maxTokens) {
     return new StopConditions(maxTokens, new int[0], false);

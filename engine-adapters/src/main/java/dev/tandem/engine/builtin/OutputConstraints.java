@@ -1,6 +1,7 @@
 package dev.tandem.engine.builtin;
 
 import dev.tandem.common.StructuredOutput;
+import dev.tandem.common.TokenIds;
 import dev.tandem.engine.EngineRequest;
 import dev.tandem.engine.grammar.Grammar;
 import dev.tandem.engine.grammar.GrammarException;
@@ -131,7 +132,7 @@ final class OutputConstraints {
 
   /** Moves the matcher past a drawn token (an end token leaves it as it is). */
   void accept(GrammarState state, int token, int[] ends) {
-    if (contains(ends, token)) {
+    if (TokenIds.contains(ends, token)) {
       return;
     }
     long t0 = System.nanoTime();
@@ -155,7 +156,7 @@ final class OutputConstraints {
     try {
       for (; n < count; n++) {
         int token = tokens[n];
-        if (contains(ends, token)) {
+        if (TokenIds.contains(ends, token)) {
           return s.accepting() ? n + 1 : n;
         }
         byte[] bytes = masker.vocabulary().bytes(token);
@@ -169,14 +170,6 @@ final class OutputConstraints {
     }
   }
 
-  private static boolean contains(int[] tokens, int token) {
-    for (int t : tokens) {
-      if (t == token) {
-        return true;
-      }
-    }
-    return false;
-  }
 
   private TokenMasker masker() {
     if (masker == null) {

@@ -1,6 +1,7 @@
 package dev.tandem.engine.mocker;
 
 import dev.tandem.common.KvEvent;
+import dev.tandem.common.TokenIds;
 import dev.tandem.engine.Engine;
 import dev.tandem.engine.EngineInfo;
 import dev.tandem.engine.EngineLoad;
@@ -130,21 +131,13 @@ public final class MockerEngine extends SchedulingEngine {
     int[] banned = seq.badWordEnds();
     // min_tokens and bad_words: draw again (bounded: bans covering every token cannot be honoured)
     for (int tries = 0; tries < 1_000
-        && ((!stop.mayStopAfter(seq.generated()) && stop.isEnd(token, NO_EOS)) || contains(banned, token)); tries++) {
+        && ((!stop.mayStopAfter(seq.generated()) && stop.isEnd(token, NO_EOS)) || TokenIds.contains(banned, token)); tries++) {
       h = mix(h);
       token = tokenOf(h, allowed);
     }
     return token;
   }
 
-  private static boolean contains(int[] ids, int token) {
-    for (int id : ids) {
-      if (id == token) {
-        return true;
-      }
-    }
-    return false;
-  }
 
   /** The token a draw {@code h} picks: among the regular tokens, or only among {@code allowed} (vLLM's allowed_token_ids). */
   private int tokenOf(long h, java.util.List<Integer> allowed) {
