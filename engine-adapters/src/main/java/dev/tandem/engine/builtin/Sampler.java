@@ -4,6 +4,9 @@ import dev.tandem.common.TokenLogprob;
 import dev.tandem.common.SamplingParams;
 import java.util.Arrays;
 import java.util.SplittableRandom;
+import jdk.incubator.vector.FloatVector;
+import jdk.incubator.vector.VectorOperators;
+import jdk.incubator.vector.VectorSpecies;
 import java.util.concurrent.ThreadLocalRandom;
 
 /**
@@ -83,19 +86,8 @@ final class Sampler {
     if (p.isGreedy()) {
       return argmax(logits);
     }
-    float inv = 1f / p.temperature();
-    float max = Float.NEGATIVE_INFINITY;
-    for (int i = 0; i < logits.length; i++) {
-      logits[i] *= inv;
-      max = Math.max(max, logits[i]);
-    }
-    // Unnormalised probabilities; min-p keeps tokens with p ≥ min_p · p_max.
     float[] probs = logits; // reused in place
-    double minP = p.minP() > 0 ? p.minP() : 0;
-    for (int i = 0; i < probs.length; i++) {
-      float e = (float) Math.exp(logits[i] - max);
-      probs[i] = e < minP ? 0f : e; // p_max is exp(0) = 1 before normalisation
-    }
+    unnormalisedProbabilities(logits, p.temperature(), p.minP() > 0 ? p.minP() : 0f);
     boolean topK = p.topK() > 0 && p.topK() < probs.length;
     boolean topP = p.topP() < 1f;
     if (topK || topP) {
@@ -117,17 +109,49 @@ final class Sampler {
       }
     }
     double r = random.nextDouble() * total;
-    int last = 0;
     for (int i = 0; i < probs.length; i++) {
-      if (probs[i] > 0) {
-        last = i;
-        r -= probs[i];
-        if (r < 0) {
-          return i;
-        }
+      r -= probs[i]; // a zero leaves r as it is, so only a kept token ends the walk (no branch on which are kept)
+      if (r < 0) {
+        return i;
       }
     }
+    int last = probs.length - 1; // rounding left r ≥ 0: the last kept token
+    while (last > 0 && !(probs[last] > 0)) {
+      last--;
+    }
     return last;
+  }
+
+  private static final VectorSpecies<Float> F = FloatVector.SPECIES_PREFERRED;
+
+  /**
+   * In place: logits ÷ temperature, then exp(logit − the largest), so the likeliest token's is 1;
+   * min-p zeroes those under {@code minP} of it. Vectorised: at 152k ids the scalar exp alone took
+   * 0.6 ms a token.
+   */
+  static void unnormalisedProbabilities(float[] logits, float temperature, float minP) {
+    float inv = 1f / temperature;
+    int bound = F.loopBound(logits.length);
+    FloatVector top = FloatVector.broadcast(F, Float.NEGATIVE_INFINITY);
+    int i = 0;
+    for (; i < bound; i += F.length()) {
+      FloatVector v = FloatVector.fromArray(F, logits, i).mul(inv);
+      v.intoArray(logits, i);
+      top = top.max(v);
+    }
+    float max = top.reduceLanes(VectorOperators.MAX);
+    for (; i < logits.length; i++) {
+      logits[i] *= inv;
+      max = Math.max(max, logits[i]);
+    }
+    for (i = 0; i < bound; i += F.length()) {
+      FloatVector e = FloatVector.fromArray(F, logits, i).sub(max).lanewise(VectorOperators.EXP);
+      e.blend(0f, e.lt(minP)).intoArray(logits, i);
+    }
+    for (; i < logits.length; i++) {
+      float e = (float) Math.exp(logits[i] - max);
+      logits[i] = e < minP ? 0f : e;
+    }
   }
 
   /** vLLM's {@code allowed_token_ids}: every other token's logit to −∞ (ids outside the vocabulary are none). */
@@ -219,38 +243,116 @@ final class Sampler {
     return best;
   }
 
+  /** Buckets of {@link #keepTopKTopP}: a positive float's exponent and its top 3 mantissa bits (an eighth of an octave each). */
+  private static final int BUCKET_SHIFT = 16;
+  private final int[] bucketCount = new int[1 << (31 - BUCKET_SHIFT)];
+  private final double[] bucketMass = new double[1 << (31 - BUCKET_SHIFT)];
+
   /**
    * Zeroes every probability outside the k largest, then outside the smallest prefix (largest
-   * first) whose mass reaches {@code topP} of the remaining total.
+   * first, ties by id) whose mass reaches {@code topP} of the remaining total.
+   *
+   * <p>Without sorting the vocabulary (1.7 ms a token at 152k ids): one pass counts the tokens and
+   * their mass in buckets of an eighth of an octave (positive floats order like their bits), the
+   * buckets are walked from the top to the one where k tokens, or the top-p share of the mass, are
+   * reached, and only that bucket's tokens are sorted to find where inside it the cut falls. Sums
+   * run bucket by bucket, so a cut exactly on a rounding boundary may fall one token off the full
+   * sort's.
    */
-  private static void keepTopKTopP(float[] probs, int k, float topP) {
+  void keepTopKTopP(float[] probs, int k, float topP) {
+    int[] count = bucketCount;
+    double[] mass = bucketMass;
+    Arrays.fill(count, 0);
+    Arrays.fill(mass, 0);
     int n = 0;
-    long[] packed = new long[probs.length];
-    for (int i = 0; i < probs.length; i++) {
-      if (probs[i] > 0) {
-        // Non-negative floats order like their bits; descending order via the complement.
-        packed[n++] = ((long) ~Float.floatToRawIntBits(probs[i]) << 32) | i;
+    for (float v : probs) {
+      if (v > 0) {
+        int b = Float.floatToRawIntBits(v) >>> BUCKET_SHIFT;
+        count[b]++;
+        mass[b] += v;
+        n++;
       }
     }
-    Arrays.sort(packed, 0, n);
     int keep = Math.min(k, n);
+    if (n == 0 || (keep == n && topP >= 1f)) {
+      return;
+    }
+    // The k-th token: its bucket, and the tokens kept inside it (largest first).
+    int kBucket = -1;
+    long[] kIn = null; // kBucket's tokens among the k largest
+    double kInMass = 0;
+    double total = 0; // the k largest's mass
+    if (keep < n) {
+      int above = 0;
+      kBucket = count.length - 1;
+      while (above + count[kBucket] < keep) {
+        above += count[kBucket];
+        total += mass[kBucket--];
+      }
+      kIn = Arrays.copyOf(sortedIn(probs, kBucket, count[kBucket]), keep - above);
+      for (long t : kIn) {
+        kInMass += probs[(int) t];
+      }
+      total += kInMass;
+    } else {
+      for (double m : mass) {
+        total += m;
+      }
+    }
+    int cut = kIn == null ? -1 : (int) kIn[kIn.length - 1]; // the id of the last token kept, -1: none cut
     if (topP < 1f) {
-      double total = 0;
-      for (int j = 0; j < keep; j++) {
-        total += probs[(int) packed[j]];
-      }
+      double target = topP * total;
       double cum = 0;
-      int j = 0;
-      while (j < keep) {
-        cum += probs[(int) packed[j++]];
-        if (cum >= topP * total) {
-          break;
+      for (int b = count.length - 1; b >= Math.max(0, kBucket); b--) {
+        double inBucket = b == kBucket ? kInMass : mass[b];
+        if (count[b] == 0 || cum + inBucket < target) {
+          cum += inBucket;
+          continue;
         }
+        // The cut is in this bucket (at its last token when the token-by-token sum falls short of
+        // the bucket's by rounding).
+        for (long t : b == kBucket ? kIn : sortedIn(probs, b, count[b])) {
+          cut = (int) t;
+          cum += probs[(int) t];
+          if (cum >= target) {
+            break;
+          }
+        }
+        break;
       }
-      keep = j;
     }
-    for (int j = keep; j < n; j++) {
-      probs[(int) packed[j]] = 0f;
+    if (cut < 0) {
+      return;
     }
+    // Kept: above the last kept token, or equal to it with an id not after it (the sort's order).
+    // Vectorised: where about half the tokens are kept, a branch per token mispredicts half the time.
+    float last = probs[cut];
+    int bound = F.loopBound(probs.length);
+    int i = 0;
+    for (; i < bound; i += F.length()) {
+      FloatVector v = FloatVector.fromArray(F, probs, i);
+      v.blend(0f, v.lt(last)).intoArray(probs, i);
+    }
+    for (; i < probs.length; i++) {
+      probs[i] = probs[i] < last ? 0f : probs[i];
+    }
+    for (i = cut + 1; i < probs.length; i++) {
+      probs[i] = probs[i] == last ? 0f : probs[i]; // ties after the cut
+    }
+  }
+
+  /** The {@code size} tokens of {@code bucket}, largest first, ties by id, each packed as (complemented bits, id): {@code (int) t} is the id. */
+  private static long[] sortedIn(float[] probs, int bucket, int size) {
+    long[] packed = new long[size];
+    int n = 0;
+    for (int i = 0; i < probs.length && n < size; i++) {
+      float v = probs[i];
+      if (v > 0 && Float.floatToRawIntBits(v) >>> BUCKET_SHIFT == bucket) {
+        // Non-negative floats order like their bits; descending order via the complement.
+        packed[n++] = ((long) ~Float.floatToRawIntBits(v) << 32) | i;
+      }
+    }
+    Arrays.sort(packed);
+    return packed;
   }
 }

@@ -1,0 +1,131 @@
+package dev.tandem.engine.builtin;
+
+import static org.junit.jupiter.api.Assertions.assertArrayEquals;
+import static org.junit.jupiter.api.Assertions.assertEquals;
+
+import java.util.Arrays;
+import java.util.SplittableRandom;
+import org.junit.jupiter.api.Test;
+
+class SamplerTest {
+  /** One per test, so that a test's cuts after its first start from the buckets the first left. */
+  private final Sampler sampler = new Sampler();
+
+  @Test
+  void probabilitiesAreTheSoftmaxNumeratorsScaledToTheLikeliestWithMinPZeroingTheRest() {
+    SplittableRandom r = new SplittableRandom(3);
+    for (int length : new int[] {1, 7, 8, 17, 1_000, 151_936}) {
+      float[] logits = new float[length];
+      for (int i = 0; i < length; i++) {
+        logits[i] = i % 97 == 5 ? Float.NEGATIVE_INFINITY : (float) Math.max(-25, Math.min(25, r.nextGaussian() * 4));
+      }
+      logits[length / 2] = 30f; // the likeliest (the others are within ±25)
+      for (float temperature : new float[] {0.6f, 1f, 1.7f}) {
+        for (float minP : new float[] {0f, 0.01f}) {
+          float[] p = logits.clone();
+          Sampler.unnormalisedProbabilities(p, temperature, minP);
+          assertEquals(1f, p[length / 2]);
+          float inv = 1f / temperature;
+          for (int i = 0; i < length; i++) {
+            float scalar = (float) Math.exp(logits[i] * inv - 30f * inv); // as computed one token at a time
+            if (scalar < minP * (1 - 1e-6)) {
+              assertEquals(0f, p[i], "token " + i + " is under min-p");
+            } else if (scalar > minP * (1 + 1e-6)) {
+              assertEquals(scalar, p[i], 2 * Math.ulp(scalar), "token " + i + " of " + length);
+            }
+          }
+        }
+      }
+    }
+  }
+
+  @Test
+  void topKKeepsTheKLargestWithTiesToTheLowerId() {
+    float[] p = {0.1f, 0.5f, 0.2f, 0.2f};
+    sampler.keepTopKTopP(p, 2, 1f);
+    assertArrayEquals(new float[] {0f, 0.5f, 0.2f, 0f}, p);
+  }
+
+  @Test
+  void topPKeepsTheSmallestPrefixReachingItsShareOfTheMass() {
+    float[] p = {0.1f, 0.5f, 0.2f, 0.2f};
+    sampler.keepTopKTopP(p, 4, 0.6f); // 0.5 < 0.6, 0.5 + 0.2 ≥ 0.6
+    assertArrayEquals(new float[] {0f, 0.5f, 0.2f, 0f}, p);
+    float[] q = {0.1f, 0.5f, 0.2f, 0.2f};
+    sampler.keepTopKTopP(q, 2, 0.7f); // of the top two's 0.7, the first alone reaches 70%
+    assertArrayEquals(new float[] {0f, 0.5f, 0f, 0f}, q);
+  }
+
+  @Test
+  void aTailBelowTheCutoffsIsReachedWhenTheMassOrKNeedsIt() {
+    // One likely token and 100,000 at 1e-6 of it: 9% of the mass sits 6 orders of magnitude down.
+    float[] p = new float[100_001];
+    Arrays.fill(p, 1e-6f);
+    p[500] = 1f;
+    float[] expected = p.clone();
+    fullSort(expected, p.length, 0.95f);
+    sampler.keepTopKTopP(p, p.length, 0.95f);
+    assertArrayEquals(expected, p);
+    float[] q = new float[100_001];
+    Arrays.fill(q, 1e-12f);
+    q[7] = 1f;
+    float[] expectedQ = q.clone();
+    fullSort(expectedQ, 5_000, 1f);
+    sampler.keepTopKTopP(q, 5_000, 1f);
+    assertArrayEquals(expectedQ, q);
+  }
+
+  /** Against the whole vocabulary sorted, over random distributions: flat, peaked, tied, with zeros (min-p). */
+  @Test
+  void keepsWhatSortingEveryTokenKeeps() {
+    SplittableRandom r = new SplittableRandom(42);
+    for (int c = 0; c < 1_500; c++) {
+      int v = 1 + r.nextInt(c % 10 == 0 ? 60_000 : 3_000);
+      double scale = new double[] {0.01, 1, 3, 10, 40}[r.nextInt(5)];
+      boolean tied = r.nextInt(4) == 0;
+      float[] logits = new float[v];
+      float max = Float.NEGATIVE_INFINITY;
+      for (int i = 0; i < v; i++) {
+        logits[i] = tied ? r.nextInt(6) : (float) (r.nextGaussian() * scale);
+        max = Math.max(max, logits[i]);
+      }
+      double minP = r.nextInt(3) == 0 ? r.nextDouble() * 0.1 : 0;
+      float[] p = new float[v];
+      for (int i = 0; i < v; i++) {
+        float e = (float) Math.exp(logits[i] - max);
+        p[i] = e < minP ? 0f : e;
+      }
+      int k = r.nextInt(3) == 0 ? 1 + r.nextInt(50) : v;
+      float topP = r.nextInt(4) == 0 ? 1f : (float) (0.05 + r.nextDouble() * 0.95);
+      float[] expected = p.clone();
+      fullSort(expected, k, topP);
+      sampler.keepTopKTopP(p, k, topP);
+      assertArrayEquals(expected, p, "case " + c + ": " + v + " tokens, scale " + scale + ", k " + k + ", top-p " + topP);
+    }
+  }
+
+  /** The rule written plainly: every positive token sorted (largest first, ties by id), then the cuts. */
+  private static void fullSort(float[] probs, int k, float topP) {
+    Integer[] ids = java.util.stream.IntStream.range(0, probs.length).filter(i -> probs[i] > 0).boxed().toArray(Integer[]::new);
+    Arrays.sort(ids, (a, b) -> probs[a] != probs[b] ? Float.compare(probs[b], probs[a]) : Integer.compare(a, b));
+    int keep = Math.min(k, ids.length);
+    if (topP < 1f) {
+      double total = 0;
+      for (int j = 0; j < keep; j++) {
+        total += probs[ids[j]];
+      }
+      double cum = 0;
+      int j = 0;
+      while (j < keep) {
+        cum += probs[ids[j++]];
+        if (cum >= topP * total) {
+          break;
+        }
+      }
+      keep = j;
+    }
+    for (int j = keep; j < ids.length; j++) {
+      probs[ids[j]] = 0f;
+    }
+  }
+}
