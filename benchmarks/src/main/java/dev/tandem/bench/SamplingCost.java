@@ -22,8 +22,9 @@ import org.knowm.xchart.CategoryChartBuilder;
  * (the anchor: no sampling work) beside temperature sampling alone, top-p 0.9, and Qwen3's
  * generation defaults (temperature 0.6, top-k 20, top-p 0.95, which every request to a Qwen3
  * model gets unless it sets its own), rounds interleaved, each row as a ratio to greedy in the same
- * round. The sampler runs on the engine thread after the forward pass, so what it spends per
- * sequence adds to every step.
+ * round; and greedy with {@code top_logprobs: 20} (each token's log-probability and its 20
+ * likeliest alternatives, as agents and evaluation harnesses ask). The sampler runs on the engine
+ * thread after the forward pass, so what it spends per sequence adds to every step.
  *
  * <pre>java ... dev.tandem.bench.SamplingCost MODEL_DIR OUT_DIR [threads] [batch=8] [rounds=5]</pre>
  */
@@ -37,6 +38,7 @@ public final class SamplingCost {
     ROWS.put("temperature 1", sampled(1f, SamplingParams.NO_TOP_P, SamplingParams.NO_TOP_K));
     ROWS.put("top-p 0.9", sampled(1f, 0.9f, SamplingParams.NO_TOP_K));
     ROWS.put("Qwen3 defaults", sampled(0.6f, 0.95f, 20)); // temperature 0.6, top-k 20, top-p 0.95
+    ROWS.put("greedy, top_logprobs 20", SamplingParams.greedy().withLogprobs(20));
   }
 
   private static SamplingParams sampled(float temperature, float topP, int topK) {

@@ -3,6 +3,7 @@ package dev.tandem.engine.builtin;
 import static org.junit.jupiter.api.Assertions.assertArrayEquals;
 import static org.junit.jupiter.api.Assertions.assertEquals;
 
+import dev.tandem.common.SamplingParams;
 import java.util.Arrays;
 import java.util.SplittableRandom;
 import org.junit.jupiter.api.Test;
@@ -37,6 +38,18 @@ class SamplerTest {
         }
       }
     }
+  }
+
+  @Test
+  void repetitionPenaltyFallsOnceOnEachTokenSeenInThePromptOrTheOutput() {
+    SamplingParams p = new SamplingParams(0f, SamplingParams.NO_TOP_P, SamplingParams.NO_TOP_K, 0f, java.util.OptionalLong.empty(), 0f, 0f, 2f,
+        SamplingParams.NO_LOGPROBS);
+    Sampler.State state = new Sampler.State(p, new int[] {1, 2, 2});
+    state.accept(2);
+    state.accept(3);
+    float[] logits = {1.5f, 2f, -2f, 4f, 1f};
+    assertEquals(3, sampler.sample(logits, p, state)); // greedy over the penalised logits
+    assertArrayEquals(new float[] {1.5f, 1f, -4f, 2f, 1f}, logits); // 2 is in both, divided (multiplied) once
   }
 
   @Test
@@ -101,6 +114,54 @@ class SamplerTest {
       fullSort(expected, k, topP);
       sampler.keepTopKTopP(p, k, topP);
       assertArrayEquals(expected, p, "case " + c + ": " + v + " tokens, scale " + scale + ", k " + k + ", top-p " + topP);
+    }
+  }
+
+  /** Against the softmax in doubles and the top chosen by one scan each, over random logits: ties, −∞, odd lengths. */
+  @Test
+  void logprobsMatchThePlainComputation() {
+    SplittableRandom r = new SplittableRandom(11);
+    for (int c = 0; c < 400; c++) {
+      int v = 1 + r.nextInt(c % 40 == 0 ? 151_936 : 2_000);
+      float[] logits = new float[v];
+      boolean tied = r.nextInt(3) == 0;
+      for (int i = 0; i < v; i++) {
+        logits[i] = r.nextInt(50) == 0 ? Float.NEGATIVE_INFINITY : tied ? r.nextInt(4) : (float) (r.nextGaussian() * 5);
+      }
+      int token = r.nextInt(v);
+      int top = r.nextInt(21);
+      var got = Sampler.logprobs(logits, token, top);
+      // plainly
+      double max = Double.NEGATIVE_INFINITY;
+      for (float x : logits) {
+        max = Math.max(max, x);
+      }
+      double sum = 0;
+      for (float x : logits) {
+        sum += Math.exp(x - max);
+      }
+      double logZ = max + Math.log(sum);
+      String what = "case " + c + ": " + v + " tokens, top " + top;
+      assertEquals(logits[token] - logZ, got.logprob(), 1e-4, what);
+      int rank = 1;
+      for (float x : logits) {
+        rank += x > logits[token] ? 1 : 0;
+      }
+      assertEquals(rank, got.rank(), what);
+      boolean[] taken = new boolean[v];
+      int[] ids = new int[Math.min(top, v)];
+      for (int k = 0; k < ids.length; k++) {
+        int best = -1;
+        for (int i = 0; i < v; i++) {
+          if (!taken[i] && (best < 0 || logits[i] > logits[best])) {
+            best = i;
+          }
+        }
+        taken[best] = true;
+        ids[k] = best;
+        assertEquals(logits[best] - logZ, got.topLogprobs()[k], 1e-4, what);
+      }
+      assertArrayEquals(ids, got.topTokenIds(), what);
     }
   }
 
