@@ -303,6 +303,9 @@ final class Sampler {
   private static final int BUCKET_SHIFT = 16;
   private final int[] bucketCount = new int[1 << (31 - BUCKET_SHIFT)];
   private final double[] bucketMass = new double[1 << (31 - BUCKET_SHIFT)];
+  /** The buckets the last cut filled (cleared by the next: the whole table is 384 KB). */
+  private int filledFrom;
+  private int filledTo = -1;
 
   /**
    * Zeroes every probability outside the k largest, then outside the smallest prefix (largest
@@ -318,17 +321,23 @@ final class Sampler {
   void keepTopKTopP(float[] probs, int k, float topP) {
     int[] count = bucketCount;
     double[] mass = bucketMass;
-    Arrays.fill(count, 0);
-    Arrays.fill(mass, 0);
+    Arrays.fill(count, filledFrom, filledTo + 1, 0);
+    Arrays.fill(mass, filledFrom, filledTo + 1, 0);
     int n = 0;
+    int lowest = Integer.MAX_VALUE;
+    int highest = -1;
     for (float v : probs) {
       if (v > 0) {
         int b = Float.floatToRawIntBits(v) >>> BUCKET_SHIFT;
         count[b]++;
         mass[b] += v;
         n++;
+        lowest = Math.min(lowest, b);
+        highest = Math.max(highest, b);
       }
     }
+    filledFrom = n == 0 ? 0 : lowest;
+    filledTo = highest;
     int keep = Math.min(k, n);
     if (n == 0 || (keep == n && topP >= 1f)) {
       return;
@@ -340,7 +349,7 @@ final class Sampler {
     double total = 0; // the k largest's mass
     if (keep < n) {
       int above = 0;
-      kBucket = count.length - 1;
+      kBucket = highest;
       while (above + count[kBucket] < keep) {
         above += count[kBucket];
         total += mass[kBucket--];
@@ -351,15 +360,15 @@ final class Sampler {
       }
       total += kInMass;
     } else {
-      for (double m : mass) {
-        total += m;
+      for (int b = highest; b >= lowest; b--) {
+        total += mass[b];
       }
     }
     int cut = kIn == null ? -1 : (int) kIn[kIn.length - 1]; // the id of the last token kept, -1: none cut
     if (topP < 1f) {
       double target = topP * total;
       double cum = 0;
-      for (int b = count.length - 1; b >= Math.max(0, kBucket); b--) {
+      for (int b = highest; b >= Math.max(lowest, kBucket); b--) {
         double inBucket = b == kBucket ? kInMass : mass[b];
         if (count[b] == 0 || cum + inBucket < target) {
           cum += inBucket;
