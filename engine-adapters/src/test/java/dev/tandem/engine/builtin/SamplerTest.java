@@ -92,7 +92,7 @@ class SamplerTest {
   @Test
   void keepsWhatSortingEveryTokenKeeps() {
     SplittableRandom r = new SplittableRandom(42);
-    for (int c = 0; c < 1_500; c++) {
+    for (int c = 0; c < 600; c++) {
       int v = 1 + r.nextInt(c % 10 == 0 ? 60_000 : 3_000);
       double scale = new double[] {0.01, 1, 3, 10, 40}[r.nextInt(5)];
       boolean tied = r.nextInt(4) == 0;
@@ -122,7 +122,7 @@ class SamplerTest {
   void logprobsMatchThePlainComputation() {
     SplittableRandom r = new SplittableRandom(11);
     for (int c = 0; c < 400; c++) {
-      int v = 1 + r.nextInt(c % 40 == 0 ? 151_936 : 2_000);
+      int v = 1 + r.nextInt(c % 100 == 0 ? 151_936 : 2_000);
       float[] logits = new float[v];
       boolean tied = r.nextInt(3) == 0;
       for (int i = 0; i < v; i++) {
@@ -167,8 +167,9 @@ class SamplerTest {
 
   /** The rule written plainly: every positive token sorted (largest first, ties by id), then the cuts. */
   private static void fullSort(float[] probs, int k, float topP) {
-    Integer[] ids = java.util.stream.IntStream.range(0, probs.length).filter(i -> probs[i] > 0).boxed().toArray(Integer[]::new);
-    Arrays.sort(ids, (a, b) -> probs[a] != probs[b] ? Float.compare(probs[b], probs[a]) : Integer.compare(a, b));
+    // Largest first, ties by id: a positive float's bits order like it, so sort (complemented bits, id).
+    int[] ids = java.util.stream.IntStream.range(0, probs.length).filter(i -> probs[i] > 0)
+        .mapToLong(i -> ((long) ~Float.floatToRawIntBits(probs[i]) << 32) | i).sorted().mapToInt(t -> (int) t).toArray();
     int keep = Math.min(k, ids.length);
     if (topP < 1f) {
       double total = 0;
