@@ -4,10 +4,10 @@ import dev.tandem.common.TokenLogprob;
 import dev.tandem.common.SamplingParams;
 import java.util.Arrays;
 import java.util.SplittableRandom;
+import java.util.concurrent.ThreadLocalRandom;
 import jdk.incubator.vector.FloatVector;
 import jdk.incubator.vector.VectorOperators;
 import jdk.incubator.vector.VectorSpecies;
-import java.util.concurrent.ThreadLocalRandom;
 
 /**
  * Picks a token from logits the way vLLM does: allowed token ids, logit bias, repetition penalty (prompt and output tokens),
