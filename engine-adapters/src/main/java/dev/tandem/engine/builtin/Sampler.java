@@ -299,7 +299,7 @@ final class Sampler {
     return best;
   }
 
-  /** Buckets of {@link #keepTopKTopP}: a positive float's exponent and its top 3 mantissa bits (an eighth of an octave each). */
+  /** Buckets of {@link #keepTopKTopP}: a positive float's exponent and its top 7 mantissa bits (1/128 of an octave each). */
   private static final int BUCKET_SHIFT = 16;
   private final int[] bucketCount = new int[1 << (31 - BUCKET_SHIFT)];
   private final double[] bucketMass = new double[1 << (31 - BUCKET_SHIFT)];
@@ -312,7 +312,7 @@ final class Sampler {
    * first, ties by id) whose mass reaches {@code topP} of the remaining total.
    *
    * <p>Without sorting the vocabulary (1.7 ms a token at 152k ids): one pass counts the tokens and
-   * their mass in buckets of an eighth of an octave (positive floats order like their bits), the
+   * their mass in buckets of 1/128 of an octave (positive floats order like their bits), the
    * buckets are walked from the top to the one where k tokens, or the top-p share of the mass, are
    * reached, and only that bucket's tokens are sorted to find where inside it the cut falls. Sums
    * run bucket by bucket, so a cut exactly on a rounding boundary may fall one token off the full
