@@ -183,23 +183,23 @@ final class Sampler {
     if (p.repetitionPenalty() != 1f) {
       float rp = p.repetitionPenalty();
       // Once per token seen in the prompt or the output (no set built per draw).
-      var it = state.promptTokens.iterator();
-      while (it.hasNext()) {
-        int t = it.nextInt();
-        logits[t] = logits[t] > 0 ? logits[t] / rp : logits[t] * rp;
-      }
-      for (var e : state.outputCounts.int2IntEntrySet()) {
-        int t = e.getIntKey();
+      state.promptTokens.forEach((int t) -> repeated(logits, t, rp));
+      state.outputCounts.keySet().forEach((int t) -> {
         if (!state.promptTokens.contains(t)) {
-          logits[t] = logits[t] > 0 ? logits[t] / rp : logits[t] * rp;
+          repeated(logits, t, rp);
         }
-      }
+      });
     }
     if (p.frequencyPenalty() != 0f || p.presencePenalty() != 0f) {
       for (var e : state.outputCounts.int2IntEntrySet()) {
         logits[e.getIntKey()] -= p.frequencyPenalty() * e.getIntValue() + p.presencePenalty();
       }
     }
+  }
+
+  /** The repetition penalty on one token: a positive logit divided by it, a negative one multiplied. */
+  private static void repeated(float[] logits, int t, float rp) {
+    logits[t] = logits[t] > 0 ? logits[t] / rp : logits[t] * rp;
   }
 
   /**
