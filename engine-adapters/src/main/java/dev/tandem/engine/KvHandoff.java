@@ -70,7 +70,8 @@ public interface KvHandoff {
 
   /**
    * Moves the KV cache into memory from {@code allocate} (asked for each layer's keys, then its
-   * values, with the bytes wanted), copying what it holds, and frees the old memory: so that a
+   * values, with the bytes wanted), copying the blocks that hold data (cached prefixes, referenced
+   * blocks; a free block's contents are not carried), and frees the old memory: so that a
    * transfer agent can hand out memory it reads fastest. The new memory must stay valid until the
    * engine closes; the engine does not free it. Call on the engine's thread, between steps.
    */

@@ -443,7 +443,7 @@ public final class BuiltinEngine extends SchedulingEngine implements KvHandoff {
       throw new IllegalStateException("the KV cache moves only while no request is queued or running");
     }
     transformer.hostCacheMoving();
-    cache.relocate(allocate);
+    cache.relocate(allocate, scheduler.pool().holdingData());
   }
 
   @Override

@@ -1,10 +1,12 @@
 package dev.tandem.engine.builtin;
 
+import dev.tandem.common.PageMemory;
 import dev.tandem.engine.model.DType;
 import dev.tandem.engine.model.ModelConfig;
 import java.lang.foreign.Arena;
 import java.lang.foreign.MemorySegment;
 import java.lang.foreign.ValueLayout;
+import java.util.BitSet;
 import java.util.function.LongFunction;
 
 /**
@@ -21,7 +23,6 @@ import java.util.function.LongFunction;
  * engine thread and the compute backend's threads inside its calls.
  */
 public final class PagedKvCache implements AutoCloseable {
-  private static final long PAGE = 4096;
   private final Arena arena = Arena.ofShared();
   private final int blocks;
   private final int blockSize;
@@ -39,29 +40,38 @@ public final class PagedKvCache implements AutoCloseable {
     this.keys = new MemorySegment[config.numLayers()];
     this.values = new MemorySegment[config.numLayers()];
     for (int l = 0; l < keys.length; l++) {
-      keys[l] = arena.allocate(layerBytes, PAGE); // whole pages: a GPU worker maps them (cuMemHostRegister)
-      values[l] = arena.allocate(layerBytes, PAGE);
+      // Whole pages (a GPU worker maps them: cuMemHostRegister), zeroed by the kernel as blocks first fill.
+      keys[l] = PageMemory.allocate(arena, layerBytes);
+      values[l] = PageMemory.allocate(arena, layerBytes);
     }
   }
 
   /**
-   * Moves every layer's keys and values into memory from {@code allocate}, copying them, and frees
-   * this cache's own memory; the new memory is the caller's to free, after this cache's last use.
+   * Moves every layer's keys and values into memory from {@code allocate} and frees this cache's
+   * own memory; the new memory is the caller's to free, after this cache's last use. Only the
+   * blocks of {@code holding} are copied: a free block's contents are never read before the engine
+   * writes it, and copying them would touch every page of both regions (seconds a GiB where a page
+   * fault costs microseconds) for nothing.
    */
-  public void relocate(LongFunction<MemorySegment> allocate) {
+  public void relocate(LongFunction<MemorySegment> allocate, BitSet holding) {
     for (int l = 0; l < keys.length; l++) {
-      keys[l] = moved(keys[l], allocate);
-      values[l] = moved(values[l], allocate);
+      keys[l] = moved(keys[l], allocate, holding);
+      values[l] = moved(values[l], allocate, holding);
     }
     arena.close();
   }
 
-  private static MemorySegment moved(MemorySegment from, LongFunction<MemorySegment> allocate) {
+  private MemorySegment moved(MemorySegment from, LongFunction<MemorySegment> allocate, BitSet holding) {
     MemorySegment to = allocate.apply(from.byteSize());
     if (to.byteSize() != from.byteSize()) {
       throw new IllegalArgumentException("asked for " + from.byteSize() + " bytes, got " + to.byteSize());
     }
-    to.copyFrom(from);
+    long block = blockBytes();
+    for (int b = holding.nextSetBit(0); b >= 0 && b < blocks; b = holding.nextSetBit(b + 1)) {
+      int end = Math.min(blocks, holding.nextClearBit(b)); // a run of blocks in one copy
+      MemorySegment.copy(from, b * block, to, b * block, (end - b) * block);
+      b = end - 1;
+    }
     return to;
   }
 

@@ -5,6 +5,7 @@ import dev.tandem.common.StorageTier;
 import dev.tandem.engine.KvEventSink;
 import java.util.ArrayDeque;
 import java.util.ArrayList;
+import java.util.BitSet;
 import java.util.LinkedHashMap;
 import java.util.LinkedHashSet;
 import java.util.List;
@@ -181,6 +182,21 @@ public final class BlockPool {
       run.add(new KvEvent.StoredBlock(hash, localHashes[i]));
     }
     flush(run, sequenceHashes, runStart);
+  }
+
+  /**
+   * The blocks whose contents matter: cached (a prefix another request may reuse) or referenced (a
+   * running sequence's, or one held for a pull). Every other block is free, and the engine writes a
+   * free block before it reads it.
+   */
+  public BitSet holdingData() {
+    BitSet holding = new BitSet(totalBlocks);
+    for (int id = 0; id < totalBlocks; id++) {
+      if (cached[id] || refCount[id] > 0) {
+        holding.set(id);
+      }
+    }
+    return holding;
   }
 
   /** Drops one reference; at zero the block becomes evictable (if cached) or free. */

@@ -261,21 +261,29 @@ class BuiltinEngineTest {
     }
   }
 
+  /**
+   * The cached prefix's blocks come along; the free ones do not, and the new memory's other bytes
+   * (here all ones: NaN in every KV dtype) are never read before the engine writes them.
+   */
   @Test
   void theKvCacheMovedToOtherMemoryKeepsItsCachedPrefixes() {
     int[] p = prompt(40, 5);
+    int[] other = prompt(70, 9);
+    List<Integer> otherAlone = alone(greedy("other", other, 8));
     try (java.lang.foreign.Arena elsewhere = java.lang.foreign.Arena.ofShared(); BuiltinEngine e = engine(64, 512)) {
       e.add(greedy("before", p, 8));
       Map<String, RequestOutput> last = new HashMap<>();
       List<Integer> before = runToCompletion(e, last).get("before");
       MemorySegment oldKeys = e.keys(0);
-      e.relocateKv(bytes -> elsewhere.allocate(bytes, 64));
+      e.relocateKv(bytes -> elsewhere.allocate(bytes, 64).fill((byte) 0xff));
       assertNotEquals(oldKeys.address(), e.keys(0).address());
       assertFalse(oldKeys.scope().isAlive(), "the engine's own memory is freed");
       e.add(greedy("after", p, 8));
       List<Integer> after = runToCompletion(e, last).get("after");
       assertEquals(32, last.get("after").cachedTokens(), "the cached prefix came along");
       assertEquals(before, after);
+      e.add(greedy("other", other, 8));
+      assertEquals(otherAlone, runToCompletion(e, last).get("other"), "a prompt on blocks that were not carried");
     }
   }
 

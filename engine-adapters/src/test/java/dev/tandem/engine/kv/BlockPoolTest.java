@@ -9,6 +9,7 @@ import static org.junit.jupiter.api.Assertions.assertTrue;
 import dev.tandem.common.BlockHasher;
 import dev.tandem.common.KvEvent;
 import java.util.ArrayList;
+import java.util.BitSet;
 import java.util.List;
 import java.util.OptionalLong;
 import org.junit.jupiter.api.Test;
@@ -54,6 +55,28 @@ class BlockPoolTest {
     assertEquals(0, pool.usedBlocks());
     assertEquals(8, pool.availableBlocks());
     assertEquals(2, pool.cachedBlocks(), "released blocks stay cached until evicted");
+  }
+
+  @Test
+  void theBlocksHoldingDataAreTheCachedAndTheReferencedOnes() {
+    BlockPool pool = pool(8);
+    int[] tokens = {1, 2, 3, 4, 5, 6, 7, 8};
+    long[] local = BlockHasher.localHashes(tokens, 4);
+    long[] seq = BlockHasher.chainAll(local);
+    int[] cachedIds = allocate(pool, 2);
+    pool.cache(cachedIds, seq, local, 0, 2, BlockHasher.NO_SALT);
+    pool.releaseAll(cachedIds, 2); // evictable: still holds a prefix
+    int held = pool.allocate(); // referenced, not cached
+    int freed = pool.allocate();
+    pool.release(freed);
+    BitSet expected = new BitSet();
+    expected.set(cachedIds[0]);
+    expected.set(cachedIds[1]);
+    expected.set(held);
+    assertEquals(expected, pool.holdingData());
+    pool.clearCache();
+    pool.release(held);
+    assertEquals(new BitSet(), pool.holdingData(), "nothing once the cache is cleared and the hold released");
   }
 
   @Test

@@ -1,5 +1,6 @@
 package dev.tandem.transfer.tcp;
 
+import dev.tandem.common.PageMemory;
 import dev.tandem.transfer.MemoryDescriptor;
 import dev.tandem.transfer.Regions;
 import dev.tandem.transfer.RegisteredMemory;
@@ -102,7 +103,7 @@ public final class TcpTransferAgent implements TransferAgent {
 
   @Override
   public RegisteredMemory allocate(long bytes) {
-    MemorySegment segment = owned.allocate(bytes, 4096); // whole pages: a GPU worker maps KV memory into the device
+    MemorySegment segment = PageMemory.allocate(owned, bytes); // whole pages: a GPU worker maps KV memory into the device
     return new RegisteredMemory(segment, register(segment));
   }
 
