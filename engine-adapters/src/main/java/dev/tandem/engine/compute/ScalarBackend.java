@@ -1,6 +1,7 @@
 package dev.tandem.engine.compute;
 
 import java.lang.foreign.MemorySegment;
+import java.util.Arrays;
 
 /**
  * The reference backend: one thread, plain loops, sums in double. Slow and obviously right; every
@@ -17,11 +18,13 @@ public final class ScalarBackend implements ComputeBackend {
   public void matmul(float[] x, int tokens, WeightMatrix w, float[] out) {
     int rows = w.rows();
     int cols = w.cols();
-    for (int t = 0; t < tokens; t++) {
-      for (int r = 0; r < rows; r++) {
+    float[] row = new float[cols];
+    for (int r = 0; r < rows; r++) {
+      w.row(r, row, 0); // each weight read once, not once per token
+      for (int t = 0; t < tokens; t++) {
         double sum = 0;
         for (int i = 0; i < cols; i++) {
-          sum += (double) x[t * cols + i] * w.get(r, i);
+          sum += (double) x[t * cols + i] * row[i];
         }
         out[t * rows + r] = (float) sum;
       }
@@ -91,6 +94,7 @@ public final class ScalarBackend implements ComputeBackend {
     double scale = 1.0 / Math.sqrt(headDim);
     MemorySegment keys = b.keys();
     MemorySegment values = b.values();
+    double[] acc = new double[headDim];
     for (int t = 0; t < b.rows(); t++) {
       int first = b.firstVisible(t);
       int len = b.positions()[t] + 1;
@@ -113,12 +117,15 @@ public final class ScalarBackend implements ComputeBackend {
           scores[p] = Math.exp(scores[p] - max);
           sum += scores[p];
         }
-        for (int i = 0; i < headDim; i++) {
-          double acc = 0;
-          for (int p = first; p < len; p++) {
-            acc += scores[p] * b.entry(values, b.cacheOffset(t, p, g), i);
+        Arrays.fill(acc, 0);
+        for (int p = first; p < len; p++) { // each position's values read once, summed in position order per element
+          long off = b.cacheOffset(t, p, g);
+          for (int i = 0; i < headDim; i++) {
+            acc[i] += scores[p] * b.entry(values, off, i);
           }
-          b.out()[qBase + i] = (float) (acc / sum);
+        }
+        for (int i = 0; i < headDim; i++) {
+          b.out()[qBase + i] = (float) (acc[i] / sum);
         }
       }
     }
