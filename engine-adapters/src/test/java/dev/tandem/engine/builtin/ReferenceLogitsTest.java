@@ -20,9 +20,12 @@ import java.nio.file.Files;
 import java.nio.file.Path;
 import java.security.MessageDigest;
 import java.util.ArrayList;
+import java.util.HashMap;
 import java.util.HexFormat;
 import java.util.List;
+import java.util.Map;
 import java.util.stream.Stream;
+import org.junit.jupiter.api.BeforeAll;
 import org.junit.jupiter.api.io.TempDir;
 import org.junit.jupiter.params.ParameterizedTest;
 import org.junit.jupiter.params.provider.Arguments;
@@ -78,29 +81,34 @@ class ReferenceLogitsTest {
     };
   }
 
+  /** Each fixture and its model, read and generated (the hash proved) once for all its backends and KV dtypes. */
+  private static final Map<String, Fixture> FIXTURES = new HashMap<>();
+  @TempDir static Path models;
+
+  private record Fixture(JsonNode json, DType dtype, Path dir) {}
+
+  @BeforeAll
+  static void forgetFixtures() {
+    FIXTURES.clear(); // a subclass runs with a fresh models directory
+  }
+
   @ParameterizedTest(name = "{0} on {1}, KV {2}")
   @MethodSource("fixtures")
-  void matchesPyTorch(String name, String backendName, DType kvDtype, @TempDir Path dir) throws Exception {
-    JsonNode fixture;
-    try (InputStream in = getClass().getResourceAsStream("/dev/tandem/engine/reference/" + name + ".json")) {
-      fixture = new ObjectMapper().readTree(in);
+  void matchesPyTorch(String name, String backendName, DType kvDtype) throws Exception {
+    Fixture f = FIXTURES.get(name);
+    if (f == null) {
+      f = fixture(name);
+      FIXTURES.put(name, f);
     }
-    DType dtype = switch (fixture.get("dtype").asText()) {
-      case "f32" -> DType.F32;
-      case "bf16" -> DType.BF16;
-      default -> DType.F16;
-    };
+    JsonNode fixture = f.json();
+    DType dtype = f.dtype();
+    Path dir = f.dir();
     double tolerance = switch (kvDtype) {
       case F32 -> dtype == DType.F32 ? 1e-4 : 1e-2;
       case BF16 -> 4e-2;
       case F16 -> 1e-2;
       case Q8_0, Q4_0 -> throw new IllegalArgumentException("not a KV type");
     };
-    ModelGenerator.write((ObjectNode) fixture.get("config"), dtype, fixture.get("seed").asLong(), dir, 0);
-    String sha = HexFormat.of().formatHex(
-        MessageDigest.getInstance("SHA-256").digest(Files.readAllBytes(dir.resolve("model.safetensors"))));
-    assertEquals(fixture.get("sha256").asText(), sha, "the generator wrote different weights than the fixture's");
-
     Case a = Case.of(fixture.get("cases").get(0));
     Case b = Case.of(fixture.get("cases").get(1));
     ModelConfig config = ModelConfig.read(dir);
@@ -139,6 +147,24 @@ class ReferenceLogitsTest {
       assertClose(b.logits.get(0), both[1], tolerance, name + " batched B on A's prefix");
       decode(model, cache, List.of(a, b), List.of(tableA2, tableB), tolerance, name + " batched");
     }
+  }
+
+  private Fixture fixture(String name) throws Exception {
+    JsonNode fixture;
+    try (InputStream in = getClass().getResourceAsStream("/dev/tandem/engine/reference/" + name + ".json")) {
+      fixture = new ObjectMapper().readTree(in);
+    }
+    DType dtype = switch (fixture.get("dtype").asText()) {
+      case "f32" -> DType.F32;
+      case "bf16" -> DType.BF16;
+      default -> DType.F16;
+    };
+    Path dir = models.resolve(name);
+    ModelGenerator.write((ObjectNode) fixture.get("config"), dtype, fixture.get("seed").asLong(), dir, 0);
+    String sha = HexFormat.of().formatHex(
+        MessageDigest.getInstance("SHA-256").digest(Files.readAllBytes(dir.resolve("model.safetensors"))));
+    assertEquals(fixture.get("sha256").asText(), sha, "the generator wrote different weights than the fixture's");
+    return new Fixture(fixture, dtype, dir);
   }
 
   private static Transformer.Slice prefill(Case c, int from, int n, int[] table) {
