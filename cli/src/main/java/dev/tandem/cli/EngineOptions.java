@@ -37,7 +37,7 @@ final class EngineOptions {
   @Option(names = "--compute-threads", defaultValue = "${env:TANDEM_COMPUTE_THREADS:-0}", description = "Compute threads (0: all cores; default ${DEFAULT-VALUE}).")
   int computeThreads;
 
-  @Option(names = "--kv-cache-memory", defaultValue = "${env:TANDEM_KV_CACHE_MEMORY:-1g}", description = "Memory for the builtin engine's KV cache, e.g. 512m, 4g (default ${DEFAULT-VALUE}).")
+  @Option(names = "--kv-cache-memory", defaultValue = "${env:TANDEM_KV_CACHE_MEMORY:-1g}", description = "Memory for the builtin engine's KV cache, e.g. 512m, 4g (default ${DEFAULT-VALUE}); mapped at start, resident as blocks first fill.")
   String kvCacheMemory;
 
   @Option(
