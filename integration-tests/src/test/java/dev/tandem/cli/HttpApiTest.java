@@ -222,6 +222,27 @@ class HttpApiTest {
     assertEquals("bad_words[0]", JSON.readTree(blank.body()).at("/error/param").asText());
   }
 
+  /**
+   * vLLM's {@code truncate_prompt_tokens}: a prompt longer than the 4,096-token window is served
+   * on its last k tokens (the usage says k); without it the same prompt is a 400.
+   */
+  @Test
+  void truncatePromptTokensServesAPromptLongerThanTheWindowOnItsLastTokens() throws Exception {
+    String text = "word ".repeat(6000);
+    HttpResponse<String> whole = post("/v1/completions", """
+        {"model": "%s", "prompt": "%s", "max_tokens": 4}""".formatted(M, text));
+    assertEquals(400, whole.statusCode(), whole.body());
+    assertEquals("context_length_exceeded", JSON.readTree(whole.body()).at("/error/code").asText());
+    HttpResponse<String> cut = post("/v1/completions", """
+        {"model": "%s", "prompt": "%s", "max_tokens": 4, "truncate_prompt_tokens": 100}""".formatted(M, text));
+    assertEquals(200, cut.statusCode(), cut.body());
+    assertEquals(100, JSON.readTree(cut.body()).at("/usage/prompt_tokens").asInt());
+    HttpResponse<String> chat = post("/v1/chat/completions", """
+        {"model": "%s", "messages": [{"role": "user", "content": "%s"}], "max_tokens": 4, "truncate_prompt_tokens": -1}""".formatted(M, text));
+    assertEquals(400, chat.statusCode(), "the whole window kept leaves no room for the completion: " + chat.body());
+    assertEquals("context_length_exceeded", JSON.readTree(chat.body()).at("/error/code").asText());
+  }
+
   static Stream<Arguments> badRequests() {
     String chat = "/v1/chat/completions";
     String msgs = "\"messages\": [{\"role\": \"user\", \"content\": \"hi\"}]";

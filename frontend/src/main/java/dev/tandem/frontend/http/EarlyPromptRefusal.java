@@ -14,7 +14,10 @@ import io.netty.util.ReferenceCountUtil;
  * Refuses a generation whose prompt cannot fit the context window while its body is still
  * arriving: each chunk's bytes go through a {@link PromptTextCounter} on the event loop (no copy),
  * and once the prompt text already holds more tokens than the window whatever it says, the client
- * gets the 400 at once and the connection is closed, the rest of the body never read or kept.
+ * gets the 400 at once and the connection is closed, the rest of the body never read or kept —
+ * unless the body named {@code truncate_prompt_tokens} before that point (a request that asks for
+ * truncation after its prompt text is still refused here once the text alone is over the window
+ * times the longest token's length in characters).
  * Requests that are not generations, or whose API key is wrong (the handler answers those 401),
  * pass untouched. One per connection; runs on its event loop.
  */
@@ -51,7 +54,7 @@ final class EarlyPromptRefusal extends ChannelInboundHandlerAdapter {
     }
     if (msg instanceof HttpContent content && counter != null) {
       content.content().forEachByte(counter::accept);
-      if (counter.chars() >= nextCheck) {
+      if (counter.chars() >= nextCheck && !counter.truncates()) {
         try {
           parser.refuseIfCannotFit(counter.chars(), counter.param());
           nextCheck = counter.chars() + 4096; // cheap: checked every 4 KiB of text

@@ -13,7 +13,7 @@ package dev.tandem.frontend.openai;
  */
 public final class PromptTextCounter {
   private static final int MAX_DEPTH = 128;
-  private static final int MAX_KEY = 16;
+  private static final int MAX_KEY = 24;
 
   private enum State { VALUE, STRING, ESCAPE, UNICODE }
 
@@ -28,6 +28,7 @@ public final class PromptTextCounter {
   private int unicodeLeft;
   private long chars;
   private boolean messages;
+  private boolean truncates;
 
   /** Feeds one byte; always true (continue), so that it serves as a byte processor. */
   public boolean accept(byte b) {
@@ -55,6 +56,14 @@ public final class PromptTextCounter {
   /** Prompt characters seen so far. */
   public long chars() {
     return chars;
+  }
+
+  /**
+   * Whether the body has named vLLM's {@code truncate_prompt_tokens} so far: then its prompt may be
+   * longer than the window, and only the parsed request can say whether what it keeps fits.
+   */
+  public boolean truncates() {
+    return truncates;
   }
 
   /** The parameter the counted text belongs to, for the error: {@code messages} or {@code prompt}. */
@@ -104,6 +113,7 @@ public final class PromptTextCounter {
       state = State.VALUE;
       if (inKey) {
         keyAt[depth] = key.length() > MAX_KEY ? "" : key.toString();
+        truncates |= depth == 1 && "truncate_prompt_tokens".equals(keyAt[depth]);
       }
       return;
     }

@@ -7,6 +7,7 @@ import dev.tandem.frontend.ServedModel;
 import dev.tandem.frontend.http.ApiException;
 import dev.tandem.frontend.text.ChatTemplate;
 import java.util.ArrayList;
+import java.util.Arrays;
 import java.util.LinkedHashMap;
 import java.util.List;
 import java.util.Map;
@@ -63,7 +64,6 @@ public final class RequestParser {
    */
   private static final List<Map.Entry<String, Object>> NOT_HONOURED = List.of(
       Map.entry("spaces_between_special_tokens", true),
-      Map.entry("truncate_prompt_tokens", List.of()),
       Map.entry("use_beam_search", false),
       Map.entry("length_penalty", 1.0));
 
@@ -176,7 +176,10 @@ public final class RequestParser {
       }
       logprobs = top;
     }
-    checkLengthBeforeTokenizing(contentChars(body), "messages");
+    int keep = truncation(body);
+    if (keep == 0) {
+      checkLengthBeforeTokenizing(contentChars(body), "messages");
+    }
     if (!model.hasChatTemplate()) {
       throw ApiException.invalid("messages", "This model has no chat template (none in tokenizer_config.json, no chat_template.jinja), "
           + "so it serves /v1/completions only; to serve chat, start the frontend with --chat-template FILE.");
@@ -191,7 +194,7 @@ public final class RequestParser {
     } catch (ChatTemplate.TemplateFailure e) {
       throw ApiException.invalid("messages", "The chat template rejected the conversation: " + e.getMessage());
     }
-    int[] prompt = model.tokenizer().encode(text, false);
+    int[] prompt = truncated(model.tokenizer().encode(text, false), keep);
     String maxTokensParam = body.has("max_completion_tokens") ? "max_completion_tokens" : "max_tokens";
     int maxTokens = maxTokens(body, prompt.length, "messages", maxTokensParam);
     boolean thinking = !Boolean.FALSE.equals(kwargs.get("enable_thinking"));
@@ -742,19 +745,20 @@ public final class RequestParser {
     if (p == null || p.isNull()) {
       throw ApiException.invalid("prompt", "Missing required parameter: 'prompt'.", "missing_required_parameter");
     }
+    int keep = truncation(body);
     List<int[]> out = new ArrayList<>();
     if (p.isTextual()) {
-      out.add(encode(p.asText(), "prompt"));
+      out.add(truncated(encode(p.asText(), "prompt", keep), keep));
     } else if (p.isArray() && !p.isEmpty() && p.get(0).isIntegralNumber()) {
-      out.add(tokenIds(p, "prompt"));
+      out.add(truncated(tokenIds(p, "prompt"), keep));
     } else if (p.isArray() && !p.isEmpty()) {
       for (int i = 0; i < p.size(); i++) {
         JsonNode e = p.get(i);
         String at = "prompt[" + i + "]";
         if (e.isTextual()) {
-          out.add(encode(e.asText(), at));
+          out.add(truncated(encode(e.asText(), at, keep), keep));
         } else if (e.isArray()) {
-          out.add(tokenIds(e, at));
+          out.add(truncated(tokenIds(e, at), keep));
         } else {
           throw typeError(at, "a string or an array of token ids", e);
         }
@@ -766,16 +770,52 @@ public final class RequestParser {
   }
 
   /**
+   * vLLM's {@code truncate_prompt_tokens}: how many of the prompt's last tokens to keep (left
+   * truncation, after the chat template and tokenizer), 0 when unset; -1 asks for the context
+   * window. Above the window, or 0, is a 400: vLLM refuses the first too.
+   */
+  private int truncation(ObjectNode body) {
+    JsonNode v = body.get("truncate_prompt_tokens");
+    if (v == null || v.isNull()) {
+      return 0;
+    }
+    if (!v.isIntegralNumber() || !v.canConvertToInt()) {
+      throw typeError("truncate_prompt_tokens", "an integer", v);
+    }
+    int k = v.asInt();
+    int context = model.maxContextLength();
+    if (k == -1) {
+      return context;
+    }
+    if (k < 1) {
+      throw ApiException.invalid("truncate_prompt_tokens",
+          "Invalid 'truncate_prompt_tokens': " + k + "; expected -1 (the context window) or a number of tokens from 1.", "invalid_value");
+    }
+    if (k > context) {
+      throw ApiException.invalid("truncate_prompt_tokens", "truncate_prompt_tokens value (" + k + ") is greater than this model's"
+          + " maximum context length (" + context + "). Please select a smaller truncation size.", "invalid_value");
+    }
+    return k;
+  }
+
+  /** The last {@code keep} tokens of {@code ids} (all of them when {@code keep} is 0 or not fewer). */
+  private static int[] truncated(int[] ids, int keep) {
+    return keep == 0 || ids.length <= keep ? ids : Arrays.copyOfRange(ids, ids.length - keep, ids.length);
+  }
+
+  /**
    * Refuses a body whose prompt text cannot fit the context window, by a streaming scan that
    * builds nothing: the characters of {@code messages[].content} (and their text parts), of
    * {@code prompt} strings, or of every string under a Responses request's {@code input} and
    * {@code instructions} are counted as they go by, and the scan stops as soon as they are
-   * too many. Used on large bodies before they are parsed; a body that is not JSON is left to
-   * {@link #parseBody} to refuse.
+   * too many — unless the body asks to truncate its prompt ({@code truncate_prompt_tokens}), which
+   * the scan then reads on to find. Used on large bodies before they are parsed; a body that is not
+   * JSON is left to {@link #parseBody} to refuse.
    */
   public void refuseIfPromptCannotFit(byte[] body) {
     long bound = (long) model.maxContextLength() * Math.max(1, model.tokenizer().longestTokenChars());
     long chars = 0;
+    ApiException tooLong = null;
     try (com.fasterxml.jackson.core.JsonParser p = JSON.getFactory().createParser(body)) {
       int depth = 0;
       String top = null;
@@ -786,16 +826,23 @@ public final class RequestParser {
           case FIELD_NAME -> {
             if (depth == 1) {
               top = p.currentName();
+              if ("truncate_prompt_tokens".equals(top)) {
+                return; // the prompt may be longer than the window: parsing checks what is kept
+              }
             }
           }
           case VALUE_STRING -> {
             String field = p.currentName();
             boolean prompt = "prompt".equals(top) || "input".equals(top) || "instructions".equals(top) // the last two: /v1/responses
                 || ("messages".equals(top) && ("content".equals(field) || "text".equals(field)));
-            if (prompt) {
+            if (prompt && tooLong == null) {
               chars += p.getTextLength();
               if (chars > bound) {
-                checkLengthBeforeTokenizing(chars, "messages".equals(top) ? "messages" : "prompt".equals(top) ? "prompt" : "input");
+                try {
+                  checkLengthBeforeTokenizing(chars, "messages".equals(top) ? "messages" : "prompt".equals(top) ? "prompt" : "input");
+                } catch (ApiException e) {
+                  tooLong = e; // refused at the end, unless the body asks for truncation after its prompt
+                }
               }
             }
           }
@@ -804,6 +851,9 @@ public final class RequestParser {
       }
     } catch (java.io.IOException e) {
       // not JSON: parseBody says why
+    }
+    if (tooLong != null) {
+      throw tooLong;
     }
   }
 
@@ -849,8 +899,10 @@ public final class RequestParser {
     return n;
   }
 
-  private int[] encode(String text, String param) {
-    checkLengthBeforeTokenizing(text.length(), param);
+  private int[] encode(String text, String param, int keep) {
+    if (keep == 0) { // a prompt to truncate may be longer than the window
+      checkLengthBeforeTokenizing(text.length(), param);
+    }
     int[] ids = model.tokenizer().encode(text, true);
     if (ids.length == 0) {
       throw ApiException.invalid(param, "The prompt is empty.");

@@ -1,6 +1,8 @@
 package dev.tandem.frontend.openai;
 
 import static org.junit.jupiter.api.Assertions.assertEquals;
+import static org.junit.jupiter.api.Assertions.assertFalse;
+import static org.junit.jupiter.api.Assertions.assertTrue;
 
 import java.nio.charset.StandardCharsets;
 import org.junit.jupiter.api.Test;
@@ -46,5 +48,14 @@ class PromptTextCounterTest {
     assertCount(3, "messages", "{\"messages\":[{\"content\":\"é中😀\"}]}");
     // A key or a string holding structure characters does not confuse the count.
     assertCount(7, "messages", "{\"messages\":[{\"name\":\"{[,:]}\",\"content\":\"a{b}[c]\"}]}");
+  }
+
+  @Test
+  void aTopLevelTruncatePromptTokensIsNoticed() {
+    assertTrue(fed("{\"truncate_prompt_tokens\":10,\"prompt\":\"abc\"}", 1).truncates());
+    assertTrue(fed("{\"prompt\":\"abc\",\"truncate_prompt_tokens\":10}", 5).truncates());
+    assertFalse(fed("{\"prompt\":\"truncate_prompt_tokens\"}", 1).truncates(), "a value, not a key");
+    assertFalse(fed("{\"metadata\":{\"truncate_prompt_tokens\":1},\"prompt\":\"abc\"}", 1).truncates(), "not at the top level");
+    assertFalse(fed("{\"truncate_prompt_tokens_x\":1}", 1).truncates());
   }
 }

@@ -136,11 +136,54 @@ class RequestParserTest {
         () -> chat(parser(Set.of()), "{\"model\":\"m\"," + HI + ",\"prompt_logprobs\":1}")).code(), "an engine without logprobs");
   }
 
+  /**
+   * vLLM's {@code truncate_prompt_tokens}: the prompt's last k tokens (after the chat template),
+   * -1 the window; a prompt longer than the window is then served; 0, above the window or not an
+   * integer is a 400 naming the field.
+   */
+  @Test
+  void truncatePromptTokensKeepsThePromptsLastTokens() {
+    RequestParser p = parser(Set.of());
+    String longChat = "\"messages\":[{\"role\":\"user\",\"content\":\"" + "one two three four five six seven eight ".repeat(40) + "\"}]";
+    int[] whole = chat(p, "{\"model\":\"m\"," + HI + "}").prompts().getFirst();
+    int[] kept = chat(p, "{\"model\":\"m\"," + HI + ",\"truncate_prompt_tokens\":5}").prompts().getFirst();
+    assertEquals(java.util.Arrays.toString(java.util.Arrays.copyOfRange(whole, whole.length - 5, whole.length)), java.util.Arrays.toString(kept),
+        "the last five of the rendered, tokenized chat");
+    assertEquals(whole.length, chat(p, "{\"model\":\"m\"," + HI + ",\"truncate_prompt_tokens\":200}").prompts().getFirst().length,
+        "a shorter prompt stays whole");
+    assertEquals("messages", refused(p, "{\"model\":\"m\"," + longChat + "}").param(), "over the 256-token window without truncation");
+    GenerationSpec cut = chat(p, "{\"model\":\"m\"," + longChat + ",\"truncate_prompt_tokens\":100,\"max_tokens\":10}");
+    assertEquals(100, cut.prompts().getFirst().length);
+    assertEquals(156, chat(p, "{\"model\":\"m\"," + longChat + ",\"truncate_prompt_tokens\":100}").maxTokens(), "the rest of the window");
+    ApiException full = refused(p, "{\"model\":\"m\"," + longChat + ",\"truncate_prompt_tokens\":-1}");
+    assertEquals("context_length_exceeded", full.code(), "-1 keeps the whole window, which leaves no room to generate, as in vLLM");
+
+    var completion = p.parseCompletion(RequestParser.parseBody(
+        "{\"model\":\"m\",\"prompt\":[[5,6,7,8,9],\"hello there\"],\"truncate_prompt_tokens\":3}".getBytes(StandardCharsets.UTF_8)));
+    assertEquals("[7, 8, 9]", java.util.Arrays.toString(completion.prompts().get(0)), "token ids: the last three");
+    assertEquals(Math.min(3, TOKENIZER.encode("hello there", true).length), completion.prompts().get(1).length);
+
+    for (String bad : List.of("0", "-2", "257", "2.5", "\"10\"")) {
+      assertEquals("truncate_prompt_tokens", refused(p, "{\"model\":\"m\"," + HI + ",\"truncate_prompt_tokens\":" + bad + "}").param(), bad);
+    }
+    chat(p, "{\"model\":\"m\"," + HI + ",\"truncate_prompt_tokens\":null}");
+  }
+
+  @Test
+  void aLargeBodyThatAsksForTruncationIsNotRefusedByTheScanOfItsLength() {
+    RequestParser p = parser(Set.of());
+    String text = "word ".repeat(256 * TOKENIZER.longestTokenChars() / 5 + 10); // more characters than the window can hold
+    byte[] plain = ("{\"model\":\"m\",\"prompt\":\"" + text + "\"}").getBytes(StandardCharsets.UTF_8);
+    assertEquals("context_length_exceeded", assertThrows(ApiException.class, () -> p.refuseIfPromptCannotFit(plain)).code());
+    byte[] after = ("{\"model\":\"m\",\"prompt\":\"" + text + "\",\"truncate_prompt_tokens\":50}").getBytes(StandardCharsets.UTF_8);
+    p.refuseIfPromptCannotFit(after); // named after the prompt: the scan reads on and finds it
+    assertEquals(50, p.parseCompletion(RequestParser.parseBody(after)).prompts().getFirst().length);
+  }
+
   @Test
   void vllmParametersTandemDoesNotHonourAreRefusedUnlessAtTheirDefault() {
     RequestParser p = parser(Set.of());
-    for (String set : List.of("\"spaces_between_special_tokens\":false",
-"\"truncate_prompt_tokens\":10", "\"use_beam_search\":true",
+    for (String set : List.of("\"spaces_between_special_tokens\":false", "\"use_beam_search\":true",
         "\"length_penalty\":0.5")) {
       ApiException e = assertThrows(ApiException.class, () -> chat(p, "{\"model\":\"m\"," + HI + "," + set + "}"), set);
       assertEquals(set.substring(1, set.indexOf('"', 1)), e.param(), set);
