@@ -60,11 +60,9 @@ class BlockPoolTest {
   @Test
   void theBlocksHoldingDataAreTheCachedAndTheReferencedOnes() {
     BlockPool pool = pool(8);
-    int[] tokens = {1, 2, 3, 4, 5, 6, 7, 8};
-    long[] local = BlockHasher.localHashes(tokens, 4);
-    long[] seq = BlockHasher.chainAll(local);
+    long[] local = BlockHasher.localHashes(new int[] {1, 2, 3, 4, 5, 6, 7, 8}, 4);
     int[] cachedIds = allocate(pool, 2);
-    pool.cache(cachedIds, seq, local, 0, 2, BlockHasher.NO_SALT);
+    pool.cache(cachedIds, BlockHasher.chainAll(local), local, 0, 2, BlockHasher.NO_SALT);
     pool.releaseAll(cachedIds, 2); // evictable: still holds a prefix
     int held = pool.allocate(); // referenced, not cached
     int freed = pool.allocate();

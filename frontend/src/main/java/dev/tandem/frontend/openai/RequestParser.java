@@ -72,8 +72,7 @@ public final class RequestParser {
       JsonNode v = body.get(p.getKey());
       boolean unset = v == null || v.isNull()
           || (p.getValue() instanceof Boolean b && v.isBoolean() && v.booleanValue() == b)
-          || (p.getValue() instanceof Double d && v.isNumber() && v.doubleValue() == d)
-          || (p.getValue() instanceof List<?> && v.isArray() && v.isEmpty());
+          || (p.getValue() instanceof Double d && v.isNumber() && v.doubleValue() == d);
       if (!unset) {
         throw unsupported(p.getKey(), "is not supported by Tandem yet; leave it out or at its default (" + describeDefault(p.getValue()) + ")");
       }
@@ -81,10 +80,7 @@ public final class RequestParser {
   }
 
   private static String describeDefault(Object value) {
-    if (value instanceof Double d && d == Math.rint(d)) {
-      return Long.toString(d.longValue());
-    }
-    return value instanceof List<?> ? "null" : value.toString();
+    return value instanceof Double d && d == Math.rint(d) ? Long.toString(d.longValue()) : value.toString();
   }
 
   private final ServedModel model;
