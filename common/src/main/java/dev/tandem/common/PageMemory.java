@@ -25,6 +25,8 @@ public final class PageMemory {
           ValueLayout.JAVA_INT, ValueLayout.JAVA_INT, ValueLayout.JAVA_LONG));
   private static final Optional<MethodHandle> MUNMAP = handle("munmap",
       FunctionDescriptor.of(ValueLayout.JAVA_INT, ValueLayout.JAVA_LONG, ValueLayout.JAVA_LONG));
+  /** Linux's flag values above, and both calls found. */
+  private static final boolean MAPS = System.getProperty("os.name", "").startsWith("Linux") && MMAP.isPresent() && MUNMAP.isPresent();
 
   private PageMemory() {}
 
@@ -34,7 +36,7 @@ public final class PageMemory {
    * @throws OutOfMemoryError when the kernel refuses the mapping
    */
   public static MemorySegment allocate(Arena arena, long bytes) {
-    if (bytes <= 0 || MMAP.isEmpty() || MUNMAP.isEmpty() || !System.getProperty("os.name", "").startsWith("Linux")) {
+    if (bytes <= 0 || !MAPS) {
       return arena.allocate(Math.max(bytes, 0), PAGE);
     }
     long address = mmap(bytes);

@@ -67,10 +67,10 @@ public final class PagedKvCache implements AutoCloseable {
       throw new IllegalArgumentException("asked for " + from.byteSize() + " bytes, got " + to.byteSize());
     }
     long block = blockBytes();
-    for (int b = holding.nextSetBit(0); b >= 0 && b < blocks; b = holding.nextSetBit(b + 1)) {
-      int end = Math.min(blocks, holding.nextClearBit(b)); // a run of blocks in one copy
-      MemorySegment.copy(from, b * block, to, b * block, (end - b) * block);
-      b = end - 1;
+    for (int b = holding.nextSetBit(0); b >= 0 && b < blocks; b = holding.nextSetBit(b)) {
+      int start = b;
+      b = Math.min(blocks, holding.nextClearBit(b)); // a run of blocks in one copy
+      MemorySegment.copy(from, start * block, to, start * block, (b - start) * block);
     }
     return to;
   }

@@ -113,7 +113,7 @@ public final class PromptTextCounter {
       state = State.VALUE;
       if (inKey) {
         keyAt[depth] = key.length() > MAX_KEY ? "" : key.toString();
-        truncates |= depth == 1 && "truncate_prompt_tokens".equals(keyAt[depth]);
+        truncates |= depth == 1 && RequestParser.TRUNCATE_PROMPT_TOKENS.equals(keyAt[depth]);
       }
       return;
     }

@@ -62,6 +62,9 @@ public final class RequestParser {
    * each with its default, which a request may send; anything else is a 400 naming it, never
    * silently ignored. In this order, so that the error names the same field every time.
    */
+  /** vLLM's parameter for keeping only a prompt's last tokens ({@link #truncation}). */
+  static final String TRUNCATE_PROMPT_TOKENS = "truncate_prompt_tokens";
+
   private static final List<Map.Entry<String, Object>> NOT_HONOURED = List.of(
       Map.entry("spaces_between_special_tokens", true),
       Map.entry("use_beam_search", false),
@@ -744,17 +747,17 @@ public final class RequestParser {
     int keep = truncation(body);
     List<int[]> out = new ArrayList<>();
     if (p.isTextual()) {
-      out.add(truncated(encode(p.asText(), "prompt", keep), keep));
+      out.add(encode(p.asText(), "prompt", keep));
     } else if (p.isArray() && !p.isEmpty() && p.get(0).isIntegralNumber()) {
-      out.add(truncated(tokenIds(p, "prompt"), keep));
+      out.add(tokenIds(p, "prompt"));
     } else if (p.isArray() && !p.isEmpty()) {
       for (int i = 0; i < p.size(); i++) {
         JsonNode e = p.get(i);
         String at = "prompt[" + i + "]";
         if (e.isTextual()) {
-          out.add(truncated(encode(e.asText(), at, keep), keep));
+          out.add(encode(e.asText(), at, keep));
         } else if (e.isArray()) {
-          out.add(truncated(tokenIds(e, at), keep));
+          out.add(tokenIds(e, at));
         } else {
           throw typeError(at, "a string or an array of token ids", e);
         }
@@ -762,6 +765,7 @@ public final class RequestParser {
     } else {
       throw typeError("prompt", "a non-empty string, array of strings, or array of token ids", p);
     }
+    out.replaceAll(ids -> truncated(ids, keep));
     return out;
   }
 
@@ -771,12 +775,12 @@ public final class RequestParser {
    * window. Above the window, or 0, is a 400: vLLM refuses the first too.
    */
   private int truncation(ObjectNode body) {
-    JsonNode v = body.get("truncate_prompt_tokens");
+    JsonNode v = body.get(TRUNCATE_PROMPT_TOKENS);
     if (v == null || v.isNull()) {
       return 0;
     }
     if (!v.isIntegralNumber() || !v.canConvertToInt()) {
-      throw typeError("truncate_prompt_tokens", "an integer", v);
+      throw typeError(TRUNCATE_PROMPT_TOKENS, "an integer", v);
     }
     int k = v.asInt();
     int context = model.maxContextLength();
@@ -784,11 +788,11 @@ public final class RequestParser {
       return context;
     }
     if (k < 1) {
-      throw ApiException.invalid("truncate_prompt_tokens",
-          "Invalid 'truncate_prompt_tokens': " + k + "; expected -1 (the context window) or a number of tokens from 1.", "invalid_value");
+      throw ApiException.invalid(TRUNCATE_PROMPT_TOKENS,
+          "Invalid '" + TRUNCATE_PROMPT_TOKENS + "': " + k + "; expected -1 (the context window) or a number of tokens from 1.", "invalid_value");
     }
     if (k > context) {
-      throw ApiException.invalid("truncate_prompt_tokens", "truncate_prompt_tokens value (" + k + ") is greater than this model's"
+      throw ApiException.invalid(TRUNCATE_PROMPT_TOKENS, TRUNCATE_PROMPT_TOKENS + " value (" + k + ") is greater than this model's"
           + " maximum context length (" + context + "). Please select a smaller truncation size.", "invalid_value");
     }
     return k;
@@ -822,7 +826,7 @@ public final class RequestParser {
           case FIELD_NAME -> {
             if (depth == 1) {
               top = p.currentName();
-              if ("truncate_prompt_tokens".equals(top)) {
+              if (TRUNCATE_PROMPT_TOKENS.equals(top)) {
                 return; // the prompt may be longer than the window: parsing checks what is kept
               }
             }
