@@ -261,6 +261,55 @@ class BuiltinServeTest {
     assertEquals("prompt_logprobs", JSON.readTree(streamed.body()).at("/error/param").asText());
   }
 
+  /**
+   * vLLM's beam search on the built-in engine: a beam of one is greedy decoding; with one token to
+   * go, the beams are the likeliest tokens in order; and the tokens of each beam carry the
+   * log-probabilities the model gives them when the whole sequence is scored as a prompt, the beams
+   * ranked by their sums. Every KV block is back in its pool after each (checked after each test).
+   */
+  @Test
+  void beamSearchFindsTheSequencesTheModelScoresHighest() throws Exception {
+    String prompt = "{\"model\":\"tiny\",\"prompt\":\"Once upon a time\",\"return_token_ids\":true,\"ignore_eos\":true";
+    JsonNode greedy = JSON.readTree(post("/v1/completions", prompt + ",\"max_tokens\":6,\"temperature\":0}").body());
+    JsonNode one = JSON.readTree(post("/v1/completions", prompt + ",\"max_tokens\":6,\"use_beam_search\":true}").body());
+    assertEquals(ints(greedy.at("/choices/0/token_ids")), ints(one.at("/choices/0/token_ids")), "a beam of one is greedy: " + one);
+
+    JsonNode top = JSON.readTree(post("/v1/completions", prompt
+        + ",\"max_tokens\":1,\"temperature\":0,\"logprobs\":3,\"return_tokens_as_token_ids\":true}").body());
+    List<Integer> likeliest = new java.util.ArrayList<>();
+    top.at("/choices/0/logprobs/top_logprobs/0").properties().forEach(e -> likeliest.add(Integer.parseInt(e.getKey().substring(9))));
+    JsonNode three = JSON.readTree(post("/v1/completions", prompt + ",\"max_tokens\":1,\"n\":3,\"use_beam_search\":true}").body());
+    assertEquals(likeliest, List.of(0, 1, 2).stream().map(i -> three.at("/choices/" + i + "/token_ids/0").asInt()).toList(), three.toString());
+
+    JsonNode beams = JSON.readTree(post("/v1/completions", prompt + ",\"max_tokens\":4,\"n\":3,\"use_beam_search\":true,\"logprobs\":0}").body());
+    List<Integer> promptIds = ints(JSON.readTree(post("/tokenize", "{\"prompt\":\"Once upon a time\"}").body()).get("tokens"));
+    double previous = 0;
+    java.util.Set<List<Integer>> distinct = new java.util.HashSet<>();
+    for (int i = 0; i < 3; i++) {
+      JsonNode choice = beams.at("/choices/" + i);
+      List<Integer> tokens = ints(choice.get("token_ids"));
+      assertEquals(4, tokens.size(), beams.toString());
+      distinct.add(tokens);
+      List<Integer> sequence = new java.util.ArrayList<>(promptIds);
+      sequence.addAll(tokens);
+      JsonNode scored = JSON.readTree(post("/v1/completions", "{\"model\":\"tiny\",\"prompt\":" + sequence
+          + ",\"max_tokens\":1,\"prompt_logprobs\":0}").body()).at("/choices/0/prompt_logprobs");
+      double sum = 0;
+      for (int k = 0; k < tokens.size(); k++) {
+        double model = scored.get(promptIds.size() + k).get(Integer.toString(tokens.get(k))).get("logprob").asDouble();
+        assertEquals(model, choice.at("/logprobs/token_logprobs/" + k).asDouble(), 1e-3, "beam " + i + ", token " + k);
+        sum += model;
+      }
+      assertTrue(i == 0 || sum <= previous + 1e-3, "ranked by summed log-probability (same lengths): " + sum + " after " + previous);
+      previous = sum;
+    }
+    assertEquals(3, distinct.size(), "three different sequences");
+
+    JsonNode streamed = chunks(post("/v1/completions", prompt + ",\"max_tokens\":4,\"n\":3,\"use_beam_search\":true,\"stream\":true}"))
+        .stream().filter(c -> c.at("/choices/0/index").asInt() == 0 && !c.at("/choices/0/text").asText().isEmpty()).findFirst().orElseThrow();
+    assertEquals(beams.at("/choices/0/text").asText(), streamed.at("/choices/0/text").asText(), "streamed: the same best beam, in one piece");
+  }
+
   @Test
   void echoWithLogprobsScoresThePromptAsLegacyClientsExpect() throws Exception {
     HttpResponse<String> r = post("/v1/completions",

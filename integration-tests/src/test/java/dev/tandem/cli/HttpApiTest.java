@@ -269,6 +269,8 @@ class HttpApiTest {
         Arguments.of("echo with logprobs on the mocker", "/v1/completions", "{\"model\": \"" + M + "\", \"prompt\": \"x\", \"echo\": true, \"logprobs\": 1}", 400, "logprobs", "unsupported_parameter"),
         Arguments.of("forced tool call on the mocker", chat, "{\"model\": \"" + M + "\", " + msgs + ", \"tool_choice\": \"required\", \"tools\": [{\"type\": \"function\", \"function\": {\"name\": \"f\"}}]}", 400, "tool_choice", "unsupported_parameter"),
         Arguments.of("tool_choice naming no offered tool", chat, "{\"model\": \"" + M + "\", " + msgs + ", \"tool_choice\": {\"type\": \"function\", \"function\": {\"name\": \"g\"}}, \"tools\": [{\"type\": \"function\", \"function\": {\"name\": \"f\"}}]}", 400, "tool_choice", null),
+        Arguments.of("beam search on the mocker", chat, "{\"model\": \"" + M + "\", " + msgs + ", \"use_beam_search\": true}", 400, "use_beam_search", "unsupported_parameter"),
+        Arguments.of("length_penalty without beam search", chat, "{\"model\": \"" + M + "\", " + msgs + ", \"length_penalty\": 0.5}", 400, "length_penalty", null),
         Arguments.of("logit_bias on the mocker", chat, "{\"model\": \"" + M + "\", " + msgs + ", \"logit_bias\": {\"42\": 5}}", 400, "logit_bias", "unsupported_parameter"),
         Arguments.of("logit_bias key not a token id", chat, "{\"model\": \"" + M + "\", " + msgs + ", \"logit_bias\": {\"hello\": 5}}", 400, "logit_bias", null),
         Arguments.of("template raises", chat, "{\"model\": \"" + M + "\", \"messages\": [{\"role\": \"assistant\"}]}", 400, "messages[0].content", null),

@@ -5,11 +5,13 @@ import dev.tandem.common.FinishReason;
 import dev.tandem.common.GenerationException;
 import dev.tandem.common.GenerationRequest;
 import dev.tandem.common.TokenChunk;
+import dev.tandem.common.TokenLogprob;
 import dev.tandem.frontend.FrontendMetrics;
 import dev.tandem.frontend.ServedModel;
 import dev.tandem.frontend.openai.ContentChunks;
 import dev.tandem.frontend.openai.GenerationSpec;
 import dev.tandem.frontend.openai.ResponseJson;
+import dev.tandem.router.Generation;
 import dev.tandem.router.NoWorkerAvailableException;
 import dev.tandem.router.RequestRouter;
 import dev.tandem.router.Route;
@@ -22,7 +24,8 @@ import java.util.UUID;
 /**
  * One chat or text completion request in flight (or a Responses API one, a chat written back as
  * {@link ResponsesOutput}): a generation per choice ({@link ChoiceStream}) on the workers the
- * router picks, written back as SSE chunks ({@link SseWriter}) or one JSON body, timed by {@link
+ * router picks — or, for vLLM's beam search, a {@link BeamSearch} per prompt whose steps are
+ * one-token generations, the beams found then written back as the choices — written back as SSE chunks ({@link SseWriter}) or one JSON body, timed by {@link
  * RunTiming}; worker failures become HTTP errors through {@link GenerationErrors}.
  *
  * <p>Threading: every method runs on the channel's event loop; worker callbacks are posted there,
@@ -50,6 +53,7 @@ final class GenerationRun {
   private boolean done;
   private int finished;
   private long waitingSince; // nanoTime when it started waiting for a worker; 0 while not waiting
+  private final List<Search> searches = new ArrayList<>(); // beam search: one per prompt; empty when sampled
 
   GenerationRun(
       ChannelHandlerContext ctx,
@@ -99,7 +103,20 @@ final class GenerationRun {
     if (spec.lora() != null) {
       metrics.loraRequest(spec.lora());
     }
-    attempt(true);
+    if (spec.beam() == null) {
+      attempt(true);
+      return;
+    }
+    GenerationSpec.Beam beam = spec.beam();
+    int[] ends = spec.stop().ignoreEos() ? spec.stop().stopTokenIds()
+        : java.util.stream.IntStream.concat(java.util.Arrays.stream(model.eosTokenIds()), java.util.Arrays.stream(spec.stop().stopTokenIds()))
+            .toArray();
+    for (int p = 0; p < spec.prompts().size(); p++) {
+      int[] prompt = spec.prompts().get(p);
+      searches.add(new Search(p, prompt,
+          new BeamSearch(prompt.length, beam.width(), beam.lengthPenalty(), spec.maxTokens(), spec.stop().minTokens(), ends)));
+    }
+    step(searches, true);
   }
 
   /**
@@ -111,26 +128,54 @@ final class GenerationRun {
     if (done) {
       return; // the client went away while waiting
     }
-    // Route every choice first (reservations only), so that nothing starts unless all can.
+    List<Route> routes = routeAll(choices.stream().map(this::request).toList(), () -> attempt(false), first);
+    if (routes == null) {
+      return;
+    }
+    begin();
+    timing.dispatched(System.nanoTime());
+    for (int i = 0; i < choices.size(); i++) {
+      ChoiceStream c = choices.get(i);
+      Route route = routes.get(i);
+      c.predictedOverlapBlocks = route.predictedOverlapBlocks();
+      c.predictedCost = route.predictedCost();
+      c.costName = route.costName();
+      c.splitDecision = route.decision();
+      c.call = route.start(listener(c, c.attempt)); // releases the route's reservation itself if it cannot start
+    }
+  }
+
+  /**
+   * Routes every request first (reservations only), so that nothing starts unless all can. When no
+   * worker serves at all and {@code workerWait} allows, it runs {@code retry} in 100 ms on this
+   * event loop instead; a failure is thrown the first time, sent to the client later.
+   *
+   * @return the routes, in the requests' order; null when it waits or failed
+   */
+  private List<Route> routeAll(List<GenerationRequest> requests, Runnable retry, boolean first) {
     List<Route> routes = new ArrayList<>();
     try {
-      for (ChoiceStream c : choices) {
-        routes.add(route(request(c)));
+      for (GenerationRequest r : requests) {
+        routes.add(route(r));
       }
+      stopWaiting();
+      return routes;
     } catch (NoWorkerAvailableException e) {
       routes.forEach(Route::release);
       if (e.noneServing() && mayWait()) {
-        ctx.executor().schedule(() -> attempt(false), 100, java.util.concurrent.TimeUnit.MILLISECONDS);
-        return;
+        ctx.executor().schedule(retry, 100, java.util.concurrent.TimeUnit.MILLISECONDS);
+        return null;
       }
       routingFailed(e, first);
-      return;
     } catch (RuntimeException e) {
       routes.forEach(Route::release);
       routingFailed(e, first);
-      return;
     }
-    stopWaiting();
+    return null;
+  }
+
+  /** What a response starts with once its output is coming: headers and role chunks of a stream, an echoed prompt or message. */
+  private void begin() {
     if (spec.stream()) {
       sse.sendHeaders();
       if (responses != null) {
@@ -159,16 +204,6 @@ final class GenerationRun {
       for (ChoiceStream c : choices) {
         emit(c, spec.echoedMessage(), false);
       }
-    }
-    timing.dispatched(System.nanoTime());
-    for (int i = 0; i < choices.size(); i++) {
-      ChoiceStream c = choices.get(i);
-      Route route = routes.get(i);
-      c.predictedOverlapBlocks = route.predictedOverlapBlocks();
-      c.predictedCost = route.predictedCost();
-      c.costName = route.costName();
-      c.splitDecision = route.decision();
-      c.call = route.start(listener(c, c.attempt)); // releases the route's reservation itself if it cannot start
     }
   }
 
@@ -241,7 +276,7 @@ final class GenerationRun {
       public void onChunk(TokenChunk chunk) {
         ctx.executor().execute(() -> {
           if (c.attempt == attempt) {
-            onChunkInLoop(c, chunk);
+            onChunkInLoop(c, chunk, true);
           }
         });
       }
@@ -309,7 +344,205 @@ final class GenerationRun {
     return true;
   }
 
-  private void onChunkInLoop(ChoiceStream c, TokenChunk chunk) {
+  /**
+   * One prompt's beam search in flight: the search, the calls of its current step (one per live
+   * beam, a token each) and what they reported so far, and the first step's word on the prompt
+   * (its tokens, those the worker had cached, who served it).
+   */
+  private static final class Search {
+    final int index;
+    final int[] prompt;
+    final BeamSearch beams;
+    int step; // the step whose callbacks count; 0 before the first
+    final List<Generation> calls = new ArrayList<>();
+    final List<String> workers = new ArrayList<>();
+    TokenLogprob[] results = new TokenLogprob[0];
+    int pending;
+    int retries;
+    int promptTokens;
+    int cachedTokens;
+    TokenChunk.Origin origin;
+
+    Search(int index, int[] prompt, BeamSearch beams) {
+      this.index = index;
+      this.prompt = prompt;
+      this.beams = beams;
+      this.promptTokens = prompt.length;
+    }
+  }
+
+  /**
+   * The next step of each search in {@code which}, routed as one: a one-token generation of each
+   * live beam with its likeliest alternatives, on the worker the router picks (the one holding the
+   * beam's prefix, usually), with the request's adapter, priority and cache salt.
+   */
+  private void step(List<Search> which, boolean first) {
+    if (done) {
+      return;
+    }
+    List<GenerationRequest> requests = new ArrayList<>();
+    for (Search s : which) {
+      List<BeamSearch.Beam> live = s.beams.live();
+      for (int i = 0; i < live.size(); i++) {
+        requests.add(stepRequest(s, i, s.step + 1));
+      }
+    }
+    List<Route> routes = routeAll(requests, () -> step(which, false), first);
+    if (routes == null) {
+      return;
+    }
+    timing.dispatched(System.nanoTime());
+    int r = 0;
+    for (Search s : which) {
+      int beams = s.beams.live().size();
+      s.step++;
+      s.results = new TokenLogprob[beams];
+      s.pending = beams;
+      s.calls.clear();
+      s.workers.clear();
+      for (int i = 0; i < beams; i++) {
+        Route route = routes.get(r++);
+        s.workers.add(route.worker().value());
+        s.calls.add(route.start(stepListener(s, i, s.step)));
+      }
+    }
+  }
+
+  private GenerationRequest stepRequest(Search s, int beam, int step) {
+    var sampling = dev.tandem.common.SamplingParams.greedy().withLogprobs(Math.max(s.beams.alternatives(), spec.logprobs()));
+    int[] sequence = BeamSearch.sequence(s.prompt, s.beams.live().get(beam));
+    return tagged(new GenerationRequest(id + "-" + s.index + "-s" + step + "-b" + beam, sequence, sampling,
+        dev.tandem.common.StopConditions.maxTokens(1)));
+  }
+
+  private TokenListener stepListener(Search s, int beam, int step) {
+    return new TokenListener() {
+      @Override
+      public void onChunk(TokenChunk chunk) {
+        ctx.executor().execute(() -> {
+          if (s.step == step && !done) {
+            onStepChunk(s, beam, chunk);
+          }
+        });
+      }
+
+      @Override
+      public void onError(GenerationException error) {
+        ctx.executor().execute(() -> {
+          if (s.step == step && !done && s.results[beam] == null) {
+            stepFailed(s, beam, error);
+          }
+        });
+      }
+
+      @Override
+      public void onCompleted() {
+        ctx.executor().execute(() -> {
+          if (s.step == step && !done && s.results[beam] == null) {
+            stepFailed(s, beam, null);
+          }
+        });
+      }
+    };
+  }
+
+  private void onStepChunk(Search s, int beam, TokenChunk chunk) {
+    if (chunk.origin() != null) {
+      s.workers.set(beam, chunk.origin().workerId());
+      if (s.step == 1) {
+        s.origin = chunk.origin();
+      }
+    }
+    if (s.step == 1 && chunk.promptTokens() > 0) { // the first step's prompt is the request's own
+      s.promptTokens = chunk.promptTokens();
+      s.cachedTokens = chunk.cachedTokens();
+    }
+    if (chunk.logprobCount() > 0) {
+      s.results[beam] = chunk.logprobs()[0];
+    }
+    if (!chunk.finished()) {
+      return;
+    }
+    if (chunk.finishReason() != FinishReason.STOP && chunk.finishReason() != FinishReason.LENGTH) {
+      fail(GenerationErrors.endedByWorker(chunk.finishReason()));
+      return;
+    }
+    if (s.results[beam] == null) {
+      fail(new ApiException(500, "Worker " + s.workers.get(beam) + " ended a beam's step without its token's log-probabilities.",
+          "server_error", null, null));
+      return;
+    }
+    if (--s.pending > 0) {
+      return;
+    }
+    s.beams.advance(java.util.Arrays.asList(s.results));
+    if (!s.beams.done()) {
+      step(List.of(s), false);
+    } else if (searches.stream().allMatch(x -> x.beams.done())) {
+      replay();
+    }
+  }
+
+  /**
+   * A beam's step failed on its worker: tried again on another (as a stream's generation moves,
+   * at most {@code --migration-limit} times a search), else the request fails.
+   */
+  private void stepFailed(Search s, int beam, GenerationException cause) {
+    String worker = s.workers.get(beam);
+    if (s.retries >= migrationLimit || spec.pinnedWorker() != null
+        || (cause != null && cause.kind() == GenerationException.Kind.INVALID_REQUEST)) {
+      fail(cause == null ? GenerationErrors.streamEndedEarly(worker) : GenerationErrors.worker(worker, cause));
+      return;
+    }
+    Route route;
+    try {
+      route = router.route(stepRequest(s, beam, s.step), null);
+    } catch (RuntimeException e) {
+      fail(GenerationErrors.routing(e));
+      return;
+    }
+    s.retries++;
+    metrics.migration();
+    log.info("request {} prompt {}: a beam's step failed on worker {} ({}); trying it on {}", id, s.index, worker,
+        cause == null ? "stream ended" : cause.getMessage(), route.worker());
+    s.workers.set(beam, route.worker().value());
+    s.calls.set(beam, route.start(stepListener(s, beam, s.step)));
+  }
+
+  /**
+   * Every search is over: each choice is its prompt's next best beam, written back through the
+   * path a generated stream takes (text, stop strings, parsers, log-probabilities, usage), as if
+   * it had come in one chunk when the search ended.
+   */
+  private void replay() {
+    begin();
+    for (Search s : searches) {
+      List<BeamSearch.Beam> best = s.beams.best();
+      if (best.size() < spec.n()) {
+        fail(new ApiException(500, "The beam search found " + best.size() + " sequences for " + spec.n() + " choices.", "server_error",
+            null, null));
+        return;
+      }
+      for (int j = 0; j < spec.n() && !done; j++) {
+        ChoiceStream c = choices.get(s.index * spec.n() + j);
+        c.call = reason -> {}; // nothing of it runs on a worker any more
+        BeamSearch.Beam b = best.get(j);
+        TokenLogprob[] logprobs = spec.logprobs() < 0 ? null : java.util.Arrays.stream(b.logprobs())
+            .map(lp -> {
+              int top = Math.min(spec.logprobs(), lp.topTokenIds().length);
+              return new TokenLogprob(lp.logprob(), java.util.Arrays.copyOf(lp.topTokenIds(), top),
+                  java.util.Arrays.copyOf(lp.topLogprobs(), top), lp.rank());
+            })
+            .toArray(TokenLogprob[]::new);
+        timing.token(System.nanoTime(), -1); // the client's first token; the search had no gaps between tokens to record
+        onChunkInLoop(c, new TokenChunk(b.tokens(), logprobs, b.ended() ? FinishReason.STOP : FinishReason.LENGTH, s.promptTokens,
+            s.cachedTokens, s.origin), false);
+      }
+    }
+  }
+
+  /** Takes a choice's next chunk; {@code timed}: its tokens arrived now, each recorded as a token's time. */
+  private void onChunkInLoop(ChoiceStream c, TokenChunk chunk, boolean timed) {
     if (done || c.finished()) {
       return;
     }
@@ -330,8 +563,10 @@ final class GenerationRun {
     StringBuilder out = new StringBuilder();
     int[] tokens = chunk.tokens();
     for (int k = 0; k < tokens.length; k++) {
-      timing.token(now, c.lastTokenNanos);
-      c.lastTokenNanos = now;
+      if (timed) {
+        timing.token(now, c.lastTokenNanos);
+        c.lastTokenNanos = now;
+      }
       out.append(c.token(tokens[k], k < chunk.logprobCount() ? chunk.logprobs()[k] : null));
       if (c.stopped()) {
         c.call.cancel("stop string matched");
@@ -576,6 +811,9 @@ final class GenerationRun {
       if (c.call != null && !c.finished()) {
         c.call.cancel(reason);
       }
+    }
+    for (Search s : searches) {
+      s.calls.forEach(call -> call.cancel(reason));
     }
   }
 

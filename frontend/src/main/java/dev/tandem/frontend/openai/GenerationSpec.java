@@ -12,7 +12,7 @@ import java.util.List;
  * them, an optional constraint on the output, and the frontend's own options: stop strings,
  * detokenizing, how the output is parsed (reasoning, tool calls), streaming, timing, pinning, its
  * {@code priority}, vLLM's {@code cache_salt} (null: none), and what the response shows beside the
- * text ({@link Output}). {@code model} is
+ * text ({@link Output}), and vLLM's beam search ({@link Beam}; null: none, each choice is sampled). {@code model} is
  * the name the request gave: the served model's, or a LoRA adapter's ({@code lora}, null for the
  * base model).
  */
@@ -34,7 +34,8 @@ public record GenerationSpec(
     String lora,
     int priority,
     String cacheSalt,
-    Output output) {
+    Output output,
+    Beam beam) {
 
   /**
    * How the response is written around the generated text: completions' {@code echo} (the prompt's
@@ -84,42 +85,55 @@ public record GenerationSpec(
       boolean skipSpecialTokens, boolean stream, boolean includeUsage, boolean timing, String pinnedWorker,
       StructuredOutput constraint, OutputParsers parsers) {
     this(kind, model, prompts, n, sampling, stop, stopStrings, skipSpecialTokens, stream, includeUsage, timing, pinnedWorker,
-        constraint, parsers, null, 0, null, Output.PLAIN);
+        constraint, parsers, null, 0, null, Output.PLAIN, null);
   }
 
   public GenerationSpec withSampling(SamplingParams s) {
     return new GenerationSpec(kind, model, prompts, n, s, stop, stopStrings, skipSpecialTokens, stream, includeUsage, timing,
-        pinnedWorker, constraint, parsers, lora, priority, cacheSalt, output);
+        pinnedWorker, constraint, parsers, lora, priority, cacheSalt, output, beam);
   }
 
   /** The output held to {@code c} (null: free). */
   public GenerationSpec withConstraint(StructuredOutput c) {
     return new GenerationSpec(kind, model, prompts, n, sampling, stop, stopStrings, skipSpecialTokens, stream, includeUsage, timing,
-        pinnedWorker, c, parsers, lora, priority, cacheSalt, output);
+        pinnedWorker, c, parsers, lora, priority, cacheSalt, output, beam);
   }
 
   /** vLLM's {@code priority}: lower first, where the workers schedule by it. */
   public GenerationSpec withPriority(int value) {
     return new GenerationSpec(kind, model, prompts, n, sampling, stop, stopStrings, skipSpecialTokens, stream, includeUsage, timing,
-        pinnedWorker, constraint, parsers, lora, value, cacheSalt, output);
+        pinnedWorker, constraint, parsers, lora, value, cacheSalt, output, beam);
   }
 
   /** The request names LoRA adapter {@code lora} (null: the base model). */
   public GenerationSpec withLora(String lora) {
     return new GenerationSpec(kind, model, prompts, n, sampling, stop, stopStrings, skipSpecialTokens, stream, includeUsage, timing,
-        pinnedWorker, constraint, parsers, lora, priority, cacheSalt, output);
+        pinnedWorker, constraint, parsers, lora, priority, cacheSalt, output, beam);
   }
 
   /** vLLM's {@code cache_salt}: only requests with the same salt share cached prompt blocks (null: none). */
   public GenerationSpec withCacheSalt(String salt) {
     return new GenerationSpec(kind, model, prompts, n, sampling, stop, stopStrings, skipSpecialTokens, stream, includeUsage, timing,
-        pinnedWorker, constraint, parsers, lora, priority, salt, output);
+        pinnedWorker, constraint, parsers, lora, priority, salt, output, beam);
   }
 
   /** The response written around the text as {@code o} says. */
   public GenerationSpec withOutput(Output o) {
     return new GenerationSpec(kind, model, prompts, n, sampling, stop, stopStrings, skipSpecialTokens, stream, includeUsage, timing,
-        pinnedWorker, constraint, parsers, lora, priority, cacheSalt, o);
+        pinnedWorker, constraint, parsers, lora, priority, cacheSalt, o, beam);
+  }
+
+  /**
+   * vLLM's beam search ({@code use_beam_search}): the {@code width} likeliest sequences are kept at
+   * each step ({@code n} of the request), and the ones returned are ranked by their summed
+   * log-probability ÷ (prompt and output tokens)^{@code lengthPenalty}.
+   */
+  public record Beam(int width, double lengthPenalty) {}
+
+  /** Searched with {@code b} instead of sampled (null: sampled). */
+  public GenerationSpec withBeam(Beam b) {
+    return new GenerationSpec(kind, model, prompts, n, sampling, stop, stopStrings, skipSpecialTokens, stream, includeUsage, timing,
+        pinnedWorker, constraint, parsers, lora, priority, cacheSalt, output, b);
   }
 
   /** Completions' {@code echo}: the prompt's text comes back before each choice's completion. */

@@ -57,18 +57,16 @@ public final class RequestParser {
   private static final int MAX_LOGIT_BIAS = 1024;
   private static final int MAX_BAD_WORDS = 128;
 
+  /** vLLM's parameter for keeping only a prompt's last tokens ({@link #truncation}). */
+  static final String TRUNCATE_PROMPT_TOKENS = "truncate_prompt_tokens";
+
   /**
    * vLLM's request parameters that change what comes back and that Tandem does not honour (yet):
    * each with its default, which a request may send; anything else is a 400 naming it, never
    * silently ignored. In this order, so that the error names the same field every time.
    */
-  /** vLLM's parameter for keeping only a prompt's last tokens ({@link #truncation}). */
-  static final String TRUNCATE_PROMPT_TOKENS = "truncate_prompt_tokens";
-
   private static final List<Map.Entry<String, Object>> NOT_HONOURED = List.of(
-      Map.entry("spaces_between_special_tokens", true),
-      Map.entry("use_beam_search", false),
-      Map.entry("length_penalty", 1.0));
+      Map.entry("spaces_between_special_tokens", true));
 
   private static void refuseNotHonoured(ObjectNode body) {
     for (Map.Entry<String, Object> p : NOT_HONOURED) {
@@ -217,7 +215,8 @@ public final class RequestParser {
         .withEchoedMessage(echoedMessage(body, messages, addGenerationPrompt));
     if (spec.constraint() == null && toolChoice.kind() == StructuredOutputs.ToolChoice.Kind.AUTO && tools != null
         && model.parsers().constrainedCalls() && model.supports("structured_outputs") && !spec.stop().ignoreEos()
-        && spec.stop().minTokens() == 0 && !spec.sampling().restrictsTokens() && spec.sampling().badWords().isEmpty()) {
+        && spec.stop().minTokens() == 0 && !spec.sampling().restrictsTokens() && spec.sampling().badWords().isEmpty()
+        && !bool(body, "use_beam_search", false)) {
       // Nothing else constrains the output: the calls the model may write are held to the tools (--tool-call-constraint).
       StructuredOutput calls = StructuredOutputs.autoCalls(body.get("tools"), parsers.toolCalls(), spec.oneToolCall());
       if (calls != null) {
@@ -225,7 +224,7 @@ public final class RequestParser {
       }
     }
     ThinkingBudget budget = thinkingBudget(body, reasoning);
-    return budget == null ? spec : spec.withSampling(spec.sampling().withThinkingBudget(budget));
+    return beamSearch(body, budget == null ? spec : spec.withSampling(spec.sampling().withThinkingBudget(budget)));
   }
 
   /**
@@ -269,6 +268,66 @@ public final class RequestParser {
     kwargs.put("reasoning_effort", effort.asText());
   }
 
+  /** The widest beam search: each step asks a worker for 2 × the width likeliest tokens, and it gives at most this many. */
+  static final int MAX_BEAM_WIDTH = SamplingParams.MAX_LOGPROBS / 2;
+
+  /**
+   * Parameters that change the distribution a sample is drawn from: a beam search reads the model's
+   * raw log-probabilities, so a request that sets one of these with {@code use_beam_search} is
+   * refused rather than searched as if it had not. In this order, so that the error names the same
+   * field every time; an empty list or object is not set, nor is a number at its value in {@link
+   * #NEUTRAL}.
+   */
+  private static final List<String> NOT_SEARCHED = List.of("presence_penalty", "frequency_penalty", "repetition_penalty", "top_p",
+      "top_k", "min_p", "logit_bias", "allowed_token_ids", "bad_words", "thinking_token_budget", "prompt_logprobs");
+
+  /** The values of {@link #NOT_SEARCHED}'s numbers that change nothing (top_k's 0 too). */
+  private static final Map<String, Double> NEUTRAL = Map.of(
+      "presence_penalty", 0.0, "frequency_penalty", 0.0, "repetition_penalty", 1.0, "top_p", 1.0, "top_k", -1.0, "min_p", 0.0);
+
+  /**
+   * vLLM's {@code use_beam_search} (the beam as wide as {@code n}) and {@code length_penalty},
+   * which ranks the sequences found; {@code spec} searched instead of sampled. Temperature and seed
+   * do not apply to a search (nor do they in vLLM); what would change the distribution searched
+   * ({@link #NOT_SEARCHED}), a grammar or the prompt's log-probabilities are refused with it.
+   */
+  private GenerationSpec beamSearch(ObjectNode body, GenerationSpec spec) {
+    boolean on = bool(body, "use_beam_search", false);
+    double lengthPenalty = number(body, "length_penalty", 1.0, -10.0, 10.0);
+    if (!on) {
+      if (lengthPenalty != 1.0) {
+        throw ApiException.invalid("length_penalty", "'length_penalty' ranks the sequences a beam search finds: set 'use_beam_search' "
+            + "to true, or leave it out.");
+      }
+      return spec;
+    }
+    requireFeature("use_beam_search", "logprobs");
+    if (spec.n() > MAX_BEAM_WIDTH) {
+      throw ApiException.invalid("n", "With 'use_beam_search', 'n' is the beam's width: at most " + MAX_BEAM_WIDTH
+          + " (each step asks for twice as many likeliest tokens, and a worker gives at most " + SamplingParams.MAX_LOGPROBS + ").",
+          "invalid_value");
+    }
+    for (String param : NOT_SEARCHED) {
+      JsonNode v = body.get(param);
+      Double neutral = NEUTRAL.get(param);
+      boolean set = v != null && !v.isNull() && !(v.isContainerNode() && v.isEmpty())
+          && !(neutral != null && v.isNumber() && (v.doubleValue() == neutral || param.equals("top_k") && v.doubleValue() == 0));
+      if (set) {
+        throw ApiException.invalid(param, "'" + param + "' cannot be combined with 'use_beam_search': the search ranks sequences by "
+            + "the model's own log-probabilities.");
+      }
+    }
+    if (spec.constraint() != null) {
+      throw ApiException.invalid("use_beam_search", "'use_beam_search' cannot be combined with structured outputs or a forced tool "
+          + "call: the output's grammar chooses its tokens.");
+    }
+    if (spec.sampling().promptLogprobs() >= 0) {
+      throw ApiException.invalid("echo", "'echo' with 'logprobs' cannot be combined with 'use_beam_search': it scores the prompt, "
+          + "which a search does not compute in full.");
+    }
+    return spec.withBeam(new GenerationSpec.Beam(spec.n(), lengthPenalty));
+  }
+
   public GenerationSpec parseCompletion(ObjectNode body) {
     checkModelAndParameters(body);
     if (body.has("thinking_token_budget") && !body.get("thinking_token_budget").isNull()) {
@@ -305,7 +364,7 @@ public final class RequestParser {
     if (echo && logprobs >= 0) { // the prompt's log-probabilities too, as OpenAI's legacy API gives them
       spec = spec.withSampling(spec.sampling().withPromptLogprobs(Math.max(logprobs, spec.sampling().promptLogprobs())));
     }
-    return spec.withEcho(echo);
+    return beamSearch(body, spec.withEcho(echo));
   }
 
   private GenerationSpec common(ObjectNode body, GenerationSpec.Kind kind, List<int[]> prompts, int maxTokens, int logprobs,

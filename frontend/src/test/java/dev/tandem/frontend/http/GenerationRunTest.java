@@ -60,9 +60,9 @@ class GenerationRunTest {
     TOKENIZER.close();
   }
 
-  /** A router whose every route runs {@code script} against the listener when started. */
+  /** A router whose every route runs {@code script} against the request and the listener when started. */
   static final class ScriptedRouter implements RequestRouter {
-    final Consumer<TokenListener> script;
+    final java.util.function.BiConsumer<GenerationRequest, TokenListener> script;
     final List<String> cancels = new ArrayList<>();
     final List<GenerationRequest> routed = new ArrayList<>();
     int released;
@@ -70,6 +70,10 @@ class GenerationRunTest {
     List<WorkerStatus> workers = List.of();
 
     ScriptedRouter(Consumer<TokenListener> script) {
+      this((request, listener) -> script.accept(listener));
+    }
+
+    ScriptedRouter(java.util.function.BiConsumer<GenerationRequest, TokenListener> script) {
       this.script = script;
     }
 
@@ -89,7 +93,7 @@ class GenerationRunTest {
         @Override public String costName() { return ""; }
         @Override public SplitPolicy.Decision decision() { return null; }
         @Override public Generation start(TokenListener listener) {
-          script.accept(listener);
+          script.accept(request, listener);
           return reason -> cancels.add(reason);
         }
         @Override public void release() { released++; }
@@ -452,6 +456,85 @@ class GenerationRunTest {
     assertEquals(tokens("Hello").length, constrained.routed.get(1).resumedOutputTokens(),
         "its grammar resumes after the tokens so far");
     assertEquals(0, constrained.routed.get(0).resumedOutputTokens());
+  }
+
+  /**
+   * A toy model for beam search: after token x it gives x+1 (-0.1), x+2 (-0.7), end of sequence
+   * (-1.2) and x+3 (-2.0), as a worker reports a one-token generation's alternatives.
+   */
+  private static void toyModel(GenerationRequest r, TokenListener l) {
+    int x = r.promptTokens()[r.promptTokens().length - 1];
+    int[] ids = {x + 1, x + 2, 151645, x + 3};
+    float[] lps = {-0.1f, -0.7f, -1.2f, -2.0f};
+    var lp = new dev.tandem.common.TokenLogprob(lps[0], ids, lps, 1);
+    l.onChunk(new TokenChunk(new int[] {ids[0]}, new dev.tandem.common.TokenLogprob[] {lp}, FinishReason.LENGTH,
+        r.promptTokens().length, 0, new TokenChunk.Origin("w0", 100, "", "", 0, 0, 0)));
+    l.onCompleted();
+  }
+
+  private static final ServedModel SCORING = new ServedModel("m", 4096, 151_936, "test", Set.of("logprobs"), new int[] {151645},
+      TOKENIZER, ChatTemplate.fromTokenizerConfig(ModelFiles.bundledQwen3().tokenizerConfigJson(), "qwen3"));
+
+  /**
+   * vLLM's beam search, width 2, two tokens, from prompt [100, 200] on {@link #toyModel}. Step 1:
+   * [201] -0.1 and [202] -0.7 live, [end] -1.2 ends. Step 2: [201,202] -0.2 and [201,203] -0.8
+   * live ([202,203] -0.8 ties and came later); [201,end] -1.3 and [202,end] -1.9 end. Ranked by
+   * log-probability ÷ length: [201,202] -0.05, [201,203] -0.2, then the ended ones (-0.43 and
+   * below). Each step is a one-token generation per beam asking for 2 × 2 alternatives.
+   */
+  @Test
+  void aBeamSearchRunsOneTokenStepsAndReturnsTheBestBeamsAsChoices() throws Exception {
+    var router = new ScriptedRouter(GenerationRunTest::toyModel);
+    EmbeddedChannel ch = new EmbeddedChannel(new HttpApiHandler(SCORING, router, new FrontendMetrics(), 0, Duration.ZERO));
+    post(ch, "/v1/completions", "{\"model\":\"m\",\"prompt\":[100,200],\"max_tokens\":2,\"n\":2,\"use_beam_search\":true,"
+        + "\"return_token_ids\":true,\"logprobs\":1}");
+    Written w = drain(ch);
+    assertEquals(200, w.status(), w.body());
+    JsonNode body = JSON.readTree(w.body());
+    assertEquals("[201,202]", body.at("/choices/0/token_ids").toString());
+    assertEquals("[201,203]", body.at("/choices/1/token_ids").toString());
+    assertEquals("length", body.at("/choices/0/finish_reason").asText());
+    assertEquals(-0.7, body.at("/choices/1/logprobs/token_logprobs/1").asDouble(), 1e-6, "203 after 201: its own log-probability");
+    assertEquals(1, body.at("/choices/1/logprobs/top_logprobs/1").size(), "the one alternative asked for");
+    assertEquals(2, body.at("/usage/prompt_tokens").asInt());
+    assertEquals(4, body.at("/usage/completion_tokens").asInt());
+    assertEquals(List.of("[100, 200]", "[100, 200, 201]", "[100, 200, 202]"),
+        router.routed.stream().map(r -> java.util.Arrays.toString(r.promptTokens())).toList());
+    for (GenerationRequest r : router.routed) {
+      assertEquals(1, r.stop().maxTokens());
+      assertEquals(4, r.sampling().logprobs(), "twice the width");
+    }
+    assertEquals(0, router.released, "every route started");
+
+    // Streamed: the same choices, each in one piece once the search is over.
+    router.routed.clear();
+    post(ch, "/v1/completions", "{\"model\":\"m\",\"prompt\":[100,200],\"max_tokens\":2,\"n\":2,\"use_beam_search\":true,"
+        + "\"return_token_ids\":true,\"stream\":true}");
+    List<JsonNode> events = events(drain(ch).body());
+    assertEquals("[201,202]", events.stream().filter(e -> e.at("/choices/0/index").asInt() == 0 && e.at("/choices/0/token_ids").size() > 0)
+        .findFirst().orElseThrow().at("/choices/0/token_ids").toString());
+  }
+
+  /** A beam's step whose worker fails is tried again on another, and the search goes on. */
+  @Test
+  void aBeamsFailedStepIsTriedAgain() throws Exception {
+    List<Integer> calls = new ArrayList<>();
+    var router = new ScriptedRouter((r, l) -> {
+      calls.add(1);
+      if (calls.size() == 2) {
+        l.onError(new GenerationException(GenerationException.Kind.UNAVAILABLE, "UNAVAILABLE", "worker went away", null));
+      } else {
+        toyModel(r, l);
+      }
+    });
+    FrontendMetrics metrics = new FrontendMetrics();
+    EmbeddedChannel ch = new EmbeddedChannel(new HttpApiHandler(SCORING, router, metrics, 0, Duration.ZERO));
+    post(ch, "/v1/completions", "{\"model\":\"m\",\"prompt\":[100,200],\"max_tokens\":2,\"n\":2,\"use_beam_search\":true,"
+        + "\"return_token_ids\":true}");
+    JsonNode body = JSON.readTree(drain(ch).body());
+    assertEquals("[201,202]", body.at("/choices/0/token_ids").toString(), body.toString());
+    assertEquals(4, router.routed.size(), "the failed step once more");
+    assertEquals(1, metrics.migrations());
   }
 
   @Test

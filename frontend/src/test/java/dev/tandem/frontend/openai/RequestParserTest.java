@@ -183,8 +183,7 @@ class RequestParserTest {
   @Test
   void vllmParametersTandemDoesNotHonourAreRefusedUnlessAtTheirDefault() {
     RequestParser p = parser(Set.of());
-    for (String set : List.of("\"spaces_between_special_tokens\":false", "\"use_beam_search\":true",
-        "\"length_penalty\":0.5")) {
+    for (String set : List.of("\"spaces_between_special_tokens\":false")) {
       ApiException e = assertThrows(ApiException.class, () -> chat(p, "{\"model\":\"m\"," + HI + "," + set + "}"), set);
       assertEquals(set.substring(1, set.indexOf('"', 1)), e.param(), set);
       assertEquals(400, e.status());
@@ -222,10 +221,46 @@ class RequestParserTest {
     }
     assertEquals("unsupported_parameter", assertThrows(ApiException.class,
         () -> chat(p, "{\"model\":\"m\"," + HI + ",\"cache_salt\":\"tenant-a\"}")).code(), "an engine without it refuses it");
-    ApiException onCompletions = assertThrows(ApiException.class,
-        () -> p.parseCompletion(RequestParser.parseBody("{\"model\":\"m\",\"prompt\":\"hi\",\"length_penalty\":2}".getBytes(StandardCharsets.UTF_8))));
-    assertEquals("length_penalty", onCompletions.param());
-    assertTrue(onCompletions.getMessage().contains("at its default (1)"), onCompletions.getMessage());
+    ApiException onCompletions = assertThrows(ApiException.class, () -> completion(p, "{\"model\":\"m\",\"prompt\":\"hi\","
+        + "\"spaces_between_special_tokens\":false}"));
+    assertEquals("spaces_between_special_tokens", onCompletions.param());
+    assertTrue(onCompletions.getMessage().contains("at its default (true)"), onCompletions.getMessage());
+  }
+
+  private static GenerationSpec completion(RequestParser p, String json) {
+    return p.parseCompletion(RequestParser.parseBody(json.getBytes(StandardCharsets.UTF_8)));
+  }
+
+  /**
+   * vLLM's {@code use_beam_search}: {@code n} is the beam's width and {@code length_penalty} ranks
+   * what it finds; temperature and seed do not apply to a search; what would change the
+   * distribution searched, a grammar, or scoring the prompt is refused with it, naming the field.
+   */
+  @Test
+  void beamSearchTakesTheWidthFromNAndRefusesWhatItCannotSearch() {
+    RequestParser p = parser(Set.of("logprobs", "presence_penalty", "top_k", "seed", "structured_outputs"));
+    String beam = "{\"model\":\"m\"," + HI + ",\"max_tokens\":5,\"use_beam_search\":true";
+    assertEquals(new GenerationSpec.Beam(3, 0.5), chat(p, beam + ",\"n\":3,\"length_penalty\":0.5}").beam());
+    assertEquals(new GenerationSpec.Beam(1, 1.0), chat(p, beam + ",\"temperature\":0.7,\"seed\":4,\"presence_penalty\":0,"
+        + "\"top_k\":0,\"logit_bias\":{}}").beam(), "what changes nothing is accepted");
+    assertEquals(null, chat(p, "{\"model\":\"m\"," + HI + ",\"use_beam_search\":false,\"length_penalty\":1}").beam());
+    for (String[] bad : new String[][] {
+        {",\"n\":11}", "n"},
+        {",\"presence_penalty\":0.5}", "presence_penalty"},
+        {",\"top_k\":5}", "top_k"},
+        {",\"logit_bias\":{\"42\":5}}", "logit_bias"},
+        {",\"response_format\":{\"type\":\"json_object\"}}", "use_beam_search"}}) {
+      ApiException e = assertThrows(ApiException.class, () -> chat(p, beam + bad[0]), bad[0]);
+      assertEquals(bad[1], e.param(), bad[0]);
+      assertEquals(400, e.status());
+    }
+    assertEquals("unsupported_parameter", assertThrows(ApiException.class, () -> chat(parser(Set.of()), beam + "}")).code(),
+        "an engine without log-probabilities cannot search");
+    assertEquals("echo", assertThrows(ApiException.class, () -> completion(p, "{\"model\":\"m\",\"prompt\":\"hi\","
+        + "\"use_beam_search\":true,\"echo\":true,\"logprobs\":1}")).param());
+    ApiException alone = assertThrows(ApiException.class, () -> completion(p, "{\"model\":\"m\",\"prompt\":\"hi\",\"length_penalty\":2}"));
+    assertEquals("length_penalty", alone.param());
+    assertTrue(alone.getMessage().contains("use_beam_search"), alone.getMessage());
   }
 
   @Test
