@@ -130,6 +130,35 @@ public final class RequestParser {
     return nl < 0 ? s : s.substring(0, nl);
   }
 
+  /**
+   * vLLM's {@code documents} for retrieval-augmented chat: a list of objects of strings (such as
+   * {@code {"title", "text"}}), passed to the chat template as the variable of that name, as vLLM
+   * does; refused where this model's template does not read it, rather than ignored.
+   */
+  private void documents(ObjectNode body, Map<String, Object> kwargs) {
+    JsonNode docs = body.get("documents");
+    if (docs == null || docs.isNull()) {
+      return;
+    }
+    if (!docs.isArray()) {
+      throw typeError("documents", "an array", docs);
+    }
+    List<Map<String, Object>> out = new ArrayList<>();
+    for (int i = 0; i < docs.size(); i++) {
+      JsonNode d = docs.get(i);
+      if (!d.isObject() || !d.valueStream().allMatch(JsonNode::isTextual)) {
+        throw ApiException.invalid("documents[" + i + "]", "Each of 'documents' must be an object whose values are strings "
+            + "(such as {\"title\": ..., \"text\": ...}).");
+      }
+      out.add(toJava(d));
+    }
+    if (!model.chatTemplate().mentions("documents")) {
+      throw ApiException.unsupportedParameter("documents", "'documents' are passed to the chat template, and this model's template "
+          + "does not read them: put them in a message, or serve the model with a --chat-template that reads 'documents'.");
+    }
+    kwargs.put("documents", out);
+  }
+
   public GenerationSpec parseChat(ObjectNode body) {
     checkModelAndParameters(body);
     List<Map<String, Object>> messages = messages(body);
@@ -182,6 +211,7 @@ public final class RequestParser {
           + "so it serves /v1/completions only; to serve chat, start the frontend with --chat-template FILE.");
     }
     reasoningEffort(body, kwargs);
+    documents(body, kwargs);
     String text;
     try {
       text = model.chatTemplate().render(messages, tools, addGenerationPrompt, kwargs);

@@ -366,6 +366,26 @@ class RequestParserTest {
     assertEquals("reasoning_effort", refused(p, base + ",\"reasoning_effort\":\"extreme\"}").param());
   }
 
+  /** vLLM's {@code documents}: given to a template that reads them; refused by one that does not, and when not objects of strings. */
+  @Test
+  void documentsGoToATemplateThatReadsThemAndAreRefusedByOneThatDoesNot() {
+    String base = "{\"model\":\"m\",\"max_tokens\":50," + HI;
+    String docs = ",\"documents\":[{\"title\":\"A\",\"text\":\"one\"},{\"title\":\"B\",\"text\":\"two\"}]}";
+    ApiException qwen3 = refused(parser(Set.of()), base + docs);
+    assertEquals("documents", qwen3.param(), "Qwen3's template does not read them: refused, not ignored");
+    assertEquals("unsupported_parameter", qwen3.code());
+    ChatTemplate reads = ChatTemplate.forModel(ModelFiles.bundledQwen3().tokenizerConfigJson(), null,
+        "{% for d in documents | default([]) %}[{{ d.title }}: {{ d.text }}]{% endfor %}{% for m in messages %}{{ m.content }}{% endfor %}",
+        "test");
+    RequestParser p = new RequestParser(new ServedModel("m", 256, 151_936, "test", Set.of(), new int[] {151645}, TOKENIZER, reads));
+    assertEquals("[A: one][B: two]hi", TOKENIZER.decode(chat(p, base + docs).prompts().getFirst(), false));
+    assertEquals("hi", TOKENIZER.decode(chat(p, base + "}").prompts().getFirst(), false));
+    assertEquals("documents[1]", refused(p, base + ",\"documents\":[{\"text\":\"one\"},{\"text\":2}]}").param());
+    assertEquals("documents", refused(p, base + ",\"documents\":\"one\"}").param());
+    assertEquals("chat_template_kwargs.documents", refused(p, base + ",\"chat_template_kwargs\":{\"documents\":[]}}").param(),
+        "the request's own parameter, not a template variable");
+  }
+
   @Test
   void aThinkingBudgetBoundsTheReasoningWithItsTagsAsThisTokenizerWritesThem() {
     RequestParser p = parser(Set.of("thinking_budget"));
