@@ -39,7 +39,8 @@ final class GenerationRun {
   private final FrontendMetrics metrics;
   private final boolean keepAlive;
   private final Runnable onDone;
-  private final String id;
+  private final String id; // the response's
+  private final String runId; // its generations' on the workers: unique, whatever request_id the client gave
   private final long created = System.currentTimeMillis() / 1000;
   private ContentChunks contentChunks; // made on the first content event
   private final List<ChoiceStream> choices = new ArrayList<>();
@@ -79,8 +80,10 @@ final class GenerationRun {
     this.onDone = onDone;
     this.sse = new SseWriter(ctx, keepAlive, spec.includeUsage());
     this.responses = responsesRequest == null ? null : new ResponsesOutput(responsesRequest.echo(), spec, sse);
-    this.id = responses != null ? responses.id()
-        : (spec.kind() == GenerationSpec.Kind.CHAT ? "chatcmpl-" : "cmpl-") + UUID.randomUUID().toString().replace("-", "");
+    String random = UUID.randomUUID().toString().replace("-", "");
+    String prefix = spec.kind() == GenerationSpec.Kind.CHAT ? "chatcmpl-" : "cmpl-";
+    this.id = responses != null ? responses.id() : prefix + (spec.output().requestId() != null ? spec.output().requestId() : random);
+    this.runId = prefix + random;
     this.timing = new RunTiming(metrics, startNanos);
     for (int p = 0; p < spec.prompts().size(); p++) {
       for (int j = 0; j < spec.n(); j++) {
@@ -258,7 +261,7 @@ final class GenerationRun {
     if (sampling.seed().isPresent()) {
       sampling = sampling.withSeed(java.util.OptionalLong.of(sampling.seed().getAsLong() + (c.index % spec.n())));
     }
-    return tagged(new GenerationRequest(id + "-" + c.index, c.prompt, sampling, spec.stop()));
+    return tagged(new GenerationRequest(runId + "-" + c.index, c.prompt, sampling, spec.stop()));
   }
 
   /** {@code r} with what every generation of this request carries: the constraint, the adapter, the priority and the cache salt. */
@@ -324,7 +327,7 @@ final class GenerationRun {
     var stop = new dev.tandem.common.StopConditions(left, spec.stop().stopTokenIds(), spec.stop().ignoreEos(),
         Math.max(0, spec.stop().minTokens() - c.generated.size()));
     GenerationRequest request = tagged(new GenerationRequest(
-        id + "-" + c.index + "-m" + (c.migrations + 1), prompt,
+        runId + "-" + c.index + "-m" + (c.migrations + 1), prompt,
         // the prompt's log-probabilities again only where none came and the prompt is still the request's own
         c.promptScores == null && c.generated.isEmpty() ? request(c).sampling() : request(c).sampling().withPromptLogprobs(-1), stop))
         .resumedAfter(c.generated.size());
@@ -338,7 +341,7 @@ final class GenerationRun {
     c.migrations++;
     c.attempt++;
     metrics.migration();
-    log.info("request {} choice {}: worker {} failed after {} tokens ({}); continuing on {}", id, c.index, from, c.generated.size(),
+    log.info("request {} choice {}: worker {} failed after {} tokens ({}); continuing on {}", runId, c.index, from, c.generated.size(),
         cause == null ? "stream ended" : cause.getMessage(), route.worker());
     c.call = route.start(listener(c, c.attempt));
     return true;
@@ -411,7 +414,7 @@ final class GenerationRun {
   private GenerationRequest stepRequest(Search s, int beam, int step) {
     var sampling = dev.tandem.common.SamplingParams.greedy().withLogprobs(Math.max(s.beams.alternatives(), spec.logprobs()));
     int[] sequence = BeamSearch.sequence(s.prompt, s.beams.live().get(beam));
-    return tagged(new GenerationRequest(id + "-" + s.index + "-s" + step + "-b" + beam, sequence, sampling,
+    return tagged(new GenerationRequest(runId + "-" + s.index + "-s" + step + "-b" + beam, sequence, sampling,
         dev.tandem.common.StopConditions.maxTokens(1)));
   }
 
@@ -503,7 +506,7 @@ final class GenerationRun {
     }
     s.retries++;
     metrics.migration();
-    log.info("request {} prompt {}: a beam's step failed on worker {} ({}); trying it on {}", id, s.index, worker,
+    log.info("request {} prompt {}: a beam's step failed on worker {} ({}); trying it on {}", runId, s.index, worker,
         cause == null ? "stream ended" : cause.getMessage(), route.worker());
     s.workers.set(beam, route.worker().value());
     s.calls.set(beam, route.start(stepListener(s, beam, s.step)));
@@ -600,6 +603,9 @@ final class GenerationRun {
       return;
     }
     ChoiceStream.Piece piece = c.parse(text, last);
+    if (!spec.output().includeReasoning()) { // vLLM's include_reasoning false: parsed out, not returned
+      piece = new ChoiceStream.Piece("", piece.content(), piece.toolCalls());
+    }
     boolean oneCallMade = spec.oneToolCall() && !piece.toolCalls().isEmpty();
     if (oneCallMade) { // parallel_tool_calls false: the first call is the output's last word
       piece = new ChoiceStream.Piece(piece.reasoning(), piece.content(),

@@ -45,38 +45,57 @@ public record GenerationSpec(
    * the text), {@code return_tokens_as_token_ids} (log-probabilities name tokens as {@code
    * token_id:N}), {@code stream_options.continuous_usage_stats} (each streamed chunk carries its
    * choice's usage so far) and vLLM's {@code prompt_logprobs} (-1: none; else each prompt token's
-   * log-probability, rank and this many likeliest alternatives, beside the text).
+   * log-probability, rank and this many likeliest alternatives, beside the text), vLLM's {@code
+   * include_reasoning} (false: the reasoning is parsed out of the output and not returned) and
+   * vLLM's {@code request_id} (the response's id ends with it; null: a random one).
    */
   public record Output(boolean echo, boolean oneToolCall, boolean includeStopString, String echoedMessage, boolean tokenIds,
-      boolean tokensAsIds, boolean continuousUsage, int promptLogprobs) {
-    public static final Output PLAIN = new Output(false, false, false, null, false, false, false, -1);
+      boolean tokensAsIds, boolean continuousUsage, int promptLogprobs, boolean includeReasoning, String requestId) {
+    public static final Output PLAIN = new Output(false, false, false, null, false, false, false, -1, true, null);
 
     Output withEcho(boolean v) {
-      return new Output(v, oneToolCall, includeStopString, echoedMessage, tokenIds, tokensAsIds, continuousUsage, promptLogprobs);
+      return new Output(v, oneToolCall, includeStopString, echoedMessage, tokenIds, tokensAsIds, continuousUsage, promptLogprobs,
+          includeReasoning, requestId);
     }
 
     Output withOneToolCall(boolean v) {
-      return new Output(echo, v, includeStopString, echoedMessage, tokenIds, tokensAsIds, continuousUsage, promptLogprobs);
+      return new Output(echo, v, includeStopString, echoedMessage, tokenIds, tokensAsIds, continuousUsage, promptLogprobs,
+          includeReasoning, requestId);
     }
 
     Output withIncludeStopString(boolean v) {
-      return new Output(echo, oneToolCall, v, echoedMessage, tokenIds, tokensAsIds, continuousUsage, promptLogprobs);
+      return new Output(echo, oneToolCall, v, echoedMessage, tokenIds, tokensAsIds, continuousUsage, promptLogprobs,
+          includeReasoning, requestId);
     }
 
     Output withEchoedMessage(String v) {
-      return new Output(echo, oneToolCall, includeStopString, v, tokenIds, tokensAsIds, continuousUsage, promptLogprobs);
+      return new Output(echo, oneToolCall, includeStopString, v, tokenIds, tokensAsIds, continuousUsage, promptLogprobs,
+          includeReasoning, requestId);
     }
 
     Output withPromptLogprobs(int top) {
-      return new Output(echo, oneToolCall, includeStopString, echoedMessage, tokenIds, tokensAsIds, continuousUsage, top);
+      return new Output(echo, oneToolCall, includeStopString, echoedMessage, tokenIds, tokensAsIds, continuousUsage, top,
+          includeReasoning, requestId);
     }
 
     Output withContinuousUsage(boolean v) {
-      return new Output(echo, oneToolCall, includeStopString, echoedMessage, tokenIds, tokensAsIds, v, promptLogprobs);
+      return new Output(echo, oneToolCall, includeStopString, echoedMessage, tokenIds, tokensAsIds, v, promptLogprobs,
+          includeReasoning, requestId);
+    }
+
+    Output withIncludeReasoning(boolean v) {
+      return new Output(echo, oneToolCall, includeStopString, echoedMessage, tokenIds, tokensAsIds, continuousUsage, promptLogprobs, v,
+          requestId);
+    }
+
+    Output withRequestId(String v) {
+      return new Output(echo, oneToolCall, includeStopString, echoedMessage, tokenIds, tokensAsIds, continuousUsage, promptLogprobs,
+          includeReasoning, v);
     }
 
     Output withTokenIds(boolean ids, boolean asIds) {
-      return new Output(echo, oneToolCall, includeStopString, echoedMessage, ids, asIds, continuousUsage, promptLogprobs);
+      return new Output(echo, oneToolCall, includeStopString, echoedMessage, ids, asIds, continuousUsage, promptLogprobs,
+          includeReasoning, requestId);
     }
   }
 
@@ -170,6 +189,16 @@ public record GenerationSpec(
   /** vLLM's {@code stream_options.continuous_usage_stats} (with {@code include_usage}). */
   public GenerationSpec withContinuousUsage(boolean continuous) {
     return withOutput(output.withContinuousUsage(continuous));
+  }
+
+  /** vLLM's {@code include_reasoning}: false drops the reasoning parsed out of the output. */
+  public GenerationSpec withIncludeReasoning(boolean include) {
+    return withOutput(output.withIncludeReasoning(include));
+  }
+
+  /** vLLM's {@code request_id}: the response's id ends with it (null: a random one). */
+  public GenerationSpec withRequestId(String requestId) {
+    return withOutput(output.withRequestId(requestId));
   }
 
   public boolean echo() {

@@ -68,6 +68,14 @@ public final class RequestParser {
   private static final List<Map.Entry<String, Object>> NOT_HONOURED = List.of(
       Map.entry("spaces_between_special_tokens", true));
 
+  /**
+   * vLLM's parameters that name something Tandem has no counterpart for (a request's own chat
+   * template, Python logits processors, their extra arguments, vLLM's KV connector's parameters,
+   * multimodal processing): a 400 naming them when set (null, an empty list or object is not set).
+   */
+  private static final List<String> NOT_HONOURED_WHEN_SET = List.of(
+      "chat_template", "logits_processors", "vllm_xargs", "kv_transfer_params", "mm_processor_kwargs");
+
   private static void refuseNotHonoured(ObjectNode body) {
     for (Map.Entry<String, Object> p : NOT_HONOURED) {
       JsonNode v = body.get(p.getKey());
@@ -78,6 +86,30 @@ public final class RequestParser {
         throw unsupported(p.getKey(), "is not supported by Tandem yet; leave it out or at its default (" + describeDefault(p.getValue()) + ")");
       }
     }
+    for (String param : NOT_HONOURED_WHEN_SET) {
+      JsonNode v = body.get(param);
+      if (v != null && !v.isNull() && !(v.isContainerNode() && v.isEmpty())) {
+        throw unsupported(param, param.equals("chat_template")
+            ? "in a request is not accepted: serve the model with --chat-template FILE instead"
+            : "is not supported by Tandem; leave it out");
+      }
+    }
+  }
+
+  /** vLLM's {@code request_id}: what the response's id ends with (null: a random one). */
+  private static String requestId(ObjectNode body) {
+    JsonNode v = body.get("request_id");
+    if (v == null || v.isNull()) {
+      return null;
+    }
+    if (!v.isTextual()) {
+      throw typeError("request_id", "a string", v);
+    }
+    String id = v.asText();
+    if (id.isEmpty() || id.length() > 256 || id.chars().anyMatch(ch -> ch < 0x20 || ch == 0x7f)) {
+      throw ApiException.invalid("request_id", "'request_id' must be 1 to 256 characters, none of them a control character.");
+    }
+    return id;
   }
 
   private static String describeDefault(Object value) {
@@ -221,7 +253,7 @@ public final class RequestParser {
     } catch (ChatTemplate.TemplateFailure e) {
       throw ApiException.invalid("messages", "The chat template rejected the conversation: " + e.getMessage());
     }
-    int[] prompt = truncated(model.tokenizer().encode(text, false), keep);
+    int[] prompt = truncated(model.tokenizer().encode(text, bool(body, "add_special_tokens", false)), keep);
     String maxTokensParam = body.has("max_completion_tokens") ? "max_completion_tokens" : "max_tokens";
     int maxTokens = maxTokens(body, prompt.length, "messages", maxTokensParam);
     boolean thinking = !Boolean.FALSE.equals(kwargs.get("enable_thinking"));
@@ -242,6 +274,7 @@ public final class RequestParser {
         tools != null ? model.parsers().toolCalls() : ToolCallFormat.NONE);
     GenerationSpec spec = common(body, GenerationSpec.Kind.CHAT, List.of(prompt), maxTokens, logprobs, maxTokensParam, forced, parsers)
         .withOneToolCall(!bool(body, "parallel_tool_calls", true))
+        .withIncludeReasoning(bool(body, "include_reasoning", true))
         .withEchoedMessage(echoedMessage(body, messages, addGenerationPrompt));
     if (spec.constraint() == null && toolChoice.kind() == StructuredOutputs.ToolChoice.Kind.AUTO && tools != null
         && model.parsers().constrainedCalls() && model.supports("structured_outputs") && !spec.stop().ignoreEos()
@@ -497,7 +530,8 @@ public final class RequestParser {
         .withPriority(priority(body))
         .withCacheSalt(cacheSalt(body))
         .withContinuousUsage(continuousUsage)
-        .withPromptLogprobs(promptLogprobs(body, stream));
+        .withPromptLogprobs(promptLogprobs(body, stream))
+        .withRequestId(requestId(body));
   }
 
   /**
@@ -834,9 +868,10 @@ public final class RequestParser {
       throw ApiException.invalid("prompt", "Missing required parameter: 'prompt'.", "missing_required_parameter");
     }
     int keep = truncation(body);
+    boolean special = bool(body, "add_special_tokens", true); // vLLM's: a text prompt's BOS and the like, as the tokenizer adds them
     List<int[]> out = new ArrayList<>();
     if (p.isTextual()) {
-      out.add(encode(p.asText(), "prompt", keep));
+      out.add(encode(p.asText(), "prompt", keep, special));
     } else if (p.isArray() && !p.isEmpty() && p.get(0).isIntegralNumber()) {
       out.add(tokenIds(p, "prompt"));
     } else if (p.isArray() && !p.isEmpty()) {
@@ -844,7 +879,7 @@ public final class RequestParser {
         JsonNode e = p.get(i);
         String at = "prompt[" + i + "]";
         if (e.isTextual()) {
-          out.add(encode(e.asText(), at, keep));
+          out.add(encode(e.asText(), at, keep, special));
         } else if (e.isArray()) {
           out.add(tokenIds(e, at));
         } else {
@@ -988,11 +1023,11 @@ public final class RequestParser {
     return n;
   }
 
-  private int[] encode(String text, String param, int keep) {
+  private int[] encode(String text, String param, int keep, boolean addSpecialTokens) {
     if (keep == 0) { // a prompt to truncate may be longer than the window
       checkLengthBeforeTokenizing(text.length(), param);
     }
-    int[] ids = model.tokenizer().encode(text, true);
+    int[] ids = model.tokenizer().encode(text, addSpecialTokens);
     if (ids.length == 0) {
       throw ApiException.invalid(param, "The prompt is empty.");
     }

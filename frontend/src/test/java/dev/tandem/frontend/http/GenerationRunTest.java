@@ -264,6 +264,33 @@ class GenerationRunTest {
    * {@code parallel_tool_calls: false}: the first complete call ends the output — the generation
    * is cancelled there, and a second call the model goes on to write never reaches the client.
    */
+  /**
+   * vLLM's {@code include_reasoning: false}: the reasoning is still parsed out of the output (the
+   * content and calls are what they would be) and not returned, streamed or not; vLLM's {@code
+   * request_id} ends the response's id, while the generations on the workers keep ids of their own.
+   */
+  @Test
+  void withoutIncludeReasoningTheReasoningIsParsedOutAndNotReturned() throws Exception {
+    EmbeddedChannel ch = channel(thinkingCaller());
+    post(ch, "{\"model\":\"m\",\"max_tokens\":64,\"include_reasoning\":false,\"request_id\":\"trace-7\","
+        + "\"messages\":[{\"role\":\"user\",\"content\":\"weather?\"}]" + TOOLS + "}");
+    JsonNode body = JSON.readTree(drain(ch).body());
+    JsonNode message = body.at("/choices/0/message");
+    assertFalse(message.has("reasoning_content") && !message.get("reasoning_content").isNull(), message.toString());
+    assertEquals("Checking. ", message.get("content").asText());
+    assertEquals("get_weather", message.at("/tool_calls/0/function/name").asText());
+    assertEquals("chatcmpl-trace-7", body.get("id").asText());
+
+    ScriptedRouter router = thinkingCaller();
+    ch = channel(router);
+    post(ch, STREAM + TOOLS + ",\"include_reasoning\":false,\"request_id\":\"trace-7\"}");
+    List<JsonNode> events = events(drain(ch).body());
+    assertTrue(events.stream().noneMatch(e -> e.at("/choices/0/delta").has("reasoning_content")), events.toString());
+    assertEquals("Checking. ", events.stream().map(e -> e.at("/choices/0/delta/content").asText("")).reduce("", String::concat));
+    assertTrue(events.stream().allMatch(e -> e.get("id").asText().equals("chatcmpl-trace-7")));
+    assertFalse(router.routed.getFirst().requestId().contains("trace-7"), "the workers' id is the frontend's own");
+  }
+
   @Test
   void withParallelToolCallsOffTheFirstCallEndsTheOutput() throws Exception {
     String chat = "{\"model\":\"m\",\"max_tokens\":64,\"messages\":[{\"role\":\"user\",\"content\":\"weather?\"}]" + TOOLS;

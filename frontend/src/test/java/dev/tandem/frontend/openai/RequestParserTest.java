@@ -263,6 +263,49 @@ class RequestParserTest {
     assertTrue(alone.getMessage().contains("use_beam_search"), alone.getMessage());
   }
 
+  /**
+   * vLLM's {@code add_special_tokens}: off for chat (the template writes its own), on for a
+   * completion's text; here with Qwen3's tokenizer given a post-processor that starts every
+   * encoding with {@code <|endoftext|>}, as a BOS-adding tokenizer would.
+   */
+  @Test
+  void addSpecialTokensIsOffForChatAndOnForCompletionsUnlessTheRequestSays() throws Exception {
+    var json = (com.fasterxml.jackson.databind.node.ObjectNode) new com.fasterxml.jackson.databind.ObjectMapper()
+        .readTree(ModelFiles.bundledQwen3().tokenizerJson());
+    json.set("post_processor", RequestParser.parseBody(("{\"type\":\"TemplateProcessing\","
+        + "\"single\":[{\"SpecialToken\":{\"id\":\"<|endoftext|>\",\"type_id\":0}},{\"Sequence\":{\"id\":\"A\",\"type_id\":0}}],"
+        + "\"pair\":[{\"Sequence\":{\"id\":\"A\",\"type_id\":0}},{\"Sequence\":{\"id\":\"B\",\"type_id\":1}}],"
+        + "\"special_tokens\":{\"<|endoftext|>\":{\"id\":\"<|endoftext|>\",\"ids\":[151643],\"tokens\":[\"<|endoftext|>\"]}}}")
+        .getBytes(StandardCharsets.UTF_8)));
+    try (TextTokenizer bos = TextTokenizer.fromJson(json.toString().getBytes(StandardCharsets.UTF_8), "bos")) {
+      RequestParser p = new RequestParser(new ServedModel("m", 256, 151_936, "test", Set.of(), new int[] {151645}, bos, TEMPLATE));
+      assertTrue(chat(p, "{\"model\":\"m\"," + HI + "}").prompts().getFirst()[0] != 151643, "chat: as the template writes it");
+      assertEquals(151643, chat(p, "{\"model\":\"m\"," + HI + ",\"add_special_tokens\":true}").prompts().getFirst()[0]);
+      assertEquals(151643, completion(p, "{\"model\":\"m\",\"prompt\":\"hi\"}").prompts().getFirst()[0], "a completion: as encoded");
+      assertTrue(completion(p, "{\"model\":\"m\",\"prompt\":\"hi\",\"add_special_tokens\":false}").prompts().getFirst()[0] != 151643);
+    }
+  }
+
+  /** vLLM's parameters with no counterpart here are refused when set, and ones that change only the response's shape reach the spec. */
+  @Test
+  void vllmParametersWithNoCounterpartAreRefusedWhenSet() {
+    RequestParser p = parser(Set.of());
+    for (String set : List.of("\"chat_template\":\"{{ messages }}\"", "\"logits_processors\":[\"m.f\"]", "\"vllm_xargs\":{\"a\":1}",
+        "\"kv_transfer_params\":{\"do_remote_decode\":true}", "\"mm_processor_kwargs\":{\"x\":1}")) {
+      ApiException e = assertThrows(ApiException.class, () -> chat(p, "{\"model\":\"m\"," + HI + "," + set + "}"), set);
+      assertEquals(set.substring(1, set.indexOf('"', 1)), e.param(), set);
+      assertEquals("unsupported_parameter", e.code());
+    }
+    GenerationSpec plain = chat(p, "{\"model\":\"m\"," + HI + ",\"chat_template\":null,\"vllm_xargs\":{},\"logits_processors\":[]}");
+    assertTrue(plain.output().includeReasoning());
+    assertEquals(null, plain.output().requestId());
+    GenerationSpec shaped = chat(p, "{\"model\":\"m\"," + HI + ",\"include_reasoning\":false,\"request_id\":\"abc-1\"}");
+    assertFalse(shaped.output().includeReasoning());
+    assertEquals("abc-1", shaped.output().requestId());
+    assertEquals("request_id", refused(p, "{\"model\":\"m\"," + HI + ",\"request_id\":\"\"}").param());
+    assertEquals("request_id", refused(p, "{\"model\":\"m\"," + HI + ",\"request_id\":7}").param());
+  }
+
   @Test
   void continueFinalMessageLeavesTheAssistantsTextOpenAndNeedsNoGenerationPrompt() {
     RequestParser p = parser(Set.of());
