@@ -71,10 +71,11 @@ public final class RequestParser {
   /**
    * vLLM's parameters that name something Tandem has no counterpart for (a request's own chat
    * template, Python logits processors, their extra arguments, vLLM's KV connector's parameters,
-   * multimodal processing): a 400 naming them when set (null, an empty list or object is not set).
+   * multimodal processing, a prompt given as embeddings): a 400 naming them when set (null, an
+   * empty list or object is not set).
    */
   private static final List<String> NOT_HONOURED_WHEN_SET = List.of(
-      "chat_template", "logits_processors", "vllm_xargs", "kv_transfer_params", "mm_processor_kwargs");
+      "chat_template", "logits_processors", "vllm_xargs", "kv_transfer_params", "mm_processor_kwargs", "prompt_embeds");
 
   private static void refuseNotHonoured(ObjectNode body) {
     for (Map.Entry<String, Object> p : NOT_HONOURED) {

@@ -291,7 +291,7 @@ class RequestParserTest {
   void vllmParametersWithNoCounterpartAreRefusedWhenSet() {
     RequestParser p = parser(Set.of());
     for (String set : List.of("\"chat_template\":\"{{ messages }}\"", "\"logits_processors\":[\"m.f\"]", "\"vllm_xargs\":{\"a\":1}",
-        "\"kv_transfer_params\":{\"do_remote_decode\":true}", "\"mm_processor_kwargs\":{\"x\":1}")) {
+        "\"kv_transfer_params\":{\"do_remote_decode\":true}", "\"mm_processor_kwargs\":{\"x\":1}", "\"prompt_embeds\":\"AAAA\"")) {
       ApiException e = assertThrows(ApiException.class, () -> chat(p, "{\"model\":\"m\"," + HI + "," + set + "}"), set);
       assertEquals(set.substring(1, set.indexOf('"', 1)), e.param(), set);
       assertEquals("unsupported_parameter", e.code());
