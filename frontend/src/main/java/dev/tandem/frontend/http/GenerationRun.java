@@ -11,22 +11,23 @@ import dev.tandem.frontend.ServedModel;
 import dev.tandem.frontend.openai.ContentChunks;
 import dev.tandem.frontend.openai.GenerationSpec;
 import dev.tandem.frontend.openai.ResponseJson;
-import dev.tandem.router.Generation;
 import dev.tandem.router.NoWorkerAvailableException;
 import dev.tandem.router.RequestRouter;
 import dev.tandem.router.Route;
 import dev.tandem.router.TokenListener;
 import io.netty.channel.ChannelHandlerContext;
 import java.util.ArrayList;
+import java.util.Arrays;
 import java.util.List;
 import java.util.UUID;
 
 /**
  * One chat or text completion request in flight (or a Responses API one, a chat written back as
  * {@link ResponsesOutput}): a generation per choice ({@link ChoiceStream}) on the workers the
- * router picks — or, for vLLM's beam search, a {@link BeamSearch} per prompt whose steps are
- * one-token generations, the beams found then written back as the choices — written back as SSE chunks ({@link SseWriter}) or one JSON body, timed by {@link
- * RunTiming}; worker failures become HTTP errors through {@link GenerationErrors}.
+ * router picks — or, for vLLM's beam search, the searches of a {@link BeamRun}, the beams found
+ * then written back as the choices — written back as SSE
+ * chunks ({@link SseWriter}) or one JSON body, timed by {@link RunTiming}; worker failures become
+ * HTTP errors through {@link GenerationErrors}.
  *
  * <p>Threading: every method runs on the channel's event loop; worker callbacks are posted there,
  * so the state below needs no locks.
@@ -54,7 +55,7 @@ final class GenerationRun {
   private boolean done;
   private int finished;
   private long waitingSince; // nanoTime when it started waiting for a worker; 0 while not waiting
-  private final List<Search> searches = new ArrayList<>(); // beam search: one per prompt; empty when sampled
+  private BeamRun beams; // vLLM's beam search; null when sampled
 
   GenerationRun(
       ChannelHandlerContext ctx,
@@ -97,7 +98,7 @@ final class GenerationRun {
   }
 
   /**
-   * Routes and starts every choice.
+   * Routes and starts every choice (or every beam search's first step).
    *
    * @throws ApiException if no worker can take the request (nothing is left running then)
    */
@@ -110,23 +111,23 @@ final class GenerationRun {
       attempt(true);
       return;
     }
-    GenerationSpec.Beam beam = spec.beam();
-    int[] ends = spec.stop().ignoreEos() ? spec.stop().stopTokenIds()
-        : java.util.stream.IntStream.concat(java.util.Arrays.stream(model.eosTokenIds()), java.util.Arrays.stream(spec.stop().stopTokenIds()))
-            .toArray();
-    for (int p = 0; p < spec.prompts().size(); p++) {
-      int[] prompt = spec.prompts().get(p);
-      searches.add(new Search(p, prompt,
-          new BeamSearch(prompt.length, beam.width(), beam.lengthPenalty(), spec.maxTokens(), spec.stop().minTokens(), ends)));
-    }
-    step(searches, true);
+    beams = new BeamRun(this, spec, endTokens(), router, metrics, ctx.executor(), runId, migrationLimit);
+    beams.start();
   }
 
-  /**
-   * Routes every choice. When no worker serves at all and {@code workerWait} allows, it waits —
-   * trying again every 100 ms on this event loop — instead of failing; a later failure is sent to
-   * the client here rather than thrown.
-   */
+  /** The tokens that end a beam: the request's stop token ids, and end-of-sequence unless it ignores it. */
+  private int[] endTokens() {
+    int[] stops = spec.stop().stopTokenIds();
+    if (spec.stop().ignoreEos()) {
+      return stops;
+    }
+    int[] eos = model.eosTokenIds();
+    int[] ends = Arrays.copyOf(eos, eos.length + stops.length);
+    System.arraycopy(stops, 0, ends, eos.length, stops.length);
+    return ends;
+  }
+
+  /** Routes every choice ({@link #routeAll}: all or none, waiting for a worker where allowed), then starts them. */
   private void attempt(boolean first) {
     if (done) {
       return; // the client went away while waiting
@@ -155,7 +156,7 @@ final class GenerationRun {
    *
    * @return the routes, in the requests' order; null when it waits or failed
    */
-  private List<Route> routeAll(List<GenerationRequest> requests, Runnable retry, boolean first) {
+  List<Route> routeAll(List<GenerationRequest> requests, Runnable retry, boolean first) {
     List<Route> routes = new ArrayList<>();
     try {
       for (GenerationRequest r : requests) {
@@ -265,7 +266,7 @@ final class GenerationRun {
   }
 
   /** {@code r} with what every generation of this request carries: the constraint, the adapter, the priority and the cache salt. */
-  private GenerationRequest tagged(GenerationRequest r) {
+  GenerationRequest tagged(GenerationRequest r) {
     return r.withStructuredOutput(spec.constraint())
         .withLora(spec.lora())
         .withPriority(spec.priority())
@@ -319,7 +320,7 @@ final class GenerationRun {
       return false;
     }
     int left = spec.stop().maxTokens() - c.generated.size();
-    int[] prompt = java.util.Arrays.copyOf(c.prompt, c.prompt.length + c.generated.size());
+    int[] prompt = Arrays.copyOf(c.prompt, c.prompt.length + c.generated.size());
     System.arraycopy(c.generated.elements(), 0, prompt, c.prompt.length, c.generated.size());
     if (left <= 0 || prompt.length >= maxContextLength) {
       return false;
@@ -347,201 +348,37 @@ final class GenerationRun {
     return true;
   }
 
-  /**
-   * One prompt's beam search in flight: the search, the calls of its current step (one per live
-   * beam, a token each) and what they reported so far, and the first step's word on the prompt
-   * (its tokens, those the worker had cached, who served it).
-   */
-  private static final class Search {
-    final int index;
-    final int[] prompt;
-    final BeamSearch beams;
-    int step; // the step whose callbacks count; 0 before the first
-    final List<Generation> calls = new ArrayList<>();
-    final List<String> workers = new ArrayList<>();
-    TokenLogprob[] results = new TokenLogprob[0];
-    int pending;
-    int retries;
-    int promptTokens;
-    int cachedTokens;
-    TokenChunk.Origin origin;
-
-    Search(int index, int[] prompt, BeamSearch beams) {
-      this.index = index;
-      this.prompt = prompt;
-      this.beams = beams;
-      this.promptTokens = prompt.length;
-    }
-  }
-
-  /**
-   * The next step of each search in {@code which}, routed as one: a one-token generation of each
-   * live beam with its likeliest alternatives, on the worker the router picks (the one holding the
-   * beam's prefix, usually), with the request's adapter, priority and cache salt.
-   */
-  private void step(List<Search> which, boolean first) {
-    if (done) {
-      return;
-    }
-    List<GenerationRequest> requests = new ArrayList<>();
-    for (Search s : which) {
-      List<BeamSearch.Beam> live = s.beams.live();
-      for (int i = 0; i < live.size(); i++) {
-        requests.add(stepRequest(s, i, s.step + 1));
-      }
-    }
-    List<Route> routes = routeAll(requests, () -> step(which, false), first);
-    if (routes == null) {
-      return;
-    }
+  /** Generations of the request went to their workers now (the first time counts). */
+  void dispatched() {
     timing.dispatched(System.nanoTime());
-    int r = 0;
-    for (Search s : which) {
-      int beams = s.beams.live().size();
-      s.step++;
-      s.results = new TokenLogprob[beams];
-      s.pending = beams;
-      s.calls.clear();
-      s.workers.clear();
-      for (int i = 0; i < beams; i++) {
-        Route route = routes.get(r++);
-        s.workers.add(route.worker().value());
-        s.calls.add(route.start(stepListener(s, i, s.step)));
-      }
-    }
-  }
-
-  private GenerationRequest stepRequest(Search s, int beam, int step) {
-    var sampling = dev.tandem.common.SamplingParams.greedy().withLogprobs(Math.max(s.beams.alternatives(), spec.logprobs()));
-    int[] sequence = BeamSearch.sequence(s.prompt, s.beams.live().get(beam));
-    return tagged(new GenerationRequest(runId + "-" + s.index + "-s" + step + "-b" + beam, sequence, sampling,
-        dev.tandem.common.StopConditions.maxTokens(1)));
-  }
-
-  private TokenListener stepListener(Search s, int beam, int step) {
-    return new TokenListener() {
-      @Override
-      public void onChunk(TokenChunk chunk) {
-        ctx.executor().execute(() -> {
-          if (s.step == step && !done) {
-            onStepChunk(s, beam, chunk);
-          }
-        });
-      }
-
-      @Override
-      public void onError(GenerationException error) {
-        ctx.executor().execute(() -> {
-          if (s.step == step && !done && s.results[beam] == null) {
-            stepFailed(s, beam, error);
-          }
-        });
-      }
-
-      @Override
-      public void onCompleted() {
-        ctx.executor().execute(() -> {
-          if (s.step == step && !done && s.results[beam] == null) {
-            stepFailed(s, beam, null);
-          }
-        });
-      }
-    };
-  }
-
-  private void onStepChunk(Search s, int beam, TokenChunk chunk) {
-    if (chunk.origin() != null) {
-      s.workers.set(beam, chunk.origin().workerId());
-      if (s.step == 1) {
-        s.origin = chunk.origin();
-      }
-    }
-    if (s.step == 1 && chunk.promptTokens() > 0) { // the first step's prompt is the request's own
-      s.promptTokens = chunk.promptTokens();
-      s.cachedTokens = chunk.cachedTokens();
-    }
-    if (chunk.logprobCount() > 0) {
-      s.results[beam] = chunk.logprobs()[0];
-    }
-    if (!chunk.finished()) {
-      return;
-    }
-    if (chunk.finishReason() != FinishReason.STOP && chunk.finishReason() != FinishReason.LENGTH) {
-      fail(GenerationErrors.endedByWorker(chunk.finishReason()));
-      return;
-    }
-    if (s.results[beam] == null) {
-      fail(new ApiException(500, "Worker " + s.workers.get(beam) + " ended a beam's step without its token's log-probabilities.",
-          "server_error", null, null));
-      return;
-    }
-    if (--s.pending > 0) {
-      return;
-    }
-    s.beams.advance(java.util.Arrays.asList(s.results));
-    if (!s.beams.done()) {
-      step(List.of(s), false);
-    } else if (searches.stream().allMatch(x -> x.beams.done())) {
-      replay();
-    }
   }
 
   /**
-   * A beam's step failed on its worker: tried again on another (as a stream's generation moves,
-   * at most {@code --migration-limit} times a search), else the request fails.
-   */
-  private void stepFailed(Search s, int beam, GenerationException cause) {
-    String worker = s.workers.get(beam);
-    if (s.retries >= migrationLimit || spec.pinnedWorker() != null
-        || (cause != null && cause.kind() == GenerationException.Kind.INVALID_REQUEST)) {
-      fail(cause == null ? GenerationErrors.streamEndedEarly(worker) : GenerationErrors.worker(worker, cause));
-      return;
-    }
-    Route route;
-    try {
-      route = router.route(stepRequest(s, beam, s.step), null);
-    } catch (RuntimeException e) {
-      fail(GenerationErrors.routing(e));
-      return;
-    }
-    s.retries++;
-    metrics.migration();
-    log.info("request {} prompt {}: a beam's step failed on worker {} ({}); trying it on {}", runId, s.index, worker,
-        cause == null ? "stream ended" : cause.getMessage(), route.worker());
-    s.workers.set(beam, route.worker().value());
-    s.calls.set(beam, route.start(stepListener(s, beam, s.step)));
-  }
-
-  /**
-   * Every search is over: each choice is its prompt's next best beam, written back through the
-   * path a generated stream takes (text, stop strings, parsers, log-probabilities, usage), as if
+   * Every beam search is over: each choice is its prompt's next best beam, written back through
+   * the path a generated stream takes (text, stop strings, parsers, log-probabilities, usage), as if
    * it had come in one chunk when the search ended.
    */
-  private void replay() {
+  void found(List<BeamRun.Search> searches) {
     begin();
-    for (Search s : searches) {
+    for (BeamRun.Search s : searches) {
       List<BeamSearch.Beam> best = s.beams.best();
-      if (best.size() < spec.n()) {
-        fail(new ApiException(500, "The beam search found " + best.size() + " sequences for " + spec.n() + " choices.", "server_error",
-            null, null));
-        return;
-      }
       for (int j = 0; j < spec.n() && !done; j++) {
         ChoiceStream c = choices.get(s.index * spec.n() + j);
         c.call = reason -> {}; // nothing of it runs on a worker any more
         BeamSearch.Beam b = best.get(j);
-        TokenLogprob[] logprobs = spec.logprobs() < 0 ? null : java.util.Arrays.stream(b.logprobs())
-            .map(lp -> {
-              int top = Math.min(spec.logprobs(), lp.topTokenIds().length);
-              return new TokenLogprob(lp.logprob(), java.util.Arrays.copyOf(lp.topTokenIds(), top),
-                  java.util.Arrays.copyOf(lp.topLogprobs(), top), lp.rank());
-            })
-            .toArray(TokenLogprob[]::new);
+        TokenLogprob[] logprobs = spec.logprobs() < 0 ? null
+            : Arrays.stream(b.logprobs()).map(lp -> keepTop(lp, spec.logprobs())).toArray(TokenLogprob[]::new);
         timing.token(System.nanoTime(), -1); // the client's first token; the search had no gaps between tokens to record
         onChunkInLoop(c, new TokenChunk(b.tokens(), logprobs, b.ended() ? FinishReason.STOP : FinishReason.LENGTH, s.promptTokens,
             s.cachedTokens, s.origin), false);
       }
     }
+  }
+
+  /** {@code lp} with its {@code top} likeliest alternatives only. */
+  private static TokenLogprob keepTop(TokenLogprob lp, int top) {
+    int n = Math.min(top, lp.topTokenIds().length);
+    return new TokenLogprob(lp.logprob(), Arrays.copyOf(lp.topTokenIds(), n), Arrays.copyOf(lp.topLogprobs(), n), lp.rank());
   }
 
   /** Takes a choice's next chunk; {@code timed}: its tokens arrived now, each recorded as a token's time. */
@@ -818,8 +655,8 @@ final class GenerationRun {
         c.call.cancel(reason);
       }
     }
-    for (Search s : searches) {
-      s.calls.forEach(call -> call.cancel(reason));
+    if (beams != null) {
+      beams.cancel(reason);
     }
   }
 
