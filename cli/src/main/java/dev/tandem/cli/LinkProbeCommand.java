@@ -63,7 +63,8 @@ final class LinkProbeCommand implements Callable<Integer> {
 
   private int serve() throws Exception {
     TransferBackendProvider provider = TransferBackends.select(backend);
-    try (TransferAgent agent = provider.createAgent(host); Arena arena = Arena.ofShared()) {
+    // The agent closes first: its event loops may still be sending from the arena's memory until then.
+    try (Arena arena = Arena.ofShared(); TransferAgent agent = provider.createAgent(host)) {
       MemoryDescriptor d;
       if (agent.deviceMemory()) {
         d = agent.allocate(EngineOptions.parseBytes(bytes)).descriptor(); // GPU memory (cuda-ipc), the agent's until it closes
