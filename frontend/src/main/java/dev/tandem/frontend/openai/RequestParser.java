@@ -68,14 +68,29 @@ public final class RequestParser {
   private static final List<Map.Entry<String, Object>> NOT_HONOURED = List.of(
       Map.entry("spaces_between_special_tokens", true));
 
+  private static final String LEAVE_IT_OUT = "is not supported by Tandem; leave it out";
+
   /**
-   * vLLM's parameters that name something Tandem has no counterpart for (a request's own chat
-   * template, Python logits processors, their extra arguments, vLLM's KV connector's parameters,
-   * multimodal processing, a prompt given as embeddings): a 400 naming them when set (null, an
-   * empty list or object is not set).
+   * Parameters that name something Tandem has no counterpart for, each with what the error says:
+   * vLLM's (a request's own chat template, Python logits processors and their extra arguments,
+   * vLLM's KV connector's parameters, multimodal processing, a prompt given as embeddings) and
+   * OpenAI's (its deprecated function calling, predicted outputs, audio, web search, GPT-5's
+   * verbosity). A 400 naming the field when set (null, an empty list or object is not set) —
+   * vLLM ignores the OpenAI ones, which would change what comes back.
    */
-  private static final List<String> NOT_HONOURED_WHEN_SET = List.of(
-      "chat_template", "logits_processors", "vllm_xargs", "kv_transfer_params", "mm_processor_kwargs", "prompt_embeds");
+  private static final List<Map.Entry<String, String>> NOT_HONOURED_WHEN_SET = List.of(
+      Map.entry("chat_template", "in a request is not accepted: serve the model with --chat-template FILE instead"),
+      Map.entry("logits_processors", LEAVE_IT_OUT),
+      Map.entry("vllm_xargs", LEAVE_IT_OUT),
+      Map.entry("kv_transfer_params", LEAVE_IT_OUT),
+      Map.entry("mm_processor_kwargs", LEAVE_IT_OUT),
+      Map.entry("prompt_embeds", LEAVE_IT_OUT),
+      Map.entry("functions", "is OpenAI's deprecated function calling: send 'tools' (and 'tool_choice') instead"),
+      Map.entry("function_call", "is OpenAI's deprecated function calling: send 'tools' and 'tool_choice' instead"),
+      Map.entry("prediction", "(predicted outputs) " + LEAVE_IT_OUT),
+      Map.entry("audio", "(audio output) " + LEAVE_IT_OUT),
+      Map.entry("web_search_options", LEAVE_IT_OUT),
+      Map.entry("verbosity", LEAVE_IT_OUT));
 
   private static void refuseNotHonoured(ObjectNode body) {
     for (Map.Entry<String, Object> p : NOT_HONOURED) {
@@ -87,13 +102,16 @@ public final class RequestParser {
         throw unsupported(p.getKey(), "is not supported by Tandem yet; leave it out or at its default (" + describeDefault(p.getValue()) + ")");
       }
     }
-    for (String param : NOT_HONOURED_WHEN_SET) {
-      JsonNode v = body.get(param);
+    for (Map.Entry<String, String> p : NOT_HONOURED_WHEN_SET) {
+      JsonNode v = body.get(p.getKey());
       if (v != null && !v.isNull() && !(v.isContainerNode() && v.isEmpty())) {
-        throw unsupported(param, param.equals("chat_template")
-            ? "in a request is not accepted: serve the model with --chat-template FILE instead"
-            : "is not supported by Tandem; leave it out");
+        throw unsupported(p.getKey(), p.getValue());
       }
+    }
+    JsonNode modalities = body.get("modalities");
+    if (modalities != null && !modalities.isNull() && !(modalities.isArray() && modalities.valueStream()
+        .allMatch(m -> m.isTextual() && m.asText().equals("text")))) {
+      throw unsupported("modalities", "other than [\"text\"] is not supported by Tandem: it writes text only");
     }
   }
 

@@ -286,17 +286,22 @@ class RequestParserTest {
     }
   }
 
-  /** vLLM's parameters with no counterpart here are refused when set, and ones that change only the response's shape reach the spec. */
+  /** vLLM's and OpenAI's parameters with no counterpart here are refused when set; those that change only the response's shape reach the spec. */
   @Test
   void vllmParametersWithNoCounterpartAreRefusedWhenSet() {
     RequestParser p = parser(Set.of());
     for (String set : List.of("\"chat_template\":\"{{ messages }}\"", "\"logits_processors\":[\"m.f\"]", "\"vllm_xargs\":{\"a\":1}",
-        "\"kv_transfer_params\":{\"do_remote_decode\":true}", "\"mm_processor_kwargs\":{\"x\":1}", "\"prompt_embeds\":\"AAAA\"")) {
+        "\"kv_transfer_params\":{\"do_remote_decode\":true}", "\"mm_processor_kwargs\":{\"x\":1}", "\"prompt_embeds\":\"AAAA\"",
+        "\"functions\":[{\"name\":\"f\"}]", "\"function_call\":\"auto\"", "\"prediction\":{\"type\":\"content\",\"content\":\"x\"}",
+        "\"audio\":{\"voice\":\"alloy\"}", "\"modalities\":[\"text\",\"audio\"]", "\"verbosity\":\"low\"")) {
       ApiException e = assertThrows(ApiException.class, () -> chat(p, "{\"model\":\"m\"," + HI + "," + set + "}"), set);
       assertEquals(set.substring(1, set.indexOf('"', 1)), e.param(), set);
       assertEquals("unsupported_parameter", e.code());
     }
-    GenerationSpec plain = chat(p, "{\"model\":\"m\"," + HI + ",\"chat_template\":null,\"vllm_xargs\":{},\"logits_processors\":[]}");
+    assertTrue(assertThrows(ApiException.class, () -> chat(p, "{\"model\":\"m\"," + HI + ",\"functions\":[{\"name\":\"f\"}]}"))
+        .getMessage().contains("'tools'"), "the error says what to send instead");
+    GenerationSpec plain = chat(p, "{\"model\":\"m\"," + HI + ",\"chat_template\":null,\"vllm_xargs\":{},\"logits_processors\":[],"
+        + "\"modalities\":[\"text\"],\"functions\":[]}");
     assertTrue(plain.output().includeReasoning());
     assertEquals(null, plain.output().requestId());
     GenerationSpec shaped = chat(p, "{\"model\":\"m\"," + HI + ",\"include_reasoning\":false,\"request_id\":\"abc-1\"}");
