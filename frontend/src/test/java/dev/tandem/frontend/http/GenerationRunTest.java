@@ -533,6 +533,16 @@ class GenerationRunTest {
     }
     assertEquals(0, router.released, "every route started");
 
+    // Two prompts: a search each, their beams as choices 0-1 and 2-3.
+    router.routed.clear();
+    post(ch, "/v1/completions", "{\"model\":\"m\",\"prompt\":[[100,200],[300,400]],\"max_tokens\":2,\"n\":2,"
+        + "\"use_beam_search\":true,\"return_token_ids\":true}");
+    JsonNode two = JSON.readTree(drain(ch).body());
+    assertEquals(List.of("[201,202]", "[201,203]", "[401,402]", "[401,403]"),
+        List.of(0, 1, 2, 3).stream().map(i -> two.at("/choices/" + i + "/token_ids").toString()).toList(), two.toString());
+    assertEquals(4, two.at("/usage/prompt_tokens").asInt(), "each prompt once");
+    assertEquals(6, router.routed.size(), "a first step of one beam and a second of two, for each prompt");
+
     // Streamed: the same choices, each in one piece once the search is over.
     router.routed.clear();
     post(ch, "/v1/completions", "{\"model\":\"m\",\"prompt\":[100,200],\"max_tokens\":2,\"n\":2,\"use_beam_search\":true,"
