@@ -10,6 +10,8 @@ import dev.tandem.frontend.FrontendMetrics;
 import dev.tandem.frontend.ServedModel;
 import dev.tandem.frontend.http.EventLoops;
 import dev.tandem.frontend.http.FrontendServer;
+import dev.tandem.frontend.text.TextTokenizer;
+import dev.tandem.common.ModelCard;
 import dev.tandem.common.WorkerRole;
 import dev.tandem.router.grpc.CallLanes;
 import dev.tandem.router.grpc.Router;
@@ -113,6 +115,8 @@ public final class LocalDeployment implements AutoCloseable {
     List<WorkerServer> workers = new ArrayList<>();
     WorkerPool pool = null;
     EventLoops loops = EventLoops.create();
+    // The frontend's tokenizer is parsed while the workers start (a large vocabulary's takes 1-2 s).
+    CompletableFuture<TextTokenizer> tokenizer = parseAhead(spec.modelFiles());
     try {
       int total = spec.workers() + spec.prefillWorkers();
       List<BitSet> shares = null;
@@ -143,13 +147,14 @@ public final class LocalDeployment implements AutoCloseable {
       if (spec.prefillWorkers() > 0) {
         router.disaggregation().awaitLinkProbes(Duration.ofSeconds(120));
       }
-      ServedModel model = servedModel(pool, CONNECT_TIMEOUT, spec.frontend().chatTemplate());
+      ServedModel model = servedModel(pool, CONNECT_TIMEOUT, spec.frontend().chatTemplate(), spec.modelFiles(), tokenizer);
       FrontendMetrics metrics = metrics(router);
       // One process, one /metrics: the workers' own meters are shown by the frontend's too.
       workers.forEach(w -> w.metrics().bindTo(metrics.registry()));
       FrontendServer frontend = FrontendServer.start(spec.frontend(), model, router, metrics, loops);
       return new LocalDeployment(workers, pool, router, frontend, model, loops);
     } catch (Exception e) {
+      tokenizer.thenAccept(TextTokenizer::close);
       if (pool != null) {
         pool.close();
       }
@@ -159,6 +164,36 @@ public final class LocalDeployment implements AutoCloseable {
     }
   }
 
+  /** {@code files}' tokenizer, parsed on a thread of its own; completes exceptionally if it does not parse. */
+  private static CompletableFuture<TextTokenizer> parseAhead(ModelFiles files) {
+    CompletableFuture<TextTokenizer> parsed = new CompletableFuture<>();
+    Thread.ofPlatform().name("tokenizer-ahead").daemon().start(() -> {
+      try {
+        parsed.complete(TextTokenizer.fromJson(files.tokenizerJson(), files.source()));
+      } catch (Throwable t) {
+        parsed.completeExceptionally(t);
+      }
+    });
+    return parsed;
+  }
+
+  /**
+   * As {@link #servedModel(WorkerPool, Duration, String)}, with the tokenizer parsed ahead from
+   * {@code files} where the worker's card carries the same {@code tokenizer.json} (else, or if it
+   * did not parse, the card's own is parsed as always, and its error names the card).
+   */
+  static ServedModel servedModel(WorkerPool pool, Duration timeout, String chatTemplate, ModelFiles files,
+      CompletableFuture<TextTokenizer> ahead) {
+    WorkerClient first = firstGenerating(pool);
+    ModelCard card = first.modelCard(timeout);
+    TextTokenizer parsed = java.util.Arrays.equals(card.tokenizerJson(), files.tokenizerJson()) ? ahead.exceptionally(t -> null).join() : null;
+    if (parsed == null) {
+      ahead.thenAccept(TextTokenizer::close);
+      return withTemplateWarning(ServedModel.of(first.description(), card, chatTemplate));
+    }
+    return withTemplateWarning(ServedModel.of(first.description(), card, chatTemplate, parsed));
+  }
+
   /**
    * The model the pool's first generating worker describes (any worker if none generates), with
    * the tokenizer from its model card. Not a prefill worker's: the card is megabytes, and a prefill
@@ -166,8 +201,15 @@ public final class LocalDeployment implements AutoCloseable {
    * {@code --chat-template}'s text, or null for the model's own.
    */
   static ServedModel servedModel(WorkerPool pool, Duration timeout, String chatTemplate) {
-    WorkerClient first = pool.all().stream().filter(w -> !w.isPrefillOnly()).findFirst().orElse(pool.all().getFirst());
-    ServedModel model = ServedModel.of(first.description(), first.modelCard(timeout), chatTemplate);
+    WorkerClient first = firstGenerating(pool);
+    return withTemplateWarning(ServedModel.of(first.description(), first.modelCard(timeout), chatTemplate));
+  }
+
+  private static WorkerClient firstGenerating(WorkerPool pool) {
+    return pool.all().stream().filter(w -> !w.isPrefillOnly()).findFirst().orElse(pool.all().getFirst());
+  }
+
+  private static ServedModel withTemplateWarning(ServedModel model) {
     if (!model.hasChatTemplate()) {
       log.warn("model {} has no chat template (none in its tokenizer_config.json, no chat_template.jinja): it serves /v1/completions,"
           + " and chat requests get a 400 until the frontend starts with --chat-template FILE", model.name());

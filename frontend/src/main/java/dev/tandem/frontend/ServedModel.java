@@ -84,6 +84,14 @@ public record ServedModel(
 
   /** As {@link #of(WorkerDescription, ModelCard)}, chats rendered with {@code chatTemplate} ({@code --chat-template}; null: the model's). */
   public static ServedModel of(WorkerDescription worker, ModelCard card, String chatTemplate) {
+    return of(worker, card, chatTemplate, TextTokenizer.fromJson(card.tokenizerJson(), "model card of worker " + worker.workerId()));
+  }
+
+  /**
+   * As {@link #of(WorkerDescription, ModelCard, String)}, with {@code tokenizer} already made from
+   * the card's {@code tokenizer.json} (a local deployment parses it while its workers start).
+   */
+  public static ServedModel of(WorkerDescription worker, ModelCard card, String chatTemplate, TextTokenizer tokenizer) {
     String source = "model card of worker " + worker.workerId();
     return new ServedModel(
         worker.modelName(),
@@ -92,7 +100,7 @@ public record ServedModel(
         worker.engine(),
         Set.copyOf(worker.supportedFeatures()),
         worker.eosTokenIds(),
-        TextTokenizer.fromJson(card.tokenizerJson(), source),
+        tokenizer,
         ChatTemplate.forModel(card.tokenizerConfigJson(), card.chatTemplateJinja(), chatTemplate, source))
         .withSamplingDefaults(card.generation().samplingDefaults(worker.supportedFeatures()))
         .withLoraAdapters(List.copyOf(worker.loraAdapters()));
