@@ -11,11 +11,9 @@ shape="${MODEL:-llama-100m}"
 width="${WIDTH:-4}"
 tokens="${TOKENS:-32}"
 rounds="${ROUNDS:-3}"
-cache="${TANDEM_CACHE:-$HOME/.cache/tandem}/bench-models"
-mkdir -p "$out" "$cache"
-./tandem --version >/dev/null  # builds if stale
-dir="$cache/$shape"
-[ -f "$dir/config.json" ] || ./tandem model create --shape "$shape" --seed 1 --dtype bf16 --out "$dir" >/dev/null
+mkdir -p "$out"
+source benchmarks/scripts/bench_model.sh
+dir=$(bench_model "$shape")
 port=$((18000 + RANDOM % 1000))
 ./tandem serve --model "$dir" --port "$port" > "$out/serve.log" 2>&1 &
 pid=$!

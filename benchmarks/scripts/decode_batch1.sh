@@ -10,12 +10,10 @@ cd "$(dirname "$0")/../.."
 export JAVA_HOME="${JAVA_HOME:-/usr/lib/jvm/temurin-25-jdk-amd64}"
 out="${1:-/tmp/tandem-decode-batch1}"
 model="${MODEL:-llama-0.6b}"
-cache="${TANDEM_CACHE:-$HOME/.cache/tandem}/bench-models"
-mkdir -p "$out" "$cache"
-./tandem --version >/dev/null  # builds if stale
+mkdir -p "$out"
+source benchmarks/scripts/bench_model.sh
 ./mvnw -q -pl engine-comparison -am -DskipTests -Djazzer.skip package >/dev/null
-dir="$cache/$model"
-[ -f "$dir/config.json" ] || ./tandem model create --shape "$model" --seed 1 --dtype bf16 --out "$dir" >/dev/null
+dir=$(bench_model "$model")
 quant="${QUANT:-none}"
 gguf="$dir.gguf"
 [ "$quant" = none ] || gguf="$dir.$quant.gguf"

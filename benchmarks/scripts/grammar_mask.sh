@@ -11,11 +11,9 @@ out="${1:-/tmp/tandem-grammar}"
 shape="${MODEL:-llama-100m}"
 threads="${THREADS:-$(nproc)}"
 rounds="${ROUNDS:-3}"
-cache="${TANDEM_CACHE:-$HOME/.cache/tandem}/bench-models"
-mkdir -p "$out" "$cache"
-./tandem --version >/dev/null  # builds if stale
-dir="$cache/$shape"
-[ -f "$dir/config.json" ] || ./tandem model create --shape "$shape" --seed 1 --dtype bf16 --out "$dir" >/dev/null
+mkdir -p "$out"
+source benchmarks/scripts/bench_model.sh
+dir=$(bench_model "$shape")
 "$JAVA_HOME/bin/java" --add-modules jdk.incubator.vector --enable-native-access=ALL-UNNAMED -Xmx8g \
   -cp "cli/target/tandem-cli-0.1.0-SNAPSHOT.jar:cli/target/lib/*" dev.tandem.bench.GrammarMaskBench "$dir" "$out" "$threads" "$rounds" 2>/dev/null \
   | tee "$out/grammar-mask.txt"

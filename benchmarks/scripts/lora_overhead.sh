@@ -10,11 +10,9 @@ cd "$(dirname "$0")/../.."
 export JAVA_HOME="${JAVA_HOME:-/usr/lib/jvm/temurin-25-jdk-amd64}"
 out="${1:-/tmp/tandem-lora-overhead}"
 model="${MODEL:-llama-0.6b}"
-cache="${TANDEM_CACHE:-$HOME/.cache/tandem}/bench-models"
-mkdir -p "$out" "$cache"
-./tandem --version >/dev/null  # builds if stale
-dir="$cache/$model"
-[ -f "$dir/config.json" ] || ./tandem model create --shape "$model" --seed 1 --dtype bf16 --out "$dir" >/dev/null
+mkdir -p "$out"
+source benchmarks/scripts/bench_model.sh
+dir=$(bench_model "$model")
 exec "$JAVA_HOME/bin/java" --add-modules jdk.incubator.vector --enable-native-access=ALL-UNNAMED -Xmx8g \
   -cp "cli/target/tandem-cli-0.1.0-SNAPSHOT.jar:cli/target/lib/*" dev.tandem.bench.LoraOverhead \
   "$dir" "$out" "${THREADS:-$(nproc)}" "${TOKENS:-64}" "${PROMPT:-512}" "${ROUNDS:-3}" "${RANKS:-8,16,64}"
