@@ -60,61 +60,6 @@ public final class RequestParser {
   /** vLLM's parameter for keeping only a prompt's last tokens ({@link #truncation}). */
   static final String TRUNCATE_PROMPT_TOKENS = "truncate_prompt_tokens";
 
-  /**
-   * vLLM's request parameters that change what comes back and that Tandem does not honour (yet):
-   * each with its default, which a request may send; anything else is a 400 naming it, never
-   * silently ignored. In this order, so that the error names the same field every time.
-   */
-  private static final List<Map.Entry<String, Object>> NOT_HONOURED = List.of(
-      Map.entry("spaces_between_special_tokens", true));
-
-  private static final String LEAVE_IT_OUT = "is not supported by Tandem; leave it out";
-
-  /**
-   * Parameters that name something Tandem has no counterpart for, each with what the error says:
-   * vLLM's (a request's own chat template, Python logits processors and their extra arguments,
-   * vLLM's KV connector's parameters, multimodal processing, a prompt given as embeddings) and
-   * OpenAI's (its deprecated function calling, predicted outputs, audio, web search, GPT-5's
-   * verbosity). A 400 naming the field when set (null, an empty list or object is not set) —
-   * vLLM ignores the OpenAI ones, which would change what comes back.
-   */
-  private static final List<Map.Entry<String, String>> NOT_HONOURED_WHEN_SET = List.of(
-      Map.entry("chat_template", "in a request is not accepted: serve the model with --chat-template FILE instead"),
-      Map.entry("logits_processors", LEAVE_IT_OUT),
-      Map.entry("vllm_xargs", LEAVE_IT_OUT),
-      Map.entry("kv_transfer_params", LEAVE_IT_OUT),
-      Map.entry("mm_processor_kwargs", LEAVE_IT_OUT),
-      Map.entry("prompt_embeds", LEAVE_IT_OUT),
-      Map.entry("functions", "is OpenAI's deprecated function calling: send 'tools' (and 'tool_choice') instead"),
-      Map.entry("function_call", "is OpenAI's deprecated function calling: send 'tools' and 'tool_choice' instead"),
-      Map.entry("prediction", "(predicted outputs) " + LEAVE_IT_OUT),
-      Map.entry("audio", "(audio output) " + LEAVE_IT_OUT),
-      Map.entry("web_search_options", LEAVE_IT_OUT),
-      Map.entry("verbosity", LEAVE_IT_OUT));
-
-  private static void refuseNotHonoured(ObjectNode body) {
-    for (Map.Entry<String, Object> p : NOT_HONOURED) {
-      JsonNode v = body.get(p.getKey());
-      boolean unset = v == null || v.isNull()
-          || (p.getValue() instanceof Boolean b && v.isBoolean() && v.booleanValue() == b)
-          || (p.getValue() instanceof Double d && v.isNumber() && v.doubleValue() == d);
-      if (!unset) {
-        throw unsupported(p.getKey(), "is not supported by Tandem yet; leave it out or at its default (" + describeDefault(p.getValue()) + ")");
-      }
-    }
-    for (Map.Entry<String, String> p : NOT_HONOURED_WHEN_SET) {
-      JsonNode v = body.get(p.getKey());
-      if (v != null && !v.isNull() && !(v.isContainerNode() && v.isEmpty())) {
-        throw unsupported(p.getKey(), p.getValue());
-      }
-    }
-    JsonNode modalities = body.get("modalities");
-    if (modalities != null && !modalities.isNull() && !(modalities.isArray() && modalities.valueStream()
-        .allMatch(m -> m.isTextual() && m.asText().equals("text")))) {
-      throw unsupported("modalities", "other than [\"text\"] is not supported by Tandem: it writes text only");
-    }
-  }
-
   /** vLLM's {@code request_id}: what the response's id ends with (null: a random one). */
   private static String requestId(ObjectNode body) {
     JsonNode v = body.get("request_id");
@@ -129,10 +74,6 @@ public final class RequestParser {
       throw ApiException.invalid("request_id", "'request_id' must be 1 to 256 characters, none of them a control character.");
     }
     return id;
-  }
-
-  private static String describeDefault(Object value) {
-    return value instanceof Double d && d == Math.rint(d) ? Long.toString(d.longValue()) : value.toString();
   }
 
   private final ServedModel model;
@@ -722,7 +663,7 @@ public final class RequestParser {
   /** What chat and completion requests check first: the model named, then vLLM's parameters Tandem does not honour. */
   private void checkModelAndParameters(ObjectNode body) {
     checkModel(body);
-    refuseNotHonoured(body);
+    NotHonoured.refuse(body);
   }
 
   private void checkModel(ObjectNode body) {
