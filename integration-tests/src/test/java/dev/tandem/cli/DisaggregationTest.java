@@ -279,6 +279,30 @@ class DisaggregationTest {
     assertTrue(dis.at("/tandem/kv_transfer_bytes").asLong() > 0, dis.toString());
   }
 
+  /**
+   * vLLM's beam search on a disaggregated deployment (splitting always): each step is a one-token
+   * generation, which the router never splits (there is nothing to decode after the prefill's token),
+   * so every step runs on the decode worker; a beam of one is the deployment's greedy output, and
+   * three beams are three different sequences.
+   */
+  @Test
+  void aBeamSearchRunsItsOneTokenStepsOnTheDecodeWorker() throws Exception {
+    String chat = "{\"model\":\"tiny\",\"max_tokens\":4,\"ignore_eos\":true,\"return_token_ids\":true,\"messages\":[{\"role\":\"user\","
+        + "\"content\":\"Tell me about the lighthouse keeper and the seashells he keeps in jars by the window.\"}]";
+    LocalDeployment split = disaggregated("tcp");
+    JsonNode greedy = chat(split, chat + ",\"temperature\":0}");
+    JsonNode one = chat(split, chat + ",\"use_beam_search\":true}");
+    assertEquals(greedy.at("/choices/0/token_ids").toString(), one.at("/choices/0/token_ids").toString(), one.toString());
+    JsonNode three = chat(split, chat.replace("lighthouse keeper", "ferryman") + ",\"use_beam_search\":true,\"n\":3,"
+        + "\"tandem\":{\"timing\":true}}");
+    java.util.Set<String> beams = new java.util.HashSet<>();
+    three.get("choices").forEach(c -> beams.add(c.get("token_ids").toString()));
+    assertEquals(3, beams.size(), three.toString());
+    assertEquals("[\"decode-0\"]", three.at("/tandem/worker_ids").toString(), three.toString());
+    assertTrue(three.at("/tandem/prefill_worker_ids").isMissingNode() || three.at("/tandem/prefill_worker_ids").isEmpty(),
+        "no step was split: " + three);
+  }
+
   private static JsonNode chat(LocalDeployment d, String body) throws Exception {
     HttpResponse<String> r = HttpClient.newHttpClient().send(
         HttpRequest.newBuilder(URI.create("http://127.0.0.1:" + d.port() + "/v1/chat/completions"))
