@@ -49,6 +49,7 @@ final class BeamRun {
     int promptTokens;
     int cachedTokens;
     TokenChunk.Origin origin;
+    List<BeamSearch.Beam> best; // once the search is over: the sequences found, best first
 
     Search(int index, int[] prompt, BeamSearch beams) {
       this.index = index;
@@ -212,8 +213,9 @@ final class BeamRun {
   /** Every search is over: each must have found a sequence per choice, which the run then writes back. */
   private void found() {
     for (Search s : searches) {
-      if (s.beams.best().size() < spec.n()) {
-        run.fail(new ApiException(500, "The beam search found " + s.beams.best().size() + " sequences for " + spec.n() + " choices.",
+      s.best = s.beams.best();
+      if (s.best.size() < spec.n()) {
+        run.fail(new ApiException(500, "The beam search found " + s.best.size() + " sequences for " + spec.n() + " choices.",
             "server_error", null, null));
         return;
       }

@@ -361,11 +361,10 @@ final class GenerationRun {
   void found(List<BeamRun.Search> searches) {
     begin();
     for (BeamRun.Search s : searches) {
-      List<BeamSearch.Beam> best = s.beams.best();
       for (int j = 0; j < spec.n() && !done; j++) {
         ChoiceStream c = choices.get(s.index * spec.n() + j);
         c.call = reason -> {}; // nothing of it runs on a worker any more
-        BeamSearch.Beam b = best.get(j);
+        BeamSearch.Beam b = s.best.get(j);
         TokenLogprob[] logprobs = spec.logprobs() < 0 ? null
             : Arrays.stream(b.logprobs()).map(lp -> keepTop(lp, spec.logprobs())).toArray(TokenLogprob[]::new);
         timing.token(System.nanoTime(), -1); // the client's first token; the search had no gaps between tokens to record

@@ -56,8 +56,7 @@ final class NotHonoured {
       }
     }
     for (Map.Entry<String, String> p : WHEN_SET) {
-      JsonNode v = body.get(p.getKey());
-      if (v != null && !v.isNull() && !(v.isContainerNode() && v.isEmpty())) {
+      if (isSet(body.get(p.getKey()))) {
         throw refused(p.getKey(), p.getValue());
       }
     }
@@ -66,6 +65,11 @@ final class NotHonoured {
         .allMatch(m -> m.isTextual() && m.asText().equals("text")))) {
       throw refused("modalities", "other than [\"text\"] is not supported by Tandem: it writes text only");
     }
+  }
+
+  /** Whether a request sets {@code v}: present, not null, and not an empty list or object. */
+  static boolean isSet(JsonNode v) {
+    return v != null && !v.isNull() && !(v.isContainerNode() && v.isEmpty());
   }
 
   private static ApiException refused(String param, String what) {

@@ -333,7 +333,7 @@ public final class RequestParser {
     for (String param : NOT_SEARCHED) {
       JsonNode v = body.get(param);
       Double neutral = NEUTRAL.get(param);
-      boolean set = v != null && !v.isNull() && !(v.isContainerNode() && v.isEmpty())
+      boolean set = NotHonoured.isSet(v)
           && !(neutral != null && v.isNumber() && (v.doubleValue() == neutral || param.equals("top_k") && v.doubleValue() == 0));
       if (set) {
         throw ApiException.invalid(param, "'" + param + "' cannot be combined with 'use_beam_search': the search ranks sequences by "
