@@ -5,7 +5,8 @@ For each model directory given (written by `tandem model create`), reads config.
 safetensors weights with its own parser, runs the full causal forward pass in float32 (bf16/f16
 weights are widened exactly), and writes a JSON fixture: two prompts (the second shares the first's
 leading 16 tokens), 20 greedy decode steps for each, and the logits after the prompt and after each
-step. The Java test regenerates the model from the same config and seed, checks the weights' hash,
+step, and the final norm's output for the prompt's last token (`hidden`: its embedding, which the
+LM head reads). The Java test regenerates the model from the same config and seed, checks the weights' hash,
 and compares its logits.
 
     python3 reference_logits.py OUT.json MODEL_DIR SEED DTYPE [CONTEXT]
@@ -285,7 +286,7 @@ def forward(cfg, w, tokens, dtype):
     cap = cfg.get("final_logit_softcapping")
     if cap:
         logits = cap * torch.tanh(logits / cap)
-    return logits
+    return logits, x[-1]
 
 
 def check_longrope_regime(cfg, prompt, context):
@@ -304,15 +305,17 @@ def check_longrope_regime(cfg, prompt, context):
 def run(cfg, w, prompt, dtype, context):
     check_longrope_regime(cfg, prompt, context)
     tokens = list(prompt)
-    logits, generated = [], []
+    logits, generated, hidden = [], [], None
     for step in range(STEPS + 1):
-        out = forward(cfg, w, tokens, dtype)
+        out, last = forward(cfg, w, tokens, dtype)
         logits.append([float("%.7g" % float(v)) for v in out])
+        if step == 0:
+            hidden = [float("%.7g" % float(v)) for v in last]
         if step < STEPS:
             nxt = int(torch.argmax(out))
             generated.append(nxt)
             tokens.append(nxt)
-    return {"prompt": prompt, "generated": generated, "logits": logits}
+    return {"prompt": prompt, "generated": generated, "logits": logits, "hidden": hidden}
 
 
 def main():

@@ -10,7 +10,9 @@ import java.util.Objects;
  * that many prompt tokens are output already generated (a stream moved to another worker mid-way),
  * which penalties, the output's grammar and a thinking budget count as output. {@code priority}:
  * vLLM's, lower first where the worker schedules by priority (0 by default). {@code cacheSalt}:
- * vLLM's, null for none; only requests with the same one share cached blocks ({@link #hashSalt}). Immutable; {@code
+ * vLLM's, null for none; only requests with the same one share cached blocks ({@link #hashSalt}). {@code embed}: the
+ * worker returns the prompt's embedding (the final norm's output for its last token) on the first
+ * chunk, for OpenAI's embeddings endpoint. Immutable; {@code
  * promptTokens} is copied in and must not be changed through the accessor.
  */
 public record GenerationRequest(
@@ -23,7 +25,8 @@ public record GenerationRequest(
     String loraName,
     int resumedOutputTokens,
     int priority,
-    String cacheSalt) {
+    String cacheSalt,
+    boolean embed) {
   public GenerationRequest {
     loraName = loraName == null || loraName.isEmpty() ? null : loraName;
     cacheSalt = cacheSalt == null || cacheSalt.isEmpty() ? null : cacheSalt;
@@ -45,6 +48,12 @@ public record GenerationRequest(
       throw new IllegalArgumentException("request " + requestId + " resumes after " + resumedOutputTokens
           + " output tokens but its prompt has " + promptLength);
     }
+  }
+
+  public GenerationRequest(
+      String requestId, int[] promptTokens, SamplingParams sampling, StopConditions stop, RemotePrefillTarget remotePrefill,
+      StructuredOutput structuredOutput, String loraName, int resumedOutputTokens, int priority, String cacheSalt) {
+    this(requestId, promptTokens, sampling, stop, remotePrefill, structuredOutput, loraName, resumedOutputTokens, priority, cacheSalt, false);
   }
 
   public GenerationRequest(
@@ -82,17 +91,17 @@ public record GenerationRequest(
 
   /** This request with its prompt prefilled by {@code target}. */
   public GenerationRequest withRemotePrefill(RemotePrefillTarget target) {
-    return new GenerationRequest(requestId, promptTokens, sampling, stop, target, structuredOutput, loraName, resumedOutputTokens, priority, cacheSalt);
+    return new GenerationRequest(requestId, promptTokens, sampling, stop, target, structuredOutput, loraName, resumedOutputTokens, priority, cacheSalt, embed);
   }
 
   /** This request with its output constrained (null: not constrained). */
   public GenerationRequest withStructuredOutput(StructuredOutput constraint) {
-    return new GenerationRequest(requestId, promptTokens, sampling, stop, remotePrefill, constraint, loraName, resumedOutputTokens, priority, cacheSalt);
+    return new GenerationRequest(requestId, promptTokens, sampling, stop, remotePrefill, constraint, loraName, resumedOutputTokens, priority, cacheSalt, embed);
   }
 
   /** This request run with LoRA adapter {@code name} (null: the base model). */
   public GenerationRequest withLora(String name) {
-    return new GenerationRequest(requestId, promptTokens, sampling, stop, remotePrefill, structuredOutput, name, resumedOutputTokens, priority, cacheSalt);
+    return new GenerationRequest(requestId, promptTokens, sampling, stop, remotePrefill, structuredOutput, name, resumedOutputTokens, priority, cacheSalt, embed);
   }
 
   /**
@@ -100,19 +109,25 @@ public record GenerationRequest(
    * {@code tokens} of its prompt.
    */
   public GenerationRequest resumedAfter(int tokens) {
-    return new GenerationRequest(requestId, promptTokens, sampling, stop, remotePrefill, structuredOutput, loraName, tokens, priority, cacheSalt);
+    return new GenerationRequest(requestId, promptTokens, sampling, stop, remotePrefill, structuredOutput, loraName, tokens, priority, cacheSalt, embed);
   }
 
   /** This request at vLLM's {@code priority} {@code value} (lower first where the worker schedules by priority). */
   public GenerationRequest withPriority(int value) {
     return new GenerationRequest(requestId, promptTokens, sampling, stop, remotePrefill, structuredOutput, loraName, resumedOutputTokens,
-        value, cacheSalt);
+        value, cacheSalt, embed);
   }
 
   /** This request with vLLM's {@code cache_salt} {@code salt} (null: none). */
   public GenerationRequest withCacheSalt(String salt) {
     return new GenerationRequest(requestId, promptTokens, sampling, stop, remotePrefill, structuredOutput, loraName, resumedOutputTokens,
-        priority, salt);
+        priority, salt, embed);
+  }
+
+  /** This request asking for the prompt's embedding ({@code embed}). */
+  public GenerationRequest withEmbed(boolean value) {
+    return new GenerationRequest(requestId, promptTokens, sampling, stop, remotePrefill, structuredOutput, loraName, resumedOutputTokens,
+        priority, cacheSalt, value);
   }
 
   /** The salt of this request's block hashes ({@link BlockHasher#salt(String, String)}: its adapter's and its cache salt). */

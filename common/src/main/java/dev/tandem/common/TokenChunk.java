@@ -5,7 +5,9 @@ package dev.tandem.common;
  * for), and on the last chunk the finish reason. The first chunk also says who served the request
  * ({@link Origin}); prompt and cached token counts come on the first and the last. {@code
  * promptLogprobs}, on the first chunk when asked for: one per prompt token after the first (the
- * log-probability of token i given tokens 0..i-1), else null.
+ * log-probability of token i given tokens 0..i-1), else null. {@code embedding}, on the first
+ * chunk of a request that asked for it ({@link GenerationRequest#embed}): the final norm's output
+ * for the prompt's last token (hidden size), else null.
  */
 public record TokenChunk(
     int[] tokens,
@@ -14,12 +16,20 @@ public record TokenChunk(
     int promptTokens,
     int cachedTokens,
     Origin origin,
-    TokenLogprob[] promptLogprobs) {
+    TokenLogprob[] promptLogprobs,
+    float[] embedding) {
+
+  /** A chunk without an embedding. */
+  public TokenChunk(
+      int[] tokens, TokenLogprob[] logprobs, FinishReason finishReason, int promptTokens, int cachedTokens, Origin origin,
+      TokenLogprob[] promptLogprobs) {
+    this(tokens, logprobs, finishReason, promptTokens, cachedTokens, origin, promptLogprobs, null);
+  }
 
   /** A chunk without prompt log-probabilities (all but a prompt-logprobs request's first). */
   public TokenChunk(
       int[] tokens, TokenLogprob[] logprobs, FinishReason finishReason, int promptTokens, int cachedTokens, Origin origin) {
-    this(tokens, logprobs, finishReason, promptTokens, cachedTokens, origin, null);
+    this(tokens, logprobs, finishReason, promptTokens, cachedTokens, origin, null, null);
   }
 
   /**

@@ -62,7 +62,11 @@ public record EngineInfo(
     /** Constrained decoding: JSON schema outputs and forced tool calls. */
     STRUCTURED_OUTPUTS,
     /** A bound on a reasoning model's reasoning ({@code thinking_token_budget}): its closing tag forced at the budget. */
-    THINKING_BUDGET;
+    THINKING_BUDGET,
+    /** The prompt's embedding on the first output ({@code GenerationRequest.embed}): OpenAI's embeddings endpoint. */
+    EMBEDDINGS,
+    /** Embeddings truncated to OpenAI's {@code dimensions}: the model was trained for it (Matryoshka). */
+    MATRYOSHKA;
 
     /** The name used on the wire and in error messages. */
     public String wireName() {

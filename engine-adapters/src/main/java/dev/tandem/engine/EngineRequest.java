@@ -16,7 +16,8 @@ import java.util.Objects;
  * output already generated ({@code resumedOutputTokens}, a stream moved from another worker:
  * penalties count them as output, the grammar starts and a thinking budget counts on after them),
  * its {@code priority} (vLLM's: lower first where the scheduler orders by priority), and vLLM's
- * {@code cacheSalt} (null: none; only requests with the same one share cached blocks).
+ * {@code cacheSalt} (null: none; only requests with the same one share cached blocks), and whether
+ * its first output carries the prompt's embedding ({@code embed}).
  */
 public record EngineRequest(
     String requestId,
@@ -28,7 +29,8 @@ public record EngineRequest(
     String loraName,
     int resumedOutputTokens,
     int priority,
-    String cacheSalt) {
+    String cacheSalt,
+    boolean embed) {
   public EngineRequest {
     loraName = loraName == null || loraName.isEmpty() ? null : loraName;
     cacheSalt = cacheSalt == null || cacheSalt.isEmpty() ? null : cacheSalt;
@@ -40,6 +42,12 @@ public record EngineRequest(
       throw new IllegalArgumentException("request " + requestId + " has an empty prompt");
     }
     dev.tandem.common.GenerationRequest.checkResumed(requestId, resumedOutputTokens, promptTokens.length);
+  }
+
+  public EngineRequest(
+      String requestId, int[] promptTokens, SamplingParams sampling, StopConditions stop, StructuredOutput structuredOutput,
+      int outputBudget, String loraName, int resumedOutputTokens, int priority, String cacheSalt) {
+    this(requestId, promptTokens, sampling, stop, structuredOutput, outputBudget, loraName, resumedOutputTokens, priority, cacheSalt, false);
   }
 
   public EngineRequest(
@@ -73,7 +81,13 @@ public record EngineRequest(
   /** This request under other stop conditions, everything else kept (a prefill worker's one-token run of it). */
   public EngineRequest withStop(StopConditions other) {
     return new EngineRequest(requestId, promptTokens, sampling, other, structuredOutput, outputBudget, loraName, resumedOutputTokens,
-        priority, cacheSalt);
+        priority, cacheSalt, embed);
+  }
+
+  /** This request asking for its prompt's embedding on its first output. */
+  public EngineRequest withEmbedding() {
+    return new EngineRequest(requestId, promptTokens, sampling, stop, structuredOutput, outputBudget, loraName, resumedOutputTokens,
+        priority, cacheSalt, true);
   }
 
   /** The salt of this request's block hashes ({@link BlockHasher#salt(String, String)}: its adapter's and its cache salt). */
@@ -95,6 +109,6 @@ public record EngineRequest(
     return new EngineRequest(
         request.requestId(), request.promptTokens(), request.sampling(), request.stop(), request.structuredOutput(),
         request.stop().maxTokens(), request.loraName(), request.resumedOutputTokens(), request.priority(),
-        request.cacheSalt());
+        request.cacheSalt(), request.embed());
   }
 }

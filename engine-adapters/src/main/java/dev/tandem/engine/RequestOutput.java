@@ -9,7 +9,8 @@ import dev.tandem.common.TokenLogprob;
  * CANCELLED}). {@code cachedTokens} counts prompt tokens served from the prefix cache. {@code
  * logprobs} has one entry per new token when the request asked for them, else null; {@code
  * promptLogprobs}, on a request's first output when it asked for them, one per prompt token after
- * the first.
+ * the first; {@code embedding}, on the first output of a request that asked for it ({@code
+ * GenerationRequest.embed}), the final norm's output for the prompt's last token.
  */
 public record RequestOutput(
     String requestId,
@@ -18,11 +19,18 @@ public record RequestOutput(
     int promptTokens,
     int cachedTokens,
     TokenLogprob[] logprobs,
-    TokenLogprob[] promptLogprobs) {
+    TokenLogprob[] promptLogprobs,
+    float[] embedding) {
+
+  public RequestOutput(
+      String requestId, int[] newTokens, FinishReason finishReason, int promptTokens, int cachedTokens, TokenLogprob[] logprobs,
+      TokenLogprob[] promptLogprobs) {
+    this(requestId, newTokens, finishReason, promptTokens, cachedTokens, logprobs, promptLogprobs, null);
+  }
 
   public RequestOutput(
       String requestId, int[] newTokens, FinishReason finishReason, int promptTokens, int cachedTokens, TokenLogprob[] logprobs) {
-    this(requestId, newTokens, finishReason, promptTokens, cachedTokens, logprobs, null);
+    this(requestId, newTokens, finishReason, promptTokens, cachedTokens, logprobs, null, null);
   }
 
   public RequestOutput(

@@ -56,7 +56,7 @@ public final class FromWire {
             : null;
     return new GenerationRequest(
         r.getRequestId().isEmpty() ? idIfEmpty : r.getRequestId(), tokens(r), sampling(r.getSampling()), stop(r.getStop()), remote,
-        constraint, r.getLoraName(), r.getResumedOutputTokens(), r.getPriority(), r.getCacheSalt());
+        constraint, r.getLoraName(), r.getResumedOutputTokens(), r.getPriority(), r.getCacheSalt(), r.getEmbed());
   }
 
   private static dev.tandem.common.StructuredOutput.Reasoning reasoning(dev.tandem.proto.worker.v1.StructuredOutput so) {
@@ -133,7 +133,19 @@ public final class FromWire {
     }
     return new TokenChunk(
         tokens, logprobs, finishReason(c.getFinishReason()), c.getPromptTokens(), c.getCachedTokens(), origin,
-        c.getPromptLogprobsCount() == 0 ? null : c.getPromptLogprobsList().stream().map(FromWire::logprob).toArray(TokenLogprob[]::new));
+        c.getPromptLogprobsCount() == 0 ? null : c.getPromptLogprobsList().stream().map(FromWire::logprob).toArray(TokenLogprob[]::new),
+        embedding(c));
+  }
+
+  private static float[] embedding(GenerateChunk c) {
+    if (c.getEmbeddingCount() == 0) {
+      return null;
+    }
+    float[] e = new float[c.getEmbeddingCount()];
+    for (int i = 0; i < e.length; i++) {
+      e[i] = c.getEmbedding(i);
+    }
+    return e;
   }
 
   public static TokenLogprob logprob(dev.tandem.proto.worker.v1.TokenLogprob lp) {

@@ -68,6 +68,7 @@ public final class ToWire {
     if (r.cacheSalt() != null) {
       b.setCacheSalt(r.cacheSalt());
     }
+    b.setEmbed(r.embed());
     return b.build();
   }
 
@@ -128,6 +129,11 @@ public final class ToWire {
     if (c.promptLogprobs() != null) {
       for (TokenLogprob lp : c.promptLogprobs()) {
         b.addPromptLogprobs(logprob(lp));
+      }
+    }
+    if (c.embedding() != null) {
+      for (float v : c.embedding()) {
+        b.addEmbedding(v);
       }
     }
     b.setPromptTokens(c.promptTokens()).setCachedTokens(c.cachedTokens());

@@ -2,6 +2,7 @@ package dev.tandem.wire;
 
 import static org.junit.jupiter.api.Assertions.assertArrayEquals;
 import static org.junit.jupiter.api.Assertions.assertEquals;
+import static org.junit.jupiter.api.Assertions.assertFalse;
 import static org.junit.jupiter.api.Assertions.assertNull;
 import static org.junit.jupiter.api.Assertions.assertThrows;
 import static org.junit.jupiter.api.Assertions.assertTrue;
@@ -80,6 +81,9 @@ class WireRoundTripTest {
     assertEquals(request.withCacheSalt("tenant-a").withLora("sql").hashSalt(), salted.hashSalt(), "the same block hashes on both sides");
     assertEquals("tenant-a", request.withCacheSalt("tenant-a").withPriority(3).resumedAfter(1).withRemotePrefill(null).cacheSalt(),
         "kept by every copy");
+    assertTrue(FromWire.request(ToWire.request(request.withEmbed(true).withLora("sql")), "x").embed(), "asks for the prompt's embedding");
+    assertFalse(FromWire.request(ToWire.request(request), "x").embed());
+    assertTrue(request.withEmbed(true).withCacheSalt("s").withPriority(2).embed(), "kept by every copy");
   }
 
   @Test
@@ -138,6 +142,10 @@ class WireRoundTripTest {
     var middle = FromWire.chunk(ToWire.chunk(new TokenChunk(new int[] {1}, null, null, 0, 0, null)));
     assertNull(middle.finishReason(), "a chunk mid-stream has no finish reason");
     assertNull(middle.origin(), "only the first chunk names its worker");
+    assertNull(middle.embedding(), "none unless asked for");
+    float[] hidden = {0.25f, -1.5f, 3e-8f};
+    var embedded = FromWire.chunk(ToWire.chunk(new TokenChunk(new int[] {1}, null, FinishReason.LENGTH, 3, 0, origin, null, hidden)));
+    assertArrayEquals(hidden, embedded.embedding(), "the prompt's embedding, exactly");
   }
 
   @Test

@@ -77,7 +77,8 @@ final class GenerateStream implements PrefillSink {
       }
     }
     TokenChunk chunk = new TokenChunk(
-        output.newTokens(), output.logprobs(), output.finishReason(), promptTokens, cachedTokens, origin, output.promptLogprobs());
+        output.newTokens(), output.logprobs(), output.finishReason(), promptTokens, cachedTokens, origin, output.promptLogprobs(),
+        output.embedding());
     try {
       call.onNext(ToWire.chunk(chunk));
       if (output.finished()) {

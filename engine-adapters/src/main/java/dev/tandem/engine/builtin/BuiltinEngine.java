@@ -16,6 +16,7 @@ import dev.tandem.engine.model.LoraAdapter;
 import dev.tandem.engine.model.ModelConfig;
 import dev.tandem.engine.model.ModelFormatException;
 import dev.tandem.engine.model.ModelWeights;
+import dev.tandem.engine.model.PoolingConfig;
 import dev.tandem.engine.sched.ScheduledBatch;
 import dev.tandem.engine.sched.Scheduler;
 import dev.tandem.engine.sched.SchedulerConfig;
@@ -157,6 +158,17 @@ public final class BuiltinEngine extends SchedulingEngine implements KvHandoff {
         EngineInfo.Feature.THINKING_BUDGET);
     if (constraints.available()) {
       features.add(EngineInfo.Feature.STRUCTURED_OUTPUTS);
+    }
+    PoolingConfig pooling = PoolingConfig.read(config.modelDir());
+    if (!transformer.keepsFinalHidden()) { // the GPU's pass keeps its hidden states in GPU memory
+      LOG.info("embeddings: not served by the {} forward pass (the CPU backend's is needed)", backend.name());
+    } else if (pooling.refusal() != null) {
+      LOG.warn("embeddings: not served: {}", pooling.refusal());
+    } else {
+      features.add(EngineInfo.Feature.EMBEDDINGS);
+      if (pooling.matryoshka()) {
+        features.add(EngineInfo.Feature.MATRYOSHKA);
+      }
     }
     this.info =
         new EngineInfo(
@@ -550,6 +562,9 @@ public final class BuiltinEngine extends SchedulingEngine implements KvHandoff {
   }
 
   private void checkRequest(EngineRequest request) {
+    if (request.embed() && !transformer.keepsFinalHidden()) {
+      throw new IllegalArgumentException("embeddings are not computed by this engine's forward pass (" + info.engineName() + ")");
+    }
     if (request.stop().minTokens() > 0 && request.structuredOutput() != null) {
       throw new IllegalArgumentException("min_tokens cannot be combined with a structured output: it ends when its value is complete");
     }
@@ -680,6 +695,9 @@ public final class BuiltinEngine extends SchedulingEngine implements KvHandoff {
         }
       }
       accepted(state, token);
+      if (seq.request().embed() && seq.generated() == 0) {
+        seq.setEmbedding(transformer.finalHidden(i));
+      }
       if (raw != null) {
         seq.setDrawnLogprob(Sampler.logprobs(raw, token, top));
       }

@@ -56,6 +56,8 @@ public final class Transformer implements ForwardPass {
 
   private final ModelConfig config;
   private final ModelWeights weights;
+  private float[] finalHidden; // the last pass's final-norm rows of the slices that wanted logits
+  private int[] finalHiddenRow; // per slice of the last pass: its row there, or -1
   private final ComputeBackend backend;
   private final RopeFrequencies.Rotation[] rotation; // per layer: sliding layers may have their own RoPE base
   private final float queryScale; // folds query_pre_attn_scalar into q where it is not head_dim (Gemma)
@@ -297,6 +299,20 @@ public final class Transformer implements ForwardPass {
     }
   }
 
+  @Override
+  public float[] finalHidden(int slice) {
+    if (finalHiddenRow == null || slice >= finalHiddenRow.length || finalHiddenRow[slice] < 0) {
+      throw new IllegalStateException("slice " + slice + " of the last pass wanted no logits");
+    }
+    int hidden = config.hiddenSize();
+    return java.util.Arrays.copyOfRange(finalHidden, finalHiddenRow[slice] * hidden, (finalHiddenRow[slice] + 1) * hidden);
+  }
+
+  @Override
+  public boolean keepsFinalHidden() {
+    return true;
+  }
+
   /** Final norm and LM head, only for the last token of slices that want logits. */
   private float[][] logits(List<Slice> slices, int tokens) {
     int hidden = config.hiddenSize();
@@ -305,6 +321,7 @@ public final class Transformer implements ForwardPass {
       wanted += s.wantLogits() ? 1 : 0;
     }
     float[][] result = new float[slices.size()][];
+    finalHiddenRow = null;
     if (wanted == 0) {
       return result;
     }
@@ -318,11 +335,14 @@ public final class Transformer implements ForwardPass {
       }
     }
     backend.rmsNorm(last, last, weights.finalNorm(), config.rmsNormEps(), wanted, hidden);
+    finalHidden = last;
+    finalHiddenRow = new int[slices.size()];
     float[] all = new float[wanted * config.vocabSize()];
     backend.matmul(last, wanted, weights.lmHead(), all);
     softcap(all, all.length);
     row = 0;
     for (int i = 0; i < slices.size(); i++) {
+      finalHiddenRow[i] = slices.get(i).wantLogits() ? row : -1;
       if (slices.get(i).wantLogits()) {
         result[i] = java.util.Arrays.copyOfRange(all, row * config.vocabSize(), (row + 1) * config.vocabSize());
         row++;

@@ -84,6 +84,9 @@ public final class MockerEngine extends SchedulingEngine {
     if (request.loraName() != null) {
       throw new IllegalArgumentException("LoRA adapter '" + request.loraName() + "': the mocker has no weights to adapt");
     }
+    if (request.embed()) {
+      throw new IllegalArgumentException("embeddings: the mocker has no hidden states");
+    }
     Sequence seq = scheduler.add(request);
     long seed =
         request.sampling().isGreedy()

@@ -338,7 +338,8 @@ public final class Scheduler {
       outputs.add(
           new RequestOutput(
               seq.id(), count == drawn.length ? drawn : java.util.Arrays.copyOf(drawn, count), finish, seq.promptLength,
-              seq.cachedTokens, logprobs == null ? null : java.util.Arrays.copyOf(logprobs, count), seq.takePromptLogprobs()));
+              seq.cachedTokens, logprobs == null ? null : java.util.Arrays.copyOf(logprobs, count), seq.takePromptLogprobs(),
+              seq.takeEmbedding()));
       if (finish != null) {
         running.remove(seq);
         byId.remove(seq.id());

@@ -18,6 +18,7 @@ public final class Sequence {
   private final long salt; // of its block hashes: its LoRA adapter's, else none
   private Object engineState;
   private TokenLogprob[] promptLogprobs;
+  private float[] embedding;
   private TokenLogprob pendingLogprob;
   private int[] tokens; // prompt then generated; [0, length)
   private int length;
@@ -113,6 +114,17 @@ public final class Sequence {
   /** The prompt's log-probabilities (one per token after the first), sent with the first output. */
   public void setPromptLogprobs(TokenLogprob[] logprobs) {
     this.promptLogprobs = logprobs;
+  }
+
+  /** The prompt's embedding ({@code GenerationRequest.embed}), sent with the first output. */
+  public void setEmbedding(float[] embedding) {
+    this.embedding = embedding;
+  }
+
+  float[] takeEmbedding() {
+    float[] e = embedding;
+    embedding = null;
+    return e;
   }
 
   TokenLogprob[] takePromptLogprobs() {

@@ -6,6 +6,7 @@ import static org.junit.jupiter.api.Assertions.assertEquals;
 import static org.junit.jupiter.api.Assertions.assertFalse;
 import static org.junit.jupiter.api.Assertions.assertNotEquals;
 import static org.junit.jupiter.api.Assertions.assertNotNull;
+import static org.junit.jupiter.api.Assertions.assertNull;
 import static org.junit.jupiter.api.Assertions.assertThrows;
 import static org.junit.jupiter.api.Assertions.assertTrue;
 
@@ -118,6 +119,41 @@ class BuiltinEngineTest {
       }
     }
     return first;
+  }
+
+  /**
+   * A request asking for its embedding gets, on its first output, the final norm's output for its
+   * prompt's last token: what a pass of the model over the prompt alone leaves before the LM head
+   * (checked against PyTorch in ReferenceLogitsTest) — computed whole, in chunks, or after a prefix
+   * cache hit; others get none.
+   */
+  @Test
+  void anEmbeddingIsTheFinalNormOfThePromptsLastToken() {
+    int[] p = prompt(40, 13);
+    float[] reference;
+    dev.tandem.engine.model.ModelConfig config = dev.tandem.engine.model.ModelConfig.read(model);
+    try (dev.tandem.engine.model.ModelWeights weights = dev.tandem.engine.model.ModelWeights.load(model, config, null);
+        dev.tandem.engine.compute.ComputeBackend backend = new dev.tandem.engine.compute.VectorBackend(2);
+        PagedKvCache cache = new PagedKvCache(config, 8, 16, DType.F32);
+        Transformer pass = new Transformer(weights, backend, 16, config.maxPositionEmbeddings())) {
+      pass.forward(List.of(new Transformer.Slice(p, 0, p.length, 0, new int[] {0, 1, 2}, true)), cache);
+      reference = pass.finalHidden(0);
+    }
+    assertEquals(config.hiddenSize(), reference.length);
+    EngineRequest embed = greedy("e", p, 1).withEmbedding();
+    try (BuiltinEngine e = engine(64, 512)) {
+      assertTrue(e.info().features().contains(dev.tandem.engine.EngineInfo.Feature.EMBEDDINGS));
+      RequestOutput first = firstOutput(e, embed);
+      assertEquals(0, first.cachedTokens());
+      ReferenceLogitsTest.assertClose(reference, first.embedding(), 1e-2, "whole prompt"); // the engine's KV is bf16
+      RequestOutput again = firstOutput(e, greedy("e2", p, 1).withEmbedding());
+      assertTrue(again.cachedTokens() >= 32, "the repeat reuses the cached prefix: " + again.cachedTokens());
+      ReferenceLogitsTest.assertClose(first.embedding(), again.embedding(), 1e-3, "after a prefix cache hit");
+      assertNull(firstOutput(e, greedy("plain", prompt(20, 3), 1)).embedding(), "not asked for");
+    }
+    try (BuiltinEngine chunked = engine(64, 16)) {
+      ReferenceLogitsTest.assertClose(reference, firstOutput(chunked, embed).embedding(), 1e-2, "in chunks of 16 tokens");
+    }
   }
 
   @Test

@@ -124,6 +124,7 @@ class ReferenceLogitsTest {
       int[] tableA = blocks(0, 6);
       float[] logits = model.forward(List.of(prefill(a, 0, a.prompt.length, tableA)), cache)[0];
       assertClose(a.logits.get(0), logits, tolerance, name + " prefill");
+      assertEmbedding(model, 0, a, tolerance, name + " prefill");
       decode(model, cache, List.of(a), List.of(tableA), tolerance, name + " alone");
 
       // Chunked: the prompt in chunks of 5 tokens into fresh blocks gives the same logits.
@@ -145,7 +146,18 @@ class ReferenceLogitsTest {
               cache);
       assertClose(a.logits.get(0), both[0], tolerance, name + " batched A");
       assertClose(b.logits.get(0), both[1], tolerance, name + " batched B on A's prefix");
+      assertEmbedding(model, 1, b, tolerance, name + " batched B on A's prefix");
       decode(model, cache, List.of(a, b), List.of(tableA2, tableB), tolerance, name + " batched");
+    }
+  }
+
+  /**
+   * The final norm's output for the prompt's last token (an embedding) is the reference's, where
+   * the fixture records it and the pass keeps it (the CPU pass; the GPU's does not).
+   */
+  private static void assertEmbedding(ForwardPass model, int slice, Case c, double tolerance, String what) {
+    if (c.hidden != null && model.keepsFinalHidden()) {
+      assertClose(c.hidden, model.finalHidden(slice), tolerance, what + " embedding");
     }
   }
 
@@ -233,13 +245,16 @@ class ReferenceLogitsTest {
     return t;
   }
 
-  /** One prompt of a fixture: its tokens, the reference's greedy tokens, and the logits after the prompt and each of them. */
   /** The quantization the fixture's reference rounded its weights as (its {@code quantization}), or null. */
   static DType quantization(JsonNode fixture) {
     return fixture.has("quantization") ? DType.fromQuantizationName(fixture.get("quantization").asText()) : null;
   }
 
-  record Case(int[] prompt, int[] generated, List<float[]> logits) {
+  /**
+   * One prompt of a fixture: its tokens, the reference's greedy tokens, the logits after the prompt
+   * and each of them, and the final norm's output after the prompt (null in older fixtures).
+   */
+  record Case(int[] prompt, int[] generated, List<float[]> logits, float[] hidden) {
     static Case of(JsonNode n) {
       List<float[]> logits = new ArrayList<>();
       for (JsonNode row : n.get("logits")) {
@@ -249,7 +264,14 @@ class ReferenceLogitsTest {
         }
         logits.add(l);
       }
-      return new Case(ints(n.get("prompt")), ints(n.get("generated")), logits);
+      float[] hidden = null; // the final norm's output after the prompt, in fixtures written since it was recorded
+      if (n.has("hidden")) {
+        hidden = new float[n.get("hidden").size()];
+        for (int i = 0; i < hidden.length; i++) {
+          hidden[i] = (float) n.get("hidden").get(i).asDouble();
+        }
+      }
+      return new Case(ints(n.get("prompt")), ints(n.get("generated")), logits, hidden);
     }
 
     int[] allTokens() {

@@ -259,6 +259,14 @@ class MockerEngineTest {
   }
 
   @Test
+  void refusesEmbeddingsItHasNoHiddenStatesFor() {
+    MockerEngine e = new MockerEngine(config());
+    assertFalse(e.info().features().contains(dev.tandem.engine.EngineInfo.Feature.EMBEDDINGS));
+    var refused = assertThrows(IllegalArgumentException.class, () -> e.add(greedy("e", prompt(20, 3), 1).withEmbedding()));
+    assertTrue(refused.getMessage().contains("no hidden states"), refused.getMessage());
+  }
+
+  @Test
   void stepTakesTheModelledTimeEvenWhenItsThreadIsUnparked() throws Exception {
     // 1000-token prefill at speedup 10: (16.5 + 15.2 + 0.4) ms / 10 = 3.2 ms.
     MockerEngine e = new MockerEngine(config().withTiming(new TimingModel(10)));

@@ -11,7 +11,6 @@ import dev.tandem.frontend.ServedModel;
 import dev.tandem.frontend.openai.ContentChunks;
 import dev.tandem.frontend.openai.GenerationSpec;
 import dev.tandem.frontend.openai.ResponseJson;
-import dev.tandem.router.NoWorkerAvailableException;
 import dev.tandem.router.RequestRouter;
 import dev.tandem.router.Route;
 import dev.tandem.router.TokenListener;
@@ -49,12 +48,11 @@ final class GenerationRun {
   private final ResponsesOutput responses; // null unless the request came through /v1/responses
   private final ServedModel model;
   private final RunTiming timing;
-  private final java.time.Duration workerWait;
   private final int migrationLimit;
   private final int maxContextLength;
   private boolean done;
   private int finished;
-  private long waitingSince; // nanoTime when it started waiting for a worker; 0 while not waiting
+  private final RunRouting routing;
   private BeamRun beams; // vLLM's beam search; null when sampled
 
   GenerationRun(
@@ -69,7 +67,7 @@ final class GenerationRun {
       int migrationLimit,
       dev.tandem.frontend.openai.ResponsesRequest responsesRequest,
       Runnable onDone) {
-    this.workerWait = workerWait;
+    this.routing = new RunRouting(ctx, router, metrics, workerWait, spec.pinnedWorker());
     this.model = model;
     this.migrationLimit = migrationLimit;
     this.maxContextLength = model.maxContextLength();
@@ -150,32 +148,23 @@ final class GenerationRun {
   }
 
   /**
-   * Routes every request first (reservations only), so that nothing starts unless all can. When no
-   * worker serves at all and {@code workerWait} allows, it runs {@code retry} in 100 ms on this
-   * event loop instead; a failure is thrown the first time, sent to the client later.
+   * Routes every request first ({@link RunRouting#routeAll}: all or none, waiting for a worker where
+   * allowed, {@code retry} then run again); a failure is thrown the first time, sent to the client later.
    *
    * @return the routes, in the requests' order; null when it waits or failed
    */
   List<Route> routeAll(List<GenerationRequest> requests, Runnable retry, boolean first) {
-    List<Route> routes = new ArrayList<>();
     try {
-      for (GenerationRequest r : requests) {
-        routes.add(route(r));
+      return routing.routeAll(requests, retry);
+    } catch (ApiException e) {
+      if (first) {
+        metrics.inflightChange(-1);
+        done = true;
+        throw e;
       }
-      stopWaiting();
-      return routes;
-    } catch (NoWorkerAvailableException e) {
-      routes.forEach(Route::release);
-      if (e.noneServing() && mayWait()) {
-        ctx.executor().schedule(retry, 100, java.util.concurrent.TimeUnit.MILLISECONDS);
-        return null;
-      }
-      routingFailed(e, first);
-    } catch (RuntimeException e) {
-      routes.forEach(Route::release);
-      routingFailed(e, first);
+      fail(e);
+      return null;
     }
-    return null;
   }
 
   /** What a response starts with once its output is coming: headers and role chunks of a stream, an echoed prompt or message. */
@@ -208,51 +197,6 @@ final class GenerationRun {
       for (ChoiceStream c : choices) {
         emit(c, spec.echoedMessage(), false);
       }
-    }
-  }
-
-  /** Whether this request may (still) wait for a worker; starts the wait's clock and count. */
-  private boolean mayWait() {
-    if (workerWait.isZero() || workerWait.isNegative()) {
-      return false;
-    }
-    long now = System.nanoTime();
-    if (waitingSince == 0) {
-      waitingSince = now;
-      metrics.waitingChange(1);
-      return true;
-    }
-    return now - waitingSince < workerWait.toNanos();
-  }
-
-  private void stopWaiting() {
-    if (waitingSince != 0) {
-      waitingSince = 0;
-      metrics.waitingChange(-1);
-    }
-  }
-
-  private void routingFailed(RuntimeException e, boolean first) {
-    stopWaiting();
-    ApiException api = GenerationErrors.routing(e);
-    if (first) {
-      metrics.inflightChange(-1);
-      done = true;
-      throw api;
-    }
-    fail(api);
-  }
-
-  private Route route(GenerationRequest request) {
-    try {
-      return router.route(request, spec.pinnedWorker());
-    } catch (IllegalArgumentException e) {
-      boolean known = router.workers().stream().anyMatch(w -> w.description().workerId().value().equals(spec.pinnedWorker()));
-      if (known) { // registered but not reachable (or draining): the service, not the request, is at fault
-        throw new ApiException(503, "Worker '" + spec.pinnedWorker() + "' is registered but not reachable now.",
-            "service_unavailable", "tandem.worker_id", null);
-      }
-      throw ApiException.invalid("tandem.worker_id", "No worker has id '" + spec.pinnedWorker() + "'.");
     }
   }
 
@@ -642,7 +586,7 @@ final class GenerationRun {
       return;
     }
     done = true;
-    stopWaiting();
+    routing.stopWaiting();
     cancelAll("client disconnected");
     metrics.disconnect();
     end(499);

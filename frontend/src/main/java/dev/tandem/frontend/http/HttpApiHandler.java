@@ -6,6 +6,7 @@ import com.fasterxml.jackson.databind.node.ObjectNode;
 import dev.tandem.frontend.FrontendMetrics;
 import dev.tandem.frontend.ServedModel;
 import dev.tandem.frontend.text.ChatTemplate;
+import dev.tandem.frontend.openai.EmbeddingSpec;
 import dev.tandem.frontend.openai.GenerationSpec;
 import dev.tandem.frontend.openai.RequestParser;
 import dev.tandem.frontend.openai.ResponsesRequest;
@@ -48,6 +49,7 @@ final class HttpApiHandler extends SimpleChannelInboundHandler<FullHttpRequest> 
           Map.entry("/v1/chat/completions", HttpMethod.POST),
           Map.entry("/v1/completions", HttpMethod.POST),
           Map.entry("/v1/responses", HttpMethod.POST),
+          Map.entry("/v1/embeddings", HttpMethod.POST),
           Map.entry("/v1/models", HttpMethod.GET),
           Map.entry(MODEL_ROUTE, HttpMethod.GET),
           Map.entry("/tokenize", HttpMethod.POST),
@@ -58,14 +60,14 @@ final class HttpApiHandler extends SimpleChannelInboundHandler<FullHttpRequest> 
           Map.entry(LOAD_LORA, HttpMethod.POST),
           Map.entry(UNLOAD_LORA, HttpMethod.POST));
 
-  private static final java.util.Set<String> GENERATIONS = java.util.Set.of("/v1/chat/completions", "/v1/completions", "/v1/responses");
+  private static final java.util.Set<String> GENERATIONS = java.util.Set.of("/v1/chat/completions", "/v1/completions", "/v1/responses", "/v1/embeddings");
 
   private final ServedModel model;
   private final RequestParser parser;
   private final RequestRouter router;
   private final FrontendMetrics metrics;
   private final long createdSeconds;
-  private GenerationRun current;
+  private Runnable current; // tells the request in flight that its client went away
 
   private final java.time.Duration workerWait;
   private final Admission admission;
@@ -136,7 +138,7 @@ final class HttpApiHandler extends SimpleChannelInboundHandler<FullHttpRequest> 
             + ", --max-inflight-requests); retry shortly.", "requests", null, "rate_limit_exceeded");
       }
       switch (route) {
-        case "/v1/chat/completions", "/v1/completions", "/v1/responses" -> {
+        case "/v1/chat/completions", "/v1/completions", "/v1/responses", "/v1/embeddings" -> {
           prepare(ctx, path, endpoint, ByteBufUtil.getBytes(request.content()), keepAlive, start);
           return;
         }
@@ -193,25 +195,14 @@ final class HttpApiHandler extends SimpleChannelInboundHandler<FullHttpRequest> 
     java.util.concurrent.Executor where = body.length <= SMALL_BODY_BYTES ? PromptPreparation.DIRECT : preparation;
     try {
       where.execute(() -> {
-        GenerationSpec spec = null;
-        ResponsesRequest responses = null;
+        Runnable prepared = null; // starts the request on the event loop
         RuntimeException failure = null;
         try {
-          if (body.length > SMALL_BODY_BYTES) {
-            parser.refuseIfPromptCannotFit(body); // before anything is built from it
-          }
-          ObjectNode json = RequestParser.parseBody(body);
-          if (path.equals("/v1/responses")) {
-            responses = ResponsesRequest.parse(json);
-            spec = parseChatAs(responses);
-          } else {
-            spec = path.equals("/v1/chat/completions") ? parser.parseChat(json) : parser.parseCompletion(json);
-          }
+          prepared = parsed(ctx, path, body, keepAlive, start);
         } catch (RuntimeException e) {
           failure = e;
         }
-        GenerationSpec prepared = spec;
-        ResponsesRequest preparedResponses = responses;
+        Runnable run = prepared;
         RuntimeException error = failure;
         Runnable resume = () -> {
           if (!ctx.channel().isActive()) {
@@ -221,7 +212,7 @@ final class HttpApiHandler extends SimpleChannelInboundHandler<FullHttpRequest> 
             if (error != null) {
               throw error;
             }
-            generate(ctx, prepared, preparedResponses, keepAlive, start);
+            run.run();
           } catch (RuntimeException e) {
             ctx.channel().config().setAutoRead(true);
             fail(ctx, "POST " + path, path, endpoint, e, keepAlive);
@@ -239,6 +230,29 @@ final class HttpApiHandler extends SimpleChannelInboundHandler<FullHttpRequest> 
     }
   }
 
+  /**
+   * Parses and tokenizes a request's body; returns what starts it.
+   *
+   * @throws ApiException for a request that cannot run
+   */
+  private Runnable parsed(ChannelHandlerContext ctx, String path, byte[] body, boolean keepAlive, long start) {
+    if (path.equals("/v1/embeddings")) { // many inputs, each checked against the window as it is tokenized
+      EmbeddingSpec spec = parser.parseEmbeddings(RequestParser.parseBody(body));
+      return () -> embed(ctx, spec, keepAlive, start);
+    }
+    if (body.length > SMALL_BODY_BYTES) {
+      parser.refuseIfPromptCannotFit(body); // before anything is built from it
+    }
+    ObjectNode json = RequestParser.parseBody(body);
+    if (path.equals("/v1/responses")) {
+      ResponsesRequest responses = ResponsesRequest.parse(json);
+      GenerationSpec spec = parseChatAs(responses);
+      return () -> generate(ctx, spec, responses, keepAlive, start);
+    }
+    GenerationSpec spec = path.equals("/v1/chat/completions") ? parser.parseChat(json) : parser.parseCompletion(json);
+    return () -> generate(ctx, spec, null, keepAlive, start);
+  }
+
   /** A Responses API request through the chat parser, its errors naming the Responses fields. */
   private GenerationSpec parseChatAs(ResponsesRequest responses) {
     try {
@@ -249,22 +263,38 @@ final class HttpApiHandler extends SimpleChannelInboundHandler<FullHttpRequest> 
   }
 
   private void generate(ChannelHandlerContext ctx, GenerationSpec spec, ResponsesRequest responses, boolean keepAlive, long start) {
+    GenerationRun run = new GenerationRun(ctx, spec, model, router, metrics, keepAlive, start, workerWait, migrationLimit, responses,
+        done(ctx));
+    run(ctx, run::start, run::clientGone);
+  }
+
+  private void embed(ChannelHandlerContext ctx, EmbeddingSpec spec, boolean keepAlive, long start) {
+    EmbeddingRun run = new EmbeddingRun(ctx, spec, router, metrics, keepAlive, start, workerWait, migrationLimit, done(ctx));
+    run(ctx, run::start, run::clientGone);
+  }
+
+  /**
+   * Starts a request's run with reading from its connection paused until the run is done ({@link
+   * #done}); {@code clientGone} is what the run is told if the connection closes first.
+   */
+  private void run(ChannelHandlerContext ctx, Runnable start, Runnable clientGone) {
     ctx.channel().config().setAutoRead(false);
-    GenerationRun run =
-        new GenerationRun(
-            ctx, spec, model, router, metrics, keepAlive, start, workerWait, migrationLimit, responses,
-            () -> {
-              current = null;
-              ctx.channel().config().setAutoRead(true);
-            });
-    current = run;
+    current = clientGone;
     try {
-      run.start();
+      start.run();
     } catch (ApiException e) {
       current = null;
       ctx.channel().config().setAutoRead(true);
       throw e;
     }
+  }
+
+  /** What a run calls when it is over: the connection reads its next request. */
+  private Runnable done(ChannelHandlerContext ctx) {
+    return () -> {
+      current = null;
+      ctx.channel().config().setAutoRead(true);
+    };
   }
 
   private void reply(ChannelHandlerContext ctx, String endpoint, int status, ObjectNode body, boolean keepAlive) {
@@ -507,7 +537,7 @@ final class HttpApiHandler extends SimpleChannelInboundHandler<FullHttpRequest> 
   @Override
   public void channelInactive(ChannelHandlerContext ctx) throws Exception {
     if (current != null) {
-      current.clientGone();
+      current.run();
       current = null;
     }
     super.channelInactive(ctx);
@@ -517,7 +547,7 @@ final class HttpApiHandler extends SimpleChannelInboundHandler<FullHttpRequest> 
   public void exceptionCaught(ChannelHandlerContext ctx, Throwable cause) {
     log.debug("connection {} failed", ctx.channel().remoteAddress(), cause);
     if (current != null) {
-      current.clientGone();
+      current.run();
       current = null;
     }
     ctx.close();

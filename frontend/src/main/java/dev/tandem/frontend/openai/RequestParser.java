@@ -376,7 +376,7 @@ public final class RequestParser {
       logprobs = integer(body, "logprobs", 0, 0, 5);
       requireFeature("logprobs", "logprobs");
     }
-    List<int[]> prompts = prompts(body);
+    List<int[]> prompts = prompts(body, "prompt");
     int longest = prompts.stream().mapToInt(p -> p.length).max().orElse(0);
     int maxTokens = maxTokens(body, longest, "prompt", "max_tokens");
     if (!body.has("max_tokens") || body.get("max_tokens").isNull()) {
@@ -388,6 +388,72 @@ public final class RequestParser {
       spec = spec.withSampling(spec.sampling().withPromptLogprobs(Math.max(logprobs, spec.sampling().promptLogprobs())));
     }
     return beamSearch(body, spec.withEcho(echo));
+  }
+
+  /** OpenAI's most inputs an embeddings request may carry. */
+  static final int MAX_EMBEDDING_INPUTS = 2048;
+
+  /**
+   * An embeddings request ({@code POST /v1/embeddings}): OpenAI's {@code input} (a string, an array
+   * of strings, an array of token ids, or an array of those), {@code model}, {@code encoding_format},
+   * {@code dimensions} and {@code user}; vLLM's {@code truncate_prompt_tokens}, {@code
+   * add_special_tokens} (default true), {@code normalize}, {@code priority} and {@code request_id};
+   * Tandem's {@code tandem.worker_id}.
+   *
+   * @throws ApiException naming the field, for a model that serves no embeddings too
+   */
+  public EmbeddingSpec parseEmbeddings(ObjectNode body) {
+    checkModel(body);
+    if (!model.supports("embeddings")) {
+      throw new ApiException(400, "Embeddings are not served by this deployment's engine (" + model.engine() + "): the built-in "
+          + "engine computes them on the CPU backend, for models that pool the last token.", "invalid_request_error", "input",
+          "unsupported_model");
+    }
+    JsonNode messages = body.get("messages");
+    if (messages != null && !messages.isNull()) {
+      throw unsupported("messages", "(vLLM's chat embeddings) is not supported yet; send the text as 'input'");
+    }
+    for (String field : List.of("user", "encoding_format")) {
+      JsonNode v = body.get(field);
+      if (v != null && !v.isNull() && !v.isTextual()) {
+        throw typeError(field, "a string", v);
+      }
+    }
+    String format = body.path("encoding_format").asText("float");
+    if (!format.equals("float") && !format.equals("base64")) {
+      throw ApiException.invalid("encoding_format", "Invalid 'encoding_format': '" + format + "'; expected 'float' or 'base64'.",
+          "invalid_value");
+    }
+    int dimensions = 0;
+    if (body.has("dimensions") && !body.get("dimensions").isNull()) {
+      dimensions = integer(body, "dimensions", 0, 1, Integer.MAX_VALUE);
+      if (!model.supports("matryoshka")) {
+        throw unsupported("dimensions", "needs a model trained for truncated (Matryoshka) embeddings: its config.json sets "
+            + "'is_matryoshka' or 'matryoshka_dimensions'");
+      }
+    }
+    JsonNode input = body.get("input");
+    boolean oneOfTokenIds = input != null && input.isArray() && !input.isEmpty() && input.get(0).isIntegralNumber();
+    if (input != null && input.isArray() && !oneOfTokenIds && input.size() > MAX_EMBEDDING_INPUTS) {
+      throw ApiException.invalid("input", "At most " + MAX_EMBEDDING_INPUTS + " inputs may be embedded in one request; this one has "
+          + input.size() + ".");
+    }
+    List<int[]> inputs = prompts(body, "input");
+    int limit = model.maxContextLength() - 1; // the worker draws one token after the input, which it never returns
+    if (body.path(TRUNCATE_PROMPT_TOKENS).asInt(0) == -1) { // the context window: as much of it as can be embedded
+      inputs.replaceAll(ids -> truncated(ids, limit));
+    }
+    for (int i = 0; i < inputs.size(); i++) {
+      if (inputs.get(i).length > limit) {
+        throw ApiException.invalid(inputs.size() == 1 ? "input" : "input[" + i + "]", "This model's maximum context length is "
+            + model.maxContextLength() + " tokens, of which " + limit + " can be embedded. However, you requested "
+            + inputs.get(i).length + " tokens in the input for embedding generation. Please reduce the length of the input.",
+            "context_length_exceeded");
+      }
+    }
+    String requested = body.get("model").asText(); // checked: the served model or one of its LoRA adapters
+    return new EmbeddingSpec(requested, requested.equals(model.name()) ? null : requested, inputs, format.equals("base64"),
+        dimensions, bool(body, "normalize", true), priority(body), requestId(body), pinnedWorker(body));
   }
 
   private GenerationSpec common(ObjectNode body, GenerationSpec.Kind kind, List<int[]> prompts, int maxTokens, int logprobs,
@@ -464,22 +530,8 @@ public final class RequestParser {
       requireFeature("min_tokens", "min_tokens");
     }
     boolean skipSpecial = bool(body, "skip_special_tokens", true);
-    boolean timing = false;
-    String pinned = null;
-    JsonNode t = body.get("tandem");
-    if (t != null && !t.isNull()) {
-      if (!t.isObject()) {
-        throw typeError("tandem", "an object", t);
-      }
-      timing = bool((ObjectNode) t, "timing", false, "tandem.timing");
-      JsonNode w = t.get("worker_id");
-      if (w != null && !w.isNull()) {
-        if (!w.isTextual()) {
-          throw typeError("tandem.worker_id", "a string", w);
-        }
-        pinned = w.asText();
-      }
-    }
+    boolean timing = tandem(body) != null && bool(tandem(body), "timing", false, "tandem.timing");
+    String pinned = pinnedWorker(body);
     String requested = body.get("model").asText(); // checked: the served model or one of its LoRA adapters
     return new GenerationSpec(
         kind, requested, prompts, n, sampling, new StopConditions(maxTokens, stopIds, ignoreEos, minTokens), stops, skipSpecial,
@@ -492,6 +544,31 @@ public final class RequestParser {
         .withContinuousUsage(continuousUsage)
         .withPromptLogprobs(promptLogprobs(body, stream))
         .withRequestId(requestId(body));
+  }
+
+  /** Tandem's own options ({@code "tandem": {...}}), or null when the request has none. */
+  private static ObjectNode tandem(ObjectNode body) {
+    JsonNode t = body.get("tandem");
+    if (t == null || t.isNull()) {
+      return null;
+    }
+    if (!t.isObject()) {
+      throw typeError("tandem", "an object", t);
+    }
+    return (ObjectNode) t;
+  }
+
+  /** {@code tandem.worker_id}: the worker the request must run on, or null. */
+  private static String pinnedWorker(ObjectNode body) {
+    ObjectNode t = tandem(body);
+    JsonNode w = t == null ? null : t.get("worker_id");
+    if (w == null || w.isNull()) {
+      return null;
+    }
+    if (!w.isTextual()) {
+      throw typeError("tandem.worker_id", "a string", w);
+    }
+    return w.asText();
   }
 
   /**
@@ -822,22 +899,23 @@ public final class RequestParser {
     return out;
   }
 
-  private List<int[]> prompts(ObjectNode body) {
-    JsonNode p = body.get("prompt");
+  /** Completions' {@code prompt} (or embeddings' {@code input}, {@code param}): tokenized, truncated as the request asks. */
+  private List<int[]> prompts(ObjectNode body, String param) {
+    JsonNode p = body.get(param);
     if (p == null || p.isNull()) {
-      throw ApiException.invalid("prompt", "Missing required parameter: 'prompt'.", "missing_required_parameter");
+      throw ApiException.invalid(param, "Missing required parameter: '" + param + "'.", "missing_required_parameter");
     }
     int keep = truncation(body);
     boolean special = bool(body, "add_special_tokens", true); // vLLM's: a text prompt's BOS and the like, as the tokenizer adds them
     List<int[]> out = new ArrayList<>();
     if (p.isTextual()) {
-      out.add(encode(p.asText(), "prompt", keep, special));
+      out.add(encode(p.asText(), param, keep, special));
     } else if (p.isArray() && !p.isEmpty() && p.get(0).isIntegralNumber()) {
-      out.add(tokenIds(p, "prompt"));
+      out.add(tokenIds(p, param));
     } else if (p.isArray() && !p.isEmpty()) {
       for (int i = 0; i < p.size(); i++) {
         JsonNode e = p.get(i);
-        String at = "prompt[" + i + "]";
+        String at = param + "[" + i + "]";
         if (e.isTextual()) {
           out.add(encode(e.asText(), at, keep, special));
         } else if (e.isArray()) {
@@ -847,7 +925,7 @@ public final class RequestParser {
         }
       }
     } else {
-      throw typeError("prompt", "a non-empty string, array of strings, or array of token ids", p);
+      throw typeError(param, "a non-empty string, array of strings, or array of token ids", p);
     }
     out.replaceAll(ids -> truncated(ids, keep));
     return out;

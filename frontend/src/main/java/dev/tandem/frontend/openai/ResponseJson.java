@@ -218,6 +218,38 @@ public final class ResponseJson {
     return n;
   }
 
+  /**
+   * An embeddings response as OpenAI writes it: a list of {@code embedding} objects in input order,
+   * each vector as JSON numbers or ({@code base64}) its little-endian float32 bytes in base64, and
+   * the prompt tokens read (all of them: embeddings generate none).
+   */
+  public static ObjectNode embeddings(String id, long created, String model, List<float[]> vectors, boolean base64, long promptTokens) {
+    ObjectNode root = JSON.createObjectNode();
+    root.put("id", id);
+    root.put("object", "list");
+    root.put("created", created);
+    root.put("model", model);
+    ArrayNode data = root.putArray("data");
+    for (int i = 0; i < vectors.size(); i++) {
+      ObjectNode e = data.addObject();
+      e.put("object", "embedding");
+      e.put("index", i);
+      float[] v = vectors.get(i);
+      if (base64) {
+        java.nio.ByteBuffer bytes = java.nio.ByteBuffer.allocate(v.length * Float.BYTES).order(java.nio.ByteOrder.LITTLE_ENDIAN);
+        bytes.asFloatBuffer().put(v);
+        e.put("embedding", java.util.Base64.getEncoder().encodeToString(bytes.array()));
+      } else {
+        ArrayNode values = e.putArray("embedding");
+        for (float x : v) {
+          values.add(x);
+        }
+      }
+    }
+    root.putObject("usage").put("prompt_tokens", promptTokens).put("total_tokens", promptTokens);
+    return root;
+  }
+
   public static ObjectNode usage(Usage u) {
     ObjectNode n = JSON.createObjectNode();
     n.put("prompt_tokens", u.promptTokens());

@@ -1,5 +1,6 @@
 package dev.tandem.frontend.openai;
 
+import static org.junit.jupiter.api.Assertions.assertArrayEquals;
 import static org.junit.jupiter.api.Assertions.assertEquals;
 import static org.junit.jupiter.api.Assertions.assertFalse;
 import static org.junit.jupiter.api.Assertions.assertThrows;
@@ -37,6 +38,61 @@ class RequestParserTest {
   }
 
   private static final String HI = "\"messages\":[{\"role\":\"user\",\"content\":\"hi\"}]";
+
+  private static EmbeddingSpec embeddings(RequestParser p, String json) {
+    return p.parseEmbeddings(RequestParser.parseBody(json.getBytes(StandardCharsets.UTF_8)));
+  }
+
+  private static ApiException embeddingsError(RequestParser p, String json) {
+    return assertThrows(ApiException.class, () -> embeddings(p, json));
+  }
+
+  @Test
+  void embeddingsTakeOpenAIsInputShapesAndRefuseWhatCannotBeServed() {
+    RequestParser p = parser(Set.of("embeddings"));
+    EmbeddingSpec one = embeddings(p, "{\"model\":\"m\",\"input\":\"hello world\"}");
+    assertEquals(1, one.inputs().size());
+    assertArrayEquals(TOKENIZER.encode("hello world", true), one.inputs().getFirst());
+    assertFalse(one.base64());
+    assertEquals(0, one.dimensions());
+    assertTrue(one.normalize(), "vLLM's default for embeddings");
+    EmbeddingSpec many = embeddings(p, "{\"model\":\"m\",\"input\":[\"a\",[1,2,3]],\"encoding_format\":\"base64\",\"normalize\":false,"
+        + "\"user\":\"u-1\"}");
+    assertEquals(2, many.inputs().size());
+    assertArrayEquals(new int[] {1, 2, 3}, many.inputs().get(1));
+    assertTrue(many.base64());
+    assertFalse(many.normalize());
+    assertArrayEquals(new int[] {7, 8}, embeddings(p, "{\"model\":\"m\",\"input\":[7,8]}").inputs().getFirst());
+
+    // What cannot be served is a 400 naming the field.
+    assertEquals("input", embeddingsError(parser(Set.of()), "{\"model\":\"m\",\"input\":\"x\"}").param(), "an engine without embeddings");
+    assertEquals("input", embeddingsError(p, "{\"model\":\"m\"}").param());
+    assertEquals("input", embeddingsError(p, "{\"model\":\"m\",\"input\":[]}").param());
+    assertEquals("input[1]", embeddingsError(p, "{\"model\":\"m\",\"input\":[\"a\",{}]}").param());
+    assertEquals("encoding_format", embeddingsError(p, "{\"model\":\"m\",\"input\":\"x\",\"encoding_format\":\"int8\"}").param());
+    assertEquals("dimensions", embeddingsError(p, "{\"model\":\"m\",\"input\":\"x\",\"dimensions\":8}").param(),
+        "truncation needs a Matryoshka model");
+    assertEquals(8, embeddings(parser(Set.of("embeddings", "matryoshka")), "{\"model\":\"m\",\"input\":\"x\",\"dimensions\":8}").dimensions());
+    assertEquals("messages", embeddingsError(p, "{\"model\":\"m\",\"messages\":[{\"role\":\"user\",\"content\":\"x\"}]}").param());
+    assertEquals(404, embeddingsError(p, "{\"model\":\"other\",\"input\":\"x\"}").status());
+    StringBuilder tooMany = new StringBuilder("{\"model\":\"m\",\"input\":[");
+    for (int i = 0; i <= RequestParser.MAX_EMBEDDING_INPUTS; i++) {
+      tooMany.append(i == 0 ? "" : ",").append("\"x\"");
+    }
+    assertEquals("input", embeddingsError(p, tooMany.append("]}").toString()).param());
+    String ids3000 = java.util.stream.IntStream.range(0, 3000).mapToObj(i -> "5").collect(java.util.stream.Collectors.joining(","));
+    assertEquals("context_length_exceeded", embeddingsError(p, "{\"model\":\"m\",\"input\":[" + ids3000 + "]}").code(),
+        "one input of 3,000 token ids is one input, too long");
+
+    // The window less the one token the worker draws: 255 of this model's 256.
+    String ids255 = java.util.stream.IntStream.range(0, 255).mapToObj(i -> "5").collect(java.util.stream.Collectors.joining(","));
+    assertEquals(255, embeddings(p, "{\"model\":\"m\",\"input\":[" + ids255 + "]}").inputs().getFirst().length);
+    ApiException tooLong = embeddingsError(p, "{\"model\":\"m\",\"input\":[\"a\",[" + ids255 + ",5]]}");
+    assertEquals("input[1]", tooLong.param());
+    assertEquals("context_length_exceeded", tooLong.code());
+    assertEquals(255, embeddings(p, "{\"model\":\"m\",\"input\":[" + ids255 + ",5,6],\"truncate_prompt_tokens\":-1}")
+        .inputs().getFirst().length, "-1: as much of the window as can be embedded");
+  }
 
   @Test
   void nChoicesWithoutMaxTokensShareABudgetInsteadOfTheWholeContextEach() {

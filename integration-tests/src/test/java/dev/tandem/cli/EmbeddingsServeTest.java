@@ -1,0 +1,237 @@
+package dev.tandem.cli;
+
+import static org.junit.jupiter.api.Assertions.assertArrayEquals;
+import static org.junit.jupiter.api.Assertions.assertEquals;
+import static org.junit.jupiter.api.Assertions.assertNotEquals;
+import static org.junit.jupiter.api.Assertions.assertTrue;
+
+import com.fasterxml.jackson.databind.JsonNode;
+import com.fasterxml.jackson.databind.ObjectMapper;
+import com.fasterxml.jackson.databind.node.ObjectNode;
+import com.openai.client.OpenAIClient;
+import com.openai.client.okhttp.OpenAIOkHttpClient;
+import com.openai.models.embeddings.CreateEmbeddingResponse;
+import com.openai.models.embeddings.EmbeddingCreateParams;
+import dev.langchain4j.model.openai.OpenAiEmbeddingModel;
+import dev.tandem.engine.builtin.PagedKvCache;
+import dev.tandem.engine.builtin.Transformer;
+import dev.tandem.engine.compute.VectorBackend;
+import dev.tandem.engine.mocker.TimingModel;
+import dev.tandem.engine.model.DType;
+import dev.tandem.engine.model.ModelConfig;
+import dev.tandem.engine.model.ModelWeights;
+import dev.tandem.frontend.http.FrontendServer;
+import java.nio.ByteBuffer;
+import java.nio.ByteOrder;
+import java.nio.file.Files;
+import java.nio.file.Path;
+import java.util.Base64;
+import java.util.List;
+import org.junit.jupiter.api.AfterAll;
+import org.junit.jupiter.api.AfterEach;
+import org.junit.jupiter.api.BeforeAll;
+import org.junit.jupiter.api.Test;
+import org.junit.jupiter.api.io.TempDir;
+
+/**
+ * OpenAI's embeddings endpoint on `tandem serve`'s stack: two built-in workers on the generated tiny
+ * model, through the official OpenAI Java SDK, LangChain4j's OpenAI module and plain HTTP; a
+ * Matryoshka model's {@code dimensions}; the mocker's refusal.
+ */
+@org.junit.jupiter.api.Tag("e2e")
+class EmbeddingsServeTest {
+  @TempDir static Path dir;
+  private static Path model;
+  private static LocalDeployment deployment;
+  private static OpenAIClient client;
+  private static final ObjectMapper JSON = new ObjectMapper();
+
+  @BeforeAll
+  static void start() throws Exception {
+    model = TestDeployments.tinyModel(dir);
+    deployment = TestDeployments.builtin(model, 2, 1, new FrontendServer.Config("127.0.0.1", 0, 1 << 20));
+    client = OpenAIOkHttpClient.builder().baseUrl(baseUrl(deployment)).apiKey("not-needed").maxRetries(0).build();
+  }
+
+  @AfterAll
+  static void stop() {
+    client.close();
+    deployment.close();
+  }
+
+  @AfterEach
+  void poolsAreFull() throws Exception {
+    TestDeployments.assertPoolsFull(deployment);
+  }
+
+  private static String baseUrl(LocalDeployment d) {
+    return "http://127.0.0.1:" + d.port() + "/v1";
+  }
+
+  private static JsonNode embed(LocalDeployment d, String body) throws Exception {
+    var r = TestDeployments.post(d, "/v1/embeddings", body);
+    assertEquals(200, r.statusCode(), r.body());
+    return JSON.readTree(r.body());
+  }
+
+  private static float[] vector(JsonNode embedding) {
+    if (embedding.isTextual()) { // base64: little-endian float32
+      ByteBuffer bytes = ByteBuffer.wrap(Base64.getDecoder().decode(embedding.asText())).order(ByteOrder.LITTLE_ENDIAN);
+      float[] v = new float[bytes.remaining() / Float.BYTES];
+      bytes.asFloatBuffer().get(v);
+      return v;
+    }
+    float[] v = new float[embedding.size()];
+    for (int i = 0; i < v.length; i++) {
+      v[i] = (float) embedding.get(i).asDouble();
+    }
+    return v;
+  }
+
+  private static float[] floats(List<Float> values) {
+    float[] v = new float[values.size()];
+    for (int i = 0; i < v.length; i++) {
+      v[i] = values.get(i);
+    }
+    return v;
+  }
+
+  private static double norm(float[] v) {
+    double s = 0;
+    for (float x : v) {
+      s += (double) x * x;
+    }
+    return Math.sqrt(s);
+  }
+
+  private static void assertClose(float[] expected, float[] actual, double tolerance, String what) {
+    assertEquals(expected.length, actual.length, what + ": length");
+    double diff = 0;
+    for (int i = 0; i < expected.length; i++) {
+      diff += Math.pow(expected[i] - actual[i], 2);
+    }
+    assertTrue(Math.sqrt(diff) <= tolerance * norm(expected), what + ": relative error " + Math.sqrt(diff) / norm(expected));
+  }
+
+  @Test
+  void theOpenAiSdkGetsOneUnitVectorPerInputInOrder() throws Exception {
+    List<String> inputs = List.of("The lighthouse keeper", "collects seashells and writes letters", "The lighthouse keeper");
+    CreateEmbeddingResponse r = client.embeddings().create(EmbeddingCreateParams.builder()
+        .model("tiny").inputOfArrayOfStrings(inputs).build());
+    assertEquals(3, r.data().size());
+    int hidden = ModelConfig.read(model).hiddenSize();
+    long tokens = 0;
+    for (int i = 0; i < 3; i++) {
+      assertEquals(i, r.data().get(i).index());
+      float[] v = floats(r.data().get(i).embedding());
+      assertEquals(hidden, v.length);
+      assertEquals(1.0, norm(v), 1e-5, "unit length");
+      tokens += JSON.readTree(TestDeployments.post(deployment, "/tokenize", "{\"model\":\"tiny\",\"prompt\":"
+          + JSON.writeValueAsString(inputs.get(i)) + "}").body()).get("count").asInt();
+    }
+    float[] first = floats(r.data().get(0).embedding());
+    assertClose(first, floats(r.data().get(2).embedding()), 1e-3, "the same text, the same vector");
+    assertNotEquals(first[0], floats(r.data().get(1).embedding())[0], "another text, another vector");
+    assertEquals(tokens, r.usage().promptTokens(), "every input token counted");
+    assertEquals(tokens, r.usage().totalTokens());
+    float[] alone = floats(client.embeddings().create(EmbeddingCreateParams.builder().model("tiny").input(inputs.get(1)).build())
+        .data().getFirst().embedding());
+    assertClose(alone, floats(r.data().get(1).embedding()), 1e-3, "an input's vector does not depend on the others beside it");
+  }
+
+  /** The vector is the model's final norm output for the input's last token, as a pass of the model over the tokens gives it. */
+  @Test
+  void theVectorIsTheFinalHiddenStateOfTheLastToken() throws Exception {
+    JsonNode tokenized = JSON.readTree(TestDeployments.post(deployment, "/tokenize",
+        "{\"model\":\"tiny\",\"prompt\":\"Write a long story about a lighthouse keeper.\"}").body()).get("tokens");
+    int[] ids = new int[tokenized.size()];
+    for (int i = 0; i < ids.length; i++) {
+      ids[i] = tokenized.get(i).asInt();
+    }
+    float[] reference;
+    ModelConfig config = ModelConfig.read(model);
+    try (ModelWeights weights = ModelWeights.load(model, config, null);
+        VectorBackend backend = new VectorBackend(1);
+        PagedKvCache cache = new PagedKvCache(config, 4, 16, DType.F32);
+        Transformer pass = new Transformer(weights, backend, 16, config.maxPositionEmbeddings())) {
+      pass.forward(List.of(new Transformer.Slice(ids, 0, ids.length, 0, new int[] {0, 1, 2, 3}, true)), cache);
+      reference = pass.finalHidden(0);
+    }
+    float[] raw = vector(embed(deployment, "{\"model\":\"tiny\",\"input\":" + tokenized + ",\"normalize\":false}").at("/data/0/embedding"));
+    assertClose(reference, raw, 1e-2, "the worker's hidden state (its KV cache is bf16)");
+    JsonNode fromText = embed(deployment,
+        "{\"model\":\"tiny\",\"input\":\"Write a long story about a lighthouse keeper.\",\"encoding_format\":\"base64\"}");
+    float[] unit = vector(fromText.at("/data/0/embedding"));
+    float[] scaled = raw.clone();
+    double n = norm(raw);
+    for (int i = 0; i < scaled.length; i++) {
+      scaled[i] = (float) (scaled[i] / n);
+    }
+    assertClose(scaled, unit, 1e-3, "the text's tokens, normalized, sent as base64");
+    assertEquals(ids.length, fromText.at("/usage/prompt_tokens").asInt());
+    assertTrue(fromText.get("id").asText().startsWith("embd-"));
+    assertEquals("list", fromText.get("object").asText());
+    assertEquals("embedding", fromText.at("/data/0/object").asText());
+  }
+
+  @Test
+  void langChain4jEmbedsThroughItsOpenAiModule() {
+    OpenAiEmbeddingModel embeddings = OpenAiEmbeddingModel.builder()
+        .baseUrl(baseUrl(deployment)).apiKey("not-needed").modelName("tiny").maxRetries(0).build();
+    float[] v = embeddings.embed("A lighthouse on the coast").content().vector();
+    assertEquals(ModelConfig.read(model).hiddenSize(), v.length);
+    float[] same = floats(client.embeddings().create(EmbeddingCreateParams.builder().model("tiny").input("A lighthouse on the coast").build())
+        .data().getFirst().embedding());
+    assertClose(same, v, 1e-3, "the same vector through either client");
+  }
+
+  @Test
+  void badRequestsGetOpenAiErrorsAndServingGoesOn() throws Exception {
+    var noTruncation = TestDeployments.post(deployment, "/v1/embeddings", "{\"model\":\"tiny\",\"input\":\"x\",\"dimensions\":8}");
+    assertEquals(400, noTruncation.statusCode());
+    assertEquals("dimensions", JSON.readTree(noTruncation.body()).at("/error/param").asText());
+    int window = JSON.readTree(TestDeployments.post(deployment, "/tokenize", "{\"model\":\"tiny\",\"prompt\":\"x\"}").body())
+        .get("max_model_len").asInt();
+    String tooLong = "{\"model\":\"tiny\",\"input\":[" + "7,".repeat(window - 1) + "7]}"; // the window, less the drawn token, is the most
+
+    var refused = TestDeployments.post(deployment, "/v1/embeddings", tooLong);
+    assertEquals(400, refused.statusCode(), refused.body());
+    assertEquals("context_length_exceeded", JSON.readTree(refused.body()).at("/error/code").asText(null), refused.body());
+    assertEquals(1, embed(deployment, "{\"model\":\"tiny\",\"input\":\"still serving\"}").get("data").size());
+  }
+
+  /** A model whose config.json says it was trained for truncation cuts its vectors to {@code dimensions}, then normalizes them. */
+  @Test
+  void aMatryoshkaModelCutsItsVectorsToTheDimensionsAsked() throws Exception {
+    Path matryoshka = dir.resolve("tiny-matryoshka");
+    dev.tandem.engine.modeltools.ModelGenerator.write(
+        dev.tandem.engine.modeltools.ModelGenerator.shape("tiny"), DType.BF16, 0, matryoshka, 0);
+    ObjectNode config = (ObjectNode) JSON.readTree(matryoshka.resolve("config.json").toFile());
+    Files.writeString(matryoshka.resolve("config.json"), JSON.writeValueAsString(config.put("is_matryoshka", true)));
+    try (LocalDeployment d = TestDeployments.builtin(matryoshka, 1, 1, new FrontendServer.Config("127.0.0.1", 0, 1 << 20))) {
+      String input = "\"input\":\"A lighthouse on the coast\"";
+      float[] raw = vector(embed(d, "{\"model\":\"tiny-matryoshka\"," + input + ",\"normalize\":false}").at("/data/0/embedding"));
+      float[] cut = vector(embed(d, "{\"model\":\"tiny-matryoshka\"," + input + ",\"dimensions\":16}").at("/data/0/embedding"));
+      assertEquals(16, cut.length);
+      float[] expected = java.util.Arrays.copyOf(raw, 16);
+      double n = norm(expected);
+      for (int i = 0; i < 16; i++) {
+        expected[i] = (float) (expected[i] / n);
+      }
+      assertArrayEquals(expected, cut, 1e-4f, "the first 16 values at unit length");
+      var tooMany = TestDeployments.post(d, "/v1/embeddings", "{\"model\":\"tiny-matryoshka\"," + input + ",\"dimensions\":100000}");
+      assertEquals(400, tooMany.statusCode(), tooMany.body());
+      assertEquals("dimensions", JSON.readTree(tooMany.body()).at("/error/param").asText());
+      TestDeployments.assertPoolsFull(d);
+    }
+  }
+
+  @Test
+  void theMockerRefusesEmbeddingsNamingItsEngine() throws Exception {
+    try (LocalDeployment mocker = TestDeployments.start(1, TimingModel.noDelay(), 1 << 20)) {
+      var r = TestDeployments.post(mocker, "/v1/embeddings", "{\"model\":\"" + TestDeployments.MODEL + "\",\"input\":\"hello\"}");
+      assertEquals(400, r.statusCode(), r.body());
+      assertTrue(JSON.readTree(r.body()).at("/error/message").asText().contains("mocker"), r.body());
+    }
+  }
+}
