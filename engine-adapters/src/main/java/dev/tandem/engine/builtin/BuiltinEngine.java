@@ -160,9 +160,7 @@ public final class BuiltinEngine extends SchedulingEngine implements KvHandoff {
       features.add(EngineInfo.Feature.STRUCTURED_OUTPUTS);
     }
     PoolingConfig pooling = PoolingConfig.read(config.modelDir());
-    if (!transformer.keepsFinalHidden()) { // the GPU's pass keeps its hidden states in GPU memory
-      LOG.info("embeddings: not served by the {} forward pass (the CPU backend's is needed)", backend.name());
-    } else if (pooling.refusal() != null) {
+    if (pooling.refusal() != null) {
       LOG.warn("embeddings: not served: {}", pooling.refusal());
     } else {
       features.add(EngineInfo.Feature.EMBEDDINGS);
@@ -562,9 +560,6 @@ public final class BuiltinEngine extends SchedulingEngine implements KvHandoff {
   }
 
   private void checkRequest(EngineRequest request) {
-    if (request.embed() && !transformer.keepsFinalHidden()) {
-      throw new IllegalArgumentException("embeddings are not computed by this engine's forward pass (" + info.engineName() + ")");
-    }
     if (request.stop().minTokens() > 0 && request.structuredOutput() != null) {
       throw new IllegalArgumentException("min_tokens cannot be combined with a structured output: it ends when its value is complete");
     }

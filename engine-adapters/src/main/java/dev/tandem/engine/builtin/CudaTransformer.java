@@ -76,6 +76,11 @@ public final class CudaTransformer implements ForwardPass {
   private final Gpu.Ptr[] mappedPointers;
   private final Map<Integer, DecodeGraph> graphs = new HashMap<>(); // by batch size
   private boolean useGraphs; // off for good once the device refuses a capture
+  // The last pass's final-norm rows (finalHidden): copied back after a pass run kernel by kernel, or
+  // read on demand from the replayed graph's buffer (a decode step's rows are seldom wanted).
+  private float[] lastHidden;
+  private DecodeGraph lastGraph;
+  private int[] lastHiddenRow; // per slice of the last pass: its row among the wanted ones, or -1
   /**
    * Fused launches (q/k/v and gate/up in one matrix-vector launch each, a residual add with the
    * norm after it); {@code -Dtandem.cuda.fused=false} when the pass is made issues them one by one
@@ -319,6 +324,12 @@ public final class CudaTransformer implements ForwardPass {
     AttentionPlan plan = AttentionPlan.of(tokens, r -> continues[r], config.headDim());
     System.arraycopy(plan.singles(), 0, meta, 4 * tokens, plan.singles().length);
     System.arraycopy(plan.tiles(), 0, meta, 5 * tokens, plan.tiles().length);
+    lastHiddenRow = new int[slices.size()];
+    for (int i = 0, r = 0; i < slices.size(); i++) {
+      lastHiddenRow[i] = slices.get(i).wantLogits() ? r++ : -1;
+    }
+    lastHidden = null;
+    lastGraph = null;
     float[] all = null;
     if (useGraphs && decodeOnly && wanted == tokens && tokens <= GRAPH_MAX_TOKENS && layerKvWritten == null && positionLogits == null) {
       try {
@@ -340,6 +351,8 @@ public final class CudaTransformer implements ForwardPass {
         }
         all = new float[wanted * config.vocabSize()];
         a.logits.copyTo(all, all.length);
+        lastHidden = new float[wanted * config.hiddenSize()];
+        a.picked.copyTo(lastHidden, lastHidden.length);
         gpu.synchronize(); // every entry is in the host cache before the step ends
       }
     }
@@ -387,7 +400,22 @@ public final class CudaTransformer implements ForwardPass {
     g.graph.launch();
     float[] all = new float[tokens * config.vocabSize()];
     g.a.logits.copyTo(all, all.length); // waits for the graph
+    lastGraph = g;
     return all;
+  }
+
+  @Override
+  public float[] finalHidden(int slice) {
+    if (lastHiddenRow == null || slice >= lastHiddenRow.length || lastHiddenRow[slice] < 0) {
+      throw new IllegalStateException("slice " + slice + " of the last pass wanted no logits");
+    }
+    if (lastHidden == null) { // a replayed decode step: its rows are still in the graph's buffer
+      gpu.makeCurrent();
+      lastHidden = new float[lastGraph.a.wanted * config.hiddenSize()];
+      lastGraph.a.picked.copyTo(lastHidden, lastHidden.length);
+    }
+    int hidden = config.hiddenSize();
+    return Arrays.copyOfRange(lastHidden, lastHiddenRow[slice] * hidden, (lastHiddenRow[slice] + 1) * hidden);
   }
 
   /**

@@ -33,16 +33,9 @@ public interface ForwardPass extends AutoCloseable {
    * The final norm's output for the last token of slice {@code slice} of the last {@link #forward}
    * (a slice that wanted logits): the hidden state the LM head read, a prompt's embedding.
    *
-   * @throws UnsupportedOperationException for a pass that does not keep it
+   * @throws IllegalStateException for a slice that wanted no logits
    */
-  default float[] finalHidden(int slice) {
-    throw new UnsupportedOperationException("this forward pass does not return hidden states");
-  }
-
-  /** Whether {@link #finalHidden} is there. */
-  default boolean keepsFinalHidden() {
-    return false;
-  }
+  float[] finalHidden(int slice);
 
   /** Blocks {@code blocks[from..]} of the host cache were written by someone else (a KV import). */
   default void hostBlocksWritten(PagedKvCache cache, int[] blocks, int from) {}

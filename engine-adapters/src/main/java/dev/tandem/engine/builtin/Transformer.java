@@ -308,11 +308,6 @@ public final class Transformer implements ForwardPass {
     return java.util.Arrays.copyOfRange(finalHidden, finalHiddenRow[slice] * hidden, (finalHiddenRow[slice] + 1) * hidden);
   }
 
-  @Override
-  public boolean keepsFinalHidden() {
-    return true;
-  }
-
   /** Final norm and LM head, only for the last token of slices that want logits. */
   private float[][] logits(List<Slice> slices, int tokens) {
     int hidden = config.hiddenSize();

@@ -121,7 +121,8 @@ class CudaTransformerTest {
   /**
    * Decode steps replay a recorded graph per batch size, with each step's ids, positions and
    * growing block tables copied into the graph's own buffers (and a new recording when the tables
-   * outgrow them, as the first sequence's do here): the logits match the host pass at every step.
+   * outgrow them, as the first sequence's do here): the logits, and the final norm's output behind
+   * them, match the host pass at every step.
    */
   @ParameterizedTest(name = "{0}")
   @ValueSource(strings = {"cuda", "emulated"})
@@ -144,6 +145,7 @@ class CudaTransformerTest {
         var slice = List.of(new Transformer.Slice(tokens[i], 0, prompt[i], 0, table(blocks[i], prompt[i]), true));
         model.forward(slice, deviceSide);
         host.forward(slice, hostSide);
+        assertClose(host.finalHidden(0), model.finalHidden(0), "prompt " + i + " hidden state");
       }
       int launchesBefore = gpu instanceof EmulatedGpu e ? e.graphLaunches() : 0;
       for (int step = 0; step < steps; step++) {
@@ -156,6 +158,8 @@ class CudaTransformerTest {
         float[][] want = host.forward(slices, hostSide);
         for (int i = 0; i < slices.size(); i++) {
           assertClose(want[i], got[i], "step " + step + " sequence " + i);
+          // the final norm's output (an embedding's vector), read back from the replayed graph's buffer
+          assertClose(host.finalHidden(i), model.finalHidden(i), "step " + step + " sequence " + i + " hidden state");
         }
       }
       if (gpu instanceof EmulatedGpu e) {

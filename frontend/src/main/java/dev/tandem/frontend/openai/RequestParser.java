@@ -406,7 +406,7 @@ public final class RequestParser {
     checkModel(body);
     if (!model.supports("embeddings")) {
       throw new ApiException(400, "Embeddings are not served by this deployment's engine (" + model.engine() + "): the built-in "
-          + "engine computes them on the CPU backend, for models that pool the last token.", "invalid_request_error", "input",
+          + "engine computes them, for models that pool the last token.", "invalid_request_error", "input",
           "unsupported_model");
     }
     JsonNode messages = body.get("messages");
