@@ -174,6 +174,19 @@ class EmbeddingsServeTest {
     assertEquals("embedding", fromText.at("/data/0/object").asText());
   }
 
+  /** vLLM's chat embeddings: the conversation as the chat template writes it, without a generation prompt. */
+  @Test
+  void aConversationIsEmbeddedAsItsTemplateRendersIt() throws Exception {
+    String messages = "\"messages\":[{\"role\":\"system\",\"content\":\"Represent this for retrieval.\"},"
+        + "{\"role\":\"user\",\"content\":\"Where does the keeper live?\"}]";
+    JsonNode tokens = JSON.readTree(TestDeployments.post(deployment, "/tokenize",
+        "{\"model\":\"tiny\"," + messages + ",\"add_generation_prompt\":false}").body()).get("tokens");
+    JsonNode fromChat = embed(deployment, "{\"model\":\"tiny\"," + messages + "}");
+    assertClose(vector(embed(deployment, "{\"model\":\"tiny\",\"input\":" + tokens + "}").at("/data/0/embedding")),
+        vector(fromChat.at("/data/0/embedding")), 1e-3, "the rendered conversation's tokens");
+    assertEquals(tokens.size(), fromChat.at("/usage/prompt_tokens").asInt());
+  }
+
   @Test
   void langChain4jEmbedsThroughItsOpenAiModule() {
     OpenAiEmbeddingModel embeddings = OpenAiEmbeddingModel.builder()

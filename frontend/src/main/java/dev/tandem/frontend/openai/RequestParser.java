@@ -395,7 +395,8 @@ public final class RequestParser {
 
   /**
    * An embeddings request ({@code POST /v1/embeddings}): OpenAI's {@code input} (a string, an array
-   * of strings, an array of token ids, or an array of those), {@code model}, {@code encoding_format},
+   * of strings, an array of token ids, or an array of those) or vLLM's chat {@code messages} (one
+   * input, {@link #chatEmbeddingInput}), {@code model}, {@code encoding_format},
    * {@code dimensions} and {@code user}; vLLM's {@code truncate_prompt_tokens}, {@code
    * add_special_tokens} (default true), {@code normalize}, {@code priority} and {@code request_id};
    * Tandem's {@code tandem.worker_id}.
@@ -410,8 +411,9 @@ public final class RequestParser {
           "unsupported_model");
     }
     JsonNode messages = body.get("messages");
-    if (messages != null && !messages.isNull()) {
-      throw unsupported("messages", "(vLLM's chat embeddings) is not supported yet; send the text as 'input'");
+    boolean chat = messages != null && !messages.isNull();
+    if (chat && body.has("input") && !body.get("input").isNull()) {
+      throw ApiException.invalid("messages", "Send either 'input' or 'messages' (vLLM's chat embeddings), not both.");
     }
     for (String field : List.of("user", "encoding_format")) {
       JsonNode v = body.get(field);
@@ -438,9 +440,9 @@ public final class RequestParser {
       throw ApiException.invalid("input", "At most " + MAX_EMBEDDING_INPUTS + " inputs may be embedded in one request; this one has "
           + input.size() + ".");
     }
-    List<int[]> inputs = prompts(body, "input");
     int limit = model.maxContextLength() - 1; // the worker draws one token after the input, which it never returns
-    if (body.path(TRUNCATE_PROMPT_TOKENS).asInt(0) == -1) { // the context window: as much of it as can be embedded
+    List<int[]> inputs = chat ? List.of(chatEmbeddingInput(body, limit)) : prompts(body, "input");
+    if (!chat && body.path(TRUNCATE_PROMPT_TOKENS).asInt(0) == -1) { // the context window: as much of it as can be embedded
       inputs.replaceAll(ids -> truncated(ids, limit));
     }
     for (int i = 0; i < inputs.size(); i++) {
@@ -454,6 +456,40 @@ public final class RequestParser {
     String requested = body.get("model").asText(); // checked: the served model or one of its LoRA adapters
     return new EmbeddingSpec(requested, requested.equals(model.name()) ? null : requested, inputs, format.equals("base64"),
         dimensions, bool(body, "normalize", true), priority(body), requestId(body), pinnedWorker(body));
+  }
+
+  /** Chat-embedding parameters passed on to the chat template's rendering, as a chat request reads them. */
+  private static final List<String> CHAT_EMBEDDING_FIELDS = List.of("model", "messages", "chat_template_kwargs",
+      "continue_final_message", "add_special_tokens", "documents", TRUNCATE_PROMPT_TOKENS);
+
+  /**
+   * vLLM's chat embeddings: {@code messages} rendered by the chat template as a chat request's are
+   * (its {@code chat_template_kwargs}, {@code continue_final_message}, {@code documents}), but
+   * without a generation prompt unless {@code add_generation_prompt} is true (vLLM's default for
+   * embeddings), and tokenized without added special tokens unless {@code add_special_tokens}.
+   */
+  private int[] chatEmbeddingInput(ObjectNode body, int limit) {
+    ObjectNode chat = JSON.createObjectNode();
+    for (String field : CHAT_EMBEDDING_FIELDS) {
+      if (body.has(field)) {
+        chat.set(field, body.get(field));
+      }
+    }
+    if (body.path(TRUNCATE_PROMPT_TOKENS).asInt(0) == -1) {
+      chat.put(TRUNCATE_PROMPT_TOKENS, limit); // the window less the drawn token
+    }
+    chat.put("add_generation_prompt", bool(body, "add_generation_prompt", false));
+    chat.put("max_tokens", 1);
+    try {
+      return parseChat(chat).prompts().getFirst();
+    } catch (ApiException e) {
+      if ("context_length_exceeded".equals(e.code())) {
+        throw ApiException.invalid("messages", "This model's maximum context length is " + model.maxContextLength()
+            + " tokens, of which " + limit + " can be embedded; the conversation is longer. Please reduce the length of the messages.",
+            "context_length_exceeded");
+      }
+      throw e;
+    }
   }
 
   private GenerationSpec common(ObjectNode body, GenerationSpec.Kind kind, List<int[]> prompts, int maxTokens, int logprobs,

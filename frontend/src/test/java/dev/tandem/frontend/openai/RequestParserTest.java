@@ -73,7 +73,15 @@ class RequestParserTest {
     assertEquals("dimensions", embeddingsError(p, "{\"model\":\"m\",\"input\":\"x\",\"dimensions\":8}").param(),
         "truncation needs a Matryoshka model");
     assertEquals(8, embeddings(parser(Set.of("embeddings", "matryoshka")), "{\"model\":\"m\",\"input\":\"x\",\"dimensions\":8}").dimensions());
-    assertEquals("messages", embeddingsError(p, "{\"model\":\"m\",\"messages\":[{\"role\":\"user\",\"content\":\"x\"}]}").param());
+    // vLLM's chat embeddings: the conversation as the chat template renders it, without a generation prompt unless asked.
+    int[] rendered = chat(p, "{\"model\":\"m\"," + HI + ",\"add_generation_prompt\":false}").prompts().getFirst();
+    assertArrayEquals(rendered, embeddings(p, "{\"model\":\"m\"," + HI + "}").inputs().getFirst());
+    assertArrayEquals(chat(p, "{\"model\":\"m\"," + HI + "}").prompts().getFirst(),
+        embeddings(p, "{\"model\":\"m\"," + HI + ",\"add_generation_prompt\":true}").inputs().getFirst());
+    assertEquals("messages", embeddingsError(p, "{\"model\":\"m\"," + HI + ",\"input\":\"x\"}").param(), "both");
+    String longChat = "{\"model\":\"m\",\"messages\":[{\"role\":\"user\",\"content\":\"" + "word ".repeat(300) + "\"}]";
+    assertEquals("context_length_exceeded", embeddingsError(p, longChat + "}").code());
+    assertEquals(255, embeddings(p, longChat + ",\"truncate_prompt_tokens\":-1}").inputs().getFirst().length);
     assertEquals(404, embeddingsError(p, "{\"model\":\"other\",\"input\":\"x\"}").status());
     StringBuilder tooMany = new StringBuilder("{\"model\":\"m\",\"input\":[");
     for (int i = 0; i <= RequestParser.MAX_EMBEDDING_INPUTS; i++) {
