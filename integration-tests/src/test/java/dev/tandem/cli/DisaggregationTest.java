@@ -303,6 +303,23 @@ class DisaggregationTest {
         "no step was split: " + three);
   }
 
+  /**
+   * An embedding on a disaggregated deployment: a one-token generation, so never split, computed by
+   * the decode worker (prefill workers take no whole requests) — the aggregated deployment's vector.
+   */
+  @Test
+  void anEmbeddingOnADisaggregatedDeploymentIsTheAggregatedOnesVector() throws Exception {
+    String body = "{\"model\":\"tiny\",\"input\":\"The lighthouse keeper keeps seashells in jars by the window, one for every storm.\"}";
+    JsonNode agg = TestDeployments.json(TestDeployments.post(aggregated, "/v1/embeddings", body));
+    JsonNode dis = TestDeployments.json(TestDeployments.post(disaggregated("tcp"), "/v1/embeddings", body));
+    double dot = 0;
+    for (int i = 0; i < agg.at("/data/0/embedding").size(); i++) {
+      dot += agg.at("/data/0/embedding/" + i).asDouble() * dis.at("/data/0/embedding/" + i).asDouble();
+    }
+    assertEquals(1.0, dot, 1e-4, "cosine of two unit vectors: " + dis);
+    TestDeployments.assertPoolsFull(disaggregated("tcp"));
+  }
+
   private static JsonNode chat(LocalDeployment d, String body) throws Exception {
     HttpResponse<String> r = HttpClient.newHttpClient().send(
         HttpRequest.newBuilder(URI.create("http://127.0.0.1:" + d.port() + "/v1/chat/completions"))

@@ -69,6 +69,12 @@ final class TestDeployments {
         java.net.http.HttpResponse.BodyHandlers.ofString());
   }
 
+  /** A 200 response's JSON body (fails the test with the body otherwise). */
+  static com.fasterxml.jackson.databind.JsonNode json(java.net.http.HttpResponse<String> r) throws Exception {
+    org.junit.jupiter.api.Assertions.assertEquals(200, r.statusCode(), r.body());
+    return new com.fasterxml.jackson.databind.ObjectMapper().readTree(r.body());
+  }
+
   /** GETs {@code path} from the deployment's frontend. */
   static java.net.http.HttpResponse<String> get(LocalDeployment d, String path) throws Exception {
     return HTTP.send(java.net.http.HttpRequest.newBuilder(java.net.URI.create("http://127.0.0.1:" + d.port() + path)).build(),
