@@ -61,7 +61,7 @@ public final class RequestParser {
   static final String TRUNCATE_PROMPT_TOKENS = "truncate_prompt_tokens";
 
   /** vLLM's {@code request_id}: what the response's id ends with (null: a random one). */
-  private static String requestId(ObjectNode body) {
+  static String requestId(ObjectNode body) {
     JsonNode v = body.get("request_id");
     if (v == null || v.isNull()) {
       return null;
@@ -390,106 +390,13 @@ public final class RequestParser {
     return beamSearch(body, spec.withEcho(echo));
   }
 
-  /** OpenAI's most inputs an embeddings request may carry. */
-  static final int MAX_EMBEDDING_INPUTS = 2048;
-
   /**
-   * An embeddings request ({@code POST /v1/embeddings}): OpenAI's {@code input} (a string, an array
-   * of strings, an array of token ids, or an array of those) or vLLM's chat {@code messages} (one
-   * input, {@link #chatEmbeddingInput}), {@code model}, {@code encoding_format},
-   * {@code dimensions} and {@code user}; vLLM's {@code truncate_prompt_tokens}, {@code
-   * add_special_tokens} (default true), {@code normalize}, {@code priority} and {@code request_id};
-   * Tandem's {@code tandem.worker_id}.
+   * An embeddings request ({@code POST /v1/embeddings}; {@link EmbeddingsRequest#parse}).
    *
    * @throws ApiException naming the field, for a model that serves no embeddings too
    */
   public EmbeddingSpec parseEmbeddings(ObjectNode body) {
-    checkModel(body);
-    if (!model.supports("embeddings")) {
-      throw new ApiException(400, "Embeddings are not served by this deployment's engine (" + model.engine() + "): the built-in "
-          + "engine computes them, for models that pool the last token.", "invalid_request_error", "input",
-          "unsupported_model");
-    }
-    JsonNode messages = body.get("messages");
-    boolean chat = messages != null && !messages.isNull();
-    if (chat && body.has("input") && !body.get("input").isNull()) {
-      throw ApiException.invalid("messages", "Send either 'input' or 'messages' (vLLM's chat embeddings), not both.");
-    }
-    for (String field : List.of("user", "encoding_format")) {
-      JsonNode v = body.get(field);
-      if (v != null && !v.isNull() && !v.isTextual()) {
-        throw typeError(field, "a string", v);
-      }
-    }
-    String format = body.path("encoding_format").asText("float");
-    if (!format.equals("float") && !format.equals("base64")) {
-      throw ApiException.invalid("encoding_format", "Invalid 'encoding_format': '" + format + "'; expected 'float' or 'base64'.",
-          "invalid_value");
-    }
-    int dimensions = 0;
-    if (body.has("dimensions") && !body.get("dimensions").isNull()) {
-      dimensions = integer(body, "dimensions", 0, 1, Integer.MAX_VALUE);
-      if (!model.supports("matryoshka")) {
-        throw unsupported("dimensions", "needs a model trained for truncated (Matryoshka) embeddings: its config.json sets "
-            + "'is_matryoshka' or 'matryoshka_dimensions'");
-      }
-    }
-    JsonNode input = body.get("input");
-    boolean oneOfTokenIds = input != null && input.isArray() && !input.isEmpty() && input.get(0).isIntegralNumber();
-    if (input != null && input.isArray() && !oneOfTokenIds && input.size() > MAX_EMBEDDING_INPUTS) {
-      throw ApiException.invalid("input", "At most " + MAX_EMBEDDING_INPUTS + " inputs may be embedded in one request; this one has "
-          + input.size() + ".");
-    }
-    int limit = model.maxContextLength() - 1; // the worker draws one token after the input, which it never returns
-    List<int[]> inputs = chat ? List.of(chatEmbeddingInput(body, limit)) : prompts(body, "input");
-    if (!chat && body.path(TRUNCATE_PROMPT_TOKENS).asInt(0) == -1) { // the context window: as much of it as can be embedded
-      inputs.replaceAll(ids -> truncated(ids, limit));
-    }
-    for (int i = 0; i < inputs.size(); i++) {
-      if (inputs.get(i).length > limit) {
-        throw ApiException.invalid(inputs.size() == 1 ? "input" : "input[" + i + "]", "This model's maximum context length is "
-            + model.maxContextLength() + " tokens, of which " + limit + " can be embedded. However, you requested "
-            + inputs.get(i).length + " tokens in the input for embedding generation. Please reduce the length of the input.",
-            "context_length_exceeded");
-      }
-    }
-    String requested = body.get("model").asText(); // checked: the served model or one of its LoRA adapters
-    return new EmbeddingSpec(requested, requested.equals(model.name()) ? null : requested, inputs, format.equals("base64"),
-        dimensions, bool(body, "normalize", true), priority(body), requestId(body), pinnedWorker(body));
-  }
-
-  /** Chat-embedding parameters passed on to the chat template's rendering, as a chat request reads them. */
-  private static final List<String> CHAT_EMBEDDING_FIELDS = List.of("model", "messages", "chat_template_kwargs",
-      "continue_final_message", "add_special_tokens", "documents", TRUNCATE_PROMPT_TOKENS);
-
-  /**
-   * vLLM's chat embeddings: {@code messages} rendered by the chat template as a chat request's are
-   * (its {@code chat_template_kwargs}, {@code continue_final_message}, {@code documents}), but
-   * without a generation prompt unless {@code add_generation_prompt} is true (vLLM's default for
-   * embeddings), and tokenized without added special tokens unless {@code add_special_tokens}.
-   */
-  private int[] chatEmbeddingInput(ObjectNode body, int limit) {
-    ObjectNode chat = JSON.createObjectNode();
-    for (String field : CHAT_EMBEDDING_FIELDS) {
-      if (body.has(field)) {
-        chat.set(field, body.get(field));
-      }
-    }
-    if (body.path(TRUNCATE_PROMPT_TOKENS).asInt(0) == -1) {
-      chat.put(TRUNCATE_PROMPT_TOKENS, limit); // the window less the drawn token
-    }
-    chat.put("add_generation_prompt", bool(body, "add_generation_prompt", false));
-    chat.put("max_tokens", 1);
-    try {
-      return parseChat(chat).prompts().getFirst();
-    } catch (ApiException e) {
-      if ("context_length_exceeded".equals(e.code())) {
-        throw ApiException.invalid("messages", "This model's maximum context length is " + model.maxContextLength()
-            + " tokens, of which " + limit + " can be embedded; the conversation is longer. Please reduce the length of the messages.",
-            "context_length_exceeded");
-      }
-      throw e;
-    }
+    return EmbeddingsRequest.parse(this, model, body);
   }
 
   private GenerationSpec common(ObjectNode body, GenerationSpec.Kind kind, List<int[]> prompts, int maxTokens, int logprobs,
@@ -595,7 +502,7 @@ public final class RequestParser {
   }
 
   /** {@code tandem.worker_id}: the worker the request must run on, or null. */
-  private static String pinnedWorker(ObjectNode body) {
+  static String pinnedWorker(ObjectNode body) {
     ObjectNode t = tandem(body);
     JsonNode w = t == null ? null : t.get("worker_id");
     if (w == null || w.isNull()) {
@@ -664,7 +571,7 @@ public final class RequestParser {
   }
 
   /** vLLM's {@code priority} (any integer, lower first): only where the workers schedule by it. */
-  private int priority(ObjectNode body) {
+  int priority(ObjectNode body) {
     int p = integer(body, "priority", 0, Integer.MIN_VALUE, Integer.MAX_VALUE);
     if (p != 0 && !model.supports("priority")) {
       throw unsupported("priority", "needs workers that schedule by priority (start them with --scheduling-policy priority, as vLLM's); "
@@ -768,7 +675,7 @@ public final class RequestParser {
     return ApiException.invalid(param, "'" + param + "' cannot be combined with structured outputs: the output ends when its value is complete.");
   }
 
-  private static ApiException unsupported(String param, String what) {
+  static ApiException unsupported(String param, String what) {
     return new ApiException(
         400, "'" + param + "' " + what + ".", "invalid_request_error", param, "unsupported_parameter");
   }
@@ -779,7 +686,7 @@ public final class RequestParser {
     NotHonoured.refuse(body);
   }
 
-  private void checkModel(ObjectNode body) {
+  void checkModel(ObjectNode body) {
     JsonNode m = body.get("model");
     if (m == null || m.isNull()) {
       throw ApiException.invalid("model", "You must provide a model parameter.", "missing_required_parameter");
@@ -936,7 +843,7 @@ public final class RequestParser {
   }
 
   /** Completions' {@code prompt} (or embeddings' {@code input}, {@code param}): tokenized, truncated as the request asks. */
-  private List<int[]> prompts(ObjectNode body, String param) {
+  List<int[]> prompts(ObjectNode body, String param) {
     JsonNode p = body.get(param);
     if (p == null || p.isNull()) {
       throw ApiException.invalid(param, "Missing required parameter: '" + param + "'.", "missing_required_parameter");
@@ -997,7 +904,7 @@ public final class RequestParser {
   }
 
   /** The last {@code keep} tokens of {@code ids} (all of them when {@code keep} is 0 or not fewer). */
-  private static int[] truncated(int[] ids, int keep) {
+  static int[] truncated(int[] ids, int keep) {
     return keep == 0 || ids.length <= keep ? ids : Arrays.copyOfRange(ids, ids.length - keep, ids.length);
   }
 
@@ -1222,7 +1129,7 @@ public final class RequestParser {
 
   // ---- typed field access with OpenAI-style errors ----
 
-  private static ApiException typeError(String param, String expected, JsonNode got) {
+  static ApiException typeError(String param, String expected, JsonNode got) {
     return ApiException.invalid(
         param,
         "Invalid type for '" + param + "': expected " + expected + ", but got " + describe(got) + " instead.",
@@ -1248,7 +1155,7 @@ public final class RequestParser {
     return "null";
   }
 
-  private static boolean bool(ObjectNode body, String field, boolean dflt) {
+  static boolean bool(ObjectNode body, String field, boolean dflt) {
     return bool(body, field, dflt, field);
   }
 
@@ -1280,7 +1187,7 @@ public final class RequestParser {
     return (float) d;
   }
 
-  private static int integer(ObjectNode body, String field, int dflt, int min, int max) {
+  static int integer(ObjectNode body, String field, int dflt, int min, int max) {
     JsonNode v = body.get(field);
     if (v == null || v.isNull()) {
       return dflt;

@@ -84,7 +84,7 @@ class RequestParserTest {
     assertEquals(255, embeddings(p, longChat + ",\"truncate_prompt_tokens\":-1}").inputs().getFirst().length);
     assertEquals(404, embeddingsError(p, "{\"model\":\"other\",\"input\":\"x\"}").status());
     StringBuilder tooMany = new StringBuilder("{\"model\":\"m\",\"input\":[");
-    for (int i = 0; i <= RequestParser.MAX_EMBEDDING_INPUTS; i++) {
+    for (int i = 0; i <= EmbeddingsRequest.MAX_INPUTS; i++) {
       tooMany.append(i == 0 ? "" : ",").append("\"x\"");
     }
     assertEquals("input", embeddingsError(p, tooMany.append("]}").toString()).param());
