@@ -25,7 +25,8 @@ class RequestFuzzTest {
   private static final TextTokenizer TOKENIZER = TextTokenizer.fromJson(ModelFiles.bundledQwen3().tokenizerJson(), "qwen3");
   private static final ChatTemplate TEMPLATE = ChatTemplate.fromTokenizerConfig(ModelFiles.bundledQwen3().tokenizerConfigJson(), "qwen3");
   private static final RequestParser PARSER = new RequestParser(new ServedModel("m", 2048, 151_936, "test",
-      Set.of("logprobs", "seed", "structured_outputs", "logit_bias"), new int[] {151645}, TOKENIZER, TEMPLATE));
+      Set.of("logprobs", "seed", "structured_outputs", "logit_bias", "embeddings", "matryoshka"), new int[] {151645}, TOKENIZER,
+      TEMPLATE));
   private static final ObjectMapper JSON = new ObjectMapper();
   private static final String[] ROLES = {"system", "developer", "user", "assistant", "tool", "function", ""};
 
@@ -48,6 +49,16 @@ class RequestFuzzTest {
   void completionBody(byte[] body) {
     try {
       PARSER.parseCompletion(RequestParser.parseBody(body));
+    } catch (ApiException e) {
+      refusedCleanly(e);
+    }
+  }
+
+  /** An embeddings body: OpenAI's input shapes or vLLM's chat messages, through to the tokenized inputs. */
+  @FuzzTest(maxDuration = "30s")
+  void embeddingsBody(byte[] body) {
+    try {
+      PARSER.parseEmbeddings(RequestParser.parseBody(body));
     } catch (ApiException e) {
       refusedCleanly(e);
     }
