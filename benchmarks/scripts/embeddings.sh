@@ -29,16 +29,11 @@ for _ in range(int(sys.argv[1])):
     print(" ".join(rng.choice(vocab) for _ in range(int(sys.argv[2]))).capitalize() + ".")
 PY
 port=$((18000 + RANDOM % 1000))
-tandem() {
-  ./tandem serve --model "$dir" --port "$port" --compute-threads "$threads" > "$out/serve.log" 2>&1 &
-  pid=$!
-  until curl -sf -o /dev/null "http://127.0.0.1:$port/health"; do
-    kill -0 "$pid" 2>/dev/null || { echo "serve exited (see $out/serve.log)" >&2; exit 1; }
-    sleep 0.2
-  done
-  python3 - "$port" "$(basename "$dir")" "$out/texts.txt" > "$out/tandem-$1.jsonl" <<'PY'
+# The client: "each" embeds the texts one a request, then all again in one (each prefix cached by
+# then); "batch" embeds them all in one request. A warm-up text first either way.
+cat > "$out/client.py" <<'PY'
 import json, sys, time, urllib.request
-port, model, texts = sys.argv[1], sys.argv[2], [l.strip() for l in open(sys.argv[3]) if l.strip()]
+mode, port, model, texts = sys.argv[1], sys.argv[2], sys.argv[3], [l.strip() for l in open(sys.argv[4]) if l.strip()]
 def embed(inputs):
     req = urllib.request.Request(f"http://127.0.0.1:{port}/v1/embeddings", json.dumps({"model": model, "input": inputs}).encode(),
                                  {"Content-Type": "application/json"})
@@ -47,34 +42,32 @@ def embed(inputs):
         body = json.load(r)
     return time.perf_counter() - start, body
 embed(["A warm-up text, not among the measured ones."])
+if mode == "batch":
+    print(json.dumps({"batch_seconds": embed(texts)[0]}))
+    sys.exit()
 tokens = 0
 for t in texts:
     seconds, body = embed([t])
     tokens += body["usage"]["prompt_tokens"]
     print(json.dumps({"seconds": seconds, "embedding": body["data"][0]["embedding"]}))
-seconds, body = embed(texts)  # every text again, in one request: each one's prefix is cached now
+seconds, body = embed(texts)
 print(json.dumps({"cached_batch_seconds": seconds, "tokens": tokens}))
 PY
-  kill "$pid"; wait "$pid" 2>/dev/null || true
-  # all the texts in one request on a fresh server: nothing cached
-  ./tandem serve --model "$dir" --port "$port" --compute-threads "$threads" > "$out/serve.log" 2>&1 &
-  pid=$!
-  until curl -sf -o /dev/null "http://127.0.0.1:$port/health"; do sleep 0.2; done
-  python3 - "$port" "$(basename "$dir")" "$out/texts.txt" >> "$out/tandem-$1.jsonl" <<'PY'
-import json, sys, time, urllib.request
-port, model, texts = sys.argv[1], sys.argv[2], [l.strip() for l in open(sys.argv[3]) if l.strip()]
-def embed(inputs):
-    req = urllib.request.Request(f"http://127.0.0.1:{port}/v1/embeddings", json.dumps({"model": model, "input": inputs}).encode(),
-                                 {"Content-Type": "application/json"})
-    start = time.perf_counter()
-    urllib.request.urlopen(req, timeout=600).read()
-    return time.perf_counter() - start
-embed(["A warm-up text, not among the measured ones."])
-print(json.dumps({"batch_seconds": embed(texts)}))
-PY
-  kill "$pid"; wait "$pid" 2>/dev/null || true
+# One fresh `tandem serve` a mode, so that the batch finds nothing cached.
+tandem() {
+  for mode in each batch; do
+    ./tandem serve --model "$dir" --port "$port" --compute-threads "$threads" > "$out/serve.log" 2>&1 &
+    pid=$!
+    until curl -sf -o /dev/null "http://127.0.0.1:$port/health"; do
+      kill -0 "$pid" 2>/dev/null || { echo "serve exited (see $out/serve.log)" >&2; exit 1; }
+      sleep 0.2
+    done
+    python3 "$out/client.py" "$mode" "$port" "$(basename "$dir")" "$out/texts.txt" >> "$out/tandem-$1.jsonl"
+    kill "$pid"; wait "$pid" 2>/dev/null || true
+  done
 }
 java=("$JAVA_HOME/bin/java" --enable-native-access=ALL-UNNAMED -Xmx4g)
+rm -f "$out"/tandem-*.jsonl
 for round in $(seq 1 "$rounds"); do
   echo "round $round: tandem"
   tandem "$round"
