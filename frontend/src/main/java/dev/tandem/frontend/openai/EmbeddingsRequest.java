@@ -15,6 +15,14 @@ final class EmbeddingsRequest {
   /** OpenAI's most inputs an embeddings request may carry. */
   static final int MAX_INPUTS = 2048;
 
+  /** vLLM's {@code field}, refused unless it is one of {@code honoured} (what Tandem writes: float32, little-endian). */
+  private static void notHonouredUnless(ObjectNode body, String field, List<String> honoured) {
+    JsonNode v = body.get(field);
+    if (v != null && !v.isNull() && !(v.isTextual() && honoured.contains(v.asText()))) {
+      throw RequestParser.unsupported(field, "other than " + String.join(" or ", honoured) + " is not supported by Tandem yet");
+    }
+  }
+
   /** Chat-embedding parameters passed on to the chat template's rendering, as a chat request reads them. */
   private static final List<String> CHAT_FIELDS = List.of("model", "messages", "chat_template_kwargs",
       "continue_final_message", "add_special_tokens", "documents", RequestParser.TRUNCATE_PROMPT_TOKENS);
@@ -38,6 +46,9 @@ final class EmbeddingsRequest {
           + "engine computes them, for models that pool the last token.", "invalid_request_error", "input",
           "unsupported_model");
     }
+    NotHonoured.refuse(body); // a request's own chat template and the like: never silently ignored
+    notHonouredUnless(body, "embed_dtype", List.of("float32"));
+    notHonouredUnless(body, "endianness", List.of("native", "little"));
     JsonNode messages = body.get("messages");
     boolean chat = messages != null && !messages.isNull();
     if (chat && body.has("input") && !body.get("input").isNull()) {

@@ -83,6 +83,11 @@ class RequestParserTest {
     assertEquals("context_length_exceeded", embeddingsError(p, longChat + "}").code());
     assertEquals(255, embeddings(p, longChat + ",\"truncate_prompt_tokens\":-1}").inputs().getFirst().length);
     assertEquals(404, embeddingsError(p, "{\"model\":\"other\",\"input\":\"x\"}").status());
+    assertEquals("embed_dtype", embeddingsError(p, "{\"model\":\"m\",\"input\":\"x\",\"embed_dtype\":\"float16\"}").param());
+    assertEquals("endianness", embeddingsError(p, "{\"model\":\"m\",\"input\":\"x\",\"endianness\":\"big\"}").param());
+    assertEquals("chat_template", embeddingsError(p, "{\"model\":\"m\"," + HI + ",\"chat_template\":\"{{ x }}\"}").param(),
+        "not dropped on the way to the chat template");
+    embeddings(p, "{\"model\":\"m\",\"input\":\"x\",\"embed_dtype\":\"float32\",\"endianness\":\"native\"}");
     StringBuilder tooMany = new StringBuilder("{\"model\":\"m\",\"input\":[");
     for (int i = 0; i <= EmbeddingsRequest.MAX_INPUTS; i++) {
       tooMany.append(i == 0 ? "" : ",").append("\"x\"");
