@@ -304,10 +304,12 @@ public final class ModelWeights implements AutoCloseable {
     /**
      * Where the text model's tensors are: {@code model.} in a causal LM's checkpoint; in Gemma 3's
      * multimodal ones {@code language_model.model.} (as published) or {@code model.language_model.}
-     * (as recent transformers releases save them), beside a vision tower this engine does not read.
+     * (as recent transformers releases save them), beside a vision tower this engine does not read;
+     * at the top level in a base model's (as sentence-transformers saves an embedding model such as
+     * Qwen3-Embedding: no {@code model.}, no LM head of its own).
      */
     String textModelPrefix() {
-      for (String prefix : List.of("model.", "language_model.model.", "model.language_model.")) {
+      for (String prefix : List.of("model.", "language_model.model.", "model.language_model.", "")) {
         if (has(prefix + "embed_tokens.weight")) {
           return prefix;
         }

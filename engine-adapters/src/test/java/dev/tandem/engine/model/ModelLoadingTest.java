@@ -48,6 +48,45 @@ class ModelLoadingTest {
     json.writeValue(model.resolve("config.json").toFile(), c);
   }
 
+  /** Renames every {@code model.}-prefixed tensor of a single-file checkpoint to its bare name (a base model's, as saved). */
+  private static void stripModelPrefix(Path safetensors) throws Exception {
+    byte[] raw = java.nio.file.Files.readAllBytes(safetensors);
+    long n = java.nio.ByteBuffer.wrap(raw, 0, 8).order(java.nio.ByteOrder.LITTLE_ENDIAN).getLong();
+    ObjectMapper json = new ObjectMapper();
+    ObjectNode header = (ObjectNode) json.readTree(new String(raw, 8, (int) n, java.nio.charset.StandardCharsets.UTF_8));
+    ObjectNode renamed = json.createObjectNode();
+    header.properties().forEach(e -> renamed.set(e.getKey().startsWith("model.") ? e.getKey().substring(6) : e.getKey(), e.getValue()));
+    byte[] h = json.writeValueAsBytes(renamed);
+    try (var out = java.nio.file.Files.newOutputStream(safetensors)) {
+      out.write(java.nio.ByteBuffer.allocate(8).order(java.nio.ByteOrder.LITTLE_ENDIAN).putLong(h.length).array());
+      out.write(h);
+      out.write(raw, (int) (8 + n), raw.length - (int) (8 + n)); // data offsets are relative to the data: unchanged
+    }
+  }
+
+  /**
+   * A base model's checkpoint, as sentence-transformers saves an embedding model such as
+   * Qwen3-Embedding: the tensors without {@code model.}, no LM head of its own. Read as the causal
+   * LM's (its head tied to the embedding); a config that does not tie them is refused naming the
+   * missing tensor.
+   */
+  @Test
+  void aBaseModelsCheckpointWithoutTheModelPrefixLoads() throws Exception {
+    Path causal = write(tiny(), 0);
+    Path base = write(tiny(), 0); // the same seed: the same weights
+    stripModelPrefix(base.resolve("model.safetensors"));
+    try (ModelWeights a = ModelWeights.load(causal, ModelConfig.read(causal));
+        ModelWeights b = ModelWeights.load(base, ModelConfig.read(base))) {
+      assertEquals(a.embedding().data().asByteBuffer(), b.embedding().data().asByteBuffer(), "read from embed_tokens.weight");
+      assertEquals(a.layer(1).down().data().asByteBuffer(), b.layer(1).down().data().asByteBuffer());
+      assertTrue(java.util.Arrays.equals(a.finalNorm(), b.finalNorm()));
+      assertTrue(b.lmHead() == b.embedding(), "tied");
+    }
+    editConfig(base, n -> n.put("tie_word_embeddings", false));
+    String e = loadError(base);
+    assertTrue(e.contains("lm_head.weight"), e);
+  }
+
   @Test
   void singleAndShardedFilesLoadTheSameWeights() throws Exception {
     Path single = write(tiny(), 0);
