@@ -90,6 +90,13 @@ public final class FrontendMetrics {
     return (long) migrations.count();
   }
 
+  /** A request that was counted in flight ended after {@code nanos}, through {@code endpoint}, with {@code status}. */
+  public void runEnded(String endpoint, int status, long nanos) {
+    inflightChange(-1);
+    duration(nanos);
+    requestFinished(endpoint, status);
+  }
+
   public void requestFinished(String endpoint, int status) {
     registry.counter(MetricNames.REQUESTS, "endpoint", endpoint, "status", Integer.toString(status)).increment();
   }

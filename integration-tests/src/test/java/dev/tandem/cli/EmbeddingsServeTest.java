@@ -69,9 +69,7 @@ class EmbeddingsServeTest {
   }
 
   private static JsonNode embed(LocalDeployment d, String body) throws Exception {
-    var r = TestDeployments.post(d, "/v1/embeddings", body);
-    assertEquals(200, r.statusCode(), r.body());
-    return JSON.readTree(r.body());
+    return TestDeployments.json(TestDeployments.post(d, "/v1/embeddings", body));
   }
 
   private static float[] vector(JsonNode embedding) {

@@ -258,20 +258,19 @@ class ReferenceLogitsTest {
     static Case of(JsonNode n) {
       List<float[]> logits = new ArrayList<>();
       for (JsonNode row : n.get("logits")) {
-        float[] l = new float[row.size()];
-        for (int i = 0; i < l.length; i++) {
-          l[i] = (float) row.get(i).asDouble();
-        }
-        logits.add(l);
+        logits.add(floats(row));
       }
-      float[] hidden = null; // the final norm's output after the prompt, in fixtures written since it was recorded
-      if (n.has("hidden")) {
-        hidden = new float[n.get("hidden").size()];
-        for (int i = 0; i < hidden.length; i++) {
-          hidden[i] = (float) n.get("hidden").get(i).asDouble();
-        }
-      }
+      // the final norm's output after the prompt, in fixtures written since it was recorded
+      float[] hidden = n.has("hidden") ? floats(n.get("hidden")) : null;
       return new Case(ints(n.get("prompt")), ints(n.get("generated")), logits, hidden);
+    }
+
+    private static float[] floats(JsonNode values) {
+      float[] v = new float[values.size()];
+      for (int i = 0; i < v.length; i++) {
+        v[i] = (float) values.get(i).asDouble();
+      }
+      return v;
     }
 
     int[] allTokens() {

@@ -279,9 +279,7 @@ final class EmbeddingRun {
   }
 
   private void end(int status) {
-    metrics.inflightChange(-1);
-    metrics.duration(System.nanoTime() - startNanos);
-    metrics.requestFinished("embeddings", status);
+    metrics.runEnded("embeddings", status, System.nanoTime() - startNanos);
     onDone.run();
   }
 }

@@ -604,9 +604,8 @@ final class GenerationRun {
   }
 
   private void end(int status) {
-    metrics.inflightChange(-1);
-    metrics.duration(System.nanoTime() - timing.startNanos());
-    metrics.requestFinished(responses != null ? "responses" : spec.kind() == GenerationSpec.Kind.CHAT ? "chat_completions" : "completions", status);
+    String endpoint = responses != null ? "responses" : spec.kind() == GenerationSpec.Kind.CHAT ? "chat_completions" : "completions";
+    metrics.runEnded(endpoint, status, System.nanoTime() - timing.startNanos());
     onDone.run();
   }
 }

@@ -473,7 +473,8 @@ public final class RequestParser {
       requireFeature("min_tokens", "min_tokens");
     }
     boolean skipSpecial = bool(body, "skip_special_tokens", true);
-    boolean timing = tandem(body) != null && bool(tandem(body), "timing", false, "tandem.timing");
+    ObjectNode options = tandem(body);
+    boolean timing = options != null && bool(options, "timing", false, "tandem.timing");
     String pinned = pinnedWorker(body);
     String requested = body.get("model").asText(); // checked: the served model or one of its LoRA adapters
     return new GenerationSpec(
