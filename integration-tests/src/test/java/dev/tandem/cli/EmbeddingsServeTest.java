@@ -196,6 +196,48 @@ class EmbeddingsServeTest {
     assertClose(same, v, 1e-3, "the same vector through either client");
   }
 
+  private static double dot(float[] a, float[] b) {
+    double s = 0;
+    for (int i = 0; i < a.length; i++) {
+      s += (double) a[i] * b[i];
+    }
+    return s;
+  }
+
+  /** vLLM's score and the rerank API over an embedding model: each score is the cosine of the two texts' embeddings. */
+  @Test
+  void scoresAndRankingsAreTheCosinesOfTheTextsEmbeddings() throws Exception {
+    List<String> documents = List.of("Seashells on the shore", "The lighthouse keeper climbs the tower", "A recipe for bread");
+    String query = "Who climbs the lighthouse tower?";
+    JsonNode embedded = embed(deployment, "{\"model\":\"tiny\",\"input\":" + JSON.writeValueAsString(
+        java.util.stream.Stream.concat(java.util.stream.Stream.of(query), documents.stream()).toList()) + "}");
+    float[] q = vector(embedded.at("/data/0/embedding"));
+    double[] cosines = new double[documents.size()];
+    for (int j = 0; j < cosines.length; j++) {
+      cosines[j] = dot(q, vector(embedded.at("/data/" + (j + 1) + "/embedding")));
+    }
+    JsonNode scored = TestDeployments.json(TestDeployments.post(deployment, "/score", "{\"model\":\"tiny\",\"text_1\":"
+        + JSON.writeValueAsString(query) + ",\"text_2\":" + JSON.writeValueAsString(documents) + "}"));
+    for (int j = 0; j < cosines.length; j++) {
+      assertEquals(cosines[j], scored.at("/data/" + j + "/score").asDouble(), 1e-3, "text_2[" + j + "]");
+    }
+    assertEquals(embedded.at("/usage/prompt_tokens").asInt(), scored.at("/usage/prompt_tokens").asInt(), "the same texts embedded");
+    JsonNode ranked = TestDeployments.json(TestDeployments.post(deployment, "/v1/rerank", "{\"model\":\"tiny\",\"query\":"
+        + JSON.writeValueAsString(query) + ",\"documents\":" + JSON.writeValueAsString(documents) + ",\"top_n\":2}"));
+    JsonNode results = ranked.get("results");
+    assertEquals(2, results.size());
+    Integer[] byScore = {0, 1, 2};
+    java.util.Arrays.sort(byScore, (a, b) -> Double.compare(cosines[b], cosines[a]));
+    for (int r = 0; r < 2; r++) {
+      int index = results.get(r).get("index").asInt();
+      assertEquals(cosines[index], results.get(r).get("relevance_score").asDouble(), 1e-3);
+      assertEquals(documents.get(index), results.get(r).at("/document/text").asText());
+      if (Math.abs(cosines[byScore[r]] - cosines[index]) > 1e-3) { // a near tie may come either way
+        assertEquals(byScore[r], index, "rank " + r);
+      }
+    }
+  }
+
   @Test
   void badRequestsGetOpenAiErrorsAndServingGoesOn() throws Exception {
     var noTruncation = TestDeployments.post(deployment, "/v1/embeddings", "{\"model\":\"tiny\",\"input\":\"x\",\"dimensions\":8}");
@@ -243,6 +285,10 @@ class EmbeddingsServeTest {
       var r = TestDeployments.post(mocker, "/v1/embeddings", "{\"model\":\"" + TestDeployments.MODEL + "\",\"input\":\"hello\"}");
       assertEquals(400, r.statusCode(), r.body());
       assertTrue(JSON.readTree(r.body()).at("/error/message").asText().contains("mocker"), r.body());
+      var rerank = TestDeployments.post(mocker, "/v1/rerank", "{\"model\":\"" + TestDeployments.MODEL + "\",\"query\":\"q\","
+          + "\"documents\":[\"d\"]}");
+      assertEquals(400, rerank.statusCode(), rerank.body());
+      assertTrue(JSON.readTree(rerank.body()).at("/error/message").asText().contains("mocker"), rerank.body());
     }
   }
 }

@@ -1,5 +1,6 @@
 package dev.tandem.frontend.http;
 
+import com.fasterxml.jackson.databind.node.ObjectNode;
 import dev.tandem.common.GenerationException;
 import dev.tandem.common.GenerationRequest;
 import dev.tandem.common.SamplingParams;
@@ -7,7 +8,6 @@ import dev.tandem.common.StopConditions;
 import dev.tandem.common.TokenChunk;
 import dev.tandem.frontend.FrontendMetrics;
 import dev.tandem.frontend.openai.EmbeddingSpec;
-import dev.tandem.frontend.openai.ResponseJson;
 import dev.tandem.router.Generation;
 import dev.tandem.router.RequestRouter;
 import dev.tandem.router.Route;
@@ -23,8 +23,9 @@ import java.util.UUID;
  * input's embedding ({@link GenerationRequest#embed}: the final norm's output for its last token),
  * routed like any generation — all inputs or none, the KV router sending each to the worker that
  * caches its prefix — and tried again on another worker when its worker fails, at most {@code
- * migrationLimit} times a request. The vectors are written back as OpenAI's list of embeddings,
- * each cut to {@code dimensions} and normalized as the request asks ({@link #pooled}).
+ * migrationLimit} times a request. The vectors, each cut to {@code dimensions} and normalized as the
+ * request asks ({@link #pooled}), are written back as its {@link Reply} says: OpenAI's list of
+ * embeddings, or the scores of a score or rerank request computed from them.
  *
  * <p>Threading: every method runs on the channel's event loop; worker callbacks are posted there.
  */
@@ -32,6 +33,7 @@ final class EmbeddingRun {
   private static final org.slf4j.Logger log = org.slf4j.LoggerFactory.getLogger(EmbeddingRun.class);
   private final ChannelHandlerContext ctx;
   private final EmbeddingSpec spec;
+  private final Reply reply;
   private final RequestRouter router;
   private final FrontendMetrics metrics;
   private final RunRouting routing;
@@ -51,10 +53,20 @@ final class EmbeddingRun {
   private int retries;
   private boolean done;
 
-  EmbeddingRun(ChannelHandlerContext ctx, EmbeddingSpec spec, RequestRouter router, FrontendMetrics metrics, boolean keepAlive,
-      long startNanos, Duration workerWait, int migrationLimit, Runnable onDone) {
+  /** A finished run's body, from the pooled vectors (in input order), the response's id and the prompt tokens they took. */
+  @FunctionalInterface
+  interface Body {
+    ObjectNode write(String id, List<float[]> pooled, long promptTokens);
+  }
+
+  /** What a run answers: through {@code endpoint} (the metrics' label), an id starting with {@code idPrefix}, the {@code body}. */
+  record Reply(String endpoint, String idPrefix, Body body) {}
+
+  EmbeddingRun(ChannelHandlerContext ctx, EmbeddingSpec spec, Reply reply, RequestRouter router, FrontendMetrics metrics,
+      boolean keepAlive, long startNanos, Duration workerWait, int migrationLimit, Runnable onDone) {
     this.ctx = ctx;
     this.spec = spec;
+    this.reply = reply;
     this.router = router;
     this.metrics = metrics;
     this.routing = new RunRouting(ctx, router, metrics, workerWait, spec.pinnedWorker());
@@ -63,7 +75,7 @@ final class EmbeddingRun {
     this.migrationLimit = migrationLimit;
     this.onDone = onDone;
     String random = UUID.randomUUID().toString().replace("-", "");
-    this.id = "embd-" + (spec.requestId() != null ? spec.requestId() : random);
+    this.id = reply.idPrefix() + (spec.requestId() != null ? spec.requestId() : random);
     this.runId = "embd-" + random;
     int n = spec.inputs().size();
     this.vectors = new float[n][];
@@ -221,8 +233,7 @@ final class EmbeddingRun {
       prompt += promptTokens[i];
       cached += cachedTokens[i];
     }
-    var body = ResponseJson.embeddings(id, System.currentTimeMillis() / 1000, spec.model(), pooled, spec.base64(), prompt);
-    HttpResponses.json(ctx, 200, body, keepAlive).addListener(SseWriter.closeUnlessKeepAlive(keepAlive));
+    HttpResponses.json(ctx, 200, reply.body().write(id, pooled, prompt), keepAlive).addListener(SseWriter.closeUnlessKeepAlive(keepAlive));
     metrics.tokens(prompt, cached, 0);
     end(200);
   }
@@ -279,7 +290,7 @@ final class EmbeddingRun {
   }
 
   private void end(int status) {
-    metrics.runEnded("embeddings", status, System.nanoTime() - startNanos);
+    metrics.runEnded(reply.endpoint(), status, System.nanoTime() - startNanos);
     onDone.run();
   }
 }

@@ -11,6 +11,7 @@ import dev.tandem.frontend.openai.GenerationSpec;
 import dev.tandem.frontend.openai.RequestParser;
 import dev.tandem.frontend.openai.ResponsesRequest;
 import dev.tandem.frontend.openai.ResponseJson;
+import dev.tandem.frontend.openai.ScoreSpec;
 import dev.tandem.router.NoWorkerAvailableException;
 import dev.tandem.router.RequestRouter;
 import dev.tandem.router.WorkerStatus;
@@ -50,6 +51,11 @@ final class HttpApiHandler extends SimpleChannelInboundHandler<FullHttpRequest> 
           Map.entry("/v1/completions", HttpMethod.POST),
           Map.entry("/v1/responses", HttpMethod.POST),
           Map.entry("/v1/embeddings", HttpMethod.POST),
+          Map.entry("/score", HttpMethod.POST),
+          Map.entry("/v1/score", HttpMethod.POST),
+          Map.entry("/rerank", HttpMethod.POST),
+          Map.entry("/v1/rerank", HttpMethod.POST),
+          Map.entry("/v2/rerank", HttpMethod.POST),
           Map.entry("/v1/models", HttpMethod.GET),
           Map.entry(MODEL_ROUTE, HttpMethod.GET),
           Map.entry("/tokenize", HttpMethod.POST),
@@ -60,7 +66,12 @@ final class HttpApiHandler extends SimpleChannelInboundHandler<FullHttpRequest> 
           Map.entry(LOAD_LORA, HttpMethod.POST),
           Map.entry(UNLOAD_LORA, HttpMethod.POST));
 
-  private static final java.util.Set<String> GENERATIONS = java.util.Set.of("/v1/chat/completions", "/v1/completions", "/v1/responses", "/v1/embeddings");
+  /** vLLM's score and rerank paths (rerank's {@code /v2} is Cohere's), answered from embeddings. */
+  private static final java.util.Set<String> SCORES = java.util.Set.of("/score", "/v1/score", "/rerank", "/v1/rerank", "/v2/rerank");
+  /** What runs on the workers: counted against --max-inflight-requests, prepared off the event loop. */
+  private static final java.util.Set<String> GENERATIONS = java.util.stream.Stream.concat(
+      java.util.stream.Stream.of("/v1/chat/completions", "/v1/completions", "/v1/responses", "/v1/embeddings"), SCORES.stream())
+      .collect(java.util.stream.Collectors.toUnmodifiableSet());
 
   private final ServedModel model;
   private final RequestParser parser;
@@ -111,7 +122,7 @@ final class HttpApiHandler extends SimpleChannelInboundHandler<FullHttpRequest> 
     String route = path.startsWith(MODEL_PREFIX) && path.length() > MODEL_PREFIX.length() ? MODEL_ROUTE : path;
     // The metrics' endpoint label: one per route (a model's name would make a label per name asked for).
     String endpoint = route == MODEL_ROUTE ? "models_retrieve"
-        : path.startsWith("/v1/") ? path.substring(4).replace('/', '_') : path.replaceFirst("^/", "");
+        : path.startsWith("/v1/") || path.startsWith("/v2/") ? path.substring(4).replace('/', '_') : path.replaceFirst("^/", "");
     try {
       if (!request.decoderResult().isSuccess()) {
         throw ApiException.invalid(null, "Malformed HTTP request: " + request.decoderResult().cause());
@@ -137,11 +148,11 @@ final class HttpApiHandler extends SimpleChannelInboundHandler<FullHttpRequest> 
         throw new ApiException(429, "Too many requests in flight (" + admission.maxInflightRequests()
             + ", --max-inflight-requests); retry shortly.", "requests", null, "rate_limit_exceeded");
       }
+      if (GENERATIONS.contains(path)) {
+        prepare(ctx, path, endpoint, ByteBufUtil.getBytes(request.content()), keepAlive, start);
+        return;
+      }
       switch (route) {
-        case "/v1/chat/completions", "/v1/completions", "/v1/responses", "/v1/embeddings" -> {
-          prepare(ctx, path, endpoint, ByteBufUtil.getBytes(request.content()), keepAlive, start);
-          return;
-        }
         case "/v1/models" -> reply(ctx, endpoint, 200, models(), keepAlive);
         case MODEL_ROUTE -> reply(ctx, endpoint, 200, model(path.substring(MODEL_PREFIX.length())), keepAlive);
         case "/tokenize" -> reply(ctx, endpoint, 200, tokenize(RequestParser.parseBody(ByteBufUtil.getBytes(request.content()))), keepAlive);
@@ -198,7 +209,7 @@ final class HttpApiHandler extends SimpleChannelInboundHandler<FullHttpRequest> 
         Runnable prepared = null; // starts the request on the event loop
         RuntimeException failure = null;
         try {
-          prepared = parsed(ctx, path, body, keepAlive, start);
+          prepared = parsed(ctx, path, endpoint, body, keepAlive, start);
         } catch (RuntimeException e) {
           failure = e;
         }
@@ -235,10 +246,21 @@ final class HttpApiHandler extends SimpleChannelInboundHandler<FullHttpRequest> 
    *
    * @throws ApiException for a request that cannot run
    */
-  private Runnable parsed(ChannelHandlerContext ctx, String path, byte[] body, boolean keepAlive, long start) {
+  private Runnable parsed(ChannelHandlerContext ctx, String path, String endpoint, byte[] body, boolean keepAlive, long start) {
     if (path.equals("/v1/embeddings")) { // many inputs, each checked against the window as it is tokenized
       EmbeddingSpec spec = parser.parseEmbeddings(RequestParser.parseBody(body));
-      return () -> embed(ctx, spec, keepAlive, start);
+      long created = System.currentTimeMillis() / 1000;
+      var reply = new EmbeddingRun.Reply(endpoint, "embd-",
+          (id, pooled, tokens) -> ResponseJson.embeddings(id, created, spec.model(), pooled, spec.base64(), tokens));
+      return () -> embed(ctx, spec, reply, keepAlive, start);
+    }
+    if (SCORES.contains(path)) { // the texts' embeddings, then their cosine similarities
+      ObjectNode json = RequestParser.parseBody(body);
+      ScoreSpec spec = path.endsWith("/score") ? parser.parseScore(json) : parser.parseRerank(json);
+      long created = System.currentTimeMillis() / 1000;
+      var reply = new EmbeddingRun.Reply(endpoint, spec.rerank() ? "rerank-" : "score-",
+          (id, pooled, tokens) -> ResponseJson.scores(spec, id, created, spec.inputs().model(), pooled, tokens));
+      return () -> embed(ctx, spec.inputs(), reply, keepAlive, start);
     }
     if (body.length > SMALL_BODY_BYTES) {
       parser.refuseIfPromptCannotFit(body); // before anything is built from it
@@ -268,8 +290,8 @@ final class HttpApiHandler extends SimpleChannelInboundHandler<FullHttpRequest> 
     run(ctx, run::start, run::clientGone);
   }
 
-  private void embed(ChannelHandlerContext ctx, EmbeddingSpec spec, boolean keepAlive, long start) {
-    EmbeddingRun run = new EmbeddingRun(ctx, spec, router, metrics, keepAlive, start, workerWait, migrationLimit, done(ctx));
+  private void embed(ChannelHandlerContext ctx, EmbeddingSpec spec, EmbeddingRun.Reply reply, boolean keepAlive, long start) {
+    EmbeddingRun run = new EmbeddingRun(ctx, spec, reply, router, metrics, keepAlive, start, workerWait, migrationLimit, done(ctx));
     run(ctx, run::start, run::clientGone);
   }
 

@@ -399,6 +399,24 @@ public final class RequestParser {
     return EmbeddingsRequest.parse(this, model, body);
   }
 
+  /**
+   * vLLM's score request ({@code POST /score}, {@code /v1/score}; {@link ScoreRequest#parseScore}).
+   *
+   * @throws ApiException naming the field, for a model that serves no embeddings too
+   */
+  public ScoreSpec parseScore(ObjectNode body) {
+    return ScoreRequest.parseScore(this, model, body);
+  }
+
+  /**
+   * A rerank request ({@code POST /rerank}, {@code /v1/rerank}, {@code /v2/rerank}; {@link ScoreRequest#parseRerank}).
+   *
+   * @throws ApiException naming the field, for a model that serves no embeddings too
+   */
+  public ScoreSpec parseRerank(ObjectNode body) {
+    return ScoreRequest.parseRerank(this, model, body);
+  }
+
   private GenerationSpec common(ObjectNode body, GenerationSpec.Kind kind, List<int[]> prompts, int maxTokens, int logprobs,
       String maxTokensParam, StructuredOutput forcedCall, OutputParsers parsers) {
     int n = integer(body, "n", 1, 1, MAX_N);

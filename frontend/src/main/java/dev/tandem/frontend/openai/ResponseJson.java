@@ -250,6 +250,46 @@ public final class ResponseJson {
     return root;
   }
 
+  /**
+   * A score or rerank request's answer from its inputs' unit vectors ({@link ScoreSpec#scores}):
+   * vLLM's list of scores in input order ({@code "object": "score"} each), or a ranking — highest
+   * score first, the best {@code top_n}, each with its document's index and, unless the request
+   * said not to, its text.
+   */
+  public static ObjectNode scores(ScoreSpec spec, String id, long created, String model, List<float[]> unit, long promptTokens) {
+    double[] scores = spec.scores(unit);
+    ObjectNode root = JSON.createObjectNode();
+    root.put("id", id);
+    if (!spec.rerank()) {
+      root.put("object", "list");
+      root.put("created", created);
+      root.put("model", model);
+      ArrayNode data = root.putArray("data");
+      for (int j = 0; j < scores.length; j++) {
+        data.addObject().put("index", j).put("object", "score").put("score", scores[j]);
+      }
+      root.putObject("usage").put("prompt_tokens", promptTokens).put("total_tokens", promptTokens).put("completion_tokens", 0);
+      return root;
+    }
+    root.put("model", model);
+    root.putObject("usage").put("prompt_tokens", promptTokens).put("total_tokens", promptTokens);
+    Integer[] order = new Integer[scores.length];
+    for (int j = 0; j < order.length; j++) {
+      order[j] = j;
+    }
+    java.util.Arrays.sort(order, (a, b) -> Double.compare(scores[b], scores[a])); // stable: ties keep the documents' order
+    int n = spec.topN() == 0 ? order.length : Math.min(spec.topN(), order.length);
+    ArrayNode results = root.putArray("results");
+    for (int r = 0; r < n; r++) {
+      ObjectNode result = results.addObject().put("index", order[r]);
+      if (spec.returnDocuments()) {
+        result.putObject("document").put("text", spec.texts().get(order[r]));
+      }
+      result.put("relevance_score", scores[order[r]]);
+    }
+    return root;
+  }
+
   public static ObjectNode usage(Usage u) {
     ObjectNode n = JSON.createObjectNode();
     n.put("prompt_tokens", u.promptTokens());

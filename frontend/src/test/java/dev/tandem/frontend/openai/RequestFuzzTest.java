@@ -64,6 +64,21 @@ class RequestFuzzTest {
     }
   }
 
+  /** A score or rerank body, through to the embeddings it runs as. */
+  @FuzzTest(maxDuration = "30s")
+  void scoreBody(byte[] body) {
+    try {
+      ObjectNode json = RequestParser.parseBody(body);
+      if (json.has("query")) {
+        PARSER.parseRerank(json);
+      } else {
+        PARSER.parseScore(json);
+      }
+    } catch (ApiException e) {
+      refusedCleanly(e);
+    }
+  }
+
   /** A Responses API body, through the translation to chat and the chat parser, as {@code POST /v1/responses} runs it. */
   @FuzzTest(maxDuration = "30s")
   void responsesBody(byte[] body) {

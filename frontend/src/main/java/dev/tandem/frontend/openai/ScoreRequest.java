@@ -1,0 +1,161 @@
+package dev.tandem.frontend.openai;
+
+import com.fasterxml.jackson.databind.JsonNode;
+import com.fasterxml.jackson.databind.node.ArrayNode;
+import com.fasterxml.jackson.databind.node.ObjectNode;
+import dev.tandem.frontend.ServedModel;
+import dev.tandem.frontend.http.ApiException;
+import java.util.ArrayList;
+import java.util.List;
+
+/**
+ * Reads vLLM's score request ({@code POST /score}, {@code /v1/score}) and the rerank request vLLM,
+ * Jina and Cohere share ({@code POST /rerank}, {@code /v1/rerank}, {@code /v2/rerank}) into a
+ * {@link ScoreSpec}: the texts become one embeddings request, checked and tokenized by {@link
+ * EmbeddingsRequest} (the model, its {@code embeddings} feature, the window, {@code
+ * truncate_prompt_tokens}, {@code priority}, {@code request_id}, {@code tandem.worker_id}), its
+ * errors naming this request's fields. Stateless.
+ */
+final class ScoreRequest {
+  /** What an embeddings request takes from a score or rerank body as it is. */
+  private static final List<String> PASSED_ON = List.of("model", RequestParser.TRUNCATE_PROMPT_TOKENS, "priority", "request_id", "tandem");
+
+  /** vLLM's switches for a classifier's activation: nothing to switch when scores are cosine similarities. */
+  private static final List<String> ACTIVATION = List.of("use_activation", "activation", "softmax");
+
+  private ScoreRequest() {}
+
+  /**
+   * vLLM's score request: {@code text_1} and {@code text_2}, each a string or a non-empty array of
+   * strings, paired 1:1, 1:N (the one {@code text_1} against every {@code text_2}) or N:N (by index).
+   */
+  static ScoreSpec parseScore(RequestParser parser, ServedModel model, ObjectNode body) {
+    refuseActivation(body);
+    List<String> first = texts(body, "text_1");
+    List<String> second = texts(body, "text_2");
+    if (first.size() > 1 && first.size() != second.size()) {
+      throw ApiException.invalid("text_2", "Input lengths must be either 1:1, 1:N or N:N: 'text_1' has " + first.size()
+          + " texts and 'text_2' " + second.size() + ".");
+    }
+    Names names = new Names(body.get("text_1").isTextual() ? "text_1" : null, "text_1", body.get("text_2").isTextual() ? "text_2" : null,
+        "text_2");
+    return new ScoreSpec(embeddings(parser, model, body, first, second, names), first.size(), false, second, 0, false);
+  }
+
+  /**
+   * The rerank request: {@code query} (a string), {@code documents} (strings, or objects whose
+   * {@code text} is one, as Jina and Cohere take them), {@code top_n} (0 or absent: all) and {@code
+   * return_documents} (default true).
+   */
+  static ScoreSpec parseRerank(RequestParser parser, ServedModel model, ObjectNode body) {
+    refuseActivation(body);
+    JsonNode query = body.get("query");
+    if (query == null || query.isNull()) {
+      throw ApiException.invalid("query", "Missing required parameter: 'query'.", "missing_required_parameter");
+    }
+    if (!query.isTextual()) {
+      throw RequestParser.typeError("query", "a string", query);
+    }
+    List<String> documents = documents(body);
+    int topN = RequestParser.integer(body, "top_n", 0, 0, Integer.MAX_VALUE);
+    boolean returnDocuments = RequestParser.bool(body, "return_documents", true);
+    EmbeddingSpec inputs = embeddings(parser, model, body, List.of(query.asText()), documents, new Names("query", "query", null, "documents"));
+    return new ScoreSpec(inputs, 1, true, documents, topN, returnDocuments);
+  }
+
+  private static void refuseActivation(ObjectNode body) {
+    for (String field : ACTIVATION) {
+      if (NotHonoured.isSet(body.get(field))) {
+        throw RequestParser.unsupported(field, "applies to a classifier's scores; this deployment scores by the cosine similarity "
+            + "of embeddings, which has no activation");
+      }
+    }
+  }
+
+  /** A field that is a string or a non-empty array of strings. */
+  private static List<String> texts(ObjectNode body, String field) {
+    JsonNode v = body.get(field);
+    if (v == null || v.isNull()) {
+      throw ApiException.invalid(field, "Missing required parameter: '" + field + "'.", "missing_required_parameter");
+    }
+    if (v.isTextual()) {
+      return List.of(v.asText());
+    }
+    if (!v.isArray() || v.isEmpty()) {
+      throw RequestParser.typeError(field, "a string or a non-empty array of strings", v);
+    }
+    List<String> out = new ArrayList<>();
+    for (int i = 0; i < v.size(); i++) {
+      if (!v.get(i).isTextual()) {
+        throw RequestParser.typeError(field + "[" + i + "]", "a string", v.get(i));
+      }
+      out.add(v.get(i).asText());
+    }
+    return out;
+  }
+
+  /** Rerank's {@code documents}: a non-empty array of strings or of {@code {"text": ...}} objects. */
+  private static List<String> documents(ObjectNode body) {
+    JsonNode v = body.get("documents");
+    if (v == null || v.isNull()) {
+      throw ApiException.invalid("documents", "Missing required parameter: 'documents'.", "missing_required_parameter");
+    }
+    if (!v.isArray() || v.isEmpty()) {
+      throw RequestParser.typeError("documents", "a non-empty array of strings", v);
+    }
+    List<String> out = new ArrayList<>();
+    for (int i = 0; i < v.size(); i++) {
+      JsonNode d = v.get(i);
+      JsonNode text = d.isObject() ? d.get("text") : d;
+      if (text == null || !text.isTextual()) {
+        throw RequestParser.typeError(d.isObject() ? "documents[" + i + "].text" : "documents[" + i + "]", "a string",
+            text == null ? com.fasterxml.jackson.databind.node.NullNode.getInstance() : text);
+      }
+      out.add(text.asText());
+    }
+    return out;
+  }
+
+  /**
+   * What this request calls the embeddings' inputs: the queries' field ({@code queryAlone} when it
+   * was a single string, else {@code queries}, indexed) and the documents' likewise.
+   */
+  private record Names(String queryAlone, String queries, String documentAlone, String documents) {
+    String of(int input, int queryCount) {
+      if (input < queryCount) {
+        return queryAlone != null ? queryAlone : queries + "[" + input + "]";
+      }
+      return documentAlone != null ? documentAlone : documents + "[" + (input - queryCount) + "]";
+    }
+  }
+
+  /** The queries, then the documents, as one embeddings request: whole vectors at unit length. */
+  private static EmbeddingSpec embeddings(RequestParser parser, ServedModel model, ObjectNode body, List<String> queries,
+      List<String> documents, Names names) {
+    ObjectNode request = ResponseJson.JSON.createObjectNode();
+    for (String field : PASSED_ON) {
+      if (body.has(field)) {
+        request.set(field, body.get(field));
+      }
+    }
+    ArrayNode input = request.putArray("input");
+    queries.forEach(input::add);
+    documents.forEach(input::add);
+    NotHonoured.refuse(body);
+    try {
+      return EmbeddingsRequest.parse(parser, model, request);
+    } catch (ApiException e) {
+      throw renamed(e, names, queries.size());
+    }
+  }
+
+  /** An error about the embeddings' {@code input[k]} (or all of them), about the field the client sent instead. */
+  private static ApiException renamed(ApiException e, Names names, int queryCount) {
+    String param = e.param();
+    if (param == null || !param.startsWith("input")) {
+      return e;
+    }
+    String renamed = param.equals("input") ? names.documents() : names.of(Integer.parseInt(param.substring(6, param.indexOf(']'))), queryCount);
+    return new ApiException(e.status(), e.getMessage().replace("'input'", "'" + renamed + "'"), e.type(), renamed, e.code());
+  }
+}
