@@ -62,6 +62,15 @@ final class EngineOptions {
   String speculativeConfig;
 
   @Option(
+      names = "--hf-overrides",
+      defaultValue = "${env:TANDEM_HF_OVERRIDES}",
+      description = "vLLM's overrides of the model's config, in JSON; Tandem takes those that serve a causal model as a two-way "
+          + "cross-encoder for /score and /rerank, as vLLM serves Qwen3-Reranker: {\"architectures\": [\"Qwen3ForSequenceClassification\"], "
+          + "\"classifier_from_token\": [\"no\", \"yes\"], \"is_original_qwen3_reranker\": true} (a pair's score: the sigmoid of "
+          + "the second token's logit less the first's). Any other key is refused (env TANDEM_HF_OVERRIDES; default: none).")
+  String hfOverrides;
+
+  @Option(
       names = "--lora-modules",
       arity = "1..*",
       defaultValue = "${env:TANDEM_LORA_MODULES}",
@@ -145,6 +154,7 @@ final class EngineOptions {
     dev.tandem.engine.model.DType weights = dev.tandem.engine.model.DType.fromQuantizationName(quantization);
     SpeculativeConfig speculative = SpeculativeConfig.parse(speculativeConfig, "--speculative-config");
     Path dir = model != null ? model : DefaultModel.ensure();
+    dev.tandem.engine.model.ClassifierConfig.parse(hfOverrides, dir); // refused naming the field before the weights load
     return new BuiltinConfig(
         dir,
         modelName,
@@ -160,7 +170,8 @@ final class EngineOptions {
         weights,
         speculative,
         loraSources(loraUpdates),
-        maxLoraRank);
+        maxLoraRank,
+        hfOverrides);
   }
 
   /** {@code --lora-modules}: each entry {@code name=path} or vLLM's JSON form, refused naming the flag where malformed. */
@@ -226,6 +237,9 @@ final class EngineOptions {
       }
       if (speculativeConfig != null && !speculativeConfig.isBlank()) {
         throw new IllegalArgumentException("--speculative-config is for the builtin engine; the mocker has no model to verify proposals");
+      }
+      if (hfOverrides != null && !hfOverrides.isBlank()) {
+        throw new IllegalArgumentException("--hf-overrides is for the builtin engine; the mocker has no model to score with");
       }
       if ((loraModules != null && loraModules.stream().anyMatch(m -> !m.isBlank())) || enableLora) {
         throw new IllegalArgumentException("--lora-modules is for the builtin engine; the mocker has no weights to adapt");

@@ -66,7 +66,13 @@ public record EngineInfo(
     /** The prompt's embedding on the first output ({@code GenerationRequest.embed}): OpenAI's embeddings endpoint. */
     EMBEDDINGS,
     /** Embeddings truncated to OpenAI's {@code dimensions}: the model was trained for it (Matryoshka). */
-    MATRYOSHKA;
+    MATRYOSHKA,
+    /**
+     * The model is served as a cross-encoder (a reranker read through two tokens' logits, vLLM's
+     * {@code classifier_from_token}): the first output of a request with {@code embed} carries one
+     * value, its relevance logit, instead of the hidden state; no embeddings are served.
+     */
+    CROSS_ENCODER;
 
     /** The name used on the wire and in error messages. */
     public String wireName() {

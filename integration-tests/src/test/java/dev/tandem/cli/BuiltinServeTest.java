@@ -388,6 +388,19 @@ class BuiltinServeTest {
     assertTrue(err.contains("--speculative-config is for the builtin engine"), err);
   }
 
+  @Test
+  void hfOverridesTheEngineCannotServeFailAtStartupNamingThem(@TempDir Path dir) throws Exception {
+    Path model = TestDeployments.tinyModel(dir);
+    String err = refusedAtStartup("serve", "--model", model.toString(), "--hf-overrides", "{\"rope_theta\": 1}", "--port", "0");
+    assertTrue(err.contains("--hf-overrides: 'rope_theta' is not supported by Tandem"), err);
+    err = refusedAtStartup("serve", "--model", model.toString(), "--hf-overrides",
+        "{\"classifier_from_token\": [\"no\", \"nope-not-a-token\"], \"is_original_qwen3_reranker\": true}", "--port", "0");
+    assertTrue(err.contains("classifier_from_token 'nope-not-a-token' is not a token of " + model.resolve("tokenizer.json")), err);
+    err = refusedAtStartup("serve", "--engine", "mocker", "--hf-overrides", "{\"classifier_from_token\": [\"no\", \"yes\"]}",
+        "--port", "0");
+    assertTrue(err.contains("--hf-overrides is for the builtin engine"), err);
+  }
+
   /**
    * {@code --lora-modules} as vLLM takes it, refused at start-up naming the flag, the file and the
    * field: a malformed entry, a path that is not a directory, an adapter above {@code --max-lora-rank},

@@ -238,6 +238,63 @@ class EmbeddingsServeTest {
     }
   }
 
+  /**
+   * The tiny model served as vLLM serves Qwen3-Reranker ({@code --hf-overrides}): a pair's score is
+   * the sigmoid of the "yes" logit less the "no" logit at the pair's last token, as a pass of the
+   * model over the pair's tokens (query then document, as Qwen's tokenizer joins a pair) gives them.
+   */
+  @Test
+  void aCrossEncoderScoresEachPairByItsYesAndNoLogits() throws Exception {
+    String overrides = "{\"architectures\": [\"Qwen3ForSequenceClassification\"], \"classifier_from_token\": [\"no\", \"yes\"], "
+        + "\"is_original_qwen3_reranker\": true}";
+    List<String> documents = List.of("The lighthouse keeper climbs the tower", "A recipe for bread");
+    String query = "<Query>: Who climbs the lighthouse tower?\n";
+    var classifier = dev.tandem.engine.model.ClassifierConfig.parse(overrides, model);
+    ModelConfig config = ModelConfig.read(model);
+    try (LocalDeployment d = TestDeployments.builtin(model, 1, 1, new FrontendServer.Config("127.0.0.1", 0, 1 << 20),
+            c -> c.withHfOverrides(overrides));
+        ModelWeights weights = ModelWeights.load(model, config, null);
+        VectorBackend backend = new VectorBackend(1);
+        PagedKvCache cache = new PagedKvCache(config, 8, 16, DType.F32);
+        Transformer pass = new Transformer(weights, backend, 16, config.maxPositionEmbeddings())) {
+      JsonNode ranked = TestDeployments.json(TestDeployments.post(d, "/v1/rerank", "{\"model\":\"tiny\",\"query\":"
+          + JSON.writeValueAsString(query) + ",\"documents\":" + JSON.writeValueAsString(documents) + "}"));
+      JsonNode scored = TestDeployments.json(TestDeployments.post(d, "/score", "{\"model\":\"tiny\",\"text_1\":"
+          + JSON.writeValueAsString(query) + ",\"text_2\":" + JSON.writeValueAsString(documents) + ",\"use_activation\":false}"));
+      long tokens = 0;
+      for (int j = 0; j < documents.size(); j++) {
+        int[] ids = java.util.stream.IntStream.concat(java.util.Arrays.stream(tokenIds(d, query)),
+            java.util.Arrays.stream(tokenIds(d, documents.get(j)))).toArray();
+        tokens += ids.length;
+        float[] logits = pass.forward(List.of(new Transformer.Slice(ids, 0, ids.length, 0, new int[] {0, 1, 2, 3, 4, 5, 6, 7}, true)),
+            cache)[0];
+        double logit = classifier.logit(logits);
+        assertEquals(logit, scored.at("/data/" + j + "/score").asDouble(), 0.05 + 0.02 * Math.abs(logit),
+            "text_2[" + j + "]: the logit (the worker's KV cache is bf16)");
+        for (JsonNode r : ranked.get("results")) {
+          if (r.get("index").asInt() == j) {
+            assertEquals(1 / (1 + Math.exp(-logit)), r.get("relevance_score").asDouble(), 0.02, "documents[" + j + "]: its sigmoid");
+          }
+        }
+      }
+      assertEquals(tokens, scored.at("/usage/prompt_tokens").asInt(), "each pair's tokens");
+      var embeddings = TestDeployments.post(d, "/v1/embeddings", "{\"model\":\"tiny\",\"input\":\"x\"}");
+      assertEquals(400, embeddings.statusCode(), embeddings.body());
+      assertTrue(embeddings.body().contains("cross-encoder"), embeddings.body());
+      TestDeployments.assertPoolsFull(d);
+    }
+  }
+
+  private static int[] tokenIds(LocalDeployment d, String text) throws Exception {
+    JsonNode tokens = JSON.readTree(TestDeployments.post(d, "/tokenize", "{\"model\":\"tiny\",\"prompt\":" + JSON.writeValueAsString(text)
+        + "}").body()).get("tokens");
+    int[] ids = new int[tokens.size()];
+    for (int i = 0; i < ids.length; i++) {
+      ids[i] = tokens.get(i).asInt();
+    }
+    return ids;
+  }
+
   @Test
   void badRequestsGetOpenAiErrorsAndServingGoesOn() throws Exception {
     var noTruncation = TestDeployments.post(deployment, "/v1/embeddings", "{\"model\":\"tiny\",\"input\":\"x\",\"dimensions\":8}");

@@ -247,17 +247,25 @@ class HelmChartTest {
         "the model's own template unless one is given");
   }
 
-  /** model.speculativeConfig (JSON, so given in a values file: --set splits at its commas) reaches the workers as TANDEM_SPECULATIVE_CONFIG. */
+  /**
+   * model.speculativeConfig and model.hfOverrides (JSON, so given in a values file: --set splits at
+   * their commas) reach the workers as TANDEM_SPECULATIVE_CONFIG and TANDEM_HF_OVERRIDES.
+   */
   @Test
-  void aSpeculativeConfigReachesTheWorkersUnchanged(@org.junit.jupiter.api.io.TempDir Path dir) throws Exception {
-    String json = "{\"method\": \"ngram\", \"num_speculative_tokens\": 4, \"prompt_lookup_max\": 3}";
-    Path values = dir.resolve("values.yaml");
-    Files.writeString(values, "model:\n  speculativeConfig: '" + json + "'\n");
-    String manifest = new Helm(CHART).template().withName("demo").withNamespace("llm").withValuesFile(values).call();
-    assertEquals(json, named(documents(manifest), ConfigMap.class, "demo-tandem-config").getData().get("TANDEM_SPECULATIVE_CONFIG"));
-    assertTrue(cliVariables().contains("TANDEM_SPECULATIVE_CONFIG"));
-    assertEquals("", named(render(Map.of()), ConfigMap.class, "demo-tandem-config").getData().get("TANDEM_SPECULATIVE_CONFIG"),
-        "off unless given");
+  void jsonWorkerSettingsReachTheWorkersUnchanged(@org.junit.jupiter.api.io.TempDir Path dir) throws Exception {
+    Map<String, String> jsonByValue = Map.of(
+        "speculativeConfig", "{\"method\": \"ngram\", \"num_speculative_tokens\": 4, \"prompt_lookup_max\": 3}",
+        "hfOverrides", "{\"classifier_from_token\": [\"no\", \"yes\"], \"is_original_qwen3_reranker\": true}");
+    Map<String, String> variables = Map.of("speculativeConfig", "TANDEM_SPECULATIVE_CONFIG", "hfOverrides", "TANDEM_HF_OVERRIDES");
+    for (var e : jsonByValue.entrySet()) {
+      Path values = dir.resolve(e.getKey() + ".yaml");
+      Files.writeString(values, "model:\n  " + e.getKey() + ": '" + e.getValue() + "'\n");
+      String manifest = new Helm(CHART).template().withName("demo").withNamespace("llm").withValuesFile(values).call();
+      String variable = variables.get(e.getKey());
+      assertEquals(e.getValue(), named(documents(manifest), ConfigMap.class, "demo-tandem-config").getData().get(variable));
+      assertTrue(cliVariables().contains(variable), variable);
+      assertEquals("", named(render(Map.of()), ConfigMap.class, "demo-tandem-config").getData().get(variable), "off unless given");
+    }
   }
 
   /**

@@ -20,6 +20,8 @@ import java.util.List;
  * @param speculative speculative decoding by n-gram lookup; {@link SpeculativeConfig#OFF}: none
  * @param loraModules LoRA adapters a request may name ({@code --lora-modules}); empty: none
  * @param maxLoraRank the highest rank an adapter may have ({@code --max-lora-rank})
+ * @param hfOverrides vLLM's {@code --hf-overrides} JSON (the keys that serve a model as a cross-encoder, {@link
+ *     dev.tandem.engine.model.ClassifierConfig}); null: none
  */
 public record BuiltinConfig(
     Path modelDir,
@@ -36,7 +38,8 @@ public record BuiltinConfig(
     DType quantization,
     SpeculativeConfig speculative,
     List<LoraAdapter.Source> loraModules,
-    int maxLoraRank) {
+    int maxLoraRank,
+    String hfOverrides) {
 
   public static final long DEFAULT_KV_CACHE_BYTES = 1L << 30;
   /** vLLM's default {@code --max-lora-rank}. */
@@ -50,46 +53,51 @@ public record BuiltinConfig(
 
   /** Defaults for a model directory: cpu backend on all cores, 1 GiB of KV, 16-token blocks. */
   public static BuiltinConfig of(Path modelDir) {
-    return new BuiltinConfig(modelDir, null, "auto", 0, 16, DEFAULT_KV_CACHE_BYTES, 64, 2048, true, 0, null, null, SpeculativeConfig.OFF, List.of(), DEFAULT_MAX_LORA_RANK);
+    return new BuiltinConfig(modelDir, null, "auto", 0, 16, DEFAULT_KV_CACHE_BYTES, 64, 2048, true, 0, null, null, SpeculativeConfig.OFF, List.of(), DEFAULT_MAX_LORA_RANK, null);
   }
 
   public BuiltinConfig withCompute(String compute, int threads) {
-    return new BuiltinConfig(modelDir, modelName, compute, threads, blockSize, kvCacheBytes, maxNumSeqs, maxBatchedTokens, chunkedPrefill, maxContextLength, kvCacheDtype, quantization, speculative, loraModules, maxLoraRank);
+    return new BuiltinConfig(modelDir, modelName, compute, threads, blockSize, kvCacheBytes, maxNumSeqs, maxBatchedTokens, chunkedPrefill, maxContextLength, kvCacheDtype, quantization, speculative, loraModules, maxLoraRank, hfOverrides);
   }
 
   public BuiltinConfig withKvCacheBytes(long kvCacheBytes) {
-    return new BuiltinConfig(modelDir, modelName, compute, threads, blockSize, kvCacheBytes, maxNumSeqs, maxBatchedTokens, chunkedPrefill, maxContextLength, kvCacheDtype, quantization, speculative, loraModules, maxLoraRank);
+    return new BuiltinConfig(modelDir, modelName, compute, threads, blockSize, kvCacheBytes, maxNumSeqs, maxBatchedTokens, chunkedPrefill, maxContextLength, kvCacheDtype, quantization, speculative, loraModules, maxLoraRank, hfOverrides);
   }
 
   public BuiltinConfig withBatching(int maxNumSeqs, int maxBatchedTokens, boolean chunkedPrefill) {
-    return new BuiltinConfig(modelDir, modelName, compute, threads, blockSize, kvCacheBytes, maxNumSeqs, maxBatchedTokens, chunkedPrefill, maxContextLength, kvCacheDtype, quantization, speculative, loraModules, maxLoraRank);
+    return new BuiltinConfig(modelDir, modelName, compute, threads, blockSize, kvCacheBytes, maxNumSeqs, maxBatchedTokens, chunkedPrefill, maxContextLength, kvCacheDtype, quantization, speculative, loraModules, maxLoraRank, hfOverrides);
   }
 
   public BuiltinConfig withModelName(String modelName) {
-    return new BuiltinConfig(modelDir, modelName, compute, threads, blockSize, kvCacheBytes, maxNumSeqs, maxBatchedTokens, chunkedPrefill, maxContextLength, kvCacheDtype, quantization, speculative, loraModules, maxLoraRank);
+    return new BuiltinConfig(modelDir, modelName, compute, threads, blockSize, kvCacheBytes, maxNumSeqs, maxBatchedTokens, chunkedPrefill, maxContextLength, kvCacheDtype, quantization, speculative, loraModules, maxLoraRank, hfOverrides);
   }
 
   public BuiltinConfig withMaxContextLength(int maxContextLength) {
-    return new BuiltinConfig(modelDir, modelName, compute, threads, blockSize, kvCacheBytes, maxNumSeqs, maxBatchedTokens, chunkedPrefill, maxContextLength, kvCacheDtype, quantization, speculative, loraModules, maxLoraRank);
+    return new BuiltinConfig(modelDir, modelName, compute, threads, blockSize, kvCacheBytes, maxNumSeqs, maxBatchedTokens, chunkedPrefill, maxContextLength, kvCacheDtype, quantization, speculative, loraModules, maxLoraRank, hfOverrides);
+  }
+
+  /** vLLM's {@code --hf-overrides} JSON; null: none. */
+  public BuiltinConfig withHfOverrides(String hfOverrides) {
+    return new BuiltinConfig(modelDir, modelName, compute, threads, blockSize, kvCacheBytes, maxNumSeqs, maxBatchedTokens, chunkedPrefill, maxContextLength, kvCacheDtype, quantization, speculative, loraModules, maxLoraRank, hfOverrides);
   }
 
   /** {@code kvCacheDtype} null: the model's own dtype ({@code --kv-cache-dtype auto}). */
   public BuiltinConfig withKvCacheDtype(DType kvCacheDtype) {
-    return new BuiltinConfig(modelDir, modelName, compute, threads, blockSize, kvCacheBytes, maxNumSeqs, maxBatchedTokens, chunkedPrefill, maxContextLength, kvCacheDtype, quantization, speculative, loraModules, maxLoraRank);
+    return new BuiltinConfig(modelDir, modelName, compute, threads, blockSize, kvCacheBytes, maxNumSeqs, maxBatchedTokens, chunkedPrefill, maxContextLength, kvCacheDtype, quantization, speculative, loraModules, maxLoraRank, hfOverrides);
   }
 
   /** {@code quantization} {@link DType#Q8_0} or {@link DType#Q4_0}: quantize the weights at load; null: as stored. */
   public BuiltinConfig withQuantization(DType quantization) {
-    return new BuiltinConfig(modelDir, modelName, compute, threads, blockSize, kvCacheBytes, maxNumSeqs, maxBatchedTokens, chunkedPrefill, maxContextLength, kvCacheDtype, quantization, speculative, loraModules, maxLoraRank);
+    return new BuiltinConfig(modelDir, modelName, compute, threads, blockSize, kvCacheBytes, maxNumSeqs, maxBatchedTokens, chunkedPrefill, maxContextLength, kvCacheDtype, quantization, speculative, loraModules, maxLoraRank, hfOverrides);
   }
 
   /** Speculative decoding by n-gram lookup ({@link SpeculativeConfig#OFF}: none). */
   public BuiltinConfig withSpeculative(SpeculativeConfig speculative) {
-    return new BuiltinConfig(modelDir, modelName, compute, threads, blockSize, kvCacheBytes, maxNumSeqs, maxBatchedTokens, chunkedPrefill, maxContextLength, kvCacheDtype, quantization, speculative, loraModules, maxLoraRank);
+    return new BuiltinConfig(modelDir, modelName, compute, threads, blockSize, kvCacheBytes, maxNumSeqs, maxBatchedTokens, chunkedPrefill, maxContextLength, kvCacheDtype, quantization, speculative, loraModules, maxLoraRank, hfOverrides);
   }
 
   /** LoRA adapters a request may name, each of rank at most {@code maxLoraRank}. */
   public BuiltinConfig withLora(List<LoraAdapter.Source> loraModules, int maxLoraRank) {
-    return new BuiltinConfig(modelDir, modelName, compute, threads, blockSize, kvCacheBytes, maxNumSeqs, maxBatchedTokens, chunkedPrefill, maxContextLength, kvCacheDtype, quantization, speculative, loraModules, maxLoraRank);
+    return new BuiltinConfig(modelDir, modelName, compute, threads, blockSize, kvCacheBytes, maxNumSeqs, maxBatchedTokens, chunkedPrefill, maxContextLength, kvCacheDtype, quantization, speculative, loraModules, maxLoraRank, hfOverrides);
   }
 }

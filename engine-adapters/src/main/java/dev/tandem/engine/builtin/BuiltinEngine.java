@@ -11,6 +11,7 @@ import dev.tandem.engine.compute.ComputeBackend;
 import dev.tandem.engine.compute.ComputeBackends;
 import dev.tandem.engine.cuda.CudaBackend;
 import dev.tandem.engine.kv.BlockPool;
+import dev.tandem.engine.model.ClassifierConfig;
 import dev.tandem.engine.model.DType;
 import dev.tandem.engine.model.LoraAdapter;
 import dev.tandem.engine.model.ModelConfig;
@@ -46,6 +47,8 @@ public final class BuiltinEngine extends SchedulingEngine implements KvHandoff {
   private final ForwardPass transformer;
   private final Sampler sampler = new Sampler();
   private final OutputConstraints constraints;
+  /** Served as a cross-encoder ({@code --hf-overrides}): what a request asking for its pooled output gets; null: the hidden state. */
+  private final ClassifierConfig classifier;
   private final EngineInfo info;
   private PromptLayerListener promptLayerListener;
   private final java.util.Map<String, Scheduler.Imported> pendingImports = new java.util.HashMap<>();
@@ -159,8 +162,15 @@ public final class BuiltinEngine extends SchedulingEngine implements KvHandoff {
     if (constraints.available()) {
       features.add(EngineInfo.Feature.STRUCTURED_OUTPUTS);
     }
+    this.classifier = ClassifierConfig.parse(config.hfOverrides(), config.modelDir());
+    if (classifier != null && Math.max(classifier.falseToken(), classifier.trueToken()) >= model.vocabSize()) {
+      throw new IllegalArgumentException("--hf-overrides: classifier_from_token's id " + Math.max(classifier.falseToken(),
+          classifier.trueToken()) + " is past this model's vocabulary (" + model.vocabSize() + ")");
+    }
     PoolingConfig pooling = PoolingConfig.read(config.modelDir());
-    if (pooling.refusal() != null) {
+    if (classifier != null) {
+      features.add(EngineInfo.Feature.CROSS_ENCODER); // its pooled output is the relevance logit: no embeddings
+    } else if (pooling.refusal() != null) {
       LOG.warn("embeddings: not served: {}", pooling.refusal());
     } else {
       features.add(EngineInfo.Feature.EMBEDDINGS);
@@ -667,6 +677,9 @@ public final class BuiltinEngine extends SchedulingEngine implements KvHandoff {
       float[] l = rows != null && rows[i] != null ? rows[i][row] : logits[i];
       int top = seq.request().sampling().logprobs();
       float[] raw = top >= 0 ? l.clone() : null; // sampling adjusts logits in place
+      if (seq.request().embed() && seq.generated() == 0) {
+        seq.setEmbedding(classifier != null ? new float[] {classifier.logit(l)} : transformer.finalHidden(i));
+      }
       if (!seq.request().stop().mayStopAfter(seq.generated())) {
         holdEnds(l, seq.request().stop());
       }
@@ -690,9 +703,6 @@ public final class BuiltinEngine extends SchedulingEngine implements KvHandoff {
         }
       }
       accepted(state, token);
-      if (seq.request().embed() && seq.generated() == 0) {
-        seq.setEmbedding(transformer.finalHidden(i));
-      }
       if (raw != null) {
         seq.setDrawnLogprob(Sampler.logprobs(raw, token, top));
       }

@@ -47,6 +47,27 @@ class ModelFilesFuzzTest {
     }
   }
 
+  /**
+   * vLLM's {@code --hf-overrides} (a flag value, often set through the chart's {@code
+   * model.hfOverrides}), against a small tokenizer.json: a two-way cross-encoder whose tokens are
+   * in the vocabulary, or an {@link IllegalArgumentException} naming the flag.
+   */
+  @FuzzTest(maxDuration = "30s")
+  void hfOverrides(byte[] bytes) throws IOException {
+    Path dir = DIR.resolve("classifier");
+    if (!Files.isRegularFile(dir.resolve("tokenizer.json"))) {
+      Files.createDirectories(dir);
+      Files.writeString(dir.resolve("tokenizer.json"), "{\"added_tokens\": [{\"id\": 2, \"content\": \"<x>\"}], "
+          + "\"model\": {\"vocab\": {\"no\": 0, \"yes\": 1}}}");
+    }
+    try {
+      ClassifierConfig c = ClassifierConfig.parse(new String(bytes, java.nio.charset.StandardCharsets.UTF_8), dir);
+      assertTrue(c == null || (c.falseToken() >= 0 && c.falseToken() <= 2 && c.trueToken() >= 0 && c.trueToken() <= 2), String.valueOf(c));
+    } catch (IllegalArgumentException e) {
+      assertTrue(e.getMessage().startsWith("--hf-overrides: "), "names the flag: " + e.getMessage());
+    }
+  }
+
   /** generation_config.json: read, with defaults a request could have set itself; or refused naming the file. */
   @FuzzTest(maxDuration = "30s")
   void generationConfigJson(byte[] bytes) {

@@ -41,6 +41,10 @@ final class EmbeddingsRequest {
    */
   static EmbeddingSpec parse(RequestParser parser, ServedModel model, ObjectNode body) {
     parser.checkModel(body);
+    if (model.supports(ScoreRequest.CROSS_ENCODER)) {
+      throw new ApiException(400, "This model is served as a cross-encoder (--hf-overrides classifier_from_token): it scores pairs of "
+          + "texts through /score and /rerank and serves no embeddings.", "invalid_request_error", "input", "unsupported_model");
+    }
     if (!model.supports("embeddings")) {
       throw new ApiException(400, "Embeddings are not served by this deployment's engine (" + model.engine() + "): the built-in "
           + "engine computes them, for models that pool the last token.", "invalid_request_error", "input",

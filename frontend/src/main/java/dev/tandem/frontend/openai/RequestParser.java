@@ -898,7 +898,7 @@ public final class RequestParser {
    * truncation, after the chat template and tokenizer), 0 when unset; -1 asks for the context
    * window. Above the window, or 0, is a 400: vLLM refuses the first too.
    */
-  private int truncation(ObjectNode body) {
+  int truncation(ObjectNode body) {
     JsonNode v = body.get(TRUNCATE_PROMPT_TOKENS);
     if (v == null || v.isNull()) {
       return 0;

@@ -11,14 +11,18 @@ import java.util.List;
 /**
  * Reads vLLM's score request ({@code POST /score}, {@code /v1/score}) and the rerank request vLLM,
  * Jina and Cohere share ({@code POST /rerank}, {@code /v1/rerank}, {@code /v2/rerank}) into a
- * {@link ScoreSpec}: the texts become one embeddings request, checked and tokenized by {@link
- * EmbeddingsRequest} (the model, its {@code embeddings} feature, the window, {@code
- * truncate_prompt_tokens}, {@code priority}, {@code request_id}, {@code tandem.worker_id}), its
- * errors naming this request's fields. Stateless.
+ * {@link ScoreSpec}. For an embedding model the texts become one embeddings request, checked and
+ * tokenized by {@link EmbeddingsRequest} (the model, its {@code embeddings} feature, the window,
+ * {@code truncate_prompt_tokens}, {@code priority}, {@code request_id}, {@code tandem.worker_id}),
+ * its errors naming this request's fields; for a cross-encoder (the {@code cross_encoder}
+ * feature) each query and document are tokenized as a pair ({@link #pairs}). Stateless.
  */
 final class ScoreRequest {
   /** What an embeddings request takes from a score or rerank body as it is. */
   private static final List<String> PASSED_ON = List.of("model", RequestParser.TRUNCATE_PROMPT_TOKENS, "priority", "request_id", "tandem");
+
+  /** The feature of a model served as a cross-encoder (vLLM's {@code classifier_from_token}). */
+  static final String CROSS_ENCODER = "cross_encoder";
 
   /** vLLM's switches for a classifier's activation: nothing to switch when scores are cosine similarities. */
   private static final List<String> ACTIVATION = List.of("use_activation", "activation", "softmax");
@@ -30,7 +34,6 @@ final class ScoreRequest {
    * strings, paired 1:1, 1:N (the one {@code text_1} against every {@code text_2}) or N:N (by index).
    */
   static ScoreSpec parseScore(RequestParser parser, ServedModel model, ObjectNode body) {
-    refuseActivation(body);
     List<String> first = texts(body, "text_1");
     List<String> second = texts(body, "text_2");
     if (first.size() > 1 && first.size() != second.size()) {
@@ -39,7 +42,11 @@ final class ScoreRequest {
     }
     Names names = new Names(body.get("text_1").isTextual() ? "text_1" : null, "text_1", body.get("text_2").isTextual() ? "text_2" : null,
         "text_2");
-    return new ScoreSpec(embeddings(parser, model, body, first, second, names), first.size(), false, second, 0, false);
+    if (model.supports(CROSS_ENCODER)) {
+      return new ScoreSpec(pairs(parser, model, body, first, second, names), 0, false, second, 0, false, true, activation(body));
+    }
+    refuseActivation(body);
+    return new ScoreSpec(embeddings(parser, model, body, first, second, names), first.size(), false, second, 0, false, false, false);
   }
 
   /**
@@ -48,7 +55,6 @@ final class ScoreRequest {
    * return_documents} (default true).
    */
   static ScoreSpec parseRerank(RequestParser parser, ServedModel model, ObjectNode body) {
-    refuseActivation(body);
     JsonNode query = body.get("query");
     if (query == null || query.isNull()) {
       throw ApiException.invalid("query", "Missing required parameter: 'query'.", "missing_required_parameter");
@@ -59,8 +65,50 @@ final class ScoreRequest {
     List<String> documents = documents(body);
     int topN = RequestParser.integer(body, "top_n", 0, 0, Integer.MAX_VALUE);
     boolean returnDocuments = RequestParser.bool(body, "return_documents", true);
-    EmbeddingSpec inputs = embeddings(parser, model, body, List.of(query.asText()), documents, new Names("query", "query", null, "documents"));
-    return new ScoreSpec(inputs, 1, true, documents, topN, returnDocuments);
+    Names names = new Names("query", "query", null, "documents");
+    if (model.supports(CROSS_ENCODER)) {
+      return new ScoreSpec(pairs(parser, model, body, List.of(query.asText()), documents, names), 0, true, documents, topN,
+          returnDocuments, true, activation(body));
+    }
+    refuseActivation(body);
+    EmbeddingSpec inputs = embeddings(parser, model, body, List.of(query.asText()), documents, names);
+    return new ScoreSpec(inputs, 1, true, documents, topN, returnDocuments, false, false);
+  }
+
+  /** vLLM's {@code use_activation} (or its older names {@code activation}, {@code softmax}): the sigmoid of a cross-encoder's logit, by default. */
+  private static boolean activation(ObjectNode body) {
+    for (String field : ACTIVATION) {
+      if (NotHonoured.isSet(body.get(field))) {
+        return RequestParser.bool(body, field, true);
+      }
+    }
+    return true;
+  }
+
+  /**
+   * A cross-encoder's inputs: each document with its query (the one, or the one at its index),
+   * tokenized as the tokenizer joins a pair, kept to {@code truncate_prompt_tokens}' last tokens
+   * (-1: the window less the drawn token) and refused, naming the document, when longer than that.
+   */
+  private static EmbeddingSpec pairs(RequestParser parser, ServedModel model, ObjectNode body, List<String> queries,
+      List<String> documents, Names names) {
+    parser.checkModel(body);
+    NotHonoured.refuse(body);
+    int limit = model.maxContextLength() - 1; // the worker draws one token after the pair, which it never returns
+    int keep = body.path(RequestParser.TRUNCATE_PROMPT_TOKENS).asInt(0) == -1 ? limit : parser.truncation(body);
+    List<int[]> pairs = new ArrayList<>();
+    for (int j = 0; j < documents.size(); j++) {
+      int[] ids = RequestParser.truncated(model.tokenizer().encodePair(queries.get(queries.size() == 1 ? 0 : j), documents.get(j)), keep);
+      if (ids.length > limit) {
+        throw ApiException.invalid(names.of(queries.size() + j, queries.size()), "This model's maximum context length is "
+            + model.maxContextLength() + " tokens, of which " + limit + " can be scored. However, this pair of texts is " + ids.length
+            + " tokens. Please reduce the length of the texts.", "context_length_exceeded");
+      }
+      pairs.add(ids);
+    }
+    String requested = body.get("model").asText(); // checked: the served model or one of its LoRA adapters
+    return new EmbeddingSpec(requested, requested.equals(model.name()) ? null : requested, pairs, false, 0, false, parser.priority(body),
+        RequestParser.requestId(body), RequestParser.pinnedWorker(body));
   }
 
   private static void refuseActivation(ObjectNode body) {

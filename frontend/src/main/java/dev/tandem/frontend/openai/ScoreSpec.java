@@ -4,14 +4,24 @@ import java.util.List;
 
 /**
  * A validated score or rerank request ({@code POST /score}, {@code /rerank} and their versioned
- * paths), ready to run as embeddings, as vLLM scores with an embedding model: {@code inputs} is an
- * embeddings request of its own (whole vectors at unit length) holding the {@code queries} first —
- * one, or one per document — then the documents; a pair's score is the cosine similarity of its
- * query's and its document's vectors ({@link #scores}). {@code rerank}: answered as a ranking (the
- * shape of Jina's and Cohere's rerank APIs), with the documents' {@code texts} when {@code
- * returnDocuments}, the best {@code topN} (0: all); else as vLLM's list of scores in input order.
+ * paths), ready to run as one embeddings request ({@code inputs}), in either of vLLM's two ways:
+ *
+ * <ul>
+ *   <li>an embedding model: {@code inputs} holds the {@code queries} first — one, or one per
+ *       document — then the documents, as whole vectors at unit length; a pair's score is the
+ *       cosine similarity of its query's and its document's vectors;
+ *   <li>a cross-encoder ({@code crossEncoder}, no {@code queries}): one input per pair, the query
+ *       and the document tokenized together; the worker's pooled output is the pair's relevance
+ *       logit, and its score is that logit's sigmoid ({@code activation}, vLLM's {@code
+ *       use_activation}) or the logit itself.
+ * </ul>
+ *
+ * {@code rerank}: answered as a ranking (the shape of Jina's and Cohere's rerank APIs), with the
+ * documents' {@code texts} when {@code returnDocuments}, the best {@code topN} (0: all); else as
+ * vLLM's list of scores in input order.
  */
-public record ScoreSpec(EmbeddingSpec inputs, int queries, boolean rerank, List<String> texts, int topN, boolean returnDocuments) {
+public record ScoreSpec(EmbeddingSpec inputs, int queries, boolean rerank, List<String> texts, int topN, boolean returnDocuments,
+    boolean crossEncoder, boolean activation) {
   public ScoreSpec {
     texts = List.copyOf(texts);
   }
@@ -22,15 +32,19 @@ public record ScoreSpec(EmbeddingSpec inputs, int queries, boolean rerank, List<
   }
 
   /**
-   * Each document's score, in their order: the dot product of its unit vector with its query's
-   * (the one query, or the query at its own index), {@code unit} holding every input's vector in
-   * input order.
+   * Each document's score, in their order, from {@code pooled}: every input's pooled output in
+   * input order (unit vectors of an embedding model, a cross-encoder's one logit per pair).
    */
-  public double[] scores(List<float[]> unit) {
+  public double[] scores(List<float[]> pooled) {
     double[] out = new double[documents()];
     for (int j = 0; j < out.length; j++) {
-      float[] q = unit.get(queries == 1 ? 0 : j);
-      float[] d = unit.get(queries + j);
+      if (crossEncoder) {
+        double logit = pooled.get(j)[0];
+        out[j] = activation ? 1 / (1 + Math.exp(-logit)) : logit;
+        continue;
+      }
+      float[] q = pooled.get(queries == 1 ? 0 : j);
+      float[] d = pooled.get(queries + j);
       double dot = 0;
       for (int k = 0; k < q.length; k++) {
         dot += (double) q[k] * d[k];

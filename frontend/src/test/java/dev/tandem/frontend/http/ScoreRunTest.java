@@ -102,6 +102,37 @@ class ScoreRunTest {
   }
 
   @Test
+  void aCrossEncoderScoresEachPairByTheSigmoidOfItsLogit() throws Exception {
+    ServedModel crossEncoder = new ServedModel("m", 4096, 151_936, "test", Set.of("cross_encoder"), new int[] {151645}, TOKENIZER, null);
+    // The worker's pooled output for a pair: one logit, the pair's length less 3.
+    var router = new GenerationRunTest.ScriptedRouter((r, l) -> {
+      l.onChunk(new TokenChunk(new int[] {7}, null, FinishReason.LENGTH, r.promptTokens().length, 0,
+          new TokenChunk.Origin("w0", 10, "", "", 0, 0, 0), null, new float[] {r.promptTokens().length - 3}));
+      l.onCompleted();
+    });
+    EmbeddedChannel ch = new EmbeddedChannel(new HttpApiHandler(crossEncoder, router, new FrontendMetrics(), 0, Duration.ZERO));
+    GenerationRunTest.post(ch, "/v1/rerank", "{\"model\":\"m\",\"query\":\"sea\",\"documents\":[\"shore\",\"the sea shore\"]}");
+    GenerationRunTest.Written w = GenerationRunTest.drain(ch);
+    assertEquals(200, w.status(), w.body());
+    JsonNode body = JSON.readTree(w.body());
+    assertEquals(2, router.routed.size(), "one input per pair, the query not alone");
+    assertEquals(java.util.Arrays.toString(TOKENIZER.encodePair("sea", "the sea shore")),
+        java.util.Arrays.toString(router.routed.get(1).promptTokens()), "the query and the document tokenized as a pair");
+    int longer = router.routed.get(1).promptTokens().length;
+    assertEquals(1, body.at("/results/0/index").asInt(), "the higher logit first");
+    assertEquals(1 / (1 + Math.exp(-(longer - 3))), body.at("/results/0/relevance_score").asDouble(), 1e-9);
+    EmbeddedChannel raw = new EmbeddedChannel(new HttpApiHandler(crossEncoder, router, new FrontendMetrics(), 0, Duration.ZERO));
+    GenerationRunTest.post(raw, "/score", "{\"model\":\"m\",\"text_1\":\"sea\",\"text_2\":\"the sea shore\",\"use_activation\":false}");
+    JsonNode logits = JSON.readTree(GenerationRunTest.drain(raw).body());
+    assertEquals(longer - 3, logits.at("/data/0/score").asDouble(), 1e-9, "use_activation false: the logit itself");
+    EmbeddedChannel embeddings = new EmbeddedChannel(new HttpApiHandler(crossEncoder, router, new FrontendMetrics(), 0, Duration.ZERO));
+    GenerationRunTest.post(embeddings, "/v1/embeddings", "{\"model\":\"m\",\"input\":\"sea\"}");
+    GenerationRunTest.Written refused = GenerationRunTest.drain(embeddings);
+    assertEquals(400, refused.status());
+    assertTrue(refused.body().contains("cross-encoder"), refused.body());
+  }
+
+  @Test
   void aBadRequestIsAnOpenAiErrorAndNothingRuns() throws Exception {
     var router = new GenerationRunTest.ScriptedRouter(ScoreRunTest::embeds);
     JsonNode error = post(router, new FrontendMetrics(), "/score", "{\"model\":\"m\",\"text_1\":[\"a\",\"b\"],\"text_2\":[\"c\"]}", 400);

@@ -87,6 +87,33 @@ class ScoreRequestTest {
   }
 
   @Test
+  void aCrossEncoderReadsEachQueryAndDocumentAsOnePair() {
+    RequestParser p = new RequestParser(new ServedModel("m", 64, 151_936, "test", Set.of("cross_encoder"), new int[] {151645}, TOKENIZER,
+        null));
+    ScoreSpec s = p.parseScore(RequestParser.parseBody(
+        "{\"model\":\"m\",\"text_1\":[\"q1\",\"q2\"],\"text_2\":[\"d1\",\"d2\"]}".getBytes(StandardCharsets.UTF_8)));
+    assertTrue(s.crossEncoder());
+    assertEquals(0, s.queries());
+    assertEquals(2, s.documents());
+    assertArrayEquals(TOKENIZER.encodePair("q2", "d2"), s.inputs().inputs().get(1), "by index");
+    assertFalse(s.inputs().normalize(), "a logit, not a vector to normalize");
+    assertTrue(s.activation(), "vLLM's default: the sigmoid");
+    assertArrayEquals(new double[] {0.5, 1 / (1 + Math.exp(-2))}, s.scores(List.of(new float[] {0}, new float[] {2})), 1e-9);
+    ScoreSpec raw = p.parseRerank(RequestParser.parseBody(
+        "{\"model\":\"m\",\"query\":\"q\",\"documents\":[\"d\"],\"use_activation\":false}".getBytes(StandardCharsets.UTF_8)));
+    assertFalse(raw.activation());
+    assertArrayEquals(new double[] {2.0}, raw.scores(List.of(new float[] {2})), 1e-9);
+    String longText = "\"" + "lighthouse ".repeat(80) + "\"";
+    ApiException tooLong = assertThrows(ApiException.class, () -> p.parseRerank(RequestParser.parseBody(
+        ("{\"model\":\"m\",\"query\":\"q\",\"documents\":[\"d\"," + longText + "]}").getBytes(StandardCharsets.UTF_8))));
+    assertEquals("documents[1]", tooLong.param());
+    assertEquals("context_length_exceeded", tooLong.code());
+    ScoreSpec kept = p.parseRerank(RequestParser.parseBody(
+        ("{\"model\":\"m\",\"query\":\"q\",\"documents\":[" + longText + "],\"truncate_prompt_tokens\":-1}").getBytes(StandardCharsets.UTF_8)));
+    assertEquals(63, kept.inputs().inputs().getFirst().length, "-1: the window less the drawn token");
+  }
+
+  @Test
   void badBodiesAreRefusedNamingTheClientsField() {
     assertEquals("text_2", scoreError("{\"model\":\"m\",\"text_1\":[\"a\",\"b\"],\"text_2\":[\"c\",\"d\",\"e\"]}").param(), "2:3");
     assertEquals("text_1", scoreError("{\"model\":\"m\",\"text_2\":\"c\"}").param());
