@@ -241,7 +241,7 @@ class EmbeddingsServeTest {
   /**
    * The tiny model served as vLLM serves Qwen3-Reranker ({@code --hf-overrides}): a pair's score is
    * the sigmoid of the "yes" logit less the "no" logit at the pair's last token, as a pass of the
-   * model over the pair's tokens (query then document, as Qwen's tokenizer joins a pair) gives them.
+   * model over the pair's tokens (the query's text then the document's, as vLLM joins them) gives them.
    */
   @Test
   void aCrossEncoderScoresEachPairByItsYesAndNoLogits() throws Exception {
@@ -263,8 +263,7 @@ class EmbeddingsServeTest {
           + JSON.writeValueAsString(query) + ",\"text_2\":" + JSON.writeValueAsString(documents) + ",\"use_activation\":false}"));
       long tokens = 0;
       for (int j = 0; j < documents.size(); j++) {
-        int[] ids = java.util.stream.IntStream.concat(java.util.Arrays.stream(tokenIds(d, query)),
-            java.util.Arrays.stream(tokenIds(d, documents.get(j)))).toArray();
+        int[] ids = tokenIds(d, query + documents.get(j));
         tokens += ids.length;
         float[] logits = pass.forward(List.of(new Transformer.Slice(ids, 0, ids.length, 0, new int[] {0, 1, 2, 3, 4, 5, 6, 7}, true)),
             cache)[0];

@@ -159,20 +159,7 @@ public final class RequestParser {
     if (toolChoice.kind() == StructuredOutputs.ToolChoice.Kind.NONE) {
       tools = null; // not offered to the model
     }
-    Map<String, Object> kwargs = new LinkedHashMap<>();
-    JsonNode kw = body.get("chat_template_kwargs");
-    if (kw != null && !kw.isNull()) {
-      if (!kw.isObject()) {
-        throw typeError("chat_template_kwargs", "an object", kw);
-      }
-      kwargs.putAll(toJava(kw));
-      for (String reserved : RESERVED_TEMPLATE_VARIABLES) {
-        if (kwargs.containsKey(reserved)) {
-          throw ApiException.invalid("chat_template_kwargs." + reserved,
-              "'" + reserved + "' cannot be set through 'chat_template_kwargs'; it comes from the request's own parameters.");
-        }
-      }
-    }
+    Map<String, Object> kwargs = templateKwargs(body);
     boolean addGenerationPrompt = bool(body, "add_generation_prompt", true);
     boolean continueFinal = bool(body, "continue_final_message", false);
     if (continueFinal && addGenerationPrompt) {
@@ -388,6 +375,25 @@ public final class RequestParser {
       spec = spec.withSampling(spec.sampling().withPromptLogprobs(Math.max(logprobs, spec.sampling().promptLogprobs())));
     }
     return beamSearch(body, spec.withEcho(echo));
+  }
+
+  /** {@code chat_template_kwargs}: the template variables a request sets (none of those its own parameters set), in order. */
+  static Map<String, Object> templateKwargs(ObjectNode body) {
+    Map<String, Object> kwargs = new LinkedHashMap<>();
+    JsonNode kw = body.get("chat_template_kwargs");
+    if (kw != null && !kw.isNull()) {
+      if (!kw.isObject()) {
+        throw typeError("chat_template_kwargs", "an object", kw);
+      }
+      kwargs.putAll(toJava(kw));
+      for (String reserved : RESERVED_TEMPLATE_VARIABLES) {
+        if (kwargs.containsKey(reserved)) {
+          throw ApiException.invalid("chat_template_kwargs." + reserved,
+              "'" + reserved + "' cannot be set through 'chat_template_kwargs'; it comes from the request's own parameters.");
+        }
+      }
+    }
+    return kwargs;
   }
 
   /**

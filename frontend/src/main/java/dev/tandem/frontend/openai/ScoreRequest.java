@@ -5,8 +5,10 @@ import com.fasterxml.jackson.databind.node.ArrayNode;
 import com.fasterxml.jackson.databind.node.ObjectNode;
 import dev.tandem.frontend.ServedModel;
 import dev.tandem.frontend.http.ApiException;
+import dev.tandem.frontend.text.ChatTemplate;
 import java.util.ArrayList;
 import java.util.List;
+import java.util.Map;
 
 /**
  * Reads vLLM's score request ({@code POST /score}, {@code /v1/score}) and the rerank request vLLM,
@@ -45,7 +47,7 @@ final class ScoreRequest {
     if (model.supports(CROSS_ENCODER)) {
       return new ScoreSpec(pairs(parser, model, body, first, second, names), 0, false, second, 0, false, true, activation(body));
     }
-    refuseActivation(body);
+    refuseCrossEncoderFields(body);
     return new ScoreSpec(embeddings(parser, model, body, first, second, names), first.size(), false, second, 0, false, false, false);
   }
 
@@ -70,7 +72,7 @@ final class ScoreRequest {
       return new ScoreSpec(pairs(parser, model, body, List.of(query.asText()), documents, names), 0, true, documents, topN,
           returnDocuments, true, activation(body));
     }
-    refuseActivation(body);
+    refuseCrossEncoderFields(body);
     EmbeddingSpec inputs = embeddings(parser, model, body, List.of(query.asText()), documents, names);
     return new ScoreSpec(inputs, 1, true, documents, topN, returnDocuments, false, false);
   }
@@ -86,19 +88,40 @@ final class ScoreRequest {
   }
 
   /**
-   * A cross-encoder's inputs: each document with its query (the one, or the one at its index),
-   * tokenized as the tokenizer joins a pair, kept to {@code truncate_prompt_tokens}' last tokens
-   * (-1: the window less the drawn token) and refused, naming the document, when longer than that.
+   * A cross-encoder's inputs: each document with its query (the one, or the one at its index) as
+   * one text, as vLLM writes a language model's pair: rendered by the score template where the
+   * deployment gave one ({@code --chat-template}: the messages {@code query} and {@code document},
+   * the request's {@code chat_template_kwargs} beside them), else the query's text then the
+   * document's; tokenized with the tokenizer's special tokens, kept to {@code
+   * truncate_prompt_tokens}' last tokens (-1: the window less the drawn token) and refused, naming
+   * the document, when longer than that.
    */
   private static EmbeddingSpec pairs(RequestParser parser, ServedModel model, ObjectNode body, List<String> queries,
       List<String> documents, Names names) {
     parser.checkModel(body);
     NotHonoured.refuse(body);
+    ChatTemplate template = model.chatTemplate() != null && model.chatTemplate().given() ? model.chatTemplate() : null;
+    Map<String, Object> kwargs = RequestParser.templateKwargs(body);
+    if (template == null && !kwargs.isEmpty()) {
+      throw RequestParser.unsupported("chat_template_kwargs", "needs a score template: serve the model with --chat-template FILE "
+          + "(e.g. deploy/score-templates/qwen3-reranker.jinja)");
+    }
     int limit = model.maxContextLength() - 1; // the worker draws one token after the pair, which it never returns
     int keep = body.path(RequestParser.TRUNCATE_PROMPT_TOKENS).asInt(0) == -1 ? limit : parser.truncation(body);
     List<int[]> pairs = new ArrayList<>();
     for (int j = 0; j < documents.size(); j++) {
-      int[] ids = RequestParser.truncated(model.tokenizer().encodePair(queries.get(queries.size() == 1 ? 0 : j), documents.get(j)), keep);
+      String query = queries.get(queries.size() == 1 ? 0 : j);
+      String text;
+      try {
+        text = template == null ? query + documents.get(j) : template.render(List.of(Map.of("role", "query", "content", query),
+            Map.of("role", "document", "content", documents.get(j))), null, false, kwargs);
+      } catch (ChatTemplate.TemplateFailure e) {
+        throw ApiException.invalid(names.of(queries.size() + j, queries.size()), "The score template rejected the pair: " + e.getMessage());
+      }
+      int[] ids = RequestParser.truncated(model.tokenizer().encode(text, true), keep);
+      if (ids.length == 0) {
+        throw ApiException.invalid(names.of(queries.size() + j, queries.size()), "The pair of texts is empty.");
+      }
       if (ids.length > limit) {
         throw ApiException.invalid(names.of(queries.size() + j, queries.size()), "This model's maximum context length is "
             + model.maxContextLength() + " tokens, of which " + limit + " can be scored. However, this pair of texts is " + ids.length
@@ -111,12 +134,17 @@ final class ScoreRequest {
         RequestParser.requestId(body), RequestParser.pinnedWorker(body));
   }
 
-  private static void refuseActivation(ObjectNode body) {
+  /** What only a cross-encoder reads: refused when an embedding model scores. */
+  private static void refuseCrossEncoderFields(ObjectNode body) {
     for (String field : ACTIVATION) {
       if (NotHonoured.isSet(body.get(field))) {
         throw RequestParser.unsupported(field, "applies to a classifier's scores; this deployment scores by the cosine similarity "
             + "of embeddings, which has no activation");
       }
+    }
+    if (NotHonoured.isSet(body.get("chat_template_kwargs"))) {
+      throw RequestParser.unsupported("chat_template_kwargs", "is read by a cross-encoder's score template; this deployment scores by "
+          + "the cosine similarity of embeddings");
     }
   }
 

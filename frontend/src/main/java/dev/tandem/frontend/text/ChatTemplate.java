@@ -42,6 +42,7 @@ public final class ChatTemplate {
   private final String bosToken;
   private final String eosToken;
   private final Jinjava jinjava;
+  private final boolean given; // by --chat-template, not the model's own
 
   /** A template that failed to render: {@code raise_exception}, or an error in the template. */
   public static final class TemplateFailure extends RuntimeException {
@@ -51,7 +52,12 @@ public final class ChatTemplate {
   }
 
   ChatTemplate(String source, String bosToken, String eosToken) {
+    this(source, bosToken, eosToken, false);
+  }
+
+  private ChatTemplate(String source, String bosToken, String eosToken, boolean given) {
     this.source = source;
+    this.given = given;
     // Jinja drops one trailing newline of a template (keep_trailing_newline is off); Jinjava keeps it.
     this.compiled =
         JinjaCompat.rewrite(source.endsWith("\n") ? source.substring(0, source.length() - 1) : source);
@@ -61,6 +67,14 @@ public final class ChatTemplate {
     this.toolsInSystemMessage = source.contains("message['tools']") || source.contains("message[\"tools\"]")
         || source.contains("message.tools");
     this.callsAsContent = toolsInSystemMessage && !source.contains("tool_calls");
+  }
+
+  /**
+   * Whether the deployment gave this template ({@code --chat-template}) rather than reading the
+   * model's own: only such a one is a cross-encoder's score template, as in vLLM.
+   */
+  public boolean given() {
+    return given;
   }
 
   /**
@@ -120,7 +134,7 @@ public final class ChatTemplate {
     String bos = specialToken(config.get("bos_token"));
     String eos = specialToken(config.get("eos_token"));
     if (override != null && !override.isEmpty()) {
-      return new ChatTemplate(override, bos, eos);
+      return new ChatTemplate(override, bos, eos, true);
     }
     if (templateFile != null && !templateFile.isEmpty()) {
       return new ChatTemplate(templateFile, bos, eos);

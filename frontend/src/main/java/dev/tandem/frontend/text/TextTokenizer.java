@@ -112,16 +112,6 @@ public final class TextTokenizer implements AutoCloseable {
     return ints(tokenizer.encode(text, addSpecialTokens, false).getIds());
   }
 
-  /**
-   * Token ids of the pair {@code first}, {@code second} as the tokenizer joins a pair (its
-   * post-processor's pair template with special tokens: {@code [CLS] a [SEP] b [SEP]} for BERT,
-   * the two texts' tokens one after the other for Qwen's), as a cross-encoder reads a query and a
-   * document.
-   */
-  public int[] encodePair(String first, String second) {
-    return ints(tokenizer.encode(first, second, true, false).getIds());
-  }
-
   private static int[] ints(long[] ids) {
     int[] out = new int[ids.length];
     for (int i = 0; i < ids.length; i++) {

@@ -116,8 +116,8 @@ class ScoreRunTest {
     assertEquals(200, w.status(), w.body());
     JsonNode body = JSON.readTree(w.body());
     assertEquals(2, router.routed.size(), "one input per pair, the query not alone");
-    assertEquals(java.util.Arrays.toString(TOKENIZER.encodePair("sea", "the sea shore")),
-        java.util.Arrays.toString(router.routed.get(1).promptTokens()), "the query and the document tokenized as a pair");
+    assertEquals(java.util.Arrays.toString(TOKENIZER.encode("seathe sea shore", true)),
+        java.util.Arrays.toString(router.routed.get(1).promptTokens()), "the query's text then the document's, as vLLM joins them");
     int longer = router.routed.get(1).promptTokens().length;
     assertEquals(1, body.at("/results/0/index").asInt(), "the higher logit first");
     assertEquals(1 / (1 + Math.exp(-(longer - 3))), body.at("/results/0/relevance_score").asDouble(), 1e-9);

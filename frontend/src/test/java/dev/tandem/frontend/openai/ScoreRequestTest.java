@@ -95,7 +95,7 @@ class ScoreRequestTest {
     assertTrue(s.crossEncoder());
     assertEquals(0, s.queries());
     assertEquals(2, s.documents());
-    assertArrayEquals(TOKENIZER.encodePair("q2", "d2"), s.inputs().inputs().get(1), "by index");
+    assertArrayEquals(TOKENIZER.encode("q2d2", true), s.inputs().inputs().get(1), "by index, the two texts joined as vLLM joins them");
     assertFalse(s.inputs().normalize(), "a logit, not a vector to normalize");
     assertTrue(s.activation(), "vLLM's default: the sigmoid");
     assertArrayEquals(new double[] {0.5, 1 / (1 + Math.exp(-2))}, s.scores(List.of(new float[] {0}, new float[] {2})), 1e-9);
@@ -111,6 +111,33 @@ class ScoreRequestTest {
     ScoreSpec kept = p.parseRerank(RequestParser.parseBody(
         ("{\"model\":\"m\",\"query\":\"q\",\"documents\":[" + longText + "],\"truncate_prompt_tokens\":-1}").getBytes(StandardCharsets.UTF_8)));
     assertEquals(63, kept.inputs().inputs().getFirst().length, "-1: the window less the drawn token");
+  }
+
+  /** The score template this repository ships for Qwen3-Reranker writes the prompt its model card gives, for each pair. */
+  @Test
+  void aScoreTemplateWritesQwen3RerankersPrompt() throws Exception {
+    String template = java.nio.file.Files.readString(java.nio.file.Path.of("../deploy/score-templates/qwen3-reranker.jinja"));
+    RequestParser p = new RequestParser(new ServedModel("m", 4096, 151_936, "test", Set.of("cross_encoder"), new int[] {151645}, TOKENIZER,
+        dev.tandem.frontend.text.ChatTemplate.forModel(ModelFiles.bundledQwen3().tokenizerConfigJson(), null, template, "test")));
+    String prefix = "<|im_start|>system\nJudge whether the Document meets the requirements based on the Query and the Instruct provided. "
+        + "Note that the answer can only be \"yes\" or \"no\".<|im_end|>\n<|im_start|>user\n";
+    String suffix = "<|im_end|>\n<|im_start|>assistant\n<think>\n\n</think>\n\n";
+    ScoreSpec s = p.parseRerank(RequestParser.parseBody(
+        "{\"model\":\"m\",\"query\":\"What is the capital of China?\",\"documents\":[\"Beijing.\",\"Gravity.\"]}".getBytes(StandardCharsets.UTF_8)));
+    String expected = prefix + "<Instruct>: Given a web search query, retrieve relevant passages that answer the query\n"
+        + "<Query>: What is the capital of China?\n<Document>: Gravity." + suffix;
+    assertEquals(expected, TOKENIZER.decode(s.inputs().inputs().get(1), false), "the default instruction");
+    assertArrayEquals(TOKENIZER.encode(expected, true), s.inputs().inputs().get(1));
+    ScoreSpec instructed = p.parseScore(RequestParser.parseBody(("{\"model\":\"m\",\"text_1\":\"q\",\"text_2\":\"d\","
+        + "\"chat_template_kwargs\":{\"instruction\":\"Find code\"}}").getBytes(StandardCharsets.UTF_8)));
+    assertEquals(prefix + "<Instruct>: Find code\n<Query>: q\n<Document>: d" + suffix,
+        TOKENIZER.decode(instructed.inputs().inputs().getFirst(), false), "chat_template_kwargs' instruction");
+    ApiException noTemplate = assertThrows(ApiException.class, () -> new RequestParser(new ServedModel("m", 4096, 151_936, "test",
+        Set.of("cross_encoder"), new int[] {151645}, TOKENIZER, null)).parseScore(RequestParser.parseBody(("{\"model\":\"m\","
+        + "\"text_1\":\"q\",\"text_2\":\"d\",\"chat_template_kwargs\":{\"instruction\":\"x\"}}").getBytes(StandardCharsets.UTF_8))));
+    assertEquals("chat_template_kwargs", noTemplate.param());
+    assertEquals("chat_template_kwargs", scoreError("{\"model\":\"m\",\"text_1\":\"a\",\"text_2\":\"b\","
+        + "\"chat_template_kwargs\":{\"instruction\":\"x\"}}").param(), "an embedding model has no score template");
   }
 
   @Test
