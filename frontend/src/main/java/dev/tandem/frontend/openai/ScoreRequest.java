@@ -100,6 +100,10 @@ final class ScoreRequest {
       List<String> documents, Names names) {
     parser.checkModel(body);
     NotHonoured.refuse(body);
+    if (documents.size() > EmbeddingsRequest.MAX_INPUTS) {
+      throw ApiException.invalid(names.documents(), "At most " + EmbeddingsRequest.MAX_INPUTS + " pairs may be scored in one request; "
+          + "this one has " + documents.size() + ".");
+    }
     ChatTemplate template = model.chatTemplate() != null && model.chatTemplate().given() ? model.chatTemplate() : null;
     Map<String, Object> kwargs = RequestParser.templateKwargs(body);
     if (template == null && !kwargs.isEmpty()) {

@@ -111,6 +111,10 @@ class ScoreRequestTest {
     ScoreSpec kept = p.parseRerank(RequestParser.parseBody(
         ("{\"model\":\"m\",\"query\":\"q\",\"documents\":[" + longText + "],\"truncate_prompt_tokens\":-1}").getBytes(StandardCharsets.UTF_8)));
     assertEquals(63, kept.inputs().inputs().getFirst().length, "-1: the window less the drawn token");
+    String many = "[" + "\"d\",".repeat(EmbeddingsRequest.MAX_INPUTS) + "\"d\"]";
+    assertEquals("documents", assertThrows(ApiException.class, () -> p.parseRerank(RequestParser.parseBody(
+        ("{\"model\":\"m\",\"query\":\"q\",\"documents\":" + many + "}").getBytes(StandardCharsets.UTF_8)))).param(),
+        "at most as many pairs as an embeddings request's inputs");
   }
 
   /** The score template this repository ships for Qwen3-Reranker writes the prompt its model card gives, for each pair. */
