@@ -72,7 +72,13 @@ public record EngineInfo(
      * {@code classifier_from_token}): the first output of a request with {@code embed} carries one
      * value, its relevance logit, instead of the hidden state; no embeddings are served.
      */
-    CROSS_ENCODER;
+    CROSS_ENCODER,
+    /**
+     * The model has no language-model head (a checkpoint without {@code lm_head.weight} whose
+     * embeddings are not tied, as gte-Qwen2 and e5-mistral ship): only requests with {@code embed}
+     * are served; the frontend refuses generation.
+     */
+    POOLING_ONLY;
 
     /** The name used on the wire and in error messages. */
     public String wireName() {

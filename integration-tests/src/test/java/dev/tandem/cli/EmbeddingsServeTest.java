@@ -335,6 +335,35 @@ class EmbeddingsServeTest {
     }
   }
 
+  /**
+   * A checkpoint without a language-model head (no lm_head.weight, embeddings not tied in
+   * config.json, as gte-Qwen2 and e5-mistral ship) serves the same embeddings as its tied twin and
+   * refuses chat with a 400 that names what it serves.
+   */
+  @Test
+  void aModelWithoutAnLmHeadServesEmbeddingsAndRefusesChat() throws Exception {
+    Path headless = dir.resolve("tiny-headless");
+    Files.createDirectories(headless);
+    try (var files = Files.list(model)) {
+      for (Path f : files.toList()) {
+        Files.copy(f, headless.resolve(f.getFileName()));
+      }
+    }
+    ObjectNode config = (ObjectNode) JSON.readTree(headless.resolve("config.json").toFile());
+    Files.writeString(headless.resolve("config.json"), JSON.writeValueAsString(config.put("tie_word_embeddings", false)));
+    String input = "\"input\":\"A lighthouse on the coast\"";
+    float[] tied = vector(embed(deployment, "{\"model\":\"tiny\"," + input + "}").at("/data/0/embedding"));
+    try (LocalDeployment d = TestDeployments.builtin(headless, 1, 1, new FrontendServer.Config("127.0.0.1", 0, 1 << 20))) {
+      assertClose(tied, vector(embed(d, "{\"model\":\"tiny-headless\"," + input + "}").at("/data/0/embedding")), 1e-4,
+          "the same hidden state: the head plays no part");
+      var chat = TestDeployments.post(d, "/v1/chat/completions", "{\"model\":\"tiny-headless\",\"messages\":[{\"role\":\"user\","
+          + "\"content\":\"hi\"}]}");
+      assertEquals(400, chat.statusCode(), chat.body());
+      assertTrue(chat.body().contains("no language-model head"), chat.body());
+      TestDeployments.assertPoolsFull(d);
+    }
+  }
+
   @Test
   void theMockerRefusesEmbeddingsNamingItsEngine() throws Exception {
     try (LocalDeployment mocker = TestDeployments.start(1, TimingModel.noDelay(), 1 << 20)) {

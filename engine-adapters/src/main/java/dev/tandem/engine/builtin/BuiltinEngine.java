@@ -168,6 +168,13 @@ public final class BuiltinEngine extends SchedulingEngine implements KvHandoff {
           classifier.trueToken()) + " is past this model's vocabulary (" + model.vocabSize() + ")");
     }
     PoolingConfig pooling = PoolingConfig.read(config.modelDir());
+    if (weights.headless()) {
+      if (classifier != null) {
+        throw new IllegalArgumentException("--hf-overrides: classifier_from_token reads the LM head's logits, and this checkpoint has "
+            + "none (no lm_head.weight, embeddings not tied in config.json)");
+      }
+      features.add(EngineInfo.Feature.POOLING_ONLY);
+    }
     if (classifier != null) {
       features.add(EngineInfo.Feature.CROSS_ENCODER); // its pooled output is the relevance logit: no embeddings
     } else if (pooling.refusal() != null) {
@@ -570,6 +577,10 @@ public final class BuiltinEngine extends SchedulingEngine implements KvHandoff {
   }
 
   private void checkRequest(EngineRequest request) {
+    if (weights.headless() && !request.embed()) {
+      throw new IllegalArgumentException("this model has no language-model head (no lm_head.weight, embeddings not tied): it serves "
+          + "embeddings only");
+    }
     if (request.stop().minTokens() > 0 && request.structuredOutput() != null) {
       throw new IllegalArgumentException("min_tokens cannot be combined with a structured output: it ends when its value is complete");
     }

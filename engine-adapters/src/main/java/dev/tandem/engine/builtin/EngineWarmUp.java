@@ -60,7 +60,7 @@ final class EngineWarmUp {
     for (int k = 0; k < 5; k++) {
       int length = Math.min(33 + 32 * k, maxContext - 16);
       int[] prompt = random.ints(length, 0, vocab).toArray();
-      engine.add(new EngineRequest("warm-up-decode-" + k, prompt, SamplingParams.greedy(), new StopConditions(2 + 2 * k, new int[0], true)));
+      engine.add(request("warm-up-decode-" + k, prompt, 2 + 2 * k));
     }
     drain(engine);
     double previous = Double.NaN;
@@ -111,20 +111,28 @@ final class EngineWarmUp {
     int vocab = engine.modelConfig().vocabSize();
     int[] context = random.ints(depth, 0, vocab).toArray();
     KvHandoff.PendingImport pending = engine.beginImport(
-        new EngineRequest(id + "-context", context, SamplingParams.greedy(), new StopConditions(2, new int[0], true)));
+        request(id + "-context", context, 2));
     if (pending == null) {
       return -1; // no room after all: the fit goes without this probe
     }
     engine.commitImport(pending, context[0]);
     drain(engine); // one decode step; the context's blocks stay cached
     int[] prompt = IntStream.concat(Arrays.stream(context), random.ints(probeTokens(engine), 0, vocab)).toArray();
-    engine.add(new EngineRequest(id, prompt, SamplingParams.greedy(), new StopConditions(1, new int[0], true)));
+    engine.add(request(id, prompt, 1));
     return drain(engine, id);
+  }
+
+  /**
+   * A greedy warm-up request of {@code maxTokens} that also asks for the prompt's pooled output, so
+   * that a pooling-only engine (a model without an LM head) takes it too; only timings are read.
+   */
+  private static EngineRequest request(String id, int[] prompt, int maxTokens) {
+    return new EngineRequest(id, prompt, SamplingParams.greedy(), new StopConditions(maxTokens, new int[0], true)).withEmbedding();
   }
 
   private static void prefill(BuiltinEngine engine, SplittableRandom random, int length, String id) {
     int[] prompt = random.ints(length, 0, engine.modelConfig().vocabSize()).toArray();
-    engine.add(new EngineRequest(id, prompt, SamplingParams.greedy(), new StopConditions(1, new int[0], true)));
+    engine.add(request(id, prompt, 1));
     drain(engine);
   }
 

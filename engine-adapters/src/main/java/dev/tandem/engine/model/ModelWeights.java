@@ -35,7 +35,8 @@ public final class ModelWeights implements AutoCloseable {
   private final WeightMatrix embedding; // (vocab, hidden)
   private final LayerWeights[] layers;
   private final float[] finalNorm; // (hidden)
-  private final WeightMatrix lmHead; // (vocab, hidden); the embedding when tied
+  private final WeightMatrix lmHead; // (vocab, hidden); the embedding when tied, or stands in for a headless model's
+  private final boolean headless; // no lm_head.weight and not tied: pooling only
 
   private ModelWeights(ModelConfig config, List<SafetensorsFile> files, Lookup t, DType quantizeTo, Arena quantized) {
     this.config = config;
@@ -90,6 +91,12 @@ public final class ModelWeights implements AutoCloseable {
     }
     this.finalNorm = t.norm(m + "norm.weight", hidden);
     boolean tied = config.tieWordEmbeddings() && !t.has("lm_head.weight");
+    this.headless = !config.tieWordEmbeddings() && !t.has("lm_head.weight");
+    if (headless) { // an embedding model saved without its causal head (gte-Qwen2, e5-mistral): the passes still need one
+      LOG.info("no lm_head.weight and config.json does not tie the embeddings: no language-model head, so the model serves "
+          + "embeddings only (its passes draw from the embedding matrix in the head's place, never returned)");
+      tied = true;
+    }
     WeightMatrix head = tied ? embedding : t.matrix("lm_head.weight", config.vocabSize(), hidden);
     if (quantized != null) {
       long start = System.nanoTime();
@@ -250,6 +257,15 @@ public final class ModelWeights implements AutoCloseable {
 
   public float[] finalNorm() {
     return finalNorm;
+  }
+
+  /**
+   * Whether the checkpoint has no language-model head ({@code lm_head.weight} absent, the
+   * embeddings not tied): it pools (embeddings) and draws nothing a client may see; {@link #lmHead}
+   * is the embedding matrix standing in so that a pass has logits to draw its unused token from.
+   */
+  public boolean headless() {
+    return headless;
   }
 
   public WeightMatrix lmHead() {

@@ -156,6 +156,40 @@ class BuiltinEngineTest {
     }
   }
 
+  /**
+   * A checkpoint without a language-model head (no lm_head.weight, embeddings not tied: gte-Qwen2,
+   * e5-mistral) loads for embeddings only: the same hidden state as its tied twin, the
+   * {@code pooling_only} feature, and generation refused.
+   */
+  @Test
+  void aModelWithoutAnLmHeadServesEmbeddingsOnly() throws Exception {
+    Path headless = dir.resolve("headless");
+    java.nio.file.Files.createDirectories(headless);
+    try (var files = java.nio.file.Files.list(model)) {
+      for (Path f : files.toList()) {
+        java.nio.file.Files.copy(f, headless.resolve(f.getFileName()));
+      }
+    }
+    var json = new com.fasterxml.jackson.databind.ObjectMapper();
+    var config = (com.fasterxml.jackson.databind.node.ObjectNode) json.readTree(headless.resolve("config.json").toFile());
+    json.writeValue(headless.resolve("config.json").toFile(), config.put("tie_word_embeddings", false));
+    int[] p = prompt(30, 5);
+    float[] tied;
+    try (BuiltinEngine e = engine(64, 512)) {
+      assertFalse(e.info().features().contains(dev.tandem.engine.EngineInfo.Feature.POOLING_ONLY));
+      tied = firstOutput(e, greedy("t", p, 1).withEmbedding()).embedding();
+    }
+    long blockBytes = dev.tandem.engine.model.ModelConfig.read(model).kvBytesPerToken() * 16;
+    try (BuiltinEngine e = BuiltinEngine.open(BuiltinConfig.of(headless).withCompute("cpu", 2).withKvCacheBytes(64 * blockBytes))) {
+      assertTrue(e.info().features().containsAll(List.of(dev.tandem.engine.EngineInfo.Feature.POOLING_ONLY,
+          dev.tandem.engine.EngineInfo.Feature.EMBEDDINGS)), e.info().features().toString());
+      EngineWarmUp.run(e, () -> {}, 32, 1); // a worker that may be split warms its engine up first: it must take that too
+      ReferenceLogitsTest.assertClose(tied, firstOutput(e, greedy("h", p, 1).withEmbedding()).embedding(), 1e-5, "the head plays no part");
+      IllegalArgumentException refused = assertThrows(IllegalArgumentException.class, () -> e.add(greedy("g", p, 4)));
+      assertTrue(refused.getMessage().contains("no language-model head"), refused.getMessage());
+    }
+  }
+
   @Test
   void promptLogprobsAreEachTokensLogprobGivenThoseBeforeIt() {
     int[] p = prompt(40, 11);

@@ -708,6 +708,11 @@ public final class RequestParser {
   /** What chat and completion requests check first: the model named, then vLLM's parameters Tandem does not honour. */
   private void checkModelAndParameters(ObjectNode body) {
     checkModel(body);
+    if (model.supports("pooling_only")) {
+      throw new ApiException(400, "This model has no language-model head (its checkpoint has no lm_head.weight and does not tie the "
+          + "embeddings): it serves /v1/embeddings, /score and /rerank, not generation.", "invalid_request_error", "model",
+          "unsupported_model");
+    }
     NotHonoured.refuse(body);
   }
 

@@ -47,6 +47,19 @@ class RequestParserTest {
     return assertThrows(ApiException.class, () -> embeddings(p, json));
   }
 
+  /** A model without a language-model head (the pooling_only feature) refuses generation, naming what it serves. */
+  @Test
+  void aModelWithoutAnLmHeadRefusesGeneration() {
+    RequestParser p = parser(Set.of("embeddings", "pooling_only"));
+    ApiException chatRefused = assertThrows(ApiException.class, () -> chat(p, "{\"model\":\"m\"," + HI + "}"));
+    assertEquals("model", chatRefused.param());
+    assertTrue(chatRefused.getMessage().contains("/v1/embeddings"), chatRefused.getMessage());
+    ApiException completionRefused = assertThrows(ApiException.class, () -> p.parseCompletion(RequestParser.parseBody(
+        "{\"model\":\"m\",\"prompt\":\"hi\"}".getBytes(StandardCharsets.UTF_8))));
+    assertEquals("unsupported_model", completionRefused.code());
+    assertEquals(1, embeddings(p, "{\"model\":\"m\",\"input\":\"hello\"}").inputs().size(), "embeddings still served");
+  }
+
   @Test
   void embeddingsTakeOpenAIsInputShapesAndRefuseWhatCannotBeServed() {
     RequestParser p = parser(Set.of("embeddings"));
