@@ -49,6 +49,8 @@ public final class BuiltinEngine extends SchedulingEngine implements KvHandoff {
   private final OutputConstraints constraints;
   /** Served as a cross-encoder ({@code --hf-overrides}): what a request asking for its pooled output gets; null: the hidden state. */
   private final ClassifierConfig classifier;
+  /** No language-model head, or a sequence classifier's: only requests for the pooled output are taken. */
+  private final boolean poolingOnly;
   private final EngineInfo info;
   private PromptLayerListener promptLayerListener;
   private final java.util.Map<String, Scheduler.Imported> pendingImports = new java.util.HashMap<>();
@@ -162,17 +164,10 @@ public final class BuiltinEngine extends SchedulingEngine implements KvHandoff {
     if (constraints.available()) {
       features.add(EngineInfo.Feature.STRUCTURED_OUTPUTS);
     }
-    this.classifier = ClassifierConfig.parse(config.hfOverrides(), config.modelDir());
-    if (classifier != null && Math.max(classifier.falseToken(), classifier.trueToken()) >= model.vocabSize()) {
-      throw new IllegalArgumentException("--hf-overrides: classifier_from_token's id " + Math.max(classifier.falseToken(),
-          classifier.trueToken()) + " is past this model's vocabulary (" + model.vocabSize() + ")");
-    }
+    this.classifier = classifier(config, weights);
+    this.poolingOnly = weights.headless() || weights.scoreHead() != null;
     PoolingConfig pooling = PoolingConfig.read(config.modelDir());
-    if (weights.headless()) {
-      if (classifier != null) {
-        throw new IllegalArgumentException("--hf-overrides: classifier_from_token reads the LM head's logits, and this checkpoint has "
-            + "none (no lm_head.weight, embeddings not tied in config.json)");
-      }
+    if (poolingOnly) {
       features.add(EngineInfo.Feature.POOLING_ONLY);
     }
     if (classifier != null) {
@@ -576,10 +571,37 @@ public final class BuiltinEngine extends SchedulingEngine implements KvHandoff {
     }
   }
 
+  /**
+   * What serves the model as a cross-encoder: {@code --hf-overrides}' two tokens, or a sequence
+   * classifier's own score head; null for neither.
+   */
+  private static ClassifierConfig classifier(BuiltinConfig config, ModelWeights weights) {
+    ClassifierConfig overrides = ClassifierConfig.parse(config.hfOverrides(), config.modelDir());
+    float[][] head = weights.scoreHead();
+    if (head != null) {
+      if (overrides != null) {
+        throw new IllegalArgumentException("--hf-overrides: this checkpoint is a sequence classifier with its own score head "
+            + "(score.weight); leave classifier_from_token out");
+      }
+      return ClassifierConfig.ofScoreHead(head, config.modelDir().resolve("config.json").toString());
+    }
+    if (overrides != null && weights.headless()) {
+      throw new IllegalArgumentException("--hf-overrides: classifier_from_token reads the LM head's logits, and this checkpoint has "
+          + "none (no lm_head.weight, embeddings not tied in config.json)");
+    }
+    int vocab = weights.config().vocabSize();
+    if (overrides != null && Math.max(overrides.falseToken(), overrides.trueToken()) >= vocab) {
+      throw new IllegalArgumentException("--hf-overrides: classifier_from_token's id " + Math.max(overrides.falseToken(),
+          overrides.trueToken()) + " is past this model's vocabulary (" + vocab + ")");
+    }
+    return overrides;
+  }
+
   private void checkRequest(EngineRequest request) {
-    if (weights.headless() && !request.embed()) {
-      throw new IllegalArgumentException("this model has no language-model head (no lm_head.weight, embeddings not tied): it serves "
-          + "embeddings only");
+    if (poolingOnly && !request.embed()) {
+      throw new IllegalArgumentException(weights.headless()
+          ? "this model has no language-model head (no lm_head.weight, embeddings not tied): it serves embeddings only"
+          : "this model is a sequence classifier (score.weight): it scores, it does not generate");
     }
     if (request.stop().minTokens() > 0 && request.structuredOutput() != null) {
       throw new IllegalArgumentException("min_tokens cannot be combined with a structured output: it ends when its value is complete");
@@ -689,7 +711,8 @@ public final class BuiltinEngine extends SchedulingEngine implements KvHandoff {
       int top = seq.request().sampling().logprobs();
       float[] raw = top >= 0 ? l.clone() : null; // sampling adjusts logits in place
       if (seq.request().embed() && seq.generated() == 0) {
-        seq.setEmbedding(classifier != null ? new float[] {classifier.logit(l)} : transformer.finalHidden(i));
+        float[] hidden = transformer.finalHidden(i);
+        seq.setEmbedding(classifier != null ? new float[] {classifier.logit(l, hidden)} : hidden);
       }
       if (!seq.request().stop().mayStopAfter(seq.generated())) {
         holdEnds(l, seq.request().stop());

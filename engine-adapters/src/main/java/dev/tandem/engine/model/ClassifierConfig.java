@@ -9,23 +9,56 @@ import java.util.ArrayList;
 import java.util.List;
 
 /**
- * A causal language model served as a cross-encoder, as vLLM's {@code --hf-overrides} turns
- * Qwen3-Reranker (and mxbai-rerank-v2 and the like) into one: {@code {"architectures":
- * ["Qwen3ForSequenceClassification"], "classifier_from_token": ["no", "yes"],
- * "is_original_qwen3_reranker": true}} (or {@code "method": "from_2_way_softmax"}). The pair's
- * relevance logit is the model's logit for the second token less its logit for the first at the
- * prompt's last position — the classifier vLLM builds from the two LM-head rows — and a score is its
- * sigmoid (the two tokens' softmax). Only that two-way form is served.
+ * A model served as a cross-encoder: its relevance logit for a prompt (a query and a document), a
+ * score being the logit's sigmoid. Two forms, as vLLM serves them:
  *
- * @param falseToken the id of the first token ("no")
- * @param trueToken the id of the second ("yes")
+ * <ul>
+ *   <li>a causal language model read through two tokens' logits, as vLLM's {@code --hf-overrides}
+ *       turns Qwen3-Reranker (and mxbai-rerank-v2 and the like) into one: {@code {"architectures":
+ *       ["Qwen3ForSequenceClassification"], "classifier_from_token": ["no", "yes"],
+ *       "is_original_qwen3_reranker": true}} (or {@code "method": "from_2_way_softmax"}): the logit
+ *       is the second token's logit less the first's at the prompt's last position — the classifier
+ *       vLLM builds from the two LM-head rows ({@link #parse}); only that two-way form is served;
+ *   <li>a sequence classifier's checkpoint with one label ({@code *ForSequenceClassification},
+ *       {@code score.weight} of one row: converted rerankers, reward models): the logit is that
+ *       row times the final norm's output at the last token ({@link #ofScoreHead}).
+ * </ul>
+ *
+ * @param falseToken the id of the first token ("no"); -1 for a score head
+ * @param trueToken the id of the second ("yes"); -1 for a score head
+ * @param scoreRow the score head's one row (hidden size); null for the two-token form
  */
-public record ClassifierConfig(int falseToken, int trueToken) {
+public record ClassifierConfig(int falseToken, int trueToken, float[] scoreRow) {
   private static final String FLAG = "--hf-overrides";
 
-  /** The relevance logit of a prompt whose last position's logits are {@code logits}. */
-  public float logit(float[] logits) {
-    return logits[trueToken] - logits[falseToken];
+  /** The two-token form: the second token's logit less the first's. */
+  public static ClassifierConfig ofTokens(int falseToken, int trueToken) {
+    return new ClassifierConfig(falseToken, trueToken, null);
+  }
+
+  /**
+   * A sequence classifier's score head ({@code score.weight}, one row per label).
+   *
+   * @throws IllegalArgumentException for a head of more than one label, naming {@code file}
+   */
+  public static ClassifierConfig ofScoreHead(float[][] head, String file) {
+    if (head.length != 1) {
+      throw new IllegalArgumentException(file + ": score.weight has " + head.length + " labels; Tandem serves a sequence classifier of one "
+          + "label (a reranker, a reward model) through /score and /rerank, and has no /classify for more yet");
+    }
+    return new ClassifierConfig(-1, -1, head[0].clone());
+  }
+
+  /** The relevance logit of a prompt whose last position's logits are {@code logits} and final norm's output {@code hidden}. */
+  public float logit(float[] logits, float[] hidden) {
+    if (scoreRow == null) {
+      return logits[trueToken] - logits[falseToken];
+    }
+    double dot = 0;
+    for (int i = 0; i < scoreRow.length; i++) {
+      dot += (double) scoreRow[i] * hidden[i];
+    }
+    return (float) dot;
   }
 
   /**
@@ -63,8 +96,8 @@ public record ClassifierConfig(int falseToken, int trueToken) {
     }
     JsonNode tokens = root.get("classifier_from_token");
     if (tokens == null) {
-      throw new IllegalArgumentException(FLAG + ": 'classifier_from_token' is missing: Tandem reads a classifier from two tokens' "
-          + "logits only (a checkpoint's own score head, score.weight, is not supported yet)");
+      throw new IllegalArgumentException(FLAG + ": 'classifier_from_token' is missing: the overrides read a classifier from two tokens' "
+          + "logits (a sequence classifier's checkpoint with its own score.weight needs no --hf-overrides)");
     }
     boolean qwen3 = root.path("is_original_qwen3_reranker").asBoolean(false);
     String method = root.path("method").asText(qwen3 ? "from_2_way_softmax" : "");
@@ -86,7 +119,7 @@ public record ClassifierConfig(int falseToken, int trueToken) {
       }
       ids.add(id);
     }
-    return new ClassifierConfig(ids.get(0), ids.get(1));
+    return ofTokens(ids.get(0), ids.get(1));
   }
 
   private static JsonNode tokenizerJson(Path file) {

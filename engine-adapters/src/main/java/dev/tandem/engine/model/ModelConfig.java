@@ -17,7 +17,9 @@ import java.util.Map;
  * optional Llama-3 or linear scaling, RMSNorm, SwiGLU, Qwen2's qkv bias, Qwen3's per-head q/k
  * RMSNorm, tied embeddings), Gemma2ForCausalLM (Gemma 2: see {@link Architecture#GEMMA2}) and
  * Gemma3ForCausalLM (Gemma 3's text model, also read from the {@code text_config} of a
- * Gemma3ForConditionalGeneration: see {@link Architecture#GEMMA3}).
+ * Gemma3ForConditionalGeneration: see {@link Architecture#GEMMA3}); the {@code
+ * *ForSequenceClassification} of any of them as its causal twin (its score head is {@link
+ * ModelWeights#scoreHead}).
  *
  * @param rotaryDim the leading dimensions of each head that RoPE rotates: {@code head_dim} ×
  *     {@code partial_rotary_factor} (Phi-4-mini: 96 of 128); the rest pass through unrotated
@@ -311,6 +313,9 @@ public record ModelConfig(
       root = text.set("architectures", text.arrayNode().add(Architecture.GEMMA3.hfName));
       archName = Architecture.GEMMA3.hfName;
     }
+    if (archName.endsWith(SEQUENCE_CLASSIFICATION) && Architecture.of(causalOf(archName)) != null) {
+      archName = causalOf(archName); // the same transformer; its score head is read beside it (ModelWeights.scoreHead)
+    }
     Architecture arch = Architecture.of(archName);
     if (arch == Architecture.GEMMA3) {
       root = withGemma3Defaults((ObjectNode) root);
@@ -430,6 +435,14 @@ public record ModelConfig(
 
   /** Gemma 3 from 4B up (its text model is served; images are not). */
   public static final String GEMMA3_MULTIMODAL = "Gemma3ForConditionalGeneration";
+
+  /** A sequence classifier's architecture ends so (Qwen3ForSequenceClassification): its causal twin's body, a score head. */
+  public static final String SEQUENCE_CLASSIFICATION = "ForSequenceClassification";
+
+  /** The causal model whose body a {@code XForSequenceClassification} has: {@code XForCausalLM}. */
+  private static String causalOf(String sequenceClassifier) {
+    return sequenceClassifier.substring(0, sequenceClassifier.length() - SEQUENCE_CLASSIFICATION.length()) + "ForCausalLM";
+  }
 
   /**
    * Gemma3TextConfig's defaults (transformers' configuration_gemma3.py) for the fields a config.json

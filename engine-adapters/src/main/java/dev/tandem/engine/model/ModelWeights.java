@@ -37,6 +37,7 @@ public final class ModelWeights implements AutoCloseable {
   private final float[] finalNorm; // (hidden)
   private final WeightMatrix lmHead; // (vocab, hidden); the embedding when tied, or stands in for a headless model's
   private final boolean headless; // no lm_head.weight and not tied: pooling only
+  private final float[][] scoreHead; // a sequence classifier's score.weight (labels, hidden); null for a causal model
 
   private ModelWeights(ModelConfig config, List<SafetensorsFile> files, Lookup t, DType quantizeTo, Arena quantized) {
     this.config = config;
@@ -90,6 +91,7 @@ public final class ModelWeights implements AutoCloseable {
               gemma ? t.norm(p + "post_feedforward_layernorm.weight", hidden) : null);
     }
     this.finalNorm = t.norm(m + "norm.weight", hidden);
+    this.scoreHead = t.has("score.weight") ? t.scoreHead(hidden) : null;
     boolean tied = config.tieWordEmbeddings() && !t.has("lm_head.weight");
     this.headless = !config.tieWordEmbeddings() && !t.has("lm_head.weight");
     if (headless) { // an embedding model saved without its causal head (gte-Qwen2, e5-mistral): the passes still need one
@@ -268,6 +270,14 @@ public final class ModelWeights implements AutoCloseable {
     return headless;
   }
 
+  /**
+   * A sequence classifier's score head ({@code score.weight}: one row of {@code hidden} weights per
+   * label, read from the final norm's output at the last token), or null for a causal model.
+   */
+  public float[][] scoreHead() {
+    return scoreHead == null ? null : scoreHead.clone();
+  }
+
   public WeightMatrix lmHead() {
     return lmHead;
   }
@@ -346,6 +356,23 @@ public final class ModelWeights implements AutoCloseable {
                 + "; config.json implies " + Arrays.toString(shape));
       }
       return t;
+    }
+
+    /** {@code score.weight}, (labels, hidden) in any float type, as rows of floats. */
+    float[][] scoreHead(int hidden) {
+      Tensor t = tensors.get("score.weight");
+      if (t.shape().length != 2 || t.shape()[1] != hidden || t.shape()[0] < 1) {
+        throw new ModelFormatException(dir.resolve(t.file()) + ": tensor 'score.weight' has shape " + t.shapeString()
+            + "; a score head is (labels, hidden_size " + hidden + ")");
+      }
+      WeightMatrix w = matrix("score.weight", (int) t.shape()[0], hidden);
+      float[][] rows = new float[w.rows()][hidden];
+      for (int r = 0; r < rows.length; r++) {
+        for (int c = 0; c < hidden; c++) {
+          rows[r][c] = w.get(r, c);
+        }
+      }
+      return rows;
     }
 
     WeightMatrix matrix(String name, int rows, int cols) {

@@ -190,6 +190,48 @@ class BuiltinEngineTest {
     }
   }
 
+  /**
+   * A sequence classifier's checkpoint of one label (Qwen3ForSequenceClassification with its
+   * score.weight: a converted reranker, a reward model) serves as a cross-encoder: an embed request's
+   * pooled output is the score row times the final norm's output at its last token; nothing else.
+   */
+  @Test
+  void aOneLabelSequenceClassifierAnswersWithItsScoreHeadsLogit() throws Exception {
+    int hidden = dev.tandem.engine.model.ModelConfig.read(model).hiddenSize();
+    float[] row = new float[hidden];
+    for (int i = 0; i < hidden; i++) {
+      row[i] = (float) Math.sin(i + 1) / 4;
+    }
+    Path classifier = TestModels.sequenceClassifier(model, dir.resolve("seq-cls"), new float[][] {row});
+    int[] p = prompt(30, 9);
+    float[] hiddenState;
+    try (BuiltinEngine e = engine(64, 512)) {
+      hiddenState = firstOutput(e, greedy("t", p, 1).withEmbedding()).embedding();
+    }
+    double expected = 0;
+    for (int i = 0; i < hidden; i++) {
+      expected += (double) row[i] * hiddenState[i];
+    }
+    long blockBytes = dev.tandem.engine.model.ModelConfig.read(model).kvBytesPerToken() * 16;
+    BuiltinConfig config = BuiltinConfig.of(classifier).withCompute("cpu", 2).withKvCacheBytes(64 * blockBytes);
+    try (BuiltinEngine e = BuiltinEngine.open(config)) {
+      var features = e.info().features();
+      assertTrue(features.contains(dev.tandem.engine.EngineInfo.Feature.CROSS_ENCODER), features.toString());
+      assertTrue(features.contains(dev.tandem.engine.EngineInfo.Feature.POOLING_ONLY), features.toString());
+      assertFalse(features.contains(dev.tandem.engine.EngineInfo.Feature.EMBEDDINGS), features.toString());
+      float[] logit = firstOutput(e, greedy("c", p, 1).withEmbedding()).embedding();
+      assertEquals(1, logit.length);
+      assertEquals(expected, logit[0], 1e-4 + 1e-4 * Math.abs(expected), "score.weight · the last token's final norm output");
+      assertTrue(Math.abs(expected) > 0.05, "a logit that tells: " + expected);
+      IllegalArgumentException refused = assertThrows(IllegalArgumentException.class, () -> e.add(greedy("g", p, 4)));
+      assertTrue(refused.getMessage().contains("sequence classifier"), refused.getMessage());
+    }
+    Path twoLabels = TestModels.sequenceClassifier(model, dir.resolve("seq-cls-2"), new float[][] {row, row});
+    String refused = assertThrows(IllegalArgumentException.class,
+        () -> BuiltinEngine.open(BuiltinConfig.of(twoLabels).withCompute("cpu", 2).withKvCacheBytes(64 * blockBytes))).getMessage();
+    assertTrue(refused.contains("score.weight has 2 labels"), refused);
+  }
+
   @Test
   void promptLogprobsAreEachTokensLogprobGivenThoseBeforeIt() {
     int[] p = prompt(40, 11);

@@ -38,13 +38,14 @@ class ClassifierConfigTest {
   @Test
   void qwen3RerankersOverridesReadTheYesLogitLessTheNoLogit() {
     ClassifierConfig c = ClassifierConfig.parse(QWEN3_RERANKER, dir);
-    assertEquals(new ClassifierConfig(no, yes), c);
+    assertEquals(no, c.falseToken());
+    assertEquals(yes, c.trueToken());
     float[] logits = new float[Math.max(no, yes) + 1];
     logits[no] = 1.5f;
     logits[yes] = 4f;
-    assertEquals(2.5f, c.logit(logits));
-    assertEquals(c, ClassifierConfig.parse("{\"classifier_from_token\": [\"no\", \"yes\"], \"method\": \"from_2_way_softmax\"}", dir),
-        "mxbai-rerank-v2's form");
+    assertEquals(2.5f, c.logit(logits, null));
+    assertEquals(yes, ClassifierConfig.parse("{\"classifier_from_token\": [\"no\", \"yes\"], \"method\": \"from_2_way_softmax\"}", dir)
+        .trueToken(), "mxbai-rerank-v2's form");
     assertNull(ClassifierConfig.parse(null, dir));
     assertNull(ClassifierConfig.parse(" ", dir));
     int added = ClassifierConfig.parse("{\"classifier_from_token\": [\"<|im_end|>\", \"yes\"], \"method\": \"from_2_way_softmax\"}", dir)
@@ -53,11 +54,20 @@ class ClassifierConfigTest {
   }
 
   @Test
+  void aOneLabelScoreHeadReadsTheHiddenState() {
+    ClassifierConfig c = ClassifierConfig.ofScoreHead(new float[][] {{0.5f, -2f, 1f}}, "m/config.json");
+    assertEquals(0.5f * 2 - 2f * 0.25f + 3f, c.logit(null, new float[] {2, 0.25f, 3}), 1e-6);
+    String refused = assertThrows(IllegalArgumentException.class,
+        () -> ClassifierConfig.ofScoreHead(new float[][] {{1}, {2}}, "m/config.json")).getMessage();
+    assertTrue(refused.startsWith("m/config.json: score.weight has 2 labels"), refused);
+  }
+
+  @Test
   void whatCannotBeServedIsRefusedNamingTheFlagAndField() {
     assertTrue(refusal("{\"max_position_embeddings\": 8192}").contains("'max_position_embeddings' is not supported"));
     assertTrue(refusal("{\"architectures\": [\"Qwen3ForCausalLM\"], \"classifier_from_token\": [\"no\", \"yes\"], "
         + "\"is_original_qwen3_reranker\": true}").contains("'architectures'"));
-    assertTrue(refusal("{\"architectures\": [\"Qwen3ForSequenceClassification\"]}").contains("score.weight"));
+    assertTrue(refusal("{\"architectures\": [\"Qwen3ForSequenceClassification\"]}").contains("needs no --hf-overrides"));
     assertTrue(refusal("{\"classifier_from_token\": [\"no\", \"yes\"]}").contains("two-way"), "no method: vLLM's label logits");
     assertTrue(refusal("{\"classifier_from_token\": [\"a\", \"b\", \"c\"], \"method\": \"from_2_way_softmax\"}").contains("two token"));
     assertTrue(refusal("{\"classifier_from_token\": [\"no\", \"definitely-not-a-token\"], \"is_original_qwen3_reranker\": true}")

@@ -42,8 +42,9 @@ final class EmbeddingsRequest {
   static EmbeddingSpec parse(RequestParser parser, ServedModel model, ObjectNode body) {
     parser.checkModel(body);
     if (model.supports(ScoreRequest.CROSS_ENCODER)) {
-      throw new ApiException(400, "This model is served as a cross-encoder (--hf-overrides classifier_from_token): it scores pairs of "
-          + "texts through /score and /rerank and serves no embeddings.", "invalid_request_error", "input", "unsupported_model");
+      throw new ApiException(400, "This model is served as a cross-encoder (a reranker: --hf-overrides' classifier_from_token, or a "
+          + "sequence classifier's checkpoint): it scores pairs of texts through /score and /rerank and serves no embeddings.",
+          "invalid_request_error", "input", "unsupported_model");
     }
     if (!model.supports("embeddings")) {
       throw new ApiException(400, "Embeddings are not served by this deployment's engine (" + model.engine() + "): the built-in "

@@ -709,9 +709,10 @@ public final class RequestParser {
   private void checkModelAndParameters(ObjectNode body) {
     checkModel(body);
     if (model.supports("pooling_only")) {
-      throw new ApiException(400, "This model has no language-model head (its checkpoint has no lm_head.weight and does not tie the "
-          + "embeddings): it serves /v1/embeddings, /score and /rerank, not generation.", "invalid_request_error", "model",
-          "unsupported_model");
+      throw new ApiException(400, model.supports(ScoreRequest.CROSS_ENCODER)
+          ? "This model is a sequence classifier (its checkpoint's score.weight): it serves /score and /rerank, not generation."
+          : "This model has no language-model head (its checkpoint has no lm_head.weight and does not tie the embeddings): it serves "
+              + "/v1/embeddings, /score and /rerank, not generation.", "invalid_request_error", "model", "unsupported_model");
     }
     NotHonoured.refuse(body);
   }

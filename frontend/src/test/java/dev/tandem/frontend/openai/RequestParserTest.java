@@ -58,6 +58,9 @@ class RequestParserTest {
         "{\"model\":\"m\",\"prompt\":\"hi\"}".getBytes(StandardCharsets.UTF_8))));
     assertEquals("unsupported_model", completionRefused.code());
     assertEquals(1, embeddings(p, "{\"model\":\"m\",\"input\":\"hello\"}").inputs().size(), "embeddings still served");
+    ApiException classifier = assertThrows(ApiException.class, () -> chat(parser(Set.of("cross_encoder", "pooling_only")),
+        "{\"model\":\"m\"," + HI + "}"));
+    assertTrue(classifier.getMessage().contains("sequence classifier"), classifier.getMessage());
   }
 
   @Test
