@@ -78,7 +78,13 @@ public record EngineInfo(
      * embeddings are not tied, as gte-Qwen2 and e5-mistral ship): only requests with {@code embed}
      * are served; the frontend refuses generation.
      */
-    POOLING_ONLY;
+    POOLING_ONLY,
+    /**
+     * The model is a sequence classifier (its checkpoint's score head): the first output of a
+     * request with {@code embed} carries its label logits, which the model card's labels name;
+     * vLLM's {@code /classify}.
+     */
+    CLASSIFY;
 
     /** The name used on the wire and in error messages. */
     public String wireName() {

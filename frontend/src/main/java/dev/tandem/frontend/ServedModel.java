@@ -16,7 +16,8 @@ import java.util.function.Supplier;
  * its reasoning and tool calls are parsed with, and the sampling a request that sets none gets
  * (the model's generation_config.json over OpenAI's defaults, where the engine honours them), and
  * the LoRA adapters requests may name as their model instead of it (read from {@code adapters} at
- * each use: they load and unload while the frontend serves).
+ * each use: they load and unload while the frontend serves), and a sequence classifier's class names
+ * by id ({@code labels}, from the model card; empty for other models).
  *
  * <p>Immutable and thread-safe.
  */
@@ -31,17 +32,20 @@ public record ServedModel(
     ChatTemplate chatTemplate,
     OutputParsers parsers,
     SamplingParams samplingDefaults,
-    Supplier<List<String>> adapters) {
+    Supplier<List<String>> adapters,
+    List<String> labels) {
 
   public ServedModel {
     adapters = adapters == null ? List::of : adapters;
+    labels = labels == null ? List.of() : List.copyOf(labels);
   }
 
   /** A model without LoRA adapters. */
   public ServedModel(
       String name, int maxContextLength, int vocabSize, String engine, Set<String> features, int[] eosTokenIds,
       TextTokenizer tokenizer, ChatTemplate chatTemplate, OutputParsers parsers, SamplingParams samplingDefaults) {
-    this(name, maxContextLength, vocabSize, engine, features, eosTokenIds, tokenizer, chatTemplate, parsers, samplingDefaults, List::of);
+    this(name, maxContextLength, vocabSize, engine, features, eosTokenIds, tokenizer, chatTemplate, parsers, samplingDefaults, List::of,
+        List.of());
   }
 
   /** A model whose output is parsed in the formats its chat template shows ({@code auto}), with OpenAI's sampling defaults. */
@@ -60,7 +64,8 @@ public record ServedModel(
   /** As {@link #withParsers(String, String)}; {@code constrainedCalls}: {@code --tool-call-constraint auto} (true) or {@code none}. */
   public ServedModel withParsers(String reasoningParser, String toolCallParser, boolean constrainedCalls) {
     return new ServedModel(name, maxContextLength, vocabSize, engine, features, eosTokenIds, tokenizer, chatTemplate,
-        OutputParsers.resolve(reasoningParser, toolCallParser, constrainedCalls, mentions(chatTemplate)), samplingDefaults, adapters);
+        OutputParsers.resolve(reasoningParser, toolCallParser, constrainedCalls, mentions(chatTemplate)), samplingDefaults, adapters,
+        labels);
   }
 
   /** Whether the model has a chat template: without one it serves completions, and chat requests get a 400 saying so. */
@@ -74,7 +79,8 @@ public record ServedModel(
 
   /** This model with {@code defaults} for what a request does not set ({@code --generation-config none}: OpenAI's). */
   public ServedModel withSamplingDefaults(SamplingParams defaults) {
-    return new ServedModel(name, maxContextLength, vocabSize, engine, features, eosTokenIds, tokenizer, chatTemplate, parsers, defaults, adapters);
+    return new ServedModel(name, maxContextLength, vocabSize, engine, features, eosTokenIds, tokenizer, chatTemplate, parsers, defaults, adapters,
+        labels);
   }
 
   /** The model a registered worker describes, with the tokenizer from its model card. */
@@ -103,7 +109,14 @@ public record ServedModel(
         tokenizer,
         ChatTemplate.forModel(card.tokenizerConfigJson(), card.chatTemplateJinja(), chatTemplate, source))
         .withSamplingDefaults(card.generation().samplingDefaults(worker.supportedFeatures()))
-        .withLoraAdapters(List.copyOf(worker.loraAdapters()));
+        .withLoraAdapters(List.copyOf(worker.loraAdapters()))
+        .withLabels(card.labels());
+  }
+
+  /** This model with a sequence classifier's class names {@code labels}, by id. */
+  public ServedModel withLabels(List<String> labels) {
+    return new ServedModel(name, maxContextLength, vocabSize, engine, features, eosTokenIds, tokenizer, chatTemplate, parsers,
+        samplingDefaults, adapters, labels);
   }
 
   /** This model with LoRA adapters {@code names}, which requests may name as their model. */
@@ -114,7 +127,7 @@ public record ServedModel(
   /** This model with the LoRA adapters {@code adapters} lists at each use (a router's, as they load and unload). */
   public ServedModel withLoraAdapters(Supplier<List<String>> adapters) {
     return new ServedModel(name, maxContextLength, vocabSize, engine, features, eosTokenIds, tokenizer, chatTemplate, parsers,
-        samplingDefaults, adapters);
+        samplingDefaults, adapters, labels);
   }
 
   /** The LoRA adapters requests may name now, in the order loaded. */

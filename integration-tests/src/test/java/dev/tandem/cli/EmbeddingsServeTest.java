@@ -267,7 +267,7 @@ class EmbeddingsServeTest {
         tokens += ids.length;
         float[] logits = pass.forward(List.of(new Transformer.Slice(ids, 0, ids.length, 0, new int[] {0, 1, 2, 3, 4, 5, 6, 7}, true)),
             cache)[0];
-        double logit = classifier.logit(logits, null);
+        double logit = classifier.logits(logits, null)[0];
         assertEquals(logit, scored.at("/data/" + j + "/score").asDouble(), 0.05 + 0.02 * Math.abs(logit),
             "text_2[" + j + "]: the logit (the worker's KV cache is bf16)");
         for (JsonNode r : ranked.get("results")) {

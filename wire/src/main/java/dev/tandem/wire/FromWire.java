@@ -246,7 +246,8 @@ public final class FromWire {
         c.getMaxContextLength(),
         ints(c.getEosTokenIdsList()),
         generationConfig(c.getGenerationConfig()),
-        c.getChatTemplateJinja());
+        c.getChatTemplateJinja(),
+        c.getLabelsList());
   }
 
   private static GenerationConfig generationConfig(dev.tandem.proto.worker.v1.GenerationConfig g) {

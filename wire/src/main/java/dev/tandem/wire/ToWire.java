@@ -261,7 +261,8 @@ public final class ToWire {
             .setTokenizerConfigJson(ByteString.copyFrom(c.tokenizerConfigJson()))
             .setMaxContextLength(c.maxContextLength())
             .setGenerationConfig(generationConfig(c.generation()))
-            .setChatTemplateJinja(c.chatTemplateJinja());
+            .setChatTemplateJinja(c.chatTemplateJinja())
+            .addAllLabels(c.labels());
     for (int eos : c.eosTokenIds()) {
       b.addEosTokenIds(eos);
     }

@@ -90,8 +90,10 @@ class WireRoundTripTest {
   void aModelCardRoundTripsWithWhatItsGenerationConfigSetsAndNothingElse() {
     var set = new dev.tandem.common.GenerationConfig(java.util.OptionalDouble.of(0.6), java.util.OptionalDouble.of(0.95),
         java.util.OptionalInt.of(20), java.util.OptionalDouble.empty(), java.util.OptionalDouble.of(1.05), new int[] {151645, 151643});
-    var card = new dev.tandem.common.ModelCard("m", new byte[] {1}, new byte[] {2}, 4096, new int[] {151645}, set, "{{ x }}");
+    var card = new dev.tandem.common.ModelCard("m", new byte[] {1}, new byte[] {2}, 4096, new int[] {151645}, set, "{{ x }}",
+        List.of("negative", "positive"));
     assertEquals("{{ x }}", FromWire.modelCard(ToWire.modelCard(card)).chatTemplateJinja());
+    assertEquals(List.of("negative", "positive"), FromWire.modelCard(ToWire.modelCard(card)).labels(), "a classifier's class names, in order");
     var back = FromWire.modelCard(ToWire.modelCard(card)).generation();
     assertEquals(set.temperature(), back.temperature());
     assertEquals(set.topP(), back.topP());
@@ -100,7 +102,7 @@ class WireRoundTripTest {
     assertEquals(set.repetitionPenalty(), back.repetitionPenalty());
     assertArrayEquals(set.eosTokenIds(), back.eosTokenIds());
     var none = FromWire.modelCard(ToWire.modelCard(new dev.tandem.common.ModelCard("m", new byte[0], new byte[0], 1, new int[0],
-        dev.tandem.common.GenerationConfig.NONE, ""))).generation();
+        dev.tandem.common.GenerationConfig.NONE, "", List.of()))).generation();
     assertEquals(SamplingParams.DEFAULTS, none.samplingDefaults(List.of("temperature", "top_p", "top_k", "min_p", "repetition_penalty")));
   }
 

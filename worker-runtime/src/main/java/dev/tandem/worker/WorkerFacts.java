@@ -74,7 +74,7 @@ final class WorkerFacts {
     EngineInfo info = loop.engine().info();
     return new ModelCard(
         info.modelName(), modelFiles.tokenizerJson(), modelFiles.tokenizerConfigJson(), info.maxContextLength(), info.eosTokenIds(),
-        modelFiles.generation(), modelFiles.chatTemplateJinja());
+        modelFiles.generation(), modelFiles.chatTemplateJinja(), modelFiles.labels());
   }
 
   WorkerLoadReport load() {

@@ -170,8 +170,13 @@ public final class BuiltinEngine extends SchedulingEngine implements KvHandoff {
     if (poolingOnly) {
       features.add(EngineInfo.Feature.POOLING_ONLY);
     }
-    if (classifier != null) {
+    if (weights.scoreHead() != null) {
+      features.add(EngineInfo.Feature.CLASSIFY);
+    }
+    if (classifier != null && classifier.labels() == 1) {
       features.add(EngineInfo.Feature.CROSS_ENCODER); // its pooled output is the relevance logit: no embeddings
+    } else if (classifier != null) {
+      LOG.info("a sequence classifier of {} labels: served through /classify", classifier.labels());
     } else if (pooling.refusal() != null) {
       LOG.warn("embeddings: not served: {}", pooling.refusal());
     } else {
@@ -583,7 +588,7 @@ public final class BuiltinEngine extends SchedulingEngine implements KvHandoff {
         throw new IllegalArgumentException("--hf-overrides: this checkpoint is a sequence classifier with its own score head "
             + "(score.weight); leave classifier_from_token out");
       }
-      return ClassifierConfig.ofScoreHead(head, config.modelDir().resolve("config.json").toString());
+      return ClassifierConfig.ofScoreHead(head);
     }
     if (overrides != null && weights.headless()) {
       throw new IllegalArgumentException("--hf-overrides: classifier_from_token reads the LM head's logits, and this checkpoint has "
@@ -712,7 +717,7 @@ public final class BuiltinEngine extends SchedulingEngine implements KvHandoff {
       float[] raw = top >= 0 ? l.clone() : null; // sampling adjusts logits in place
       if (seq.request().embed() && seq.generated() == 0) {
         float[] hidden = transformer.finalHidden(i);
-        seq.setEmbedding(classifier != null ? new float[] {classifier.logit(l, hidden)} : hidden);
+        seq.setEmbedding(classifier != null ? classifier.logits(l, hidden) : hidden);
       }
       if (!seq.request().stop().mayStopAfter(seq.generated())) {
         holdEnds(l, seq.request().stop());

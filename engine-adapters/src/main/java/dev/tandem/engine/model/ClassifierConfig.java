@@ -19,16 +19,17 @@ import java.util.List;
  *       "is_original_qwen3_reranker": true}} (or {@code "method": "from_2_way_softmax"}): the logit
  *       is the second token's logit less the first's at the prompt's last position — the classifier
  *       vLLM builds from the two LM-head rows ({@link #parse}); only that two-way form is served;
- *   <li>a sequence classifier's checkpoint with one label ({@code *ForSequenceClassification},
- *       {@code score.weight} of one row: converted rerankers, reward models): the logit is that
- *       row times the final norm's output at the last token ({@link #ofScoreHead}).
+ *   <li>a sequence classifier's checkpoint ({@code *ForSequenceClassification} with its {@code
+ *       score.weight}: converted rerankers, reward models, classifiers): its label logits are the
+ *       head times the final norm's output at the last token ({@link #ofScoreHead}); one label is a
+ *       relevance logit, more are classes for vLLM's {@code /classify}.
  * </ul>
  *
  * @param falseToken the id of the first token ("no"); -1 for a score head
  * @param trueToken the id of the second ("yes"); -1 for a score head
- * @param scoreRow the score head's one row (hidden size); null for the two-token form
+ * @param scoreHead the score head, a row of hidden-size weights per label; null for the two-token form
  */
-public record ClassifierConfig(int falseToken, int trueToken, float[] scoreRow) {
+public record ClassifierConfig(int falseToken, int trueToken, float[][] scoreHead) {
   private static final String FLAG = "--hf-overrides";
 
   /** The two-token form: the second token's logit less the first's. */
@@ -36,29 +37,33 @@ public record ClassifierConfig(int falseToken, int trueToken, float[] scoreRow) 
     return new ClassifierConfig(falseToken, trueToken, null);
   }
 
-  /**
-   * A sequence classifier's score head ({@code score.weight}, one row per label).
-   *
-   * @throws IllegalArgumentException for a head of more than one label, naming {@code file}
-   */
-  public static ClassifierConfig ofScoreHead(float[][] head, String file) {
-    if (head.length != 1) {
-      throw new IllegalArgumentException(file + ": score.weight has " + head.length + " labels; Tandem serves a sequence classifier of one "
-          + "label (a reranker, a reward model) through /score and /rerank, and has no /classify for more yet");
-    }
-    return new ClassifierConfig(-1, -1, head[0].clone());
+  /** A sequence classifier's score head ({@code score.weight}, one row per label). */
+  public static ClassifierConfig ofScoreHead(float[][] head) {
+    return new ClassifierConfig(-1, -1, head.clone());
   }
 
-  /** The relevance logit of a prompt whose last position's logits are {@code logits} and final norm's output {@code hidden}. */
-  public float logit(float[] logits, float[] hidden) {
-    if (scoreRow == null) {
-      return logits[trueToken] - logits[falseToken];
+  /** How many values {@link #logits} gives: one relevance logit, or a score head's labels. */
+  public int labels() {
+    return scoreHead == null ? 1 : scoreHead.length;
+  }
+
+  /**
+   * The prompt's label logits (one: its relevance logit), from its last position's logits {@code
+   * logits} and final norm's output {@code hidden}.
+   */
+  public float[] logits(float[] logits, float[] hidden) {
+    if (scoreHead == null) {
+      return new float[] {logits[trueToken] - logits[falseToken]};
     }
-    double dot = 0;
-    for (int i = 0; i < scoreRow.length; i++) {
-      dot += (double) scoreRow[i] * hidden[i];
+    float[] out = new float[scoreHead.length];
+    for (int label = 0; label < out.length; label++) {
+      double dot = 0;
+      for (int i = 0; i < hidden.length; i++) {
+        dot += (double) scoreHead[label][i] * hidden[i];
+      }
+      out[label] = (float) dot;
     }
-    return (float) dot;
+    return out;
   }
 
   /**

@@ -191,9 +191,10 @@ class BuiltinEngineTest {
   }
 
   /**
-   * A sequence classifier's checkpoint of one label (Qwen3ForSequenceClassification with its
-   * score.weight: a converted reranker, a reward model) serves as a cross-encoder: an embed request's
-   * pooled output is the score row times the final norm's output at its last token; nothing else.
+   * A sequence classifier's checkpoint (Qwen3ForSequenceClassification with its score.weight) of
+   * one label (a converted reranker, a reward model) serves as a cross-encoder, of two as a
+   * classifier: an embed request's pooled output is the head times the final norm's output at its
+   * last token; nothing else is served.
    */
   @Test
   void aOneLabelSequenceClassifierAnswersWithItsScoreHeadsLogit() throws Exception {
@@ -226,10 +227,20 @@ class BuiltinEngineTest {
       IllegalArgumentException refused = assertThrows(IllegalArgumentException.class, () -> e.add(greedy("g", p, 4)));
       assertTrue(refused.getMessage().contains("sequence classifier"), refused.getMessage());
     }
-    Path twoLabels = TestModels.sequenceClassifier(model, dir.resolve("seq-cls-2"), new float[][] {row, row});
-    String refused = assertThrows(IllegalArgumentException.class,
-        () -> BuiltinEngine.open(BuiltinConfig.of(twoLabels).withCompute("cpu", 2).withKvCacheBytes(64 * blockBytes))).getMessage();
-    assertTrue(refused.contains("score.weight has 2 labels"), refused);
+    float[] negated = row.clone();
+    for (int i = 0; i < hidden; i++) {
+      negated[i] = -row[i];
+    }
+    Path twoLabels = TestModels.sequenceClassifier(model, dir.resolve("seq-cls-2"), new float[][] {row, negated});
+    try (BuiltinEngine e = BuiltinEngine.open(BuiltinConfig.of(twoLabels).withCompute("cpu", 2).withKvCacheBytes(64 * blockBytes))) {
+      var features = e.info().features();
+      assertTrue(features.contains(dev.tandem.engine.EngineInfo.Feature.CLASSIFY), features.toString());
+      assertFalse(features.contains(dev.tandem.engine.EngineInfo.Feature.CROSS_ENCODER), "two classes are not a relevance logit");
+      float[] logits = firstOutput(e, greedy("c2", p, 1).withEmbedding()).embedding();
+      assertEquals(2, logits.length, "one logit a label");
+      assertEquals(expected, logits[0], 1e-4 + 1e-4 * Math.abs(expected));
+      assertEquals(-expected, logits[1], 1e-4 + 1e-4 * Math.abs(expected));
+    }
   }
 
   @Test

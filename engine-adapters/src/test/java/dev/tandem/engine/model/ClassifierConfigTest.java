@@ -43,7 +43,8 @@ class ClassifierConfigTest {
     float[] logits = new float[Math.max(no, yes) + 1];
     logits[no] = 1.5f;
     logits[yes] = 4f;
-    assertEquals(2.5f, c.logit(logits, null));
+    assertEquals(2.5f, c.logits(logits, null)[0]);
+    assertEquals(1, c.labels());
     assertEquals(yes, ClassifierConfig.parse("{\"classifier_from_token\": [\"no\", \"yes\"], \"method\": \"from_2_way_softmax\"}", dir)
         .trueToken(), "mxbai-rerank-v2's form");
     assertNull(ClassifierConfig.parse(null, dir));
@@ -54,12 +55,12 @@ class ClassifierConfigTest {
   }
 
   @Test
-  void aOneLabelScoreHeadReadsTheHiddenState() {
-    ClassifierConfig c = ClassifierConfig.ofScoreHead(new float[][] {{0.5f, -2f, 1f}}, "m/config.json");
-    assertEquals(0.5f * 2 - 2f * 0.25f + 3f, c.logit(null, new float[] {2, 0.25f, 3}), 1e-6);
-    String refused = assertThrows(IllegalArgumentException.class,
-        () -> ClassifierConfig.ofScoreHead(new float[][] {{1}, {2}}, "m/config.json")).getMessage();
-    assertTrue(refused.startsWith("m/config.json: score.weight has 2 labels"), refused);
+  void aScoreHeadReadsTheHiddenStateOneLogitALabel() {
+    ClassifierConfig c = ClassifierConfig.ofScoreHead(new float[][] {{0.5f, -2f, 1f}, {1f, 0f, -1f}});
+    assertEquals(2, c.labels());
+    float[] logits = c.logits(null, new float[] {2, 0.25f, 3});
+    assertEquals(0.5f * 2 - 2f * 0.25f + 3f, logits[0], 1e-6);
+    assertEquals(2f - 3f, logits[1], 1e-6);
   }
 
   @Test

@@ -6,6 +6,7 @@ import com.fasterxml.jackson.databind.node.ObjectNode;
 import dev.tandem.frontend.FrontendMetrics;
 import dev.tandem.frontend.ServedModel;
 import dev.tandem.frontend.text.ChatTemplate;
+import dev.tandem.frontend.openai.ClassifySpec;
 import dev.tandem.frontend.openai.EmbeddingSpec;
 import dev.tandem.frontend.openai.GenerationSpec;
 import dev.tandem.frontend.openai.RequestParser;
@@ -51,6 +52,7 @@ final class HttpApiHandler extends SimpleChannelInboundHandler<FullHttpRequest> 
           Map.entry("/v1/completions", HttpMethod.POST),
           Map.entry("/v1/responses", HttpMethod.POST),
           Map.entry("/v1/embeddings", HttpMethod.POST),
+          Map.entry("/classify", HttpMethod.POST),
           Map.entry("/score", HttpMethod.POST),
           Map.entry("/v1/score", HttpMethod.POST),
           Map.entry("/rerank", HttpMethod.POST),
@@ -70,7 +72,8 @@ final class HttpApiHandler extends SimpleChannelInboundHandler<FullHttpRequest> 
   private static final java.util.Set<String> SCORES = java.util.Set.of("/score", "/v1/score", "/rerank", "/v1/rerank", "/v2/rerank");
   /** What runs on the workers: counted against --max-inflight-requests, prepared off the event loop. */
   private static final java.util.Set<String> GENERATIONS = java.util.stream.Stream.concat(
-      java.util.stream.Stream.of("/v1/chat/completions", "/v1/completions", "/v1/responses", "/v1/embeddings"), SCORES.stream())
+      java.util.stream.Stream.of("/v1/chat/completions", "/v1/completions", "/v1/responses", "/v1/embeddings", "/classify"),
+      SCORES.stream())
       .collect(java.util.stream.Collectors.toUnmodifiableSet());
 
   private final ServedModel model;
@@ -253,6 +256,13 @@ final class HttpApiHandler extends SimpleChannelInboundHandler<FullHttpRequest> 
       var reply = new EmbeddingRun.Reply(endpoint, "embd-",
           (id, pooled, tokens) -> ResponseJson.embeddings(id, created, spec.model(), pooled, spec.base64(), tokens));
       return () -> embed(ctx, spec, reply, keepAlive, start);
+    }
+    if (path.equals("/classify")) { // a sequence classifier's label logits, as probabilities
+      ClassifySpec spec = parser.parseClassify(RequestParser.parseBody(body));
+      long created = System.currentTimeMillis() / 1000;
+      var reply = new EmbeddingRun.Reply(endpoint, "classify-", (id, logits, tokens) ->
+          ResponseJson.classifications(spec, id, created, spec.inputs().model(), model.labels(), logits, tokens));
+      return () -> embed(ctx, spec.inputs(), reply, keepAlive, start);
     }
     if (SCORES.contains(path)) { // the texts' embeddings, then their cosine similarities
       ObjectNode json = RequestParser.parseBody(body);

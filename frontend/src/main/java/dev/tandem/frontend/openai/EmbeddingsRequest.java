@@ -46,11 +46,48 @@ final class EmbeddingsRequest {
           + "sequence classifier's checkpoint): it scores pairs of texts through /score and /rerank and serves no embeddings.",
           "invalid_request_error", "input", "unsupported_model");
     }
+    if (model.supports(CLASSIFY)) {
+      throw new ApiException(400, "This model is a sequence classifier (its checkpoint's score.weight): it serves /classify, not "
+          + "embeddings.", "invalid_request_error", "input", "unsupported_model");
+    }
     if (!model.supports("embeddings")) {
       throw new ApiException(400, "Embeddings are not served by this deployment's engine (" + model.engine() + "): the built-in "
           + "engine computes them, for models that pool the last token.", "invalid_request_error", "input",
           "unsupported_model");
     }
+    return inputs(parser, model, body);
+  }
+
+  /** The feature of a sequence classifier's checkpoint (vLLM's {@code /classify}). */
+  static final String CLASSIFY = "classify";
+
+  /** Embeddings' parameters, which a classification request has no use for. */
+  private static final List<String> EMBEDDING_ONLY = List.of("encoding_format", "dimensions", "normalize", "embed_dtype", "endianness");
+
+  /**
+   * vLLM's classification request ({@code POST /classify}): the inputs an embeddings request takes
+   * ({@code input} or chat {@code messages}, {@code truncate_prompt_tokens}, {@code
+   * add_special_tokens}, {@code priority}, {@code request_id}), each run for its label logits, and
+   * {@code use_activation} (default true: the logits' softmax, a sigmoid for one label).
+   *
+   * @throws ApiException naming the field, for a model that is not a sequence classifier too
+   */
+  static ClassifySpec parseClassify(RequestParser parser, ServedModel model, ObjectNode body) {
+    parser.checkModel(body);
+    if (!model.supports(CLASSIFY)) {
+      throw new ApiException(400, "/classify needs a sequence classifier (a *ForSequenceClassification checkpoint with its "
+          + "score.weight); this model is not one.", "invalid_request_error", "model", "unsupported_model");
+    }
+    for (String field : EMBEDDING_ONLY) {
+      if (NotHonoured.isSet(body.get(field))) {
+        throw RequestParser.unsupported(field, "is an embeddings parameter; /classify answers class probabilities");
+      }
+    }
+    return new ClassifySpec(inputs(parser, model, body.deepCopy().put("normalize", false)), ScoreRequest.activation(body));
+  }
+
+  /** The checks and tokenizing an embeddings request and a classification request share, after the model's. */
+  private static EmbeddingSpec inputs(RequestParser parser, ServedModel model, ObjectNode body) {
     NotHonoured.refuse(body); // a request's own chat template and the like: never silently ignored
     notHonouredUnless(body, "embed_dtype", List.of("float32"));
     notHonouredUnless(body, "endianness", List.of("native", "little"));

@@ -406,6 +406,15 @@ public final class RequestParser {
   }
 
   /**
+   * vLLM's classification request ({@code POST /classify}; {@link EmbeddingsRequest#parseClassify}).
+   *
+   * @throws ApiException naming the field, for a model that is not a sequence classifier too
+   */
+  public ClassifySpec parseClassify(ObjectNode body) {
+    return EmbeddingsRequest.parseClassify(this, model, body);
+  }
+
+  /**
    * vLLM's score request ({@code POST /score}, {@code /v1/score}; {@link ScoreRequest#parseScore}).
    *
    * @throws ApiException naming the field, for a model that serves no embeddings too

@@ -290,6 +290,39 @@ public final class ResponseJson {
     return root;
   }
 
+  /**
+   * A classification request's answer (vLLM's {@code /classify}): per input its probabilities (or
+   * logits, {@link ClassifySpec#probabilities}), the number of classes, and the likeliest class's
+   * name from {@code labels} ({@code LABEL_i} past their end, as transformers names a class it was
+   * given no name for).
+   */
+  public static ObjectNode classifications(ClassifySpec spec, String id, long created, String model, List<String> labels,
+      List<float[]> logits, long promptTokens) {
+    ObjectNode root = JSON.createObjectNode();
+    root.put("id", id);
+    root.put("object", "list");
+    root.put("created", created);
+    root.put("model", model);
+    ArrayNode data = root.putArray("data");
+    for (int i = 0; i < logits.size(); i++) {
+      float[] l = logits.get(i);
+      int best = 0;
+      for (int c = 1; c < l.length; c++) {
+        if (l[c] > l[best]) {
+          best = c;
+        }
+      }
+      ObjectNode d = data.addObject().put("index", i).put("label", best < labels.size() ? labels.get(best) : "LABEL_" + best);
+      ArrayNode probs = d.putArray("probs");
+      for (double p : spec.probabilities(l)) {
+        probs.add(p);
+      }
+      d.put("num_classes", l.length);
+    }
+    root.putObject("usage").put("prompt_tokens", promptTokens).put("total_tokens", promptTokens).put("completion_tokens", 0);
+    return root;
+  }
+
   public static ObjectNode usage(Usage u) {
     ObjectNode n = JSON.createObjectNode();
     n.put("prompt_tokens", u.promptTokens());

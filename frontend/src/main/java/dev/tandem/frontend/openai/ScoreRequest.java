@@ -78,7 +78,7 @@ final class ScoreRequest {
   }
 
   /** vLLM's {@code use_activation} (or its older names {@code activation}, {@code softmax}): the sigmoid of a cross-encoder's logit, by default. */
-  private static boolean activation(ObjectNode body) {
+  static boolean activation(ObjectNode body) {
     for (String field : ACTIVATION) {
       if (NotHonoured.isSet(body.get(field))) {
         return RequestParser.bool(body, field, true);
@@ -212,6 +212,11 @@ final class ScoreRequest {
   /** The queries, then the documents, as one embeddings request: whole vectors at unit length. */
   private static EmbeddingSpec embeddings(RequestParser parser, ServedModel model, ObjectNode body, List<String> queries,
       List<String> documents, Names names) {
+    if (model.supports(EmbeddingsRequest.CLASSIFY)) {
+      parser.checkModel(body);
+      throw new ApiException(400, "This model is a sequence classifier of several classes: a score needs one relevance label. It "
+          + "serves /classify.", "invalid_request_error", "model", "unsupported_model");
+    }
     ObjectNode request = ResponseJson.JSON.createObjectNode();
     for (String field : PASSED_ON) {
       if (body.has(field)) {

@@ -132,6 +132,52 @@ class ScoreRunTest {
     assertTrue(refused.body().contains("cross-encoder"), refused.body());
   }
 
+  /** vLLM's /classify on a sequence classifier: each input's label logits as probabilities, named by the model card's labels. */
+  @Test
+  void aClassifierAnswersEachInputsClassProbabilities() throws Exception {
+    ServedModel classifier = new ServedModel("m", 4096, 151_936, "test", Set.of("classify", "pooling_only"), new int[] {151645}, TOKENIZER,
+        null).withLabels(java.util.List.of("negative", "positive"));
+    // The worker's pooled output: logits (0, ln 3) for "sea", (ln 3, 0) for anything else.
+    var router = new GenerationRunTest.ScriptedRouter((r, l) -> {
+      float ln3 = (float) Math.log(3);
+      float[] logits = r.promptTokens()[0] == SEA ? new float[] {0, ln3} : new float[] {ln3, 0};
+      l.onChunk(new TokenChunk(new int[] {7}, null, FinishReason.LENGTH, r.promptTokens().length, 0,
+          new TokenChunk.Origin("w0", 10, "", "", 0, 0, 0), null, logits));
+      l.onCompleted();
+    });
+    EmbeddedChannel ch = new EmbeddedChannel(new HttpApiHandler(classifier, router, new FrontendMetrics(), 0, Duration.ZERO));
+    GenerationRunTest.post(ch, "/classify", "{\"model\":\"m\",\"input\":[\"sea\",\"shore\"]}");
+    GenerationRunTest.Written w = GenerationRunTest.drain(ch);
+    assertEquals(200, w.status(), w.body());
+    JsonNode body = JSON.readTree(w.body());
+    assertTrue(body.get("id").asText().startsWith("classify-"), body.toString());
+    assertEquals("positive", body.at("/data/0/label").asText());
+    assertEquals(0.75, body.at("/data/0/probs/1").asDouble(), 1e-6, "softmax of (0, ln 3)");
+    assertEquals(2, body.at("/data/0/num_classes").asInt());
+    assertEquals("negative", body.at("/data/1/label").asText());
+    assertEquals(1, body.at("/data/1/index").asInt());
+    assertTrue(router.routed.stream().allMatch(GenerationRequest::embed));
+    EmbeddedChannel raw = new EmbeddedChannel(new HttpApiHandler(classifier, router, new FrontendMetrics(), 0, Duration.ZERO));
+    GenerationRunTest.post(raw, "/classify", "{\"model\":\"m\",\"input\":\"sea\",\"use_activation\":false}");
+    assertEquals(Math.log(3), JSON.readTree(GenerationRunTest.drain(raw).body()).at("/data/0/probs/1").asDouble(), 1e-6,
+        "use_activation false: the logits");
+    EmbeddedChannel embeddings = new EmbeddedChannel(new HttpApiHandler(classifier, router, new FrontendMetrics(), 0, Duration.ZERO));
+    GenerationRunTest.post(embeddings, "/v1/embeddings", "{\"model\":\"m\",\"input\":\"sea\"}");
+    GenerationRunTest.Written refused = GenerationRunTest.drain(embeddings);
+    assertEquals(400, refused.status());
+    assertTrue(refused.body().contains("/classify"), refused.body());
+    EmbeddedChannel rerank = new EmbeddedChannel(new HttpApiHandler(classifier, router, new FrontendMetrics(), 0, Duration.ZERO));
+    GenerationRunTest.post(rerank, "/v1/rerank", "{\"model\":\"m\",\"query\":\"sea\",\"documents\":[\"shore\"]}");
+    GenerationRunTest.Written noScore = GenerationRunTest.drain(rerank);
+    assertEquals(400, noScore.status());
+    assertTrue(noScore.body().contains("several classes"), noScore.body());
+    EmbeddedChannel notAClassifier = new EmbeddedChannel(new HttpApiHandler(MODEL, router, new FrontendMetrics(), 0, Duration.ZERO));
+    GenerationRunTest.post(notAClassifier, "/classify", "{\"model\":\"m\",\"input\":\"sea\"}");
+    GenerationRunTest.Written noClassifier = GenerationRunTest.drain(notAClassifier);
+    assertEquals(400, noClassifier.status());
+    assertTrue(noClassifier.body().contains("sequence classifier"), noClassifier.body());
+  }
+
   @Test
   void aBadRequestIsAnOpenAiErrorAndNothingRuns() throws Exception {
     var router = new GenerationRunTest.ScriptedRouter(ScoreRunTest::embeds);
