@@ -25,7 +25,8 @@ import java.util.UUID;
  * caches its prefix — and tried again on another worker when its worker fails, at most {@code
  * migrationLimit} times a request. The vectors, each cut to {@code dimensions} and normalized as the
  * request asks ({@link #pooled}), are written back as its {@link Reply} says: OpenAI's list of
- * embeddings, or the scores of a score or rerank request computed from them.
+ * embeddings, the scores of a score or rerank request computed from them (or from a cross-encoder's
+ * logits), or a classification request's class probabilities.
  *
  * <p>Threading: every method runs on the channel's event loop; worker callbacks are posted there.
  */

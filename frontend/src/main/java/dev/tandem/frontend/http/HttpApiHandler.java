@@ -68,7 +68,7 @@ final class HttpApiHandler extends SimpleChannelInboundHandler<FullHttpRequest> 
           Map.entry(LOAD_LORA, HttpMethod.POST),
           Map.entry(UNLOAD_LORA, HttpMethod.POST));
 
-  /** vLLM's score and rerank paths (rerank's {@code /v2} is Cohere's), answered from embeddings. */
+  /** vLLM's score and rerank paths (rerank's {@code /v2} is Cohere's), answered from pooled outputs (embeddings or a cross-encoder's logits). */
   private static final java.util.Set<String> SCORES = java.util.Set.of("/score", "/v1/score", "/rerank", "/v1/rerank", "/v2/rerank");
   /** What runs on the workers: counted against --max-inflight-requests, prepared off the event loop. */
   private static final java.util.Set<String> GENERATIONS = java.util.stream.Stream.concat(
@@ -264,7 +264,7 @@ final class HttpApiHandler extends SimpleChannelInboundHandler<FullHttpRequest> 
           ResponseJson.classifications(spec, id, created, spec.inputs().model(), model.labels(), logits, tokens));
       return () -> embed(ctx, spec.inputs(), reply, keepAlive, start);
     }
-    if (SCORES.contains(path)) { // the texts' embeddings, then their cosine similarities
+    if (SCORES.contains(path)) { // the texts' embeddings and their cosines, or a cross-encoder's logit a pair
       ObjectNode json = RequestParser.parseBody(body);
       ScoreSpec spec = path.endsWith("/score") ? parser.parseScore(json) : parser.parseRerank(json);
       long created = System.currentTimeMillis() / 1000;

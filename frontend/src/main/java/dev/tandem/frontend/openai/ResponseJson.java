@@ -224,11 +224,7 @@ public final class ResponseJson {
    * the prompt tokens read (all of them: embeddings generate none).
    */
   public static ObjectNode embeddings(String id, long created, String model, List<float[]> vectors, boolean base64, long promptTokens) {
-    ObjectNode root = JSON.createObjectNode();
-    root.put("id", id);
-    root.put("object", "list");
-    root.put("created", created);
-    root.put("model", model);
+    ObjectNode root = list(id, created, model);
     ArrayNode data = root.putArray("data");
     for (int i = 0; i < vectors.size(); i++) {
       ObjectNode e = data.addObject();
@@ -258,19 +254,16 @@ public final class ResponseJson {
    */
   public static ObjectNode scores(ScoreSpec spec, String id, long created, String model, List<float[]> unit, long promptTokens) {
     double[] scores = spec.scores(unit);
-    ObjectNode root = JSON.createObjectNode();
-    root.put("id", id);
     if (!spec.rerank()) {
-      root.put("object", "list");
-      root.put("created", created);
-      root.put("model", model);
+      ObjectNode root = list(id, created, model);
       ArrayNode data = root.putArray("data");
       for (int j = 0; j < scores.length; j++) {
         data.addObject().put("index", j).put("object", "score").put("score", scores[j]);
       }
-      root.putObject("usage").put("prompt_tokens", promptTokens).put("total_tokens", promptTokens).put("completion_tokens", 0);
-      return root;
+      return withPoolingUsage(root, promptTokens);
     }
+    ObjectNode root = JSON.createObjectNode();
+    root.put("id", id);
     root.put("model", model);
     root.putObject("usage").put("prompt_tokens", promptTokens).put("total_tokens", promptTokens);
     Integer[] order = new Integer[scores.length];
@@ -298,11 +291,7 @@ public final class ResponseJson {
    */
   public static ObjectNode classifications(ClassifySpec spec, String id, long created, String model, List<String> labels,
       List<float[]> logits, long promptTokens) {
-    ObjectNode root = JSON.createObjectNode();
-    root.put("id", id);
-    root.put("object", "list");
-    root.put("created", created);
-    root.put("model", model);
+    ObjectNode root = list(id, created, model);
     ArrayNode data = root.putArray("data");
     for (int i = 0; i < logits.size(); i++) {
       float[] l = logits.get(i);
@@ -319,6 +308,21 @@ public final class ResponseJson {
       }
       d.put("num_classes", l.length);
     }
+    return withPoolingUsage(root, promptTokens);
+  }
+
+  /** The head of vLLM's and OpenAI's list responses: {@code id}, {@code "object": "list"}, {@code created}, {@code model}. */
+  private static ObjectNode list(String id, long created, String model) {
+    ObjectNode root = JSON.createObjectNode();
+    root.put("id", id);
+    root.put("object", "list");
+    root.put("created", created);
+    root.put("model", model);
+    return root;
+  }
+
+  /** vLLM's usage of a pooling request: every token a prompt token, none generated. */
+  private static ObjectNode withPoolingUsage(ObjectNode root, long promptTokens) {
     root.putObject("usage").put("prompt_tokens", promptTokens).put("total_tokens", promptTokens).put("completion_tokens", 0);
     return root;
   }

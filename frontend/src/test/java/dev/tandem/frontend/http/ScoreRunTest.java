@@ -16,6 +16,7 @@ import dev.tandem.frontend.text.TextTokenizer;
 import dev.tandem.router.TokenListener;
 import io.netty.channel.embedded.EmbeddedChannel;
 import java.time.Duration;
+import java.util.Map;
 import java.util.Set;
 import org.junit.jupiter.api.AfterAll;
 import org.junit.jupiter.api.Test;
@@ -38,20 +39,30 @@ class ScoreRunTest {
     TOKENIZER.close();
   }
 
+  /** A worker's answer to a request for its pooled output: one (discarded) token, and {@code pooled}. */
+  private static void answers(GenerationRequest r, TokenListener l, float[] pooled) {
+    l.onChunk(new TokenChunk(new int[] {7}, null, FinishReason.LENGTH, r.promptTokens().length, 0,
+        new TokenChunk.Origin("w0", 10, "", "", 0, 0, 0), null, pooled));
+    l.onCompleted();
+  }
+
   /** "sea" → (3, 4), "shore" → (4, 3), anything else → (0, 5): cosines 24/25 and 4/5 against "sea". */
   private static void embeds(GenerationRequest r, TokenListener l) {
     int first = r.promptTokens()[0];
-    float[] hidden = first == SEA ? new float[] {3, 4} : first == SHORE ? new float[] {4, 3} : new float[] {0, 5};
-    l.onChunk(new TokenChunk(new int[] {7}, null, FinishReason.LENGTH, r.promptTokens().length, 0,
-        new TokenChunk.Origin("w0", 10, "", "", 0, 0, 0), null, hidden));
-    l.onCompleted();
+    answers(r, l, first == SEA ? new float[] {3, 4} : first == SHORE ? new float[] {4, 3} : new float[] {0, 5});
+  }
+
+  /** What {@code model}'s handler writes back for {@code body} posted to {@code path}. */
+  private static GenerationRunTest.Written written(ServedModel model, GenerationRunTest.ScriptedRouter router, FrontendMetrics metrics,
+      String path, String body) {
+    EmbeddedChannel ch = new EmbeddedChannel(new HttpApiHandler(model, router, metrics, 0, Duration.ZERO));
+    GenerationRunTest.post(ch, path, body);
+    return GenerationRunTest.drain(ch);
   }
 
   private static JsonNode post(GenerationRunTest.ScriptedRouter router, FrontendMetrics metrics, String path, String body, int status)
       throws Exception {
-    EmbeddedChannel ch = new EmbeddedChannel(new HttpApiHandler(MODEL, router, metrics, 0, Duration.ZERO));
-    GenerationRunTest.post(ch, path, body);
-    GenerationRunTest.Written w = GenerationRunTest.drain(ch);
+    GenerationRunTest.Written w = written(MODEL, router, metrics, path, body);
     assertEquals(status, w.status(), w.body());
     return JSON.readTree(w.body());
   }
@@ -105,14 +116,9 @@ class ScoreRunTest {
   void aCrossEncoderScoresEachPairByTheSigmoidOfItsLogit() throws Exception {
     ServedModel crossEncoder = new ServedModel("m", 4096, 151_936, "test", Set.of("cross_encoder"), new int[] {151645}, TOKENIZER, null);
     // The worker's pooled output for a pair: one logit, the pair's length less 3.
-    var router = new GenerationRunTest.ScriptedRouter((r, l) -> {
-      l.onChunk(new TokenChunk(new int[] {7}, null, FinishReason.LENGTH, r.promptTokens().length, 0,
-          new TokenChunk.Origin("w0", 10, "", "", 0, 0, 0), null, new float[] {r.promptTokens().length - 3}));
-      l.onCompleted();
-    });
-    EmbeddedChannel ch = new EmbeddedChannel(new HttpApiHandler(crossEncoder, router, new FrontendMetrics(), 0, Duration.ZERO));
-    GenerationRunTest.post(ch, "/v1/rerank", "{\"model\":\"m\",\"query\":\"sea\",\"documents\":[\"shore\",\"the sea shore\"]}");
-    GenerationRunTest.Written w = GenerationRunTest.drain(ch);
+    var router = new GenerationRunTest.ScriptedRouter((r, l) -> answers(r, l, new float[] {r.promptTokens().length - 3}));
+    GenerationRunTest.Written w = written(crossEncoder, router, new FrontendMetrics(), "/v1/rerank",
+        "{\"model\":\"m\",\"query\":\"sea\",\"documents\":[\"shore\",\"the sea shore\"]}");
     assertEquals(200, w.status(), w.body());
     JsonNode body = JSON.readTree(w.body());
     assertEquals(2, router.routed.size(), "one input per pair, the query not alone");
@@ -121,13 +127,11 @@ class ScoreRunTest {
     int longer = router.routed.get(1).promptTokens().length;
     assertEquals(1, body.at("/results/0/index").asInt(), "the higher logit first");
     assertEquals(1 / (1 + Math.exp(-(longer - 3))), body.at("/results/0/relevance_score").asDouble(), 1e-9);
-    EmbeddedChannel raw = new EmbeddedChannel(new HttpApiHandler(crossEncoder, router, new FrontendMetrics(), 0, Duration.ZERO));
-    GenerationRunTest.post(raw, "/score", "{\"model\":\"m\",\"text_1\":\"sea\",\"text_2\":\"the sea shore\",\"use_activation\":false}");
-    JsonNode logits = JSON.readTree(GenerationRunTest.drain(raw).body());
+    JsonNode logits = JSON.readTree(written(crossEncoder, router, new FrontendMetrics(), "/score",
+        "{\"model\":\"m\",\"text_1\":\"sea\",\"text_2\":\"the sea shore\",\"use_activation\":false}").body());
     assertEquals(longer - 3, logits.at("/data/0/score").asDouble(), 1e-9, "use_activation false: the logit itself");
-    EmbeddedChannel embeddings = new EmbeddedChannel(new HttpApiHandler(crossEncoder, router, new FrontendMetrics(), 0, Duration.ZERO));
-    GenerationRunTest.post(embeddings, "/v1/embeddings", "{\"model\":\"m\",\"input\":\"sea\"}");
-    GenerationRunTest.Written refused = GenerationRunTest.drain(embeddings);
+    GenerationRunTest.Written refused = written(crossEncoder, router, new FrontendMetrics(), "/v1/embeddings",
+        "{\"model\":\"m\",\"input\":\"sea\"}");
     assertEquals(400, refused.status());
     assertTrue(refused.body().contains("cross-encoder"), refused.body());
   }
@@ -138,16 +142,10 @@ class ScoreRunTest {
     ServedModel classifier = new ServedModel("m", 4096, 151_936, "test", Set.of("classify", "pooling_only"), new int[] {151645}, TOKENIZER,
         null).withLabels(java.util.List.of("negative", "positive"));
     // The worker's pooled output: logits (0, ln 3) for "sea", (ln 3, 0) for anything else.
-    var router = new GenerationRunTest.ScriptedRouter((r, l) -> {
-      float ln3 = (float) Math.log(3);
-      float[] logits = r.promptTokens()[0] == SEA ? new float[] {0, ln3} : new float[] {ln3, 0};
-      l.onChunk(new TokenChunk(new int[] {7}, null, FinishReason.LENGTH, r.promptTokens().length, 0,
-          new TokenChunk.Origin("w0", 10, "", "", 0, 0, 0), null, logits));
-      l.onCompleted();
-    });
-    EmbeddedChannel ch = new EmbeddedChannel(new HttpApiHandler(classifier, router, new FrontendMetrics(), 0, Duration.ZERO));
-    GenerationRunTest.post(ch, "/classify", "{\"model\":\"m\",\"input\":[\"sea\",\"shore\"]}");
-    GenerationRunTest.Written w = GenerationRunTest.drain(ch);
+    float ln3 = (float) Math.log(3);
+    var router = new GenerationRunTest.ScriptedRouter(
+        (r, l) -> answers(r, l, r.promptTokens()[0] == SEA ? new float[] {0, ln3} : new float[] {ln3, 0}));
+    GenerationRunTest.Written w = written(classifier, router, new FrontendMetrics(), "/classify", "{\"model\":\"m\",\"input\":[\"sea\",\"shore\"]}");
     assertEquals(200, w.status(), w.body());
     JsonNode body = JSON.readTree(w.body());
     assertTrue(body.get("id").asText().startsWith("classify-"), body.toString());
@@ -157,23 +155,20 @@ class ScoreRunTest {
     assertEquals("negative", body.at("/data/1/label").asText());
     assertEquals(1, body.at("/data/1/index").asInt());
     assertTrue(router.routed.stream().allMatch(GenerationRequest::embed));
-    EmbeddedChannel raw = new EmbeddedChannel(new HttpApiHandler(classifier, router, new FrontendMetrics(), 0, Duration.ZERO));
-    GenerationRunTest.post(raw, "/classify", "{\"model\":\"m\",\"input\":\"sea\",\"use_activation\":false}");
-    assertEquals(Math.log(3), JSON.readTree(GenerationRunTest.drain(raw).body()).at("/data/0/probs/1").asDouble(), 1e-6,
+    assertEquals(Math.log(3), JSON.readTree(written(classifier, router, new FrontendMetrics(), "/classify",
+        "{\"model\":\"m\",\"input\":\"sea\",\"use_activation\":false}").body()).at("/data/0/probs/1").asDouble(), 1e-6,
         "use_activation false: the logits");
-    EmbeddedChannel embeddings = new EmbeddedChannel(new HttpApiHandler(classifier, router, new FrontendMetrics(), 0, Duration.ZERO));
-    GenerationRunTest.post(embeddings, "/v1/embeddings", "{\"model\":\"m\",\"input\":\"sea\"}");
-    GenerationRunTest.Written refused = GenerationRunTest.drain(embeddings);
-    assertEquals(400, refused.status());
-    assertTrue(refused.body().contains("/classify"), refused.body());
-    EmbeddedChannel rerank = new EmbeddedChannel(new HttpApiHandler(classifier, router, new FrontendMetrics(), 0, Duration.ZERO));
-    GenerationRunTest.post(rerank, "/v1/rerank", "{\"model\":\"m\",\"query\":\"sea\",\"documents\":[\"shore\"]}");
-    GenerationRunTest.Written noScore = GenerationRunTest.drain(rerank);
-    assertEquals(400, noScore.status());
-    assertTrue(noScore.body().contains("several classes"), noScore.body());
-    EmbeddedChannel notAClassifier = new EmbeddedChannel(new HttpApiHandler(MODEL, router, new FrontendMetrics(), 0, Duration.ZERO));
-    GenerationRunTest.post(notAClassifier, "/classify", "{\"model\":\"m\",\"input\":\"sea\"}");
-    GenerationRunTest.Written noClassifier = GenerationRunTest.drain(notAClassifier);
+    Map<String, String> refusals = Map.of(
+        "/v1/embeddings", "/classify",
+        "/v1/rerank", "several classes");
+    for (var e : refusals.entrySet()) {
+      String request = e.getKey().equals("/v1/rerank") ? "{\"model\":\"m\",\"query\":\"sea\",\"documents\":[\"shore\"]}"
+          : "{\"model\":\"m\",\"input\":\"sea\"}";
+      GenerationRunTest.Written refused = written(classifier, router, new FrontendMetrics(), e.getKey(), request);
+      assertEquals(400, refused.status(), e.getKey());
+      assertTrue(refused.body().contains(e.getValue()), refused.body());
+    }
+    GenerationRunTest.Written noClassifier = written(MODEL, router, new FrontendMetrics(), "/classify", "{\"model\":\"m\",\"input\":\"sea\"}");
     assertEquals(400, noClassifier.status());
     assertTrue(noClassifier.body().contains("sequence classifier"), noClassifier.body());
   }
