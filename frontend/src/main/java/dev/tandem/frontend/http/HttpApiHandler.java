@@ -537,7 +537,7 @@ final class HttpApiHandler extends SimpleChannelInboundHandler<FullHttpRequest> 
   private int[] tokenizeChat(ObjectNode chat) {
     // Same validation and rendering as a chat completion, without the context-window check.
     try {
-      return parser.parseChat(chat).prompts().getFirst();
+      return parser.parseConversation(chat).prompts().getFirst();
     } catch (ApiException e) {
       if ("context_length_exceeded".equals(e.code())) {
         throw ApiException.invalid("messages", e.getMessage(), e.code());

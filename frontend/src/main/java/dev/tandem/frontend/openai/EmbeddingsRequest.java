@@ -159,7 +159,7 @@ final class EmbeddingsRequest {
     chat.put("add_generation_prompt", RequestParser.bool(body, "add_generation_prompt", false));
     chat.put("max_tokens", 1);
     try {
-      return parser.parseChat(chat).prompts().getFirst();
+      return parser.parseConversation(chat).prompts().getFirst();
     } catch (ApiException e) {
       if ("context_length_exceeded".equals(e.code())) {
         throw ApiException.invalid("messages", "This model's maximum context length is " + model.maxContextLength()

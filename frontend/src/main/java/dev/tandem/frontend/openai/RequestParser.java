@@ -152,6 +152,15 @@ public final class RequestParser {
   }
 
   public GenerationSpec parseChat(ObjectNode body) {
+    refuseGenerationIfPoolingOnly(body);
+    return parseConversation(body);
+  }
+
+  /**
+   * A chat request read as {@link #parseChat} reads it, whatever the model serves: a pooling
+   * request's conversation (vLLM's chat embeddings, {@code /classify}) or {@code /tokenize}'s.
+   */
+  public GenerationSpec parseConversation(ObjectNode body) {
     checkModelAndParameters(body);
     List<Map<String, Object>> messages = messages(body);
     List<Map<String, Object>> tools = tools(body);
@@ -339,6 +348,7 @@ public final class RequestParser {
   }
 
   public GenerationSpec parseCompletion(ObjectNode body) {
+    refuseGenerationIfPoolingOnly(body);
     checkModelAndParameters(body);
     if (body.has("thinking_token_budget") && !body.get("thinking_token_budget").isNull()) {
       throw ApiException.invalid("thinking_token_budget",
@@ -717,13 +727,18 @@ public final class RequestParser {
   /** What chat and completion requests check first: the model named, then vLLM's parameters Tandem does not honour. */
   private void checkModelAndParameters(ObjectNode body) {
     checkModel(body);
+    NotHonoured.refuse(body);
+  }
+
+  /** A generation request to a model that only pools (no LM head, or a sequence classifier's): a 400 saying what it serves. */
+  private void refuseGenerationIfPoolingOnly(ObjectNode body) {
     if (model.supports("pooling_only")) {
-      throw new ApiException(400, model.supports(ScoreRequest.CROSS_ENCODER)
-          ? "This model is a sequence classifier (its checkpoint's score.weight): it serves /score and /rerank, not generation."
+      checkModel(body);
+      throw new ApiException(400, model.supports(ScoreRequest.CROSS_ENCODER) || model.supports(EmbeddingsRequest.CLASSIFY)
+          ? "This model is a sequence classifier (its checkpoint's score.weight): it serves /score, /rerank or /classify, not generation."
           : "This model has no language-model head (its checkpoint has no lm_head.weight and does not tie the embeddings): it serves "
               + "/v1/embeddings, /score and /rerank, not generation.", "invalid_request_error", "model", "unsupported_model");
     }
-    NotHonoured.refuse(body);
   }
 
   void checkModel(ObjectNode body) {

@@ -155,6 +155,16 @@ class ScoreRunTest {
     assertEquals("negative", body.at("/data/1/label").asText());
     assertEquals(1, body.at("/data/1/index").asInt());
     assertTrue(router.routed.stream().allMatch(GenerationRequest::embed));
+    ServedModel withTemplate = new ServedModel("m", 4096, 151_936, "test", Set.of("classify", "pooling_only"), new int[] {151645},
+        TOKENIZER, dev.tandem.frontend.text.ChatTemplate.fromTokenizerConfig(ModelFiles.bundledQwen3().tokenizerConfigJson(), "qwen3"));
+    String messages = "[{\"role\":\"user\",\"content\":\"sea\"}]";
+    GenerationRunTest.Written chat = written(withTemplate, router, new FrontendMetrics(), "/classify",
+        "{\"model\":\"m\",\"messages\":" + messages + "}");
+    assertEquals(200, chat.status(), chat.body());
+    int[] rendered = TOKENIZER.encode(withTemplate.chatTemplate().render(
+        java.util.List.of(Map.of("role", "user", "content", "sea")), null, false, Map.of()), false);
+    assertEquals(java.util.Arrays.toString(rendered), java.util.Arrays.toString(router.routed.getLast().promptTokens()),
+        "vLLM's chat form: the conversation as the template renders it, without a generation prompt");
     assertEquals(Math.log(3), JSON.readTree(written(classifier, router, new FrontendMetrics(), "/classify",
         "{\"model\":\"m\",\"input\":\"sea\",\"use_activation\":false}").body()).at("/data/0/probs/1").asDouble(), 1e-6,
         "use_activation false: the logits");

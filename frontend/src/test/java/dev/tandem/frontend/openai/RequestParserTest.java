@@ -58,6 +58,9 @@ class RequestParserTest {
         "{\"model\":\"m\",\"prompt\":\"hi\"}".getBytes(StandardCharsets.UTF_8))));
     assertEquals("unsupported_model", completionRefused.code());
     assertEquals(1, embeddings(p, "{\"model\":\"m\",\"input\":\"hello\"}").inputs().size(), "embeddings still served");
+    assertEquals(1, embeddings(p, "{\"model\":\"m\"," + HI + "}").inputs().size(), "a conversation embedded too");
+    assertEquals(1, p.parseConversation(RequestParser.parseBody(("{\"model\":\"m\"," + HI + "}").getBytes(StandardCharsets.UTF_8)))
+        .prompts().size(), "/tokenize's conversation");
     ApiException classifier = assertThrows(ApiException.class, () -> chat(parser(Set.of("cross_encoder", "pooling_only")),
         "{\"model\":\"m\"," + HI + "}"));
     assertTrue(classifier.getMessage().contains("sequence classifier"), classifier.getMessage());
