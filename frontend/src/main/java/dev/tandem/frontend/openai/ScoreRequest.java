@@ -47,7 +47,7 @@ final class ScoreRequest {
     if (model.supports(CROSS_ENCODER)) {
       return new ScoreSpec(pairs(parser, model, body, first, second, names), 0, false, second, 0, false, true, activation(body));
     }
-    refuseCrossEncoderFields(body);
+    refuseCrossEncoderFields(parser, model, body);
     return new ScoreSpec(embeddings(parser, model, body, first, second, names), first.size(), false, second, 0, false, false, false);
   }
 
@@ -72,9 +72,18 @@ final class ScoreRequest {
       return new ScoreSpec(pairs(parser, model, body, List.of(query.asText()), documents, names), 0, true, documents, topN,
           returnDocuments, true, activation(body));
     }
-    refuseCrossEncoderFields(body);
+    refuseCrossEncoderFields(parser, model, body);
     EmbeddingSpec inputs = embeddings(parser, model, body, List.of(query.asText()), documents, names);
     return new ScoreSpec(inputs, 1, true, documents, topN, returnDocuments, false, false);
+  }
+
+  /** A sequence classifier of several classes (not a cross-encoder): a score needs one relevance label. */
+  private static void refuseSeveralClasses(RequestParser parser, ServedModel model, ObjectNode body) {
+    if (model.supports(EmbeddingsRequest.CLASSIFY)) {
+      parser.checkModel(body); // another model's name is a 404 first
+      throw new ApiException(400, "This model is a sequence classifier of several classes: a score needs one relevance label. It "
+          + "serves /classify.", "invalid_request_error", "model", "unsupported_model");
+    }
   }
 
   /** vLLM's {@code use_activation} (or its older names {@code activation}, {@code softmax}): the sigmoid of a cross-encoder's logit, by default. */
@@ -138,8 +147,9 @@ final class ScoreRequest {
         RequestParser.requestId(body), RequestParser.pinnedWorker(body));
   }
 
-  /** What only a cross-encoder reads: refused when an embedding model scores. */
-  private static void refuseCrossEncoderFields(ObjectNode body) {
+  /** What only a cross-encoder reads: refused when an embedding model scores (a classifier of several classes scores nothing). */
+  private static void refuseCrossEncoderFields(RequestParser parser, ServedModel model, ObjectNode body) {
+    refuseSeveralClasses(parser, model, body);
     for (String field : ACTIVATION) {
       if (NotHonoured.isSet(body.get(field))) {
         throw RequestParser.unsupported(field, "applies to a classifier's scores; this deployment scores by the cosine similarity "
@@ -212,11 +222,6 @@ final class ScoreRequest {
   /** The queries, then the documents, as one embeddings request: whole vectors at unit length. */
   private static EmbeddingSpec embeddings(RequestParser parser, ServedModel model, ObjectNode body, List<String> queries,
       List<String> documents, Names names) {
-    if (model.supports(EmbeddingsRequest.CLASSIFY)) {
-      parser.checkModel(body);
-      throw new ApiException(400, "This model is a sequence classifier of several classes: a score needs one relevance label. It "
-          + "serves /classify.", "invalid_request_error", "model", "unsupported_model");
-    }
     ObjectNode request = ResponseJson.JSON.createObjectNode();
     for (String field : PASSED_ON) {
       if (body.has(field)) {

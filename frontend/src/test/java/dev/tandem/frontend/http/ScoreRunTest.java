@@ -170,10 +170,14 @@ class ScoreRunTest {
         "use_activation false: the logits");
     Map<String, String> refusals = Map.of(
         "/v1/embeddings", "/classify",
-        "/v1/rerank", "several classes");
+        "/v1/rerank", "several classes",
+        "/score", "several classes");
     for (var e : refusals.entrySet()) {
-      String request = e.getKey().equals("/v1/rerank") ? "{\"model\":\"m\",\"query\":\"sea\",\"documents\":[\"shore\"]}"
-          : "{\"model\":\"m\",\"input\":\"sea\"}";
+      String request = switch (e.getKey()) {
+        case "/v1/rerank" -> "{\"model\":\"m\",\"query\":\"sea\",\"documents\":[\"shore\"]}";
+        case "/score" -> "{\"model\":\"m\",\"text_1\":\"sea\",\"text_2\":\"shore\",\"use_activation\":false}"; // not about a cosine
+        default -> "{\"model\":\"m\",\"input\":\"sea\"}";
+      };
       GenerationRunTest.Written refused = written(classifier, router, new FrontendMetrics(), e.getKey(), request);
       assertEquals(400, refused.status(), e.getKey());
       assertTrue(refused.body().contains(e.getValue()), refused.body());
