@@ -60,16 +60,8 @@ public record ModelFiles(
    * @throws dev.tandem.engine.model.ModelFormatException naming the file where it is not JSON or an id is not a number
    */
   static java.util.List<String> labels(Path config) {
-    if (!Files.isRegularFile(config)) {
-      return java.util.List.of();
-    }
-    com.fasterxml.jackson.databind.JsonNode root;
-    try {
-      root = new com.fasterxml.jackson.databind.ObjectMapper().readTree(config.toFile());
-    } catch (IOException e) {
-      throw new dev.tandem.engine.model.ModelFormatException(config + ": not valid JSON: " + e.getMessage());
-    }
-    if (!root.path("architectures").path(0).asText("").endsWith(dev.tandem.engine.model.ModelConfig.SEQUENCE_CLASSIFICATION)) {
+    com.fasterxml.jackson.databind.JsonNode root = dev.tandem.engine.model.PoolingConfig.json(config);
+    if (root == null || !root.path("architectures").path(0).asText("").endsWith(dev.tandem.engine.model.ModelConfig.SEQUENCE_CLASSIFICATION)) {
       return java.util.List.of();
     }
     java.util.TreeMap<Integer, String> byId = new java.util.TreeMap<>();

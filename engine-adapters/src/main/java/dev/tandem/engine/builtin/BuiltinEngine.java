@@ -165,12 +165,13 @@ public final class BuiltinEngine extends SchedulingEngine implements KvHandoff {
       features.add(EngineInfo.Feature.STRUCTURED_OUTPUTS);
     }
     this.classifier = classifier(config, weights);
-    this.poolingOnly = weights.headless() || weights.scoreHead() != null;
+    boolean scoreHead = classifier != null && classifier.readsHiddenState(); // a sequence classifier's checkpoint
+    this.poolingOnly = weights.headless() || scoreHead;
     PoolingConfig pooling = PoolingConfig.read(config.modelDir());
     if (poolingOnly) {
       features.add(EngineInfo.Feature.POOLING_ONLY);
     }
-    if (weights.scoreHead() != null) {
+    if (scoreHead) {
       features.add(EngineInfo.Feature.CLASSIFY);
     }
     if (classifier != null && classifier.labels() == 1) {
@@ -716,7 +717,8 @@ public final class BuiltinEngine extends SchedulingEngine implements KvHandoff {
       int top = seq.request().sampling().logprobs();
       float[] raw = top >= 0 ? l.clone() : null; // sampling adjusts logits in place
       if (seq.request().embed() && seq.generated() == 0) {
-        float[] hidden = transformer.finalHidden(i);
+        // The final norm's output only where it is read: a two-token classifier needs the logits alone.
+        float[] hidden = classifier == null || classifier.readsHiddenState() ? transformer.finalHidden(i) : null;
         seq.setEmbedding(classifier != null ? classifier.logits(l, hidden) : hidden);
       }
       if (!seq.request().stop().mayStopAfter(seq.generated())) {

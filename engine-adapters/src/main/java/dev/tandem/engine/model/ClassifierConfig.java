@@ -3,7 +3,6 @@ package dev.tandem.engine.model;
 import com.fasterxml.jackson.databind.JsonNode;
 import com.fasterxml.jackson.databind.ObjectMapper;
 import java.io.IOException;
-import java.nio.file.Files;
 import java.nio.file.Path;
 import java.util.ArrayList;
 import java.util.List;
@@ -39,7 +38,12 @@ public record ClassifierConfig(int falseToken, int trueToken, float[][] scoreHea
 
   /** A sequence classifier's score head ({@code score.weight}, one row per label). */
   public static ClassifierConfig ofScoreHead(float[][] head) {
-    return new ClassifierConfig(-1, -1, head.clone());
+    return new ClassifierConfig(-1, -1, head);
+  }
+
+  /** Whether {@link #logits} reads the final norm's output (a score head) rather than the logits alone. */
+  public boolean readsHiddenState() {
+    return scoreHead != null;
   }
 
   /** How many values {@link #logits} gives: one relevance logit, or a score head's labels. */
@@ -128,14 +132,11 @@ public record ClassifierConfig(int falseToken, int trueToken, float[][] scoreHea
   }
 
   private static JsonNode tokenizerJson(Path file) {
-    if (!Files.isRegularFile(file)) {
+    JsonNode json = PoolingConfig.json(file);
+    if (json == null) {
       throw new ModelFormatException(file + ": file does not exist (" + FLAG + "'s classifier_from_token names tokens in it)");
     }
-    try {
-      return new ObjectMapper().readTree(file.toFile());
-    } catch (IOException e) {
-      throw new ModelFormatException(file + ": not valid JSON: " + e.getMessage());
-    }
+    return json;
   }
 
   /** The id of the token spelled {@code token} (as the vocabulary writes it, as Hugging Face's convert_tokens_to_ids reads it), or -1. */

@@ -60,8 +60,13 @@ public record PoolingConfig(String refusal, boolean matryoshka) {
     return "no pooling mode it turns on";
   }
 
-  /** The file's JSON, or null when there is no such file. */
-  private static JsonNode json(Path file) {
+  /**
+   * A model directory's JSON file, or null when there is no such file (the one reader of
+   * pooling's, the classifier's and the model card's optional files).
+   *
+   * @throws ModelFormatException naming the file when it is not JSON
+   */
+  public static JsonNode json(Path file) {
     if (!Files.isRegularFile(file)) {
       return null;
     }

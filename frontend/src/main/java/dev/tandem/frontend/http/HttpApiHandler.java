@@ -250,16 +250,15 @@ final class HttpApiHandler extends SimpleChannelInboundHandler<FullHttpRequest> 
    * @throws ApiException for a request that cannot run
    */
   private Runnable parsed(ChannelHandlerContext ctx, String path, String endpoint, byte[] body, boolean keepAlive, long start) {
+    long created = System.currentTimeMillis() / 1000; // a pooling response's
     if (path.equals("/v1/embeddings")) { // many inputs, each checked against the window as it is tokenized
       EmbeddingSpec spec = parser.parseEmbeddings(RequestParser.parseBody(body));
-      long created = System.currentTimeMillis() / 1000;
       var reply = new EmbeddingRun.Reply(endpoint, "embd-",
           (id, pooled, tokens) -> ResponseJson.embeddings(id, created, spec.model(), pooled, spec.base64(), tokens));
       return () -> embed(ctx, spec, reply, keepAlive, start);
     }
     if (path.equals("/classify")) { // a sequence classifier's label logits, as probabilities
       ClassifySpec spec = parser.parseClassify(RequestParser.parseBody(body));
-      long created = System.currentTimeMillis() / 1000;
       var reply = new EmbeddingRun.Reply(endpoint, "classify-", (id, logits, tokens) ->
           ResponseJson.classifications(spec, id, created, spec.inputs().model(), model.labels(), logits, tokens));
       return () -> embed(ctx, spec.inputs(), reply, keepAlive, start);
@@ -267,7 +266,6 @@ final class HttpApiHandler extends SimpleChannelInboundHandler<FullHttpRequest> 
     if (SCORES.contains(path)) { // the texts' embeddings and their cosines, or a cross-encoder's logit a pair
       ObjectNode json = RequestParser.parseBody(body);
       ScoreSpec spec = path.endsWith("/score") ? parser.parseScore(json) : parser.parseRerank(json);
-      long created = System.currentTimeMillis() / 1000;
       var reply = new EmbeddingRun.Reply(endpoint, spec.rerank() ? "rerank-" : "score-",
           (id, pooled, tokens) -> ResponseJson.scores(spec, id, created, spec.inputs().model(), pooled, tokens));
       return () -> embed(ctx, spec.inputs(), reply, keepAlive, start);

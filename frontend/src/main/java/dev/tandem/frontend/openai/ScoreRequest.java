@@ -45,10 +45,10 @@ final class ScoreRequest {
     Names names = new Names(body.get("text_1").isTextual() ? "text_1" : null, "text_1", body.get("text_2").isTextual() ? "text_2" : null,
         "text_2");
     if (model.supports(CROSS_ENCODER)) {
-      return new ScoreSpec(pairs(parser, model, body, first, second, names), 0, false, second, 0, false, true, activation(body));
+      return new ScoreSpec(pairs(parser, model, body, first, second, names), 0, false, second, 0, false, activation(body));
     }
     refuseCrossEncoderFields(parser, model, body);
-    return new ScoreSpec(embeddings(parser, model, body, first, second, names), first.size(), false, second, 0, false, false, false);
+    return new ScoreSpec(embeddings(parser, model, body, first, second, names), first.size(), false, second, 0, false, false);
   }
 
   /**
@@ -70,11 +70,11 @@ final class ScoreRequest {
     Names names = new Names("query", "query", null, "documents");
     if (model.supports(CROSS_ENCODER)) {
       return new ScoreSpec(pairs(parser, model, body, List.of(query.asText()), documents, names), 0, true, documents, topN,
-          returnDocuments, true, activation(body));
+          returnDocuments, activation(body));
     }
     refuseCrossEncoderFields(parser, model, body);
     EmbeddingSpec inputs = embeddings(parser, model, body, List.of(query.asText()), documents, names);
-    return new ScoreSpec(inputs, 1, true, documents, topN, returnDocuments, false, false);
+    return new ScoreSpec(inputs, 1, true, documents, topN, returnDocuments, false);
   }
 
   /** A sequence classifier of several classes (not a cross-encoder): a score needs one relevance label. */

@@ -10,7 +10,7 @@ import java.util.List;
  *   <li>an embedding model: {@code inputs} holds the {@code queries} first — one, or one per
  *       document — then the documents, as whole vectors at unit length; a pair's score is the
  *       cosine similarity of its query's and its document's vectors;
- *   <li>a cross-encoder ({@code crossEncoder}, no {@code queries}): one input per pair, the query
+ *   <li>a cross-encoder (no {@code queries}: {@link #crossEncoder}): one input per pair, the query
  *       and the document tokenized together; the worker's pooled output is the pair's relevance
  *       logit, and its score is that logit's sigmoid ({@code activation}, vLLM's {@code
  *       use_activation}) or the logit itself.
@@ -21,9 +21,14 @@ import java.util.List;
  * vLLM's list of scores in input order.
  */
 public record ScoreSpec(EmbeddingSpec inputs, int queries, boolean rerank, List<String> texts, int topN, boolean returnDocuments,
-    boolean crossEncoder, boolean activation) {
+    boolean activation) {
   public ScoreSpec {
     texts = List.copyOf(texts);
+  }
+
+  /** Whether each input is a query and document read together (none is a query alone). */
+  public boolean crossEncoder() {
+    return queries == 0;
   }
 
   /** How many documents are scored. */
@@ -38,7 +43,7 @@ public record ScoreSpec(EmbeddingSpec inputs, int queries, boolean rerank, List<
   public double[] scores(List<float[]> pooled) {
     double[] out = new double[documents()];
     for (int j = 0; j < out.length; j++) {
-      if (crossEncoder) {
+      if (crossEncoder()) {
         double logit = pooled.get(j)[0];
         out[j] = activation ? 1 / (1 + Math.exp(-logit)) : logit;
         continue;
