@@ -75,9 +75,9 @@ public final class Grammar {
     if (tailCalls) {
       refuseLeftRecursion(all);
     }
-    Closure s = new Closure();
+    Closure s = newClosure();
     enter(root, null, s, 0);
-    this.start = List.copyOf(bounded(s));
+    this.start = List.copyOf(s);
   }
 
   /**
@@ -173,24 +173,15 @@ public final class Grammar {
 
   /** The states after byte {@code b} (0..255) from each of {@code states}; empty if none survives. */
   List<Frame> step(List<Frame> states, int b) {
-    Closure out = new Closure();
+    Closure out = newClosure();
     for (Frame f : states) {
       stepFrame(f, b, out);
     }
-    return bounded(out);
+    return out;
   }
 
-  private List<Frame> bounded(List<Frame> states) {
-    for (Frame f : states) {
-      if (f.depth > safeDepth) {
-        states.removeIf(s -> !fits(s, tailCalls));
-        break;
-      }
-    }
-    if (states.size() > maxStates) {
-      states.subList(maxStates, states.size()).clear();
-    }
-    return states;
+  private Closure newClosure() {
+    return new Closure(maxStates, safeDepth, tailCalls);
   }
 
   private void stepFrame(Frame f, int b, Closure out) {
@@ -201,7 +192,7 @@ public final class Grammar {
           if (f.pos + 1 == lit.bytes.length) {
             complete(f.parent, out, 0);
           } else {
-            add(out, new Frame(lit, f.pos + 1, 0, null, f.parent));
+            out.offer(new Frame(lit, f.pos + 1, 0, null, f.parent));
           }
         }
       }
@@ -218,20 +209,20 @@ public final class Grammar {
         if (found == until.which) {
           complete(f.parent, out, 0);
         } else if (found < 0) {
-          add(out, new Frame(until, s, 0, null, f.parent));
+          out.offer(new Frame(until, s, 0, null, f.parent));
         } // else another text came first: this way is dead
       }
       case FreeText free -> {
         int s = free.scan.after(f.pos, b);
         if (free.scan.found(s) < 0) {
-          add(out, new Frame(free, s, 0, null, f.parent));
+          out.offer(new Frame(free, s, 0, null, f.parent));
           complete(f.parent, out, 0);
         }
       }
       case Num num -> {
         NumberRange.Digits next = ((NumberRange.Digits) f.data).next(b, num.range.integer());
         if (next != null && num.range.alive(next)) {
-          add(out, new Frame(num, 0, 0, next, f.parent));
+          out.offer(new Frame(num, 0, 0, next, f.parent));
           if (num.range.accepts(next)) {
             complete(f.parent, out, 0);
           }
@@ -249,7 +240,7 @@ public final class Grammar {
     switch (f.aux) {
       case 0 -> {
         if (b == '"') {
-          add(out, new Frame(str, 0, 1, null, f.parent));
+          out.offer(new Frame(str, 0, 1, null, f.parent));
         }
       }
       case 1 -> {
@@ -260,38 +251,38 @@ public final class Grammar {
         } else if (!room) {
           return;
         } else if (b == '\\') {
-          add(out, new Frame(str, pos, 2, null, f.parent));
+          out.offer(new Frame(str, pos, 2, null, f.parent));
         } else if (b >= 0x20 && b < 0x80) {
           charDone(str, f, out);
         } else {
           int aux = Utf8.lead(b);
           if (aux > 0) {
-            add(out, new Frame(str, pos, aux, null, f.parent));
+            out.offer(new Frame(str, pos, aux, null, f.parent));
           }
         }
       }
       case 2 -> {
         if (b == 'u') {
-          add(out, new Frame(str, pos, 3, null, f.parent));
+          out.offer(new Frame(str, pos, 3, null, f.parent));
         } else if ("\"\\/bfnrt".indexOf(b) >= 0) {
           charDone(str, f, out);
         }
       }
       case 3 -> { // first hex digit; d800-dfff (surrogates) are left out
         if (b == 'd' || b == 'D') {
-          add(out, new Frame(str, pos, 7, null, f.parent));
+          out.offer(new Frame(str, pos, 7, null, f.parent));
         } else if (hex(b)) {
-          add(out, new Frame(str, pos, 4, null, f.parent));
+          out.offer(new Frame(str, pos, 4, null, f.parent));
         }
       }
       case 7 -> {
         if (b >= '0' && b <= '7') {
-          add(out, new Frame(str, pos, 5, null, f.parent));
+          out.offer(new Frame(str, pos, 5, null, f.parent));
         }
       }
       case 4, 5 -> {
         if (hex(b)) {
-          add(out, new Frame(str, pos, f.aux + 1, null, f.parent));
+          out.offer(new Frame(str, pos, f.aux + 1, null, f.parent));
         }
       }
       case 6 -> {
@@ -304,14 +295,14 @@ public final class Grammar {
         if (aux == Utf8.DONE) {
           charDone(str, f, out);
         } else if (aux > 0) {
-          add(out, new Frame(str, pos, aux, null, f.parent));
+          out.offer(new Frame(str, pos, aux, null, f.parent));
         }
       }
     }
   }
 
   private static void charDone(Str str, Frame f, Closure out) {
-    add(out, new Frame(str, str.counted ? f.pos + 1 : 0, 1, null, f.parent));
+    out.offer(new Frame(str, str.counted ? f.pos + 1 : 0, 1, null, f.parent));
   }
 
   // Chr aux: 0 at the start, 1 after a backslash, 10 and up inside a UTF-8 character.
@@ -324,7 +315,7 @@ public final class Grammar {
       } else if (chr.nonAscii) {
         int aux = Utf8.lead(b);
         if (aux > 0) {
-          add(out, new Frame(chr, 0, aux, null, f.parent));
+          out.offer(new Frame(chr, 0, aux, null, f.parent));
         }
       }
     } else if (f.aux == 0) {
@@ -334,12 +325,12 @@ public final class Grammar {
         }
       } else if (b == '\\') {
         if (chr.escapable) {
-          add(out, new Frame(chr, 0, 1, null, f.parent));
+          out.offer(new Frame(chr, 0, 1, null, f.parent));
         }
       } else if (b >= 0x80 && chr.nonAscii) {
         int aux = Utf8.lead(b);
         if (aux > 0) {
-          add(out, new Frame(chr, 0, aux, null, f.parent));
+          out.offer(new Frame(chr, 0, aux, null, f.parent));
         }
       }
     } else if (f.aux == 1) {
@@ -362,7 +353,7 @@ public final class Grammar {
       if (aux == Utf8.DONE) {
         complete(f.parent, out, 0);
       } else if (aux > 0) {
-        add(out, new Frame(chr, 0, aux, null, f.parent));
+        out.offer(new Frame(chr, 0, aux, null, f.parent));
       }
     }
   }
@@ -372,8 +363,8 @@ public final class Grammar {
   }
 
   private void enter(GrammarNode node, Frame parent, Closure out, int hops) {
-    if ((parent != null && parent.depth >= MAX_DEPTH) || hops > 4 * MAX_DEPTH) {
-      return; // too deep: this way is not taken
+    if ((parent != null && parent.depth >= MAX_DEPTH) || hops > 4 * MAX_DEPTH || out.exhausted()) {
+      return; // too deep, or the step's walk is full or spent: this way is not taken
     }
     if (tailCalls && !out.firstEnter(node, parent)) {
       return; // entered from here already in this step: the same ways follow
@@ -383,16 +374,16 @@ public final class Grammar {
         if (lit.bytes.length == 0) {
           complete(parent, out, hops + 1);
         } else {
-          add(out, new Frame(lit, 0, 0, null, parent));
+          out.offer(new Frame(lit, 0, 0, null, parent));
         }
       }
-      case ByteSet set -> add(out, new Frame(set, 0, 0, null, parent));
-      case Str str -> add(out, new Frame(str, 0, 0, null, parent));
-      case Chr chr -> add(out, new Frame(chr, 0, 0, null, parent));
-      case Num num -> add(out, new Frame(num, 0, 0, NumberRange.Digits.START, parent));
-      case Until until -> add(out, new Frame(until, 0, 0, null, parent));
+      case ByteSet set -> out.offer(new Frame(set, 0, 0, null, parent));
+      case Str str -> out.offer(new Frame(str, 0, 0, null, parent));
+      case Chr chr -> out.offer(new Frame(chr, 0, 0, null, parent));
+      case Num num -> out.offer(new Frame(num, 0, 0, NumberRange.Digits.START, parent));
+      case Until until -> out.offer(new Frame(until, 0, 0, null, parent));
       case FreeText free -> {
-        add(out, new Frame(free, 0, 0, null, parent));
+        out.offer(new Frame(free, 0, 0, null, parent));
         complete(parent, out, hops + 1); // it may end before any byte
       }
       case Seq seq -> {
@@ -421,8 +412,11 @@ public final class Grammar {
 
   /** The child of {@code parent} is complete: continue after it. */
   private void complete(Frame parent, Closure out, int hops) {
+    if (out.exhausted()) {
+      return;
+    }
     if (parent == null) {
-      add(out, Frame.ACCEPT);
+      out.offer(Frame.ACCEPT);
       return;
     }
     switch (parent.node) {
@@ -442,8 +436,9 @@ public final class Grammar {
           }
           // An item begun in this step has matched nothing: going round again would add no text.
           if (done < rep.max && !out.begunInThisStep(parent)) {
-            // Past min with no max, the exact count no longer matters: keep states equal.
-            int count = rep.max == Integer.MAX_VALUE ? Math.min(done, minItems(rep)) : done;
+            // With no max, counts from min − 1 on finish alike (the next item reaches min): keep
+            // their states equal, or nested repetitions ((x+)+…) tell 2^depth of them apart.
+            int count = rep.max == Integer.MAX_VALUE ? Math.min(done, Math.max(0, minItems(rep) - 1)) : done;
             if (rep.separator != null) {
               enter(rep.separator, new Frame(rep, count, SEPARATOR, null, parent.parent), out, hops + 1);
             } else {
@@ -496,14 +491,60 @@ public final class Grammar {
    * not go round again ({@link #begunInThisStep}); otherwise alternatives inside the item would
    * branch at every turn (2^n ways through {@code (a?|b?)*}). In a text grammar, written by users,
    * every node is also entered at most once per step from the same place ({@link #firstEnter}).
+   *
+   * <p>Holds each state once, only states that fit the depth bound ({@link #fits}), and at most the
+   * grammar's {@code maxStates}; the walk stops once it is full or has made {@value #BUDGET}
+   * entries and completions (nested bounded repetitions, {@code ((x{0,9}){0,9})…}, a pattern inside
+   * a schema among them, would otherwise walk 9^depth ways, most to states already found, before
+   * any are dropped). Like the text grammars' cap, stopping early only drops some parses of an
+   * ambiguous prefix: each state kept is a way to a valid end.
    */
   private static final class Closure extends ArrayList<Frame> {
     private static final int ENTERED = -1; // the aux of a key for firstEnter, no frame's
+    /** Past this many states, membership is looked up in {@link #members} rather than scanned. */
+    private static final int SCANNED = 64;
+    /** The most entries and completions one step takes (GrammarMaskBench's constraints take at most 128). */
+    private static final int BUDGET = 1 << 12;
+    private final int limit;
+    private final int safeDepth;
+    private final boolean tailCalls;
+    private int spent;
+    private java.util.HashSet<Frame> members;
     private java.util.HashSet<Frame> entered;
     private java.util.Set<Frame> begun;
 
-    Closure() {
+    Closure(int limit, int safeDepth, boolean tailCalls) {
       super(2);
+      this.limit = limit;
+      this.safeDepth = safeDepth;
+      this.tailCalls = tailCalls;
+    }
+
+    /** Whether the walk should stop here: the closure is full or its budget is spent (counts a step). */
+    boolean exhausted() {
+      return size() >= limit || ++spent > BUDGET;
+    }
+
+    /** Adds {@code f} unless it is here already, cannot reach the end within the depth bound, or there is no room. */
+    void offer(Frame f) {
+      if (size() >= limit || (f.depth > safeDepth && !fits(f, tailCalls))) {
+        return;
+      }
+      if (members != null) {
+        if (members.add(f)) {
+          add(f);
+        }
+        return;
+      }
+      for (int i = 0; i < size(); i++) {
+        if (get(i).equals(f)) {
+          return;
+        }
+      }
+      add(f);
+      if (size() > SCANNED) {
+        members = new java.util.HashSet<>(this);
+      }
     }
 
     void begin(Frame iteration) {
@@ -525,14 +566,6 @@ public final class Grammar {
     }
   }
 
-  private static void add(Closure out, Frame f) {
-    for (int i = 0; i < out.size(); i++) {
-      if (out.get(i).equals(f)) {
-        return;
-      }
-    }
-    out.add(f);
-  }
 
   // ---- how far from the end ----
 

@@ -31,8 +31,23 @@ public final class OutputGrammars {
   /** Most newlines between the end of a reasoning and the constrained text. */
   static final int NEWLINES_AFTER_REASONING = 2;
 
-  /** Compiles {@code c} (from the start; where it resumes does not change the grammar). */
+  /**
+   * Compiles {@code c} (from the start; where it resumes does not change the grammar).
+   *
+   * @throws GrammarException if {@code c} is not supported, saying why — also where its rules
+   *     reference each other too deeply for the compiler's recursive walks (thousands of rules in a
+   *     chain), rather than let a client's grammar overflow the stack of the thread compiling it
+   */
   public static Grammar compile(StructuredOutput c) {
+    try {
+      return compileUnguarded(c);
+    } catch (StackOverflowError e) {
+      throw new GrammarException("", "the " + c.kind().name().toLowerCase(java.util.Locale.ROOT).replace('_', ' ')
+          + " nests too deeply to compile (rules or references thousands of levels deep)");
+    }
+  }
+
+  private static Grammar compileUnguarded(StructuredOutput c) {
     GrammarNode body = switch (c.kind()) {
       case JSON_SCHEMA -> JsonSchemaGrammar.root(c.prefix(), JsonSchemaGrammar.parse(c.spec()), c.suffix());
       case REGEX -> around(c.prefix(), PatternGrammar.compileText(c.spec(), ""), c.suffix());

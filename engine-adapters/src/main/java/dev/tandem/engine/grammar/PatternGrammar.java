@@ -19,7 +19,8 @@ import java.util.List;
  * and their negations, escaped metacharacters, groups {@code (…)} and {@code (?:…)}, {@code |},
  * and the quantifiers {@code * + ? {n} {n,} {n,m}}. Character classes name ASCII characters;
  * {@code .} and negated classes also match any non-ASCII character. Not supported (refused):
- * backreferences, lookaround, lazy quantifiers, anchors inside the pattern, Unicode classes.
+ * backreferences, lookaround, lazy quantifiers, anchors inside the pattern, Unicode classes, groups
+ * nested more than {@value EbnfGrammar#MAX_NESTING} deep.
  *
  * <p>Not thread-safe; one instance per pattern.
  */
@@ -28,6 +29,8 @@ final class PatternGrammar {
   private final String path;
   private final boolean raw;
   private int at;
+  /** Groups open around {@link #at}: bounded as an EBNF grammar's are, so that parsing and matching stay shallow. */
+  private int depth;
 
   private PatternGrammar(String pattern, String path, boolean raw) {
     this.pattern = pattern;
@@ -144,7 +147,12 @@ final class PatternGrammar {
         } else if (at < pattern.length() && pattern.charAt(at) == '?') {
           throw error("lookaround and named groups are not supported");
         }
+        if (depth >= EbnfGrammar.MAX_NESTING) {
+          throw error("groups are nested more than " + EbnfGrammar.MAX_NESTING + " deep");
+        }
+        depth++;
         GrammarNode inner = alternation();
+        depth--;
         if (at >= pattern.length() || pattern.charAt(at) != ')') {
           throw error("unclosed '('");
         }

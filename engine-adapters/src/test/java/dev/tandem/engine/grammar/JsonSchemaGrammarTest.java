@@ -109,6 +109,17 @@ class JsonSchemaGrammarTest {
   }
 
   @Test
+  void aPatternOfNestedCountedRepetitionsTakesBoundedWorkPerByte() {
+    // Schema grammars keep every state, but a step's walk is bounded: this pattern walked 9^depth
+    // ways per byte (a minute and more at depth 8) before it was.
+    org.junit.jupiter.api.Assertions.assertTimeoutPreemptively(java.time.Duration.ofSeconds(60), () -> {
+      Grammar nested = g("{\"type\":\"string\",\"pattern\":\"^" + "(".repeat(12) + "a" + "){0,9}".repeat(12) + "$\"}");
+      assertTrue(matches(nested, "\"" + "a".repeat(60) + "\""));
+      assertFalse(matches(nested, "\"" + "a".repeat(60) + "b\""));
+    });
+  }
+
+  @Test
   void anyJsonAndJsonObject() {
     Grammar object = g("{\"type\":\"object\"}");
     assertTrue(matches(object, "{\"a\": [1, {\"b\": null}, \"x\"], \"c\": -0.5}"));

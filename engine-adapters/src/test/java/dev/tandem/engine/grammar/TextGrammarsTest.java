@@ -196,6 +196,36 @@ class TextGrammarsTest {
   }
 
   @Test
+  void nestedRepetitionsOfWhatMatchesTakeBoundedWorkPerByte() {
+    // Each level multiplies the ways through the ones inside it ((x{0,9}){0,9}… walks 9^depth of
+    // them, (x+)+… tells 2^depth counts apart): one byte took minutes, and a fuzzed grammar of 69
+    // bytes 21 s, before a step stopped at its bound and counts past a repetition's minimum merged.
+    assertTimeoutPreemptively(java.time.Duration.ofSeconds(60), () -> {
+      String text = "a".repeat(200);
+      assertTrue(matches(regex("(".repeat(30) + "[a-z]" + "){0,9}".repeat(30)), text));
+      assertTrue(matches(regex("(".repeat(30) + "[a-z]" + "){1,9}".repeat(30)), text));
+      assertTrue(matches(regex("(".repeat(30) + "." + ")+".repeat(30)), text));
+      assertTrue(matches(ebnf("root ::= " + "(".repeat(30) + "[a-z]" + ")*".repeat(30)), text));
+      assertTrue(matches(ebnf("root ::= \"\"" + "+".repeat(6) + "*" + "[a-z]" + "+".repeat(30)), text));
+      assertFalse(matches(regex("(".repeat(30) + "[a-z]" + "){1,9}".repeat(30)), text + "!"));
+    });
+  }
+
+  @Test
+  void groupsNestedPastTheBoundAndRuleChainsTooDeepToCompileAreRefused() {
+    GrammarException nested = assertThrows(GrammarException.class, () -> regex("(".repeat(65) + "a" + ")".repeat(65)));
+    assertTrue(nested.getMessage().contains("groups are nested more than 64 deep"), nested.getMessage());
+    assertTrue(matches(regex("(".repeat(64) + "a" + ")".repeat(64)), "a"));
+    StringBuilder chain = new StringBuilder("root ::= r0\n");
+    for (int i = 0; i < 6_000; i++) {
+      chain.append('r').append(i).append(" ::= \"a\" r").append(i + 1).append('\n');
+    }
+    chain.append("r6000 ::= \"b\"\n");
+    GrammarException deep = assertThrows(GrammarException.class, () -> ebnf(chain.toString()));
+    assertTrue(deep.getMessage().contains("the grammar nests too deeply to compile"), deep.getMessage());
+  }
+
+  @Test
   void badGrammarsAreRefusedNamingTheRuleOrTheLineAndColumn() {
     assertError("root ::= root \"a\" | \"a\"", "the rule 'root' is left-recursive");
     assertError("root ::= x\nx ::= y \"b\"\ny ::= \"\" x | \"c\"", "left-recursive");
