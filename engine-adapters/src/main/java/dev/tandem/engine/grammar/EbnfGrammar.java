@@ -133,7 +133,7 @@ final class EbnfGrammar {
         return n;
       }
       at = r.end();
-      n = node(new Rep(n, null, r.min(), r.max()));
+      n = node(r.over(n));
     }
   }
 

@@ -135,7 +135,7 @@ final class PatternGrammar {
     if (at < pattern.length() && (pattern.charAt(at) == '?' || pattern.charAt(at) == '+')) {
       throw error("lazy and possessive quantifiers are not supported");
     }
-    return new Rep(atom, null, r.min(), r.max());
+    return r.over(atom);
   }
 
   private GrammarNode atom() {

@@ -1,5 +1,6 @@
 package dev.tandem.engine.grammar;
 
+import dev.tandem.engine.grammar.GrammarNode.Rep;
 import java.util.function.Function;
 
 /**
@@ -10,6 +11,37 @@ import java.util.function.Function;
 record Repetition(int min, int max, int end) {
   /** The largest count either bound may have. */
   static final int MAX_REPEAT = 1000;
+
+  /**
+   * {@code item} repeated {@code min}..{@code max} times. A repetition of a repetition without a
+   * separator, {@code (x{a,b}){c,d}}, is x some N times, N in the union of [k·a, k·b] for k from c
+   * to d; where that union has no gap it is written as one repetition, {@code x{c·a,d·b}}, so that
+   * nesting does not multiply the matcher's states (each level's count is part of a state: 9^depth
+   * of them for nested {@code {0,9}}, and each new one a new token mask).
+   */
+  GrammarNode over(GrammarNode item) {
+    if (item instanceof Rep inner && inner.separator == null && gapless(inner.min, inner.max)) {
+      long lo = (long) min * inner.min;
+      // Past 2^31 − 1 items (as many bytes: an item that is not empty takes one) no output gets,
+      // so a larger maximum is none.
+      long hi = max == 0 || inner.max == 0 ? 0 : Math.min((long) max * inner.max, Integer.MAX_VALUE);
+      if (lo < Integer.MAX_VALUE) {
+        return new Rep(inner.item, null, (int) lo, (int) hi);
+      }
+    }
+    return new Rep(item, null, min, max);
+  }
+
+  /** Whether [k·a, k·b] for k from min to max leave no gap (b may be unbounded). */
+  private boolean gapless(int a, int b) {
+    if (max == min) {
+      return true;
+    }
+    if (min == 0) {
+      return a <= 1; // {0} and [a, b] touch only then; past k = 1 the intervals overlap as b >= a
+    }
+    return b == Integer.MAX_VALUE || a - 1 <= (long) min * (b - a); // the first gap, if any, is after k = min
+  }
 
   /** The repetition {@code *}, {@code +} or {@code ?} written at {@code at}, or null for another character. */
   static Repetition symbol(char c, int at) {

@@ -33,6 +33,7 @@ final class StateCache {
   static final State DEAD = new State(List.of());
 
   private final Map<List<Frame>, State> states = new HashMap<>();
+  private long framesStepped;
 
   State of(List<Frame> frames) {
     State s = states.get(frames);
@@ -54,10 +55,16 @@ final class StateCache {
     }
     State to = next[b];
     if (to == null) {
+      framesStepped += from.frames.size();
       List<Frame> frames = grammar.step(from.frames, b);
       to = next[b] = frames.isEmpty() ? DEAD : of(frames);
     }
     return to;
+  }
+
+  /** Frames the grammar has stepped for this cache so far (the work its transitions cost). */
+  long framesStepped() {
+    return framesStepped;
   }
 
   int size() {

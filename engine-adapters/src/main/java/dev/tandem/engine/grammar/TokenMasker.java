@@ -22,6 +22,15 @@ import java.util.Map;
 public final class TokenMasker {
   /** Cached frame masks (each vocabulary/64 words). */
   static final int CACHE_ENTRIES = 1024;
+  /**
+   * The work, in frames the grammar steps ({@link StateCache#framesStepped}), past which one call
+   * computes no more masks of new frames: each is a walk of the vocabulary, up to tens of ms for a
+   * frame of an ambiguous grammar whose states hold hundreds of parses. The state's other new
+   * frames then go unmasked that time: the tokens allowed are those of the frames masked, a subset
+   * of the valid ones, and the frames left out still follow the output, as parses that the model's
+   * choice did not need. GrammarMaskBench's constraints take at most 2^14 in a call.
+   */
+  static final int MASK_WORK = 1 << 16;
 
   private final TokenVocabulary vocabulary;
   private final int words;
@@ -45,6 +54,7 @@ public final class TokenMasker {
   private long misses;
   private long budgetWalks;
   private long budgetLookups;
+  private long framesLeftOut;
 
   public TokenMasker(TokenVocabulary vocabulary) {
     this.vocabulary = vocabulary;
@@ -71,7 +81,9 @@ public final class TokenMasker {
   /**
    * Fills {@code mask} with the tokens allowed next from {@code state}: those that keep it alive,
    * plus {@code endTokens} where the output is complete. With {@code tokensLeft} (this one
-   * included) too few for anything but the shortest completion, only tokens that shorten it.
+   * included) too few for anything but the shortest completion, only tokens that shorten it. Of
+   * the state's frames whose masks are not cached, those reached after {@value #MASK_WORK} frames
+   * stepped in this call do not count.
    *
    * @return the number of allowed tokens (0: the state is stuck; it should end)
    */
@@ -86,12 +98,18 @@ public final class TokenMasker {
     int budget = tokensLeft - 2; // bytes the output may still need after this token (and an end token)
     List<FrameMask> masks = new java.util.ArrayList<>(states.size());
     boolean withinBudget = budget >= left;
+    long work = this.states.framesStepped();
     for (Frame f : states) {
-      if (f != Frame.ACCEPT) {
-        FrameMask m = frameMask(state.grammar(), f);
-        masks.add(m);
-        withinBudget &= m.longestAfter <= budget;
+      if (f == Frame.ACCEPT) {
+        continue;
       }
+      if (!masks.isEmpty() && this.states.framesStepped() - work > MASK_WORK && !cache.containsKey(f)) {
+        framesLeftOut++;
+        continue;
+      }
+      FrameMask m = frameMask(state.grammar(), f);
+      masks.add(m);
+      withinBudget &= m.longestAfter <= budget;
     }
     if (!withinBudget) {
       // Some allowed token would leave too little room: check each against the budget (or, once
@@ -145,6 +163,11 @@ public final class TokenMasker {
 
   public long cacheMisses() {
     return misses;
+  }
+
+  /** Frames left out of a mask: new ones reached once the call's work passed {@value #MASK_WORK}. */
+  public long framesLeftOut() {
+    return framesLeftOut;
   }
 
   /** Masks checked token by token against the budget (near {@code max_tokens}) by walking the vocabulary. */

@@ -133,6 +133,22 @@ class ConstrainedGenerationTest {
   }
 
   /** Generates until an end token, returning the text; fails if the budget runs out first. */
+  @Test
+  void anAmbiguousNestingIsMaskedFromAFewOfItsFramesAndStillEndsValid() {
+    // Each count of each level (the optional b after it keeps them apart) is a frame, and each new
+    // frame a walk of the vocabulary: a mask of the 8-level form took 4 s before a call stopped
+    // masking new frames past TokenMasker.MASK_WORK.
+    String nested = "(".repeat(4) + "[a-z]" + "){0,9}b?".repeat(4);
+    Grammar grammar = OutputGrammars.compile(dev.tandem.common.StructuredOutput.regex(nested));
+    TokenMasker masker = GrammarTesting.qwen3();
+    long leftOut = masker.framesLeftOut();
+    for (int seed = 0; seed < 2; seed++) {
+      String out = generate(masker, grammar, new SplittableRandom(seed), seed == 1, 32, new ArrayList<>());
+      assertTrue(out.matches(nested), out);
+    }
+    assertTrue(masker.framesLeftOut() > leftOut, "some states had more new frames than one mask computes");
+  }
+
   static String generate(TokenMasker masker, Grammar grammar, SplittableRandom random, boolean greedy, int maxTokens,
       List<Long> maskNanos) {
     GrammarState state = grammar.newState();

@@ -212,6 +212,33 @@ class TextGrammarsTest {
   }
 
   @Test
+  void aRepetitionOfARepetitionIsOneWhereItsCountsLeaveNoGap() {
+    // (x{a,b}){c,d} is x N times, N in the union of [k·a, k·b] for k in c..d: one repetition where
+    // that union has no gap, so nesting keeps one count per state; the language is the same either way.
+    Grammar folded = regex("((a{0,9}){0,9}){0,9}b");
+    assertTrue(matches(folded, "a".repeat(729) + "b"));
+    assertFalse(matches(folded, "a".repeat(730) + "b"));
+    Grammar range = regex("(a{2,3}){2}");
+    for (int n = 0; n <= 8; n++) {
+      assertEquals(n >= 4 && n <= 6, matches(range, "a".repeat(n)), "a×" + n);
+    }
+    Grammar gaps = regex("(a{2}){0,2}"); // {0, 2, 4}: not one repetition
+    for (int n = 0; n <= 5; n++) {
+      assertEquals(n % 2 == 0, matches(gaps, "a".repeat(n)), "a×" + n);
+    }
+    Grammar steps = ebnf("root ::= (\"ab\"{3,4}){2,3}"); // 6..8 then 9..12: no gap
+    for (int n = 0; n <= 13; n++) {
+      assertEquals(n >= 6 && n <= 12, matches(steps, "ab".repeat(n)), "ab×" + n);
+    }
+    Grammar apart = ebnf("root ::= (\"ab\"{3}){1,2}"); // 3 or 6
+    for (int n = 0; n <= 7; n++) {
+      assertEquals(n == 3 || n == 6, matches(apart, "ab".repeat(n)), "ab×" + n);
+    }
+    assertTrue(matches(regex("(((a+){2,}){3,})"), "a".repeat(6)));
+    assertFalse(matches(regex("(((a+){2,}){3,})"), "a".repeat(5)));
+  }
+
+  @Test
   void groupsNestedPastTheBoundAndRuleChainsTooDeepToCompileAreRefused() {
     GrammarException nested = assertThrows(GrammarException.class, () -> regex("(".repeat(65) + "a" + ")".repeat(65)));
     assertTrue(nested.getMessage().contains("groups are nested more than 64 deep"), nested.getMessage());
