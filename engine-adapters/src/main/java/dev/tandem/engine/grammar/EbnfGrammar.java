@@ -4,7 +4,6 @@ import dev.tandem.engine.grammar.GrammarNode.Alt;
 import dev.tandem.engine.grammar.GrammarNode.Chr;
 import dev.tandem.engine.grammar.GrammarNode.Lit;
 import dev.tandem.engine.grammar.GrammarNode.Ref;
-import dev.tandem.engine.grammar.GrammarNode.Rep;
 import dev.tandem.engine.grammar.GrammarNode.Seq;
 import java.nio.charset.StandardCharsets;
 import java.util.ArrayList;
@@ -104,6 +103,9 @@ final class EbnfGrammar {
       at++;
       alts.add(sequence(depth));
       skipSpace();
+    }
+    if (alts.size() > 1 && alts.stream().allMatch(a -> a instanceof Lit)) {
+      return node(OutputGrammars.literals(alts.stream().map(a -> ((Lit) a).bytes).toList()));
     }
     return alts.size() == 1 ? alts.get(0) : node(new Alt(alts.toArray(GrammarNode[]::new)));
   }

@@ -51,6 +51,14 @@ public final class Grammar {
   private final boolean tailCalls;
   /** Frames no deeper than this fit whatever follows them (the deepest any node needs is below it). */
   private final int safeDepth;
+  /**
+   * The most entries and completions one byte's step makes: {@value #STEP_WORK} and four per node
+   * of the grammar, so that a walk through every node (an {@code enum} or {@code anyOf} of
+   * thousands, the start of a large grammar) always completes, while the ways an ambiguous nesting
+   * multiplies are cut (GrammarMaskBench's constraints take at most 128 a step).
+   */
+  private final int stepWork;
+  static final int STEP_WORK = 1 << 12;
 
   Grammar(GrammarNode root, String description) {
     this(root, description, Integer.MAX_VALUE);
@@ -68,6 +76,7 @@ public final class Grammar {
     }
     int deepestNeed = computeDepthNeeds(all, tailCalls);
     this.safeDepth = MAX_DEPTH - deepestNeed;
+    this.stepWork = STEP_WORK + 4 * all.size();
     if (root.depthNeed > MAX_DEPTH) {
       throw new GrammarException("", "the " + (tailCalls ? "grammar" : "schema") + " nests more than "
           + MAX_DEPTH + " levels before any output can end");
@@ -181,7 +190,7 @@ public final class Grammar {
   }
 
   private Closure newClosure() {
-    return new Closure(maxStates, safeDepth, tailCalls);
+    return new Closure(maxStates, stepWork, safeDepth, tailCalls);
   }
 
   private void stepFrame(Frame f, int b, Closure out) {
@@ -493,19 +502,18 @@ public final class Grammar {
    * every node is also entered at most once per step from the same place ({@link #firstEnter}).
    *
    * <p>Holds each state once, only states that fit the depth bound ({@link #fits}), and at most the
-   * grammar's {@code maxStates}; the walk stops once it is full or has made {@value #BUDGET}
-   * entries and completions (nested bounded repetitions, {@code ((x{0,9}){0,9})…}, a pattern inside
-   * a schema among them, would otherwise walk 9^depth ways, most to states already found, before
-   * any are dropped). Like the text grammars' cap, stopping early only drops some parses of an
+   * grammar's {@code maxStates}; the walk stops once it is full or has made the grammar's {@link
+   * #stepWork} entries and completions (nested ambiguous repetitions, {@code ((x{0,9}b?){0,9}b?)…},
+   * a pattern inside a schema among them, would otherwise walk 9^depth ways, most to states already
+   * found, before any are dropped). Like the text grammars' cap, stopping early only drops some parses of an
    * ambiguous prefix: each state kept is a way to a valid end.
    */
   private static final class Closure extends ArrayList<Frame> {
     private static final int ENTERED = -1; // the aux of a key for firstEnter, no frame's
     /** Past this many states, membership is looked up in {@link #members} rather than scanned. */
     private static final int SCANNED = 64;
-    /** The most entries and completions one step takes (GrammarMaskBench's constraints take at most 128). */
-    private static final int BUDGET = 1 << 12;
     private final int limit;
+    private final int work;
     private final int safeDepth;
     private final boolean tailCalls;
     private int spent;
@@ -513,16 +521,17 @@ public final class Grammar {
     private java.util.HashSet<Frame> entered;
     private java.util.Set<Frame> begun;
 
-    Closure(int limit, int safeDepth, boolean tailCalls) {
+    Closure(int limit, int work, int safeDepth, boolean tailCalls) {
       super(2);
       this.limit = limit;
+      this.work = work;
       this.safeDepth = safeDepth;
       this.tailCalls = tailCalls;
     }
 
     /** Whether the walk should stop here: the closure is full or its budget is spent (counts a step). */
     boolean exhausted() {
-      return size() >= limit || ++spent > BUDGET;
+      return size() >= limit || ++spent > work;
     }
 
     /** Adds {@code f} unless it is here already, cannot reach the end within the depth bound, or there is no room. */

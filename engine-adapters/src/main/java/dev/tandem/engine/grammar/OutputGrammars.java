@@ -212,10 +212,24 @@ public final class OutputGrammars {
    * matcher follows one way per distinct prefix instead of one per option.
    */
   static GrammarNode choice(List<String> options) {
-    byte[][] sorted = options.stream().distinct().map(s -> s.getBytes(StandardCharsets.UTF_8)).sorted(Arrays::compareUnsigned)
-        .toArray(byte[][]::new);
+    return literals(options.stream().map(s -> s.getBytes(StandardCharsets.UTF_8)).toList());
+  }
+
+  /**
+   * Exactly one of {@code options} (bytes), as the trie {@link #choice} builds: also an EBNF
+   * alternation of strings, which would otherwise keep one state per option — past the text
+   * grammars' {@value Grammar#MAX_TEXT_STATES}, the options after them could not be written.
+   */
+  static GrammarNode literals(List<byte[]> options) {
+    byte[][] sorted = options.stream().sorted(Arrays::compareUnsigned).toArray(byte[][]::new);
+    int distinct = 0;
+    for (byte[] o : sorted) {
+      if (distinct == 0 || !Arrays.equals(sorted[distinct - 1], o)) {
+        sorted[distinct++] = o;
+      }
+    }
     int[] nodes = new int[1];
-    return trie(sorted, 0, sorted.length, 0, nodes);
+    return trie(sorted, 0, distinct, 0, nodes);
   }
 
   /** The options {@code from..to} (sorted, equal in their first {@code depth} bytes) after those bytes. */

@@ -120,6 +120,20 @@ class JsonSchemaGrammarTest {
   }
 
   @Test
+  void anEnumOrAnyOfOfThousandsReachesItsLastOption() {
+    // A step's walk is bounded, but by more than a walk through every node of the grammar.
+    StringBuilder values = new StringBuilder("{\"enum\":[");
+    StringBuilder branches = new StringBuilder("{\"anyOf\":[");
+    for (int i = 0; i < 5_000; i++) {
+      values.append(i > 0 ? "," : "").append("\"v").append(i).append('"');
+      branches.append(i > 0 ? "," : "").append("{\"type\":\"object\",\"properties\":{\"k").append(i)
+          .append("\":{\"type\":\"integer\"}},\"required\":[\"k").append(i).append("\"]}");
+    }
+    assertTrue(matches(g(values.append("]}").toString()), "\"v4999\""));
+    assertTrue(matches(g(branches.append("]}").toString()), "{\"k4999\":1}"));
+  }
+
+  @Test
   void anyJsonAndJsonObject() {
     Grammar object = g("{\"type\":\"object\"}");
     assertTrue(matches(object, "{\"a\": [1, {\"b\": null}, \"x\"], \"c\": -0.5}"));

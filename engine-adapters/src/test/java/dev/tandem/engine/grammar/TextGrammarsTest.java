@@ -239,6 +239,23 @@ class TextGrammarsTest {
   }
 
   @Test
+  void anAlternationOfThousandsOfStringsReachesEachOfThem() {
+    // One state per option would pass the matcher's 256: the options after them could not be written.
+    StringBuilder g = new StringBuilder("root ::= ");
+    for (int i = 0; i < 1_000; i++) {
+      g.append(i > 0 ? " | " : "").append("\"w").append(i).append("x\"");
+    }
+    Grammar words = ebnf(g.toString());
+    for (int i : new int[] {0, 255, 256, 999}) {
+      assertTrue(matches(words, "w" + i + "x"), "w" + i + "x");
+    }
+    assertFalse(matches(words, "w1000x"));
+    Grammar prefixes = ebnf("root ::= (\"a\" | \"ab\" | \"abc\" | \"ab\") \";\"");
+    assertTrue(matches(prefixes, "a;") && matches(prefixes, "ab;") && matches(prefixes, "abc;"));
+    assertFalse(matches(prefixes, "abcd;"));
+  }
+
+  @Test
   void groupsNestedPastTheBoundAndRuleChainsTooDeepToCompileAreRefused() {
     GrammarException nested = assertThrows(GrammarException.class, () -> regex("(".repeat(65) + "a" + ")".repeat(65)));
     assertTrue(nested.getMessage().contains("groups are nested more than 64 deep"), nested.getMessage());
