@@ -28,9 +28,12 @@ public final class TokenMasker {
    * frame of an ambiguous grammar whose states hold hundreds of parses. The state's other new
    * frames then go unmasked that time: the tokens allowed are those of the frames masked, a subset
    * of the valid ones, and the frames left out still follow the output, as parses that the model's
-   * choice did not need. GrammarMaskBench's constraints take at most 2^14 in a call.
+   * choice did not need. GrammarMaskBench's constraints take at most 2^14 in a call. The bound
+   * grows by {@value #FRAME_WORK} for each frame of the state, so that a wide state of cheap frames
+   * (an {@code enum} of a thousand strings: a few hundred each) is masked whole.
    */
   static final int MASK_WORK = 1 << 16;
+  static final int FRAME_WORK = 1 << 10;
 
   private final TokenVocabulary vocabulary;
   private final int words;
@@ -83,7 +86,7 @@ public final class TokenMasker {
    * plus {@code endTokens} where the output is complete. With {@code tokensLeft} (this one
    * included) too few for anything but the shortest completion, only tokens that shorten it. Of
    * the state's frames whose masks are not cached, those reached after {@value #MASK_WORK} frames
-   * stepped in this call do not count.
+   * stepped in this call, and {@value #FRAME_WORK} more per frame of the state, do not count.
    *
    * @return the number of allowed tokens (0: the state is stuck; it should end)
    */
@@ -99,11 +102,12 @@ public final class TokenMasker {
     List<FrameMask> masks = new java.util.ArrayList<>(states.size());
     boolean withinBudget = budget >= left;
     long work = this.states.framesStepped();
+    long allowance = MASK_WORK + (long) FRAME_WORK * states.size();
     for (Frame f : states) {
       if (f == Frame.ACCEPT) {
         continue;
       }
-      if (!masks.isEmpty() && this.states.framesStepped() - work > MASK_WORK && !cache.containsKey(f)) {
+      if (!masks.isEmpty() && this.states.framesStepped() - work > allowance && !cache.containsKey(f)) {
         framesLeftOut++;
         continue;
       }
@@ -165,7 +169,7 @@ public final class TokenMasker {
     return misses;
   }
 
-  /** Frames left out of a mask: new ones reached once the call's work passed {@value #MASK_WORK}. */
+  /** Frames left out of a mask: new ones reached once the call's work passed its bound. */
   public long framesLeftOut() {
     return framesLeftOut;
   }

@@ -149,6 +149,41 @@ class ConstrainedGenerationTest {
     assertTrue(masker.framesLeftOut() > leftOut, "some states had more new frames than one mask computes");
   }
 
+  @Test
+  void aWideStateOfCheapFramesIsMaskedWhole() {
+    // An enum of 1,000 strings: a frame per value, a few hundred frames stepped each. A flat bound
+    // per call left 800 of them out of the first mask (the model could not choose those values).
+    StringBuilder e = new StringBuilder("{\"enum\":[");
+    java.util.List<String> values = new ArrayList<>();
+    SplittableRandom random = new SplittableRandom(7);
+    for (int i = 0; i < 1_000; i++) {
+      StringBuilder w = new StringBuilder();
+      for (int k = 0; k < 6; k++) {
+        w.append((char) ('a' + random.nextInt(26)));
+      }
+      values.add(w.toString() + i);
+      e.append(i > 0 ? "," : "").append('"').append(values.getLast()).append('"');
+    }
+    Grammar grammar = OutputGrammars.compile(dev.tandem.common.StructuredOutput.jsonSchema(e.append("]}").toString()));
+    TokenMasker masker = GrammarTesting.qwen3();
+    GrammarState state = grammar.newState();
+    assertTrue(state.advance("\"".getBytes(StandardCharsets.UTF_8)));
+    long leftOut = masker.framesLeftOut();
+    long[] mask = new long[masker.maskWords()];
+    masker.mask(state, 100, ENDS, mask);
+    assertEquals(leftOut, masker.framesLeftOut(), "no value's frame left out");
+    for (String v : values) { // each value's first letter is allowed as a token
+      int token = masker.vocabulary().size();
+      for (int t = 0; t < masker.vocabulary().size() && token == masker.vocabulary().size(); t++) {
+        if (java.util.Arrays.equals(masker.vocabulary().bytes(t), v.substring(0, 1).getBytes(StandardCharsets.UTF_8))) {
+          token = t;
+        }
+      }
+      int t = token;
+      assertTrue((mask[t >>> 6] & (1L << t)) != 0, () -> "the first letter of " + v);
+    }
+  }
+
   static String generate(TokenMasker masker, Grammar grammar, SplittableRandom random, boolean greedy, int maxTokens,
       List<Long> maskNanos) {
     GrammarState state = grammar.newState();
