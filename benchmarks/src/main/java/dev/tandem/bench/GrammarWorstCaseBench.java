@@ -11,6 +11,12 @@ import java.nio.charset.StandardCharsets;
 import java.util.LinkedHashMap;
 import java.util.Locale;
 import java.util.Map;
+import java.util.SplittableRandom;
+import java.util.concurrent.CompletableFuture;
+import java.util.concurrent.ExecutionException;
+import java.util.concurrent.TimeUnit;
+import java.util.concurrent.TimeoutException;
+import java.util.function.Supplier;
 
 /**
  * What a client's structured output costs at worst: constraints a client can write that make the
@@ -30,14 +36,20 @@ public final class GrammarWorstCaseBench {
     System.out.println("token masks over the Qwen3 vocabulary (151,936 ids): up to 20 masks, " + secondsPerCase + " s a case at most");
     TokenMasker masker = new TokenMasker(TokenVocabulary.fromTokenizerJson(
         ModelFiles.bundledQwen3().tokenizerJson(), 151_936, "bundled Qwen3 tokenizer"));
-    Map<String, String> masked = new LinkedHashMap<>();
-    masked.put("[a-z]{1,20}@[a-z]{1,20}\\.com (ordinary)", "[a-z]{1,20}@[a-z]{1,20}\\.com");
-    masked.put("8 nested {1,9} groups", nested(8, "{1,9}"));
-    masked.put("8 nested {0,9}b? groups", nested(8, "{0,9}b?"));
-    masked.put("6 nested {1,5}[a-c]? groups", nested(6, "{1,5}[a-c]?"));
+    Map<String, StructuredOutput> masked = new LinkedHashMap<>();
+    masked.put("[a-z]{1,20}@[a-z]{1,20}\\.com (ordinary)", StructuredOutput.regex("[a-z]{1,20}@[a-z]{1,20}\\.com"));
+    masked.put("8 nested {1,9} groups", StructuredOutput.regex(nested(8, "{1,9}")));
+    masked.put("8 nested {0,9}b? groups", StructuredOutput.regex(nested(8, "{0,9}b?")));
+    masked.put("6 nested {1,5}[a-c]? groups", StructuredOutput.regex(nested(6, "{1,5}[a-c]?")));
+    for (String format : new String[] {"ipv6", "hostname", "duration"}) {
+      masked.put("schema string, format " + format, StructuredOutput.jsonSchema("{\"type\":\"string\",\"format\":\"" + format + "\"}"));
+    }
+    masked.put("schema number, multipleOf 0.01", StructuredOutput.jsonSchema("{\"type\":\"number\",\"multipleOf\":0.01}"));
+    masked.put("schema enum of 1,000 strings", StructuredOutput.jsonSchema(wide("enum", "\"%s\"")));
+    masked.put("schema anyOf of 1,000 consts", StructuredOutput.jsonSchema(wide("anyOf", "{\"const\":\"%s\"}")));
+    masked.put("schema anyOf of 1,000 patterns", StructuredOutput.jsonSchema(wide("anyOf", "{\"type\":\"string\",\"pattern\":\"^%s$\"}")));
     for (var e : masked.entrySet()) {
-      System.out.printf(Locale.ROOT, "%-48s %s%n", e.getKey(),
-          bounded(() -> masks(masker, StructuredOutput.regex(e.getValue()), secondsPerCase), secondsPerCase));
+      System.out.printf(Locale.ROOT, "%-48s %s%n", e.getKey(), bounded(() -> masks(masker, e.getValue(), secondsPerCase), secondsPerCase));
     }
     Map<String, StructuredOutput> matcher = new LinkedHashMap<>();
     matcher.put("regex [a-z]{1,20}@[a-z]{1,20}\\.com (ordinary)", StructuredOutput.regex("[a-z]{1,20}@[a-z]{1,20}\\.com"));
@@ -63,18 +75,32 @@ public final class GrammarWorstCaseBench {
    * byte or mask can take longer than a case's time; the case checks its time only between them).
    * An abandoned case keeps its thread busy, so the cases after it run beside it: the output says so.
    */
-  private static String bounded(java.util.function.Supplier<String> run, long seconds) {
-    java.util.concurrent.CompletableFuture<String> answer = new java.util.concurrent.CompletableFuture<>();
+  private static String bounded(Supplier<String> run, long seconds) {
+    CompletableFuture<String> answer = new CompletableFuture<>();
     Thread t = new Thread(() -> answer.complete(run.get()));
     t.setDaemon(true);
     t.start();
     try {
-      return answer.get(2 * seconds, java.util.concurrent.TimeUnit.SECONDS);
-    } catch (java.util.concurrent.TimeoutException e) {
+      return answer.get(2 * seconds, TimeUnit.SECONDS);
+    } catch (TimeoutException e) {
       return "no answer in " + 2 * seconds + " s (abandoned: it runs on beside the cases after it)";
-    } catch (InterruptedException | java.util.concurrent.ExecutionException e) {
+    } catch (InterruptedException | ExecutionException e) {
       throw new IllegalStateException(e);
     }
+  }
+
+  /** A schema whose {@code keyword} lists 1,000 words (six random letters and a number), each written by {@code format}. */
+  private static String wide(String keyword, String format) {
+    StringBuilder schema = new StringBuilder("{\"" + keyword + "\":[");
+    SplittableRandom random = new SplittableRandom(7);
+    for (int i = 0; i < 1_000; i++) {
+      StringBuilder word = new StringBuilder();
+      for (int k = 0; k < 6; k++) {
+        word.append((char) ('a' + random.nextInt(26)));
+      }
+      schema.append(i > 0 ? "," : "").append(String.format(Locale.ROOT, format, word.append(i)));
+    }
+    return schema.append("]}").toString();
   }
 
   /** {@code depth} groups around {@code [a-z]}, each closed with {@code quantifier}. */
@@ -106,7 +132,12 @@ public final class GrammarWorstCaseBench {
   }
 
   private static String masks(TokenMasker masker, StructuredOutput c, long seconds) {
-    GrammarState s = OutputGrammars.compile(c).newState();
+    GrammarState s;
+    try {
+      s = OutputGrammars.compile(c).newState();
+    } catch (GrammarException e) {
+      return "refused: " + e.getMessage();
+    }
     long[] mask = new long[masker.maskWords()];
     int[] ends = {151_645};
     long deadline = System.nanoTime() + seconds * 1_000_000_000L;

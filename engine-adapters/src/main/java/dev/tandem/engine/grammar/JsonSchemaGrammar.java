@@ -31,10 +31,12 @@ import java.util.Set;
  * (false unless given when there are {@code properties}; a schema or true only without them);
  * arrays with {@code items}, {@code minItems}, {@code maxItems}; strings with {@code minLength},
  * {@code maxLength}, {@code pattern} (a regular-expression subset, see {@link PatternGrammar}) or
- * {@code format} date, time, date-time, uuid, email, ipv4; numbers and integers with {@code
- * minimum}, {@code maximum}, {@code exclusiveMinimum}, {@code exclusiveMaximum} (no exponent, at
- * most 15 digits each side of the point). Annotations (title, description, default, examples, …)
- * are ignored. Anything else is refused with a {@link GrammarException} naming the keyword.
+ * {@code format} date, time, date-time, duration, uuid, email, hostname, ipv4, ipv6 (OpenAI's list);
+ * numbers and integers with {@code minimum}, {@code maximum}, {@code exclusiveMinimum}, {@code
+ * exclusiveMaximum}, {@code multipleOf} (no exponent, at most 15 digits each side of the point). An
+ * {@code enum}, and a union whose branches are all {@code const} or {@code enum}, is a trie of the
+ * values' text ({@link OutputGrammars#literals}). Annotations (title, description, default,
+ * examples, …) are ignored. Anything else is refused with a {@link GrammarException} naming the keyword.
  *
  * <p>Whitespace: up to {@value #MAX_WHITESPACE} spaces, tabs or newlines after {@code { [ , :}
  * and before {@code } ]}, nowhere else. Limits: {@value #MAX_NODES} grammar nodes, schemas
@@ -54,7 +56,7 @@ public final class JsonSchemaGrammar {
   private static final Set<String> HANDLED = Set.of(
       "type", "enum", "const", "anyOf", "oneOf", "allOf", "$ref", "nullable", "properties", "required",
       "additionalProperties", "items", "minItems", "maxItems", "minLength", "maxLength", "pattern", "format",
-      "minimum", "maximum", "exclusiveMinimum", "exclusiveMaximum");
+      "minimum", "maximum", "exclusiveMinimum", "exclusiveMaximum", "multipleOf");
 
   private final JsonNode document;
   private final Map<String, Ref> refs = new HashMap<>();
@@ -141,11 +143,7 @@ public final class JsonSchemaGrammar {
       if (!e.isArray() || e.isEmpty()) {
         throw new GrammarException(path + "/enum", "'enum' must be a non-empty array");
       }
-      List<GrammarNode> alts = new ArrayList<>();
-      for (JsonNode v : e) {
-        alts.add(lit(compact(v)));
-      }
-      return alts.size() == 1 ? alts.get(0) : new Alt(alts.toArray(GrammarNode[]::new));
+      return OutputGrammars.literals(literalValues(s));
     }
     for (String union : List.of("anyOf", "oneOf")) {
       if (s.has(union)) {
@@ -170,7 +168,8 @@ public final class JsonSchemaGrammar {
       if (s.has("minLength") || s.has("maxLength") || s.has("pattern") || s.has("format")) {
         return string(s, path);
       }
-      if (s.has("minimum") || s.has("maximum") || s.has("exclusiveMinimum") || s.has("exclusiveMaximum")) {
+      if (s.has("minimum") || s.has("maximum") || s.has("exclusiveMinimum") || s.has("exclusiveMaximum")
+          || s.has("multipleOf")) {
         return number(s, path, false);
       }
       return any();
@@ -206,10 +205,38 @@ public final class JsonSchemaGrammar {
       throw new GrammarException(path, "must be a non-empty array of schemas");
     }
     List<GrammarNode> out = new ArrayList<>();
+    List<byte[]> values = new ArrayList<>();
     for (int i = 0; i < alts.size(); i++) {
       out.add(schema(alts.get(i), path + "/" + i, depth + 1));
+      List<byte[]> some = values == null ? null : literalValues(alts.get(i));
+      values = some == null ? null : values;
+      if (values != null) {
+        values.addAll(some);
+      }
+    }
+    if (values != null && out.size() > 1) { // a union of consts and enums (documented choices) is one enum
+      return OutputGrammars.literals(values);
     }
     return out.size() == 1 ? out.get(0) : new Alt(out.toArray(GrammarNode[]::new));
+  }
+
+  /**
+   * The values a schema of {@code const} or {@code enum} admits (their compact JSON text), which
+   * are all it admits: {@link #typed} reads those keywords before any other; null for any other schema.
+   */
+  private static List<byte[]> literalValues(JsonNode s) {
+    if (!s.isObject() || s.has("$ref") || s.path("nullable").asBoolean(false)) {
+      return null;
+    }
+    JsonNode values = s.has("const") ? JSON.createArrayNode().add(s.get("const")) : s.get("enum");
+    if (values == null || !values.isArray()) {
+      return null;
+    }
+    List<byte[]> out = new ArrayList<>(values.size());
+    for (JsonNode v : values) {
+      out.add(compact(v).getBytes(StandardCharsets.UTF_8));
+    }
+    return out;
   }
 
   private GrammarNode ref(JsonNode r, String path, int depth) {
@@ -383,18 +410,30 @@ public final class JsonSchemaGrammar {
         }
       }
     }
-    NumberRange range = new NumberRange(integer, min, minEx, max, maxEx);
+    BigDecimal multipleOf = null;
+    if (s.has("multipleOf")) {
+      multipleOf = decimal(s, "multipleOf", path).stripTrailingZeros();
+      if (multipleOf.signum() <= 0) {
+        throw new GrammarException(path + "/multipleOf", "'multipleOf' must be greater than 0");
+      }
+      if (multipleOf.scale() > NumberRange.MAX_DIGITS) {
+        throw new GrammarException(path + "/multipleOf", "'multipleOf' has more than " + NumberRange.MAX_DIGITS
+            + " digits after the point (numbers are written with at most " + NumberRange.MAX_DIGITS + ")");
+      }
+    }
+    NumberRange range = NumberRange.of(integer, multipleOf, min, minEx, max, maxEx);
     if (!range.satisfiable()) {
       throw new GrammarException(path, "no " + (integer ? "integer" : "number") + " of at most "
-          + NumberRange.MAX_DIGITS + " digits lies in the range");
+          + NumberRange.MAX_DIGITS + " digits lies in the range" + (multipleOf == null ? "" : " as a multiple of "
+          + s.get("multipleOf").asText()));
     }
     return new Num(range);
   }
 
   private static BigDecimal decimal(JsonNode s, String key, String path) {
     JsonNode v = s.get(key);
-    if (!v.isNumber()) {
-      throw new GrammarException(path + "/" + key, "'" + key + "' must be a number");
+    if (!v.isNumber() || (v.isFloatingPointNumber() && !Double.isFinite(v.doubleValue()) && !v.isBigDecimal())) {
+      throw new GrammarException(path + "/" + key, "'" + key + "' must be a finite number");
     }
     return v.decimalValue();
   }

@@ -3,19 +3,47 @@ package dev.tandem.engine.grammar;
 import java.math.BigDecimal;
 
 /**
- * What a JSON number node accepts: integer or not, and an optional range with exclusive ends; and
- * whether a number written so far ({@link Digits}) can still end inside it. Exact (decimal
- * arithmetic), so the matcher never walks into a number it cannot finish.
+ * What a JSON number node accepts: integer or not, multiples of a {@code unit} or any value, and an
+ * optional range with exclusive ends; and whether a number written so far ({@link Digits}) can
+ * still end inside it. Exact (decimal arithmetic), so the matcher never walks into a number it
+ * cannot finish.
+ *
+ * @param unit values are whole multiples of it (positive; an integer is a multiple of 1, and of a
+ *     schema's {@code multipleOf} too), or null for any value
  */
-record NumberRange(boolean integer, BigDecimal min, boolean minExclusive, BigDecimal max, boolean maxExclusive) {
+record NumberRange(boolean integer, BigDecimal unit, BigDecimal min, boolean minExclusive, BigDecimal max,
+    boolean maxExclusive) {
   /** Digits allowed before the point, and after it. */
   static final int MAX_DIGITS = 15;
 
-  static final NumberRange ANY_NUMBER = new NumberRange(false, null, false, null, false);
-  static final NumberRange ANY_INTEGER = new NumberRange(true, null, false, null, false);
+  static final NumberRange ANY_NUMBER = new NumberRange(false, null, null, false, null, false);
 
+  /**
+   * The range of a schema's number or integer, its values multiples of {@code multipleOf} (null:
+   * any). An integer multiple of {@code p/q} (in lowest terms) is a multiple of {@code p}.
+   */
+  static NumberRange of(boolean integer, BigDecimal multipleOf, BigDecimal min, boolean minExclusive, BigDecimal max,
+      boolean maxExclusive) {
+    BigDecimal unit = multipleOf == null ? null : multipleOf.stripTrailingZeros();
+    if (integer) {
+      unit = unit == null ? BigDecimal.ONE : integerMultiple(unit);
+    }
+    return new NumberRange(integer, unit, min, minExclusive, max, maxExclusive);
+  }
+
+  /** The least positive integer that is a whole multiple of {@code x} (positive). */
+  private static BigDecimal integerMultiple(BigDecimal x) {
+    if (x.scale() <= 0) {
+      return x;
+    }
+    java.math.BigInteger numerator = x.unscaledValue();
+    java.math.BigInteger denominator = java.math.BigInteger.TEN.pow(x.scale());
+    return new BigDecimal(numerator.divide(numerator.gcd(denominator)));
+  }
+
+  /** Whether some number written so far may have no completion inside: a range, or multiples of other than 1. */
   boolean bounded() {
-    return min != null || max != null;
+    return min != null || max != null || (unit != null && unit.compareTo(BigDecimal.ONE) != 0);
   }
 
   /**
@@ -62,9 +90,9 @@ record NumberRange(boolean integer, BigDecimal min, boolean minExclusive, BigDec
     return !bounded() || reachable(false, BigDecimal.ZERO, big) || reachable(true, BigDecimal.ZERO, big);
   }
 
-  /** True if {@code x} is in range (and an integer where one is needed). */
+  /** True if {@code x} is in range (and a multiple of the unit where there is one). */
   boolean contains(BigDecimal x) {
-    if (integer && x.stripTrailingZeros().scale() > 0) {
+    if (unit != null && x.remainder(unit).signum() != 0) {
       return false;
     }
     if (min != null && (minExclusive ? x.compareTo(min) <= 0 : x.compareTo(min) < 0)) {
@@ -122,7 +150,8 @@ record NumberRange(boolean integer, BigDecimal min, boolean minExclusive, BigDec
 
   /**
    * True if a number of magnitude in [lo, hi) (hi null: unbounded), with the given sign, lies in
-   * range; for integers, an integer magnitude.
+   * range; where there is a unit, a multiple of it (counted in units: the first and last multiple
+   * in both intervals).
    */
   private boolean reachable(boolean negative, BigDecimal lo, BigDecimal hi) {
     // The values: [lo, hi) for positive, (-hi, -lo] for negative.
@@ -130,15 +159,15 @@ record NumberRange(boolean integer, BigDecimal min, boolean minExclusive, BigDec
     boolean aClosed = !negative;
     BigDecimal b = negative ? lo.negate() : hi;
     boolean bClosed = negative;
-    if (integer) {
-      BigDecimal first = a == null ? null : (aClosed ? ceil(a) : floor(a).add(BigDecimal.ONE));
-      BigDecimal last = b == null ? null : (bClosed ? floor(b) : ceil(b).subtract(BigDecimal.ONE));
+    if (unit != null) {
+      BigDecimal first = a == null ? null : (aClosed ? units(a, true) : units(a, false).add(BigDecimal.ONE));
+      BigDecimal last = b == null ? null : (bClosed ? units(b, false) : units(b, true).subtract(BigDecimal.ONE));
       if (min != null) {
-        BigDecimal m = minExclusive ? floor(min).add(BigDecimal.ONE) : ceil(min);
+        BigDecimal m = minExclusive ? units(min, false).add(BigDecimal.ONE) : units(min, true);
         first = first == null || m.compareTo(first) > 0 ? m : first;
       }
       if (max != null) {
-        BigDecimal m = maxExclusive ? ceil(max).subtract(BigDecimal.ONE) : floor(max);
+        BigDecimal m = maxExclusive ? units(max, true).subtract(BigDecimal.ONE) : units(max, false);
         last = last == null || m.compareTo(last) < 0 ? m : last;
       }
       return first == null || last == null || first.compareTo(last) <= 0;
@@ -172,11 +201,10 @@ record NumberRange(boolean integer, BigDecimal min, boolean minExclusive, BigDec
     return c < 0 || (c == 0 && lowClosed && highClosed);
   }
 
-  private static BigDecimal ceil(BigDecimal x) {
-    return x.setScale(0, java.math.RoundingMode.CEILING);
-  }
-
-  private static BigDecimal floor(BigDecimal x) {
-    return x.setScale(0, java.math.RoundingMode.FLOOR);
+  /** {@code x} in units, rounded up (toward the larger count) or down; exact. */
+  private BigDecimal units(BigDecimal x, boolean up) {
+    BigDecimal[] qr = x.divideAndRemainder(unit);
+    int r = qr[1].signum();
+    return up && r > 0 ? qr[0].add(BigDecimal.ONE) : !up && r < 0 ? qr[0].subtract(BigDecimal.ONE) : qr[0];
   }
 }

@@ -218,7 +218,10 @@ public final class OutputGrammars {
   /**
    * Exactly one of {@code options} (bytes), as the trie {@link #choice} builds: also an EBNF
    * alternation of strings, which would otherwise keep one state per option — past the text
-   * grammars' {@value Grammar#MAX_TEXT_STATES}, the options after them could not be written.
+   * grammars' {@value Grammar#MAX_TEXT_STATES}, the options after them could not be written — and
+   * a JSON schema's {@code enum}, whose values would each be a frame of the masker's state. The
+   * trie's size is linear in the options (under two edges an option, each a literal and a
+   * sequence, and an alternation where it branches), so the caller's bound on their count bounds it.
    */
   static GrammarNode literals(List<byte[]> options) {
     byte[][] sorted = options.stream().sorted(Arrays::compareUnsigned).toArray(byte[][]::new);
@@ -228,12 +231,11 @@ public final class OutputGrammars {
         sorted[distinct++] = o;
       }
     }
-    int[] nodes = new int[1];
-    return trie(sorted, 0, distinct, 0, nodes);
+    return trie(sorted, 0, distinct, 0);
   }
 
   /** The options {@code from..to} (sorted, equal in their first {@code depth} bytes) after those bytes. */
-  private static GrammarNode trie(byte[][] options, int from, int to, int depth, int[] nodes) {
+  private static GrammarNode trie(byte[][] options, int from, int to, int depth) {
     List<GrammarNode> alts = new ArrayList<>();
     int i = from;
     if (options[i].length == depth) {
@@ -251,10 +253,7 @@ public final class OutputGrammars {
         end++;
       }
       Lit shared = new Lit(Arrays.copyOfRange(options[i], depth, end));
-      alts.add(j - i == 1 && end == options[i].length ? shared : new Seq(shared, trie(options, i, j, end, nodes)));
-      if ((nodes[0] += 2) > JsonSchemaGrammar.MAX_NODES) {
-        throw new GrammarException("", "the choices are larger than " + JsonSchemaGrammar.MAX_NODES + " grammar nodes");
-      }
+      alts.add(j - i == 1 && end == options[i].length ? shared : new Seq(shared, trie(options, i, j, end)));
       i = j;
     }
     return alts.size() == 1 ? alts.get(0) : new Alt(alts.toArray(GrammarNode[]::new));

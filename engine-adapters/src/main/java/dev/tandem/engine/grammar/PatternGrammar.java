@@ -91,6 +91,11 @@ final class PatternGrammar {
     String time = "([01]\\d|2[0-3]):[0-5]\\d:[0-5]\\d(\\.\\d{1,6})?(Z|[+-](0\\d|1[0-7]):[0-5]\\d)";
     String octet = "(25[0-5]|2[0-4]\\d|1\\d\\d|[1-9]?\\d)";
     String word = "[a-z0-9]{1,20}";
+    String label = "[a-z0-9]([a-z0-9-]{0,60}[a-z0-9])?"; // RFC 1123; four labels fit the 253 characters
+    String h16 = "[0-9a-f]{1,4}";
+    String n = "\\d{1,9}";
+    String days = "(" + n + "Y(" + n + "M)?(" + n + "D)?|" + n + "M(" + n + "D)?|" + n + "D)";
+    String hours = "T(" + n + "H(" + n + "M)?(" + n + "S)?|" + n + "M(" + n + "S)?|" + n + "S)";
     return switch (format) {
       case "date" -> "^" + date + "$";
       case "time" -> "^" + time + "$";
@@ -98,8 +103,15 @@ final class PatternGrammar {
       case "uuid" -> "^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$";
       case "email" -> "^" + word + "(\\." + word + "){0,2}@" + word + "(\\." + word + "){0,2}\\.(com|org|net|io|dev|edu)$";
       case "ipv4" -> "^(" + octet + "\\.){3}" + octet + "$";
+      // RFC 4291's text forms, lower case, "::" for one run of zero groups; no embedded IPv4, no zone
+      case "ipv6" -> "^((" + h16 + ":){7}" + h16 + "|(" + h16 + ":){1,7}:|(" + h16 + ":){1,6}:" + h16
+          + "|(" + h16 + ":){1,5}(:" + h16 + "){1,2}|(" + h16 + ":){1,4}(:" + h16 + "){1,3}|(" + h16 + ":){1,3}(:" + h16
+          + "){1,4}|(" + h16 + ":){1,2}(:" + h16 + "){1,5}|" + h16 + ":(:" + h16 + "){1,6}|:((:" + h16 + "){1,7}|:))$";
+      case "hostname" -> "^" + label + "(\\." + label + "){0,3}$";
+      // ISO 8601 durations (JSON Schema's "duration"): P1Y2M3DT4H5M6S, PT30M, P2W, each part at most 9 digits
+      case "duration" -> "^P(" + days + "(" + hours + ")?|" + hours + "|" + n + "W)$";
       default -> throw new GrammarException(path, "the string format '" + format
-          + "' is not supported (supported: date, time, date-time, uuid, email, ipv4)");
+          + "' is not supported (supported: date, time, date-time, duration, uuid, email, hostname, ipv4, ipv6)");
     };
   }
 

@@ -151,9 +151,10 @@ class ConstrainedGenerationTest {
 
   @Test
   void aWideStateOfCheapFramesIsMaskedWhole() {
-    // An enum of 1,000 strings: a frame per value, a few hundred frames stepped each. A flat bound
-    // per call left 800 of them out of the first mask (the model could not choose those values).
-    StringBuilder e = new StringBuilder("{\"enum\":[");
+    // An anyOf of 1,000 string patterns: a frame per value, a few hundred frames stepped each. A
+    // flat bound per call left 800 of them out of the first mask (the model could not choose those
+    // values). (An enum of the same values, or an anyOf of consts, is a trie: a frame per first letter.)
+    StringBuilder e = new StringBuilder("{\"anyOf\":[");
     java.util.List<String> values = new ArrayList<>();
     SplittableRandom random = new SplittableRandom(7);
     for (int i = 0; i < 1_000; i++) {
@@ -162,7 +163,7 @@ class ConstrainedGenerationTest {
         w.append((char) ('a' + random.nextInt(26)));
       }
       values.add(w.toString() + i);
-      e.append(i > 0 ? "," : "").append('"').append(values.getLast()).append('"');
+      e.append(i > 0 ? "," : "").append("{\"type\":\"string\",\"pattern\":\"^").append(values.getLast()).append("$\"}");
     }
     Grammar grammar = OutputGrammars.compile(dev.tandem.common.StructuredOutput.jsonSchema(e.append("]}").toString()));
     TokenMasker masker = GrammarTesting.qwen3();

@@ -7,6 +7,8 @@ import static org.junit.jupiter.api.Assertions.assertFalse;
 import static org.junit.jupiter.api.Assertions.assertThrows;
 import static org.junit.jupiter.api.Assertions.assertTrue;
 
+import java.nio.charset.StandardCharsets;
+import java.util.List;
 import org.junit.jupiter.api.Test;
 
 class JsonSchemaGrammarTest {
@@ -134,6 +136,143 @@ class JsonSchemaGrammarTest {
   }
 
   @Test
+  void multiplesOf() {
+    Grammar fives = g("{\"type\":\"integer\",\"multipleOf\":5}");
+    for (String v : List.of("0", "5", "-15", "100", "-0")) {
+      assertTrue(matches(fives, v), v);
+    }
+    for (String v : List.of("7", "12", "-1")) {
+      assertFalse(matches(fives, v), v);
+    }
+    assertTrue(prefix(fives, "1"), "10 follows");
+    Grammar cents = g("{\"type\":\"number\",\"multipleOf\":0.01}");
+    assertTrue(matches(cents, "1.23"));
+    assertTrue(matches(cents, "-0.5"));
+    assertTrue(matches(cents, "3"));
+    assertTrue(matches(cents, "2.50"), "2.50 is 2.5");
+    assertFalse(prefix(cents, "1.234"), "no multiple of 0.01 starts with 1.234");
+    assertFalse(prefix(cents, "1.231"), "nor with 1.231 (1.2310… is not one either)");
+    assertTrue(prefix(cents, "1.230"), "1.230 is 1.23");
+    Grammar quarters = g("{\"type\":\"number\",\"multipleOf\":0.25,\"minimum\":0,\"maximum\":1}");
+    assertFalse(prefix(quarters, "0.3"), "[0.3, 0.4) holds no quarter");
+    assertTrue(prefix(quarters, "0.2"), "0.25");
+    assertFalse(matches(quarters, "1.25"));
+    Grammar integerOfHalves = g("{\"type\":\"integer\",\"multipleOf\":2.5}"); // integers that are multiples of 2.5: of 5
+    assertTrue(matches(integerOfHalves, "10"));
+    assertFalse(matches(integerOfHalves, "7"));
+    assertFalse(prefix(integerOfHalves, "2."));
+    Grammar sevens = g("{\"multipleOf\":7,\"minimum\":10,\"maximum\":20}"); // no type: a number
+    assertTrue(matches(sevens, "14"));
+    assertTrue(matches(sevens, "14.0"));
+    assertFalse(prefix(sevens, "2"), "20 to 29 and 2.x hold no multiple of 7 in range");
+    assertFalse(matches(sevens, "21"));
+  }
+
+  @Test
+  void multiplesOfAgainstArithmetic() {
+    // Every number of up to 3 integer and 2 fraction digits in [-30, 30]: accepted exactly when a
+    // multiple in range, and each of its prefixes alive exactly when some number in the grid continues it.
+    java.util.SplittableRandom random = new java.util.SplittableRandom(11);
+    String[] steps = {"0.5", "0.25", "3", "0.1", "0.03", "7", "1.5", "0.07"};
+    for (String step : steps) {
+      for (boolean integer : new boolean[] {false, true}) {
+        int lo = random.nextInt(-30, 10);
+        int hi = lo + random.nextInt(1, 40);
+        String schema = "{\"type\":\"" + (integer ? "integer" : "number") + "\",\"multipleOf\":" + step
+            + ",\"minimum\":" + lo + ",\"exclusiveMaximum\":" + hi + "}";
+        Grammar grammar = g(schema);
+        java.math.BigDecimal unit = new java.math.BigDecimal(step);
+        for (int cents = -3_000; cents <= 3_000; cents++) {
+          java.math.BigDecimal v = java.math.BigDecimal.valueOf(cents, 2);
+          if (integer && cents % 100 != 0) {
+            continue;
+          }
+          String text = integer ? v.toBigInteger().toString() : v.stripTrailingZeros().toPlainString();
+          boolean valid = v.remainder(unit).signum() == 0 && v.compareTo(java.math.BigDecimal.valueOf(lo)) >= 0
+              && v.compareTo(java.math.BigDecimal.valueOf(hi)) < 0;
+          assertEquals(valid, matches(grammar, text), () -> schema + " on " + text);
+          if (valid) {
+            for (int k = 1; k < text.length(); k++) {
+              assertTrue(prefix(grammar, text.substring(0, k)), schema + " prefix of " + text);
+            }
+          }
+        }
+      }
+    }
+  }
+
+  @Test
+  void formats() {
+    Grammar ipv6 = g("{\"type\":\"string\",\"format\":\"ipv6\"}");
+    for (String v : List.of("2001:db8::1", "::", "::1", "fe80::", "1:2:3:4:5:6:7:8", "1::8", "1:2:3:4:5:6:7::", "::2:3:4:5:6:7:8")) {
+      assertTrue(matches(ipv6, "\"" + v + "\""), v);
+    }
+    for (String v : List.of("1:2:3:4:5:6:7:8:9", "1::2::3", "12345::", ":1", "1:2:3:4:5:6:7", "g::")) {
+      assertFalse(matches(ipv6, "\"" + v + "\""), v);
+    }
+    Grammar host = g("{\"type\":\"string\",\"format\":\"hostname\"}");
+    for (String v : List.of("localhost", "api.example.com", "a-b.c1", "x".repeat(62) + ".io")) {
+      assertTrue(matches(host, "\"" + v + "\""), v);
+    }
+    for (String v : List.of("-a.com", "a-.com", "a..b", ".a", "a_b", "a.b.c.d.e", "")) {
+      assertFalse(matches(host, "\"" + v + "\""), v);
+    }
+    Grammar duration = g("{\"type\":\"string\",\"format\":\"duration\"}");
+    for (String v : List.of("P1Y2M3DT4H5M6S", "PT30M", "P2W", "P3D", "PT1H", "P1M", "P1YT2S")) {
+      assertTrue(matches(duration, "\"" + v + "\""), v);
+    }
+    for (String v : List.of("P", "PT", "P1H", "1D", "P1DT", "P2W1D", "P1D2Y")) {
+      assertFalse(matches(duration, "\"" + v + "\""), v);
+    }
+  }
+
+  @Test
+  void anEnumSharesItsValuesPrefixes() {
+    // As a trie, 1,000 values that start with one of 26 letters are 26 ways after the opening
+    // quote, not 1,000 (each a frame the matcher steps and the masker masks).
+    StringBuilder values = new StringBuilder("{\"enum\":[");
+    for (int i = 0; i < 1_000; i++) {
+      values.append(i > 0 ? "," : "").append('"').append((char) ('a' + i % 26)).append("value").append(i).append('"');
+    }
+    Grammar grammar = g(values.append(",\"a\",\"ab\",3,30,null]}").toString());
+    GrammarState state = grammar.newState();
+    assertTrue(state.advance("\"".getBytes(StandardCharsets.UTF_8)));
+    assertTrue(state.states().size() <= 26, "ways after the quote: " + state.states().size());
+    for (String v : List.of("\"avalue0\"", "\"lvalue999\"", "\"zvalue25\"", "\"a\"", "\"ab\"", "3", "30", "null")) {
+      assertTrue(matches(grammar, v), v);
+    }
+    for (String v : List.of("\"avalue1\"", "\"\"", "\"abc\"", "\"b\"", "33", "\"zvalue99\"")) {
+      assertFalse(matches(grammar, v), v);
+    }
+  }
+
+  @Test
+  void aUnionOfConstsAndEnumsIsOneEnum() {
+    // Documented choices ({"const": …, "title": …} each) share prefixes like an enum's values.
+    StringBuilder branches = new StringBuilder("{\"oneOf\":[");
+    for (int i = 0; i < 300; i++) {
+      branches.append(i > 0 ? "," : "").append("{\"const\":\"").append((char) ('a' + i % 26)).append("choice").append(i)
+          .append("\",\"title\":\"choice ").append(i).append("\"}");
+    }
+    Grammar grammar = g(branches.append(",{\"enum\":[1,2]},{\"const\":{\"k\":[true]}}]}").toString());
+    GrammarState state = grammar.newState();
+    assertTrue(state.advance("\"".getBytes(StandardCharsets.UTF_8)));
+    assertTrue(state.states().size() <= 26, "ways after the quote: " + state.states().size());
+    for (String v : List.of("\"achoice0\"", "\"nchoice299\"", "1", "2", "{\"k\":[true]}")) {
+      assertTrue(matches(grammar, v), v);
+    }
+    for (String v : List.of("\"achoice1\"", "3", "{\"k\": [true]}", "null")) {
+      assertFalse(matches(grammar, v), v);
+    }
+    // A branch of any other kind keeps the union an alternation, with the same values.
+    Grammar mixed = g("{\"anyOf\":[{\"const\":\"a\"},{\"type\":\"integer\"},{\"const\":\"b\",\"nullable\":true}]}");
+    for (String v : List.of("\"a\"", "\"b\"", "12", "null")) {
+      assertTrue(matches(mixed, v), v);
+    }
+    assertFalse(matches(mixed, "\"c\""));
+  }
+
+  @Test
   void anyJsonAndJsonObject() {
     Grammar object = g("{\"type\":\"object\"}");
     assertTrue(matches(object, "{\"a\": [1, {\"b\": null}, \"x\"], \"c\": -0.5}"));
@@ -145,9 +284,17 @@ class JsonSchemaGrammarTest {
   @Test
   void unsupportedKeywordsAreNamed() {
     GrammarException e = assertThrows(GrammarException.class,
-        () -> g("{\"type\":\"object\",\"properties\":{\"n\":{\"type\":\"number\",\"multipleOf\":5}}}"));
-    assertEquals("/properties/n/multipleOf", e.path());
-    assertEquals("/format", assertThrows(GrammarException.class, () -> g("{\"type\":\"string\",\"format\":\"hostname\"}")).path());
+        () -> g("{\"type\":\"object\",\"properties\":{\"n\":{\"type\":\"number\",\"not\":{\"const\":5}}}}"));
+    assertEquals("/properties/n/not", e.path());
+    assertEquals("/format", assertThrows(GrammarException.class, () -> g("{\"type\":\"string\",\"format\":\"uri\"}")).path());
+    assertEquals("/minimum", assertThrows(GrammarException.class, () -> g("{\"type\":\"number\",\"minimum\":1e999}")).path(),
+        "a number past a double's range is refused by name, not a NumberFormatException");
+    for (String step : List.of("0", "-2", "1e-16", "-1e999")) {
+      assertEquals("/multipleOf", assertThrows(GrammarException.class,
+          () -> g("{\"type\":\"number\",\"multipleOf\":" + step + "}")).path(), step);
+    }
+    assertTrue(assertThrows(GrammarException.class,
+        () -> g("{\"type\":\"integer\",\"multipleOf\":10,\"minimum\":1,\"maximum\":9}")).getMessage().contains("multiple of 10"));
     assertEquals("/pattern", assertThrows(GrammarException.class, () -> g("{\"type\":\"string\",\"pattern\":\"(?=a)\"}")).path());
     assertEquals("/required", assertThrows(GrammarException.class,
         () -> g("{\"properties\":{\"a\":{}},\"required\":[\"b\"]}")).path());

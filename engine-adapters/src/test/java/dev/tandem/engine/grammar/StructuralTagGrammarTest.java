@@ -140,8 +140,8 @@ class StructuralTagGrammarTest {
             "no structure begins with"),
         new Bad("{\"triggers\":[\"<f\",\"x<f\"],\"structures\":[{\"begin\":\"<f>\",\"schema\":{},\"end\":\"\"}]}", "/triggers",
             "no trigger may contain another"),
-        new Bad("{\"triggers\":[\"<f\"],\"structures\":[{\"begin\":\"<f>\",\"schema\":{\"type\":\"number\",\"multipleOf\":3},\"end\":\"\"}]}",
-            "/structures/0/schema", "multipleOf"),
+        new Bad("{\"triggers\":[\"<f\"],\"structures\":[{\"begin\":\"<f>\",\"schema\":{\"type\":\"number\",\"not\":{\"const\":3}},\"end\":\"\"}]}",
+            "/structures/0/schema", "'not'"),
         new Bad("{\"triggers\":[\"<f\"],\"structures\":[{\"begin\":\"<f>\",\"end\":7}]}", "/structures/0", "'begin', 'schema' and 'end'"))) {
       var e = assertThrows(GrammarException.class, () -> compile(b.spec()), b.spec());
       assertTrue(e.path().startsWith(b.path()), () -> b.spec() + " → " + e.path());

@@ -463,9 +463,9 @@ class RequestParserTest {
     assertEquals(null, chat(p, "{\"model\":\"m\",\"max_tokens\":50," + HI + ",\"response_format\":{\"type\":\"text\"}}").constraint());
 
     ApiException keyword = refused(p, "{\"model\":\"m\",\"max_tokens\":50," + HI
-        + ",\"response_format\":{\"type\":\"json_schema\",\"json_schema\":{\"schema\":{\"type\":\"number\",\"multipleOf\":2}}}}");
+        + ",\"response_format\":{\"type\":\"json_schema\",\"json_schema\":{\"schema\":{\"type\":\"number\",\"not\":{\"const\":2}}}}}");
     assertEquals("response_format.json_schema.schema", keyword.param());
-    assertTrue(keyword.getMessage().contains("multipleOf"), keyword.getMessage());
+    assertTrue(keyword.getMessage().contains("'not'"), keyword.getMessage());
     assertEquals("response_format", refused(parser(Set.of()), "{\"model\":\"m\"," + HI
         + ",\"response_format\":{\"type\":\"json_object\"}}").param(), "an engine without constrained decoding refuses");
     assertEquals("response_format", refused(p, "{\"model\":\"m\"," + HI + ",\"response_format\":{\"type\":\"yaml\"}}").param());
@@ -592,9 +592,9 @@ class RequestParserTest {
     assertTrue(begin.getMessage().startsWith("Invalid structural tag in 'response_format (at /structures/0/begin)': '<g=a>' starts with"
         + " none of the triggers"), begin.getMessage());
     ApiException schema = refused(p, base + "\"structured_outputs\":{\"structural_tag\":"
-        + tag.replace("\"integer\"", "\"number\",\"multipleOf\":3") + "}}");
+        + tag.replace("\"integer\"", "\"number\",\"not\":{\"const\":3}") + "}}");
     assertEquals("structured_outputs.structural_tag", schema.param());
-    assertTrue(schema.getMessage().contains("(at /structures/0/schema/multipleOf)"), schema.getMessage());
+    assertTrue(schema.getMessage().contains("(at /structures/0/schema/not)"), schema.getMessage());
     assertEquals("response_format.format", refused(p, base + "\"response_format\":{\"type\":\"structural_tag\",\"format\":"
         + "{\"type\":\"triggered_tags\"}}}").param(), "xgrammar's later form is refused by name");
     assertEquals("response_format", refused(parser(Set.of()), base + "\"response_format\":{\"type\":\"structural_tag\","
@@ -686,7 +686,7 @@ class RequestParserTest {
     assertEquals("tools[0].function.parameters", malformed.param(), "an invalid schema is refused even with tool_choice auto");
     assertTrue(malformed.getMessage().contains("/properties/n/type"), malformed.getMessage());
     assertEquals(null, chat(p, "{\"model\":\"m\"," + HI + ",\"tools\":[{\"type\":\"function\",\"function\":{\"name\":\"f\",\"parameters\":"
-        + "{\"type\":\"object\",\"properties\":{\"n\":{\"type\":\"number\",\"multipleOf\":3}}}}}]}").constraint(),
+        + "{\"type\":\"object\",\"properties\":{\"n\":{\"type\":\"number\",\"not\":{\"const\":3}}}}}}]}").constraint(),
         "valid, merely unconstrainable: fine for auto, and its calls left free");
     assertEquals("tool_choice", refused(parser(Set.of()), "{\"model\":\"m\"," + HI
         + ",\"tool_choice\":\"required\",\"tools\":[" + TOOL + "]}").param(), "forcing a call needs constrained decoding");
