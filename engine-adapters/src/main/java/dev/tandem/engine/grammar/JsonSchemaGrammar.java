@@ -3,6 +3,7 @@ package dev.tandem.engine.grammar;
 import com.fasterxml.jackson.core.JsonProcessingException;
 import com.fasterxml.jackson.databind.JsonNode;
 import com.fasterxml.jackson.databind.ObjectMapper;
+import com.fasterxml.jackson.databind.node.BooleanNode;
 import dev.tandem.engine.grammar.GrammarNode.Alt;
 import dev.tandem.engine.grammar.GrammarNode.ByteSet;
 import dev.tandem.engine.grammar.GrammarNode.Lit;
@@ -29,7 +30,8 @@ import java.util.Set;
  * included), {@code nullable}; objects with {@code properties} (written in the schema's order;
  * those not {@code required} may be left out), {@code required}, {@code additionalProperties}
  * (false unless given when there are {@code properties}; a schema or true only without them);
- * arrays with {@code items}, {@code minItems}, {@code maxItems}; strings with {@code minLength},
+ * arrays with {@code items}, {@code prefixItems} (tuples; or {@code items} as a list with {@code
+ * additionalItems}, as earlier drafts write them), {@code minItems}, {@code maxItems}; strings with {@code minLength},
  * {@code maxLength}, {@code pattern} (a regular-expression subset, see {@link PatternGrammar}) or
  * {@code format} date, time, date-time, duration, uuid, email, hostname, ipv4, ipv6 (OpenAI's list);
  * numbers and integers with {@code minimum}, {@code maximum}, {@code exclusiveMinimum}, {@code
@@ -55,7 +57,7 @@ public final class JsonSchemaGrammar {
       "readOnly", "writeOnly", "$defs", "definitions", "discriminator", "example");
   private static final Set<String> HANDLED = Set.of(
       "type", "enum", "const", "anyOf", "oneOf", "allOf", "$ref", "nullable", "properties", "required",
-      "additionalProperties", "items", "minItems", "maxItems", "minLength", "maxLength", "pattern", "format",
+      "additionalProperties", "items", "prefixItems", "additionalItems", "minItems", "maxItems", "minLength", "maxLength", "pattern", "format",
       "minimum", "maximum", "exclusiveMinimum", "exclusiveMaximum", "multipleOf");
 
   private final JsonNode document;
@@ -162,7 +164,7 @@ public final class JsonSchemaGrammar {
       if (s.has("properties") || s.has("required") || s.has("additionalProperties")) {
         return object(s, path, depth);
       }
-      if (s.has("items") || s.has("minItems") || s.has("maxItems")) {
+      if (s.has("items") || s.has("prefixItems") || s.has("minItems") || s.has("maxItems")) {
         return array(s, path, depth);
       }
       if (s.has("minLength") || s.has("maxLength") || s.has("pattern") || s.has("format")) {
@@ -344,9 +346,67 @@ public final class JsonSchemaGrammar {
     if (min > max) {
       throw new GrammarException(path + "/minItems", "minItems is above maxItems");
     }
+    // Positional schemas: prefixItems (draft 2020-12), the rest under items; or, in earlier drafts,
+    // items as a list, the rest under additionalItems.
     JsonNode items = s.get("items");
-    GrammarNode item = items == null ? any() : schema(items, path + "/items", depth + 1);
-    return new Seq(lit("["), ws, new Rep(item, new Seq(lit(","), ws), min, max), ws, lit("]"));
+    JsonNode prefix = s.get("prefixItems");
+    String prefixKey = "prefixItems";
+    String restKey = "items";
+    if (items != null && items.isArray()) {
+      if (prefix != null) {
+        throw new GrammarException(path + "/items", "'items' as a list together with 'prefixItems' is not supported");
+      }
+      prefix = items;
+      prefixKey = "items";
+      restKey = "additionalItems";
+    }
+    JsonNode rest = prefix == null ? items : s.get(restKey);
+    GrammarNode item = rest == null || rest.equals(BooleanNode.TRUE) ? any()
+        : rest.equals(BooleanNode.FALSE) ? null : schema(rest, path + "/" + restKey, depth + 1);
+    GrammarNode separator = new Seq(lit(","), ws);
+    if (prefix == null) {
+      if (item == null && min > 0) {
+        throw new GrammarException(path + "/minItems", "minItems is above 0, the items 'items: false' allows");
+      }
+      return new Seq(lit("["), ws, item == null ? EMPTY : new Rep(item, separator, min, max), ws, lit("]"));
+    }
+    return new Seq(lit("["), ws, positional(prefix, path + "/" + prefixKey, item, separator, min, max, depth), ws, lit("]"));
+  }
+
+  /** Most positional schemas an array may have ({@code prefixItems}: a tuple's fields). */
+  static final int MAX_POSITIONAL = 64;
+  private static final GrammarNode EMPTY = new Lit(new byte[0]);
+
+  /**
+   * The items of an array whose first ones follow {@code prefix}'s schemas in order and the rest
+   * {@code rest} (null: none), {@code min} to {@code max} in all: built from the last position
+   * back, each position either where the array may end (from {@code min} items on) or its item
+   * and what may follow it.
+   */
+  private GrammarNode positional(JsonNode prefix, String path, GrammarNode rest, GrammarNode separator, int min, int max,
+      int depth) {
+    if (!prefix.isArray() || prefix.isEmpty() || prefix.size() > MAX_POSITIONAL) {
+      throw new GrammarException(path, "must be a list of 1 to " + MAX_POSITIONAL + " schemas");
+    }
+    int k = prefix.size();
+    if (rest == null && min > k) {
+      throw new GrammarException(path.substring(0, path.lastIndexOf('/')) + "/minItems",
+          "minItems is above the " + k + " items the array may hold");
+    }
+    List<GrammarNode> schemas = new ArrayList<>(k);
+    for (int i = 0; i < k; i++) {
+      schemas.add(schema(prefix.get(i), path + "/" + i, depth + 1));
+    }
+    GrammarNode tail = rest != null && k < max ? new Rep(new Seq(separator, rest), null, Math.max(0, min - k), max - k) : EMPTY;
+    for (int j = k - 1; j >= 0; j--) {
+      if (j >= max) {
+        tail = EMPTY;
+        continue;
+      }
+      GrammarNode next = j == 0 ? new Seq(schemas.get(j), tail) : new Seq(separator, schemas.get(j), tail);
+      tail = j >= min ? new Alt(EMPTY, next) : next;
+    }
+    return tail;
   }
 
   private GrammarNode string(JsonNode s, String path) {

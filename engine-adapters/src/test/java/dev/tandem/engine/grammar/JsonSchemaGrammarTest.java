@@ -136,6 +136,58 @@ class JsonSchemaGrammarTest {
   }
 
   @Test
+  void tuples() {
+    // Pydantic's tuple[int, str]
+    Grammar pair = g("{\"type\":\"array\",\"prefixItems\":[{\"type\":\"integer\"},{\"type\":\"string\"}],\"minItems\":2,\"maxItems\":2}");
+    assertTrue(matches(pair, "[1,\"a\"]"));
+    assertTrue(matches(pair, "[ 1, \"a\" ]"));
+    for (String v : List.of("[1]", "[]", "[1,\"a\",2]", "[\"a\",1]", "[1,2]")) {
+      assertFalse(matches(pair, v), v);
+    }
+    // tuple[int, *str]-like: the rest under items
+    Grammar open = g("{\"prefixItems\":[{\"type\":\"integer\"}],\"items\":{\"type\":\"string\"}}");
+    for (String v : List.of("[]", "[1]", "[1,\"a\",\"b\"]")) {
+      assertTrue(matches(open, v), v);
+    }
+    for (String v : List.of("[\"a\"]", "[1,2]", "[1,\"a\",3]")) {
+      assertFalse(matches(open, v), v);
+    }
+    // no rest, and no minimum: any prefix of the tuple
+    Grammar upTo = g("{\"type\":\"array\",\"prefixItems\":[{\"type\":\"integer\"},{\"const\":\"x\"}],\"items\":false}");
+    for (String v : List.of("[]", "[1]", "[1,\"x\"]")) {
+      assertTrue(matches(upTo, v), v);
+    }
+    assertFalse(matches(upTo, "[1,\"x\",2]"));
+    // no prefix but no rest: only []
+    assertTrue(matches(g("{\"type\":\"array\",\"items\":false}"), "[]"));
+    assertFalse(matches(g("{\"type\":\"array\",\"items\":false}"), "[1]"));
+    // the earlier drafts' form: items as a list, the rest under additionalItems
+    Grammar draft7 = g("{\"type\":\"array\",\"items\":[{\"type\":\"boolean\"},{\"type\":\"null\"}],\"additionalItems\":{\"type\":\"integer\"},\"minItems\":1,\"maxItems\":3}");
+    for (String v : List.of("[true]", "[false,null]", "[true,null,7]")) {
+      assertTrue(matches(draft7, v), v);
+    }
+    for (String v : List.of("[]", "[true,null,7,8]", "[true,1]", "[null]")) {
+      assertFalse(matches(draft7, v), v);
+    }
+    // the rest's count within minItems and maxItems
+    Grammar three = g("{\"prefixItems\":[{\"type\":\"integer\"}],\"minItems\":3,\"maxItems\":4}");
+    assertFalse(matches(three, "[1,2]"));
+    assertTrue(matches(three, "[1,2,3]"));
+    assertTrue(matches(three, "[1,{},[],\"z\"]"));
+    assertFalse(matches(three, "[1,2,3,4,5]"));
+    Grammar capped = g("{\"prefixItems\":[{\"type\":\"integer\"},{\"type\":\"integer\"},{\"type\":\"integer\"}],\"maxItems\":2}");
+    assertTrue(matches(capped, "[1,2]"));
+    assertFalse(matches(capped, "[1,2,3]"));
+    assertEquals("/minItems", assertThrows(GrammarException.class,
+        () -> g("{\"prefixItems\":[{}],\"items\":false,\"minItems\":2}")).path());
+    assertEquals("/minItems", assertThrows(GrammarException.class, () -> g("{\"items\":false,\"minItems\":1}")).path());
+    assertEquals("/prefixItems", assertThrows(GrammarException.class, () -> g("{\"prefixItems\":[]}")).path());
+    assertEquals("/prefixItems/1/type", assertThrows(GrammarException.class,
+        () -> g("{\"prefixItems\":[{},{\"type\":\"strin\"}]}")).path());
+    assertEquals("/items", assertThrows(GrammarException.class, () -> g("{\"prefixItems\":[{}],\"items\":[{}]}")).path());
+  }
+
+  @Test
   void multiplesOf() {
     Grammar fives = g("{\"type\":\"integer\",\"multipleOf\":5}");
     for (String v : List.of("0", "5", "-15", "100", "-0")) {
