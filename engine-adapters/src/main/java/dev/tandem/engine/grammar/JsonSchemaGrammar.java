@@ -6,6 +6,7 @@ import com.fasterxml.jackson.databind.ObjectMapper;
 import com.fasterxml.jackson.databind.node.BooleanNode;
 import dev.tandem.engine.grammar.GrammarNode.Alt;
 import dev.tandem.engine.grammar.GrammarNode.ByteSet;
+import dev.tandem.engine.grammar.GrammarNode.Chr;
 import dev.tandem.engine.grammar.GrammarNode.Lit;
 import dev.tandem.engine.grammar.GrammarNode.Num;
 import dev.tandem.engine.grammar.GrammarNode.Ref;
@@ -29,7 +30,8 @@ import java.util.Set;
  * into the same document ({@code #}, {@code #/$defs/…}, {@code #/definitions/…}, recursion
  * included), {@code nullable}; objects with {@code properties} (written in the schema's order;
  * those not {@code required} may be left out), {@code required}, {@code additionalProperties}
- * (false unless given when there are {@code properties}; a schema or true only without them);
+ * (false unless given when there are {@code properties}; true or a schema: other members after
+ * the named ones, with names that are none of theirs);
  * arrays with {@code items}, {@code prefixItems} (tuples; or {@code items} as a list with {@code
  * additionalItems}, as earlier drafts write them), {@code minItems}, {@code maxItems}; strings with {@code minLength},
  * {@code maxLength}, {@code pattern} (a regular-expression subset, see {@link PatternGrammar}) or
@@ -287,10 +289,6 @@ public final class JsonSchemaGrammar {
           ? any() : schema(additional, path + "/additionalProperties", depth + 1);
       return anyObject(value);
     }
-    if (additional != null && !(additional.isBoolean() && !additional.asBoolean())) {
-      throw new GrammarException(path + "/additionalProperties",
-          "'additionalProperties' other than false is supported only without 'properties'");
-    }
     if (props.size() > MAX_PROPERTIES) {
       throw new GrammarException(path + "/properties", "more than " + MAX_PROPERTIES + " properties");
     }
@@ -306,18 +304,92 @@ public final class JsonSchemaGrammar {
       throw new GrammarException(path + "/required",
           "required property '" + required.iterator().next() + "' is not among the properties");
     }
+    // Other members (additionalProperties true or a schema) come after the named ones, with names
+    // that are none of theirs; false, or not given, allows none.
+    GrammarNode[] ends = {lit(""), lit("")};
+    if (additional != null && !(additional.isBoolean() && !additional.asBoolean())) {
+      List<String> names = new ArrayList<>();
+      props.fieldNames().forEachRemaining(names::add);
+      GrammarNode other = otherMember(names, additional.isBoolean() ? any()
+          : schema(additional, path + "/additionalProperties", depth + 1), path + "/additionalProperties");
+      GrammarNode separator = new Seq(lit(","), ws);
+      ends = new GrammarNode[] {new Rep(other, separator, 0, Integer.MAX_VALUE),
+          new Rep(new Seq(separator, other), null, 0, Integer.MAX_VALUE)};
+    }
     // rest[j]: what may follow member j — ", member m" for a later m with only optional ones
-    // skipped, or the end if everything after j is optional.
+    // skipped, or the end (and other members) if everything after j is optional.
     int n = members.size();
     GrammarNode[] rest = new GrammarNode[n];
     for (int j = n - 1; j >= 0; j--) {
-      rest[j] = following(j + 1, members, needed, rest, true);
+      rest[j] = following(j + 1, members, needed, rest, ends[1], true);
     }
-    GrammarNode body = following(0, members, needed, rest, false);
+    GrammarNode body = following(0, members, needed, rest, ends[0], false);
     return new Seq(lit("{"), ws, body, ws, lit("}"));
   }
 
-  private GrammarNode following(int from, List<GrammarNode> members, List<Boolean> needed, GrammarNode[] rest, boolean comma) {
+  /**
+   * A member that none of {@code names} names, its value {@code value}. Exact for names of
+   * printable ASCII other than '/': a string character is then written one way only (as itself,
+   * or {@code \"} and {@code \\}), so a different text is a different name.
+   */
+  private GrammarNode otherMember(List<String> names, GrammarNode value, String path) {
+    for (String name : names) {
+      for (int i = 0; i < name.length(); i++) {
+        char c = name.charAt(i);
+        if (c < 0x20 || c > 0x7e || c == '/') {
+          throw new GrammarException(path, "'additionalProperties' beside 'properties' is supported where the"
+              + " properties' names are printable ASCII other than '/'; '" + name + "' is not");
+        }
+      }
+    }
+    List<String> sorted = names.stream().distinct().sorted().toList();
+    return new Seq(lit("\""), otherName(sorted, 0), lit("\":"), ws, value);
+  }
+
+  /**
+   * The rest of a name whose first {@code depth} characters are those of every one of {@code
+   * names} (sorted), such that it is none of them: it ends where none does, goes on with a
+   * character none has there, or follows the names that have the character it writes.
+   */
+  private GrammarNode otherName(List<String> names, int depth) {
+    List<GrammarNode> alts = new ArrayList<>();
+    int i = 0;
+    if (names.get(0).length() == depth) {
+      i = 1; // a name ends here: the text must go on
+    } else {
+      alts.add(lit(""));
+    }
+    long[] others = printable();
+    while (i < names.size()) {
+      char c = names.get(i).charAt(depth);
+      int j = i;
+      while (j < names.size() && names.get(j).charAt(depth) == c) {
+        j++;
+      }
+      long[] one = new long[2];
+      one[c >>> 6] |= 1L << c;
+      others[c >>> 6] &= ~(1L << c);
+      alts.add(new Seq(new Chr(one, false), otherName(names.subList(i, j), depth + 1)));
+      if ((nodes += 2) > MAX_NODES) {
+        throw new GrammarException("", "the schema is larger than " + MAX_NODES + " nodes");
+      }
+      i = j;
+    }
+    alts.add(new Seq(new Chr(others, true), new Rep(new Chr(printable(), true), null, 0, Integer.MAX_VALUE)));
+    return alts.size() == 1 ? alts.get(0) : new Alt(alts.toArray(GrammarNode[]::new));
+  }
+
+  /** Printable ASCII (what a name's character may be, besides any non-ASCII one). */
+  private static long[] printable() {
+    long[] set = new long[2];
+    for (int c = 0x20; c <= 0x7e; c++) {
+      set[c >>> 6] |= 1L << c;
+    }
+    return set;
+  }
+
+  private GrammarNode following(int from, List<GrammarNode> members, List<Boolean> needed, GrammarNode[] rest,
+      GrammarNode end, boolean comma) {
     List<GrammarNode> alts = new ArrayList<>();
     boolean allOptional = true;
     for (int m = from; m < members.size(); m++) {
@@ -330,7 +402,7 @@ public final class JsonSchemaGrammar {
       }
     }
     if (allOptional) {
-      alts.add(lit(""));
+      alts.add(end);
     }
     return alts.size() == 1 ? alts.get(0) : new Alt(alts.toArray(GrammarNode[]::new));
   }

@@ -136,6 +136,36 @@ class JsonSchemaGrammarTest {
   }
 
   @Test
+  void otherMembersBesideNamedOnes() {
+    // Pydantic's extra="allow": the named members in order, then any others
+    Grammar open = g("{\"type\":\"object\",\"properties\":{\"a\":{\"type\":\"integer\"}},\"additionalProperties\":true}");
+    for (String v : List.of("{}", "{\"a\":1}", "{\"a\":1, \"b\":[1]}", "{\"b\":{\"c\":null}}", "{\"a\":1,\"b\":2,\"\":3}")) {
+      assertTrue(matches(open, v), v);
+    }
+    for (String v : List.of("{\"a\":1,\"a\":2}", "{\"a\":\"x\"}")) {
+      assertFalse(matches(open, v), v);
+    }
+    // others' names are none of the named ones, whatever prefixes they share
+    Grammar typed = g("{\"properties\":{\"name\":{\"type\":\"integer\"},\"nam\":{\"type\":\"integer\"},"
+        + "\"names\":{\"type\":\"integer\"},\"a\\\"b\":{\"type\":\"integer\"}},\"additionalProperties\":{\"type\":\"string\"}}");
+    for (String key : List.of("na", "namex", "namesx", "x", "", "nbme", "a\\\"c", "a", "a\\\"", "é")) {
+      assertTrue(matches(typed, "{\"" + key + "\":\"s\"}"), key);
+    }
+    for (String key : List.of("name", "nam", "names", "a\\\"b")) {
+      assertFalse(matches(typed, "{\"" + key + "\":\"s\"}"), key + " is named: its value must be an integer");
+      assertTrue(matches(typed, "{\"" + key + "\":1}"), key);
+    }
+    assertTrue(matches(typed, "{\"nam\":1,\"names\":2,\"other\":\"s\",\"more\":\"t\"}"));
+    assertFalse(matches(typed, "{\"nam\":1,\"other\":3}"), "another member's value is a string");
+    // required members still come first
+    Grammar required = g("{\"properties\":{\"id\":{\"type\":\"integer\"}},\"required\":[\"id\"],\"additionalProperties\":true}");
+    assertTrue(matches(required, "{\"id\":1,\"x\":true}"));
+    assertFalse(matches(required, "{\"x\":true}"));
+    assertEquals("/additionalProperties", assertThrows(GrammarException.class,
+        () -> g("{\"properties\":{\"é\":{}},\"additionalProperties\":true}")).path());
+  }
+
+  @Test
   void tuples() {
     // Pydantic's tuple[int, str]
     Grammar pair = g("{\"type\":\"array\",\"prefixItems\":[{\"type\":\"integer\"},{\"type\":\"string\"}],\"minItems\":2,\"maxItems\":2}");
