@@ -252,7 +252,44 @@ final class EngineOptions {
       throw new IllegalArgumentException("--tokenizer is for the mocker; the builtin engine serves the tokenizer in --model");
     }
     BuiltinConfig config = builtinConfig(loraUpdates);
+    if (dev.tandem.engine.encoder.EncoderConfig.isEncoder(config.modelDir())) {
+      return encoder(config);
+    }
     return new WorkerEngines(() -> scheduled(BuiltinEngine.open(config)), ModelFiles.fromDirectory(config.modelDir()), config.blockSize());
+  }
+
+  /**
+   * A BERT-style encoder's engine (embeddings, /score and /rerank only); the decoder's options
+   * that have no meaning for it are refused naming the flag.
+   */
+  private WorkerEngines encoder(BuiltinConfig config) {
+    String why = " is for decoder models; " + config.modelDir() + " is an encoder (config.json's model_type), which keeps no KV"
+        + " and generates nothing";
+    if (config.kvCacheDtype() != null) {
+      throw new IllegalArgumentException("--kv-cache-dtype" + why);
+    }
+    if (config.quantization() != null) {
+      throw new IllegalArgumentException("--quantization" + why);
+    }
+    if (config.speculative() != SpeculativeConfig.OFF) {
+      throw new IllegalArgumentException("--speculative-config" + why);
+    }
+    if (!config.loraModules().isEmpty() || enableLora) {
+      throw new IllegalArgumentException("--lora-modules" + why);
+    }
+    if (hfOverrides != null && !hfOverrides.isBlank()) {
+      throw new IllegalArgumentException("--hf-overrides" + why);
+    }
+    int tokens = maxBatchedTokens != null ? maxBatchedTokens : 8192;
+    boolean priority = priorityScheduling();
+    return new WorkerEngines(() -> {
+      var engine = dev.tandem.engine.encoder.EncoderEngine.open(config.modelDir(), config.modelName(), config.compute(), config.threads(),
+          config.maxNumSeqs(), tokens);
+      if (priority) {
+        engine.scheduleByPriority();
+      }
+      return engine;
+    }, ModelFiles.fromDirectory(config.modelDir()), config.blockSize());
   }
 
   /** The engine, scheduling as {@code --scheduling-policy} says. */

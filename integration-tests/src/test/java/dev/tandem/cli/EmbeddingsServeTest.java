@@ -364,6 +364,53 @@ class EmbeddingsServeTest {
     }
   }
 
+  /**
+   * A BERT encoder (EncoderGenerator's, seed 7) served as `tandem serve --model` resolves it: each
+   * embedding is its [CLS] state for the text as its WordPiece tokenizer splits it, special tokens
+   * added, scaled to unit length; /rerank ranks by those vectors; chat is a 400 naming what it
+   * serves; a decoder's flag is refused naming it.
+   */
+  @Test
+  void anEncoderServesItsPooledStatesAndRefusesGeneration() throws Exception {
+    Path bert = dir.resolve("bert");
+    dev.tandem.engine.modeltools.EncoderGenerator.write(bert, 7, 32, 2, 4, 64, null);
+    EngineOptions quantized = new EngineOptions();
+    new picocli.CommandLine(quantized).parseArgs("--model", bert.toString(), "--quantization", "q8_0");
+    String refused = org.junit.jupiter.api.Assertions.assertThrows(IllegalArgumentException.class, () -> quantized.resolve(false)).getMessage();
+    assertTrue(refused.contains("--quantization") && refused.contains("encoder"), refused);
+    EngineOptions flags = new EngineOptions();
+    new picocli.CommandLine(flags).parseArgs("--model", bert.toString(), "--compute", "cpu", "--served-model-name", "bert");
+    var engines = flags.resolve(false);
+    float[] expected;
+    try (var engine = dev.tandem.engine.encoder.EncoderEngine.open(bert, "bert", "cpu", 1, 1, 64)) {
+      engine.add(new dev.tandem.engine.EngineRequest("probe", new int[] {2, 11, 25, 3}, // [CLS] a seashell [SEP]
+          dev.tandem.common.SamplingParams.greedy(), dev.tandem.common.StopConditions.maxTokens(1), null, 1, null, 0, 0, null, true));
+      expected = engine.step().get(0).embedding();
+    }
+    double norm = 0;
+    for (float v : expected) {
+      norm += v * v;
+    }
+    for (int i = 0; i < expected.length; i++) {
+      expected[i] /= (float) Math.sqrt(norm);
+    }
+    try (LocalDeployment d = LocalDeployment.start(new LocalDeployment.Spec(1, engines.factory(), engines.modelFiles(), engines.blockSize(),
+        dev.tandem.router.grpc.Router.Config.of("kv"), new FrontendServer.Config("127.0.0.1", 0, 1 << 20)))) {
+      JsonNode r = embed(d, "{\"model\":\"bert\",\"input\":[\"A Seashell\",\"who keeps the lighthouse?\"]}");
+      assertEquals(4 + 7, r.at("/usage/prompt_tokens").asInt(), r.toString());
+      assertClose(expected, vector(r.at("/data/0/embedding")), 1e-5, "the [CLS] state, lower-cased and split as BERT's tokenizer does");
+      JsonNode ranked = TestDeployments.json(TestDeployments.post(d, "/v1/rerank",
+          "{\"model\":\"bert\",\"query\":\"a seashell\",\"documents\":[\"the storm\",\"A SEASHELL\"]}"));
+      assertEquals(1, ranked.at("/results/0/index").asInt(), "the same text ranks first: " + ranked);
+      assertEquals(1.0, ranked.at("/results/0/relevance_score").asDouble(), 1e-5, ranked.toString());
+      var chat = TestDeployments.post(d, "/v1/chat/completions", "{\"model\":\"bert\",\"messages\":[{\"role\":\"user\","
+          + "\"content\":\"hi\"}]}");
+      assertEquals(400, chat.statusCode(), chat.body());
+      assertTrue(chat.body().contains("encoder"), chat.body());
+      TestDeployments.assertPoolsFull(d);
+    }
+  }
+
   @Test
   void theMockerRefusesEmbeddingsNamingItsEngine() throws Exception {
     try (LocalDeployment mocker = TestDeployments.start(1, TimingModel.noDelay(), 1 << 20)) {

@@ -211,7 +211,8 @@ public final class ModelWeights implements AutoCloseable {
     }
   }
 
-  private static List<Path> weightFiles(Path dir) {
+  /** The safetensors files of {@code dir}: {@code model.safetensors}, or the shards its index names. */
+  public static List<Path> weightFiles(Path dir) {
     if (!Files.isDirectory(dir)) {
       throw new ModelFormatException(dir + ": model directory does not exist");
     }

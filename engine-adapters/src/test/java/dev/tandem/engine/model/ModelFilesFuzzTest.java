@@ -105,6 +105,12 @@ class ModelFilesFuzzTest {
     } catch (ModelFormatException e) {
       assertTrue(e.getMessage().startsWith("config.json: "), "names the file: " + e.getMessage());
     }
+    try { // an encoder's (BERT's) reading of the same file
+      dev.tandem.engine.encoder.EncoderConfig c = dev.tandem.engine.encoder.EncoderConfig.parse("config.json", root);
+      assertTrue(c.maxTokens() > 0 && c.hidden() % c.heads() == 0 && c.typeVocabSize() > 0 && c.layerNormEps() > 0, c.toString());
+    } catch (ModelFormatException e) {
+      assertTrue(e.getMessage().startsWith("config.json: "), "names the file: " + e.getMessage());
+    }
   }
 
   /** A schema compiles or is refused; a compiled one's matcher takes any bytes without failing. */

@@ -1,0 +1,295 @@
+package dev.tandem.engine.encoder;
+
+import dev.tandem.engine.compute.ComputeBackend;
+import dev.tandem.engine.compute.WeightMatrix;
+import dev.tandem.engine.model.ModelFormatException;
+import dev.tandem.engine.model.ModelWeights;
+import dev.tandem.engine.model.PoolingConfig;
+import dev.tandem.engine.model.SafetensorsFile;
+import dev.tandem.engine.model.Tensor;
+import java.nio.file.Path;
+import java.util.ArrayList;
+import java.util.HashMap;
+import java.util.List;
+import java.util.Map;
+
+/**
+ * A BERT-style encoder's weights and forward pass: token, position and token-type embeddings
+ * summed and layer-normed; per layer, bidirectional multi-head attention (q, k, v with biases, every
+ * token attending to every token), its output projection added to the input and layer-normed, then
+ * a GELU MLP added and layer-normed (post-norm, as BERT and RoBERTa are); then a pooling of the
+ * last layer's states. Weights as Hugging Face saves them ({@code embeddings.*}, {@code
+ * encoder.layer.N.*}, with or without a {@code bert.} / {@code roberta.} prefix; layer norms as
+ * {@code weight}/{@code bias} or the older {@code gamma}/{@code beta}), in f32, bf16 or f16.
+ *
+ * <p>Not thread-safe: its engine's thread calls it.
+ */
+final class EncoderModel implements AutoCloseable {
+  private final EncoderConfig config;
+  private final ComputeBackend backend;
+  private final List<SafetensorsFile> files;
+  private final WeightMatrix words;
+  private final WeightMatrix positions;
+  private final WeightMatrix types;
+  private final float[] embedNormW;
+  private final float[] embedNormB;
+  private final Layer[] layers;
+
+  private record Layer(WeightMatrix[] qkv, float[][] qkvBias, WeightMatrix out, float[] outBias, float[] attnNormW,
+      float[] attnNormB, WeightMatrix up, float[] upBias, WeightMatrix down, float[] downBias, float[] normW, float[] normB) {}
+
+  private EncoderModel(EncoderConfig config, ComputeBackend backend, List<SafetensorsFile> files, Map<String, Tensor> tensors, String prefix) {
+    this.config = config;
+    this.backend = backend;
+    this.files = files;
+    Weights w = new Weights(config, tensors, prefix);
+    int h = config.hidden();
+    this.words = w.matrix("embeddings.word_embeddings.weight", config.vocabSize(), h);
+    this.positions = w.matrix("embeddings.position_embeddings.weight", config.maxPositions(), h);
+    this.types = w.matrix("embeddings.token_type_embeddings.weight", config.typeVocabSize(), h);
+    this.embedNormW = w.norm("embeddings.LayerNorm", true);
+    this.embedNormB = w.norm("embeddings.LayerNorm", false);
+    this.layers = new Layer[config.layers()];
+    for (int l = 0; l < layers.length; l++) {
+      String p = "encoder.layer." + l + ".";
+      String a = p + "attention.";
+      layers[l] = new Layer(
+          new WeightMatrix[] {w.matrix(a + "self.query.weight", h, h), w.matrix(a + "self.key.weight", h, h), w.matrix(a + "self.value.weight", h, h)},
+          new float[][] {w.vector(a + "self.query.bias", h), w.vector(a + "self.key.bias", h), w.vector(a + "self.value.bias", h)},
+          w.matrix(a + "output.dense.weight", h, h), w.vector(a + "output.dense.bias", h),
+          w.norm(a + "output.LayerNorm", true), w.norm(a + "output.LayerNorm", false),
+          w.matrix(p + "intermediate.dense.weight", config.intermediate(), h), w.vector(p + "intermediate.dense.bias", config.intermediate()),
+          w.matrix(p + "output.dense.weight", h, config.intermediate()), w.vector(p + "output.dense.bias", h),
+          w.norm(p + "output.LayerNorm", true), w.norm(p + "output.LayerNorm", false));
+    }
+  }
+
+  /**
+   * Maps {@code dir}'s weights.
+   *
+   * @throws ModelFormatException naming the file and tensor that is missing or misshapen
+   */
+  static EncoderModel load(Path dir, EncoderConfig config, ComputeBackend backend) {
+    List<SafetensorsFile> files = new ArrayList<>();
+    try {
+      Map<String, Tensor> tensors = new HashMap<>();
+      for (Path path : ModelWeights.weightFiles(dir)) {
+        SafetensorsFile file = SafetensorsFile.open(path);
+        files.add(file);
+        tensors.putAll(file.tensors());
+      }
+      String suffix = "embeddings.word_embeddings.weight";
+      String prefix = tensors.keySet().stream().filter(k -> k.endsWith(suffix)).map(k -> k.substring(0, k.length() - suffix.length()))
+          .min(java.util.Comparator.comparingInt(String::length))
+          .orElseThrow(() -> new ModelFormatException(dir + ": no tensor '" + suffix + "' (with or without a prefix) in "
+              + ModelWeights.weightFiles(dir)));
+      return new EncoderModel(config, backend, List.copyOf(files), tensors, prefix);
+    } catch (RuntimeException e) {
+      files.forEach(SafetensorsFile::close);
+      throw e;
+    }
+  }
+
+  EncoderConfig config() {
+    return config;
+  }
+
+  /** The pooled vector of the input {@code ids} (its special tokens included, as the tokenizer added them). */
+  float[] pooled(int[] ids, PoolingConfig.Mode mode) {
+    float[] states = forward(ids);
+    int h = config.hidden();
+    int n = ids.length;
+    float[] out = new float[h];
+    switch (mode) {
+      case CLS -> System.arraycopy(states, 0, out, 0, h);
+      case LAST -> System.arraycopy(states, (n - 1) * h, out, 0, h);
+      case MEAN -> {
+        for (int t = 0; t < n; t++) {
+          for (int i = 0; i < h; i++) {
+            out[i] += states[t * h + i];
+          }
+        }
+        for (int i = 0; i < h; i++) {
+          out[i] /= n;
+        }
+      }
+      case MAX -> {
+        System.arraycopy(states, 0, out, 0, h);
+        for (int t = 1; t < n; t++) {
+          for (int i = 0; i < h; i++) {
+            out[i] = Math.max(out[i], states[t * h + i]);
+          }
+        }
+      }
+    }
+    return out;
+  }
+
+  /** The last layer's hidden states, {@code ids.length} rows of {@code hidden}. */
+  float[] forward(int[] ids) {
+    int n = ids.length;
+    int h = config.hidden();
+    float[] x = new float[n * h];
+    float[] row = new float[h];
+    for (int t = 0; t < n; t++) {
+      words.row(ids[t], x, t * h);
+      positions.row(config.positionOffset() + t, row, 0);
+      for (int i = 0; i < h; i++) {
+        x[t * h + i] += row[i];
+      }
+      types.row(0, row, 0);
+      for (int i = 0; i < h; i++) {
+        x[t * h + i] += row[i];
+      }
+    }
+    layerNorm(x, n, embedNormW, embedNormB);
+    float[] q = new float[n * h];
+    float[] k = new float[n * h];
+    float[] v = new float[n * h];
+    float[] context = new float[n * h];
+    float[] y = new float[n * h];
+    float[] up = new float[n * config.intermediate()];
+    for (Layer layer : layers) {
+      backend.matmul(x, n, layer.qkv(), new float[][] {q, k, v});
+      addBias(q, layer.qkvBias()[0]);
+      addBias(k, layer.qkvBias()[1]);
+      addBias(v, layer.qkvBias()[2]);
+      attention(q, k, v, context, n);
+      backend.matmul(context, n, layer.out(), y);
+      addBias(y, layer.outBias());
+      addResidual(y, x);
+      layerNorm(y, n, layer.attnNormW(), layer.attnNormB());
+      float[] attended = y;
+      backend.matmul(attended, n, layer.up(), up);
+      addBias(up, layer.upBias());
+      gelu(up);
+      backend.matmul(up, n, layer.down(), x);
+      addBias(x, layer.downBias());
+      addResidual(x, attended);
+      layerNorm(x, n, layer.normW(), layer.normB());
+    }
+    return x;
+  }
+
+  /** {@code out} = softmax(q·kᵀ/√d)·v per head, every position attending to every position. */
+  private void attention(float[] q, float[] k, float[] v, float[] out, int n) {
+    int h = config.hidden();
+    int d = h / config.heads();
+    float scale = (float) (1 / Math.sqrt(d));
+    float[] scores = new float[n];
+    java.util.Arrays.fill(out, 0);
+    for (int head = 0; head < config.heads(); head++) {
+      int at = head * d;
+      for (int i = 0; i < n; i++) {
+        float max = Float.NEGATIVE_INFINITY;
+        for (int j = 0; j < n; j++) {
+          float s = 0;
+          for (int c = 0; c < d; c++) {
+            s += q[i * h + at + c] * k[j * h + at + c];
+          }
+          scores[j] = s * scale;
+          max = Math.max(max, scores[j]);
+        }
+        double sum = 0;
+        for (int j = 0; j < n; j++) {
+          scores[j] = (float) Math.exp(scores[j] - max);
+          sum += scores[j];
+        }
+        float inv = (float) (1 / sum);
+        for (int j = 0; j < n; j++) {
+          float p = scores[j] * inv;
+          for (int c = 0; c < d; c++) {
+            out[i * h + at + c] += p * v[j * h + at + c];
+          }
+        }
+      }
+    }
+  }
+
+  private void layerNorm(float[] x, int rows, float[] weight, float[] bias) {
+    int h = config.hidden();
+    for (int r = 0; r < rows; r++) {
+      double mean = 0;
+      for (int i = 0; i < h; i++) {
+        mean += x[r * h + i];
+      }
+      mean /= h;
+      double var = 0;
+      for (int i = 0; i < h; i++) {
+        double c = x[r * h + i] - mean;
+        var += c * c;
+      }
+      var /= h;
+      double inv = 1 / Math.sqrt(var + config.layerNormEps());
+      for (int i = 0; i < h; i++) {
+        x[r * h + i] = (float) ((x[r * h + i] - mean) * inv) * weight[i] + bias[i];
+      }
+    }
+  }
+
+  private static void addBias(float[] x, float[] bias) {
+    for (int i = 0; i < x.length; i++) {
+      x[i] += bias[i % bias.length];
+    }
+  }
+
+  private static void addResidual(float[] x, float[] residual) {
+    for (int i = 0; i < x.length; i++) {
+      x[i] += residual[i];
+    }
+  }
+
+  private void gelu(float[] x) {
+    for (int i = 0; i < x.length; i++) {
+      double v = x[i];
+      x[i] = (float) (config.tanhGelu()
+          ? 0.5 * v * (1 + Math.tanh(0.7978845608028654 * (v + 0.044715 * v * v * v)))
+          : 0.5 * v * (1 + erf(v / Math.sqrt(2))));
+    }
+  }
+
+  /** The error function, to within 1.2e-7 (Numerical Recipes' erfc by Chebyshev fitting). */
+  static double erf(double x) {
+    double z = Math.abs(x);
+    double t = 1 / (1 + 0.5 * z);
+    double erfc = t * Math.exp(-z * z - 1.26551223 + t * (1.00002368 + t * (0.37409196 + t * (0.09678418 + t * (-0.18628806
+        + t * (0.27886807 + t * (-1.13520398 + t * (1.48851587 + t * (-0.82215223 + t * 0.17087277)))))))));
+    return x >= 0 ? 1 - erfc : erfc - 1;
+  }
+
+  @Override
+  public void close() {
+    files.forEach(SafetensorsFile::close);
+    backend.close();
+  }
+
+  /** Tensors by name under the checkpoint's prefix, checked for shape. */
+  private record Weights(EncoderConfig config, Map<String, Tensor> tensors, String prefix) {
+    Tensor get(String name, long... shape) {
+      Tensor t = tensors.get(prefix + name);
+      if (t == null) {
+        throw new ModelFormatException(config.file() + ": the weights have no tensor '" + prefix + name + "'");
+      }
+      if (!java.util.Arrays.equals(t.shape(), shape)) {
+        throw new ModelFormatException(t.file() + ": tensor '" + t.name() + "' is " + t.shapeString() + ", expected "
+            + java.util.Arrays.toString(shape) + " from " + config.file());
+      }
+      return t;
+    }
+
+    WeightMatrix matrix(String name, int rows, int cols) {
+      Tensor t = get(name, rows, cols);
+      return new WeightMatrix(t.name(), t.dtype(), rows, cols, t.data());
+    }
+
+    float[] vector(String name, int n) {
+      return get(name, n).toFloats();
+    }
+
+    /** A layer norm's scale ({@code weight}, or {@code gamma}) or shift ({@code bias}, or {@code beta}). */
+    float[] norm(String name, boolean scale) {
+      String older = name + (scale ? ".gamma" : ".beta");
+      return vector(tensors.containsKey(prefix + older) ? older : name + (scale ? ".weight" : ".bias"), config.hidden());
+    }
+  }
+}
