@@ -62,11 +62,14 @@ for c in "${cases[@]}"; do
     /usr/bin/python3 "$here/reference_logits.py" "$out/$name.json" "$work/$name" "$seed" "$dtype" ${context:+"$context"}
   echo "wrote $out/$name.json"
 done
-# The BERT encoder (EncoderReferenceTest): EncoderGenerator's model of seed 7, reference_encoder.py on it.
-if [ -z "${ONLY:-}" ] || [[ " $ONLY " == *" encoder-bert "* ]]; then
+# The encoders (EncoderReferenceTest): EncoderGenerator's models of seed 7 (bert) and 8 (xlm-roberta),
+# reference_encoder.py on each.
+for enc in "encoder-bert 7 bert" "encoder-xlm-roberta 8 xlm-roberta"; do
+  read -r name seed type <<<"$enc"
+  if [ -n "${ONLY:-}" ] && [[ " $ONLY " != *" $name "* ]]; then continue; fi
   [ -f "$root/cli/target/tandem-cli-0.1.0-SNAPSHOT.jar" ] || (cd "$root" && ./mvnw -q install -DskipTests -Djazzer.skip)
   "${JAVA_HOME:-/usr/lib/jvm/temurin-25-jdk-amd64}/bin/java" -cp "$root/cli/target/tandem-cli-0.1.0-SNAPSHOT.jar:$root/cli/target/lib/*" \
-    dev.tandem.engine.modeltools.EncoderGenerator "$work/encoder-bert" 7
-  /usr/bin/python3 "$here/reference_encoder.py" "$work/encoder-bert" "$out/encoder-bert.json"
-  echo "wrote $out/encoder-bert.json"
-fi
+    dev.tandem.engine.modeltools.EncoderGenerator "$work/$name" "$seed" "$type"
+  /usr/bin/python3 "$here/reference_encoder.py" "$work/$name" "$out/$name.json"
+  echo "wrote $out/$name.json"
+done

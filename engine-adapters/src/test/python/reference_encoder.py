@@ -78,6 +78,7 @@ def main():
     model, out = sys.argv[1], sys.argv[2]
     cfg = json.load(open(f"{model}/config.json"))
     w, sha = load_safetensors(f"{model}/model.safetensors")
+    w = {k[len("roberta."):] if k.startswith("roberta.") else k: v for k, v in w.items()}
     cases = [[2, 3], [2, 17, 20, 21, 3], [2] + [10 + (i * 7) % 60 for i in range(38)] + [3], [2] + [11 + (i * 13) % 70 for i in range(61)] + [3]]
     result = {"weights_sha256": sha, "cases": []}
     for ids in cases:

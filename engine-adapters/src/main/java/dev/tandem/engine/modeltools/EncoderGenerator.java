@@ -42,9 +42,12 @@ public final class EncoderGenerator {
 
   private EncoderGenerator() {}
 
-  /** {@code EncoderGenerator OUT SEED [POOLING]}: the tiny encoder the reference test checks (hidden 32, 2 layers, 4 heads, MLP 64). */
+  /**
+   * {@code EncoderGenerator OUT SEED [MODEL_TYPE [POOLING]]}: the tiny encoder the reference test
+   * checks (hidden 32, 2 layers, 4 heads, MLP 64; bert unless told).
+   */
   public static void main(String[] args) throws IOException {
-    write(Path.of(args[0]), Long.parseLong(args[1]), 32, 2, 4, 64, args.length > 2 ? args[2] : null);
+    write(Path.of(args[0]), Long.parseLong(args[1]), args.length > 2 ? args[2] : "bert", 32, 2, 4, 64, args.length > 3 ? args[3] : null);
   }
 
   /**
@@ -53,21 +56,35 @@ public final class EncoderGenerator {
    */
   public static void write(Path out, long seed, int hidden, int layers, int heads, int intermediate, String pooling)
       throws IOException {
+    write(out, seed, "bert", hidden, layers, heads, intermediate, pooling);
+  }
+
+  /**
+   * As {@link #write(Path, long, int, int, int, int, String)}, of {@code modelType} {@code bert} or,
+   * laid out as RoBERTa's checkpoints are, {@code roberta} or {@code xlm-roberta}: weights under
+   * {@code roberta.}, positions counted from the padding id (1) + 1, one token type.
+   */
+  public static void write(Path out, long seed, String modelType, int hidden, int layers, int heads, int intermediate,
+      String pooling) throws IOException {
+    boolean bert = modelType.equals("bert");
+    int positions = bert ? 64 : 66;
+    int types = bert ? 2 : 1;
+    String prefix = bert ? "" : "roberta.";
     Files.createDirectories(out);
     ObjectMapper json = new ObjectMapper();
     ObjectNode config = json.createObjectNode();
-    config.putArray("architectures").add("BertModel");
-    config.put("model_type", "bert");
+    config.putArray("architectures").add(bert ? "BertModel" : modelType.equals("roberta") ? "RobertaModel" : "XLMRobertaModel");
+    config.put("model_type", modelType);
     config.put("vocab_size", VOCAB.size());
     config.put("hidden_size", hidden);
     config.put("num_hidden_layers", layers);
     config.put("num_attention_heads", heads);
     config.put("intermediate_size", intermediate);
     config.put("hidden_act", "gelu");
-    config.put("max_position_embeddings", 64);
-    config.put("type_vocab_size", 2);
-    config.put("layer_norm_eps", 1e-12);
-    config.put("pad_token_id", 0);
+    config.put("max_position_embeddings", positions);
+    config.put("type_vocab_size", types);
+    config.put("layer_norm_eps", bert ? 1e-12 : 1e-5);
+    config.put("pad_token_id", bert ? 0 : 1);
     config.put("position_embedding_type", "absolute");
     config.put("torch_dtype", "float32");
     json.writerWithDefaultPrettyPrinter().writeValue(out.resolve("config.json").toFile(), config);
@@ -75,13 +92,13 @@ public final class EncoderGenerator {
     SafetensorsWriter w = new SafetensorsWriter();
     SplittableRandom r = new SplittableRandom(seed);
     double std = 0.2; // larger than BERT's 0.02 so that a tiny model's layers change its states visibly
-    w.add("embeddings.word_embeddings.weight", DType.F32, new long[] {VOCAB.size(), hidden}, normal(r.split(), 1));
-    w.add("embeddings.position_embeddings.weight", DType.F32, new long[] {64, hidden}, normal(r.split(), std));
-    w.add("embeddings.token_type_embeddings.weight", DType.F32, new long[] {2, hidden}, normal(r.split(), std));
-    w.add("embeddings.LayerNorm.weight", DType.F32, new long[] {hidden}, near(r.split(), 1));
-    w.add("embeddings.LayerNorm.bias", DType.F32, new long[] {hidden}, normal(r.split(), std));
+    w.add(prefix + "embeddings.word_embeddings.weight", DType.F32, new long[] {VOCAB.size(), hidden}, normal(r.split(), 1));
+    w.add(prefix + "embeddings.position_embeddings.weight", DType.F32, new long[] {positions, hidden}, normal(r.split(), std));
+    w.add(prefix + "embeddings.token_type_embeddings.weight", DType.F32, new long[] {types, hidden}, normal(r.split(), std));
+    w.add(prefix + "embeddings.LayerNorm.weight", DType.F32, new long[] {hidden}, near(r.split(), 1));
+    w.add(prefix + "embeddings.LayerNorm.bias", DType.F32, new long[] {hidden}, normal(r.split(), std));
     for (int l = 0; l < layers; l++) {
-      String p = "encoder.layer." + l + ".";
+      String p = prefix + "encoder.layer." + l + ".";
       for (String m : List.of("query", "key", "value")) {
         w.add(p + "attention.self." + m + ".weight", DType.F32, new long[] {hidden, hidden}, normal(r.split(), std));
         w.add(p + "attention.self." + m + ".bias", DType.F32, new long[] {hidden}, normal(r.split(), std));

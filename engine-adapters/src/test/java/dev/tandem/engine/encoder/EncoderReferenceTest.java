@@ -18,13 +18,14 @@ import java.util.HexFormat;
 import java.util.function.Supplier;
 import org.junit.jupiter.api.io.TempDir;
 import org.junit.jupiter.params.ParameterizedTest;
-import org.junit.jupiter.params.provider.ValueSource;
+import org.junit.jupiter.params.provider.CsvSource;
 
 /**
  * The encoder's pooled states against an independent PyTorch forward pass in float64
- * (src/test/python/reference_encoder.py, fixture {@code reference/encoder-bert.json}): a 2-layer
- * BERT of {@link EncoderGenerator} (seed 7), four inputs of 2 to 63 tokens, pooled by CLS, mean,
- * max and the last token, on the scalar and cpu (Vector API) backends. The fixture holds the
+ * (src/test/python/reference_encoder.py, fixtures {@code reference/encoder-*.json}): a 2-layer
+ * BERT of {@link EncoderGenerator} (seed 7) and an XLM-RoBERTa (seed 8: weights under {@code
+ * roberta.}, positions from the padding id + 1), four inputs of 2 to 63 tokens, pooled by CLS,
+ * mean, max and the last token, on the scalar and cpu (Vector API) backends. The fixture holds the
  * weights' hash: the test regenerates the same model and proves it. Largest error allowed: 1e-4
  * of the largest value (f32 against float64).
  */
@@ -32,13 +33,13 @@ class EncoderReferenceTest {
   @TempDir Path dir;
 
   @ParameterizedTest
-  @ValueSource(strings = {"scalar", "cpu"})
-  void pooledStatesMatchTheReference(String backendName) throws Exception {
+  @CsvSource({"bert,7,scalar", "bert,7,cpu", "xlm-roberta,8,scalar", "xlm-roberta,8,cpu"})
+  void pooledStatesMatchTheReference(String modelType, long seed, String backendName) throws Exception {
     JsonNode fixture;
-    try (InputStream in = getClass().getResourceAsStream("/dev/tandem/engine/reference/encoder-bert.json")) {
+    try (InputStream in = getClass().getResourceAsStream("/dev/tandem/engine/reference/encoder-" + modelType + ".json")) {
       fixture = new ObjectMapper().readTree(in);
     }
-    EncoderGenerator.write(dir, 7, 32, 2, 4, 64, null);
+    EncoderGenerator.write(dir, seed, modelType, 32, 2, 4, 64, null);
     String sha = HexFormat.of().formatHex(MessageDigest.getInstance("SHA-256").digest(Files.readAllBytes(dir.resolve("model.safetensors"))));
     assertEquals(fixture.path("weights_sha256").asText(), sha, "the fixture's model is the one generated here");
     Supplier<ComputeBackend> backend = () -> backendName.equals("scalar") ? new ScalarBackend() : new VectorBackend(2);
