@@ -1,12 +1,18 @@
 package dev.tandem.engine.encoder;
 
+import dev.tandem.engine.compute.AttentionBatch;
 import dev.tandem.engine.compute.ComputeBackend;
 import dev.tandem.engine.compute.WeightMatrix;
+import dev.tandem.engine.model.DType;
 import dev.tandem.engine.model.ModelFormatException;
 import dev.tandem.engine.model.ModelWeights;
 import dev.tandem.engine.model.PoolingConfig;
 import dev.tandem.engine.model.SafetensorsFile;
 import dev.tandem.engine.model.Tensor;
+import java.lang.foreign.MemorySegment;
+import jdk.incubator.vector.FloatVector;
+import jdk.incubator.vector.VectorOperators;
+import jdk.incubator.vector.VectorSpecies;
 import java.nio.file.Path;
 import java.util.ArrayList;
 import java.util.HashMap;
@@ -18,7 +24,7 @@ import java.util.Map;
  * summed and layer-normed; per layer, bidirectional multi-head attention (q, k, v with biases, every
  * token attending to every token), its output projection added to the input and layer-normed, then
  * a GELU MLP added and layer-normed (post-norm, as BERT and RoBERTa are); then a pooling of the
- * last layer's states. Weights as Hugging Face saves them ({@code embeddings.*}, {@code
+ * last layer's states. The matrices and the attention run on the compute backend. Weights as Hugging Face saves them ({@code embeddings.*}, {@code
  * encoder.layer.N.*}, with or without a {@code bert.} / {@code roberta.} prefix; layer norms as
  * {@code weight}/{@code bias} or the older {@code gamma}/{@code beta}), in f32, bf16 or f16.
  *
@@ -171,39 +177,19 @@ final class EncoderModel implements AutoCloseable {
     return x;
   }
 
-  /** {@code out} = softmax(q·kᵀ/√d)·v per head, every position attending to every position. */
+  /**
+   * {@code out} = softmax(q·kᵀ/√d)·v per head, every position attending to every position: the
+   * backend's attention over one block of {@code n} slots that holds k and v as they are laid out
+   * ([position][head][dim]), each row at the last position, so that all {@code n} are visible.
+   */
   private void attention(float[] q, float[] k, float[] v, float[] out, int n) {
-    int h = config.hidden();
-    int d = h / config.heads();
-    float scale = (float) (1 / Math.sqrt(d));
-    float[] scores = new float[n];
-    java.util.Arrays.fill(out, 0);
-    for (int head = 0; head < config.heads(); head++) {
-      int at = head * d;
-      for (int i = 0; i < n; i++) {
-        float max = Float.NEGATIVE_INFINITY;
-        for (int j = 0; j < n; j++) {
-          float s = 0;
-          for (int c = 0; c < d; c++) {
-            s += q[i * h + at + c] * k[j * h + at + c];
-          }
-          scores[j] = s * scale;
-          max = Math.max(max, scores[j]);
-        }
-        double sum = 0;
-        for (int j = 0; j < n; j++) {
-          scores[j] = (float) Math.exp(scores[j] - max);
-          sum += scores[j];
-        }
-        float inv = (float) (1 / sum);
-        for (int j = 0; j < n; j++) {
-          float p = scores[j] * inv;
-          for (int c = 0; c < d; c++) {
-            out[i * h + at + c] += p * v[j * h + at + c];
-          }
-        }
-      }
-    }
+    int heads = config.heads();
+    int[] positions = new int[n];
+    java.util.Arrays.fill(positions, n - 1);
+    int[][] tables = new int[n][];
+    java.util.Arrays.fill(tables, new int[] {0}); // one table, shared: the backend runs the rows together
+    backend.attention(new AttentionBatch(q, out, n, positions, tables, MemorySegment.ofArray(k), MemorySegment.ofArray(v), n, heads,
+        heads, config.hidden() / heads, DType.F32, 0));
   }
 
   private void layerNorm(float[] x, int rows, float[] weight, float[] bias) {
@@ -239,13 +225,42 @@ final class EncoderModel implements AutoCloseable {
     }
   }
 
+  private static final VectorSpecies<Float> LANES = FloatVector.SPECIES_PREFERRED;
+
+  /** GELU in place: exact (x·Φ(x), erf as {@link #erf} evaluates it) or tanh-approximated, a vector of lanes at a time. */
   private void gelu(float[] x) {
-    for (int i = 0; i < x.length; i++) {
+    int i = 0;
+    for (int end = LANES.loopBound(x.length); i < end; i += LANES.length()) {
+      FloatVector v = FloatVector.fromArray(LANES, x, i);
+      FloatVector half = v.mul(0.5f);
+      FloatVector inner = config.tanhGelu()
+          ? v.fma(v.mul(v).mul(0.044715f), v).mul(0.7978845608f).lanewise(VectorOperators.TANH)
+          : erf(v.mul(0.70710678f));
+      half.fma(inner, half).intoArray(x, i);
+    }
+    for (; i < x.length; i++) {
       double v = x[i];
       x[i] = (float) (config.tanhGelu()
           ? 0.5 * v * (1 + Math.tanh(0.7978845608028654 * (v + 0.044715 * v * v * v)))
           : 0.5 * v * (1 + erf(v / Math.sqrt(2))));
     }
+  }
+
+  /** The erfc fit's coefficients after its highest, for Horner's rule (as {@link #erf(double)} has them). */
+  private static final float[] ERFC_POLY = {-0.82215223f, 1.48851587f, -1.13520398f, 0.27886807f, -0.18628806f, 0.09678418f,
+      0.37409196f, 1.00002368f, -1.26551223f};
+
+  /** {@link #erf(double)} on each lane, in float arithmetic. */
+  private static FloatVector erf(FloatVector x) {
+    FloatVector z = x.abs();
+    FloatVector t = FloatVector.broadcast(LANES, 1f).div(z.fma(0.5f, 1f));
+    FloatVector poly = FloatVector.broadcast(LANES, 0.17087277f);
+    for (float c : ERFC_POLY) {
+      poly = poly.fma(t, FloatVector.broadcast(LANES, c));
+    }
+    FloatVector erfc = t.mul(z.mul(z).neg().add(poly).lanewise(VectorOperators.EXP));
+    FloatVector positive = erfc.neg().add(1f);
+    return positive.blend(positive.neg(), x.compare(VectorOperators.LT, 0f));
   }
 
   /** The error function, to within 1.2e-7 (Numerical Recipes' erfc by Chebyshev fitting). */

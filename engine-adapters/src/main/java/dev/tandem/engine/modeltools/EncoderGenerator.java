@@ -66,8 +66,14 @@ public final class EncoderGenerator {
    */
   public static void write(Path out, long seed, String modelType, int hidden, int layers, int heads, int intermediate,
       String pooling) throws IOException {
+    write(out, seed, modelType, hidden, layers, heads, intermediate, 64, pooling);
+  }
+
+  /** As above, with {@code maxTokens} positions for an input (RoBERTa's table two longer). */
+  public static void write(Path out, long seed, String modelType, int hidden, int layers, int heads, int intermediate,
+      int maxTokens, String pooling) throws IOException {
     boolean bert = modelType.equals("bert");
-    int positions = bert ? 64 : 66;
+    int positions = bert ? maxTokens : maxTokens + 2;
     int types = bert ? 2 : 1;
     String prefix = bert ? "" : "roberta.";
     Files.createDirectories(out);
@@ -119,7 +125,7 @@ public final class EncoderGenerator {
     json.writerWithDefaultPrettyPrinter().writeValue(out.resolve("tokenizer.json").toFile(), tokenizer(json));
     ObjectNode tc = json.createObjectNode();
     tc.put("do_lower_case", true);
-    tc.put("model_max_length", 64);
+    tc.put("model_max_length", maxTokens);
     tc.put("cls_token", "[CLS]");
     tc.put("sep_token", "[SEP]");
     tc.put("pad_token", "[PAD]");

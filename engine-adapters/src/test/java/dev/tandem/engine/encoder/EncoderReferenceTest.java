@@ -64,4 +64,29 @@ class EncoderReferenceTest {
       }
     }
   }
+
+  /** Past one run of the backend's attention (64 rows): 200 tokens, the cpu backend against the scalar one, every state. */
+  @org.junit.jupiter.api.Test
+  void longInputsAttendAlikeOnBothBackends() throws Exception {
+    EncoderGenerator.write(dir, 9, "bert", 64, 2, 4, 128, 256, null);
+    int[] ids = new int[200];
+    for (int i = 0; i < ids.length; i++) {
+      ids[i] = 10 + (i * 31) % 90;
+    }
+    float[] scalar;
+    float[] vector;
+    try (EncoderModel model = EncoderModel.load(dir, EncoderConfig.read(dir), new ScalarBackend())) {
+      scalar = model.forward(ids);
+    }
+    try (EncoderModel model = EncoderModel.load(dir, EncoderConfig.read(dir), new VectorBackend(2))) {
+      vector = model.forward(ids);
+    }
+    double largest = 0;
+    double error = 0;
+    for (int i = 0; i < scalar.length; i++) {
+      largest = Math.max(largest, Math.abs(scalar[i]));
+      error = Math.max(error, Math.abs(scalar[i] - vector[i]));
+    }
+    assertTrue(error <= 1e-4 * largest, "error " + error + " of " + largest);
+  }
 }
