@@ -18,12 +18,21 @@ models="$(mktemp -d)"
 trap 'rm -rf "$models"' EXIT
 java=("$JAVA_HOME/bin/java" --add-modules jdk.incubator.vector --enable-native-access=ALL-UNNAMED -cp
   "cli/target/tandem-cli-0.1.0-SNAPSHOT.jar:cli/target/lib/*" dev.tandem.bench.EncoderThroughput)
-: > "$out/encoder-embed.txt"
-for round in $(seq 1 "${ROUNDS:-3}"); do
+[ -n "${BATCH_ONLY:-}" ] || : > "$out/encoder-embed.txt"
+for round in $( [ -n "${BATCH_ONLY:-}" ] || seq 1 "${ROUNDS:-3}"); do
   for case in "minilm 16 200" "minilm 128 60" "minilm 512 12" "bge-base 16 100" "bge-base 128 20" "bge-base 512 4"; do
     read -r shape tokens inputs <<<"$case"
     echo "round $round: $shape, $tokens tokens" >&2
     "${java[@]}" "$models/$shape" "$shape" "$tokens" "$inputs" "$threads" 2>/dev/null | tee -a "$out/encoder-embed.txt"
     OPENBLAS_NUM_THREADS="$threads" /usr/bin/python3 benchmarks/scripts/encoder_torch.py "$models/$shape" "$shape" "$tokens" "$inputs" "$threads" | tee -a "$out/encoder-embed.txt"
+  done
+done
+# Then Tandem alone with 16 inputs a step (the engine runs a step's inputs as one batch; PyTorch's
+# forward here takes one input at a time): BATCH_ONLY=1 runs only these.
+for round in $(seq 1 "${ROUNDS:-3}"); do
+  for case in "minilm 16 320" "minilm 128 64" "bge-base 16 160" "bge-base 128 32"; do
+    read -r shape tokens inputs <<<"$case"
+    echo "round $round: $shape, $tokens tokens, 16 a step" >&2
+    "${java[@]}" "$models/$shape" "$shape" "$tokens" "$inputs" "$threads" 16 2>/dev/null | tee -a "$out/encoder-embed.txt"
   done
 done

@@ -30,8 +30,9 @@ import org.slf4j.LoggerFactory;
  * model has no language-model head.
  *
  * <p>A step runs queued requests, first come first served (or by priority where told), up to
- * {@code maxNumSeqs} of them and {@code maxBatchedTokens} tokens (always at least one); the
- * matrices go through the compute backend, attention through {@link EncoderModel}.
+ * {@code maxNumSeqs} of them and {@code maxBatchedTokens} tokens (always at least one), as one
+ * batch: their rows go through each of {@link EncoderModel}'s matrices together, each attending
+ * within its own input.
  *
  * <p>Threading: owned by one thread (see {@link Engine}).
  */
@@ -145,17 +146,24 @@ public final class EncoderEngine implements Engine {
 
   @Override
   public List<RequestOutput> step() {
-    List<RequestOutput> out = new ArrayList<>();
+    List<EngineRequest> batch = new ArrayList<>();
     long tokens = 0;
-    while (!queue.isEmpty() && out.size() < maxNumSeqs) {
+    while (!queue.isEmpty() && batch.size() < maxNumSeqs) {
       int n = queue.peek().request().promptTokens().length;
-      if (!out.isEmpty() && tokens + n > maxBatchedTokens) {
+      if (!batch.isEmpty() && tokens + n > maxBatchedTokens) {
         break;
       }
-      EngineRequest r = queue.poll().request();
+      batch.add(queue.poll().request());
       tokens += n;
-      float[] vector = model.pooled(r.promptTokens(), pooling);
-      out.add(new RequestOutput(r.requestId(), new int[0], FinishReason.LENGTH, n, 0, null, null, vector));
+    }
+    if (batch.isEmpty()) {
+      return List.of();
+    }
+    float[][] vectors = model.pooled(batch.stream().map(EngineRequest::promptTokens).toArray(int[][]::new), pooling);
+    List<RequestOutput> out = new ArrayList<>(batch.size());
+    for (int i = 0; i < vectors.length; i++) {
+      EngineRequest r = batch.get(i);
+      out.add(new RequestOutput(r.requestId(), new int[0], FinishReason.LENGTH, r.promptTokens().length, 0, null, null, vectors[i]));
     }
     return out;
   }

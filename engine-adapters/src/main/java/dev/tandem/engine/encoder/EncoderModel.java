@@ -102,53 +102,76 @@ final class EncoderModel implements AutoCloseable {
 
   /** The pooled vector of the input {@code ids} (its special tokens included, as the tokenizer added them). */
   float[] pooled(int[] ids, PoolingConfig.Mode mode) {
-    float[] states = forward(ids);
+    return pooled(new int[][] {ids}, mode)[0];
+  }
+
+  /**
+   * The pooled vector of each input, run as one batch: their rows go through each matrix together
+   * and each input attends within itself only.
+   */
+  float[][] pooled(int[][] inputs, PoolingConfig.Mode mode) {
+    float[] states = forward(inputs);
     int h = config.hidden();
-    int n = ids.length;
-    float[] out = new float[h];
-    switch (mode) {
-      case CLS -> System.arraycopy(states, 0, out, 0, h);
-      case LAST -> System.arraycopy(states, (n - 1) * h, out, 0, h);
-      case MEAN -> {
-        for (int t = 0; t < n; t++) {
+    float[][] out = new float[inputs.length][h];
+    int first = 0;
+    for (int s = 0; s < inputs.length; s++) {
+      int n = inputs[s].length;
+      float[] o = out[s];
+      switch (mode) {
+        case CLS -> System.arraycopy(states, first * h, o, 0, h);
+        case LAST -> System.arraycopy(states, (first + n - 1) * h, o, 0, h);
+        case MEAN -> {
+          for (int t = first; t < first + n; t++) {
+            for (int i = 0; i < h; i++) {
+              o[i] += states[t * h + i];
+            }
+          }
           for (int i = 0; i < h; i++) {
-            out[i] += states[t * h + i];
+            o[i] /= n;
           }
         }
-        for (int i = 0; i < h; i++) {
-          out[i] /= n;
-        }
-      }
-      case MAX -> {
-        System.arraycopy(states, 0, out, 0, h);
-        for (int t = 1; t < n; t++) {
-          for (int i = 0; i < h; i++) {
-            out[i] = Math.max(out[i], states[t * h + i]);
+        case MAX -> {
+          System.arraycopy(states, first * h, o, 0, h);
+          for (int t = first + 1; t < first + n; t++) {
+            for (int i = 0; i < h; i++) {
+              o[i] = Math.max(o[i], states[t * h + i]);
+            }
           }
         }
       }
+      first += n;
     }
     return out;
   }
 
-  /** The last layer's hidden states, {@code ids.length} rows of {@code hidden}. */
+  /** The last layer's hidden states of one input, {@code ids.length} rows of {@code hidden}. */
   float[] forward(int[] ids) {
-    int n = ids.length;
+    return forward(new int[][] {ids});
+  }
+
+  /** The last layer's hidden states of the inputs, their rows one after another. */
+  private float[] forward(int[][] inputs) {
+    int n = 0;
+    for (int[] ids : inputs) {
+      n += ids.length;
+    }
     int h = config.hidden();
     float[] x = new float[n * h];
     float[] row = new float[h];
-    for (int t = 0; t < n; t++) {
-      words.row(ids[t], x, t * h);
-      positions.row(config.positionOffset() + t, row, 0);
-      for (int i = 0; i < h; i++) {
-        x[t * h + i] += row[i];
-      }
-      types.row(0, row, 0);
-      for (int i = 0; i < h; i++) {
-        x[t * h + i] += row[i];
+    float[] type = new float[h];
+    types.row(0, type, 0);
+    int t = 0;
+    for (int[] ids : inputs) {
+      for (int p = 0; p < ids.length; p++, t++) {
+        words.row(ids[p], x, t * h);
+        positions.row(config.positionOffset() + p, row, 0);
+        for (int i = 0; i < h; i++) {
+          x[t * h + i] += row[i] + type[i];
+        }
       }
     }
     layerNorm(x, n, embedNormW, embedNormB);
+    AttentionLayout layout = new AttentionLayout(inputs, n);
     float[] q = new float[n * h];
     float[] k = new float[n * h];
     float[] v = new float[n * h];
@@ -160,7 +183,8 @@ final class EncoderModel implements AutoCloseable {
       addBias(q, layer.qkvBias()[0]);
       addBias(k, layer.qkvBias()[1]);
       addBias(v, layer.qkvBias()[2]);
-      attention(q, k, v, context, n);
+      backend.attention(new AttentionBatch(q, context, n, layout.positions, layout.tables, MemorySegment.ofArray(k),
+          MemorySegment.ofArray(v), 1, config.heads(), config.heads(), h / config.heads(), DType.F32, 0));
       backend.matmul(context, n, layer.out(), y);
       addBias(y, layer.outBias());
       addResidual(y, x);
@@ -178,18 +202,29 @@ final class EncoderModel implements AutoCloseable {
   }
 
   /**
-   * {@code out} = softmax(q·kᵀ/√d)·v per head, every position attending to every position: the
-   * backend's attention over one block of {@code n} slots that holds k and v as they are laid out
-   * ([position][head][dim]), each row at the last position, so that all {@code n} are visible.
+   * Bidirectional attention as the backend's paged attention computes it: every row's keys and
+   * values are one block of one slot (k and v as they are laid out, [row][head][dim]); an input's
+   * rows share a block table naming its rows and stand at its last position, so that each sees
+   * every position of its own input and nothing of the others'.
    */
-  private void attention(float[] q, float[] k, float[] v, float[] out, int n) {
-    int heads = config.heads();
-    int[] positions = new int[n];
-    java.util.Arrays.fill(positions, n - 1);
-    int[][] tables = new int[n][];
-    java.util.Arrays.fill(tables, new int[] {0}); // one table, shared: the backend runs the rows together
-    backend.attention(new AttentionBatch(q, out, n, positions, tables, MemorySegment.ofArray(k), MemorySegment.ofArray(v), n, heads,
-        heads, config.hidden() / heads, DType.F32, 0));
+  private static final class AttentionLayout {
+    final int[] positions;
+    final int[][] tables;
+
+    AttentionLayout(int[][] inputs, int rows) {
+      positions = new int[rows];
+      tables = new int[rows][];
+      int first = 0;
+      for (int[] ids : inputs) {
+        int[] table = new int[ids.length];
+        for (int p = 0; p < ids.length; p++) {
+          table[p] = first + p;
+        }
+        java.util.Arrays.fill(positions, first, first + ids.length, ids.length - 1);
+        java.util.Arrays.fill(tables, first, first + ids.length, table); // one array: the backend runs the rows together
+        first += ids.length;
+      }
+    }
   }
 
   private void layerNorm(float[] x, int rows, float[] weight, float[] bias) {

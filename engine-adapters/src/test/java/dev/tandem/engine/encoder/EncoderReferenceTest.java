@@ -19,6 +19,7 @@ import java.util.function.Supplier;
 import org.junit.jupiter.api.io.TempDir;
 import org.junit.jupiter.params.ParameterizedTest;
 import org.junit.jupiter.params.provider.CsvSource;
+import org.junit.jupiter.params.provider.ValueSource;
 
 /**
  * The encoder's pooled states against an independent PyTorch forward pass in float64
@@ -88,5 +89,31 @@ class EncoderReferenceTest {
       error = Math.max(error, Math.abs(scalar[i] - vector[i]));
     }
     assertTrue(error <= 1e-4 * largest, "error " + error + " of " + largest);
+  }
+
+  /** A batch of inputs of different lengths pools as each input alone: rows attend within their own input. */
+  @ParameterizedTest
+  @ValueSource(strings = {"scalar", "cpu"})
+  void aBatchPoolsAsEachInputAlone(String backendName) throws Exception {
+    EncoderGenerator.write(dir, 9, "bert", 64, 2, 4, 128, 256, null);
+    int[][] inputs = new int[5][];
+    for (int s = 0; s < inputs.length; s++) {
+      inputs[s] = new int[new int[] {2, 130, 7, 64, 1}[s]];
+      for (int i = 0; i < inputs[s].length; i++) {
+        inputs[s][i] = 10 + (i * 31 + s * 7) % 90;
+      }
+    }
+    try (EncoderModel model = EncoderModel.load(dir, EncoderConfig.read(dir),
+        backendName.equals("scalar") ? new ScalarBackend() : new VectorBackend(2))) {
+      for (PoolingConfig.Mode mode : PoolingConfig.Mode.values()) {
+        float[][] together = model.pooled(inputs, mode);
+        for (int s = 0; s < inputs.length; s++) {
+          float[] alone = model.pooled(inputs[s], mode);
+          for (int i = 0; i < alone.length; i++) {
+            assertEquals(alone[i], together[s][i], 1e-4f * (1 + Math.abs(alone[i])), mode + ", input " + s + " of " + inputs[s].length);
+          }
+        }
+      }
+    }
   }
 }
