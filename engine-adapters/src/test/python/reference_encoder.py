@@ -7,32 +7,20 @@ max, last token) and the weights' SHA-256, as JSON:
 
     python3 reference_encoder.py MODEL_DIR OUT.json
 """
-import hashlib
 import json
 import math
-import struct
 import sys
 
 import torch
 
-DTYPES = {"F32": torch.float32, "BF16": torch.bfloat16, "F16": torch.float16}
+import reference_logits
+
 
 
 def load_safetensors(path):
-    with open(path, "rb") as f:
-        raw = f.read()
-    (n,) = struct.unpack("<Q", raw[:8])
-    header = json.loads(raw[8:8 + n])
-    data = raw[8 + n:]
-    out = {}
-    for name, t in header.items():
-        if name == "__metadata__":
-            continue
-        begin, end = t["data_offsets"]
-        buf = bytearray(data[begin:end])
-        tensor = torch.frombuffer(buf, dtype=DTYPES[t["dtype"]]).reshape(t["shape"]) if end > begin else torch.zeros(t["shape"])
-        out[name] = tensor.to(torch.float64)
-    return out, hashlib.sha256(raw).hexdigest()
+    """The tensors (float64) and the file's SHA-256, read as reference_logits.py reads a checkpoint."""
+    tensors, sha = reference_logits.load_safetensors(path)
+    return {name: t.to(torch.float64) for name, t in tensors.items()}, sha
 
 
 def layer_norm(x, w, b, eps):

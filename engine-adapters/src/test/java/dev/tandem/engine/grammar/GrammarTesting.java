@@ -47,4 +47,18 @@ final class GrammarTesting {
   static boolean prefix(Grammar grammar, String text) {
     return grammar.newState().advance(text.getBytes(StandardCharsets.UTF_8));
   }
+
+  /** Asserts that each of {@code texts} is a complete output of {@code grammar}, naming the one that is not. */
+  static void assertMatch(Grammar grammar, String... texts) {
+    for (String t : texts) {
+      org.junit.jupiter.api.Assertions.assertTrue(matches(grammar, t), t);
+    }
+  }
+
+  /** Asserts that none of {@code texts} is a complete output of {@code grammar}, naming the one that is. */
+  static void assertNoMatch(Grammar grammar, String... texts) {
+    for (String t : texts) {
+      org.junit.jupiter.api.Assertions.assertFalse(matches(grammar, t), t);
+    }
+  }
 }

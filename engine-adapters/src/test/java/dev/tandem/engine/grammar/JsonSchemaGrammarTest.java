@@ -1,5 +1,7 @@
 package dev.tandem.engine.grammar;
 
+import static dev.tandem.engine.grammar.GrammarTesting.assertMatch;
+import static dev.tandem.engine.grammar.GrammarTesting.assertNoMatch;
 import static dev.tandem.engine.grammar.GrammarTesting.matches;
 import static dev.tandem.engine.grammar.GrammarTesting.prefix;
 import static org.junit.jupiter.api.Assertions.assertEquals;
@@ -139,12 +141,8 @@ class JsonSchemaGrammarTest {
   void otherMembersBesideNamedOnes() {
     // Pydantic's extra="allow": the named members in order, then any others
     Grammar open = g("{\"type\":\"object\",\"properties\":{\"a\":{\"type\":\"integer\"}},\"additionalProperties\":true}");
-    for (String v : List.of("{}", "{\"a\":1}", "{\"a\":1, \"b\":[1]}", "{\"b\":{\"c\":null}}", "{\"a\":1,\"b\":2,\"\":3}")) {
-      assertTrue(matches(open, v), v);
-    }
-    for (String v : List.of("{\"a\":1,\"a\":2}", "{\"a\":\"x\"}")) {
-      assertFalse(matches(open, v), v);
-    }
+    assertMatch(open, "{}", "{\"a\":1}", "{\"a\":1, \"b\":[1]}", "{\"b\":{\"c\":null}}", "{\"a\":1,\"b\":2,\"\":3}");
+    assertNoMatch(open, "{\"a\":1,\"a\":2}", "{\"a\":\"x\"}");
     // others' names are none of the named ones, whatever prefixes they share
     Grammar typed = g("{\"properties\":{\"name\":{\"type\":\"integer\"},\"nam\":{\"type\":\"integer\"},"
         + "\"names\":{\"type\":\"integer\"},\"a\\\"b\":{\"type\":\"integer\"}},\"additionalProperties\":{\"type\":\"string\"}}");
@@ -171,43 +169,29 @@ class JsonSchemaGrammarTest {
     Grammar pair = g("{\"type\":\"array\",\"prefixItems\":[{\"type\":\"integer\"},{\"type\":\"string\"}],\"minItems\":2,\"maxItems\":2}");
     assertTrue(matches(pair, "[1,\"a\"]"));
     assertTrue(matches(pair, "[ 1, \"a\" ]"));
-    for (String v : List.of("[1]", "[]", "[1,\"a\",2]", "[\"a\",1]", "[1,2]")) {
-      assertFalse(matches(pair, v), v);
-    }
+    assertNoMatch(pair, "[1]", "[]", "[1,\"a\",2]", "[\"a\",1]", "[1,2]");
     // tuple[int, *str]-like: the rest under items
     Grammar open = g("{\"prefixItems\":[{\"type\":\"integer\"}],\"items\":{\"type\":\"string\"}}");
-    for (String v : List.of("[]", "[1]", "[1,\"a\",\"b\"]")) {
-      assertTrue(matches(open, v), v);
-    }
-    for (String v : List.of("[\"a\"]", "[1,2]", "[1,\"a\",3]")) {
-      assertFalse(matches(open, v), v);
-    }
+    assertMatch(open, "[]", "[1]", "[1,\"a\",\"b\"]");
+    assertNoMatch(open, "[\"a\"]", "[1,2]", "[1,\"a\",3]");
     // no rest, and no minimum: any prefix of the tuple
     Grammar upTo = g("{\"type\":\"array\",\"prefixItems\":[{\"type\":\"integer\"},{\"const\":\"x\"}],\"items\":false}");
-    for (String v : List.of("[]", "[1]", "[1,\"x\"]")) {
-      assertTrue(matches(upTo, v), v);
-    }
+    assertMatch(upTo, "[]", "[1]", "[1,\"x\"]");
     assertFalse(matches(upTo, "[1,\"x\",2]"));
     // no prefix but no rest: only []
     assertTrue(matches(g("{\"type\":\"array\",\"items\":false}"), "[]"));
     assertFalse(matches(g("{\"type\":\"array\",\"items\":false}"), "[1]"));
     // the earlier drafts' form: items as a list, the rest under additionalItems
     Grammar draft7 = g("{\"type\":\"array\",\"items\":[{\"type\":\"boolean\"},{\"type\":\"null\"}],\"additionalItems\":{\"type\":\"integer\"},\"minItems\":1,\"maxItems\":3}");
-    for (String v : List.of("[true]", "[false,null]", "[true,null,7]")) {
-      assertTrue(matches(draft7, v), v);
-    }
-    for (String v : List.of("[]", "[true,null,7,8]", "[true,1]", "[null]")) {
-      assertFalse(matches(draft7, v), v);
-    }
+    assertMatch(draft7, "[true]", "[false,null]", "[true,null,7]");
+    assertNoMatch(draft7, "[]", "[true,null,7,8]", "[true,1]", "[null]");
     // the rest's count within minItems and maxItems
     Grammar three = g("{\"prefixItems\":[{\"type\":\"integer\"}],\"minItems\":3,\"maxItems\":4}");
-    assertFalse(matches(three, "[1,2]"));
-    assertTrue(matches(three, "[1,2,3]"));
-    assertTrue(matches(three, "[1,{},[],\"z\"]"));
-    assertFalse(matches(three, "[1,2,3,4,5]"));
+    assertMatch(three, "[1,2,3]", "[1,{},[],\"z\"]");
+    assertNoMatch(three, "[1,2]", "[1,2,3,4,5]");
     Grammar capped = g("{\"prefixItems\":[{\"type\":\"integer\"},{\"type\":\"integer\"},{\"type\":\"integer\"}],\"maxItems\":2}");
-    assertTrue(matches(capped, "[1,2]"));
-    assertFalse(matches(capped, "[1,2,3]"));
+    assertMatch(capped, "[1,2]");
+    assertNoMatch(capped, "[1,2,3]");
     assertEquals("/minItems", assertThrows(GrammarException.class,
         () -> g("{\"prefixItems\":[{}],\"items\":false,\"minItems\":2}")).path());
     assertEquals("/minItems", assertThrows(GrammarException.class, () -> g("{\"items\":false,\"minItems\":1}")).path());
@@ -220,12 +204,8 @@ class JsonSchemaGrammarTest {
   @Test
   void multiplesOf() {
     Grammar fives = g("{\"type\":\"integer\",\"multipleOf\":5}");
-    for (String v : List.of("0", "5", "-15", "100", "-0")) {
-      assertTrue(matches(fives, v), v);
-    }
-    for (String v : List.of("7", "12", "-1")) {
-      assertFalse(matches(fives, v), v);
-    }
+    assertMatch(fives, "0", "5", "-15", "100", "-0");
+    assertNoMatch(fives, "7", "12", "-1");
     assertTrue(prefix(fives, "1"), "10 follows");
     Grammar cents = g("{\"type\":\"number\",\"multipleOf\":0.01}");
     assertTrue(matches(cents, "1.23"));
@@ -286,26 +266,19 @@ class JsonSchemaGrammarTest {
   @Test
   void formats() {
     Grammar ipv6 = g("{\"type\":\"string\",\"format\":\"ipv6\"}");
-    for (String v : List.of("2001:db8::1", "::", "::1", "fe80::", "1:2:3:4:5:6:7:8", "1::8", "1:2:3:4:5:6:7::", "::2:3:4:5:6:7:8")) {
-      assertTrue(matches(ipv6, "\"" + v + "\""), v);
-    }
-    for (String v : List.of("1:2:3:4:5:6:7:8:9", "1::2::3", "12345::", ":1", "1:2:3:4:5:6:7", "g::")) {
-      assertFalse(matches(ipv6, "\"" + v + "\""), v);
-    }
+    assertMatch(ipv6, quoted("2001:db8::1", "::", "::1", "fe80::", "1:2:3:4:5:6:7:8", "1::8", "1:2:3:4:5:6:7::", "::2:3:4:5:6:7:8"));
+    assertNoMatch(ipv6, quoted("1:2:3:4:5:6:7:8:9", "1::2::3", "12345::", ":1", "1:2:3:4:5:6:7", "g::"));
     Grammar host = g("{\"type\":\"string\",\"format\":\"hostname\"}");
-    for (String v : List.of("localhost", "api.example.com", "a-b.c1", "x".repeat(62) + ".io")) {
-      assertTrue(matches(host, "\"" + v + "\""), v);
-    }
-    for (String v : List.of("-a.com", "a-.com", "a..b", ".a", "a_b", "a.b.c.d.e", "")) {
-      assertFalse(matches(host, "\"" + v + "\""), v);
-    }
+    assertMatch(host, quoted("localhost", "api.example.com", "a-b.c1", "x".repeat(62) + ".io"));
+    assertNoMatch(host, quoted("-a.com", "a-.com", "a..b", ".a", "a_b", "a.b.c.d.e", ""));
     Grammar duration = g("{\"type\":\"string\",\"format\":\"duration\"}");
-    for (String v : List.of("P1Y2M3DT4H5M6S", "PT30M", "P2W", "P3D", "PT1H", "P1M", "P1YT2S")) {
-      assertTrue(matches(duration, "\"" + v + "\""), v);
-    }
-    for (String v : List.of("P", "PT", "P1H", "1D", "P1DT", "P2W1D", "P1D2Y")) {
-      assertFalse(matches(duration, "\"" + v + "\""), v);
-    }
+    assertMatch(duration, quoted("P1Y2M3DT4H5M6S", "PT30M", "P2W", "P3D", "PT1H", "P1M", "P1YT2S"));
+    assertNoMatch(duration, quoted("P", "PT", "P1H", "1D", "P1DT", "P2W1D", "P1D2Y"));
+  }
+
+  /** Each of {@code texts} as a JSON string (none needs escaping). */
+  private static String[] quoted(String... texts) {
+    return java.util.Arrays.stream(texts).map(t -> "\"" + t + "\"").toArray(String[]::new);
   }
 
   @Test
@@ -320,12 +293,8 @@ class JsonSchemaGrammarTest {
     GrammarState state = grammar.newState();
     assertTrue(state.advance("\"".getBytes(StandardCharsets.UTF_8)));
     assertTrue(state.states().size() <= 26, "ways after the quote: " + state.states().size());
-    for (String v : List.of("\"avalue0\"", "\"lvalue999\"", "\"zvalue25\"", "\"a\"", "\"ab\"", "3", "30", "null")) {
-      assertTrue(matches(grammar, v), v);
-    }
-    for (String v : List.of("\"avalue1\"", "\"\"", "\"abc\"", "\"b\"", "33", "\"zvalue99\"")) {
-      assertFalse(matches(grammar, v), v);
-    }
+    assertMatch(grammar, "\"avalue0\"", "\"lvalue999\"", "\"zvalue25\"", "\"a\"", "\"ab\"", "3", "30", "null");
+    assertNoMatch(grammar, "\"avalue1\"", "\"\"", "\"abc\"", "\"b\"", "33", "\"zvalue99\"");
   }
 
   @Test
@@ -340,17 +309,11 @@ class JsonSchemaGrammarTest {
     GrammarState state = grammar.newState();
     assertTrue(state.advance("\"".getBytes(StandardCharsets.UTF_8)));
     assertTrue(state.states().size() <= 26, "ways after the quote: " + state.states().size());
-    for (String v : List.of("\"achoice0\"", "\"nchoice299\"", "1", "2", "{\"k\":[true]}")) {
-      assertTrue(matches(grammar, v), v);
-    }
-    for (String v : List.of("\"achoice1\"", "3", "{\"k\": [true]}", "null")) {
-      assertFalse(matches(grammar, v), v);
-    }
+    assertMatch(grammar, "\"achoice0\"", "\"nchoice299\"", "1", "2", "{\"k\":[true]}");
+    assertNoMatch(grammar, "\"achoice1\"", "3", "{\"k\": [true]}", "null");
     // A branch of any other kind keeps the union an alternation, with the same values.
     Grammar mixed = g("{\"anyOf\":[{\"const\":\"a\"},{\"type\":\"integer\"},{\"const\":\"b\",\"nullable\":true}]}");
-    for (String v : List.of("\"a\"", "\"b\"", "12", "null")) {
-      assertTrue(matches(mixed, v), v);
-    }
+    assertMatch(mixed, "\"a\"", "\"b\"", "12", "null");
     assertFalse(matches(mixed, "\"c\""));
   }
 
