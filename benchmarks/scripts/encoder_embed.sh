@@ -36,3 +36,6 @@ for round in $(seq 1 "${ROUNDS:-3}"); do
     "${java[@]}" "$models/$shape" "$shape" "$tokens" "$inputs" "$threads" 16 2>/dev/null | tee -a "$out/encoder-embed.txt"
   done
 done
+"$JAVA_HOME/bin/java" -cp "cli/target/tandem-cli-0.1.0-SNAPSHOT.jar:cli/target/lib/*" dev.tandem.bench.EncoderChart \
+  "$out/encoder-embed.txt" "$out/encoder-embed.png"
+echo "wrote $out/encoder-embed.txt and encoder-embed.png" >&2
