@@ -80,6 +80,12 @@ public record EngineInfo(
      */
     POOLING_ONLY,
     /**
+     * The model is a bidirectional encoder (BERT-style, {@code engine/encoder}): it pools an input
+     * whole and draws no token after it, so an input may take the whole context window; with
+     * {@link #POOLING_ONLY} beside it.
+     */
+    ENCODER,
+    /**
      * The model is a sequence classifier (its checkpoint's score head): the first output of a
      * request with {@code embed} carries its label logits, which the model card's labels name;
      * vLLM's {@code /classify}.

@@ -407,6 +407,11 @@ class EmbeddingsServeTest {
           + "\"content\":\"hi\"}]}");
       assertEquals(400, chat.statusCode(), chat.body());
       assertTrue(chat.body().contains("encoder"), chat.body());
+      // An encoder draws no token after its input: all 64 positions are the input's (62 words and [CLS], [SEP]).
+      assertEquals(64, embed(d, "{\"model\":\"bert\",\"input\":\"" + "sea ".repeat(62) + "\"}").at("/usage/prompt_tokens").asInt());
+      var tooLong = TestDeployments.post(d, "/v1/embeddings", "{\"model\":\"bert\",\"input\":\"" + "sea ".repeat(63) + "\"}");
+      assertEquals(400, tooLong.statusCode(), tooLong.body());
+      assertTrue(tooLong.body().contains("of which 64 can be embedded"), tooLong.body());
       TestDeployments.assertPoolsFull(d);
     }
   }

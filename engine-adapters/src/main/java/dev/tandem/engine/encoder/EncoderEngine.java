@@ -58,7 +58,8 @@ public final class EncoderEngine implements Engine {
     this.maxNumSeqs = maxNumSeqs;
     this.maxBatchedTokens = maxBatchedTokens;
     this.queue = new PriorityQueue<>(Comparator.comparingInt(Queued::priority).thenComparingLong(Queued::arrival));
-    EnumSet<EngineInfo.Feature> features = EnumSet.of(EngineInfo.Feature.EMBEDDINGS, EngineInfo.Feature.POOLING_ONLY);
+    EnumSet<EngineInfo.Feature> features = EnumSet.of(EngineInfo.Feature.EMBEDDINGS, EngineInfo.Feature.POOLING_ONLY,
+        EngineInfo.Feature.ENCODER);
     if (pooling.matryoshka()) {
       features.add(EngineInfo.Feature.MATRYOSHKA);
     }

@@ -12,6 +12,17 @@ import java.util.List;
  * prompt shapes and its rendering of a chat. Stateless.
  */
 final class EmbeddingsRequest {
+  /** The feature of a bidirectional encoder's engine: it draws no token after an input. */
+  static final String ENCODER = "encoder";
+
+  /**
+   * Most tokens an input may have: the context window less the token a decoder's worker draws
+   * after it (and never returns); all of it for an encoder, which draws none.
+   */
+  static int limit(ServedModel model) {
+    return model.maxContextLength() - (model.supports(ENCODER) ? 0 : 1);
+  }
+
   /** OpenAI's most inputs an embeddings request may carry. */
   static final int MAX_INPUTS = 2048;
 
@@ -121,7 +132,7 @@ final class EmbeddingsRequest {
       throw ApiException.invalid("input", "At most " + MAX_INPUTS + " inputs may be embedded in one request; this one has "
           + input.size() + ".");
     }
-    int limit = model.maxContextLength() - 1; // the worker draws one token after the input, which it never returns
+    int limit = limit(model);
     List<int[]> inputs = chat ? List.of(chatInput(parser, model, body, limit)) : parser.prompts(body, "input");
     if (!chat && body.path(RequestParser.TRUNCATE_PROMPT_TOKENS).asInt(0) == -1) { // the window: as much as can be embedded
       inputs.replaceAll(ids -> RequestParser.truncated(ids, limit));

@@ -736,9 +736,10 @@ public final class RequestParser {
       checkModel(body);
       throw new ApiException(400, model.supports(ScoreRequest.CROSS_ENCODER) || model.supports(EmbeddingsRequest.CLASSIFY)
           ? "This model is a sequence classifier (its checkpoint's score.weight): it serves /score, /rerank or /classify, not generation."
-          : "This model has no language-model head (an encoder such as BERT, or a checkpoint with no lm_head.weight that does not tie "
-              + "the embeddings): it serves /v1/embeddings, /score and /rerank, not generation.", "invalid_request_error", "model",
-              "unsupported_model");
+          : model.supports(EmbeddingsRequest.ENCODER)
+          ? "This model is an encoder (BERT-style, no language-model head): it serves /v1/embeddings, /score and /rerank, not generation."
+          : "This model has no language-model head (its checkpoint has no lm_head.weight and does not tie the embeddings): it serves "
+              + "/v1/embeddings, /score and /rerank, not generation.", "invalid_request_error", "model", "unsupported_model");
     }
   }
 

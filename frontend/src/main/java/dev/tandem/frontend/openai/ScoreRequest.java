@@ -119,7 +119,7 @@ final class ScoreRequest {
       throw RequestParser.unsupported("chat_template_kwargs", "needs a score template: serve the model with --chat-template FILE "
           + "(e.g. deploy/score-templates/qwen3-reranker.jinja)");
     }
-    int limit = model.maxContextLength() - 1; // the worker draws one token after the pair, which it never returns
+    int limit = EmbeddingsRequest.limit(model);
     int keep = body.path(RequestParser.TRUNCATE_PROMPT_TOKENS).asInt(0) == -1 ? limit : parser.truncation(body);
     List<int[]> pairs = new ArrayList<>();
     for (int j = 0; j < documents.size(); j++) {
