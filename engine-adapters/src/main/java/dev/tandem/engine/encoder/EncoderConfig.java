@@ -67,6 +67,11 @@ public record EncoderConfig(
     if (!MODEL_TYPES.contains(type)) {
       throw new ModelFormatException(file + ": field 'model_type' is '" + type + "', not an encoder (bert, roberta, xlm-roberta)");
     }
+    String arch = root.path("architectures").path(0).asText("");
+    if (!arch.isEmpty() && !arch.endsWith("Model") && !arch.endsWith("ForMaskedLM") && !arch.endsWith("ForPreTraining")) {
+      throw new ModelFormatException(file + ": field 'architectures' names " + arch + ", whose head Tandem does not run (an"
+          + " encoder is served for its pooled states: *Model, *ForMaskedLM, *ForPreTraining; cross-encoders are not served yet)");
+    }
     String positions = root.path("position_embedding_type").asText("absolute");
     if (!positions.equals("absolute")) {
       throw new ModelFormatException(file + ": field 'position_embedding_type' is '" + positions + "'; only 'absolute' is supported");

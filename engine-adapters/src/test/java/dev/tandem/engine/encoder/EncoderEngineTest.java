@@ -123,7 +123,11 @@ class EncoderEngineTest {
     Files.delete(dir.resolve("modules.json"));
     assertTrue(assertThrows(IllegalArgumentException.class, () -> EncoderEngine.open(dir, "bert", "cuda", 1, 8, 1024))
         .getMessage().contains("CPU"));
-    Files.writeString(dir.resolve("config.json"), Files.readString(dir.resolve("config.json")).replace("\"gelu\"", "\"swish\""));
+    String config = Files.readString(dir.resolve("config.json"));
+    Files.writeString(dir.resolve("config.json"), config.replace("\"BertModel\"", "\"BertForSequenceClassification\""));
+    String head = assertThrows(ModelFormatException.class, () -> open(8, 1024)).getMessage();
+    assertTrue(head.contains("architectures") && head.contains("BertForSequenceClassification"), "a reranker's head is not ignored: " + head);
+    Files.writeString(dir.resolve("config.json"), config.replace("\"gelu\"", "\"swish\""));
     String act = assertThrows(ModelFormatException.class, () -> open(8, 1024)).getMessage();
     assertTrue(act.contains("config.json") && act.contains("hidden_act"), act);
   }
